@@ -1,0 +1,11 @@
+//! ikp-device: everything the GPU side and the host must agree on.
+//!
+//! - [`wire`]: the native wire format v1 (constants, bit diagram, pack / unpack, version);
+//! - [`layout`]: the buffer header the host writes and the decoder validates;
+//! - [`encoder`]: a pure-Rust reference encoder that writes buffers as the device does.
+pub mod encoder;
+pub mod layout;
+pub mod wire;
+
+pub use layout::{Header, Layout, LayoutError};
+pub use wire::{KernelArg, Kind, TimerMode, FORMAT_VERSION};

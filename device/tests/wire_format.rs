@@ -1,0 +1,175 @@
+//! Pins the v1 wire format: field boundaries, no bleed between fields, the header
+//! round trip, and the version / layout fingerprint pair.
+use ikp_device::encoder::BufferWriter;
+use ikp_device::wire::{self, Kind};
+use ikp_device::{Header, Layout, LayoutError, TimerMode};
+
+/// Change a layout constant and this fails: bump FORMAT_VERSION and re-pin both values.
+#[test]
+fn version_and_layout_fingerprint_are_pinned() {
+    assert_eq!(
+        (wire::FORMAT_VERSION, wire::layout_fingerprint()),
+        (1, 0x9fd4_b9cd_c0a7_5659)
+    );
+}
+
+#[test]
+fn record_fields_hold_their_maximum_without_bleeding() {
+    let kinds = [Kind::Begin, Kind::End, Kind::Instant, Kind::Meta];
+    for kind in kinds {
+        for (region, payload, time) in [
+            (0, 0, 0),
+            (wire::MAX_REGIONS - 1, 0, 0),
+            (0, wire::MAX_PAYLOAD, 0),
+            (0, 0, u32::MAX),
+            (wire::MAX_REGIONS - 1, wire::MAX_PAYLOAD, u32::MAX),
+            (0x155, 0xA_AAAA, 0x5555_5555),
+        ] {
+            let w = wire::pack_record(time, wire::pack_tag(kind, region, payload));
+            let r = wire::unpack_record(w);
+            assert_eq!(
+                (r.kind, r.region, r.payload, r.time_lo),
+                (kind, region, payload, time)
+            );
+        }
+    }
+    // Out-of-range values are masked, never carried into the neighbouring field.
+    let tag = wire::pack_tag(Kind::Begin, wire::MAX_REGIONS, wire::MAX_PAYLOAD + 1);
+    assert_eq!(tag, 0);
+    assert_eq!(wire::pack_tag(Kind::End, 1, 1), 1 | 1 << 2 | 1 << 12);
+    // Exact bit positions of the v1 diagram.
+    assert_eq!(wire::pack_tag(Kind::Instant, 0x3FF, 0), 0b10 | 0x3FF << 2);
+    assert_eq!(wire::pack_tag(Kind::Begin, 0, 0xF_FFFF), 0xFFFF_F000);
+    assert_eq!(wire::pack_record(0xDEAD_BEEF, 0), 0xDEAD_BEEF_0000_0000);
+    assert!(wire::MAX_REGIONS >= 1024 && wire::MAX_PAYLOAD >= 0xFFFF);
+}
+
+#[test]
+fn ids_word_round_trips_and_rejects_unmarked_words() {
+    let w = wire::pack_ids(0xFFFF, 0xFFFF, 0xFF);
+    let ids = wire::unpack_ids(w).unwrap();
+    assert_eq!((ids.smid, ids.warp, ids.flags), (0xFFFF, 0xFFFF, 0xFF));
+    assert_eq!(w >> 40, 0x49_4B50);
+    let ids = wire::unpack_ids(wire::pack_ids(131, 7, wire::lane_flags::CLOCK)).unwrap();
+    assert_eq!((ids.smid, ids.warp, ids.flags), (131, 7, 1));
+    assert_eq!(wire::unpack_ids(0), None);
+    assert_eq!(wire::unpack_ids(0x1234), None);
+}
+
+#[test]
+fn kernel_arg_is_32_bytes_of_plain_data() {
+    assert_eq!(std::mem::size_of::<wire::KernelArg>(), 32);
+    let a = wire::KernelArg {
+        buf: 1,
+        lane_base: 2,
+        lane_stride: 3,
+        records_per_lane: 4,
+        groups_per_block: 5,
+        lane_count: 6,
+        n_counters: 7,
+    };
+    let bytes = bytemuck::bytes_of(&a);
+    assert_eq!(&bytes[0..8], &1u64.to_le_bytes());
+    assert_eq!(&bytes[28..32], &7u32.to_le_bytes());
+}
+
+fn layout() -> Layout {
+    Layout {
+        grid: [3, 2, 2],
+        groups_per_block: 3,
+        records_per_lane: 5,
+        timer: TimerMode::Clock,
+        regions: vec!["load".into(), "mma".into(), "ünïcode".into()],
+        counters: vec!["wait_full".into()],
+    }
+}
+
+#[test]
+fn header_round_trips_with_names() {
+    let l = layout();
+    let words = BufferWriter::new(l.clone()).unwrap().into_words();
+    assert_eq!(words.len() as u64, l.buffer_words());
+    let h = Header::parse(&words).unwrap();
+    assert_eq!(h.layout, l);
+    assert_eq!(h.version, 1);
+    assert_eq!(h.lane_stride, 3 + 5 + 3 + 1);
+    assert_eq!(h.lane_base, l.header_len());
+    assert_eq!(h.lane_range(35).end, words.len());
+    let arg = l.kernel_arg(0xABC0);
+    assert_eq!(
+        (arg.lane_base as u64, arg.lane_count, arg.n_counters),
+        (h.lane_base, 36, 1)
+    );
+}
+
+#[test]
+fn header_rejects_newer_version_bad_magic_and_truncation() {
+    let mut words = BufferWriter::new(layout()).unwrap().into_words();
+    let good = words.clone();
+    words[1] = (words[1] & !0xFFFF_FFFF) | 2;
+    assert_eq!(
+        Header::parse(&words),
+        Err(LayoutError::NewerVersion {
+            found: 2,
+            supported: 1
+        })
+    );
+    assert!(Header::parse(&words)
+        .unwrap_err()
+        .to_string()
+        .contains("upgrade ikp"));
+    words = good.clone();
+    words[0] ^= 1;
+    assert!(matches!(
+        Header::parse(&words),
+        Err(LayoutError::BadMagic(_))
+    ));
+    assert!(matches!(
+        Header::parse(&good[..good.len() - 1]),
+        Err(LayoutError::Truncated { .. })
+    ));
+    assert!(matches!(
+        Header::parse(&good[..4]),
+        Err(LayoutError::Truncated { .. })
+    ));
+    // Absurd lane count: must not be trusted, must not allocate.
+    words = good.clone();
+    words[2] = (words[2] & !0xFFFF_FFFF) | 0xFFFF_FFFF;
+    assert!(matches!(
+        Header::parse(&words),
+        Err(LayoutError::Field {
+            field: "lane_count",
+            ..
+        })
+    ));
+    words = good;
+    words[6] += 1;
+    assert!(matches!(
+        Header::parse(&words),
+        Err(LayoutError::Field {
+            field: "lane_stride",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn encoder_drops_past_capacity_and_counts_it() {
+    let mut b = BufferWriter::new(layout()).unwrap();
+    let mut lane = b.lane(4);
+    lane.init(9, 2, 0, 1000, 50);
+    for i in 0..8u64 {
+        lane.begin(1, i as u32, 1000 + i);
+    }
+    lane.counter_add(0, 7).counter_add(0, 5);
+    lane.finalize(2000, 60);
+    let words = b.into_words();
+    let h = Header::parse(&words).unwrap();
+    let seg = &words[h.lane_range(4)];
+    assert_eq!(seg[2] & 0xFFFF_FFFF, 2 << 16 | 9);
+    assert_eq!(wire::unpack_record(seg[3 + 4]).payload, 4);
+    let t = 3 + 5;
+    assert_eq!((seg[t], seg[t + 1]), (2000, 60));
+    assert_eq!(seg[t + 2], wire::pack_count(5, 3));
+    assert_eq!(seg[t + 3], 12);
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh machine, idempotently:
+#   * a Python venv (.venv) with the CUDA compiler wheels (nvcc, ptxas, cuobjdump,
+#     nvdisasm, libnvrtc.so.12) from PyPI;
+#   * Debian's non-free libcuda1 unpacked (not installed) into .deps/libcuda, a real
+#     driver library that answers CUDA_ERROR_NO_DEVICE on a machine without a GPU.
+# Prints the environment to source as its last lines (see scripts/env.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv"
+deps="$root/.deps"
+mkdir -p "$deps"
+
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+want="nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 nvidia-cuda-nvrtc-cu12==12.9.86"
+stamp="$venv/.ikp-cuda-wheels"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $want
+  echo "$want" > "$stamp"
+fi
+
+# libcuda1 from Debian non-free: download and unpack, never install (no kernel module here).
+if [ ! -e "$deps/libcuda/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1" ]; then
+  if ! grep -rqsw "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null; then
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    cat > /etc/apt/sources.list.d/ikp-non-free.sources <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: $codename
+Components: non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  fi
+  apt-get update -qq >/dev/null
+  tmp=$(mktemp -d); chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download -qq libcuda1 >/dev/null)
+  rm -rf "$deps/libcuda"
+  dpkg -x "$tmp"/libcuda1_*.deb "$deps/libcuda"
+  rm -rf "$tmp"
+fi
+echo "provisioned: $venv, $deps/libcuda"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command: provisions the CUDA wheels and libcuda (idempotent, ~10 s cold), then
+# runs the whole test suite. CI (.ci/run) calls exactly this.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash scripts/provision.sh
+# shellcheck source=env.sh
+source scripts/env.sh
+cargo test --workspace --all-targets --locked "$@"
+cargo test --workspace --doc --locked
