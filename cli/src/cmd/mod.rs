@@ -1,0 +1,2 @@
+//! One module per subcommand.
+pub mod header;
