@@ -1,1 +1,13 @@
-//! ikp-host
+//! ikp-host: everything after the kernel ran.
+//!
+//! Data flows one way: [`buffer`] reads and validates raw bytes, [`decode`] turns them
+//! into the [`model::Trace`] (integer ns, struct of arrays), and [`stats`] and the
+//! [`write`]rs read the model. [`session`] and [`nvrtc`] are the GPU side of the host:
+//! allocation, launch argument, read-back and kernel compilation through cudarc.
+pub mod buffer;
+pub mod decode;
+pub mod model;
+pub mod nvrtc;
+pub mod session;
+pub mod stats;
+pub mod write;

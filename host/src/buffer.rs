@@ -1,0 +1,1 @@
+//! Reading raw buffers from files and bytes (not yet written).

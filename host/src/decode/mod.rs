@@ -1,0 +1,1 @@
+//! Decoders per wire format, producing the [`crate::model::Trace`] (not yet written).

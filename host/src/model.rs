@@ -1,0 +1,286 @@
+//! The decoded trace: what every writer and analysis reads.
+//!
+//! Time is integer nanoseconds ([`Ns`]) on one absolute axis per launch (the GPU's
+//! `%globaltimer`), converted to other units only by writers. Events are stored as
+//! struct-of-arrays tables, names by id: a 100 M-record buffer decodes into flat vectors,
+//! not 100 M heap objects, and names are resolved only when a writer needs them.
+//!
+//! # Ordering invariants (established by the decoders, relied upon by writers)
+//! - [`Spans`], [`Instants`] and [`CounterSamples`] are grouped by lane, lanes ascending.
+//! - Within a lane, spans are sorted by `(begin asc, end desc)`, so a parent comes before
+//!   the spans nested in it; instants and samples are sorted by time.
+//! - `Lane::spans` etc. give each lane's index range into those tables.
+
+use std::ops::Range;
+
+/// Integer nanoseconds since an arbitrary epoch (the GPU's globaltimer epoch for native
+/// buffers; see [`Source::time_base`]).
+pub type Ns = u64;
+
+/// Which wire format a buffer was in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireFormat {
+    /// ikp native wire format.
+    Ikp,
+    /// The TVM / FlashInfer / warpscope v1 format.
+    Tvm,
+}
+
+/// What the trace was decoded from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// Wire format of the buffer.
+    pub format: WireFormat,
+    /// Wire format version (1 for TVM-format buffers).
+    pub version: u32,
+    /// Whether device timestamps were globaltimer ns or SM cycles (cycles are converted to
+    /// ns per lane before they reach this model).
+    pub timer: ikp_device::TimerMode,
+    /// Grid dimensions in blocks; TVM-format buffers only know the block count (`[n, 1, 1]`).
+    pub grid: [u32; 3],
+    /// Lanes (groups) per block.
+    pub groups_per_block: u32,
+    /// Record capacity of each lane (0 if the format has no fixed capacity).
+    pub records_per_lane: u32,
+    /// The smallest timestamp in the trace: writers that need small numbers (Chrome JSON)
+    /// subtract it; it is never subtracted in this model.
+    pub time_base: Ns,
+}
+
+/// Names of regions and counters, by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    /// Region names; a missing or empty entry is shown as `region_<id>`.
+    pub regions: Vec<String>,
+    /// Counter names; a missing or empty entry is shown as `counter_<id>`.
+    pub counters: Vec<String>,
+}
+
+impl Names {
+    /// Display name of region `id`.
+    pub fn region(&self, id: u16) -> std::borrow::Cow<'_, str> {
+        match self.regions.get(id as usize) {
+            Some(n) if !n.is_empty() => n.as_str().into(),
+            _ => format!("region_{id}").into(),
+        }
+    }
+
+    /// Display name of counter `id`.
+    pub fn counter(&self, id: u16) -> std::borrow::Cow<'_, str> {
+        match self.counters.get(id as usize) {
+            Some(n) if !n.is_empty() => n.as_str().into(),
+            _ => format!("counter_{id}").into(),
+        }
+    }
+}
+
+/// One `(block, group)` lane: a single writer's track.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lane {
+    /// Lane index: `block * groups_per_block + group`.
+    pub id: u32,
+    /// Linear block id.
+    pub block: u32,
+    /// Group within the block.
+    pub group: u32,
+    /// SM the leader ran on (native buffers only).
+    pub sm: Option<u32>,
+    /// Leader's warp within the block (native buffers only).
+    pub warp: Option<u32>,
+    /// Lane start (init) in ns, if the format records it; else its first record's time.
+    pub start: Ns,
+    /// Lane end (finalize) in ns, if finalized; else its last record's time.
+    pub end: Ns,
+    /// Whether the lane ran finalize.
+    pub finalized: bool,
+    /// Records the lane wrote into its buffer.
+    pub written: u64,
+    /// Records the lane could not write because its segment was full.
+    pub dropped: u64,
+    /// Index range into [`Trace::spans`].
+    pub spans: Range<usize>,
+    /// Index range into [`Trace::instants`].
+    pub instants: Range<usize>,
+    /// Index range into [`Trace::samples`].
+    pub samples: Range<usize>,
+}
+
+/// Paired begin / end records, struct of arrays (all columns have one length).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Region id.
+    pub region: Vec<u16>,
+    /// Nesting depth within the lane (0 = outermost).
+    pub depth: Vec<u16>,
+    /// Payload of the begin record.
+    pub payload: Vec<u32>,
+    /// Begin time.
+    pub begin: Vec<Ns>,
+    /// End time (`>= begin`).
+    pub end: Vec<Ns>,
+}
+
+impl Spans {
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Duration of span `i`.
+    pub fn dur(&self, i: usize) -> Ns {
+        self.end[i] - self.begin[i]
+    }
+
+    /// Appends one span.
+    pub fn push(&mut self, lane: u32, region: u16, depth: u16, payload: u32, begin: Ns, end: Ns) {
+        debug_assert!(end >= begin);
+        self.lane.push(lane);
+        self.region.push(region);
+        self.depth.push(depth);
+        self.payload.push(payload);
+        self.begin.push(begin);
+        self.end.push(end);
+    }
+}
+
+/// Instant events, struct of arrays.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Instants {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Region id.
+    pub region: Vec<u16>,
+    /// Payload.
+    pub payload: Vec<u32>,
+    /// Time.
+    pub ts: Vec<Ns>,
+}
+
+impl Instants {
+    /// Number of instants.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Appends one instant.
+    pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Ns) {
+        self.lane.push(lane);
+        self.region.push(region);
+        self.payload.push(payload);
+        self.ts.push(ts);
+    }
+}
+
+/// Wait-counter samples (one per instrumented wait that asked for a sample).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterSamples {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Counter id.
+    pub counter: Vec<u16>,
+    /// Time of the record before the sample (the end of the wait it follows).
+    pub ts: Vec<Ns>,
+    /// Spin iterations of that wait.
+    pub value: Vec<u32>,
+}
+
+impl CounterSamples {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Appends one sample.
+    pub fn push(&mut self, lane: u32, counter: u16, ts: Ns, value: u32) {
+        self.lane.push(lane);
+        self.counter.push(counter);
+        self.ts.push(ts);
+        self.value.push(value);
+    }
+}
+
+/// A record the decoder could not pair or place, kept so nothing is lost silently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpaired {
+    /// Lane index.
+    pub lane: u32,
+    /// Region id.
+    pub region: u16,
+    /// Payload.
+    pub payload: u32,
+    /// Time.
+    pub ts: Ns,
+}
+
+/// What went wrong inside an otherwise readable buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// Begins never closed (the lane ended, or an end for an outer region came first).
+    pub unmatched_begin: Vec<Unpaired>,
+    /// Ends with no open begin of the same region.
+    pub unmatched_end: Vec<Unpaired>,
+    /// Records written after the lane's finalize.
+    pub after_finalize: u64,
+    /// Lanes that ran init but never finalize.
+    pub unfinalized_lanes: u64,
+    /// Records whose kind or meta kind this version does not know.
+    pub unknown_records: u64,
+}
+
+/// A decoded launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// Where it came from.
+    pub source: Source,
+    /// Region and counter names.
+    pub names: Names,
+    /// Lanes that recorded anything (ran init, or wrote a record), ascending by id.
+    pub lanes: Vec<Lane>,
+    /// Paired regions.
+    pub spans: Spans,
+    /// Point events.
+    pub instants: Instants,
+    /// Wait-counter samples.
+    pub samples: CounterSamples,
+    /// Wait-counter totals per lane: `counter_totals[lane_pos * n_counters + counter]`,
+    /// where `lane_pos` indexes [`Trace::lanes`].
+    pub counter_totals: Vec<u64>,
+    /// Unpaired and unknown records.
+    pub diagnostics: Diagnostics,
+}
+
+impl Trace {
+    /// Number of wait counters.
+    pub fn n_counters(&self) -> usize {
+        self.names.counters.len()
+    }
+
+    /// Totals of every counter for the lane at position `lane_pos` of [`Trace::lanes`].
+    pub fn lane_counters(&self, lane_pos: usize) -> &[u64] {
+        let n = self.n_counters();
+        &self.counter_totals[lane_pos * n..(lane_pos + 1) * n]
+    }
+
+    /// Records dropped by full lanes, summed.
+    pub fn dropped(&self) -> u64 {
+        self.lanes.iter().map(|l| l.dropped).sum()
+    }
+}

@@ -1,0 +1,1 @@
+//! NVRTC compilation helper (not yet written).

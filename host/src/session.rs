@@ -1,0 +1,1 @@
+//! HostSession: allocate, launch argument, read back (not yet written).

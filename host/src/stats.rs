@@ -1,0 +1,1 @@
+//! Region statistics (not yet written).

@@ -1,0 +1,1 @@
+//! Writers over `io::Write`: one module per output format.
