@@ -4,6 +4,7 @@
 //! into the [`model::Trace`] (integer ns, struct of arrays), and [`stats`] and the
 //! [`write`]rs read the model. [`session`] and [`nvrtc`] are the GPU side of the host:
 //! allocation, launch argument, read-back and kernel compilation through cudarc.
+pub mod analysis;
 pub mod buffer;
 pub mod decode;
 pub mod model;

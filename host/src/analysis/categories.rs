@@ -1,0 +1,138 @@
+//! Region categories: what kind of work a region is.
+//!
+//! A region is categorised by, in order: an explicit [`CategoryTable`] entry; the prefix of
+//! a dotted name `category.name[.sub]` (the naming reference 003 uses for ops); keywords in
+//! the name (`tma`, `load` → load; `mma`, `gemm`, `softmax` → compute; `wait`, `barrier`, `syncthreads` →
+//! wait; `store`, `epilogue` → store; `allreduce`, `nccl` → comm); else `other`.
+
+use std::collections::HashMap;
+
+/// What kind of work a region does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// Math: MMA, softmax, reductions.
+    Compute,
+    /// Blocked: spin waits, barriers, pipeline waits.
+    Wait,
+    /// Memory traffic into the SM: loads, TMA, copies.
+    Load,
+    /// Memory traffic out of the SM: stores, epilogues.
+    Store,
+    /// Communication with other devices.
+    Comm,
+    /// Anything else.
+    Other,
+}
+
+impl Category {
+    /// All categories, in breakdown priority order (earlier hides later when overlapping).
+    pub const ALL: [Category; 6] = [
+        Category::Compute,
+        Category::Wait,
+        Category::Load,
+        Category::Store,
+        Category::Comm,
+        Category::Other,
+    ];
+
+    /// Parses a category name (`compute`, `mma`, `wait`, `barrier`, `load`, `store`, `comm`,
+    /// `other`), case-insensitively.
+    pub fn parse(s: &str) -> Option<Category> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "compute" | "mma" | "math" => Category::Compute,
+            "wait" | "barrier" | "sync" | "blocked" => Category::Wait,
+            "load" | "tma" | "copy" | "memory" | "mem" => Category::Load,
+            "store" | "epilogue" => Category::Store,
+            "comm" | "communication" => Category::Comm,
+            "other" => Category::Other,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Compute => "compute",
+            Category::Wait => "wait",
+            Category::Load => "load",
+            Category::Store => "store",
+            Category::Comm => "comm",
+            Category::Other => "other",
+        }
+    }
+}
+
+const KEYWORDS: &[(&str, Category)] = &[
+    ("wait", Category::Wait),
+    ("barrier", Category::Wait),
+    ("syncthreads", Category::Wait),
+    ("tma", Category::Load),
+    ("load", Category::Load),
+    ("prefetch", Category::Load),
+    ("copy", Category::Load),
+    ("mma", Category::Compute),
+    ("gemm", Category::Compute),
+    ("softmax", Category::Compute),
+    ("compute", Category::Compute),
+    ("exp", Category::Compute),
+    ("correction", Category::Compute),
+    ("store", Category::Store),
+    ("epilogue", Category::Store),
+    ("writeback", Category::Store),
+    ("allreduce", Category::Comm),
+    ("nccl", Category::Comm),
+    ("comm", Category::Comm),
+];
+
+/// Explicit region-name → category assignments that override the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct CategoryTable {
+    by_name: HashMap<String, Category>,
+}
+
+impl CategoryTable {
+    /// Assigns `name` to `cat`.
+    pub fn insert(&mut self, name: impl Into<String>, cat: Category) {
+        self.by_name.insert(name.into(), cat);
+    }
+
+    /// The category of a region called `name`.
+    pub fn classify(&self, name: &str) -> Category {
+        if let Some(&c) = self.by_name.get(name) {
+            return c;
+        }
+        if let Some((prefix, _)) = name.split_once('.') {
+            if let Some(c) = Category::parse(prefix) {
+                return c;
+            }
+        }
+        let lower = name.to_ascii_lowercase();
+        KEYWORDS
+            .iter()
+            .find(|(k, _)| lower.contains(k))
+            .map_or(Category::Other, |&(_, c)| c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_then_dotted_prefix_then_keywords() {
+        let mut t = CategoryTable::default();
+        assert_eq!(t.classify("compute.softmax_max"), Category::Compute);
+        assert_eq!(t.classify("wait.full_barrier"), Category::Wait);
+        assert_eq!(t.classify("issue-tma-k"), Category::Load);
+        assert_eq!(t.classify("mma_qk"), Category::Compute);
+        assert_eq!(t.classify("epilogue"), Category::Store);
+        assert_eq!(t.classify("wait_kv_full"), Category::Wait);
+        assert_eq!(t.classify("setup"), Category::Other);
+        assert_eq!(t.classify("async_load"), Category::Load);
+        // Dotted prefix that is not a category falls through to keywords.
+        assert_eq!(t.classify("attn.load_q"), Category::Load);
+        t.insert("setup", Category::Compute);
+        assert_eq!(t.classify("setup"), Category::Compute);
+    }
+}

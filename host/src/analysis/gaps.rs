@@ -1,0 +1,53 @@
+//! Bubbles: idle time between consecutive top-level regions of a lane, by region pair.
+//! A large `load → mma` gap says the consumer starts late after its data arrived.
+
+use crate::model::{Ns, Trace};
+use std::collections::BTreeMap;
+
+/// Gaps between one ordered pair of regions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GapStats {
+    /// Region that ends.
+    pub from: u16,
+    /// Region that begins next.
+    pub to: u16,
+    /// Number of such transitions (including zero-length gaps).
+    pub count: u64,
+    /// Sum of the gaps.
+    pub total: Ns,
+    /// Longest gap.
+    pub max: Ns,
+}
+
+/// Gaps between consecutive depth-0 regions in every lane, by `(from, to)` pair, sorted by
+/// total gap time, largest first.
+pub fn gaps(trace: &Trace) -> Vec<GapStats> {
+    let s = &trace.spans;
+    let mut by_pair: BTreeMap<(u16, u16), GapStats> = BTreeMap::new();
+    for lane in &trace.lanes {
+        let mut prev: Option<usize> = None;
+        for i in lane.spans.clone().filter(|&i| s.depth[i] == 0) {
+            if let Some(p) = prev {
+                let gap = s.begin[i].saturating_sub(s.end[p]);
+                let g = by_pair
+                    .entry((s.region[p], s.region[i]))
+                    .or_insert_with(|| GapStats {
+                        from: s.region[p],
+                        to: s.region[i],
+                        ..Default::default()
+                    });
+                g.count += 1;
+                g.total += gap;
+                g.max = g.max.max(gap);
+            }
+            prev = Some(i);
+        }
+    }
+    let mut v: Vec<GapStats> = by_pair.into_values().collect();
+    v.sort_by(|a, b| {
+        b.total
+            .cmp(&a.total)
+            .then((a.from, a.to).cmp(&(b.from, b.to)))
+    });
+    v
+}

@@ -1,0 +1,128 @@
+//! Load imbalance: which lanes, blocks and SMs finish last, and how long the kernel runs
+//! on a shrinking number of SMs at its end (the tail of the last wave).
+
+use super::intervals::IntervalSet;
+use crate::model::{Ns, Trace};
+use std::collections::BTreeMap;
+
+/// How durations spread over a set of keys (lanes, blocks or SMs).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Spread {
+    /// Number of keys.
+    pub count: usize,
+    /// Median duration (lower median for an even count).
+    pub median: Ns,
+    /// Longest duration.
+    pub max: Ns,
+    /// `max / median` (1.0 = perfectly balanced; 0 when the median is 0).
+    pub max_over_median: f64,
+    /// The slowest keys, slowest first, at most [`TOP`].
+    pub slowest: Vec<(u32, Ns)>,
+}
+
+/// How many stragglers a [`Spread`] lists.
+pub const TOP: usize = 5;
+
+fn spread(mut v: Vec<(u32, Ns)>) -> Spread {
+    if v.is_empty() {
+        return Spread::default();
+    }
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut durs: Vec<Ns> = v.iter().map(|x| x.1).collect();
+    durs.sort_unstable();
+    let median = durs[(durs.len() - 1) / 2];
+    let max = v[0].1;
+    Spread {
+        count: v.len(),
+        median,
+        max,
+        max_over_median: if median == 0 {
+            0.0
+        } else {
+            max as f64 / median as f64
+        },
+        slowest: v.into_iter().take(TOP).collect(),
+    }
+}
+
+/// Imbalance of one launch.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Imbalance {
+    /// Lane durations (start to end), keyed by lane id.
+    pub lanes: Spread,
+    /// Block durations (first lane start to last lane end), keyed by block id.
+    pub blocks: Spread,
+    /// SM busy time (union of its lanes' lifetimes), keyed by SM id; empty without SM ids.
+    pub sms: Spread,
+    /// Number of SMs with a lane alive, as change points `(time, active SMs)`, ascending.
+    pub sm_occupancy: Vec<(Ns, u32)>,
+    /// Time from the last moment at least half the peak number of SMs were active to the
+    /// kernel's end: how long the last wave's stragglers keep the GPU underused.
+    pub tail: Ns,
+}
+
+/// Computes the imbalance of `trace`.
+pub fn imbalance(trace: &Trace) -> Imbalance {
+    let lanes = spread(
+        trace
+            .lanes
+            .iter()
+            .map(|l| (l.id, l.end.saturating_sub(l.start)))
+            .collect(),
+    );
+    let mut blocks: BTreeMap<u32, (Ns, Ns)> = BTreeMap::new();
+    let mut sm_lives: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
+    for l in &trace.lanes {
+        let e = blocks.entry(l.block).or_insert((l.start, l.end));
+        e.0 = e.0.min(l.start);
+        e.1 = e.1.max(l.end);
+        if let Some(sm) = l.sm {
+            sm_lives.entry(sm).or_default().push((l.start, l.end));
+        }
+    }
+    let blocks = spread(
+        blocks
+            .into_iter()
+            .map(|(b, (s, e))| (b, e.saturating_sub(s)))
+            .collect(),
+    );
+    let sm_sets: Vec<(u32, IntervalSet)> = sm_lives
+        .into_iter()
+        .map(|(sm, v)| (sm, IntervalSet::from_unsorted(v)))
+        .collect();
+    let sms = spread(sm_sets.iter().map(|(sm, s)| (*sm, s.len())).collect());
+
+    // Occupancy: +1 / -1 events at each SM's busy runs.
+    let mut events: Vec<(Ns, i64)> = Vec::new();
+    for (_, set) in &sm_sets {
+        for &(s, e) in set.runs() {
+            events.push((s, 1));
+            events.push((e, -1));
+        }
+    }
+    events.sort_unstable();
+    let mut sm_occupancy: Vec<(Ns, u32)> = Vec::new();
+    let mut active = 0i64;
+    for (t, d) in events {
+        active += d;
+        match sm_occupancy.last_mut() {
+            Some(last) if last.0 == t => last.1 = active as u32,
+            _ => sm_occupancy.push((t, active as u32)),
+        }
+    }
+    let peak = sm_occupancy.iter().map(|x| x.1).max().unwrap_or(0);
+    let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
+    let tail = sm_occupancy
+        .windows(2)
+        .filter(|w| 2 * w[0].1 >= peak && peak > 0)
+        .map(|w| w[1].0)
+        .max()
+        .map_or(0, |t| end.saturating_sub(t));
+    Imbalance {
+        lanes,
+        blocks,
+        sms,
+        sm_occupancy,
+        tail,
+    }
+}

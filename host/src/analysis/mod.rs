@@ -1,0 +1,17 @@
+//! Analysis of a decoded trace: the answer behind the timeline.
+//!
+//! - [`categories`]: what kind of work each region is;
+//! - [`intervals`]: union / intersection / difference of ns intervals;
+//! - [`breakdown`]: compute + exposed wait / memory + idle = total, per block and kernel;
+//! - [`isolation`]: compute = kernel length - union of waits (reference 004);
+//! - [`imbalance`]: stragglers per lane / block / SM, SM occupancy, last-wave tail;
+//! - [`gaps`]: bubbles between consecutive regions.
+pub mod breakdown;
+pub mod categories;
+pub mod gaps;
+pub mod imbalance;
+pub mod intervals;
+pub mod isolation;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! Analysis tests on hand-built traces whose answers are worked out by hand in comments.
+use super::breakdown::{block_breakdowns, kernel_breakdown, TimeBreakdown};
+use super::categories::CategoryTable;
+use super::gaps::gaps;
+use super::imbalance::imbalance;
+use super::isolation::{fit_ns_per_iteration, isolate_compute};
+use crate::model::*;
+use proptest::prelude::*;
+
+/// One lane of a test trace: `(block, group, sm, start, end, spans, samples)` where spans are
+/// `(region, begin, end)` properly nested and samples `(counter, ts, iterations)`.
+struct L {
+    block: u32,
+    sm: u32,
+    start: Ns,
+    end: Ns,
+    spans: Vec<(u16, Ns, Ns)>,
+    samples: Vec<(u16, Ns, u32)>,
+}
+
+fn lane(block: u32, sm: u32, start: Ns, end: Ns, spans: &[(u16, Ns, Ns)]) -> L {
+    L {
+        block,
+        sm,
+        start,
+        end,
+        spans: spans.to_vec(),
+        samples: vec![],
+    }
+}
+
+fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
+    let mut t = Trace {
+        source: Source {
+            format: WireFormat::Ikp,
+            version: 1,
+            timer: ikp_device::TimerMode::Globaltimer,
+            grid: [lanes.iter().map(|l| l.block + 1).max().unwrap_or(1), 1, 1],
+            groups_per_block: 4,
+            records_per_lane: 1024,
+            time_base: 0,
+        },
+        names: Names {
+            regions: names.iter().map(|s| s.to_string()).collect(),
+            counters: vec!["spin".into()],
+        },
+        lanes: vec![],
+        spans: Spans::default(),
+        instants: Instants::default(),
+        samples: CounterSamples::default(),
+        counter_totals: vec![],
+        diagnostics: Diagnostics::default(),
+    };
+    let mut group_of_block = std::collections::HashMap::new();
+    for l in lanes {
+        let g = group_of_block.entry(l.block).or_insert(0u32);
+        let id = l.block * 4 + *g;
+        *g += 1;
+        let mut spans = l.spans.clone();
+        spans.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+        let s0 = t.spans.len();
+        let mut open: Vec<Ns> = vec![];
+        for (r, b, e) in spans {
+            while open.last().is_some_and(|&end| end <= b) {
+                open.pop();
+            }
+            t.spans.push(id, r, open.len() as u16, 0, b, e);
+            open.push(e);
+        }
+        let k0 = t.samples.len();
+        for (c, ts, v) in l.samples {
+            t.samples.push(id, c, ts, v);
+        }
+        t.lanes.push(Lane {
+            id,
+            block: l.block,
+            group: id % 4,
+            sm: Some(l.sm),
+            warp: Some(0),
+            start: l.start,
+            end: l.end,
+            finalized: true,
+            spans: s0..t.spans.len(),
+            samples: k0..t.samples.len(),
+            ..Default::default()
+        });
+        t.counter_totals.push(0);
+    }
+    t
+}
+
+fn sum(b: &TimeBreakdown) -> Ns {
+    b.compute
+        + b.exposed_wait
+        + b.exposed_load
+        + b.exposed_store
+        + b.exposed_comm
+        + b.exposed_other
+        + b.idle
+}
+
+#[test]
+fn breakdown_unions_lanes_and_exposes_by_priority() {
+    // lane 0: load [0,10) mma [10,30); lane 1: wait [5,25) mma [25,40); block ends at 50.
+    // compute = [10,40) = 30; wait exposed = [5,10) = 5; load exposed = [0,5) = 5; idle = 10.
+    let t = trace(
+        &["load", "mma", "wait"],
+        vec![
+            lane(0, 3, 0, 40, &[(0, 0, 10), (1, 10, 30)]),
+            lane(0, 3, 0, 50, &[(2, 5, 25), (1, 25, 40)]),
+        ],
+    );
+    let b = kernel_breakdown(&t, &CategoryTable::default());
+    assert_eq!(
+        (b.total, b.compute, b.exposed_wait, b.exposed_load, b.idle),
+        (50, 30, 5, 5, 10)
+    );
+    assert_eq!(sum(&b), b.total);
+    let blocks = block_breakdowns(&t, &CategoryTable::default());
+    assert_eq!(blocks, vec![(0, b)]);
+}
+
+#[test]
+fn nested_time_goes_to_the_innermost_region() {
+    // mainloop [0,100) holds wait [10,30) and mma [40,90): self time other = 10 + 10 + 10.
+    let t = trace(
+        &["mainloop", "wait_full", "mma"],
+        vec![lane(0, 0, 0, 100, &[(0, 0, 100), (1, 10, 30), (2, 40, 90)])],
+    );
+    let b = kernel_breakdown(&t, &CategoryTable::default());
+    assert_eq!(
+        (b.compute, b.exposed_wait, b.exposed_other, b.idle),
+        (50, 20, 30, 0)
+    );
+}
+
+#[test]
+fn blocked_time_is_a_union_not_a_sum() {
+    // Two lanes wait concurrently on [10,30) and [20,40): blocked = 30, the sum would be 40.
+    let t = trace(
+        &["wait"],
+        vec![
+            lane(0, 0, 0, 100, &[(0, 10, 30)]),
+            lane(1, 1, 0, 100, &[(0, 20, 40)]),
+        ],
+    );
+    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    assert_eq!(
+        (iso.kernel_length, iso.blocked, iso.blocked_sum, iso.compute),
+        (100, 30, 40, 70)
+    );
+    assert_eq!(iso.blocked_from_counters, None);
+}
+
+#[test]
+fn rate_is_fitted_from_timed_waits_with_samples() {
+    // Waits of 100 ns / 50 iters and 60 ns / 30 iters: rate = (100*50 + 60*30) / (50² + 30²) = 2.
+    let mut l = lane(0, 0, 0, 400, &[(0, 0, 100), (0, 200, 260)]);
+    l.samples = vec![(0, 100, 50), (0, 260, 30)];
+    let mut l2 = lane(1, 1, 0, 400, &[]);
+    l2.samples = vec![(0, 300, 10)]; // counter-only lane: [280, 300) blocked by estimate.
+    let t = trace(&["wait"], vec![l, l2]);
+    let rate = fit_ns_per_iteration(&t, &CategoryTable::default()).unwrap();
+    assert!((rate - 2.0).abs() < 1e-12, "{rate}");
+    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    assert_eq!(iso.blocked_from_counters, Some(100 + 60 + 20));
+    let iso = isolate_compute(&t, &CategoryTable::default(), Some(1.0));
+    assert_eq!(iso.blocked_from_counters, Some(50 + 30 + 10));
+}
+
+#[test]
+fn imbalance_finds_the_straggler_and_the_tail() {
+    // Four SMs, one block each; block 3 runs to 400 while the others end at 100.
+    let t = trace(
+        &["mma"],
+        vec![
+            lane(0, 0, 0, 100, &[]),
+            lane(1, 1, 0, 100, &[]),
+            lane(2, 2, 0, 100, &[]),
+            lane(3, 3, 0, 400, &[]),
+        ],
+    );
+    let im = imbalance(&t);
+    assert_eq!(im.blocks.slowest[0], (3, 400));
+    assert_eq!((im.blocks.median, im.blocks.max), (100, 400));
+    assert!((im.blocks.max_over_median - 4.0).abs() < 1e-12);
+    assert_eq!(im.sm_occupancy, vec![(0, 4), (100, 1), (400, 0)]);
+    assert_eq!(im.tail, 300);
+}
+
+#[test]
+fn gaps_are_grouped_by_region_pair() {
+    let t = trace(
+        &["load", "mma"],
+        vec![lane(
+            0,
+            0,
+            0,
+            100,
+            &[(0, 0, 10), (1, 15, 30), (0, 30, 40), (1, 47, 60)],
+        )],
+    );
+    let g = gaps(&t);
+    assert_eq!(
+        (g[0].from, g[0].to, g[0].count, g[0].total, g[0].max),
+        (0, 1, 2, 12, 7)
+    );
+    assert_eq!((g[1].from, g[1].to, g[1].count, g[1].total), (1, 0, 1, 0));
+}
+
+proptest! {
+    /// The breakdown equation holds exactly for any nested lane programs.
+    #[test]
+    fn breakdown_parts_sum_to_total(progs in prop::collection::vec(
+        prop::collection::vec((0u16..4, 0u64..1000, 1u64..200), 0..6), 1..5)) {
+        let lanes = progs.into_iter().enumerate().map(|(k, p)| {
+            // Top-level spans laid end to end, each with one nested child at its middle.
+            let mut t = 0;
+            let mut spans = vec![];
+            for (r, gap, len) in p {
+                let b = t + gap;
+                spans.push((r, b, b + len));
+                spans.push(((r + 1) % 4, b + len / 4, b + len / 2));
+                t = b + len;
+            }
+            lane(k as u32 / 2, k as u32, 0, t + 5, &spans)
+        }).collect();
+        let t = trace(&["load", "mma", "wait_x", "other"], lanes);
+        let b = kernel_breakdown(&t, &CategoryTable::default());
+        prop_assert_eq!(sum(&b), b.total);
+        for (_, bb) in block_breakdowns(&t, &CategoryTable::default()) {
+            prop_assert_eq!(sum(&bb), bb.total);
+        }
+    }
+}
