@@ -5,13 +5,15 @@
 //! - [`breakdown`]: compute + exposed wait / memory + idle = total, per block and kernel;
 //! - [`isolation`]: compute = kernel length - union of waits (reference 004);
 //! - [`imbalance`]: stragglers per lane / block / SM, SM occupancy, last-wave tail;
-//! - [`gaps`]: bubbles between consecutive regions.
+//! - [`gaps`]: bubbles between consecutive regions;
+//! - [`roofline`]: achieved FLOP/s and bytes/s per region against GPU presets.
 pub mod breakdown;
 pub mod categories;
 pub mod gaps;
 pub mod imbalance;
 pub mod intervals;
 pub mod isolation;
+pub mod roofline;
 
 #[cfg(test)]
 mod tests;

@@ -233,3 +233,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn roofline_counts_concurrent_lanes_of_one_sm_once() {
+    use super::roofline::{parse_annotations, preset, roofline};
+    // SM 0 runs mma on two lanes over [0,100) and [50,150): SM-time 150 ns, not 200.
+    // SM 1 runs it once over [0,100): total SM-time 250 ns for 3 x 1e3 FLOP.
+    let t = trace(
+        &["mma", "load"],
+        vec![
+            lane(0, 0, 0, 200, &[(0, 0, 100)]),
+            lane(0, 0, 0, 200, &[(0, 50, 150)]),
+            lane(1, 1, 0, 200, &[(0, 0, 100), (1, 100, 150)]),
+        ],
+    );
+    let work = parse_annotations(
+        r#"{"mma": {"flops": 1e3, "bytes": 1, "dtype": "bf16"}, "load": {"bytes": 500}}"#,
+    )
+    .unwrap();
+    let h100 = preset("H100").unwrap();
+    let r = roofline(&t, &work, h100);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].name.as_str(), r[0].count, r[0].sm_time_ns),
+        ("mma", 3, 250)
+    );
+    // 3e3 FLOP / 250 SM-ns x 132 SMs = 1584 FLOP/ns = 1.584 TFLOP/s.
+    assert!((r[0].tflops - 1.584).abs() < 1e-9, "{}", r[0].tflops);
+    assert!((r[0].intensity - 1000.0).abs() < 1e-9);
+    assert!(!r[0].memory_bound); // ridge = 989.4 / 3.35 ≈ 295 FLOP/B
+                                 // load: 500 B / 50 SM-ns x 132 = 1320 B/ns = 1.32 TB/s; no FLOPs -> memory bound.
+    assert!((r[1].tb_per_s - 1.32).abs() < 1e-9);
+    assert!((r[1].percent_of_roof - 100.0 * 1.32 / 3.35).abs() < 1e-9);
+    assert!(r[1].memory_bound);
+    assert!(parse_annotations(r#"{"mma": {"flop": 1}}"#).is_err());
+}
