@@ -6,6 +6,7 @@
 //! - [`isolation`]: compute = kernel length - union of waits (reference 004);
 //! - [`imbalance`]: stragglers per lane / block / SM, SM occupancy, last-wave tail;
 //! - [`gaps`]: bubbles between consecutive regions;
+//! - [`links`]: signal → wait links between lanes and the critical path of a block;
 //! - [`roofline`]: achieved FLOP/s and bytes/s per region against GPU presets.
 pub mod breakdown;
 pub mod categories;
@@ -13,6 +14,7 @@ pub mod gaps;
 pub mod imbalance;
 pub mod intervals;
 pub mod isolation;
+pub mod links;
 pub mod roofline;
 
 #[cfg(test)]

@@ -268,3 +268,60 @@ fn roofline_counts_concurrent_lanes_of_one_sm_once() {
     assert!(r[1].memory_bound);
     assert!(parse_annotations(r#"{"mma": {"flop": 1}}"#).is_err());
 }
+
+#[test]
+fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
+    use super::links::{critical_path, links};
+    // Producer lane: load [0,40) then signal.kv(token 1) instant at 40 (as a zero-length span
+    // here), load [40,90), signal token 2 at 90. Consumer: wait.kv token 1 [5,42), mma
+    // [42,80), wait.kv token 2 [80,91), mma [91,130).
+    let mut t = trace(
+        &["load", "signal.kv", "wait.kv", "mma"],
+        vec![
+            lane(
+                0,
+                0,
+                0,
+                130,
+                &[(0, 0, 40), (1, 40, 40), (0, 40, 90), (1, 90, 90)],
+            ),
+            lane(
+                0,
+                0,
+                0,
+                130,
+                &[(2, 5, 42), (3, 42, 80), (2, 80, 91), (3, 91, 130)],
+            ),
+        ],
+    );
+    // Tokens live in payloads.
+    // Span order in lane 0 is load[0,40) load[40,90) signal@40 (nested) signal@90.
+    for (i, p) in [(2usize, 1u32), (3, 2), (4, 1), (6, 2)] {
+        t.spans.payload[i] = p;
+    }
+    let l = links(&t);
+    assert_eq!(l.len(), 2);
+    assert_eq!(
+        (
+            l[0].from_lane,
+            l[0].from_ts,
+            l[0].to_lane,
+            l[0].to_ts,
+            l[0].token
+        ),
+        (0, 40, 1, 42, 1)
+    );
+    assert_eq!((l[1].from_ts, l[1].to_ts, l[1].token), (90, 91, 2));
+    let path = critical_path(&t, 0, &l);
+    let names: Vec<_> = path
+        .iter()
+        .map(|&i| (t.spans.lane[i], t.spans.begin[i]))
+        .collect();
+    // mma[91) <- wait[80) linked to the signal at 90 <- signal span at 90 <- load[40) <- ...
+    assert_eq!(names.last(), Some(&(1, 91)));
+    assert!(names.contains(&(0, 40)), "{names:?}");
+    assert!(
+        !names.contains(&(1, 42)),
+        "the first mma is not critical: {names:?}"
+    );
+}

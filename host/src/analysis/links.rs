@@ -1,0 +1,166 @@
+//! Producer / consumer links inside a block, and the block's critical path.
+//!
+//! A **signal** is a region named `signal.<channel>` (an instant, or a span whose end is the
+//! signal time); a **wait** is a region named `wait.<channel>`. Both carry a token in their
+//! payload (a stage or buffer index and phase). A wait is linked to the latest signal of the
+//! same block, channel and token issued from another lane at or before the wait's end: that
+//! signal is what released it. Links become flow arrows in timelines and edges of the
+//! block's dependency graph (reference 003's dependency graph, inside one kernel).
+//!
+//! The critical path walks back from the block's last-ending top-level region: a linked
+//! wait's predecessor is the region that issued its signal; any other region's predecessor
+//! is the previous top-level region of its lane.
+
+use crate::model::{Ns, Trace};
+use std::collections::HashMap;
+
+/// One signal → wait link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Link {
+    /// Block of both ends.
+    pub block: u32,
+    /// Lane that signalled.
+    pub from_lane: u32,
+    /// Signal time.
+    pub from_ts: Ns,
+    /// Lane that waited.
+    pub to_lane: u32,
+    /// Index of the wait span in [`Trace::spans`].
+    pub to_span: usize,
+    /// The wait's end (when it was released).
+    pub to_ts: Ns,
+    /// Shared token (payload).
+    pub token: u32,
+}
+
+/// Channel name of a signal or wait region: `Some((is_signal, channel))`.
+fn role(name: &str) -> Option<(bool, &str)> {
+    if let Some(c) = name.strip_prefix("signal.") {
+        Some((true, c))
+    } else {
+        name.strip_prefix("wait.").map(|c| (false, c))
+    }
+}
+
+/// All links of `trace`, ordered by wait span index.
+pub fn links(trace: &Trace) -> Vec<Link> {
+    let n_regions = trace.names.regions.len();
+    let roles: Vec<Option<(bool, &str)>> = (0..n_regions)
+        .map(|r| role(&trace.names.regions[r]))
+        .collect();
+    let role_of = |r: u16| roles.get(r as usize).copied().flatten();
+    // (block, channel, token) -> signals (time, lane), from instants and span ends.
+    let mut signals: HashMap<(u32, &str, u32), Vec<(Ns, u32)>> = HashMap::new();
+    for lane in &trace.lanes {
+        for i in lane.instants.clone() {
+            if let Some((true, ch)) = role_of(trace.instants.region[i]) {
+                signals
+                    .entry((lane.block, ch, trace.instants.payload[i]))
+                    .or_default()
+                    .push((trace.instants.ts[i], lane.id));
+            }
+        }
+        for i in lane.spans.clone() {
+            if let Some((true, ch)) = role_of(trace.spans.region[i]) {
+                signals
+                    .entry((lane.block, ch, trace.spans.payload[i]))
+                    .or_default()
+                    .push((trace.spans.end[i], lane.id));
+            }
+        }
+    }
+    for v in signals.values_mut() {
+        v.sort_unstable();
+    }
+    let mut out = Vec::new();
+    for lane in &trace.lanes {
+        for i in lane.spans.clone() {
+            let Some((false, ch)) = role_of(trace.spans.region[i]) else {
+                continue;
+            };
+            let token = trace.spans.payload[i];
+            let end = trace.spans.end[i];
+            let Some(v) = signals.get(&(lane.block, ch, token)) else {
+                continue;
+            };
+            let k = v.partition_point(|&(t, _)| t <= end);
+            if let Some(&(ts, from)) = v[..k].iter().rev().find(|&&(_, l)| l != lane.id) {
+                out.push(Link {
+                    block: lane.block,
+                    from_lane: from,
+                    from_ts: ts,
+                    to_lane: lane.id,
+                    to_span: i,
+                    to_ts: end,
+                    token,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A block's critical path: top-level span indices from first to last.
+pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
+    let s = &trace.spans;
+    let lanes: Vec<&crate::model::Lane> = trace.lanes.iter().filter(|l| l.block == block).collect();
+    let top = |l: &crate::model::Lane| {
+        l.spans
+            .clone()
+            .filter(|&i| s.depth[i] == 0)
+            .collect::<Vec<_>>()
+    };
+    let per_lane: HashMap<u32, Vec<usize>> = lanes.iter().map(|l| (l.id, top(l))).collect();
+    let link_of: HashMap<usize, &Link> = links
+        .iter()
+        .filter(|l| l.block == block)
+        .map(|l| (l.to_span, l))
+        .collect();
+    // The top-level span of `lane` that contains or last ended before `ts`.
+    let at = |lane: u32, ts: Ns| -> Option<usize> {
+        let v = per_lane.get(&lane)?;
+        let k = v.partition_point(|&i| s.begin[i] <= ts);
+        k.checked_sub(1).map(|k| v[k])
+    };
+    let top_of = |i: usize| -> usize {
+        // A nested wait's top-level ancestor in its lane.
+        at(s.lane[i], s.begin[i]).unwrap_or(i)
+    };
+    let Some(mut cur) = per_lane
+        .values()
+        .filter_map(|v| v.last().copied())
+        .max_by_key(|&i| (s.end[i], i))
+    else {
+        return vec![];
+    };
+    let mut path = vec![cur];
+    loop {
+        // A link into this span (or a nested wait in it) releases it from another lane.
+        let linked = lanes
+            .iter()
+            .find(|l| l.id == s.lane[cur])
+            .into_iter()
+            .flat_map(|l| l.spans.clone())
+            .filter(|&i| top_of(i) == cur)
+            .filter_map(|i| link_of.get(&i))
+            .max_by_key(|l| l.to_ts);
+        let prev = match linked {
+            Some(l) => at(l.from_lane, l.from_ts),
+            None => {
+                let v = &per_lane[&s.lane[cur]];
+                let k = v.iter().position(|&i| i == cur).unwrap_or(0);
+                k.checked_sub(1).map(|k| v[k])
+            }
+        };
+        match prev {
+            // Strictly earlier (end, begin): the walk always terminates.
+            Some(p) if (s.end[p], s.begin[p]) < (s.end[cur], s.begin[cur]) => {
+                path.push(p);
+                cur = p;
+            }
+            _ => break,
+        }
+    }
+    path.reverse();
+    path
+}
