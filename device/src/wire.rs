@@ -137,6 +137,8 @@ pub const IDS_FLAGS_SHIFT: u32 = 32;
 pub const IDS_WARP_SHIFT: u32 = 16;
 /// Mask of the SM id and of the warp index in the IDS word.
 pub const IDS_FIELD_MASK: u32 = 0xFFFF;
+/// Mask of the lane flags in the IDS word (unshifted).
+pub const IDS_FLAGS_MASK: u32 = 0xFF;
 
 /// Flags a lane records about how its handle was built (IDS word bits 39..32).
 pub mod lane_flags {
@@ -290,7 +292,7 @@ pub const fn unpack_record(word: u64) -> Record {
 #[inline]
 pub const fn pack_ids(smid: u32, warp: u32, flags: u32) -> u64 {
     ((LANE_MARK as u64) << IDS_MARK_SHIFT)
-        | (((flags & 0xFF) as u64) << IDS_FLAGS_SHIFT)
+        | (((flags & IDS_FLAGS_MASK) as u64) << IDS_FLAGS_SHIFT)
         | (((warp & IDS_FIELD_MASK) as u64) << IDS_WARP_SHIFT)
         | (smid & IDS_FIELD_MASK) as u64
 }
@@ -315,14 +317,17 @@ pub const fn unpack_ids(word: u64) -> Option<LaneIds> {
     Some(LaneIds {
         smid: word as u32 & IDS_FIELD_MASK,
         warp: (word >> IDS_WARP_SHIFT) as u32 & IDS_FIELD_MASK,
-        flags: (word >> IDS_FLAGS_SHIFT) as u32 & 0xFF,
+        flags: (word >> IDS_FLAGS_SHIFT) as u32 & IDS_FLAGS_MASK,
     })
 }
+
+/// Shift of the dropped count in the trailer count word (written is the low half).
+pub const COUNT_DROPPED_SHIFT: u32 = 32;
 
 /// Packs the trailer count word.
 #[inline]
 pub const fn pack_count(written: u32, dropped: u32) -> u64 {
-    ((dropped as u64) << 32) | written as u64
+    ((dropped as u64) << COUNT_DROPPED_SHIFT) | written as u64
 }
 
 /// Words in one lane segment.

@@ -1,0 +1,164 @@
+//! The CUDA device header `ikp.cuh`, generated from [`crate::wire`].
+//!
+//! [`source`] builds the header text at run time: the numbers (kinds, shifts, masks, lane
+//! offsets, the IDS mark, flags, version) and the `ikp::Arg` struct come from the wire
+//! module ([`consts`]), the device code ([`text`]) uses them only by name. So the header
+//! cannot disagree with the decoder, and no constant is written down twice.
+//!
+//! The same text is committed as `device/include/ikp.cuh` (a test keeps the two equal) and
+//! written by `ikp header -o DIR` ([`write_to_dir`]).
+//!
+//! The header needs no include (NVRTC compiles it as is), requires C++17 (`if constexpr`,
+//! the default of nvcc 12+ and NVRTC 12+), and compiles as plain host C++ under
+//! `IKP_HOST_EMULATION` so the encoding logic can be tested without a GPU.
+
+mod consts;
+mod text;
+
+use crate::wire;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The header's file name.
+pub const FILE_NAME: &str = "ikp.cuh";
+
+/// The whole header text.
+pub fn source() -> String {
+    let v = wire::FORMAT_VERSION;
+    let mut out = String::with_capacity(24 * 1024);
+    out.push_str(&banner(v));
+    out.push_str(&format!("#ifndef IKP_CUH_V{v}\n#define IKP_CUH_V{v}\n\n"));
+    out.push_str(text::PLATFORM);
+    out.push_str("\nnamespace ikp {\n\n");
+    consts::write(&mut out);
+    out.push_str("}  // namespace ikp\n\n#if IKP_DEVICE_API\nnamespace ikp {\n\n");
+    out.push_str(text::DETAIL);
+    out.push_str(text::LANE);
+    out.push_str("\n}  // namespace ikp\n\n");
+    out.push_str(text::MACROS);
+    out.push_str("\n#endif  // IKP_DEVICE_API\n");
+    out.push_str(&format!("#endif  // IKP_CUH_V{v}\n"));
+    out
+}
+
+fn banner(version: u32) -> String {
+    format!(
+        r#"// ikp.cuh: the ikp in-kernel profiler, device side. Wire format v{version}.
+//
+// GENERATED from the ikp wire format (ikp_device::cuh::source()); do not edit. Write a copy
+// with `ikp header -o DIR`. In the ikp repository, `IKP_BLESS=1 cargo test -p ikp-device
+// --test cuh_golden` refreshes device/include/ikp.cuh.
+//
+// What it does: each (block, group) pair is a *lane* with one writing thread, its leader.
+// The leader appends 64-bit records (timestamp low 32 bits | payload | region | kind) to
+// its own fixed-size segment of a buffer the host zeroed and described; no atomics, no
+// shared cursor, no write ever crosses into another lane. When a segment is full, records
+// are counted as dropped instead of written. Wait loops count their spins in a register and
+// add the total to a per-lane counter once. The host reads the buffer back and decodes it
+// (`ikp` CLI / ikp-host crate).
+//
+// Usage (nvcc or NVRTC, C++17, no other include needed):
+//
+//   #include "ikp.cuh"
+//   enum : unsigned {{ LOAD, MMA, STORE }};          // region ids = indices of the host's names
+//   extern "C" __global__ void gemm(float* c, const float* a, unsigned n_tiles, ikp::Arg prof) {{
+//     ikp::Lane<> lane(prof, /*group=*/0, /*leader=*/threadIdx.x == 0);
+//     for (unsigned t = blockIdx.x; t < n_tiles; t += gridDim.x) {{  // persistent: many tiles
+//       {{ IKP_SCOPE(lane, LOAD, t); /* ... */ }}              // payload = tile index
+//       {{ IKP_SCOPE(lane, MMA, t);  /* ... */ }}
+//     }}
+//     lane.finalize();
+//   }}
+//
+// Warp-specialized kernels give each warp group its own group id and leader, e.g.
+// `ikp::Lane<> lane(prof, threadIdx.x / 128, threadIdx.x % 128 == 0)`, and count waits with
+// `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`.
+//
+// Cost model (measured by the ikp test suite from SASS, see BENCHMARKS.md): a record is one
+// timer read, a tag, one compare, a wide multiply-add and one predicated store on the
+// leader; Fence::Block adds one block fence on every thread; a wait-loop tick is one add.
+// Build with -DIKP_ENABLED=0 and the markers compile to nothing.
+
+"#
+    )
+}
+
+/// Writes [`source`] to `dir/ikp.cuh`, creating `dir` if needed, and returns the path.
+///
+/// The file is written to a temporary name in `dir` and renamed over the target, so a
+/// concurrent reader (a build including the header) sees the old or the new header, never a
+/// partial one.
+pub fn write_to_dir(dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(FILE_NAME);
+    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(source().as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map(|()| path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_is_ascii_and_guarded() {
+        let s = source();
+        assert!(s.is_ascii(), "NVRTC sources should stay ASCII");
+        assert!(
+            s.contains("#ifndef IKP_CUH_V1") && s.trim_end().ends_with("#endif  // IKP_CUH_V1")
+        );
+        assert!(
+            !s.lines().any(|l| l.trim_start().starts_with("#include")),
+            "the header must not include anything"
+        );
+    }
+
+    #[test]
+    fn every_wire_constant_is_emitted_with_its_value() {
+        let s = source();
+        for (name, v) in [
+            ("KIND_END", wire::Kind::End as u64),
+            ("PAYLOAD_SHIFT", wire::PAYLOAD_SHIFT as u64),
+            ("REGION_MASK", wire::REGION_MASK as u64),
+            ("LANE_EVENTS", wire::lane::EVENTS as u64),
+            ("TRAILER_COUNTERS", wire::lane::T_COUNTERS as u64),
+            ("LANE_MARK", wire::LANE_MARK as u64),
+            (
+                "LANE_FLAG_BLOCK_FENCE",
+                wire::lane_flags::BLOCK_FENCE as u64,
+            ),
+            ("FORMAT_VERSION", wire::FORMAT_VERSION as u64),
+        ] {
+            let line = if v >= 256 {
+                format!("constexpr unsigned {name} = {v:#x}u;")
+            } else {
+                format!("constexpr unsigned {name} = {v}u;")
+            };
+            assert!(s.contains(&line), "missing `{line}`");
+        }
+        assert!(s.contains(&format!("MAGIC = {:#018x}ull;", wire::MAGIC)));
+    }
+
+    #[test]
+    fn write_to_dir_creates_the_dir_and_replaces_the_file() {
+        let dir = std::env::temp_dir().join(format!("ikp-cuh-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let nested = dir.join("a/b");
+        let p = write_to_dir(&nested).unwrap();
+        assert_eq!(p, nested.join(FILE_NAME));
+        std::fs::write(&p, "stale").unwrap();
+        write_to_dir(&nested).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), source());
+        let leftovers: Vec<_> = std::fs::read_dir(&nested).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "temporary file left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

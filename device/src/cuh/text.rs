@@ -1,0 +1,427 @@
+//! The hand-written C++ of `ikp.cuh`. It holds no wire numbers: every layout value it
+//! uses is a named constant emitted by [`super::consts`], so this text never changes when
+//! the format does (only its meaning, through the names).
+
+/// Compile switches and the platform split (device, host emulation, plain host).
+pub(super) const PLATFORM: &str = r#"// ---------------------------------------------------------------------------------------
+// Switches.
+//
+// IKP_ENABLED (default 1): 0 turns every ikp::Lane method into an empty inline function, so
+//   an instrumented kernel compiles to exactly the SASS of the uninstrumented one (the ikp
+//   test suite checks this instruction for instruction). It only sets the default of the
+//   Lane template's last parameter, so one translation unit can still mix both.
+// IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
+//   thread indices, the block fence and the 64-bit atomic add then come from the
+//   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
+//   run the real encoding logic on a CPU and compare the words with the Rust encoder.
+// Without nvcc / NVRTC and without IKP_HOST_EMULATION only the constants and ikp::Arg are
+// declared (for host code that builds the kernel argument).
+// ---------------------------------------------------------------------------------------
+#ifndef IKP_ENABLED
+#define IKP_ENABLED 1
+#endif
+
+#if defined(IKP_HOST_EMULATION)
+#define IKP_DEVICE_API 1
+#define IKP_INLINE inline
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define IKP_DEVICE_API 1
+#define IKP_INLINE __device__ __forceinline__
+#else
+#define IKP_DEVICE_API 0
+#endif
+"#;
+
+/// Special registers and primitives, each behind one function so emulation swaps them.
+pub(super) const DETAIL: &str = r#"#if defined(IKP_HOST_EMULATION)
+/// Host emulation hooks: declared here, defined by the includer. They stand for the special
+/// registers, the CUDA built-in indices, __threadfence_block() and atomicAdd().
+namespace emu {
+struct Dim3 {
+  unsigned x, y, z;
+};
+unsigned long long globaltimer();  // %globaltimer (ns); the _lo read takes its low 32 bits
+unsigned long long clock64();      // %clock64 (cycles); the %clock read takes its low 32 bits
+unsigned smid();                   // %smid
+Dim3 block_idx();                  // blockIdx
+Dim3 grid_dim();                   // gridDim
+Dim3 thread_idx();                 // threadIdx
+Dim3 block_dim();                  // blockDim
+void fence_block();                // __threadfence_block()
+void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicAdd (RED)
+}  // namespace emu
+#endif
+
+namespace detail {
+
+/// Warp width, for the IDS word's warp index (hardware, not wire format).
+constexpr unsigned WARP_SIZE = 32u;
+
+// Timer reads are `asm volatile` so that two reads are never merged or deleted; they carry
+// no "memory" clobber, so they do not pin unrelated loads and stores (Fence::Block does).
+
+/// Full 64-bit %globaltimer (ns), stamped at init and finalize.
+IKP_INLINE unsigned long long globaltimer() {
+#if defined(IKP_HOST_EMULATION)
+  return emu::globaltimer();
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+/// Low 32 bits of %globaltimer: one S2R, no 64-bit register pair on the record path.
+IKP_INLINE unsigned globaltimer_lo() {
+#if defined(IKP_HOST_EMULATION)
+  return static_cast<unsigned>(emu::globaltimer());
+#else
+  unsigned t;
+  asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));
+  return t;
+#endif
+}
+
+/// Full 64-bit %clock64 (SM cycles), stamped at init and finalize.
+IKP_INLINE unsigned long long clock64() {
+#if defined(IKP_HOST_EMULATION)
+  return emu::clock64();
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+  return t;
+#endif
+}
+
+/// %clock: by the PTX ISA the low 32 bits of %clock64.
+IKP_INLINE unsigned clock_lo() {
+#if defined(IKP_HOST_EMULATION)
+  return static_cast<unsigned>(emu::clock64());
+#else
+  unsigned t;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+  return t;
+#endif
+}
+
+/// %smid of the calling thread (stamped once, at init).
+IKP_INLINE unsigned smid() {
+#if defined(IKP_HOST_EMULATION)
+  return emu::smid();
+#else
+  unsigned s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+#endif
+}
+
+/// x + grid_x * (y + grid_y * z): the block order of the wire format, for 1D, 2D, 3D grids.
+IKP_INLINE unsigned linear_block() {
+#if defined(IKP_HOST_EMULATION)
+  const emu::Dim3 b = emu::block_idx(), g = emu::grid_dim();
+  return b.x + g.x * (b.y + g.y * b.z);
+#else
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+#endif
+}
+
+/// Linear thread index in the block (the same order warps are formed in).
+IKP_INLINE unsigned linear_thread() {
+#if defined(IKP_HOST_EMULATION)
+  const emu::Dim3 t = emu::thread_idx(), d = emu::block_dim();
+  return t.x + d.x * (t.y + d.y * t.z);
+#else
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#endif
+}
+
+IKP_INLINE void fence_block() {
+#if defined(IKP_HOST_EMULATION)
+  emu::fence_block();
+#else
+  __threadfence_block();
+#endif
+}
+
+/// The result is unused, so the compiler emits a RED (fire and forget): no load round trip
+/// and no dependency for the thread that just finished waiting.
+IKP_INLINE void atomic_add(unsigned long long* addr, unsigned long long value) {
+#if defined(IKP_HOST_EMULATION)
+  emu::atomic_add(addr, value);
+#else
+  atomicAdd(addr, value);
+#endif
+}
+
+/// `base[i] = word` for the record path, as one wide multiply-add and one global store.
+/// Written in PTX so the optimizer takes it as is: left to itself, it strength-reduces a
+/// record in a loop into a second 64-bit pointer bumped every iteration, or re-associates
+/// the segment arithmetic into the address, and it loses the global state space (a generic
+/// store); all of these cost instructions. ptxas still predicates, schedules and folds it.
+/// There is no "memory" clobber: the buffer is ikp's own, so user loads and stores may move
+/// across a record; Fence::Block is the way to pin them.
+IKP_INLINE void store_record(unsigned long long* base, unsigned i, unsigned long long word) {
+#if defined(IKP_HOST_EMULATION)
+  base[i] = word;
+#else
+  asm volatile(
+      "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %1;\n\tmad.wide.u32 a, %0, 8, a;\n\t"
+      "st.global.u64 [a], %2;\n\t}" ::"r"(i),
+      "l"(base), "l"(word));
+#endif
+}
+
+/// Spins of a wait loop from its number of condition evaluations (IKP_WAIT). The empty asm
+/// hides the count from the optimizers, which would otherwise turn `evaluations - 1` back
+/// into "the count before the last increment" and carry it through the loop.
+IKP_INLINE unsigned spins(unsigned evaluations) {
+#if !defined(IKP_HOST_EMULATION)
+  asm volatile("" : "+r"(evaluations));
+#endif
+  return evaluations - 1u;
+}
+
+template <class T>
+struct remove_ref {
+  using type = T;
+};
+template <class T>
+struct remove_ref<T&> {
+  using type = T;
+};
+
+}  // namespace detail
+"#;
+
+/// `ikp::Lane`, the recording handle.
+pub(super) const LANE: &str = r#"
+// The payload is placed by a plain shift: the bits above PAYLOAD_BITS fall off the top of
+// the 32-bit tag, which is the masking the wire format requires, for free.
+static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 of the tag");
+
+/// One lane's recording handle: one (block, group) track with exactly one writing thread.
+///
+/// Every thread of the group constructs it with the same group id and calls the same
+/// methods (they are cheap for non-leaders: the stores are predicated off). Only the leader
+/// of a lane that exists (lane < lane_count, group < groups_per_block) ever writes.
+///
+/// The record path is what this type is about. A record is: one timer read (S2R), one tag
+/// (region and kind are usually constants, so tag = payload << PAYLOAD_SHIFT | constant),
+/// one compare `cursor < capacity` folded with the leader predicate, one wide multiply-add
+/// for the address off the lane's event pointer, one predicated 64-bit store, and
+/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// nothing else is tracked while recording, and finalize derives `written = min(cursor,
+/// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
+/// recording lane costs and never overruns its segment.
+///
+/// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock) and
+/// On (defaults to IKP_ENABLED; false makes every method an empty inline function).
+template <Fence F = Fence::None, Timer T = Timer::Global, bool On = (IKP_ENABLED != 0)>
+class Lane {
+ public:
+  static constexpr bool enabled = On;
+  /// Lane flags stamped into the IDS word so the decoder knows how the lane recorded.
+  static constexpr unsigned flags = (T == Timer::Clock ? LANE_FLAG_CLOCK : 0u) |
+                                    (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u);
+
+  /// Finds this thread's lane (`linear_block * groups_per_block + group`) and, on the
+  /// leader, stamps the start globaltimer, start clock64 and the IDS word (smid, warp of
+  /// the leader, flags). `leader` must be true for exactly one thread of the group.
+  IKP_INLINE Lane(const Arg& arg, unsigned group, bool leader) {
+    if constexpr (On) {
+      const unsigned lane = detail::linear_block() * arg.groups_per_block + group;
+      on_ = leader && group < arg.groups_per_block && lane < arg.lane_count;
+      cap_ = arg.records_per_lane;
+      counters_ = arg.n_counters;
+      cursor_ = 0u;
+      unsigned long long* seg = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
+                                static_cast<unsigned long long>(lane) * arg.lane_stride;
+      // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
+      // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
+      // would live in uniform registers, and every record would then pay two address
+      // instructions (LEA + LEA.HI.X) instead of one wide multiply-add.
+      ev_ = on_ ? seg + LANE_EVENTS : nullptr;
+      if (on_) {
+        // Read back to back so the decoder can pair them to convert clock to ns.
+        const unsigned long long gt = detail::globaltimer();
+        const unsigned long long clk = detail::clock64();
+        const unsigned warp = detail::linear_thread() / detail::WARP_SIZE;
+        const unsigned sm = detail::smid();
+        seg[LANE_START_GT] = gt;
+        seg[LANE_START_CLK] = clk;
+        seg[LANE_IDS] = (static_cast<unsigned long long>(LANE_MARK) << IDS_MARK_SHIFT) |
+                        (static_cast<unsigned long long>(flags & IDS_FLAGS_MASK) << IDS_FLAGS_SHIFT) |
+                        (static_cast<unsigned long long>(warp & IDS_FIELD_MASK) << IDS_WARP_SHIFT) |
+                        static_cast<unsigned long long>(sm & IDS_FIELD_MASK);
+      }
+    }
+  }
+
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  /// Opens `region` (an index into the host's region names). `payload` is a free 20-bit
+  /// value (tile index, stage, iteration); higher bits are dropped. With Fence::Block the
+  /// fence comes after the store, so the region's memory traffic is ordered after the stamp.
+  IKP_INLINE void begin(unsigned region, unsigned payload = 0u) {
+    if constexpr (On) {
+      put_timed(tag(KIND_BEGIN, region, payload));
+      if constexpr (F == Fence::Block) detail::fence_block();
+    }
+  }
+
+  /// Closes the innermost open `region`. With Fence::Block the fence comes first, so the
+  /// region's memory traffic is ordered before the stamp.
+  IKP_INLINE void end(unsigned region, unsigned payload = 0u) {
+    if constexpr (On) {
+      if constexpr (F == Fence::Block) detail::fence_block();
+      put_timed(tag(KIND_END, region, payload));
+    }
+  }
+
+  /// A point event. With Fence::Block it is fenced like an end (what came before is done).
+  IKP_INLINE void instant(unsigned region, unsigned payload = 0u) {
+    if constexpr (On) {
+      if constexpr (F == Fence::Block) detail::fence_block();
+      put_timed(tag(KIND_INSTANT, region, payload));
+    }
+  }
+
+  /// Adds `n` to wait counter `id`'s total in the lane trailer: a 64-bit RED from the
+  /// leader, outside any loop. Ids at or past n_counters are ignored (they would land in the
+  /// next lane's segment).
+  IKP_INLINE void count(unsigned id, unsigned n) {
+    if constexpr (On) {
+      if (on_ && id < counters_) {
+        detail::atomic_add(ev_ + cap_ + TRAILER_COUNTERS + id, static_cast<unsigned long long>(n));
+      }
+    }
+  }
+
+  /// Records one wait's spin count `n` for counter `id` as a meta record (no timer read:
+  /// the decoder takes its time from the previous record of the lane).
+  IKP_INLINE void sample(unsigned id, unsigned n) {
+    if constexpr (On) put(n, tag(KIND_META, META_COUNTER_SAMPLE, id));
+  }
+
+  /// Stamps the end globaltimer, end clock64 and `dropped << COUNT_DROPPED_SHIFT | written`.
+  /// Call once, after the last record; a lane that never finalizes decodes as unfinished.
+  IKP_INLINE void finalize() {
+    if constexpr (On) {
+      if constexpr (F == Fence::Block) detail::fence_block();
+      if (on_) {
+        unsigned long long* trailer = ev_ + cap_;
+        const unsigned written = cursor_ < cap_ ? cursor_ : cap_;
+        const unsigned long long gt = detail::globaltimer();
+        const unsigned long long clk = detail::clock64();
+        trailer[TRAILER_END_GT] = gt;
+        trailer[TRAILER_END_CLK] = clk;
+        trailer[TRAILER_COUNT] =
+            (static_cast<unsigned long long>(cursor_ - written) << COUNT_DROPPED_SHIFT) | written;
+      }
+    }
+  }
+
+  /// True on the one thread that writes this lane.
+  IKP_INLINE bool active() const {
+    if constexpr (On) return on_;
+    return false;
+  }
+
+ private:
+  IKP_INLINE static unsigned now() {
+    if constexpr (T == Timer::Clock) return detail::clock_lo();
+    return detail::globaltimer_lo();
+  }
+
+  IKP_INLINE static unsigned tag(unsigned kind, unsigned region, unsigned payload) {
+    return kind | ((region & REGION_MASK) << REGION_SHIFT) | (payload << PAYLOAD_SHIFT);
+  }
+
+  /// The whole record path: if this thread writes and the lane has room, read the timer and
+  /// store; count always. The timer read sits under the same predicate as the store, which
+  /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
+  /// a uniform-register read plus a move.
+  IKP_INLINE void put_timed(unsigned tag) {
+    if (on_ && cursor_ < cap_) {
+      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+    }
+    ++cursor_;
+  }
+
+  /// The same for an untimed (meta) record whose high half is `value`.
+  IKP_INLINE void put(unsigned value, unsigned tag) {
+    if (on_ && cursor_ < cap_) {
+      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    }
+    ++cursor_;
+  }
+
+  unsigned long long* ev_;  // this lane's first event record
+  unsigned cursor_;         // records attempted so far (written + dropped)
+  unsigned cap_;            // records_per_lane
+  unsigned counters_;       // n_counters
+  bool on_;                 // leader of an existing lane
+};
+
+/// Closes a region when it goes out of scope (early returns, breaks and continues
+/// included). Prefer the IKP_SCOPE macro, which names the object for you.
+template <class L>
+class Scope {
+ public:
+  IKP_INLINE Scope(L& lane, unsigned region, unsigned payload = 0u)
+      : lane_(lane), region_(region), payload_(payload) {
+    lane_.begin(region, payload);
+  }
+  IKP_INLINE ~Scope() { lane_.end(region_, payload_); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  L& lane_;
+  unsigned region_;
+  unsigned payload_;
+};
+"#;
+
+/// The user-facing macros, outside the namespace.
+pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
+#define IKP_CAT(a, b) IKP_CAT_(a, b)
+
+/// IKP_SCOPE(lane, region[, payload]): begin now, end at the closing brace.
+#define IKP_SCOPE(lane, ...)                                                          \
+  ::ikp::Scope<typename ::ikp::detail::remove_ref<decltype(lane)>::type> IKP_CAT( \
+      ikp_scope_, __COUNTER__)((lane), __VA_ARGS__)
+
+/// IKP_WAIT(lane, counter_id, cond): spins while `cond` holds and adds the number of spins
+/// to counter `counter_id`. The tick is one integer add on a register, no memory operation
+/// per spin, so the wait's own timing barely moves; the total is added once, after the loop
+/// (the ikp tests check the loop body grows by exactly one SASS instruction). `cond` must
+/// re-read what it waits on (volatile load, atomic, barrier try-wait), as any spin loop must.
+///
+/// The loop counts evaluations of `cond` (spins + 1), and ikp::detail::spins() subtracts
+/// the last one behind an optimization barrier. Written as `while (cond) ++n;` (or with the
+/// subtraction in the open), the compiler rotates the loop and keeps the previous count
+/// alive as a second register, a second instruction per spin.
+#define IKP_WAIT(lane, counter_id, cond)                           \
+  do {                                                             \
+    unsigned ikp_wait_n_ = 0u;                                     \
+    do {                                                           \
+      ++ikp_wait_n_;                                               \
+    } while (cond);                                                \
+    (lane).count((counter_id), ::ikp::detail::spins(ikp_wait_n_)); \
+  } while (0)
+
+/// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
+/// the trace also shows how long each individual wait spun.
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                   \
+  do {                                                             \
+    unsigned ikp_wait_n_ = 0u;                                     \
+    do {                                                           \
+      ++ikp_wait_n_;                                               \
+    } while (cond);                                                \
+    ikp_wait_n_ = ::ikp::detail::spins(ikp_wait_n_);               \
+    (lane).count((counter_id), ikp_wait_n_);                       \
+    (lane).sample((counter_id), ikp_wait_n_);                      \
+  } while (0)
+"#;
