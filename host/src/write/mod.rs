@@ -1,1 +1,2 @@
 //! Writers over `io::Write`: one module per output format.
+pub mod perfetto;

@@ -1,0 +1,1113 @@
+//! Perfetto writer: decode the output with the `perfetto_protos` types and check it against
+//! the model it was written from, the way trace processor would read it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use ikp_host::model::{
+    CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
+};
+use ikp_host::write::perfetto::{
+    write_perfetto, GroupBy, Launch, LaunchLayout, PerfettoError, PerfettoOptions, PerfettoStats,
+};
+use perfetto_protos::trace::Trace as PTrace;
+use perfetto_protos::track_event::track_event::{Counter_value_field, Name_field, Type};
+use proptest::prelude::*;
+use protobuf::Message;
+
+// ---------------------------------------------------------------------------------------
+// Building model traces directly.
+
+#[derive(Clone, Debug, Default)]
+struct LaneSpec {
+    block: u32,
+    group: u32,
+    sm: Option<u32>,
+    warp: Option<u32>,
+    start: Ns,
+    end: Ns,
+    /// (region, payload, begin, end)
+    spans: Vec<(u16, u32, Ns, Ns)>,
+    /// (region, payload, ts)
+    instants: Vec<(u16, u32, Ns)>,
+    /// (counter, ts, value)
+    samples: Vec<(u16, Ns, u32)>,
+}
+
+fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace {
+    lanes.sort_by_key(|l| l.block * groups_per_block + l.group);
+    let mut t = Trace {
+        source: Source {
+            format: WireFormat::Ikp,
+            version: 1,
+            timer: Default::default(),
+            grid: [lanes.iter().map(|l| l.block + 1).max().unwrap_or(0), 1, 1],
+            groups_per_block,
+            records_per_lane: 0,
+            time_base: 0,
+        },
+        names,
+        lanes: Vec::new(),
+        spans: Spans::default(),
+        instants: Instants::default(),
+        samples: CounterSamples::default(),
+        counter_totals: Vec::new(),
+        diagnostics: Diagnostics::default(),
+    };
+    let mut base = u64::MAX;
+    for mut l in lanes {
+        let id = l.block * groups_per_block + l.group;
+        l.spans
+            .sort_by_key(|&(_, _, b, e)| (b, std::cmp::Reverse(e)));
+        l.instants.sort_by_key(|i| i.2);
+        l.samples.sort_by_key(|s| s.1);
+        let s0 = t.spans.len();
+        let mut open: Vec<Ns> = Vec::new();
+        for &(r, p, b, e) in &l.spans {
+            while open.last().is_some_and(|&end| end <= b) {
+                open.pop();
+            }
+            t.spans.push(id, r, open.len() as u16, p, b, e);
+            open.push(e);
+            base = base.min(b);
+        }
+        let i0 = t.instants.len();
+        for &(r, p, ts) in &l.instants {
+            t.instants.push(id, r, p, ts);
+            base = base.min(ts);
+        }
+        let c0 = t.samples.len();
+        for &(c, ts, v) in &l.samples {
+            t.samples.push(id, c, ts, v);
+            base = base.min(ts);
+        }
+        base = base.min(l.start);
+        t.lanes.push(Lane {
+            id,
+            block: l.block,
+            group: l.group,
+            sm: l.sm,
+            warp: l.warp,
+            start: l.start,
+            end: l.end,
+            finalized: true,
+            written: 0,
+            dropped: 0,
+            spans: s0..t.spans.len(),
+            instants: i0..t.instants.len(),
+            samples: c0..t.samples.len(),
+        });
+    }
+    t.source.time_base = if base == u64::MAX { 0 } else { base };
+    t.counter_totals = vec![0; t.lanes.len() * t.names.counters.len()];
+    t
+}
+
+fn names(regions: &[&str], counters: &[&str]) -> Names {
+    Names {
+        regions: regions.iter().map(|s| s.to_string()).collect(),
+        counters: counters.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// A small trace with nesting, crossing spans, instants, samples, two SMs and a lane
+/// without events.
+fn small_trace(t0: Ns) -> Trace {
+    let lanes = vec![
+        LaneSpec {
+            block: 0,
+            group: 0,
+            sm: Some(10),
+            warp: Some(0),
+            start: t0,
+            end: t0 + 1000,
+            spans: vec![
+                (0, 7, t0 + 10, t0 + 900),
+                (1, 1, t0 + 20, t0 + 200),
+                (1, 2, t0 + 200, t0 + 200),
+                (2, 3, t0 + 300, t0 + 950), // crosses the outer span: overlap track
+            ],
+            instants: vec![(3, 9, t0 + 200), (3, 10, t0 + 960)],
+            samples: vec![(0, t0 + 200, 42), (1, t0 + 950, 3)],
+        },
+        LaneSpec {
+            block: 0,
+            group: 1,
+            sm: Some(10),
+            warp: Some(4),
+            start: t0 + 5,
+            end: t0 + 800,
+            spans: vec![(0, 0, t0 + 5, t0 + 700), (0, 1, t0 + 6, t0 + 700)],
+            ..Default::default()
+        },
+        LaneSpec {
+            block: 1,
+            group: 0,
+            sm: Some(2),
+            warp: Some(0),
+            start: t0 + 100,
+            end: t0 + 400,
+            spans: vec![(9, 1 << 19, t0 + 100, t0 + 400)], // region without a name
+            ..Default::default()
+        },
+        LaneSpec {
+            block: 1,
+            group: 1,
+            sm: Some(2),
+            warp: Some(4),
+            start: t0 + 100,
+            end: t0 + 120,
+            ..Default::default()
+        },
+    ];
+    build(
+        2,
+        names(&["outer", "load", "mma", "marker"], &["kv_wait", "q_wait"]),
+        lanes,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading Perfetto back, as trace processor would.
+
+#[derive(Clone, Debug)]
+struct TrackInfo {
+    name: String,
+    parent: Option<u64>,
+    counter: bool,
+    explicit_children: bool,
+    rank: Option<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Begin,
+    End,
+    Instant,
+    Counter(i64),
+}
+
+#[derive(Clone, Debug)]
+struct Event {
+    track: u64,
+    kind: Kind,
+    ts: i64,
+    name: Option<String>,
+    category: Option<String>,
+    args: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SeqState {
+    valid: bool,
+    names: HashMap<u64, String>,
+    categories: HashMap<u64, String>,
+    annotation_names: HashMap<u64, String>,
+    default_track: Option<u64>,
+    default_clock: Option<u32>,
+    /// Incremental clock 64: (current value, translation to the trace clock).
+    clock: Option<(i64, i64)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Decoded {
+    tracks: BTreeMap<u64, TrackInfo>,
+    /// In file order.
+    events: Vec<Event>,
+    packets: usize,
+}
+
+/// A finished slice.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Slice {
+    track: u64,
+    ts: i64,
+    end: i64,
+    name: String,
+    category: String,
+    args: Vec<(String, u64)>,
+}
+
+const SEQ_CLEARED: u32 = 1;
+const SEQ_NEEDS: u32 = 2;
+
+/// Decodes `bytes` with the crate and resolves every reference, panicking on any
+/// violation: undeclared track, unresolved interned id, use of incremental state without
+/// a clearing packet, a packet on an incremental clock without a snapshot.
+fn decode(bytes: &[u8]) -> Decoded {
+    let trace = PTrace::parse_from_bytes(bytes).expect("valid perfetto.protos.Trace");
+    let mut d = Decoded {
+        packets: trace.packet.len(),
+        ..Default::default()
+    };
+    let mut seqs: HashMap<u32, SeqState> = HashMap::new();
+    for (pi, p) in trace.packet.iter().enumerate() {
+        let seq_id = p.trusted_packet_sequence_id();
+        let flags = p.sequence_flags.unwrap_or(0);
+        let st = seqs.entry(seq_id).or_default();
+        if flags & SEQ_CLEARED != 0 {
+            assert_ne!(seq_id, 0, "packet {pi}: cleared state without a sequence");
+            *st = SeqState {
+                valid: true,
+                ..Default::default()
+            };
+        }
+        if flags & SEQ_NEEDS != 0 {
+            assert!(
+                st.valid,
+                "packet {pi}: needs incremental state, none on seq {seq_id}"
+            );
+        }
+        if let Some(def) = p.trace_packet_defaults.as_ref() {
+            assert!(st.valid, "packet {pi}: defaults outside a cleared sequence");
+            st.default_clock = def.timestamp_clock_id;
+            st.default_track = def.track_event_defaults.as_ref().and_then(|t| t.track_uuid);
+        }
+        if let Some(id) = p.interned_data.as_ref() {
+            assert!(
+                st.valid,
+                "packet {pi}: interned data outside a cleared sequence"
+            );
+            for n in &id.event_names {
+                let old = st.names.insert(n.iid(), n.name().to_string());
+                assert!(
+                    old.is_none(),
+                    "packet {pi}: name iid {} interned twice",
+                    n.iid()
+                );
+            }
+            for c in &id.event_categories {
+                st.categories.insert(c.iid(), c.name().to_string());
+            }
+            for a in &id.debug_annotation_names {
+                st.annotation_names.insert(a.iid(), a.name().to_string());
+            }
+        }
+        if p.has_clock_snapshot() {
+            let cs = p.clock_snapshot();
+            let inc = cs
+                .clocks
+                .iter()
+                .find(|c| c.clock_id() == 64)
+                .expect("clock 64");
+            assert!(inc.is_incremental());
+            let boot = cs
+                .clocks
+                .iter()
+                .find(|c| c.clock_id() == 6)
+                .expect("boottime");
+            st.clock = Some((
+                inc.timestamp() as i64,
+                boot.timestamp() as i64 - inc.timestamp() as i64,
+            ));
+            continue; // trace processor reads nothing else from a snapshot packet
+        }
+        if p.has_track_descriptor() {
+            let td = p.track_descriptor();
+            let uuid = td.uuid();
+            assert_ne!(uuid, 0);
+            assert!(!d.tracks.contains_key(&uuid), "track {uuid} declared twice");
+            if let Some(parent) = td.parent_uuid {
+                assert!(
+                    d.tracks.contains_key(&parent),
+                    "track {uuid}: parent {parent} undeclared"
+                );
+                assert!(
+                    d.tracks[&parent].explicit_children,
+                    "parent without explicit order"
+                );
+            }
+            d.tracks.insert(
+                uuid,
+                TrackInfo {
+                    name: td.name().to_string(),
+                    parent: td.parent_uuid,
+                    counter: td.counter.is_some(),
+                    explicit_children: td.child_ordering.is_some(),
+                    rank: td.sibling_order_rank,
+                },
+            );
+        }
+        if p.has_track_event() {
+            let te = p.track_event();
+            assert!(
+                p.timestamp.is_some(),
+                "packet {pi}: event without a timestamp"
+            );
+            let clock = p.timestamp_clock_id.or(st.default_clock);
+            let ts = match clock {
+                Some(64) => {
+                    let (last, tr) = st
+                        .clock
+                        .as_mut()
+                        .expect("incremental clock without snapshot");
+                    *last += p.timestamp() as i64;
+                    *last + *tr
+                }
+                None => p.timestamp() as i64,
+                Some(c) => panic!("unexpected clock {c}"),
+            };
+            let track = te
+                .track_uuid
+                .or(st.default_track)
+                .expect("event without a track");
+            assert!(
+                d.tracks.contains_key(&track),
+                "packet {pi}: track {track} undeclared"
+            );
+            let kind = match te.type_() {
+                Type::TYPE_SLICE_BEGIN => Kind::Begin,
+                Type::TYPE_SLICE_END => Kind::End,
+                Type::TYPE_INSTANT => Kind::Instant,
+                Type::TYPE_COUNTER => match te.counter_value_field {
+                    Some(Counter_value_field::CounterValue(v)) => Kind::Counter(v),
+                    ref other => panic!("counter value {other:?}"),
+                },
+                t => panic!("unexpected type {t:?}"),
+            };
+            let name = match &te.name_field {
+                Some(Name_field::NameIid(iid)) => Some(
+                    st.names
+                        .get(iid)
+                        .unwrap_or_else(|| panic!("packet {pi}: name iid {iid} unresolved"))
+                        .clone(),
+                ),
+                Some(Name_field::Name(n)) => Some(n.clone()),
+                None => None,
+                Some(other) => panic!("unexpected name field {other:?}"),
+            };
+            let category = te.category_iids.first().map(|iid| {
+                st.categories
+                    .get(iid)
+                    .unwrap_or_else(|| panic!("packet {pi}: category {iid} unresolved"))
+                    .clone()
+            });
+            let mut args = BTreeMap::new();
+            for a in &te.debug_annotations {
+                let iid = a.name_iid();
+                let n = st
+                    .annotation_names
+                    .get(&iid)
+                    .unwrap_or_else(|| panic!("packet {pi}: annotation name {iid} unresolved"));
+                args.insert(n.clone(), a.uint_value());
+            }
+            if matches!(kind, Kind::Counter(_)) {
+                assert!(d.tracks[&track].counter, "counter value on a slice track");
+            } else {
+                assert!(!d.tracks[&track].counter, "slice on a counter track");
+            }
+            d.events.push(Event {
+                track,
+                kind,
+                ts,
+                name,
+                category,
+                args,
+            });
+        }
+    }
+    d
+}
+
+impl Decoded {
+    /// Slices, built as trace processor does: events sorted by timestamp (stable), then a
+    /// stack per track. Panics if a track's slices do not balance.
+    fn slices(&self) -> Vec<Slice> {
+        let mut ev: Vec<&Event> = self.events.iter().collect();
+        ev.sort_by_key(|e| e.ts);
+        let mut stacks: HashMap<u64, Vec<&Event>> = HashMap::new();
+        let mut out = Vec::new();
+        for e in ev {
+            match e.kind {
+                Kind::Begin => stacks.entry(e.track).or_default().push(e),
+                Kind::End => {
+                    let b = stacks
+                        .get_mut(&e.track)
+                        .and_then(|s| s.pop())
+                        .unwrap_or_else(|| panic!("END without BEGIN on track {}", e.track));
+                    assert!(e.ts >= b.ts);
+                    out.push(Slice {
+                        track: b.track,
+                        ts: b.ts,
+                        end: e.ts,
+                        name: b.name.clone().expect("slice name"),
+                        category: b.category.clone().expect("slice category"),
+                        args: b.args.clone().into_iter().collect(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        for (t, s) in stacks {
+            assert!(s.is_empty(), "track {t}: {} slices never end", s.len());
+        }
+        out.sort();
+        out
+    }
+
+    fn path(&self, mut uuid: u64) -> Vec<String> {
+        let mut v = Vec::new();
+        loop {
+            let t = &self.tracks[&uuid];
+            v.push(t.name.clone());
+            match t.parent {
+                Some(p) => uuid = p,
+                None => break,
+            }
+        }
+        v.reverse();
+        v
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Expected output from the model.
+
+fn lane_name(l: &Lane, block_group: bool) -> String {
+    let mut s = if block_group {
+        format!("group {}", l.group)
+    } else {
+        format!("block {} / group {}", l.block, l.group)
+    };
+    if let Some(w) = l.warp {
+        s += &format!(" / warp {w}");
+    }
+    s
+}
+
+/// The group a lane's track is in: its SM's, or its block's, named after the SM of the
+/// block's first lane that knows it.
+fn group_name(t: &Trace, l: &Lane, by: GroupBy) -> (String, bool) {
+    let block_sm = || {
+        t.lanes
+            .iter()
+            .filter(|o| o.block == l.block)
+            .find_map(|o| o.sm)
+    };
+    match (by, l.sm) {
+        (GroupBy::Sm, Some(sm)) => (format!("SM {sm}"), false),
+        // Grouping by SM, the lanes without one form block groups of their own.
+        (GroupBy::Sm, None) => (format!("block {}", l.block), true),
+        (GroupBy::Block, _) => match block_sm() {
+            Some(sm) => (format!("block {} (SM {sm})", l.block), true),
+            None => (format!("block {}", l.block), true),
+        },
+    }
+}
+
+/// The launches' time shifts as documented: each launch starts after the previous one
+/// (sequential) or at 0 (aligned).
+fn shifts(launches: &[Launch<'_>], layout: LaunchLayout) -> Vec<i64> {
+    let mut offset = 0i64;
+    let mut v = Vec::new();
+    for l in launches {
+        let t = l.trace;
+        let mut lo = t.source.time_base;
+        let mut hi = 0;
+        for ln in &t.lanes {
+            lo = lo.min(ln.start);
+            hi = hi.max(ln.end).max(ln.start);
+        }
+        for &b in &t.spans.begin {
+            lo = lo.min(b);
+        }
+        for &e in &t.spans.end {
+            hi = hi.max(e);
+        }
+        for &x in t.instants.ts.iter().chain(&t.samples.ts) {
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+        v.push(offset - lo as i64);
+        if layout == LaunchLayout::Sequential {
+            let len = hi.saturating_sub(lo) as i64;
+            offset += len + (len / 20).max(1000);
+        }
+    }
+    v
+}
+
+fn root_name(launches: &[Launch<'_>], k: usize) -> String {
+    if launches.len() == 1 {
+        launches[0].label.to_string()
+    } else {
+        format!("launch {k}: {}", launches[k].label)
+    }
+}
+
+/// Writes `launches`, decodes the result and checks it in full against the models.
+fn roundtrip(launches: &[Launch<'_>], opts: &PerfettoOptions) -> (Vec<u8>, PerfettoStats) {
+    let mut bytes = Vec::new();
+    let stats = write_perfetto(&mut bytes, launches, opts).expect("write");
+    assert_eq!(stats.bytes, bytes.len() as u64);
+    let d = decode(&bytes);
+    assert_eq!(stats.packets, d.packets as u64);
+    assert_eq!(stats.tracks, d.tracks.len() as u64);
+    check(&d, launches, opts);
+    (bytes, stats)
+}
+
+/// Asserts two sorted lists are equal, showing the first difference.
+fn assert_same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
+    if let Some(i) = (0..got.len().min(want.len())).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: first difference at {i}:\n got  {:?}\n want {:?}",
+            got[i], want[i]
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{what}: count");
+}
+
+fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
+    let shifts = shifts(launches, opts.launch_layout);
+
+    // Expected slices / instants / wait samples, keyed by their track path.
+    let mut want_slices = Vec::new();
+    let mut want_instants = Vec::new();
+    let mut want_samples = Vec::new();
+    let mut want_groups: BTreeMap<Vec<String>, Vec<&Lane>> = BTreeMap::new();
+    for (k, l) in launches.iter().enumerate() {
+        let t = l.trace;
+        let root = root_name(launches, k);
+        let map = |x: Ns| x as i64 + shifts[k];
+        for lane in &t.lanes {
+            let (g, block_group) = group_name(t, lane, opts.group_by);
+            let ln = lane_name(lane, block_group);
+            want_groups
+                .entry(vec![root.clone(), g.clone()])
+                .or_default()
+                .push(lane);
+            let mut args = vec![
+                ("block".to_string(), lane.block as u64),
+                ("group".to_string(), lane.group as u64),
+            ];
+            if let Some(sm) = lane.sm {
+                args.push(("sm".into(), sm as u64));
+            }
+            for i in lane.spans.clone() {
+                let mut a = args.clone();
+                a.push(("payload".into(), t.spans.payload[i] as u64));
+                a.sort();
+                want_slices.push((
+                    vec![root.clone(), g.clone()],
+                    ln.clone(),
+                    map(t.spans.begin[i]),
+                    map(t.spans.end[i]),
+                    t.names.region(t.spans.region[i]).into_owned(),
+                    a,
+                ));
+            }
+            for i in lane.instants.clone() {
+                let mut a = args.clone();
+                a.push(("payload".into(), t.instants.payload[i] as u64));
+                a.sort();
+                want_instants.push((
+                    vec![root.clone(), g.clone(), ln.clone()],
+                    map(t.instants.ts[i]),
+                    t.names.region(t.instants.region[i]).into_owned(),
+                    a,
+                ));
+            }
+            for i in lane.samples.clone() {
+                let cn = format!("{ln} · {}", t.names.counter(t.samples.counter[i]));
+                want_samples.push((
+                    vec![root.clone(), g.clone(), cn],
+                    map(t.samples.ts[i]),
+                    t.samples.value[i] as i64,
+                ));
+            }
+        }
+    }
+
+    // Slices: same multiset, each on its lane's track or one of its overlap tracks.
+    let mut got_slices = Vec::new();
+    for s in d.slices() {
+        let path = d.path(s.track);
+        assert_eq!(path.len(), 3, "slice track depth: {path:?}");
+        let lane_track = path[2].split(" (overlap ").next().unwrap().to_string();
+        assert_eq!(s.category, "span");
+        got_slices.push((path[..2].to_vec(), lane_track, s.ts, s.end, s.name, s.args));
+    }
+    want_slices.sort();
+    got_slices.sort();
+    assert_same("slices", &got_slices, &want_slices);
+
+    // Overlap tracks only where needed: their slices cross a slice of the main track.
+    // (Checked indirectly: every track balances, and no track is empty of a reason.)
+
+    let mut got_instants = Vec::new();
+    let mut got_samples = Vec::new();
+    let mut active: BTreeMap<Vec<String>, Vec<(i64, i64)>> = BTreeMap::new();
+    for e in &d.events {
+        let path = d.path(e.track);
+        match &e.kind {
+            Kind::Instant => {
+                assert_eq!(e.category.as_deref(), Some("instant"));
+                got_instants.push((
+                    path,
+                    e.ts,
+                    e.name.clone().unwrap(),
+                    e.args.clone().into_iter().collect::<Vec<_>>(),
+                ))
+            }
+            Kind::Counter(v) if path.last().unwrap().ends_with("active lanes") => {
+                active.entry(path).or_default().push((e.ts, *v))
+            }
+            Kind::Counter(v) => got_samples.push((path, e.ts, *v)),
+            _ => {}
+        }
+    }
+    want_instants.sort();
+    got_instants.sort();
+    assert_same("instants", &got_instants, &want_instants);
+    want_samples.sort();
+    got_samples.sort();
+    assert_same("wait-counter samples", &got_samples, &want_samples);
+
+    // Groups: each has its lanes' tracks, in lane order by rank.
+    for (gpath, lanes) in &want_groups {
+        let group_uuid = *d
+            .tracks
+            .iter()
+            .find(|(u, _)| &d.path(**u) == gpath)
+            .unwrap_or_else(|| panic!("group {gpath:?} missing"))
+            .0;
+        let mut children: Vec<(i32, &str)> = d
+            .tracks
+            .values()
+            .filter(|t| t.parent == Some(group_uuid) && !t.name.contains(" · "))
+            .filter(|t| !t.name.contains("(overlap") && t.name != "active lanes")
+            .map(|t| (t.rank.expect("rank"), t.name.as_str()))
+            .collect();
+        children.sort();
+        let block_group = !gpath[1].starts_with("SM ");
+        let want: Vec<String> = lanes.iter().map(|l| lane_name(l, block_group)).collect();
+        let got: Vec<&str> = children.iter().map(|c| c.1).collect();
+        assert_eq!(got, want, "lanes of {gpath:?}");
+    }
+
+    // Active lanes per SM: values track starts and ends, end at 0.
+    for (k, l) in launches.iter().enumerate() {
+        let root = root_name(launches, k);
+        let mut by_sm: BTreeMap<u32, Vec<&Lane>> = BTreeMap::new();
+        for lane in &l.trace.lanes {
+            if let Some(sm) = lane.sm {
+                by_sm.entry(sm).or_default().push(lane);
+            }
+        }
+        for (sm, lanes) in by_sm {
+            let path = match opts.group_by {
+                GroupBy::Sm => vec![root.clone(), format!("SM {sm}"), "active lanes".into()],
+                GroupBy::Block => vec![
+                    root.clone(),
+                    "SM occupancy".into(),
+                    format!("SM {sm} active lanes"),
+                ],
+            };
+            let series = active
+                .get(&path)
+                .unwrap_or_else(|| panic!("{path:?} missing"));
+            for &(ts, v) in series {
+                let want = lanes
+                    .iter()
+                    .filter(|ln| {
+                        let s = ln.start as i64 + shifts[k];
+                        let e = ln.end.max(ln.start) as i64 + shifts[k];
+                        s <= ts && ts < e
+                    })
+                    .count() as i64;
+                assert_eq!(v, want, "{path:?} at {ts}");
+            }
+            assert_eq!(series.last().unwrap().1, 0);
+        }
+    }
+
+    // Root tracks: one per launch, in order.
+    let mut roots: Vec<(i32, &str)> = d
+        .tracks
+        .values()
+        .filter(|t| t.parent.is_none())
+        .map(|t| (t.rank.unwrap(), t.name.as_str()))
+        .collect();
+    roots.sort();
+    let want_roots: Vec<String> = (0..launches.len())
+        .map(|k| root_name(launches, k))
+        .collect();
+    assert_eq!(roots.iter().map(|r| r.1).collect::<Vec<_>>(), want_roots);
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests.
+
+#[test]
+fn small_trace_roundtrips_exactly() {
+    let t = small_trace(1_700_000_000_000_000_000);
+    let launches = [Launch::new("small.ikp", &t)];
+    let (bytes, stats) = roundtrip(&launches, &PerfettoOptions::default());
+    assert_eq!(stats.slices, t.spans.len() as u64);
+    assert_eq!(stats.instants, t.instants.len() as u64);
+    let d = decode(&bytes);
+    // The crossing span went to an overlap track; the nested ones did not.
+    let overlap: Vec<&str> = d
+        .tracks
+        .values()
+        .filter(|t| t.name.contains("(overlap"))
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(overlap, ["block 0 / group 0 / warp 0 (overlap 1)"]);
+    // Names resolve, including a region without a name.
+    let names: std::collections::BTreeSet<String> =
+        d.slices().into_iter().map(|s| s.name).collect();
+    assert!(names.contains("region_9"), "{names:?}");
+    // Lane sequences: the three lanes with events; the empty lane has a track only.
+    assert_eq!(stats.sequences, 3);
+    assert!(d
+        .tracks
+        .values()
+        .any(|t| t.name == "block 1 / group 1 / warp 4"));
+    // The first lane's timestamps start at 0 (the launch's own time base).
+    assert_eq!(d.events.iter().map(|e| e.ts).min(), Some(0));
+}
+
+#[test]
+fn group_by_block_and_several_launches() {
+    let a = small_trace(5_000);
+    let b = small_trace(90_000_000);
+    let launches = [Launch::new("a.bin", &a), Launch::new("b.bin", &b)];
+    for layout in [LaunchLayout::Sequential, LaunchLayout::Aligned] {
+        for group_by in [GroupBy::Sm, GroupBy::Block] {
+            let opts = PerfettoOptions {
+                group_by,
+                launch_layout: layout,
+            };
+            let (bytes, _) = roundtrip(&launches, &opts);
+            let d = decode(&bytes);
+            let starts: Vec<i64> = ["launch 0: a.bin", "launch 1: b.bin"]
+                .iter()
+                .map(|root| {
+                    d.events
+                        .iter()
+                        .filter(|e| d.path(e.track)[0] == *root)
+                        .map(|e| e.ts)
+                        .min()
+                        .unwrap()
+                })
+                .collect();
+            match layout {
+                // Launch 1 starts after launch 0's 1000 ns plus the minimum gap.
+                LaunchLayout::Sequential => assert_eq!(starts, [0, 2000]),
+                LaunchLayout::Aligned => assert_eq!(starts, [0, 0]),
+            }
+        }
+    }
+}
+
+#[test]
+fn lanes_without_sm_group_by_block() {
+    let mut t = small_trace(0);
+    for l in &mut t.lanes {
+        l.sm = None;
+        l.warp = None;
+    }
+    let launches = [Launch::new("tvm", &t)];
+    let (bytes, _) = roundtrip(&launches, &PerfettoOptions::default());
+    let d = decode(&bytes);
+    assert!(d.tracks.values().any(|t| t.name == "block 1"));
+    assert!(!d.tracks.values().any(|t| t.name.contains("active lanes")));
+}
+
+#[test]
+fn output_is_deterministic() {
+    let t = small_trace(123_456);
+    let launches = [Launch::new("x", &t), Launch::new("y", &t)];
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    write_perfetto(&mut a, &launches, &PerfettoOptions::default()).unwrap();
+    write_perfetto(&mut b, &launches, &PerfettoOptions::default()).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn empty_inputs() {
+    let t = build(1, Names::default(), Vec::new());
+    let (bytes, stats) = roundtrip(&[Launch::new("empty", &t)], &PerfettoOptions::default());
+    assert_eq!(stats.tracks, 1);
+    assert!(!bytes.is_empty());
+    let mut out = Vec::new();
+    let stats = write_perfetto(&mut out, &[], &PerfettoOptions::default()).unwrap();
+    assert_eq!((stats.bytes, out.len()), (0, 0));
+}
+
+/// Golden bytes of the small trace (two launches, both groupings exercised elsewhere).
+/// Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+#[test]
+fn golden_small_trace() {
+    let a = small_trace(1_000);
+    let b = small_trace(7_000_000);
+    let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
+    let mut bytes = Vec::new();
+    write_perfetto(&mut bytes, &launches, &PerfettoOptions::default()).unwrap();
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_small.pftrace");
+    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
+    assert!(
+        golden == bytes,
+        "output differs from {} ({} vs {} bytes); re-bless with IKP_BLESS=1 if intended",
+        path.display(),
+        bytes.len(),
+        golden.len()
+    );
+    check(&decode(&golden), &launches, &PerfettoOptions::default());
+}
+
+/// A writer that fails after `left` bytes.
+struct Failing {
+    left: usize,
+}
+
+impl std::io::Write for Failing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.left {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.left -= buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn io_errors_are_reported() {
+    let t = small_trace(0);
+    let err = write_perfetto(
+        Failing { left: 10 },
+        &[Launch::new("x", &t)],
+        &Default::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, PerfettoError::Io(_)), "{err}");
+    assert!(err.to_string().contains("disk full"));
+}
+
+/// Many lanes of nested spans: big enough to need several flushes.
+fn big_trace(lanes: u32, spans_per_lane: u32) -> Trace {
+    let specs = (0..lanes)
+        .map(|l| {
+            let t0 = 1_000_000 + l as u64 * 37;
+            let mut spans = Vec::new();
+            for i in 0..spans_per_lane as u64 / 2 {
+                let b = t0 + i * 1000;
+                spans.push((0, i as u32, b, b + 900));
+                spans.push((1 + (i % 3) as u16, 5, b + 100, b + 500));
+            }
+            LaneSpec {
+                block: l / 4,
+                group: l % 4,
+                sm: Some(l % 7),
+                warp: Some(l % 4 * 2),
+                start: t0,
+                end: t0 + spans_per_lane as u64 * 500 + 10,
+                spans,
+                ..Default::default()
+            }
+        })
+        .collect();
+    build(4, names(&["tile", "load", "mma", "store"], &[]), specs)
+}
+
+/// Counts the writes the writer gets and their largest size.
+#[derive(Default)]
+struct Counting {
+    writes: usize,
+    largest: usize,
+    bytes: Vec<u8>,
+}
+
+impl std::io::Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writes += 1;
+        self.largest = self.largest.max(buf.len());
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn packets_are_streamed_not_buffered_whole() {
+    let t = big_trace(64, 2000);
+    let mut w = Counting::default();
+    let stats = write_perfetto(&mut w, &[Launch::new("big", &t)], &Default::default()).unwrap();
+    assert!(stats.bytes > 4 << 20, "trace too small to test streaming");
+    assert!(w.writes >= 4, "{} writes", w.writes);
+    assert!(w.largest < 2 << 20, "largest write {} bytes", w.largest);
+    check(
+        &decode(&w.bytes),
+        &[Launch::new("big", &t)],
+        &Default::default(),
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Property test: random traces, crossing spans, all options.
+
+fn arb_lane() -> impl Strategy<Value = LaneSpec> {
+    (
+        0u32..4,
+        0u32..2,
+        prop::option::of(0u32..3),
+        prop::collection::vec((0u16..5, 0u32..(1 << 20), 0u64..400, 0u64..120), 0..12),
+        prop::collection::vec((0u16..5, 0u32..100, 0u64..500), 0..5),
+        prop::collection::vec((0u16..3, 0u64..500, 0u32..1000), 0..5),
+        0u64..50,
+        0u64..600,
+    )
+        .prop_map(
+            |(block, group, sm, spans, instants, samples, start, end)| LaneSpec {
+                block,
+                group,
+                sm,
+                warp: sm.map(|_| group * 4),
+                start,
+                end: start.max(end),
+                spans: spans
+                    .into_iter()
+                    .map(|(r, p, b, d)| (r, p, b, b + d))
+                    .collect(),
+                instants,
+                samples,
+            },
+        )
+}
+
+fn arb_trace() -> impl Strategy<Value = Trace> {
+    (prop::collection::vec(arb_lane(), 0..6), 0u64..1_000_000).prop_map(|(lanes, t0)| {
+        // One lane per (block, group).
+        let mut seen = std::collections::HashSet::new();
+        let lanes = lanes
+            .into_iter()
+            .filter(|l| seen.insert((l.block, l.group)))
+            .map(|mut l| {
+                let sh = |x: &mut Ns| *x += t0;
+                sh(&mut l.start);
+                sh(&mut l.end);
+                l.spans.iter_mut().for_each(|s| {
+                    s.2 += t0;
+                    s.3 += t0
+                });
+                l.instants.iter_mut().for_each(|s| s.2 += t0);
+                l.samples.iter_mut().for_each(|s| s.1 += t0);
+                l
+            })
+            .collect();
+        build(2, names(&["a", "b", ""], &["w0", "w1", "w2"]), lanes)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_traces_roundtrip(
+        traces in prop::collection::vec(arb_trace(), 1..4),
+        by_block in any::<bool>(),
+        aligned in any::<bool>(),
+    ) {
+        let labels: Vec<String> = (0..traces.len()).map(|i| format!("t{i}.bin")).collect();
+        let launches: Vec<Launch<'_>> =
+            traces.iter().zip(&labels).map(|(t, l)| Launch::new(l, t)).collect();
+        let opts = PerfettoOptions {
+            group_by: if by_block { GroupBy::Block } else { GroupBy::Sm },
+            launch_layout: if aligned { LaunchLayout::Aligned } else { LaunchLayout::Sequential },
+        };
+        let (_, stats) = roundtrip(&launches, &opts);
+        let spans: usize = traces.iter().map(|t| t.spans.len()).sum();
+        let instants: usize = traces.iter().map(|t| t.instants.len()).sum();
+        prop_assert_eq!(stats.slices, spans as u64);
+        prop_assert_eq!(stats.instants, instants as u64);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The checks themselves catch broken output.
+
+fn small_packets() -> PTrace {
+    let t = small_trace(0);
+    let mut bytes = Vec::new();
+    write_perfetto(&mut bytes, &[Launch::new("x", &t)], &Default::default()).unwrap();
+    PTrace::parse_from_bytes(&bytes).unwrap()
+}
+
+#[test]
+#[should_panic(expected = "unresolved")]
+fn check_catches_a_missing_interned_name() {
+    let mut p = small_packets();
+    let pkt = p
+        .packet
+        .iter_mut()
+        .find(|p| {
+            p.interned_data
+                .as_ref()
+                .is_some_and(|i| !i.event_names.is_empty())
+        })
+        .unwrap();
+    pkt.interned_data.as_mut().unwrap().event_names.clear();
+    decode(&p.write_to_bytes().unwrap()).slices();
+}
+
+#[test]
+#[should_panic(expected = "never end")]
+fn check_catches_an_unbalanced_slice() {
+    let mut p = small_packets();
+    let last_end = p
+        .packet
+        .iter()
+        .rposition(|p| p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_END)
+        .unwrap();
+    p.packet.remove(last_end);
+    decode(&p.write_to_bytes().unwrap()).slices();
+}
+
+#[test]
+#[should_panic(expected = "undeclared")]
+fn check_catches_an_undeclared_track() {
+    let mut p = small_packets();
+    let first_desc = p
+        .packet
+        .iter()
+        .position(|p| p.has_track_descriptor())
+        .unwrap();
+    // Moving the root's descriptor to the end leaves its children's parent undeclared.
+    let d = p.packet.remove(first_desc);
+    p.packet.push(d);
+    decode(&p.write_to_bytes().unwrap());
+}
+
+#[test]
+#[should_panic(expected = "first difference")]
+fn check_catches_a_shifted_timestamp() {
+    let t = small_trace(0);
+    let launches = [Launch::new("x", &t)];
+    let mut bytes = Vec::new();
+    write_perfetto(&mut bytes, &launches, &Default::default()).unwrap();
+    let mut p = PTrace::parse_from_bytes(&bytes).unwrap();
+    let pkt = p
+        .packet
+        .iter_mut()
+        .find(|p| p.has_track_event() && p.track_event().type_() == Type::TYPE_INSTANT)
+        .unwrap();
+    pkt.set_timestamp(pkt.timestamp() + 1);
+    check(
+        &decode(&p.write_to_bytes().unwrap()),
+        &launches,
+        &Default::default(),
+    );
+}
