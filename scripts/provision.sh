@@ -4,6 +4,7 @@
 #     nvdisasm, libnvrtc.so.12) from PyPI;
 #   * Debian's non-free libcuda1 unpacked (not installed) into .deps/libcuda, a real
 #     driver library that answers CUDA_ERROR_NO_DEVICE on a machine without a GPU.
+#   * Debian's chromium, for the test that renders the HTML report headless.
 # Prints the environment to source as its last lines (see scripts/env.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,4 +41,9 @@ SRC
   dpkg -x "$tmp"/libcuda1_*.deb "$deps/libcuda"
   rm -rf "$tmp"
 fi
-echo "provisioned: $venv, $deps/libcuda"
+# Headless Chromium renders the HTML report in its test (Debian's package, ~1.5 min cold).
+if ! command -v chromium >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+echo "provisioned: $venv, $deps/libcuda, $(command -v chromium)"

@@ -9,6 +9,10 @@ pub mod buffer;
 pub mod decode;
 pub mod model;
 pub mod nvrtc;
+pub mod report;
 pub mod session;
 pub mod stats;
 pub mod write;
+
+#[cfg(test)]
+mod testutil;

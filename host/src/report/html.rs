@@ -1,0 +1,297 @@
+//! Renders the report page (see the module `# Format` in [`super`]).
+
+use super::svg::{bars, esc, fmt_ns, heat_map, histogram, stacked_bar};
+use crate::analysis::breakdown::{kernel_breakdown, region_categories};
+use crate::analysis::categories::CategoryTable;
+use crate::analysis::gaps::gaps;
+use crate::analysis::imbalance::imbalance;
+use crate::analysis::isolation::isolate_compute;
+use crate::analysis::roofline::{roofline, GpuPreset, Work};
+use crate::model::{Ns, Trace};
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// What goes into the report beyond the traces.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    /// Region categories (defaults from names when empty).
+    pub categories: CategoryTable,
+    /// Work per region for the roofline; no roofline section when empty.
+    pub work: HashMap<String, Work>,
+    /// GPU whose peaks the roofline uses.
+    pub gpu: Option<&'static GpuPreset>,
+    /// Histogram bins.
+    pub hist_bins: usize,
+    /// Time columns of the heat map.
+    pub heat_columns: usize,
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1180px}\
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}\
+h3{font-size:15px;margin-top:22px}table{border-collapse:collapse;font-size:13px}\
+td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}th{background:#f4f4f8}\
+td:first-child,th:first-child{text-align:left}.meta{color:#555;font-size:13px}\
+.hists{display:flex;flex-wrap:wrap;gap:18px}.hist{font-size:12px}";
+
+const COLORS: [&str; 7] = [
+    "#4c78a8", "#e45756", "#f58518", "#72b7b2", "#b279a2", "#9d9d9d", "#eeeeee",
+];
+
+/// Writes the report for `launches` (label, trace) to `out`.
+pub fn write_html<W: Write>(
+    mut out: W,
+    launches: &[(&str, &Trace)],
+    opts: &ReportOptions,
+) -> io::Result<()> {
+    let title = launches.iter().map(|l| l.0).collect::<Vec<_>>().join(", ");
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ikp report: {}</title><style>{CSS}</style></head><body>\n<h1>ikp report</h1>\n",
+        esc(&title)
+    )?;
+    for (n, (label, trace)) in launches.iter().enumerate() {
+        launch(&mut out, n, label, trace, opts)?;
+    }
+    writeln!(out, "</body></html>")
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    // Nearest rank: the smallest value with at least p% of the data at or below it.
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn launch<W: Write>(
+    out: &mut W,
+    n: usize,
+    label: &str,
+    t: &Trace,
+    opts: &ReportOptions,
+) -> io::Result<()> {
+    let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    let end = t.lanes.iter().map(|l| l.end).max().unwrap_or(start);
+    let src = &t.source;
+    writeln!(
+        out,
+        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · kernel {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
+        esc(label),
+        src.format,
+        src.version,
+        src.grid[0],
+        src.grid[1],
+        src.grid[2],
+        src.groups_per_block,
+        t.lanes.len(),
+        fmt_ns((end - start) as f64),
+        t.spans.len(),
+        t.dropped(),
+        t.diagnostics.unmatched_begin.len(),
+        t.diagnostics.unmatched_end.len()
+    )?;
+
+    // Breakdown.
+    let b = kernel_breakdown(t, &opts.categories);
+    let parts = [
+        ("compute", b.compute, COLORS[0]),
+        ("wait", b.exposed_wait, COLORS[1]),
+        ("load", b.exposed_load, COLORS[2]),
+        ("store", b.exposed_store, COLORS[3]),
+        ("comm", b.exposed_comm, COLORS[4]),
+        ("other", b.exposed_other, COLORS[5]),
+        ("idle", b.idle, COLORS[6]),
+    ];
+    let iso = isolate_compute(t, &opts.categories, None);
+    writeln!(
+        out,
+        "<h3>Where the time goes</h3><div id=\"breakdown-{n}\">{}</div><p class=\"meta\">Compute isolation: kernel {} − blocked {} (union of waits; their sum would be {}) = compute {}.</p>",
+        stacked_bar(&parts, 1000),
+        fmt_ns(iso.kernel_length as f64),
+        fmt_ns(iso.blocked as f64),
+        fmt_ns(iso.blocked_sum as f64),
+        fmt_ns(iso.compute as f64)
+    )?;
+
+    // Regions.
+    let cats = region_categories(t, &opts.categories);
+    let mut durs: HashMap<u16, Vec<u64>> = HashMap::new();
+    for i in 0..t.spans.len() {
+        durs.entry(t.spans.region[i])
+            .or_default()
+            .push(t.spans.dur(i));
+    }
+    let lane_time: Ns = t.lanes.iter().map(|l| l.end - l.start).sum::<Ns>().max(1);
+    let mut rows: Vec<(u16, Vec<u64>, u64)> = durs
+        .into_iter()
+        .map(|(r, mut v)| {
+            v.sort_unstable();
+            let total = v.iter().sum();
+            (r, v, total)
+        })
+        .collect();
+    rows.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    writeln!(
+        out,
+        "<h3>Regions</h3><table id=\"regions-{n}\"><tr><th>region</th><th>category</th><th>count</th><th>total</th><th>% lane time</th><th>mean</th><th>p50</th><th>p99</th></tr>"
+    )?;
+    for (r, v, total) in &rows {
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&t.names.region(*r)),
+            cats[*r as usize].name(),
+            v.len(),
+            fmt_ns(*total as f64),
+            100.0 * *total as f64 / lane_time as f64,
+            fmt_ns(*total as f64 / v.len() as f64),
+            fmt_ns(percentile(v, 50.0) as f64),
+            fmt_ns(percentile(v, 99.0) as f64)
+        )?;
+    }
+    writeln!(out, "</table>")?;
+    writeln!(
+        out,
+        "<h3>Durations</h3><div class=\"hists\" id=\"hists-{n}\">"
+    )?;
+    for (k, (r, v, _)) in rows.iter().take(12).enumerate() {
+        writeln!(
+            out,
+            "<div class=\"hist\"><b>{}</b> ({} occurrences)<br>{}</div>",
+            esc(&t.names.region(*r)),
+            v.len(),
+            histogram(v, opts.hist_bins.max(1), 260, 80, COLORS[k % 6])
+        )?;
+    }
+    writeln!(out, "</div>")?;
+
+    // Heat map.
+    let cols = opts.heat_columns.max(1);
+    let (rows_hm, what) = heat_rows(t, start, end, cols);
+    writeln!(
+        out,
+        "<h3>Busy lanes over time per {what}</h3><div id=\"heatmap-{n}\">{}</div>",
+        heat_map(
+            &rows_hm,
+            1000,
+            if rows_hm.len() > 60 { 4 } else { 10 },
+            &format!(
+                "time → ({} per column)",
+                fmt_ns((end - start) as f64 / cols as f64)
+            )
+        )
+    )?;
+
+    // Imbalance.
+    let im = imbalance(t);
+    let mut blocks: HashMap<u32, (Ns, Ns)> = HashMap::new();
+    for l in &t.lanes {
+        let e = blocks.entry(l.block).or_insert((l.start, l.end));
+        e.0 = e.0.min(l.start);
+        e.1 = e.1.max(l.end);
+    }
+    let mut bd: Vec<(String, u64)> = blocks
+        .into_iter()
+        .map(|(b, (s, e))| (format!("block {b}"), e - s))
+        .collect();
+    bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    writeln!(
+        out,
+        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block durations, slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {:.2}. Last-wave tail: {}.</p>",
+        bars(&bd, im.blocks.median, 1000, 120, COLORS[0]),
+        fmt_ns(im.blocks.median as f64),
+        im.blocks.max_over_median,
+        im.sms.max_over_median,
+        fmt_ns(im.tail as f64)
+    )?;
+
+    // Gaps.
+    let g = gaps(t);
+    if !g.is_empty() {
+        writeln!(out, "<h3>Gaps between regions</h3><table id=\"gaps-{n}\"><tr><th>from → to</th><th>count</th><th>total</th><th>mean</th><th>max</th></tr>")?;
+        for x in g.iter().take(10) {
+            writeln!(
+                out,
+                "<tr><td>{} → {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&t.names.region(x.from)),
+                esc(&t.names.region(x.to)),
+                x.count,
+                fmt_ns(x.total as f64),
+                fmt_ns(x.total as f64 / x.count.max(1) as f64),
+                fmt_ns(x.max as f64)
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+
+    // Roofline.
+    if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
+        writeln!(out, "<h3>Roofline ({})</h3><table id=\"roofline-{n}\"><tr><th>region</th><th>count</th><th>TFLOP/s</th><th>TB/s</th><th>FLOP/B</th><th>bound</th><th>% of roof</th></tr>", gpu.name)?;
+        for r in roofline(t, &opts.work, gpu) {
+            writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td><td>{:.1}%</td></tr>",
+                esc(&r.name),
+                r.count,
+                r.tflops,
+                r.tb_per_s,
+                r.intensity,
+                if r.memory_bound { "memory" } else { "compute" },
+                r.percent_of_roof
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+    writeln!(out, "</section>")
+}
+
+/// Fraction of each SM's (or block's) lanes inside a top-level region, per time column.
+fn heat_rows(
+    t: &Trace,
+    start: Ns,
+    end: Ns,
+    cols: usize,
+) -> (Vec<(String, Vec<f64>)>, &'static str) {
+    let by_sm = t.lanes.iter().all(|l| l.sm.is_some()) && !t.lanes.is_empty();
+    let key = |l: &crate::model::Lane| if by_sm { l.sm.unwrap_or(0) } else { l.block };
+    let mut keys: Vec<u32> = t.lanes.iter().map(key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let index: HashMap<u32, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let width = (end - start).max(1) as f64 / cols as f64;
+    let mut busy = vec![vec![0f64; cols]; keys.len()];
+    let mut lanes_per = vec![0u32; keys.len()];
+    for l in &t.lanes {
+        let row = index[&key(l)];
+        lanes_per[row] += 1;
+        for i in l.spans.clone().filter(|&i| t.spans.depth[i] == 0) {
+            let (b, e) = (
+                (t.spans.begin[i] - start) as f64,
+                (t.spans.end[i] - start) as f64,
+            );
+            let (c0, c1) = ((b / width) as usize, ((e / width) as usize).min(cols - 1));
+            for (c, cell) in busy[row].iter_mut().enumerate().take(c1 + 1).skip(c0) {
+                let (lo, hi) = (c as f64 * width, (c + 1) as f64 * width);
+                *cell += (e.min(hi) - b.max(lo)).max(0.0) / width;
+            }
+        }
+    }
+    let rows = keys
+        .iter()
+        .zip(busy)
+        .zip(lanes_per)
+        .map(|((k, cells), n)| {
+            let label = if by_sm {
+                format!("SM {k}")
+            } else {
+                format!("block {k}")
+            };
+            (
+                label,
+                cells.into_iter().map(|v| v / n.max(1) as f64).collect(),
+            )
+        })
+        .collect();
+    (rows, if by_sm { "SM" } else { "block" })
+}

@@ -1,0 +1,68 @@
+//! `ikp report`: one self-contained HTML page per run that answers "where did the time go".
+//!
+//! # Format
+//! A single HTML5 file, UTF-8, with inline CSS and inline SVG charts, no JavaScript and no
+//! external resources (it opens from disk, attaches to a bug report, renders offline). Per
+//! launch it has: a header line (format, grid, lanes, kernel length, drops, unmatched), the
+//! timeline breakdown as a stacked bar with the compute-isolation figures, a region table
+//! (category, count, total, % of lane time, mean, p50, p99), a histogram per region, a
+//! per-SM (per-block without SM ids) heat map of busy lanes over time, the block-duration
+//! imbalance chart with its median, the largest gaps, and, given annotations, the roofline.
+//! Element ids are stable (`launch-N`, `regions-N`, `heatmap-N`, ...) for scripted checks.
+
+mod html;
+pub mod svg;
+
+pub use html::{write_html, ReportOptions};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{lane, trace};
+
+    #[test]
+    fn report_has_every_section_and_escapes_names() {
+        let t = trace(
+            &["load<q>", "mma", "wait.kv"],
+            vec![
+                lane(0, 0, 0, 100, &[(0, 0, 20), (1, 20, 90)]),
+                lane(1, 1, 0, 160, &[(2, 0, 30), (1, 30, 150)]),
+            ],
+        );
+        let mut opts = ReportOptions {
+            hist_bins: 16,
+            heat_columns: 50,
+            ..Default::default()
+        };
+        opts.work =
+            crate::analysis::roofline::parse_annotations(r#"{"mma": {"flops": 1e4}}"#).unwrap();
+        opts.gpu = crate::analysis::roofline::preset("h100");
+        let mut out = Vec::new();
+        write_html(&mut out, &[("run & co", &t)], &opts).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        for id in [
+            "launch-0",
+            "breakdown-0",
+            "regions-0",
+            "hists-0",
+            "heatmap-0",
+            "imbalance-0",
+            "gaps-0",
+            "roofline-0",
+        ] {
+            assert!(html.contains(&format!("id=\"{id}\"")), "missing {id}");
+        }
+        assert!(html.contains("load&lt;q&gt;") && !html.contains("load<q>"));
+        assert!(html.contains("run &amp; co"));
+        assert!(!html.contains("<script"), "the report needs no JavaScript");
+        // mma: 2 occurrences totalling 70 + 120 ns, the largest region, listed first.
+        let regions = &html[html.find("id=\"regions-0\"").unwrap()..];
+        let first_row = &regions[regions.find("<tr><td>").unwrap()..];
+        assert!(
+            first_row.starts_with("<tr><td>mma</td><td>compute</td><td>2</td><td>190 ns</td>"),
+            "{}",
+            &first_row[..120]
+        );
+        assert_eq!(html.matches("<svg").count(), 1 + 3 + 1 + 1);
+    }
+}
