@@ -143,6 +143,7 @@ struct Arg {
 };
 static_assert(sizeof(Arg) == 32, "ikp::Arg must match the host's KernelArg");
 static_assert(alignof(Arg) == 8, "ikp::Arg must match the host's KernelArg");
+#if !defined(__CUDACC_RTC__)
 static_assert(__builtin_offsetof(Arg, buf) == 0, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, lane_base) == 8, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, lane_stride) == 12, "ikp::Arg field offset");
@@ -150,6 +151,7 @@ static_assert(__builtin_offsetof(Arg, records_per_lane) == 16, "ikp::Arg field o
 static_assert(__builtin_offsetof(Arg, groups_per_block) == 20, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, lane_count) == 24, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, n_counters) == 28, "ikp::Arg field offset");
+#endif
 
 }  // namespace ikp
 

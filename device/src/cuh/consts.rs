@@ -227,6 +227,8 @@ fn write_arg(out: &mut String) {
         "static_assert(alignof(Arg) == {}, \"ikp::Arg must match the host's KernelArg\");",
         std::mem::align_of::<KernelArg>()
     );
+    // NVRTC has no __builtin_offsetof (and no <cstddef>); nvcc and host compilers do.
+    out.push_str("#if !defined(__CUDACC_RTC__)\n");
     for f in &fields {
         let _ = writeln!(
             out,
@@ -234,7 +236,7 @@ fn write_arg(out: &mut String) {
             f.name, f.offset
         );
     }
-    out.push('\n');
+    out.push_str("#endif\n\n");
 }
 
 #[cfg(test)]

@@ -1,0 +1,115 @@
+//! Compiles the generated `ikp.cuh` with NVRTC (through cudarc, the path `ikp-host` takes
+//! at run time) together with the example kernels of `tests/kernels/examples.cu`, for
+//! sm_80 and sm_90, and checks the PTX reads the special registers and uses the
+//! instructions the header promises, kernel by kernel. No GPU is needed; libnvrtc is.
+mod support;
+
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+
+const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// PTX of examples.cu for `arch` with extra options, split by kernel.
+fn examples_ptx(arch: &'static str, options: &[&str]) -> Vec<(String, String)> {
+    support::require_nvrtc();
+    let path = support::kernels_dir().join("examples.cu");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let opts = CompileOptions {
+        arch: Some(arch),
+        include_paths: vec![support::header_dir().display().to_string()],
+        options: options.iter().map(|s| s.to_string()).collect(),
+        name: Some("examples.cu".into()),
+        ..CompileOptions::default()
+    };
+    let ptx = compile_ptx_with_opts(src, opts)
+        .unwrap_or_else(|e| panic!("NVRTC failed on examples.cu for {arch}: {e:?}"))
+        .to_src();
+    ptx.split(".entry ")
+        .skip(1)
+        .map(|body| {
+            let name = body
+                .split(|c: char| c == '(' || c.is_whitespace())
+                .next()
+                .unwrap();
+            (name.to_owned(), body.to_owned())
+        })
+        .collect()
+}
+
+fn kernel<'a>(ptx: &'a [(String, String)], name: &str) -> &'a str {
+    &ptx.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("kernel {name} missing from the PTX"))
+        .1
+}
+
+/// `needle` occurs in `ptx` as a whole operand (so `%clock` does not match `%clock64`).
+fn has(ptx: &str, needle: &str) -> bool {
+    ptx.match_indices(needle).any(|(i, _)| {
+        !ptx[i + needle.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn nvrtc_compiles_the_examples_with_the_expected_special_registers() {
+    for arch in ARCHS {
+        let ptx = examples_ptx(arch, &[]);
+        assert_eq!(ptx.len(), 4, "{arch}: four kernels");
+        for (name, body) in &ptx {
+            // init: 64-bit start stamps and the SM id; finalize: 64-bit end stamps.
+            for reg in ["%globaltimer", "%clock64", "%smid"] {
+                assert!(has(body, reg), "{arch} {name}: no {reg}");
+            }
+            // Records: one wide multiply-add and one 64-bit global store each.
+            assert!(has(body, "mad.wide.u32"), "{arch} {name}: no mad.wide.u32");
+            assert!(
+                has(body, "st.global.u64"),
+                "{arch} {name}: no st.global.u64"
+            );
+        }
+        // Globaltimer lanes stamp records with %globaltimer_lo, the clock lane with %clock.
+        for name in ["lcs_fence", "lcs_plain", "producer_consumer"] {
+            let k = kernel(&ptx, name);
+            assert!(has(k, "%globaltimer_lo"), "{arch} {name}");
+            assert!(!has(k, "%clock"), "{arch} {name}: unexpected %clock");
+        }
+        let p = kernel(&ptx, "persistent");
+        assert!(
+            has(p, "%clock") && !has(p, "%globaltimer_lo"),
+            "{arch} persistent"
+        );
+        // Fence::Block fences, Fence::None does not.
+        assert!(has(kernel(&ptx, "lcs_fence"), "membar.cta"), "{arch}");
+        assert!(!has(kernel(&ptx, "lcs_plain"), "membar.cta"), "{arch}");
+        // Wait counters: one 64-bit atomic add into the trailer per wait.
+        let pc = kernel(&ptx, "producer_consumer");
+        assert!(
+            has(pc, "atom.global.add.u64") || has(pc, "red.global.add.u64"),
+            "{arch}: no 64-bit global atomic add for the wait counters"
+        );
+    }
+}
+
+#[test]
+fn nvrtc_compiled_out_kernels_touch_no_profiler_state() {
+    for arch in ARCHS {
+        let ptx = examples_ptx(arch, &["-DIKP_ENABLED=0"]);
+        assert_eq!(ptx.len(), 4);
+        for (name, body) in &ptx {
+            for needle in [
+                "%globaltimer",
+                "%globaltimer_lo",
+                "%clock",
+                "%clock64",
+                "%smid",
+                "st.global.u64",
+                "mad.wide.u32",
+                "atom.global.add.u64",
+            ] {
+                assert!(
+                    !has(body, needle),
+                    "{arch} {name}: {needle} with IKP_ENABLED=0"
+                );
+            }
+        }
+    }
+}
