@@ -74,10 +74,12 @@ fn banner(version: u32) -> String {
 // `ikp::Lane<> lane(prof, threadIdx.x / 128, threadIdx.x % 128 == 0)`, and count waits with
 // `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`.
 //
-// Cost model (measured by the ikp test suite from SASS, see BENCHMARKS.md): a record is one
-// timer read, a tag, one compare, a wide multiply-add and one predicated store on the
-// leader; Fence::Block adds one block fence on every thread; a wait-loop tick is one add.
-// Build with -DIKP_ENABLED=0 and the markers compile to nothing.
+// Cost model (measured from SASS by the ikp test suite, figures in BENCHMARKS.md): a record
+// is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
+// straight into the store's register, the tag and one 64-bit store; the address is the
+// lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
+// Fence::Block adds one block fence on every thread. A wait-loop tick is one register add.
+// Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 "#
     )
