@@ -1,1 +1,161 @@
-//! Decoders per wire format, producing the [`crate::model::Trace`] (not yet written).
+//! Decoders: a raw buffer in either wire format becomes a [`Trace`].
+//!
+//! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
+//! - [`tvm`]: the TVM / FlashInfer / warpscope v1 format (`# Format` in that module).
+//!
+//! Both share the per-lane machinery of [`lane`]: records are paired with a stack per lane
+//! (so nested and repeated regions pair correctly, unlike the peers' one open slot per
+//! event), 32-bit stamps are unwrapped into 64-bit ns, and everything that cannot be
+//! paired or placed is counted in [`crate::model::Diagnostics`], never dropped silently.
+//! [`assemble`] sizes the output tables exactly before the walk (a counting pass), runs the
+//! walk in parallel over chunks of lanes for large buffers, then closes the holes left by
+//! unmatched records, so the model is built without intermediate copies.
+
+pub mod assemble;
+pub mod lane;
+pub mod names;
+pub mod native;
+pub mod tvm;
+
+use crate::buffer::{BufferError, RawBuffer};
+use crate::model::{Names, Trace};
+use std::path::{Path, PathBuf};
+
+/// Which wire format to decode a buffer as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FormatChoice {
+    /// ikp if word 0 is the ikp magic, else TVM if word 0 is a plausible TVM header.
+    #[default]
+    Auto,
+    /// The ikp native format.
+    Ikp,
+    /// The TVM / FlashInfer / warpscope v1 format.
+    Tvm,
+}
+
+/// How to decode.
+#[derive(Clone, Debug, Default)]
+pub struct DecodeOptions {
+    /// Wire format (auto-detected by default).
+    pub format: FormatChoice,
+    /// Names that replace the buffer's own (entry by entry: an empty string keeps the
+    /// buffer's name). TVM-format buffers carry no names, so this is their only source.
+    pub names: Option<Names>,
+    /// Walk lanes on the rayon pool when the buffer is large (default on). Off gives a
+    /// strictly single-threaded decode (used by the one-core benchmark).
+    pub single_threaded: bool,
+}
+
+/// Why a buffer could not be decoded. Positions are word indices into the buffer.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The native header is invalid (bad magic, newer version, truncated, absurd fields).
+    #[error("ikp header: {0}")]
+    Header(#[from] ikp_device::LayoutError),
+    /// Neither format's header.
+    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor a TVM-format header (groups << 32 | blocks); use --format to force one")]
+    Unrecognized(u64),
+    /// The TVM-format header (slot 0) is unusable.
+    #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
+    TvmHeader {
+        /// Slot 0.
+        word: u64,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A TVM-format record sits in another lane's slot (or names a lane that does not exist).
+    #[error("slot {slot}: record {word:#018x} names lane {found}, but the layout (stride {stride} = blocks x groups) puts lane {expected} there{}", if *found >= *stride { " (lane id out of range)" } else { "" })]
+    TvmLane {
+        /// Word index.
+        slot: u64,
+        /// The record.
+        word: u64,
+        /// Lane in the record's tag.
+        found: u64,
+        /// Lane of the slot.
+        expected: u64,
+        /// blocks x groups.
+        stride: u64,
+    },
+    /// A native lane segment is inconsistent (garbage).
+    #[error("lane {lane} (words {first}..{end}): {why}")]
+    Lane {
+        /// Lane index.
+        lane: u64,
+        /// First word of its segment.
+        first: u64,
+        /// One past its last word.
+        end: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// A clock-mode buffer with no lane to calibrate cycles against nanoseconds.
+    #[error("clock-mode buffer: no finalized lane has a usable (clock64, globaltimer) pair to convert cycles to ns (ikp never assumes a clock frequency)")]
+    NoClockCalibration,
+}
+
+/// Why a file could not be loaded: the file and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct LoadError {
+    /// The file.
+    pub path: PathBuf,
+    /// The problem.
+    pub kind: LoadErrorKind,
+}
+
+/// The problem of a [`LoadError`].
+#[derive(Debug, thiserror::Error)]
+pub enum LoadErrorKind {
+    /// Reading the bytes.
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    /// Decoding them.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// Which format `words` is in, honouring a forced choice.
+pub fn detect(
+    words: &[u64],
+    choice: FormatChoice,
+) -> Result<crate::model::WireFormat, DecodeError> {
+    use crate::model::WireFormat;
+    let w0 = words.first().copied().unwrap_or(0);
+    match choice {
+        FormatChoice::Ikp => Ok(WireFormat::Ikp),
+        FormatChoice::Tvm => Ok(WireFormat::Tvm),
+        FormatChoice::Auto if w0 == ikp_device::wire::MAGIC => Ok(WireFormat::Ikp),
+        FormatChoice::Auto if tvm::plausible_header(words) => Ok(WireFormat::Tvm),
+        FormatChoice::Auto => Err(DecodeError::Unrecognized(w0)),
+    }
+}
+
+/// Decodes words in either format.
+pub fn decode_words(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+    let mut trace = match detect(words, opts.format)? {
+        crate::model::WireFormat::Ikp => native::decode(words, opts)?,
+        crate::model::WireFormat::Tvm => tvm::decode(words, opts)?,
+    };
+    if let Some(n) = &opts.names {
+        names::overlay(&mut trace.names, n);
+    }
+    Ok(trace)
+}
+
+/// Decodes a buffer read with [`RawBuffer`]; errors name the buffer.
+pub fn decode_buffer(buf: &RawBuffer, opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    decode_words(&buf.words, opts).map_err(|e| LoadError {
+        path: buf.name.clone(),
+        kind: e.into(),
+    })
+}
+
+/// Reads and decodes a file. The raw words are freed before returning.
+pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    let buf = RawBuffer::read(path).map_err(|e| LoadError {
+        path: path.to_path_buf(),
+        kind: e.into(),
+    })?;
+    decode_buffer(&buf, opts)
+}

@@ -1,0 +1,356 @@
+//! Builds the [`Trace`] tables: exact-size allocation, a (parallel) walk over chunks of
+//! lanes, then compaction and ordering.
+//!
+//! The formats' counting passes give, per lane, an upper bound on its spans
+//! (`min(begins, ends)`), instants and samples. Every column is allocated once at the
+//! summed bound and split into disjoint per-chunk slices, so chunks can be walked on the
+//! rayon pool without locks or per-chunk vectors. Unmatched records leave holes, which
+//! one sequential pass closes. Peak memory is therefore the bound, not twice the model.
+
+use super::lane::{ChunkOut, Cursor};
+use super::DecodeError;
+use crate::model::{CounterSamples, Diagnostics, Instants, Lane, Spans};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Upper bounds of one lane's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// Spans: `min(begins, ends)`.
+    pub spans: usize,
+    /// Instants.
+    pub insts: usize,
+    /// Counter samples.
+    pub samps: usize,
+    /// Records of any kind (to balance chunks).
+    pub records: usize,
+}
+
+/// What a chunk's walk returns.
+#[derive(Debug, Default)]
+pub struct ChunkDone {
+    /// Lanes that recorded anything, ascending, with `spans` / `instants` / `samples`
+    /// ranges in absolute indices of the uncompacted columns.
+    pub lanes: Vec<Lane>,
+    /// Counters of this chunk (`unmatched_*` are taken from the [`ChunkOut`]).
+    pub diag: Diagnostics,
+}
+
+/// A chunk to walk: its lanes and where its output slices start.
+#[derive(Debug)]
+pub struct Chunk<'a> {
+    /// Lane universe indices.
+    pub lanes: Range<usize>,
+    /// Absolute index of the chunk's first span / instant / sample slot.
+    pub base: Cursor,
+    /// Relative start cursor of every lane of the chunk.
+    pub starts: Vec<Cursor>,
+    /// Output slices.
+    pub out: ChunkOut<'a>,
+}
+
+/// Buffers with fewer records than this are walked on the calling thread.
+pub const PARALLEL_MIN_RECORDS: usize = 1 << 20;
+
+/// Splits lanes into contiguous chunks of similar record counts.
+fn chunk_ranges(caps: &[Caps], parallel: bool) -> Vec<Range<usize>> {
+    let total: usize = caps.iter().map(|c| c.records).sum();
+    if !parallel || total < PARALLEL_MIN_RECORDS || caps.len() < 2 {
+        return vec![0..caps.len()];
+    }
+    let n_chunks = (rayon::current_num_threads() * 4).min(caps.len()).max(1);
+    let target = total.div_ceil(n_chunks).max(1);
+    let mut out = Vec::with_capacity(n_chunks + 1);
+    let (mut start, mut acc) = (0, 0);
+    for (i, c) in caps.iter().enumerate() {
+        acc += c.records;
+        if acc >= target {
+            out.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < caps.len() {
+        out.push(start..caps.len());
+    }
+    out
+}
+
+fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
+    vec![T::default(); n]
+}
+
+/// The assembled tables.
+#[derive(Debug)]
+pub struct Assembled {
+    /// Lanes that recorded anything.
+    pub lanes: Vec<Lane>,
+    /// Spans.
+    pub spans: Spans,
+    /// Instants.
+    pub instants: Instants,
+    /// Samples.
+    pub samples: CounterSamples,
+    /// Diagnostics.
+    pub diag: Diagnostics,
+}
+
+/// Allocates, walks every chunk with `walk`, compacts and orders.
+pub fn run<F>(caps: &[Caps], parallel: bool, walk: F) -> Result<Assembled, DecodeError>
+where
+    F: Fn(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError> + Sync,
+{
+    let tot = caps.iter().fold(Cursor::default(), |a, c| Cursor {
+        span: a.span + c.spans,
+        inst: a.inst + c.insts,
+        samp: a.samp + c.samps,
+    });
+    let mut spans = Spans {
+        lane: zeroed(tot.span),
+        region: zeroed(tot.span),
+        depth: zeroed(tot.span),
+        payload: zeroed(tot.span),
+        begin: zeroed(tot.span),
+        end: zeroed(tot.span),
+    };
+    let mut instants = Instants {
+        lane: zeroed(tot.inst),
+        region: zeroed(tot.inst),
+        payload: zeroed(tot.inst),
+        ts: zeroed(tot.inst),
+    };
+    let mut samples = CounterSamples {
+        lane: zeroed(tot.samp),
+        counter: zeroed(tot.samp),
+        ts: zeroed(tot.samp),
+        value: zeroed(tot.samp),
+    };
+
+    let ranges = chunk_ranges(caps, parallel);
+    let dones: Vec<Result<ChunkDone, DecodeError>> = {
+        let mut rest = ChunkOut {
+            s_lane: &mut spans.lane,
+            s_region: &mut spans.region,
+            s_depth: &mut spans.depth,
+            s_payload: &mut spans.payload,
+            s_begin: &mut spans.begin,
+            s_end: &mut spans.end,
+            i_lane: &mut instants.lane,
+            i_region: &mut instants.region,
+            i_payload: &mut instants.payload,
+            i_ts: &mut instants.ts,
+            c_lane: &mut samples.lane,
+            c_counter: &mut samples.counter,
+            c_ts: &mut samples.ts,
+            c_value: &mut samples.value,
+            ..Default::default()
+        };
+        let mut chunks = Vec::with_capacity(ranges.len());
+        let mut base = Cursor::default();
+        for r in ranges {
+            let mut starts = Vec::with_capacity(r.len());
+            let mut n = Cursor::default();
+            for c in &caps[r.clone()] {
+                starts.push(n);
+                n.span += c.spans;
+                n.inst += c.insts;
+                n.samp += c.samps;
+            }
+            let (out, tail) = split(rest, n);
+            rest = tail;
+            chunks.push(Chunk {
+                lanes: r,
+                base,
+                starts,
+                out,
+            });
+            base.span += n.span;
+            base.inst += n.inst;
+            base.samp += n.samp;
+        }
+        let dones: Vec<Result<(ChunkDone, Vec<_>, Vec<_>), DecodeError>> = if chunks.len() > 1 {
+            chunks
+                .par_iter_mut()
+                .map(|c| {
+                    walk(c).map(|d| {
+                        (
+                            d,
+                            std::mem::take(&mut c.out.unmatched_begin),
+                            std::mem::take(&mut c.out.unmatched_end),
+                        )
+                    })
+                })
+                .collect()
+        } else {
+            chunks
+                .iter_mut()
+                .map(|c| {
+                    walk(c).map(|d| {
+                        (
+                            d,
+                            std::mem::take(&mut c.out.unmatched_begin),
+                            std::mem::take(&mut c.out.unmatched_end),
+                        )
+                    })
+                })
+                .collect()
+        };
+        dones
+            .into_iter()
+            .map(|r| {
+                r.map(|(mut d, ub, ue)| {
+                    d.diag.unmatched_begin = ub;
+                    d.diag.unmatched_end = ue;
+                    d
+                })
+            })
+            .collect()
+    };
+
+    let mut lanes = Vec::new();
+    let mut diag = Diagnostics::default();
+    for d in dones {
+        let d = d?;
+        lanes.extend(d.lanes);
+        diag.unmatched_begin.extend(d.diag.unmatched_begin);
+        diag.unmatched_end.extend(d.diag.unmatched_end);
+        diag.after_finalize += d.diag.after_finalize;
+        diag.unfinalized_lanes += d.diag.unfinalized_lanes;
+        diag.unknown_records += d.diag.unknown_records;
+    }
+    compact(&mut lanes, &mut spans, &mut instants, &mut samples);
+    for l in &lanes {
+        order_spans(&mut spans, l.spans.clone());
+    }
+    Ok(Assembled {
+        lanes,
+        spans,
+        instants,
+        samples,
+        diag,
+    })
+}
+
+fn split(out: ChunkOut<'_>, n: Cursor) -> (ChunkOut<'_>, ChunkOut<'_>) {
+    let (s_lane, s_lane2) = out.s_lane.split_at_mut(n.span);
+    let (s_region, s_region2) = out.s_region.split_at_mut(n.span);
+    let (s_depth, s_depth2) = out.s_depth.split_at_mut(n.span);
+    let (s_payload, s_payload2) = out.s_payload.split_at_mut(n.span);
+    let (s_begin, s_begin2) = out.s_begin.split_at_mut(n.span);
+    let (s_end, s_end2) = out.s_end.split_at_mut(n.span);
+    let (i_lane, i_lane2) = out.i_lane.split_at_mut(n.inst);
+    let (i_region, i_region2) = out.i_region.split_at_mut(n.inst);
+    let (i_payload, i_payload2) = out.i_payload.split_at_mut(n.inst);
+    let (i_ts, i_ts2) = out.i_ts.split_at_mut(n.inst);
+    let (c_lane, c_lane2) = out.c_lane.split_at_mut(n.samp);
+    let (c_counter, c_counter2) = out.c_counter.split_at_mut(n.samp);
+    let (c_ts, c_ts2) = out.c_ts.split_at_mut(n.samp);
+    let (c_value, c_value2) = out.c_value.split_at_mut(n.samp);
+    (
+        ChunkOut {
+            s_lane,
+            s_region,
+            s_depth,
+            s_payload,
+            s_begin,
+            s_end,
+            i_lane,
+            i_region,
+            i_payload,
+            i_ts,
+            c_lane,
+            c_counter,
+            c_ts,
+            c_value,
+            ..Default::default()
+        },
+        ChunkOut {
+            s_lane: s_lane2,
+            s_region: s_region2,
+            s_depth: s_depth2,
+            s_payload: s_payload2,
+            s_begin: s_begin2,
+            s_end: s_end2,
+            i_lane: i_lane2,
+            i_region: i_region2,
+            i_payload: i_payload2,
+            i_ts: i_ts2,
+            c_lane: c_lane2,
+            c_counter: c_counter2,
+            c_ts: c_ts2,
+            c_value: c_value2,
+            ..Default::default()
+        },
+    )
+}
+
+/// Moves every lane's used rows down over the holes and truncates the columns.
+fn compact(lanes: &mut [Lane], s: &mut Spans, i: &mut Instants, c: &mut CounterSamples) {
+    let (mut ws, mut wi, mut wc) = (0, 0, 0);
+    for l in lanes.iter_mut() {
+        let r = l.spans.clone();
+        if r.start != ws {
+            s.lane.copy_within(r.clone(), ws);
+            s.region.copy_within(r.clone(), ws);
+            s.depth.copy_within(r.clone(), ws);
+            s.payload.copy_within(r.clone(), ws);
+            s.begin.copy_within(r.clone(), ws);
+            s.end.copy_within(r.clone(), ws);
+        }
+        l.spans = ws..ws + r.len();
+        ws += r.len();
+        let r = l.instants.clone();
+        if r.start != wi {
+            i.lane.copy_within(r.clone(), wi);
+            i.region.copy_within(r.clone(), wi);
+            i.payload.copy_within(r.clone(), wi);
+            i.ts.copy_within(r.clone(), wi);
+        }
+        l.instants = wi..wi + r.len();
+        wi += r.len();
+        let r = l.samples.clone();
+        if r.start != wc {
+            c.lane.copy_within(r.clone(), wc);
+            c.counter.copy_within(r.clone(), wc);
+            c.ts.copy_within(r.clone(), wc);
+            c.value.copy_within(r.clone(), wc);
+        }
+        l.samples = wc..wc + r.len();
+        wc += r.len();
+    }
+    s.lane.truncate(ws);
+    s.region.truncate(ws);
+    s.depth.truncate(ws);
+    s.payload.truncate(ws);
+    s.begin.truncate(ws);
+    s.end.truncate(ws);
+    i.lane.truncate(wi);
+    i.region.truncate(wi);
+    i.payload.truncate(wi);
+    i.ts.truncate(wi);
+    c.lane.truncate(wc);
+    c.counter.truncate(wc);
+    c.ts.truncate(wc);
+    c.value.truncate(wc);
+}
+
+/// Spans complete in end order; the model wants `(begin asc, end desc, depth asc)` per
+/// lane (parents before children). Sorted lanes, the common case, cost one scan.
+fn order_spans(s: &mut Spans, r: Range<usize>) {
+    let key = |s: &Spans, k: usize| (s.begin[k], std::cmp::Reverse(s.end[k]), s.depth[k]);
+    if r.clone().skip(1).all(|k| key(s, k - 1) <= key(s, k)) {
+        return;
+    }
+    let mut idx: Vec<usize> = r.clone().collect();
+    idx.sort_by_key(|&k| key(s, k));
+    fn permute<T: Copy>(v: &mut [T], r: &Range<usize>, idx: &[usize]) {
+        let tmp: Vec<T> = idx.iter().map(|&k| v[k]).collect();
+        v[r.clone()].copy_from_slice(&tmp);
+    }
+    permute(&mut s.lane, &r, &idx);
+    permute(&mut s.region, &r, &idx);
+    permute(&mut s.depth, &r, &idx);
+    permute(&mut s.payload, &r, &idx);
+    permute(&mut s.begin, &r, &idx);
+    permute(&mut s.end, &r, &idx);
+}

@@ -1,0 +1,273 @@
+//! Decoder of the ikp native wire format v1 (layout in `ikp_device::wire`, `# Format`).
+//!
+//! Per lane: the prologue gives the 64-bit start stamps and the SM / warp ids, the trailer
+//! the end stamps and the written / dropped counts. Records are read up to `written` for a
+//! finalized lane (non-zero words past it were written after finalize and are counted in
+//! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
+//! Stamps unwrap forward from the lane's own 64-bit start stamp.
+//!
+//! Clock mode: cycles convert to ns per lane with the lane's (clock64, globaltimer) pairs
+//! at start and end. A lane that never finalized has no end pair; it borrows the
+//! calibration of the finalized lane with the median ns-per-cycle ratio. With no finalized
+//! lane at all the buffer is refused ([`DecodeError::NoClockCalibration`]): ikp never
+//! assumes a clock frequency.
+//!
+//! Inconsistent segments are errors naming the lane: records in a lane that never ran
+//! init, an IDS word without the lane mark, a clock flag that contradicts the header, a
+//! trailer that counts more records than fit, drops in a lane that was not full, an end
+//! stamp before the start stamp.
+
+use super::assemble::{self, Caps, ChunkDone};
+use super::lane::{LaneWalk, TickToNs};
+use super::{DecodeError, DecodeOptions};
+use crate::model::{Lane, Names, Source, Trace, WireFormat};
+use ikp_device::wire::{self, lane, Kind, MetaKind};
+use ikp_device::{Header, TimerMode};
+use rayon::prelude::*;
+
+/// What the counting pass learned about one lane.
+#[derive(Clone, Copy, Debug, Default)]
+struct LaneInfo {
+    used: bool,
+    ids: Option<wire::LaneIds>,
+    /// Records to walk (from the start of the event area).
+    n: usize,
+    finalized: bool,
+    start_gt: u64,
+    start_clk: u64,
+    end_gt: u64,
+    end_clk: u64,
+    dropped: u64,
+    after_finalize: u64,
+    caps: Caps,
+}
+
+/// Decodes a native buffer.
+pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+    let h = Header::parse(words)?;
+    let n_lanes = h.layout.lane_count() as usize;
+    let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
+    let infos: Vec<LaneInfo> = if parallel {
+        (0..n_lanes)
+            .into_par_iter()
+            .map(|l| inspect(&h, words, l))
+            .collect::<Result<_, _>>()?
+    } else {
+        (0..n_lanes)
+            .map(|l| inspect(&h, words, l))
+            .collect::<Result<_, _>>()?
+    };
+    let clock = h.layout.timer == TimerMode::Clock;
+    let fallback = if clock { calibration(&infos) } else { None };
+    let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
+    let cap = h.layout.records_per_lane as usize;
+    let groups = h.layout.groups_per_block;
+
+    let asm = assemble::run(&caps, parallel, |chunk| {
+        let mut done = ChunkDone::default();
+        for l in chunk.lanes.clone() {
+            let info = &infos[l];
+            if !info.used {
+                continue;
+            }
+            let conv = if clock {
+                let (num, den) = match own_ratio(info) {
+                    Some(r) => r,
+                    None => fallback.ok_or(DecodeError::NoClockCalibration)?,
+                };
+                TickToNs::Linear {
+                    clk0: info.start_clk,
+                    gt0: info.start_gt,
+                    num,
+                    den,
+                }
+            } else {
+                TickToNs::Identity
+            };
+            let anchor = if clock { info.start_clk } else { info.start_gt };
+            let start = chunk.starts[l - chunk.lanes.start];
+            let mut walk = LaneWalk::new(l as u32, anchor, conv, start);
+            let seg = &words[h.lane_range(l as u64)];
+            let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + cap];
+            let out = &mut chunk.out;
+            for &w in &events[..info.n] {
+                let r = wire::unpack_record(w);
+                let region = r.region as u16;
+                match r.kind {
+                    Kind::Begin => walk.begin(region, r.payload, r.time_lo),
+                    Kind::End => walk.end(region, r.payload, r.time_lo, out),
+                    Kind::Instant => walk.instant(region, r.payload, r.time_lo, out),
+                    Kind::Meta => match MetaKind::from_id(r.region) {
+                        Some(MetaKind::CounterSample)
+                            if r.payload < h.layout.counters.len() as u32 =>
+                        {
+                            walk.sample(r.payload as u16, r.time_lo, out)
+                        }
+                        _ => done.diag.unknown_records += 1,
+                    },
+                }
+            }
+            walk.finish(out);
+            let b = chunk.base;
+            done.diag.after_finalize += info.after_finalize;
+            done.diag.unfinalized_lanes += u64::from(!info.finalized);
+            let ids = info.ids;
+            done.lanes.push(Lane {
+                id: l as u32,
+                block: l as u32 / groups,
+                group: l as u32 % groups,
+                sm: ids.map(|i| i.smid),
+                warp: ids.map(|i| i.warp),
+                start: info.start_gt,
+                end: if info.finalized {
+                    info.end_gt
+                } else {
+                    walk.last_ns
+                },
+                finalized: info.finalized,
+                written: info.n as u64,
+                dropped: info.dropped,
+                spans: b.span + start.span..b.span + walk.cur.span,
+                instants: b.inst + start.inst..b.inst + walk.cur.inst,
+                samples: b.samp + start.samp..b.samp + walk.cur.samp,
+            });
+        }
+        Ok(done)
+    })?;
+
+    let nc = h.layout.counters.len();
+    let mut counter_totals = Vec::with_capacity(asm.lanes.len() * nc);
+    for l in &asm.lanes {
+        let seg = &words[h.lane_range(l.id as u64)];
+        let t = (lane::EVENTS + lane::T_COUNTERS) as usize + cap;
+        counter_totals.extend_from_slice(&seg[t..t + nc]);
+    }
+    let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    Ok(Trace {
+        source: Source {
+            format: WireFormat::Ikp,
+            version: h.version,
+            timer: h.layout.timer,
+            grid: h.layout.grid,
+            groups_per_block: groups,
+            records_per_lane: h.layout.records_per_lane,
+            time_base,
+        },
+        names: Names {
+            regions: h.layout.regions.clone(),
+            counters: h.layout.counters.clone(),
+        },
+        lanes: asm.lanes,
+        spans: asm.spans,
+        instants: asm.instants,
+        samples: asm.samples,
+        counter_totals,
+        diagnostics: asm.diag,
+    })
+}
+
+fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError> {
+    let range = h.lane_range(l as u64);
+    let bad = |why: String| DecodeError::Lane {
+        lane: l as u64,
+        first: range.start as u64,
+        end: range.end as u64,
+        why,
+    };
+    let seg = &words[range.clone()];
+    let cap = h.layout.records_per_lane as usize;
+    let ev0 = lane::EVENTS as usize;
+    let events = &seg[ev0..ev0 + cap];
+    let trailer = &seg[ev0 + cap..];
+    let ids_word = seg[lane::IDS as usize];
+    if ids_word == 0 {
+        if seg.iter().any(|&w| w != 0) {
+            return Err(bad(
+                "holds data but never ran init (its IDS word is zero)".into()
+            ));
+        }
+        return Ok(LaneInfo::default());
+    }
+    let ids = wire::unpack_ids(ids_word).ok_or_else(|| {
+        bad(format!(
+            "IDS word {ids_word:#018x} lacks the lane mark: not written by ikp"
+        ))
+    })?;
+    let lane_clock = ids.flags & wire::lane_flags::CLOCK != 0;
+    if lane_clock != (h.layout.timer == TimerMode::Clock) {
+        return Err(bad(format!(
+            "lane flags say {} but the header says {:?}",
+            if lane_clock { "clock" } else { "globaltimer" },
+            h.layout.timer
+        )));
+    }
+    let mut info = LaneInfo {
+        used: true,
+        ids: Some(ids),
+        start_gt: seg[lane::START_GT as usize],
+        start_clk: seg[lane::START_CLK as usize],
+        end_gt: trailer[lane::T_END_GT as usize],
+        end_clk: trailer[lane::T_END_CLK as usize],
+        ..Default::default()
+    };
+    let count = trailer[lane::T_COUNT as usize];
+    info.finalized = info.end_gt != 0;
+    if info.finalized {
+        let (written, dropped) = (count as u32 as usize, count >> 32);
+        if written > cap {
+            return Err(bad(format!(
+                "trailer counts {written} records written, more than the {cap} that fit"
+            )));
+        }
+        if dropped > 0 && written < cap {
+            return Err(bad(format!(
+                "trailer counts {dropped} dropped records but only {written} of {cap} slots were used"
+            )));
+        }
+        if info.end_gt < info.start_gt {
+            return Err(bad(format!(
+                "end globaltimer {} is before start {}",
+                info.end_gt, info.start_gt
+            )));
+        }
+        info.n = written;
+        info.dropped = dropped;
+        info.after_finalize = events[written..].iter().filter(|&&w| w != 0).count() as u64;
+    } else {
+        if count != 0 || info.end_clk != 0 {
+            return Err(bad(
+                "trailer is partly written (counts or end clock without an end globaltimer)".into(),
+            ));
+        }
+        info.n = events.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+    }
+    let mut c = [0usize; 4];
+    for &w in &events[..info.n] {
+        c[(w & wire::KIND_MASK as u64) as usize] += 1;
+    }
+    info.caps = Caps {
+        spans: c[Kind::Begin as usize].min(c[Kind::End as usize]),
+        insts: c[Kind::Instant as usize],
+        samps: c[Kind::Meta as usize],
+        records: info.n,
+    };
+    Ok(info)
+}
+
+/// `(ns, cycles)` elapsed between a finalized lane's start and end, if usable.
+fn own_ratio(i: &LaneInfo) -> Option<(u64, u64)> {
+    if !i.finalized || i.end_clk <= i.start_clk {
+        return None;
+    }
+    Some((i.end_gt - i.start_gt, i.end_clk - i.start_clk))
+}
+
+/// The median ns-per-cycle calibration among finalized lanes, for lanes without their own.
+fn calibration(infos: &[LaneInfo]) -> Option<(u64, u64)> {
+    let mut r: Vec<(u64, u64)> = infos.iter().filter_map(own_ratio).collect();
+    if r.is_empty() {
+        return None;
+    }
+    r.sort_by(|a, b| (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128)));
+    Some(r[r.len() / 2])
+}

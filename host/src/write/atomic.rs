@@ -1,0 +1,126 @@
+//! All-or-nothing output files and directories.
+//!
+//! A writer that fails halfway (bad input found late, disk full) must not leave a
+//! truncated file that looks like a result. Output goes to a hidden temporary name in the
+//! target's own directory (so the final rename stays on one file system and is atomic),
+//! and is renamed over the target only when everything was written and flushed.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why an output could not be written: the path and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct WriteError {
+    /// The output path.
+    pub path: PathBuf,
+    /// The I/O problem (or the writer's own, as `io::ErrorKind::Other`).
+    #[source]
+    pub source: io::Error,
+}
+
+fn temp_sibling(path: &Path) -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.ikp-tmp-{}-{seq}", std::process::id()))
+}
+
+/// Writes `path` through `fill`, atomically: on any error nothing is left at `path` (an
+/// existing file there is untouched) and the temporary file is removed.
+pub fn write_file<F>(path: &Path, fill: F) -> Result<(), WriteError>
+where
+    F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+{
+    let err = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = temp_sibling(path);
+    let result = (|| {
+        let f = File::create_new(&tmp)?;
+        let mut w = BufWriter::with_capacity(1 << 20, f);
+        fill(&mut w)?;
+        w.flush()?;
+        drop(w.into_inner().map_err(|e| e.into_error())?);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+/// Creates directory `dir` through `fill` (which receives a temporary directory to fill),
+/// atomically: the finished directory replaces any previous one at `dir` in one rename
+/// (the old one is moved aside first and deleted after); on error nothing changes.
+pub fn write_dir<F>(dir: &Path, fill: F) -> Result<(), WriteError>
+where
+    F: FnOnce(&Path) -> io::Result<()>,
+{
+    let err = |source| WriteError {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let tmp = temp_sibling(dir);
+    let result = (|| {
+        std::fs::create_dir(&tmp)?;
+        fill(&tmp)?;
+        if dir.exists() {
+            let old = temp_sibling(dir);
+            std::fs::rename(dir, &old)?;
+            std::fs::rename(&tmp, dir)?;
+            let _ = std::fs::remove_dir_all(&old);
+            Ok(())
+        } else {
+            std::fs::rename(&tmp, dir)
+        }
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result.map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_write_leaves_no_file_and_keeps_the_old_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.json");
+        write_file(&p, |w| w.write_all(b"first")).unwrap();
+        let e = write_file(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(io::Error::other("boom"))
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("out.json") && e.to_string().contains("boom"));
+        assert_eq!(std::fs::read(&p).unwrap(), b"first");
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "temp file left behind"
+        );
+        let q = d.path().join("never.json");
+        assert!(write_file(&q, |_| Err(io::Error::other("x"))).is_err());
+        assert!(!q.exists());
+    }
+
+    #[test]
+    fn directories_are_replaced_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("dists");
+        write_dir(&p, |t| std::fs::write(t.join("a.json"), "1")).unwrap();
+        write_dir(&p, |t| std::fs::write(t.join("b.json"), "2")).unwrap();
+        assert!(!p.join("a.json").exists() && p.join("b.json").exists());
+        assert!(write_dir(&p, |_| Err(io::Error::other("x"))).is_err());
+        assert!(p.join("b.json").exists());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+}

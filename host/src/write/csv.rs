@@ -1,0 +1,82 @@
+//! CSV of spans, one row per paired region, for pandas / DuckDB / spreadsheets.
+//!
+//! # Format
+//!
+//! RFC 4180 CSV, `\n` line ends, a header row then one row per span (lanes ascending,
+//! spans in begin order within a lane):
+//! ```text
+//! lane,block,group,warp,sm,region,name,begin_ns,end_ns,dur_ns,payload,depth
+//! 4,1,1,5,17,2,mma,1250,2000,750,3,1
+//! ```
+//! - `begin_ns` / `end_ns`: integer ns relative to the trace's earliest stamp (the same
+//!   origin as the Chrome trace); `dur_ns = end_ns - begin_ns`. Scale is not applied.
+//! - `warp`, `sm`: empty for TVM-format buffers (which do not record them); `payload` is 0
+//!   there.
+//! - `depth`: nesting depth within the lane (0 = outermost).
+//! - `name` is quoted (with doubled quotes) only if it contains a comma, quote or newline.
+//!
+//! Only the block filter of [`TraceWriteOptions`] applies.
+
+use super::json::push_u64;
+use super::TraceWriteOptions;
+use crate::model::Trace;
+use std::io::{self, Write};
+
+/// The header row.
+pub const HEADER: &str =
+    "lane,block,group,warp,sm,region,name,begin_ns,end_ns,dur_ns,payload,depth\n";
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Writes the span CSV of `trace` to `w`.
+pub fn write_csv<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) -> io::Result<()> {
+    w.write_all(HEADER.as_bytes())?;
+    let max_region = trace.spans.region.iter().copied().max();
+    let names: Vec<String> = (0..max_region.map_or(0, |m| m as usize + 1))
+        .map(|r| csv_field(&trace.names.region(r as u16)))
+        .collect();
+    let s = &trace.spans;
+    let base = trace.source.time_base;
+    let mut b = Vec::with_capacity(1 << 20);
+    for l in opt.block_filter.lanes(trace) {
+        let mut prefix = Vec::with_capacity(40);
+        for v in [l.id, l.block, l.group] {
+            push_u64(&mut prefix, v as u64);
+            prefix.push(b',');
+        }
+        for v in [l.warp, l.sm] {
+            if let Some(v) = v {
+                push_u64(&mut prefix, v as u64);
+            }
+            prefix.push(b',');
+        }
+        for i in l.spans.clone() {
+            b.extend_from_slice(&prefix);
+            push_u64(&mut b, s.region[i] as u64);
+            b.push(b',');
+            b.extend_from_slice(names[s.region[i] as usize].as_bytes());
+            for v in [
+                s.begin[i] - base,
+                s.end[i] - base,
+                s.end[i] - s.begin[i],
+                s.payload[i] as u64,
+                s.depth[i] as u64,
+            ] {
+                b.push(b',');
+                push_u64(&mut b, v);
+            }
+            b.push(b'\n');
+            if b.len() >= 1 << 20 {
+                w.write_all(&b)?;
+                b.clear();
+            }
+        }
+    }
+    w.write_all(&b)
+}

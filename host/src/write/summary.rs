@@ -1,0 +1,575 @@
+//! Summary JSON: statistics of every paired region, and the per-block distributions.
+//!
+//! # Format
+//!
+//! A pretty-printed JSON object. Durations are ns times [`TraceWriteOptions::scale`].
+//! ```text
+//! trace                 name of the Chrome trace written beside it (or the buffer)
+//! format                "ikp" | "tvm"
+//! displayTimeUnit       "ns"
+//! scale                 the scale
+//! blocks                blocks in the grid
+//! warps_per_block       lanes (warp groups) per block
+//! per_warp_cap          record capacity of a lane (slots per lane for TVM buffers)
+//! block_filter          blocks included ([] = all)
+//! unmatched_begin       begins never closed, summed (should be 0)
+//! unmatched_end         ends without an open begin, summed (should be 0)
+//! unmatched_by_region   [{region, name, begin, end}] for regions with any
+//! after_finalize        records written after a lane's finalize (not decoded)
+//! unfinalized_lanes     lanes that never ran finalize
+//! unknown_records       records of a kind this version does not know
+//! dropped               records lanes could not write (segment full), summed
+//! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
+//! percentile_method     how percentiles were computed (exact, see below)
+//! filters               {summary_hist_bins, summary_topk_block_warp_per_region}
+//! regions               [region entry], region ids ascending
+//! by_block_warp_regions {"region_<name>": {region, name, by_block_warp: [entry]}}
+//!                       (only with summary_dump_by_block_warp; the key gets "_<id>"
+//!                       appended when two regions share a name)
+//! ```
+//! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`,
+//! `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`, `var_dur_sample` (0 for a
+//! single span), `min_dur`, `max_dur`, `percentiles` `{p5, p10, p25, p50, p75, p90, p95,
+//! p99}` and `hist` `{bins, min, max, prob}` (equal-width bins over `[min, max]`, `prob`
+//! sums to 1; see [`crate::stats::histogram`]).
+//!
+//! Percentiles are **exact**: computed from every duration, not from the histogram, by
+//! linear interpolation between closest ranks (see [`crate::stats`]).
+//!
+//! A **by_block_warp entry** is one lane: `block`, `warp` (the leader's warp; the group
+//! for TVM buffers), `group`, `lane`, `sm` (null for TVM buffers), and the same statistics
+//! as a region entry without `hist`. Entries are in lane order, or, with
+//! `summary_topk_block_warp_per_region = K > 0`, the K with the largest `total_dur`,
+//! largest first.
+//!
+//! # Per-block distributions
+//! A directory (`<trace stem>_block_region_dists/` beside the trace) with `index.json`
+//! `{trace, dir, filters: {block_region_hist_bins, block_region_topk_blocks,
+//! block_region_topk_regions_per_block}, blocks: [...]}` and one `block_<N>.json`
+//! `{trace, block, regions: [region entry]}` per listed block, histograms with
+//! `block_region_hist_bins` bins. `block_region_topk_blocks = K` keeps the K blocks with
+//! the largest total span time (listed in block order); `block_region_topk_regions_per_block
+//! = K` keeps each block's K regions with the largest total time (largest first).
+
+use super::atomic::{self, WriteError};
+use super::{BlockFilter, TraceWriteOptions};
+use crate::model::{Lane, Trace, WireFormat};
+use crate::stats::{self, DurStats, PERCENTILES};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// The percentile method, as stated in every summary.
+pub const PERCENTILE_METHOD: &str =
+    "exact: linear interpolation between closest ranks over all durations";
+
+/// `p5` .. `p99`, serialized in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles(pub [f64; 8]);
+
+impl Serialize for Percentiles {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(PERCENTILES.len()))?;
+        for ((k, _), v) in PERCENTILES.iter().zip(self.0) {
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+/// A JSON object whose keys keep insertion order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ordered<T>(pub Vec<(String, T)>);
+
+impl<T: Serialize> Serialize for Ordered<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Duration statistics in output units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Paired spans.
+    pub count: u64,
+    /// Sum of durations.
+    pub total_dur: f64,
+    /// Mean.
+    pub mean_dur: f64,
+    /// Coefficient of variation.
+    pub cv_dur: f64,
+    /// Population variance.
+    pub var_dur_pop: f64,
+    /// Sample variance.
+    pub var_dur_sample: f64,
+    /// Smallest.
+    pub min_dur: f64,
+    /// Largest.
+    pub max_dur: f64,
+    /// Exact percentiles.
+    pub percentiles: Percentiles,
+}
+
+impl Stats {
+    /// Scales ns statistics by `k`.
+    pub fn from_ns(s: &DurStats, k: f64) -> Stats {
+        Stats {
+            count: s.count,
+            total_dur: s.total as f64 * k,
+            mean_dur: s.mean * k,
+            cv_dur: s.cv,
+            var_dur_pop: s.var_pop * k * k,
+            var_dur_sample: s.var_sample * k * k,
+            min_dur: s.min as f64 * k,
+            max_dur: s.max as f64 * k,
+            percentiles: Percentiles(s.percentiles.map(|p| p * k)),
+        }
+    }
+}
+
+/// A histogram in output units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hist {
+    /// Bins.
+    pub bins: u32,
+    /// Left edge.
+    pub min: f64,
+    /// Right edge.
+    pub max: f64,
+    /// Probability per bin.
+    pub prob: Vec<f64>,
+}
+
+/// One region's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegionEntry {
+    /// Region id.
+    pub region: u16,
+    /// Region name.
+    pub name: String,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// Histogram.
+    pub hist: Hist,
+}
+
+/// One lane's statistics of one region.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockWarpEntry {
+    /// Block.
+    pub block: u32,
+    /// Warp (group for TVM buffers).
+    pub warp: u32,
+    /// Group.
+    pub group: u32,
+    /// Lane id.
+    pub lane: u32,
+    /// SM, if known.
+    pub sm: Option<u32>,
+    /// Statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// `by_block_warp_regions` value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockWarpRegion {
+    /// Region id.
+    pub region: u16,
+    /// Region name.
+    pub name: String,
+    /// Entries.
+    pub by_block_warp: Vec<BlockWarpEntry>,
+}
+
+/// Unmatched records of one region.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnmatchedRegion {
+    /// Region id.
+    pub region: u16,
+    /// Region name.
+    pub name: String,
+    /// Unmatched begins.
+    pub begin: u64,
+    /// Unmatched ends.
+    pub end: u64,
+}
+
+/// Drops of one lane.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneDrops {
+    /// Lane id.
+    pub lane: u32,
+    /// Block.
+    pub block: u32,
+    /// Group.
+    pub group: u32,
+    /// Warp, if known.
+    pub warp: Option<u32>,
+    /// SM, if known.
+    pub sm: Option<u32>,
+    /// Records dropped.
+    pub dropped: u64,
+}
+
+/// Filters in effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryFilters {
+    /// Histogram bins.
+    pub summary_hist_bins: u32,
+    /// Top-K per region (0 = all).
+    pub summary_topk_block_warp_per_region: u32,
+}
+
+/// The whole summary document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[allow(non_snake_case)]
+pub struct Summary {
+    /// Trace name.
+    pub trace: String,
+    /// Wire format.
+    pub format: WireFormat,
+    /// Always "ns".
+    pub displayTimeUnit: &'static str,
+    /// Scale.
+    pub scale: f64,
+    /// Blocks in the grid.
+    pub blocks: u64,
+    /// Lanes per block.
+    pub warps_per_block: u32,
+    /// Lane capacity.
+    pub per_warp_cap: u32,
+    /// Included blocks (empty = all).
+    pub block_filter: Vec<u32>,
+    /// Unmatched begins.
+    pub unmatched_begin: u64,
+    /// Unmatched ends.
+    pub unmatched_end: u64,
+    /// Unmatched per region.
+    pub unmatched_by_region: Vec<UnmatchedRegion>,
+    /// Records after finalize.
+    pub after_finalize: u64,
+    /// Lanes never finalized.
+    pub unfinalized_lanes: u64,
+    /// Unknown records.
+    pub unknown_records: u64,
+    /// Dropped records.
+    pub dropped: u64,
+    /// Dropped per lane.
+    pub dropped_by_lane: Vec<LaneDrops>,
+    /// Percentile method.
+    pub percentile_method: &'static str,
+    /// Filters.
+    pub filters: SummaryFilters,
+    /// Regions.
+    pub regions: Vec<RegionEntry>,
+    /// Per-lane breakdown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_block_warp_regions: Option<Ordered<BlockWarpRegion>>,
+}
+
+fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
+    let h = stats::histogram(sorted, bins);
+    Hist {
+        bins: h.bins,
+        min: h.min as f64 * k,
+        max: h.max as f64 * k,
+        prob: h.prob,
+    }
+}
+
+fn region_entries(
+    trace: &Trace,
+    by_region: &[(u16, Vec<u64>)],
+    bins: u32,
+    k: f64,
+) -> Vec<RegionEntry> {
+    by_region
+        .iter()
+        .map(|(r, d)| RegionEntry {
+            region: *r,
+            name: trace.names.region(*r).into_owned(),
+            stats: Stats::from_ns(&stats::dur_stats(d), k),
+            hist: hist(d, bins, k),
+        })
+        .collect()
+}
+
+fn in_filter<'a>(trace: &'a Trace, f: &'a BlockFilter) -> impl Iterator<Item = &'a Lane> + 'a {
+    f.lanes(trace)
+}
+
+/// Computes the summary of `trace` (lanes of the block filter only).
+pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Summary {
+    let k = opt.scale;
+    let f = &opt.block_filter;
+    let by_region = stats::durations_by_region(trace, in_filter(trace, f));
+    let regions = region_entries(trace, &by_region, opt.summary_hist_bins, k);
+
+    let d = &trace.diagnostics;
+    let mut unmatched: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
+    let mut ub = 0;
+    let mut ue = 0;
+    for u in d
+        .unmatched_begin
+        .iter()
+        .filter(|u| f.contains(block_of(trace, u.lane)))
+    {
+        unmatched.entry(u.region).or_default().0 += 1;
+        ub += 1;
+    }
+    for u in d
+        .unmatched_end
+        .iter()
+        .filter(|u| f.contains(block_of(trace, u.lane)))
+    {
+        unmatched.entry(u.region).or_default().1 += 1;
+        ue += 1;
+    }
+    let by_block_warp_regions = opt.summary_dump_by_block_warp.then(|| {
+        let mut per: Vec<(u16, Vec<BlockWarpEntry>)> =
+            by_region.iter().map(|(r, _)| (*r, Vec::new())).collect();
+        for l in in_filter(trace, f) {
+            for (r, d) in stats::durations_by_region(trace, [l]) {
+                let slot = per.binary_search_by_key(&r, |p| p.0).expect("region seen");
+                per[slot].1.push(BlockWarpEntry {
+                    block: l.block,
+                    warp: l.warp.unwrap_or(l.group),
+                    group: l.group,
+                    lane: l.id,
+                    sm: l.sm,
+                    stats: Stats::from_ns(&stats::dur_stats(&d), k),
+                });
+            }
+        }
+        let mut seen = std::collections::HashMap::new();
+        for (r, _) in &per {
+            *seen.entry(trace.names.region(*r).into_owned()).or_insert(0) += 1;
+        }
+        Ordered(
+            per.into_iter()
+                .map(|(r, mut entries)| {
+                    let name = trace.names.region(r).into_owned();
+                    let topk = opt.summary_topk_block_warp_per_region as usize;
+                    if topk > 0 {
+                        entries.sort_by(|a, b| {
+                            b.stats
+                                .total_dur
+                                .total_cmp(&a.stats.total_dur)
+                                .then(a.lane.cmp(&b.lane))
+                        });
+                        entries.truncate(topk);
+                    }
+                    let key = if seen[&name] > 1 {
+                        format!("region_{name}_{r}")
+                    } else {
+                        format!("region_{name}")
+                    };
+                    (
+                        key,
+                        BlockWarpRegion {
+                            region: r,
+                            name,
+                            by_block_warp: entries,
+                        },
+                    )
+                })
+                .collect(),
+        )
+    });
+    let lanes = in_filter(trace, f);
+    let dropped_by_lane: Vec<LaneDrops> = lanes
+        .filter(|l| l.dropped > 0)
+        .map(|l| LaneDrops {
+            lane: l.id,
+            block: l.block,
+            group: l.group,
+            warp: l.warp,
+            sm: l.sm,
+            dropped: l.dropped,
+        })
+        .collect();
+    Summary {
+        trace: trace_name.to_owned(),
+        format: trace.source.format,
+        displayTimeUnit: "ns",
+        scale: k,
+        blocks: trace.source.grid.iter().map(|&g| g as u64).product(),
+        warps_per_block: trace.source.groups_per_block,
+        per_warp_cap: trace.source.records_per_lane,
+        block_filter: f.blocks().to_vec(),
+        unmatched_begin: ub,
+        unmatched_end: ue,
+        unmatched_by_region: unmatched
+            .into_iter()
+            .map(|(r, (b, e))| UnmatchedRegion {
+                region: r,
+                name: trace.names.region(r).into_owned(),
+                begin: b,
+                end: e,
+            })
+            .collect(),
+        after_finalize: d.after_finalize,
+        unfinalized_lanes: d.unfinalized_lanes,
+        unknown_records: d.unknown_records,
+        dropped: dropped_by_lane.iter().map(|l| l.dropped).sum(),
+        dropped_by_lane,
+        percentile_method: PERCENTILE_METHOD,
+        filters: SummaryFilters {
+            summary_hist_bins: opt.summary_hist_bins,
+            summary_topk_block_warp_per_region: opt.summary_topk_block_warp_per_region,
+        },
+        regions,
+        by_block_warp_regions,
+    }
+}
+
+fn block_of(trace: &Trace, lane: u32) -> u32 {
+    lane / trace.source.groups_per_block.max(1)
+}
+
+/// Writes the summary JSON of `trace` to `w`; `trace_name` fills the `trace` field.
+pub fn write_summary<W: Write>(
+    trace: &Trace,
+    opt: &TraceWriteOptions,
+    trace_name: &str,
+    w: &mut W,
+) -> io::Result<()> {
+    let s = summarize(trace, opt, trace_name);
+    serde_json::to_writer_pretty(&mut *w, &s)?;
+    w.write_all(b"\n")
+}
+
+/// `index.json` of the distribution directory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DistIndex {
+    /// Trace name.
+    pub trace: String,
+    /// Directory name.
+    pub dir: String,
+    /// Filters.
+    pub filters: DistFilters,
+    /// Blocks with a file.
+    pub blocks: Vec<u32>,
+}
+
+/// Filters of the distribution directory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DistFilters {
+    /// Histogram bins.
+    pub block_region_hist_bins: u32,
+    /// Top-K blocks (0 = all).
+    pub block_region_topk_blocks: u32,
+    /// Top-K regions per block (0 = all).
+    pub block_region_topk_regions_per_block: u32,
+}
+
+/// One `block_N.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockDist {
+    /// Trace name.
+    pub trace: String,
+    /// Block.
+    pub block: u32,
+    /// Regions.
+    pub regions: Vec<RegionEntry>,
+}
+
+/// Computes the distribution directory's documents: the index and one per block.
+pub fn block_dists(
+    trace: &Trace,
+    opt: &TraceWriteOptions,
+    trace_name: &str,
+    dir_name: &str,
+) -> (DistIndex, Vec<BlockDist>) {
+    let k = opt.scale;
+    let lanes: Vec<&Lane> = opt.block_filter.lanes(trace).collect();
+    // Lanes are ascending by id, so a block's lanes are contiguous.
+    let mut blocks: Vec<(u32, u64, Vec<RegionEntry>)> = Vec::new();
+    for chunk in lanes.chunk_by(|a, b| a.block == b.block) {
+        let by_region = stats::durations_by_region(trace, chunk.iter().copied());
+        if by_region.is_empty() {
+            continue;
+        }
+        let mut regions = region_entries(trace, &by_region, opt.block_region_hist_bins, k);
+        let total: u64 = by_region.iter().flat_map(|(_, d)| d).sum();
+        let topr = opt.block_region_topk_regions_per_block as usize;
+        if topr > 0 {
+            regions.sort_by(|a, b| {
+                b.stats
+                    .total_dur
+                    .total_cmp(&a.stats.total_dur)
+                    .then(a.region.cmp(&b.region))
+            });
+            regions.truncate(topr);
+        }
+        blocks.push((chunk[0].block, total, regions));
+    }
+    let topb = opt.block_region_topk_blocks as usize;
+    if topb > 0 && blocks.len() > topb {
+        blocks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        blocks.truncate(topb);
+        blocks.sort_by_key(|b| b.0);
+    }
+    let index = DistIndex {
+        trace: trace_name.to_owned(),
+        dir: dir_name.to_owned(),
+        filters: DistFilters {
+            block_region_hist_bins: opt.block_region_hist_bins,
+            block_region_topk_blocks: opt.block_region_topk_blocks,
+            block_region_topk_regions_per_block: opt.block_region_topk_regions_per_block,
+        },
+        blocks: blocks.iter().map(|b| b.0).collect(),
+    };
+    let files = blocks
+        .into_iter()
+        .map(|(block, _, regions)| BlockDist {
+            trace: trace_name.to_owned(),
+            block,
+            regions,
+        })
+        .collect();
+    (index, files)
+}
+
+/// Writes the distribution directory `dir` atomically (replacing any previous one).
+pub fn write_block_dists(
+    trace: &Trace,
+    opt: &TraceWriteOptions,
+    trace_name: &str,
+    dir: &Path,
+) -> Result<(), WriteError> {
+    let dir_name = super::file_name(dir);
+    let (index, files) = block_dists(trace, opt, trace_name, &dir_name);
+    atomic::write_dir(dir, |tmp| {
+        let put = |name: String, v: &dyn erased::Json| -> io::Result<()> {
+            let mut f = io::BufWriter::new(std::fs::File::create(tmp.join(name))?);
+            v.write(&mut f)?;
+            f.write_all(b"\n")?;
+            f.flush()
+        };
+        put("index.json".into(), &index)?;
+        for b in &files {
+            put(format!("block_{}.json", b.block), b)?;
+        }
+        Ok(())
+    })
+}
+
+mod erased {
+    /// Object-safe pretty JSON serialization.
+    pub trait Json {
+        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+            serde_json::to_writer_pretty(w, self).map_err(std::io::Error::from)
+        }
+    }
+}
