@@ -8,6 +8,7 @@ use crate::analysis::imbalance::imbalance;
 use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{roofline, GpuPreset, Work};
 use crate::model::{Ns, Trace};
+use crate::stats::{self, dur_stats, durations_by_region, DurStats, PERCENTILES};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -55,13 +56,11 @@ pub fn write_html<W: Write>(
     writeln!(out, "</body></html>")
 }
 
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    // Nearest rank: the smallest value with at least p% of the data at or below it.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
+/// The named percentile of `st`.
+fn percentile(keys: &[(&str, f64); 8], st: &DurStats, key: &str) -> f64 {
+    keys.iter()
+        .position(|k| k.0 == key)
+        .map_or(0.0, |i| st.percentiles[i])
 }
 
 fn launch<W: Write>(
@@ -116,38 +115,31 @@ fn launch<W: Write>(
 
     // Regions.
     let cats = region_categories(t, &opts.categories);
-    let mut durs: HashMap<u16, Vec<u64>> = HashMap::new();
-    for i in 0..t.spans.len() {
-        durs.entry(t.spans.region[i])
-            .or_default()
-            .push(t.spans.dur(i));
-    }
     let lane_time: Ns = t.lanes.iter().map(|l| l.end - l.start).sum::<Ns>().max(1);
-    let mut rows: Vec<(u16, Vec<u64>, u64)> = durs
+    let mut rows: Vec<(u16, Vec<u64>, DurStats)> = durations_by_region(t, &t.lanes)
         .into_iter()
-        .map(|(r, mut v)| {
-            v.sort_unstable();
-            let total = v.iter().sum();
-            (r, v, total)
+        .map(|(r, v)| {
+            let st = dur_stats(&v);
+            (r, v, st)
         })
         .collect();
-    rows.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    rows.sort_by(|a, b| b.2.total.cmp(&a.2.total).then(a.0.cmp(&b.0)));
     writeln!(
         out,
         "<h3>Regions</h3><table id=\"regions-{n}\"><tr><th>region</th><th>category</th><th>count</th><th>total</th><th>% lane time</th><th>mean</th><th>p50</th><th>p99</th></tr>"
     )?;
-    for (r, v, total) in &rows {
+    for (r, _, st) in &rows {
         writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&t.names.region(*r)),
             cats[*r as usize].name(),
-            v.len(),
-            fmt_ns(*total as f64),
-            100.0 * *total as f64 / lane_time as f64,
-            fmt_ns(*total as f64 / v.len() as f64),
-            fmt_ns(percentile(v, 50.0) as f64),
-            fmt_ns(percentile(v, 99.0) as f64)
+            st.count,
+            fmt_ns(st.total as f64),
+            100.0 * st.total as f64 / lane_time as f64,
+            fmt_ns(st.mean),
+            fmt_ns(percentile(&PERCENTILES, st, "p50")),
+            fmt_ns(percentile(&PERCENTILES, st, "p99"))
         )?;
     }
     writeln!(out, "</table>")?;
@@ -161,7 +153,12 @@ fn launch<W: Write>(
             "<div class=\"hist\"><b>{}</b> ({} occurrences)<br>{}</div>",
             esc(&t.names.region(*r)),
             v.len(),
-            histogram(v, opts.hist_bins.max(1), 260, 80, COLORS[k % 6])
+            histogram(
+                &stats::histogram(v, opts.hist_bins.max(1) as u32),
+                260,
+                80,
+                COLORS[k % 6]
+            )
         )?;
     }
     writeln!(out, "</div>")?;

@@ -65,45 +65,40 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
     s
 }
 
-/// A histogram of `values` in `bins` equal bins between their min and max.
-pub fn histogram(values: &[u64], bins: usize, width: u32, height: u32, color: &str) -> String {
+/// Draws a histogram computed by [`crate::stats::histogram`] (bar height = probability).
+pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &str) -> String {
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{}" role="img">"#,
         height + 16
     );
-    if values.is_empty() || bins == 0 {
-        s.push_str("</svg>");
-        return s;
-    }
-    let lo = *values.iter().min().unwrap_or(&0) as f64;
-    let hi = *values.iter().max().unwrap_or(&0) as f64;
-    let span = (hi - lo).max(1.0);
-    let mut counts = vec![0u64; bins];
-    for &v in values {
-        let b = (((v as f64 - lo) / span) * bins as f64) as usize;
-        counts[b.min(bins - 1)] += 1;
-    }
-    let peak = *counts.iter().max().unwrap_or(&1) as f64;
-    let bw = width as f64 / bins as f64;
-    for (i, &c) in counts.iter().enumerate() {
-        let h = c as f64 / peak * height as f64;
+    let peak = h
+        .prob
+        .iter()
+        .cloned()
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let bw = width as f64 / h.prob.len().max(1) as f64;
+    let step = (h.max - h.min) as f64 / h.prob.len().max(1) as f64;
+    for (i, &p) in h.prob.iter().enumerate() {
+        let bh = p / peak * height as f64;
         let _ = write!(
             s,
-            r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{h:.2}" fill="{color}"><title>{}–{}: {c}</title></rect>"#,
+            r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{bh:.2}" fill="{color}"><title>{}–{}: {:.1}%</title></rect>"#,
             i as f64 * bw,
-            height as f64 - h,
+            height as f64 - bh,
             (bw - 0.5).max(0.5),
-            fmt_ns(lo + span * i as f64 / bins as f64),
-            fmt_ns(lo + span * (i + 1) as f64 / bins as f64)
+            fmt_ns(h.min as f64 + step * i as f64),
+            fmt_ns(h.min as f64 + step * (i + 1) as f64),
+            100.0 * p
         );
     }
     let _ = write!(
         s,
         r#"<text x="0" y="{}" font-size="10">{}</text><text x="{width}" y="{}" font-size="10" text-anchor="end">{}</text></svg>"#,
         height + 12,
-        fmt_ns(lo),
+        fmt_ns(h.min as f64),
         height + 12,
-        fmt_ns(hi)
+        fmt_ns(h.max as f64)
     );
     s
 }
