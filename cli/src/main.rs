@@ -16,12 +16,21 @@ struct Cli {
 enum Command {
     /// Write the device header ikp.cuh into a directory (for nvcc users).
     Header(cmd::header::Args),
+    /// Decode a buffer (ikp or TVM format) into Chrome trace, summary JSON, CSV or Perfetto.
+    Decode(cmd::decode::Args),
+    /// Print a table of regions by total time, with unmatched and dropped counts.
+    Summary(cmd::summary::Args),
+    /// Write a sample buffer (attention-shaped kernel) to try the other commands on.
+    Sample(cmd::sample::Args),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Header(a) => cmd::header::run(a),
+        Command::Decode(a) => cmd::decode::run(a),
+        Command::Summary(a) => cmd::summary::run(a),
+        Command::Sample(a) => cmd::sample::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

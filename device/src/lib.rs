@@ -3,10 +3,12 @@
 //! - [`wire`]: the native wire format v1 (constants, bit diagram, pack / unpack, version);
 //! - [`layout`]: the buffer header the host writes and the decoder validates;
 //! - [`encoder`]: a pure-Rust reference encoder that writes buffers as the device does;
+//! - [`sample`]: deterministic sample buffers (an attention-shaped kernel) for docs and tests;
 //! - [`cuh`]: the CUDA device header `ikp.cuh`, generated from [`wire`].
 pub mod cuh;
 pub mod encoder;
 pub mod layout;
+pub mod sample;
 pub mod wire;
 
 pub use layout::{Header, Layout, LayoutError};
