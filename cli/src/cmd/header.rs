@@ -1,4 +1,7 @@
-//! `ikp header -o DIR`: writes the generated device header.
+//! `ikp header -o DIR`: writes the generated device header `ikp.cuh` into DIR.
+//!
+//! The header is generated from the wire format compiled into this binary, so the file it
+//! writes always matches what this `ikp` decodes.
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -10,11 +13,45 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-/// Runs `ikp header`.
+/// Runs `ikp header`: writes the file atomically and prints its path.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "ikp header: the device header generator has not landed yet (out dir {})",
-        args.out_dir.display()
-    )
-    .context("ikp header")
+    let path = ikp_device::cuh::write_to_dir(&args.out_dir).with_context(|| {
+        format!(
+            "ikp header: cannot write {} into {}",
+            ikp_device::cuh::FILE_NAME,
+            args.out_dir.display()
+        )
+    })?;
+    println!("{}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_the_generated_header_into_a_new_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        run(Args {
+            out_dir: dir.clone(),
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(dir.join("ikp.cuh")).unwrap();
+        assert_eq!(text, ikp_device::cuh::source());
+    }
+
+    #[test]
+    fn failure_names_the_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("not-a-dir");
+        std::fs::write(&file, "x").unwrap();
+        let err = run(Args {
+            out_dir: file.clone(),
+        })
+        .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains(&file.display().to_string()), "{msg}");
+    }
 }
