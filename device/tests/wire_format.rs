@@ -41,7 +41,7 @@ fn record_fields_hold_their_maximum_without_bleeding() {
     assert_eq!(wire::pack_tag(Kind::Instant, 0x3FF, 0), 0b10 | 0x3FF << 2);
     assert_eq!(wire::pack_tag(Kind::Begin, 0, 0xF_FFFF), 0xFFFF_F000);
     assert_eq!(wire::pack_record(0xDEAD_BEEF, 0), 0xDEAD_BEEF_0000_0000);
-    assert!(wire::MAX_REGIONS >= 1024 && wire::MAX_PAYLOAD >= 0xFFFF);
+    const { assert!(wire::MAX_REGIONS >= 1024 && wire::MAX_PAYLOAD >= 0xFFFF) };
 }
 
 #[test]

@@ -95,9 +95,15 @@ pub fn nvcc_cubin(src: &Path, arch: &str, defines: &[&str], out_dir: &Path) -> P
 /// names), up to the self-branch that ends each kernel (the padding after it is dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sass {
-    /// Kernel name to instructions, each as `(address, text)`.
-    pub kernels: BTreeMap<String, Vec<(u64, String)>>,
+    /// Kernel name to instructions.
+    pub kernels: BTreeMap<String, Vec<Insn>>,
 }
+
+/// One instruction: `(address, text)`.
+pub type Insn = (u64, String);
+
+/// The kernel being parsed: name, instructions, and whether its end was seen.
+type Current = Option<(String, Vec<Insn>, bool)>;
 
 impl Sass {
     /// Disassembles `cubin` with cuobjdump.
@@ -110,7 +116,7 @@ impl Sass {
     /// Parses `cuobjdump -sass` output.
     pub fn parse(text: &str) -> Sass {
         let mut kernels = BTreeMap::new();
-        let mut current: Option<(String, Vec<(u64, String)>, bool)> = None;
+        let mut current: Current = None;
         for line in text.lines() {
             let t = line.trim();
             if let Some(name) = t.strip_prefix("Function : ") {
