@@ -1,0 +1,410 @@
+//! Decoder behaviour on hand-built buffers of both formats: pairing, unwrapping, clock
+//! conversion, diagnostics, and a clear error (never a panic) for every kind of bad input.
+use ikp_device::encoder::BufferWriter;
+use ikp_device::wire::{self, lane_flags};
+use ikp_device::{Layout, TimerMode};
+use ikp_host::buffer::RawBuffer;
+use ikp_host::decode::tvm::pack;
+use ikp_host::decode::{self, decode_words, DecodeError, DecodeOptions, FormatChoice};
+use ikp_host::model::{Trace, WireFormat};
+
+fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
+    Layout {
+        grid: [blocks, 1, 1],
+        groups_per_block: groups,
+        records_per_lane: cap,
+        timer,
+        regions: vec!["outer".into(), "inner".into(), "mark".into()],
+        counters: vec!["spin".into()],
+    }
+}
+
+fn dec(words: &[u64]) -> Trace {
+    decode_words(words, &DecodeOptions::default()).unwrap()
+}
+
+/// `(region, depth, payload, begin, end)` of every span of lane position `p`.
+fn spans(t: &Trace, p: usize) -> Vec<(u16, u16, u32, u64, u64)> {
+    let s = &t.spans;
+    t.lanes[p]
+        .spans
+        .clone()
+        .map(|i| (s.region[i], s.depth[i], s.payload[i], s.begin[i], s.end[i]))
+        .collect()
+}
+
+#[test]
+fn nested_and_repeated_regions_pair_by_stack() {
+    let mut b = BufferWriter::new(layout(2, 1, 16, TimerMode::Globaltimer)).unwrap();
+    b.lane(1)
+        .init(7, 3, 0, 1000, 0)
+        .begin(0, 1, 1010)
+        .begin(0, 2, 1020) // same region nested in itself
+        .begin(1, 3, 1030)
+        .end(1, 0, 1040)
+        .end(0, 0, 1050)
+        .begin(1, 4, 1060)
+        .end(1, 0, 1070)
+        .end(0, 0, 1080)
+        .instant(2, 9, 1090)
+        .finalize(1100, 0);
+    let t = dec(&b.into_words());
+    assert_eq!(t.lanes.len(), 1, "lane 0 never ran init and is not listed");
+    let l = &t.lanes[0];
+    assert_eq!((l.id, l.block, l.sm, l.warp), (1, 1, Some(7), Some(3)));
+    assert_eq!(
+        (l.start, l.end, l.finalized, l.written),
+        (1000, 1100, true, 9)
+    );
+    assert_eq!(
+        spans(&t, 0),
+        [
+            (0, 0, 1, 1010, 1080),
+            (0, 1, 2, 1020, 1050),
+            (1, 2, 3, 1030, 1040),
+            (1, 1, 4, 1060, 1070),
+        ]
+    );
+    assert_eq!(t.instants.ts, [1090]);
+    assert_eq!(t.instants.payload, [9]);
+    assert!(t.diagnostics.unmatched_begin.is_empty() && t.diagnostics.unmatched_end.is_empty());
+    assert_eq!(t.source.time_base, 1000);
+}
+
+#[test]
+fn unmatched_records_are_counted_with_their_regions() {
+    let mut b = BufferWriter::new(layout(1, 1, 16, TimerMode::Globaltimer)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, 100, 0)
+        .end(1, 0, 105) // end without begin
+        .begin(0, 0, 110)
+        .begin(1, 5, 120) // closed by the outer end: unmatched
+        .end(0, 0, 130)
+        .begin(2, 0, 140) // never closed
+        .finalize(200, 0);
+    let t = dec(&b.into_words());
+    let d = &t.diagnostics;
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 110, 130)]);
+    assert_eq!(d.unmatched_end.len(), 1);
+    assert_eq!((d.unmatched_end[0].region, d.unmatched_end[0].ts), (1, 105));
+    let ub: Vec<(u16, u64)> = d.unmatched_begin.iter().map(|u| (u.region, u.ts)).collect();
+    assert_eq!(ub, [(1, 120), (2, 140)]);
+}
+
+#[test]
+fn region_straddling_the_32_bit_wrap_keeps_its_true_duration() {
+    let start = (7u64 << 32) - 100; // globaltimer_lo wraps 100 ns after init
+    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, start, 0)
+        .begin(0, 0, start + 50)
+        .end(0, 0, start + 5_000_000_000) // 5 s later: more than one wrap of the start lo
+        .finalize(start + 5_000_000_100, 0);
+    // Records are less than 2^32 ns apart except this one: 5e9 > 2^32, so split it.
+    let t = dec(&b.into_words());
+    let (_, _, _, b0, e0) = spans(&t, 0)[0];
+    assert_eq!(b0, start + 50);
+    // 5e9 - 50 ns is more than 2^32: unwrapping sees only the low 32 bits, so it decodes
+    // modulo 2^32, as documented (consecutive records must be < 2^32 ticks apart).
+    assert_eq!(e0 - b0, (5_000_000_000 - 50) % (1 << 32));
+
+    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, start, 0)
+        .begin(0, 0, start + 50)
+        .end(0, 0, start + 4_000_000_000)
+        .finalize(start + 4_000_000_100, 0);
+    let t = dec(&b.into_words());
+    assert_eq!(spans(&t, 0)[0].3, start + 50);
+    assert_eq!(spans(&t, 0)[0].4, start + 4_000_000_000);
+}
+
+#[test]
+fn clock_mode_converts_cycles_with_the_lanes_own_calibration() {
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
+    // Lane 0: 2 cycles per ns; starts near the 32-bit cycle wrap.
+    let c0 = (1u64 << 32) - 1000;
+    b.lane(0)
+        .init(0, 0, lane_flags::CLOCK, 10_000, c0)
+        .begin(0, 0, c0 + 2000)
+        .end(0, 0, c0 + 6000)
+        .finalize(20_000, c0 + 20_000);
+    // Lane 1 never finalized: borrows lane 0's calibration.
+    b.lane(1)
+        .init(1, 1, lane_flags::CLOCK, 10_000, 500)
+        .begin(0, 0, 500 + 400)
+        .end(0, 0, 500 + 1000);
+    let t = dec(&b.into_words());
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 11_000, 13_000)]);
+    assert_eq!(spans(&t, 1), [(0, 0, 0, 10_200, 10_500)]);
+    assert_eq!(t.diagnostics.unfinalized_lanes, 1);
+    assert_eq!(t.lanes[1].end, 10_500);
+
+    // No finalized lane at all: refused, never guessed.
+    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Clock)).unwrap();
+    b.lane(0)
+        .init(0, 0, lane_flags::CLOCK, 10_000, 500)
+        .begin(0, 0, 600);
+    let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
+    assert!(matches!(e, DecodeError::NoClockCalibration), "{e}");
+}
+
+#[test]
+fn counter_samples_take_the_previous_records_time_and_totals_are_kept() {
+    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, 500, 0)
+        .counter_sample(0, 3) // no record before: lane start
+        .begin(0, 0, 520)
+        .counter_sample(0, 11)
+        .counter_add(0, 14)
+        .end(0, 0, 600)
+        .finalize(700, 0);
+    let t = dec(&b.into_words());
+    assert_eq!(t.samples.ts, [500, 520]);
+    assert_eq!(t.samples.value, [3, 11]);
+    assert_eq!(t.lane_counters(0), [14]);
+}
+
+#[test]
+fn drops_after_finalize_and_unknown_meta_are_reported() {
+    let mut b = BufferWriter::new(layout(1, 2, 4, TimerMode::Globaltimer)).unwrap();
+    {
+        let mut l = b.lane(0);
+        l.init(0, 0, 0, 100, 0);
+        for i in 0..3 {
+            l.begin(0, i, 110 + 2 * i as u64)
+                .end(0, i, 111 + 2 * i as u64);
+        }
+        l.finalize(200, 0);
+    }
+    b.lane(1)
+        .init(0, 1, 0, 100, 0)
+        .record(wire::Kind::Meta, 7, 0, 0) // unknown meta kind
+        .finalize(150, 0)
+        .begin(0, 0, 160); // after finalize
+    let t = dec(&b.into_words());
+    assert_eq!((t.lanes[0].written, t.lanes[0].dropped), (4, 2));
+    assert_eq!(t.dropped(), 2);
+    assert_eq!(spans(&t, 0).len(), 2);
+    assert_eq!(t.diagnostics.unmatched_begin.len(), 0);
+    assert_eq!(t.diagnostics.unknown_records, 1);
+    assert_eq!(t.diagnostics.after_finalize, 1);
+}
+
+fn tvm(blocks: u32, groups: u32, lanes: &[Vec<u64>]) -> Vec<u64> {
+    let stride = (blocks * groups) as usize;
+    let rows = lanes.iter().map(Vec::len).max().unwrap_or(0);
+    let mut w = vec![0u64; 1 + stride * rows.max(1)];
+    w[0] = (groups as u64) << 32 | blocks as u64;
+    for (l, recs) in lanes.iter().enumerate() {
+        for (k, &r) in recs.iter().enumerate() {
+            w[1 + l + k * stride] = r;
+        }
+    }
+    w
+}
+
+#[test]
+fn tvm_format_pairs_nested_regions_and_unwraps_with_a_shared_base() {
+    // Lane 0 starts before the wrap, lane 1 after it; lane 0's region straddles the wrap.
+    let near = u32::MAX - 99;
+    let lanes = vec![
+        vec![
+            pack(near, 0, 0, 0),
+            pack(near.wrapping_add(50), 0, 1, 0),
+            pack(near.wrapping_add(150), 0, 1, 1), // crosses the wrap
+            pack(near.wrapping_add(200), 0, 0, 1),
+            pack(near.wrapping_add(210), 0, 4, 2),
+            pack(near.wrapping_add(220), 0, 0, 3),
+            pack(near.wrapping_add(230), 0, 0, 0), // after finalize
+        ],
+        vec![pack(20, 1, 2, 0), pack(60, 1, 2, 1), pack(70, 1, 5, 1)],
+    ];
+    let words = tvm(1, 2, &lanes);
+    let t = dec(&words);
+    assert_eq!(t.source.format, WireFormat::Tvm);
+    assert_eq!((t.source.grid, t.source.groups_per_block), ([1, 1, 1], 2));
+    let b = near as u64;
+    assert_eq!(t.source.time_base, b);
+    assert_eq!(
+        spans(&t, 0),
+        [(0, 0, 0, b, b + 200), (1, 1, 0, b + 50, b + 150)]
+    );
+    // Lane 1 is 120 ns after the base (20 + 100 past the wrap), not 4 s before it.
+    assert_eq!(spans(&t, 1), [(2, 0, 0, b + 120, b + 160)]);
+    let l = &t.lanes[0];
+    assert_eq!(
+        (l.finalized, l.end, l.sm, l.warp),
+        (true, b + 220, None, None)
+    );
+    assert_eq!((t.lanes[1].block, t.lanes[1].group), (0, 1));
+    assert!(!t.lanes[1].finalized);
+    assert_eq!(t.diagnostics.after_finalize, 1);
+    assert_eq!(t.diagnostics.unfinalized_lanes, 1);
+    assert_eq!(t.diagnostics.unmatched_end.len(), 1);
+    assert_eq!(t.instants.ts, [b + 210]);
+}
+
+#[test]
+fn names_file_names_tvm_regions() {
+    let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0), pack(9, 0, 1, 1)]]);
+    let opts = DecodeOptions {
+        names: Some(ikp_host::model::Names {
+            regions: decode::names::parse("load\ncompute\n").unwrap(),
+            counters: vec![],
+        }),
+        ..Default::default()
+    };
+    let t = decode_words(&words, &opts).unwrap();
+    assert_eq!(t.names.region(1), "compute");
+    assert_eq!(t.names.region(3), "region_3");
+}
+
+#[test]
+fn parallel_decode_equals_single_threaded_decode() {
+    let one = DecodeOptions {
+        single_threaded: true,
+        ..Default::default()
+    };
+    let words = ikp_device::sample::attention_tvm(400, 200);
+    assert!(
+        words.len() > 1 << 20,
+        "large enough to be split into chunks"
+    );
+    let a = decode_words(&words, &one).unwrap();
+    let b = decode_words(&words, &DecodeOptions::default()).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.lanes.len(), 1200);
+    assert!(a.diagnostics.unmatched_begin.is_empty() && a.diagnostics.unmatched_end.is_empty());
+    let native = ikp_device::sample::attention().unwrap().into_words();
+    assert_eq!(decode_words(&native, &one).unwrap(), dec(&native));
+}
+
+#[test]
+fn forced_format_is_honoured() {
+    let native = ikp_device::sample::attention().unwrap().into_words();
+    let opts = DecodeOptions {
+        format: FormatChoice::Tvm,
+        ..Default::default()
+    };
+    // The ikp magic is not a usable TVM header.
+    let e = decode_words(&native, &opts).unwrap_err();
+    assert!(matches!(e, DecodeError::TvmHeader { .. }), "{e}");
+    let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0)]]);
+    let opts = DecodeOptions {
+        format: FormatChoice::Ikp,
+        ..Default::default()
+    };
+    assert!(matches!(
+        decode_words(&words, &opts).unwrap_err(),
+        DecodeError::Header(_)
+    ));
+}
+
+/// Every bad input: an error naming the file and the problem, never a panic.
+#[test]
+fn bad_inputs_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = ikp_device::sample::attention().unwrap().to_bytes();
+    let header_len =
+        ikp_device::Header::parse(&ikp_device::sample::attention().unwrap().into_words())
+            .unwrap()
+            .lane_base as usize;
+    let set = |bytes: &mut Vec<u8>, word: usize, v: u64| {
+        bytes[word * 8..word * 8 + 8].copy_from_slice(&v.to_le_bytes())
+    };
+    let w = |bytes: &Vec<u8>, word: usize| {
+        u64::from_le_bytes(bytes[word * 8..word * 8 + 8].try_into().unwrap())
+    };
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", vec![], "empty"),
+        ("odd", vec![1, 2, 3], "not a multiple of 8"),
+        ("truncated", good[..good.len() - 8].to_vec(), "truncated"),
+        ("magic", b"NOTATRACE_______".to_vec(), "unrecognized"),
+    ];
+    let mut newer = good.clone();
+    set(&mut newer, 1, w(&good, 1) + 1);
+    cases.push(("newer", newer, "upgrade ikp"));
+    let mut absurd = good.clone();
+    set(&mut absurd, 2, (w(&good, 2) & !0xFFFF_FFFF) | 0xFFFF_FFFF);
+    cases.push(("absurd", absurd, "lane_count"));
+    let mut ids = good.clone();
+    set(&mut ids, header_len + 2, 0xDEAD_BEEF);
+    cases.push(("ids", ids, "lacks the lane mark"));
+    let mut trailer = good.clone();
+    let stride = (6 + 96 + 2) as usize;
+    set(&mut trailer, header_len + 3 + 96 + 2, 5000);
+    cases.push(("trailer", trailer, "more than the 96 that fit"));
+    let mut ghost = good.clone();
+    let last_lane = header_len + 191 * stride;
+    for k in 0..stride {
+        set(&mut ghost, last_lane + k, 0);
+    }
+    set(&mut ghost, last_lane + 5, 77);
+    cases.push(("ghost", ghost, "never ran init"));
+    // TVM format: absurd header, lane out of range, record in another lane's slot.
+    let tvm_bytes = |words: Vec<u64>| {
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    cases.push((
+        "tvm-absurd",
+        tvm_bytes(vec![(1u64 << 32) | 0xFFFF_FFFF, 1]),
+        "unrecognized",
+    ));
+    cases.push((
+        "tvm-range",
+        tvm_bytes(vec![(1u64 << 32) | 2, pack(1, 0, 0, 0), pack(1, 9, 0, 0)]),
+        "out of range",
+    ));
+    cases.push((
+        "tvm-slot",
+        tvm_bytes(vec![(1u64 << 32) | 2, pack(1, 1, 0, 0), 0]),
+        "puts lane 0 there",
+    ));
+    for (name, bytes, want) in cases {
+        let p = dir.path().join(format!("{name}.bin"));
+        std::fs::write(&p, &bytes).unwrap();
+        let e = decode::load(&p, &DecodeOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{name}.bin")),
+            "{name}: error does not name the file: {e}"
+        );
+        assert!(e.contains(want), "{name}: expected {want:?} in {e:?}");
+    }
+    assert!(RawBuffer::read(&dir.path().join("missing.bin")).is_err());
+}
+
+/// Garbage never panics: random words after a valid header of either format.
+#[test]
+fn garbage_records_never_panic() {
+    let mut x = 0x1234_5678_9ABC_DEF0u64;
+    let mut rnd = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let native = ikp_device::sample::attention().unwrap().into_words();
+    let hl = ikp_device::Header::parse(&native).unwrap().lane_base as usize;
+    for round in 0..200 {
+        let mut w = native.clone();
+        for _ in 0..(1 + round % 20) {
+            let i = hl + (rnd() as usize) % (w.len() - hl);
+            w[i] = if round % 3 == 0 {
+                rnd()
+            } else {
+                w[i] ^ (1 << (rnd() % 64))
+            };
+        }
+        let _ = decode_words(&w, &DecodeOptions::default());
+        let mut t = vec![(3u64 << 32) | 4];
+        t.extend((0..64).map(|_| if rnd() % 3 == 0 { 0 } else { rnd() }));
+        let _ = decode_words(&t, &DecodeOptions::default());
+    }
+}

@@ -1,0 +1,451 @@
+//! Golden files of every text output (Chrome JSON in both event styles and groupings,
+//! summary JSON, block distributions, CSV, terminal table) for a small native buffer and a
+//! small TVM-format buffer. `IKP_BLESS=1 cargo test --test golden` rewrites them.
+//!
+//! Each test also re-parses its output and checks its meaning against the decoded trace,
+//! so a blessed file that is wrong fails too.
+use ikp_device::encoder::BufferWriter;
+use ikp_device::{Layout, TimerMode};
+use ikp_host::decode::tvm::pack;
+use ikp_host::decode::{decode_words, DecodeOptions};
+use ikp_host::model::{Names, Trace};
+use ikp_host::write::{self, BlockFilter, TraceWriteOptions};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden")
+}
+
+/// Compares `got` with the golden file `name`, or rewrites it under `IKP_BLESS=1`.
+fn golden(name: &str, got: &[u8]) {
+    let p = golden_dir().join(name);
+    if std::env::var_os("IKP_BLESS").is_some() {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, got).unwrap();
+        return;
+    }
+    let want = std::fs::read(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with IKP_BLESS=1 to create)", p.display()));
+    if want != got {
+        let (w, g) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
+        let line = w.lines().zip(g.lines()).position(|(a, b)| a != b);
+        panic!(
+            "{} differs from the output (first differing line {:?}); IKP_BLESS=1 to accept",
+            p.display(),
+            line.map(|i| i + 1)
+        );
+    }
+}
+
+/// Two blocks x two lanes: nesting, repeats, an instant, counter samples, an unmatched
+/// begin and end, drops, one lane never finalized.
+fn native() -> Trace {
+    let layout = Layout {
+        grid: [2, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 12,
+        timer: TimerMode::Globaltimer,
+        regions: vec!["mainloop".into(), "load \"kv\"".into(), "mma,wgmma".into()],
+        counters: vec!["kv_wait".into()],
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    let t0 = 1_000_000u64;
+    b.lane(0)
+        .init(4, 0, 0, t0, 0)
+        .begin(0, 0, t0 + 10)
+        .begin(1, 0, t0 + 20)
+        .end(1, 0, t0 + 520)
+        .counter_sample(0, 12)
+        .counter_add(0, 12)
+        .begin(1, 1, t0 + 530)
+        .end(1, 1, t0 + 1030)
+        .end(0, 0, t0 + 1100)
+        .finalize(t0 + 1200, 0);
+    b.lane(1)
+        .init(4, 4, 0, t0 + 5, 0)
+        .begin(0, 0, t0 + 15)
+        .begin(2, 0, t0 + 600)
+        .end(2, 0, t0 + 800)
+        .instant(2, 7, t0 + 801)
+        .begin(2, 1, t0 + 1040)
+        .end(2, 1, t0 + 1290)
+        .end(0, 0, t0 + 1300)
+        .end(1, 0, t0 + 1301)
+        .finalize(t0 + 1400, 0);
+    {
+        let mut l = b.lane(2);
+        l.init(9, 0, 0, t0 + 50, 0);
+        for k in 0..7u32 {
+            let s = t0 + 100 + 300 * k as u64;
+            l.begin(1, k, s).end(1, k, s + 250 + 10 * k as u64);
+        }
+        l.finalize(t0 + 2500, 0);
+    }
+    b.lane(3)
+        .init(9, 4, 0, t0 + 60, 0)
+        .begin(0, 0, t0 + 70)
+        .begin(2, 0, t0 + 100)
+        .end(2, 0, t0 + 400);
+    decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
+}
+
+/// One block x two groups in the TVM format, names from a names file.
+fn tvm() -> Trace {
+    let base = u32::MAX - 300; // the trace crosses the 32-bit wrap
+    let at = |d: u32| base.wrapping_add(d);
+    let lanes = [
+        vec![
+            pack(at(0), 0, 0, 0),
+            pack(at(10), 0, 1, 0),
+            pack(at(400), 0, 1, 1),
+            pack(at(410), 0, 1, 0),
+            pack(at(800), 0, 1, 1),
+            pack(at(900), 0, 0, 1),
+            pack(at(950), 0, 0, 3),
+        ],
+        vec![
+            pack(at(20), 1, 2, 0),
+            pack(at(300), 1, 2, 1),
+            pack(at(305), 1, 3, 2),
+            pack(at(500), 1, 2, 0),
+            pack(at(700), 1, 2, 1),
+            pack(at(960), 1, 0, 3),
+        ],
+    ];
+    let mut w = vec![0u64; 1 + 2 * 7];
+    w[0] = 2 << 32 | 1;
+    for (l, recs) in lanes.iter().enumerate() {
+        for (k, &r) in recs.iter().enumerate() {
+            w[1 + l + 2 * k] = r;
+        }
+    }
+    let opts = DecodeOptions {
+        names: Some(Names {
+            regions: ikp_host::decode::names::parse(
+                r#"{"0": "kernel", "1": "tma_load", "2": "softmax", "3": "barrier"}"#,
+            )
+            .unwrap(),
+            counters: vec![],
+        }),
+        ..Default::default()
+    };
+    decode_words(&w, &opts).unwrap()
+}
+
+fn out(f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Vec<u8> {
+    let mut v = Vec::new();
+    f(&mut v).unwrap();
+    v
+}
+
+fn us(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+/// Checks a Chrome trace against the model: per-thread B/E nesting and time order, one
+/// B (or X) per span with the right duration, instants, metadata for every row.
+fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
+    let v: Value = serde_json::from_slice(doc).unwrap();
+    assert_eq!(v["displayTimeUnit"], "ns");
+    let ev = v["traceEvents"].as_array().unwrap();
+    let lanes: Vec<_> = opt.block_filter.lanes(t).collect();
+    let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
+    let n_inst: usize = lanes.iter().map(|l| l.instants.len()).sum();
+    let ph = |p: &str| ev.iter().filter(|e| e["ph"] == p).count();
+    let mut names: HashMap<(u64, u64), bool> = HashMap::new();
+    for e in ev
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+    {
+        names.insert(
+            (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()),
+            true,
+        );
+    }
+    assert_eq!(ph("i"), n_inst);
+    let mut durs: Vec<u64> = Vec::new();
+    if opt.emit_complete_events {
+        assert_eq!((ph("X"), ph("B"), ph("E")), (n_spans, 0, 0));
+        for e in ev.iter().filter(|e| e["ph"] == "X") {
+            durs.push((us(&e["dur"]) * 1000.0).round() as u64);
+        }
+    } else {
+        assert_eq!((ph("B"), ph("E"), ph("X")), (n_spans, n_spans, 0));
+        let mut stacks: HashMap<(u64, u64), (Vec<f64>, f64)> = HashMap::new();
+        for e in ev.iter().filter(|e| e["ph"] == "B" || e["ph"] == "E") {
+            let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            assert!(names.contains_key(&key), "event on an unnamed row {key:?}");
+            let (stack, last) = stacks.entry(key).or_default();
+            let ts = us(&e["ts"]);
+            assert!(ts >= *last, "time goes backwards on {key:?}");
+            *last = ts;
+            if e["ph"] == "B" {
+                stack.push(ts);
+            } else {
+                let b = stack.pop().expect("E without B");
+                durs.push(((ts - b) * 1000.0).round() as u64);
+            }
+        }
+        assert!(stacks.values().all(|(s, _)| s.is_empty()), "unclosed B");
+    }
+    let mut want: Vec<u64> = lanes
+        .iter()
+        .flat_map(|l| l.spans.clone().map(|i| t.spans.dur(i)))
+        .collect();
+    want.sort_unstable();
+    durs.sort_unstable();
+    let scaled: Vec<u64> = want
+        .iter()
+        .map(|&d| (d as f64 * opt.scale).round() as u64)
+        .collect();
+    assert_eq!(durs, scaled);
+}
+
+fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
+    let v: Value = serde_json::from_slice(doc).unwrap();
+    let lanes: Vec<_> = opt.block_filter.lanes(t).collect();
+    let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
+    let regions = v["regions"].as_array().unwrap();
+    let count: u64 = regions.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(count as usize, n_spans);
+    for r in regions {
+        let p = &r["percentiles"];
+        let ps: Vec<f64> = ["p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"]
+            .iter()
+            .map(|k| us(&p[k]))
+            .collect();
+        assert!(ps.windows(2).all(|w| w[0] <= w[1]));
+        assert!(us(&r["min_dur"]) <= ps[0] && ps[7] <= us(&r["max_dur"]));
+        let prob: f64 = r["hist"]["prob"].as_array().unwrap().iter().map(us).sum();
+        assert!((prob - 1.0).abs() < 1e-9);
+        assert_eq!(
+            r["hist"]["bins"].as_u64().unwrap() as usize,
+            r["hist"]["prob"].as_array().unwrap().len()
+        );
+        // Mean recomputed from the model.
+        let id = r["region"].as_u64().unwrap() as u16;
+        let d: Vec<u64> = lanes
+            .iter()
+            .flat_map(|l| l.spans.clone())
+            .filter(|&i| t.spans.region[i] == id)
+            .map(|i| t.spans.dur(i))
+            .collect();
+        let mean = d.iter().sum::<u64>() as f64 / d.len() as f64 * opt.scale;
+        assert!((us(&r["mean_dur"]) - mean).abs() < 1e-6);
+    }
+    let ub = lanes
+        .iter()
+        .map(|l| {
+            t.diagnostics
+                .unmatched_begin
+                .iter()
+                .filter(|u| u.lane == l.id)
+                .count()
+        })
+        .sum::<usize>();
+    assert_eq!(v["unmatched_begin"].as_u64().unwrap() as usize, ub);
+    assert_eq!(
+        v["dropped"].as_u64().unwrap(),
+        lanes.iter().map(|l| l.dropped).sum::<u64>()
+    );
+    if opt.summary_dump_by_block_warp {
+        for (_, r) in v["by_block_warp_regions"].as_object().unwrap() {
+            let e = r["by_block_warp"].as_array().unwrap();
+            let k = opt.summary_topk_block_warp_per_region as usize;
+            assert!(k == 0 || e.len() <= k);
+        }
+    }
+}
+
+fn check_csv(doc: &[u8], t: &Trace) {
+    let text = std::str::from_utf8(doc).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(format!("{}\n", lines.next().unwrap()), write::csv::HEADER);
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), t.spans.len());
+    for (i, row) in rows.iter().enumerate() {
+        // Names may hold quoted commas: read numbers from both ends.
+        let f: Vec<&str> = row.split(',').collect();
+        let n = f.len();
+        let (b, e, d): (u64, u64, u64) = (
+            f[n - 5].parse().unwrap(),
+            f[n - 4].parse().unwrap(),
+            f[n - 3].parse().unwrap(),
+        );
+        assert_eq!(e - b, d);
+        assert_eq!(d, t.spans.dur(i));
+        assert_eq!(b, t.spans.begin[i] - t.source.time_base);
+    }
+}
+
+#[test]
+fn chrome_native_begin_end_by_sm() {
+    let t = native();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    check_chrome(&doc, &t, &opt);
+    golden("native_chrome.json", &doc);
+}
+
+#[test]
+fn chrome_native_complete_events_by_block_filtered_and_scaled() {
+    let t = native();
+    let opt = TraceWriteOptions {
+        emit_complete_events: true,
+        group_by_smid: false,
+        block_filter: BlockFilter::new(vec![1]),
+        scale: 2.0,
+        ..Default::default()
+    };
+    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    check_chrome(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert!(v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] != "M")
+        .all(|e| e["pid"] == 1));
+    golden("native_chrome_x_by_block.json", &doc);
+}
+
+#[test]
+fn chrome_tvm() {
+    let t = tvm();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    check_chrome(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    let b = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ph"] == "B")
+        .unwrap()
+        .clone();
+    assert_eq!(b["args"], serde_json::json!({"block": 0, "group": 0}));
+    assert_eq!(b["name"], "kernel");
+    golden("tvm_chrome.json", &doc);
+}
+
+#[test]
+fn summary_native() {
+    let t = native();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::summary::write_summary(&t, &opt, "native.json", w));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["dropped"], 2);
+    assert_eq!(v["dropped_by_lane"][0]["lane"], 2);
+    assert_eq!(v["unmatched_end"], 1);
+    assert_eq!(v["unfinalized_lanes"], 1);
+    assert_eq!(v["unmatched_by_region"][0]["name"], "mainloop");
+    golden("native_summary.json", &doc);
+}
+
+#[test]
+fn summary_native_topk_and_filter() {
+    let t = native();
+    let opt = TraceWriteOptions {
+        summary_topk_block_warp_per_region: 1,
+        summary_hist_bins: 4,
+        block_filter: BlockFilter::new(vec![0]),
+        ..Default::default()
+    };
+    let doc = out(|w| write::summary::write_summary(&t, &opt, "native.json", w));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["block_filter"], serde_json::json!([0]));
+    // Region "load \"kv\"" is recorded by lane 0 only in block 0: top-1 keeps it.
+    let r = &v["by_block_warp_regions"]["region_load \"kv\""]["by_block_warp"];
+    assert_eq!(r.as_array().unwrap().len(), 1);
+    assert_eq!(r[0]["lane"], 0);
+    golden("native_summary_top1_block0.json", &doc);
+}
+
+#[test]
+fn summary_tvm() {
+    let t = tvm();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::summary::write_summary(&t, &opt, "tvm.json", w));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["format"], "tvm");
+    let tma = v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "tma_load")
+        .unwrap();
+    // 390 and 390: both spans, one of them across the 32-bit wrap.
+    assert_eq!(
+        (tma["count"].as_u64(), tma["min_dur"].as_f64()),
+        (Some(2), Some(390.0))
+    );
+    golden("tvm_summary.json", &doc);
+}
+
+#[test]
+fn block_distributions() {
+    let t = native();
+    let opt = TraceWriteOptions {
+        block_region_hist_bins: 4,
+        block_region_topk_blocks: 1,
+        block_region_topk_regions_per_block: 2,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("native_block_region_dists");
+    write::summary::write_block_dists(&t, &opt, "native.json", &p).unwrap();
+    let index = std::fs::read(p.join("index.json")).unwrap();
+    let v: Value = serde_json::from_slice(&index).unwrap();
+    // Block 0 has the most span time (3825 ns against 1950 ns).
+    assert_eq!(v["blocks"], serde_json::json!([0]));
+    assert_eq!(v["dir"], "native_block_region_dists");
+    let b0 = std::fs::read(p.join("block_0.json")).unwrap();
+    let bv: Value = serde_json::from_slice(&b0).unwrap();
+    let regions = bv["regions"].as_array().unwrap();
+    assert_eq!(regions.len(), 2);
+    assert!(us(&regions[0]["total_dur"]) >= us(&regions[1]["total_dur"]));
+    assert_eq!(std::fs::read_dir(&p).unwrap().count(), 2);
+    golden("native_block_region_dists/index.json", &index);
+    golden("native_block_region_dists/block_0.json", &b0);
+}
+
+#[test]
+fn csv_native_and_tvm() {
+    let t = native();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::csv::write_csv(&t, &opt, w));
+    check_csv(&doc, &t);
+    assert!(String::from_utf8_lossy(&doc).contains(",\"mma,wgmma\","));
+    golden("native_spans.csv", &doc);
+    let t = tvm();
+    let doc = out(|w| write::csv::write_csv(&t, &opt, w));
+    check_csv(&doc, &t);
+    // No warp or SM in the TVM format: empty fields.
+    assert!(String::from_utf8_lossy(&doc)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("0,0,0,,,"));
+    golden("tvm_spans.csv", &doc);
+}
+
+#[test]
+fn table_native() {
+    let t = native();
+    let doc = out(|w| write::table::write_table(&t, &TraceWriteOptions::default(), w));
+    let text = String::from_utf8(doc.clone()).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).take(3).collect();
+    // Sorted by total time: lane 0's and lane 2's loads make "load \"kv\"" the largest.
+    assert!(rows[0].starts_with("load \"kv\""), "{text}");
+    assert!(
+        rows[2].contains("100.0"),
+        "cumulative percent ends at 100: {text}"
+    );
+    assert!(text.contains("unmatched end 1"));
+    golden("native_table.txt", &doc);
+}
