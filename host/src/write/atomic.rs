@@ -32,6 +32,9 @@ fn temp_sibling(path: &Path) -> PathBuf {
 
 /// Writes `path` through `fill`, atomically: on any error nothing is left at `path` (an
 /// existing file there is untouched) and the temporary file is removed.
+///
+/// An existing target that is not a regular file (`/dev/null`, a FIFO, a terminal) is
+/// written in place: renaming over it would replace the device with a file.
 pub fn write_file<F>(path: &Path, fill: F) -> Result<(), WriteError>
 where
     F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
@@ -40,6 +43,17 @@ where
         path: path.to_path_buf(),
         source,
     };
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let direct = (|| {
+            let mut w = BufWriter::with_capacity(
+                1 << 20,
+                std::fs::OpenOptions::new().write(true).open(path)?,
+            );
+            fill(&mut w)?;
+            w.flush()
+        })();
+        return direct.map_err(err);
+    }
     let tmp = temp_sibling(path);
     let result = (|| {
         let f = File::create_new(&tmp)?;
@@ -110,6 +124,18 @@ mod tests {
         let q = d.path().join("never.json");
         assert!(write_file(&q, |_| Err(io::Error::other("x"))).is_err());
         assert!(!q.exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_in_place_not_replaced() {
+        let null = Path::new("/dev/null");
+        write_file(null, |w| w.write_all(b"discarded")).unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(null)
+            .unwrap()
+            .file_type()
+            .is_char_device());
     }
 
     #[test]
