@@ -1,0 +1,92 @@
+//! Shared by the example launchers: device set-up, kernel compilation and the `main` of
+//! each example. Included with `#[path]` (it is not an example itself).
+#![allow(dead_code)]
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ikp::host::nvrtc::{Arch, Compiler};
+use ikp::host::session::cudarc::driver::{CudaContext, CudaFunction};
+use ikp::host::session::{open_device, HostSession, SessionError, TraceWriteOptions};
+
+/// Boxed error of the launchers.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// Compiles `source` to a cubin for the exact architecture of `ctx`'s device, with the
+/// instrumentation on, loads it and returns the kernel `name`.
+pub fn load_kernel(
+    ctx: &Arc<CudaContext>,
+    name: &str,
+    source: &str,
+) -> Result<CudaFunction, BoxError> {
+    let arch = Arch::of_device(ctx)
+        .map_err(|e| SessionError::driver("cuDeviceGetAttribute (compute capability)", e))?;
+    let module = Compiler::new(arch)
+        .cubin(&format!("{name}.cu"), source)?
+        .load(ctx)?;
+    let function = module
+        .load_function(name)
+        .map_err(|e| SessionError::driver("cuModuleGetFunction", e))?;
+    Ok(function)
+}
+
+/// Maps a cudarc driver error to the session's typed error.
+pub fn drv(
+    call: &'static str,
+) -> impl FnOnce(ikp::host::session::cudarc::driver::DriverError) -> SessionError {
+    move |e| SessionError::driver(call, e)
+}
+
+/// The `main` of an example: opens device 0, runs the example, saves the raw buffer to
+/// `OUT_DIR/<name>.ikp` and the Chrome trace and summary to `OUT_DIR/<name>.json` and
+/// `OUT_DIR/<name>_summary.json` (`OUT_DIR` is the first argument, default `ikp-out`),
+/// and prints the time per region.
+pub fn main(name: &str, run: fn(&Arc<CudaContext>) -> Result<HostSession, BoxError>) -> ExitCode {
+    let out_dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "ikp-out".into()));
+    let result = (|| -> Result<(), BoxError> {
+        let ctx = open_device(0)?;
+        let session = run(&ctx)?;
+        std::fs::create_dir_all(&out_dir)?;
+        let raw = out_dir.join(format!("{name}.ikp"));
+        session.save_buffer(&raw)?;
+        let written = session.write_trace(
+            out_dir.join(format!("{name}.json")),
+            &TraceWriteOptions::default(),
+        )?;
+        let trace = &written.trace;
+        println!(
+            "{name}: {} lanes, {} spans, {} dropped, {} unfinalized",
+            trace.lanes.len(),
+            trace.spans.len(),
+            trace.dropped(),
+            trace.diagnostics.unfinalized_lanes
+        );
+        for (id, region) in trace.names.regions.iter().enumerate() {
+            let durs: Vec<u64> = (0..trace.spans.len())
+                .filter(|&i| trace.spans.region[i] as usize == id)
+                .map(|i| trace.spans.dur(i))
+                .collect();
+            let total: u64 = durs.iter().sum();
+            let mean = total.checked_div(durs.len() as u64).unwrap_or(0);
+            println!(
+                "  {region:<10} {:>6} spans  mean {mean:>9} ns  total {total:>11} ns",
+                durs.len()
+            );
+        }
+        println!("raw buffer: {} (ikp decode reads it)", raw.display());
+        println!("chrome trace: {}", written.chrome.display());
+        if let Some(summary) = &written.summary {
+            println!("summary: {}", summary.display());
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Warp-specialized producer / consumer: per block, a producer warp fills a two-slot
+//! shared-memory ring and a consumer warp computes on it; each warp is its own lane, waits
+//! are counted (two counters, one also sampled per wait) and regions carry the tile index.
+//! Run with `cargo run --example warp_specialized [OUT_DIR]` on a machine with a CUDA GPU.
+#![allow(dead_code)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+
+use common::{drv, BoxError};
+use ikp::device::{Layout, TimerMode};
+use ikp::host::session::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use ikp::host::session::HostSession;
+
+/// Kernel source.
+pub const KERNEL: &str = include_str!("kernel.cu");
+/// Kernel (and example) name.
+pub const NAME: &str = "warp_specialized";
+/// Region names, indexed by the kernel's region ids.
+pub const REGIONS: [&str; 2] = ["produce", "consume"];
+/// Counter names, indexed by the kernel's counter ids.
+pub const COUNTERS: [&str; 2] = ["wait_full", "wait_empty"];
+/// Group (lane within a block) of the producer warp.
+pub const PRODUCER: u32 = 0;
+/// Group of the consumer warp.
+pub const CONSUMER: u32 = 1;
+/// Blocks in the grid.
+pub const BLOCKS: u32 = 8;
+/// Threads per block: one producer and one consumer warp.
+pub const THREADS: u32 = 64;
+/// Tiles each block streams through its ring.
+pub const TILES: u32 = 16;
+/// Elements per tile (`TILE` in the kernel).
+pub const TILE: u32 = 32;
+/// FMA iterations per consumed tile.
+pub const ITERS: u32 = 2000;
+
+/// The launch layout: two lanes per block. The consumer writes the most: per tile a
+/// counter sample plus a begin / end pair.
+pub fn layout() -> Layout {
+    Layout {
+        grid: [BLOCKS, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 3 * TILES,
+        timer: TimerMode::Globaltimer,
+        regions: REGIONS.iter().map(|s| s.to_string()).collect(),
+        counters: COUNTERS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Compiles, launches and reads back; returns the session holding the buffer.
+pub fn run(ctx: &Arc<CudaContext>) -> Result<HostSession, BoxError> {
+    let stream = ctx.default_stream();
+    let kernel = common::load_kernel(ctx, NAME, KERNEL)?;
+    let n_in = (BLOCKS * TILES * TILE) as usize;
+    let input = stream
+        .clone_htod(&vec![1.0f32; n_in])
+        .map_err(drv("cuMemcpyHtoD (input)"))?;
+    let mut output = stream
+        .alloc_zeros::<f32>((BLOCKS * TILE) as usize)
+        .map_err(drv("cuMemAlloc (output)"))?;
+    let mut session = HostSession::new(&stream, layout())?;
+    let prof = session.kernel_arg();
+    let cfg = LaunchConfig {
+        grid_dim: (BLOCKS, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = stream.launch_builder(&kernel);
+    launch
+        .arg(&mut output)
+        .arg(&input)
+        .arg(&TILES)
+        .arg(&ITERS)
+        .arg(&prof);
+    // SAFETY: the argument list matches the kernel's signature (float*, const float*,
+    // unsigned, unsigned, ikp::Arg); `input` holds BLOCKS * TILES * TILE floats and
+    // `output` BLOCKS * TILE.
+    unsafe { launch.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+    session.read_back()?;
+    let out = stream
+        .clone_dtoh(&output)
+        .map_err(drv("cuMemcpyDtoH (output)"))?;
+    if out.iter().any(|v| !v.is_finite() || *v != out[0]) {
+        return Err("warp_specialized: consumers computed different results".into());
+    }
+    Ok(session)
+}
+
+fn main() -> std::process::ExitCode {
+    common::main(NAME, run)
+}

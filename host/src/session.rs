@@ -1,1 +1,0 @@
-//! HostSession: allocate, launch argument, read back (not yet written).

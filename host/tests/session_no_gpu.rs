@@ -1,0 +1,162 @@
+//! The GPU side of the host on machines without a GPU, for real: once with no CUDA driver
+//! library at all, once with NVIDIA's real `libcuda.so.1` (Debian's libcuda1, unpacked by
+//! scripts/provision.sh into `$IKP_LIBCUDA_DIR`) and no device. Each scenario runs in a
+//! child process with its own `LD_LIBRARY_PATH`; the child must get a typed error, not a
+//! cudarc panic.
+mod session_support;
+
+use ikp_host::session::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
+use ikp_host::session::{
+    device_count, open_device, probe_driver, HostSession, IkpArg, SessionError,
+};
+use session_support::*;
+
+const LIBCUDA: &str = "libcuda.so.1";
+
+fn no_driver_child() {
+    let probe = probe_driver().expect_err("probe_driver found a driver");
+    let open = open_device(0).expect_err("open_device succeeded without a driver");
+    let count = device_count().expect_err("device_count succeeded without a driver");
+    for e in [&probe, &open, &count] {
+        match e {
+            SessionError::NoDriver { searched } => {
+                assert!(searched.iter().any(|s| s == LIBCUDA), "{searched:?}")
+            }
+            other => panic!("expected NoDriver, got {other:?}"),
+        }
+        assert_eq!(e.driver_code(), None);
+        assert!(!e.is_no_device());
+    }
+    let msg = open.to_string();
+    assert!(msg.starts_with("no CUDA driver found"), "{msg}");
+    assert!(
+        msg.contains(LIBCUDA) && msg.contains("LD_LIBRARY_PATH"),
+        "{msg}"
+    );
+    println!("{CHILD_DONE}: {msg}");
+}
+
+fn no_device_child() {
+    probe_driver().expect("the provisioned libcuda.so.1 should load");
+    let e = open_device(0).expect_err("open_device succeeded without a GPU");
+    assert!(e.is_no_device(), "expected CUDA_ERROR_NO_DEVICE, got {e:?}");
+    assert_eq!(e.driver_code(), Some(CUresult::CUDA_ERROR_NO_DEVICE));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cuInit") && msg.contains("CUDA_ERROR_NO_DEVICE"),
+        "message should name the call and the code: {msg}"
+    );
+    // Same driver, other entry points: no panic, and "no device" means zero devices.
+    assert_eq!(device_count().expect("device_count with a driver"), 0);
+    assert!(open_device(3).unwrap_err().is_no_device());
+    println!("{CHILD_DONE}: {msg}");
+}
+
+#[test]
+fn without_libcuda_every_entry_point_reports_no_driver() {
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "no-driver");
+        return no_driver_child();
+    }
+    let libcuda_dir = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA);
+    if system_has_library(LIBCUDA) {
+        skip(
+            "without_libcuda_every_entry_point_reports_no_driver",
+            "this machine has a system libcuda.so.1, so a machine without a driver cannot be \
+             simulated (CI has none)",
+        );
+        return;
+    }
+    let path = library_path(&[&libcuda_dir], &[]);
+    let out = run_child(
+        "without_libcuda_every_entry_point_reports_no_driver",
+        "no-driver",
+        &path,
+    );
+    let stdout = assert_child_passed("the no-driver scenario", &out);
+    assert!(stdout.contains("no CUDA driver found"), "{stdout}");
+}
+
+#[test]
+fn real_libcuda_without_gpu_reports_cuda_error_no_device() {
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "no-device");
+        return no_device_child();
+    }
+    let libcuda_dir = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA);
+    if machine_has_gpu() {
+        skip(
+            "real_libcuda_without_gpu_reports_cuda_error_no_device",
+            "this machine has an NVIDIA GPU, so the driver will not answer \
+             CUDA_ERROR_NO_DEVICE (CI has none)",
+        );
+        return;
+    }
+    let path = library_path(&[], &[&libcuda_dir]);
+    let out = run_child(
+        "real_libcuda_without_gpu_reports_cuda_error_no_device",
+        "no-device",
+        &path,
+    );
+    let stdout = assert_child_passed("the no-device scenario", &out);
+    assert!(stdout.contains("CUDA_ERROR_NO_DEVICE"), "{stdout}");
+}
+
+#[test]
+fn driver_errors_keep_call_and_code() {
+    // Constructing the error must not touch libcuda (absent in this process).
+    let e = SessionError::driver(
+        "cuMemAlloc",
+        DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+    );
+    assert_eq!(e.driver_code(), Some(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+    assert!(!e.is_no_device());
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cuMemAlloc") && msg.contains("CUDA_ERROR_OUT_OF_MEMORY"),
+        "{msg}"
+    );
+    assert!(SessionError::NotReadBack
+        .to_string()
+        .contains("read_back()"));
+}
+
+fn assert_device_repr<T: DeviceRepr>() {}
+
+#[test]
+fn ikp_arg_has_the_layout_of_kernel_arg() {
+    assert_device_repr::<IkpArg>();
+    assert_eq!(std::mem::size_of::<IkpArg>(), 32);
+    assert_eq!(std::mem::align_of::<IkpArg>(), 8);
+    let layout = ikp_device::Layout {
+        grid: [3, 2, 1],
+        groups_per_block: 2,
+        records_per_lane: 10,
+        timer: ikp_device::TimerMode::Globaltimer,
+        regions: vec!["a".into(), "b".into()],
+        counters: vec!["w".into()],
+    };
+    let arg = IkpArg::from(layout.kernel_arg(0x7f00_dead_beef_0000));
+    // The bytes the driver copies into the parameter space, field by field at the offsets
+    // of ikp::Arg.
+    let bytes: [u8; 32] = unsafe { std::mem::transmute(arg) };
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+    assert_eq!(
+        u64::from_le_bytes(bytes[..8].try_into().unwrap()),
+        0x7f00_dead_beef_0000
+    );
+    assert_eq!(u32_at(8) as u64, layout.header_len());
+    assert_eq!(u32_at(12) as u64, layout.lane_stride());
+    assert_eq!(u32_at(16), 10);
+    assert_eq!(u32_at(20), 2);
+    assert_eq!(u32_at(24), 12);
+    assert_eq!(u32_at(28), 1);
+    assert_eq!(arg.lane_count, 12, "Deref to KernelArg");
+}
+
+#[test]
+fn host_session_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<HostSession>();
+    check::<SessionError>();
+}

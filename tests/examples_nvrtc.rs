@@ -1,0 +1,244 @@
+//! Every example kernel compiles with NVRTC through `ikp_host::nvrtc`, to PTX and to
+//! cubins for several architectures, instrumented and compiled out, and its host-side
+//! names match the ids the kernel uses. No GPU needed (CI cannot launch them; it can
+//! compile them).
+// Each example carries its own copy of examples/common (as it does when built alone).
+#![allow(clippy::duplicate_mod)]
+#[path = "../examples/load_compute_store/main.rs"]
+mod load_compute_store;
+#[path = "../examples/persistent/main.rs"]
+mod persistent;
+#[path = "../examples/warp_specialized/main.rs"]
+mod warp_specialized;
+
+use ikp::device::Layout;
+use ikp::host::nvrtc::{self, Arch, Compiler};
+
+struct Example {
+    name: &'static str,
+    source: &'static str,
+    layout: Layout,
+    regions: &'static [&'static str],
+    counters: &'static [&'static str],
+}
+
+fn examples() -> Vec<Example> {
+    vec![
+        Example {
+            name: load_compute_store::NAME,
+            source: load_compute_store::KERNEL,
+            layout: load_compute_store::layout(),
+            regions: &load_compute_store::REGIONS,
+            counters: &[],
+        },
+        Example {
+            name: warp_specialized::NAME,
+            source: warp_specialized::KERNEL,
+            layout: warp_specialized::layout(),
+            regions: &warp_specialized::REGIONS,
+            counters: &warp_specialized::COUNTERS,
+        },
+        Example {
+            name: persistent::NAME,
+            source: persistent::KERNEL,
+            layout: {
+                let (blocks, tiles) = persistent::shape(132);
+                persistent::layout(blocks, tiles)
+            },
+            regions: &persistent::REGIONS,
+            counters: &[],
+        },
+    ]
+}
+
+/// Oldest architecture the examples target (`__syncwarp`, 64-bit atomics, %globaltimer).
+const OLDEST: Arch = Arch::new(7, 0);
+const CUBIN_ARCHS: [&str; 5] = ["sm_70", "sm_80", "sm_89", "sm_90", "sm_120"];
+
+fn require_nvrtc() {
+    if let Err(e) = nvrtc::probe() {
+        panic!("{e}");
+    }
+}
+
+fn param_decl(name: &str, index: usize) -> String {
+    format!(".param .align 8 .b8 {name}_param_{index}[32]")
+}
+
+/// The `enum : unsigned { A = 0, B = 1 }` of `source` whose first name is `first`.
+fn kernel_enum(source: &str, first: &str) -> Vec<(String, u32)> {
+    for line in source.lines() {
+        let Some(body) = line
+            .trim()
+            .strip_prefix("enum : unsigned {")
+            .and_then(|b| b.split('}').next())
+        else {
+            continue;
+        };
+        let items: Vec<(String, u32)> = body
+            .split(',')
+            .map(|item| {
+                let (n, v) = item
+                    .split_once('=')
+                    .expect("enum items have explicit values");
+                (
+                    n.trim().to_owned(),
+                    v.trim().trim_end_matches('u').parse().unwrap(),
+                )
+            })
+            .collect();
+        if items.first().is_some_and(|(n, _)| n == first) {
+            return items;
+        }
+    }
+    panic!("no enum starting with {first} in the kernel source");
+}
+
+fn check_names(ex: &Example) {
+    assert_eq!(ex.layout.regions, ex.regions, "{}: layout names", ex.name);
+    assert_eq!(
+        ex.layout.counters, ex.counters,
+        "{}: layout counters",
+        ex.name
+    );
+    for names in [ex.regions, ex.counters] {
+        if names.is_empty() {
+            continue;
+        }
+        let ids = kernel_enum(ex.source, &names[0].to_uppercase());
+        let expect: Vec<(String, u32)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_uppercase(), i as u32))
+            .collect();
+        assert_eq!(
+            ids, expect,
+            "{}: host names and kernel ids disagree",
+            ex.name
+        );
+    }
+    ex.layout.header_words().expect("example layout is valid");
+}
+
+fn check_example(ex: &Example) {
+    require_nvrtc();
+    check_names(ex);
+    let file = format!("{}.cu", ex.name);
+    let entry = format!(".entry {}(", ex.name);
+    // ikp::Arg is the fifth parameter of every example kernel.
+    let arg = param_decl(ex.name, 4);
+
+    let newest = *nvrtc::supported_archs().unwrap().last().unwrap();
+    for arch in [OLDEST, Arch::new(newest / 10, newest % 10)] {
+        let on = Compiler::new(arch)
+            .ptx(&file, ex.source)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let on = on.ptx().unwrap();
+        assert!(
+            on.contains(&entry) && on.contains(&arg),
+            "{} {arch}: entry / ikp::Arg",
+            ex.name
+        );
+        assert!(
+            on.contains("%globaltimer_lo"),
+            "{} {arch}: no timestamps",
+            ex.name
+        );
+        if !ex.counters.is_empty() {
+            assert!(
+                on.contains("red.") || on.contains("atom."),
+                "{}: no counter add",
+                ex.name
+            );
+        }
+        let off = Compiler::new(arch)
+            .profiling(false)
+            .ptx(&file, ex.source)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let off = off.ptx().unwrap();
+        assert!(
+            off.contains(&entry) && off.contains(&arg),
+            "{} {arch} off: signature",
+            ex.name
+        );
+        for marker in ["%globaltimer", "%smid", "%clock"] {
+            assert!(
+                !off.contains(marker),
+                "{} {arch}: compiled-out PTX has {marker}",
+                ex.name
+            );
+        }
+    }
+    for arch in CUBIN_ARCHS {
+        let arch: Arch = arch.parse().unwrap();
+        let cubin = Compiler::new(arch)
+            .cubin(&file, ex.source)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let elf = cubin.cubin().unwrap();
+        assert_eq!(&elf[..4], b"\x7fELF", "{} {arch}: not ELF", ex.name);
+        assert_eq!(
+            u16::from_le_bytes([elf[18], elf[19]]),
+            190,
+            "{} {arch}: not EM_CUDA",
+            ex.name
+        );
+        assert!(
+            elf.windows(ex.name.len()).any(|w| w == ex.name.as_bytes()),
+            "{} {arch}: kernel symbol missing from the cubin",
+            ex.name
+        );
+    }
+}
+
+#[test]
+fn load_compute_store_kernel_compiles() {
+    check_example(&examples()[0]);
+}
+
+#[test]
+fn warp_specialized_kernel_compiles() {
+    check_example(&examples()[1]);
+}
+
+#[test]
+fn persistent_kernel_compiles() {
+    check_example(&examples()[2]);
+}
+
+#[test]
+fn every_example_directory_is_covered() {
+    let mut dirs: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("kernel.cu").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    let mut covered: Vec<String> = examples().iter().map(|e| e.name.to_owned()).collect();
+    covered.sort();
+    assert_eq!(
+        dirs, covered,
+        "an example kernel is not compiled by this test"
+    );
+}
+
+#[test]
+fn readme_kernel_compiles() {
+    require_nvrtc();
+    let readme = include_str!("../README.md");
+    let section = &readme[readme
+        .find("## Instrumenting a kernel from Rust")
+        .expect("README section `Instrumenting a kernel from Rust`")..];
+    let start = section
+        .find("r#\"")
+        .expect("kernel source in the README example")
+        + 3;
+    let source = &section[start..start + section[start..].find("\"#").unwrap()];
+    let cubin = Compiler::new(Arch::new(8, 0))
+        .cubin("readme.cu", source)
+        .unwrap_or_else(|e| panic!("the README kernel does not compile: {e}"));
+    assert!(
+        cubin.bytes().windows(2).any(|w| w == b"k\0"),
+        "kernel k missing"
+    );
+}
