@@ -140,17 +140,44 @@ pub fn write_chrome<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W)
     if start < lanes.len() {
         groups.push(&lanes[start..]);
     }
+    // Formatting runs on a helper thread (and the rayon pool) while this thread writes,
+    // so output I/O overlaps with formatting; a bounded channel caps buffered output.
     let per_round = rayon::current_num_threads().max(1) * 2;
-    for round in groups.chunks(per_round) {
-        let bufs: Vec<Vec<u8>> = if round.len() > 1 {
-            round.par_iter().map(|g| ctx.lanes(g)).collect()
-        } else {
-            round.iter().map(|g| ctx.lanes(g)).collect()
-        };
-        for buf in bufs {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(per_round);
+    // Written buffers go back to the formatter: fresh multi-MB allocations would cost a
+    // page fault per 4 KiB, as much system time as the write itself.
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let ctx = &ctx;
+        let groups = &groups;
+        scope.spawn(move || {
+            for round in groups.chunks(per_round) {
+                let mut bufs: Vec<Vec<u8>> = round
+                    .iter()
+                    .map(|_| back_rx.try_recv().unwrap_or_default())
+                    .collect();
+                if round.len() > 1 {
+                    round
+                        .par_iter()
+                        .zip(bufs.par_iter_mut())
+                        .for_each(|(g, b)| ctx.lanes(g, b));
+                } else {
+                    ctx.lanes(round[0], &mut bufs[0]);
+                }
+                for buf in bufs {
+                    if tx.send(buf).is_err() {
+                        return; // the writer failed and hung up
+                    }
+                }
+            }
+        });
+        for mut buf in rx {
             w.write_all(&buf)?;
+            buf.clear();
+            let _ = back_tx.send(buf);
         }
-    }
+        Ok::<(), io::Error>(())
+    })?;
     w.write_all(b"\n]}\n")
 }
 
@@ -196,16 +223,15 @@ impl<'a> Ctx<'a> {
         push_scaled_us(b, t - self.trace.source.time_base, self.opt.scale);
     }
 
-    fn lanes(&self, lanes: &[&Lane]) -> Vec<u8> {
+    fn lanes(&self, lanes: &[&Lane], b: &mut Vec<u8>) {
         let n: usize = lanes
             .iter()
             .map(|l| l.spans.len() * 2 + l.instants.len())
             .sum();
-        let mut b = Vec::with_capacity(n * 110 + 256);
+        b.reserve(n * 80 + 256);
         for l in lanes {
-            self.lane(&mut b, l);
+            self.lane(b, l);
         }
-        b
     }
 
     fn lane(&self, b: &mut Vec<u8>, l: &Lane) {
