@@ -56,7 +56,8 @@ pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>, SessionError> {
     if ordinal >= count {
         return Err(SessionError::NoSuchDevice { ordinal, count });
     }
-    CudaContext::new(ordinal).map_err(|e| SessionError::driver("cuDevicePrimaryCtxRetain", e))
+    CudaContext::new(ordinal)
+        .map_err(|e| SessionError::driver("CudaContext::new (retaining the primary context)", e))
 }
 
 /// The file names cudarc tries for `lib`, in its order, without repeats.
