@@ -20,6 +20,10 @@ enum Command {
     Decode(cmd::decode::Args),
     /// Print a table of regions by total time, with unmatched and dropped counts.
     Summary(cmd::summary::Args),
+    /// Where the time goes: timeline breakdown, compute isolation, imbalance, gaps, links.
+    Analyze(cmd::analyze::Args),
+    /// Write a self-contained HTML report (tables, histograms, SM heat map, imbalance).
+    Report(cmd::report::Args),
     /// Write a sample buffer (attention-shaped kernel) to try the other commands on.
     Sample(cmd::sample::Args),
 }
@@ -31,6 +35,8 @@ fn main() -> std::process::ExitCode {
         Command::Decode(a) => cmd::decode::run(a),
         Command::Summary(a) => cmd::summary::run(a),
         Command::Sample(a) => cmd::sample::run(a),
+        Command::Analyze(a) => cmd::analyze::run(a),
+        Command::Report(a) => cmd::report::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

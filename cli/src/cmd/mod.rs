@@ -1,5 +1,8 @@
 //! One module per subcommand.
+pub mod analysis_opts;
+pub mod analyze;
 pub mod decode;
 pub mod header;
+pub mod report;
 pub mod sample;
 pub mod summary;

@@ -2,7 +2,7 @@
 //!
 //! A region is categorised by, in order: an explicit [`CategoryTable`] entry; the prefix of
 //! a dotted name `category.name[.sub]` (the naming reference 003 uses for ops); keywords in
-//! the name (`tma`, `load` → load; `mma`, `gemm`, `softmax` → compute; `wait`, `barrier`, `syncthreads` →
+//! the name (`tma`, `load` → load; `mma`, `gemm`, `softmax`, `rowmax` → compute; `wait`, `barrier`, `syncthreads` →
 //! wait; `store`, `epilogue` → store; `allreduce`, `nccl` → comm); else `other`.
 
 use std::collections::HashMap;
@@ -77,6 +77,8 @@ const KEYWORDS: &[(&str, Category)] = &[
     ("compute", Category::Compute),
     ("exp", Category::Compute),
     ("correction", Category::Compute),
+    ("rowmax", Category::Compute),
+    ("reduce", Category::Compute),
     ("store", Category::Store),
     ("epilogue", Category::Store),
     ("writeback", Category::Store),
@@ -95,6 +97,24 @@ impl CategoryTable {
     /// Assigns `name` to `cat`.
     pub fn insert(&mut self, name: impl Into<String>, cat: Category) {
         self.by_name.insert(name.into(), cat);
+    }
+
+    /// Parses a category table file.
+    ///
+    /// # Format
+    /// A JSON object mapping region names to category names (`compute`, `wait`, `load`,
+    /// `store`, `comm`, `other`, or their aliases such as `mma`, `barrier`, `tma`):
+    /// `{"softmax_max": "compute", "kv_ready": "wait"}`.
+    pub fn from_json(json: &str) -> Result<CategoryTable, String> {
+        let map: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(json).map_err(|e| format!("not a JSON object of strings: {e}"))?;
+        let mut t = CategoryTable::default();
+        for (name, cat) in map {
+            let c = Category::parse(&cat)
+                .ok_or_else(|| format!("region {name:?}: unknown category {cat:?}"))?;
+            t.insert(name, c);
+        }
+        Ok(t)
     }
 
     /// The category of a region called `name`.
@@ -133,6 +153,14 @@ mod tests {
         // Dotted prefix that is not a category falls through to keywords.
         assert_eq!(t.classify("attn.load_q"), Category::Load);
         t.insert("setup", Category::Compute);
+        let f = CategoryTable::from_json(r#"{"kv_ready": "barrier", "x": "tma"}"#).unwrap();
+        assert_eq!(
+            (f.classify("kv_ready"), f.classify("x")),
+            (Category::Wait, Category::Load)
+        );
+        assert!(CategoryTable::from_json(r#"{"a": "gpu"}"#)
+            .unwrap_err()
+            .contains("unknown category"));
         assert_eq!(t.classify("setup"), Category::Compute);
     }
 }

@@ -7,9 +7,9 @@
 //! signal is what released it. Links become flow arrows in timelines and edges of the
 //! block's dependency graph (reference 003's dependency graph, inside one kernel).
 //!
-//! The critical path walks back from the block's last-ending top-level region: a linked
-//! wait's predecessor is the region that issued its signal; any other region's predecessor
-//! is the previous top-level region of its lane.
+//! The critical path walks back from the block's last-ending leaf region (one with nothing
+//! nested in it): a linked wait's predecessor is the region that issued its signal; any
+//! other region's predecessor is the previous leaf of its lane.
 
 use crate::model::{Ns, Trace};
 use std::collections::HashMap;
@@ -100,32 +100,48 @@ pub fn links(trace: &Trace) -> Vec<Link> {
     out
 }
 
-/// A block's critical path: top-level span indices from first to last.
+/// A block's critical path: leaf span indices (regions with no region nested in them),
+/// from first to last.
 pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
     let s = &trace.spans;
-    let lanes: Vec<&crate::model::Lane> = trace.lanes.iter().filter(|l| l.block == block).collect();
-    let top = |l: &crate::model::Lane| {
-        l.spans
-            .clone()
-            .filter(|&i| s.depth[i] == 0)
-            .collect::<Vec<_>>()
+    // Leaves of each lane, ascending: spans are sorted (begin asc, end desc), so a span's
+    // children directly follow it; a leaf is not followed by a deeper span.
+    let leaves = |r: std::ops::Range<usize>| -> Vec<usize> {
+        r.clone()
+            .filter(|&i| i + 1 >= r.end || s.depth[i + 1] <= s.depth[i])
+            .collect()
     };
-    let per_lane: HashMap<u32, Vec<usize>> = lanes.iter().map(|l| (l.id, top(l))).collect();
-    let link_of: HashMap<usize, &Link> = links
+    let per_lane: HashMap<u32, Vec<usize>> = trace
+        .lanes
         .iter()
         .filter(|l| l.block == block)
-        .map(|l| (l.to_span, l))
+        .map(|l| (l.id, leaves(l.spans.clone())))
         .collect();
-    // The top-level span of `lane` that contains or last ended before `ts`.
+    // The leaf of `lane` that began last at or before `ts`.
     let at = |lane: u32, ts: Ns| -> Option<usize> {
         let v = per_lane.get(&lane)?;
         let k = v.partition_point(|&i| s.begin[i] <= ts);
         k.checked_sub(1).map(|k| v[k])
     };
-    let top_of = |i: usize| -> usize {
-        // A nested wait's top-level ancestor in its lane.
-        at(s.lane[i], s.begin[i]).unwrap_or(i)
-    };
+    // A link releases the last leaf inside its wait (the wait itself when it is a leaf).
+    let mut released: HashMap<usize, &Link> = HashMap::new();
+    for l in links.iter().filter(|l| l.block == block) {
+        let w = l.to_span;
+        let leaf = per_lane.get(&l.to_lane).and_then(|v| {
+            v.iter()
+                .rev()
+                .find(|&&i| {
+                    s.begin[i] >= s.begin[w] && s.begin[i] <= s.end[w] && s.end[i] <= s.end[w]
+                })
+                .copied()
+        });
+        if let Some(leaf) = leaf {
+            let e = released.entry(leaf).or_insert(l);
+            if l.to_ts > e.to_ts {
+                *e = l;
+            }
+        }
+    }
     let Some(mut cur) = per_lane
         .values()
         .filter_map(|v| v.last().copied())
@@ -135,16 +151,7 @@ pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
     };
     let mut path = vec![cur];
     loop {
-        // A link into this span (or a nested wait in it) releases it from another lane.
-        let linked = lanes
-            .iter()
-            .find(|l| l.id == s.lane[cur])
-            .into_iter()
-            .flat_map(|l| l.spans.clone())
-            .filter(|&i| top_of(i) == cur)
-            .filter_map(|i| link_of.get(&i))
-            .max_by_key(|l| l.to_ts);
-        let prev = match linked {
+        let prev = match released.get(&cur) {
             Some(l) => at(l.from_lane, l.from_ts),
             None => {
                 let v = &per_lane[&s.lane[cur]];

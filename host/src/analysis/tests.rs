@@ -195,7 +195,7 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
     // here), load [40,90), signal token 2 at 90. Consumer: wait.kv token 1 [5,42), mma
     // [42,80), wait.kv token 2 [80,91), mma [91,130).
     let mut t = trace(
-        &["load", "signal.kv", "wait.kv", "mma"],
+        &["load", "signal.kv", "wait.kv", "mma", "mainloop"],
         vec![
             lane(
                 0,
@@ -209,13 +209,21 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
                 0,
                 0,
                 130,
-                &[(2, 5, 42), (3, 42, 80), (2, 80, 91), (3, 91, 130)],
+                // The consumer's work sits inside a loop region: leaves carry the path.
+                &[
+                    (4, 0, 130),
+                    (2, 5, 42),
+                    (3, 42, 80),
+                    (2, 80, 91),
+                    (3, 91, 130),
+                ],
             ),
         ],
     );
     // Tokens live in payloads.
     // Span order in lane 0 is load[0,40) load[40,90) signal@40 (nested) signal@90.
-    for (i, p) in [(2usize, 1u32), (3, 2), (4, 1), (6, 2)] {
+    // Lane 1 is mainloop, wait, mma, wait, mma.
+    for (i, p) in [(2usize, 1u32), (3, 2), (5, 1), (7, 2)] {
         t.spans.payload[i] = p;
     }
     let l = links(&t);
@@ -236,8 +244,9 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
         .iter()
         .map(|&i| (t.spans.lane[i], t.spans.begin[i]))
         .collect();
-    // mma[91) <- wait[80) linked to the signal at 90 <- signal span at 90 <- load[40) <- ...
-    assert_eq!(names.last(), Some(&(1, 91)));
+    // mma[91) <- wait[80) released by the signal at 90 <- signal at 40 (leaf inside
+    // load[40,90)) <- load[0,40).
+    assert_eq!(names, vec![(0, 0), (0, 40), (0, 90), (1, 80), (1, 91)]);
     assert!(names.contains(&(0, 40)), "{names:?}");
     assert!(
         !names.contains(&(1, 42)),

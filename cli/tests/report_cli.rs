@@ -1,0 +1,192 @@
+//! `ikp analyze` and `ikp report` end to end on the shipped sample; the report is rendered
+//! in headless Chromium (Debian's package, installed by scripts/provision.sh) and must not be
+//! blank nor log anything to the console.
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ikp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ikp"))
+        .args(args)
+        .output()
+        .expect("run ikp")
+}
+
+fn sample() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp");
+    p.to_str().unwrap().to_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn analyze_json_breakdown_sums_to_the_kernel_length() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("an.json");
+    let o = ikp(&["analyze", &sample(), "--json", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("timeline breakdown") && text.contains("compute isolation"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let b = &v["breakdown"];
+    let parts = [
+        "compute",
+        "exposed_wait",
+        "exposed_load",
+        "exposed_store",
+        "exposed_comm",
+        "exposed_other",
+        "idle",
+    ];
+    let sum: u64 = parts.iter().map(|k| b[k].as_u64().unwrap()).sum();
+    assert_eq!(sum, b["total"].as_u64().unwrap());
+    assert!(b["compute"].as_u64().unwrap() > 0);
+    let iso = &v["compute_isolation"];
+    assert!(iso["blocked"].as_u64().unwrap() <= iso["blocked_sum"].as_u64().unwrap());
+    assert_eq!(
+        iso["compute"].as_u64().unwrap(),
+        iso["kernel_length"].as_u64().unwrap() - iso["blocked"].as_u64().unwrap()
+    );
+    // 64 blocks in the sample, one breakdown each, each summing exactly.
+    let blocks = v["block_breakdowns"].as_array().unwrap();
+    assert_eq!(blocks.len(), 64);
+    for bb in blocks {
+        let b = &bb[1];
+        let sum: u64 = parts.iter().map(|k| b[k].as_u64().unwrap()).sum();
+        assert_eq!(sum, b["total"].as_u64().unwrap());
+    }
+}
+
+#[test]
+fn report_of_a_missing_buffer_fails_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let o = ikp(&["report", "/nonexistent/x.ikp", "-o", s(d.path())]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent/x.ikp"), "{err}");
+    assert!(!d.path().join("report.html").exists());
+    let o = ikp(&["report", &sample(), "-o", s(d.path()), "--gpu", "z80"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown GPU"));
+}
+
+/// Renders `url` headless; returns (PNG path, console lines).
+fn render(url: &str, dir: &Path) -> (PathBuf, Vec<String>) {
+    let chromium = ["chromium", "/usr/bin/chromium"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("chromium is missing: run scripts/provision.sh (it installs Debian's chromium)");
+    let png = dir.join("shot.png");
+    let o = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,1600",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        o.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let console = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_owned)
+        .collect();
+    (png, console)
+}
+
+/// Share of pixels that are not near-white, and the number of distinct colours.
+fn ink(png: &Path) -> (f64, usize) {
+    let dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut r = dec.read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size().unwrap()];
+    let info = r.next_frame(&mut buf).unwrap();
+    let ch = info.color_type.samples();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(ch).collect();
+    let inked = px
+        .iter()
+        .filter(|p| p[..3].iter().any(|&c| c < 235))
+        .count();
+    let mut colours: Vec<[u8; 3]> = px.iter().map(|p| [p[0], p[1], p[2]]).collect();
+    colours.sort_unstable();
+    colours.dedup();
+    (inked as f64 / px.len() as f64, colours.len())
+}
+
+#[test]
+fn report_renders_in_headless_chromium_without_console_output() {
+    let d = tempfile::tempdir().unwrap();
+    let o = ikp(&["report", &sample(), "-o", s(d.path())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = d.path().join("report.html");
+    let text = std::fs::read_to_string(&html).unwrap();
+    for id in [
+        "breakdown-0",
+        "regions-0",
+        "hists-0",
+        "heatmap-0",
+        "imbalance-0",
+    ] {
+        assert!(
+            text.contains(&format!("id=\"{id}\"")),
+            "missing section {id}"
+        );
+    }
+    let (png, console) = render(&format!("file://{}", html.display()), d.path());
+    assert!(console.is_empty(), "console output: {console:?}");
+    let (share, colours) = ink(&png);
+    // Charts and tables cover a good part of the page and use the chart palette.
+    assert!(
+        share > 0.05,
+        "page looks blank: {:.3} of pixels inked",
+        share
+    );
+    assert!(
+        colours > 20,
+        "only {colours} colours: charts did not render"
+    );
+
+    // The checks can fail: a blank page and a page that logs are both caught.
+    let blank = d.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let (png, console) = render(&format!("file://{}", blank.display()), d.path());
+    assert!(console.is_empty());
+    assert!(ink(&png).0 < 0.001);
+    let noisy = d.path().join("noisy.html");
+    std::fs::write(
+        &noisy,
+        "<!DOCTYPE html><html><body><script>console.error('x')</script></body></html>",
+    )
+    .unwrap();
+    assert_eq!(
+        render(&format!("file://{}", noisy.display()), d.path())
+            .1
+            .len(),
+        1
+    );
+}
