@@ -1,5 +1,9 @@
 //! `ikp`: the command-line front end. Thin: parses arguments, calls the libraries, maps
 //! errors to exit codes. Each subcommand lives in its own module under `cmd/`.
+//!
+//! Exit codes: 0 success; 1 error (bad input, unwritable output: the message names the
+//! file and the problem); 2 invalid command line (from clap); 3 `ikp diff
+//! --fail-on-regression` found a regression.
 use clap::{Parser, Subcommand};
 
 mod cmd;
@@ -24,6 +28,8 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// Write a self-contained HTML report (tables, histograms, SM heat map, imbalance).
     Report(cmd::report::Args),
+    /// Compare two runs region by region and flag regressions.
+    Diff(cmd::diff::Args),
     /// Write a sample buffer (attention-shaped kernel) to try the other commands on.
     Sample(cmd::sample::Args),
 }
@@ -31,15 +37,22 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Header(a) => cmd::header::run(a),
-        Command::Decode(a) => cmd::decode::run(a),
-        Command::Summary(a) => cmd::summary::run(a),
-        Command::Sample(a) => cmd::sample::run(a),
-        Command::Analyze(a) => cmd::analyze::run(a),
-        Command::Report(a) => cmd::report::run(a),
+        Command::Header(a) => cmd::header::run(a).map(|()| 0),
+        Command::Decode(a) => cmd::decode::run(a).map(|()| 0),
+        Command::Summary(a) => cmd::summary::run(a).map(|()| 0),
+        Command::Sample(a) => cmd::sample::run(a).map(|()| 0),
+        Command::Analyze(a) => cmd::analyze::run(a).map(|()| 0),
+        Command::Report(a) => cmd::report::run(a).map(|()| 0),
+        Command::Diff(a) => cmd::diff::run(a).map(|regressed| {
+            if regressed {
+                cmd::diff::REGRESSION_EXIT
+            } else {
+                0
+            }
+        }),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("ikp: error: {e:#}");
             std::process::ExitCode::from(1)

@@ -190,3 +190,74 @@ fn report_renders_in_headless_chromium_without_console_output() {
         1
     );
 }
+
+/// A one-lane buffer whose `mma` region lasts `mma_ns` three times, then `load` 50 ns.
+fn small_buffer(path: &Path, mma_ns: u64) {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::{Layout, TimerMode};
+    let layout = Layout {
+        grid: [1, 1, 1],
+        groups_per_block: 1,
+        records_per_lane: 16,
+        timer: TimerMode::Globaltimer,
+        regions: vec!["mma".into(), "load".into()],
+        counters: vec![],
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    let mut lane = b.lane(0);
+    let t0 = 1_000_000u64;
+    lane.init(0, 0, 0, t0, 0);
+    let mut t = t0;
+    for _ in 0..3 {
+        lane.begin(0, 0, t).end(0, 0, t + mma_ns);
+        t += mma_ns + 10;
+    }
+    lane.begin(1, 0, t).end(1, 0, t + 50).finalize(t + 60, 0);
+    std::fs::write(path, b.to_bytes()).unwrap();
+}
+
+#[test]
+fn diff_flags_a_slower_region_and_sets_the_exit_code_on_request() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.ikp"), d.path().join("b.ikp"));
+    small_buffer(&a, 100);
+    small_buffer(&b, 130);
+    let json = d.path().join("diff.json");
+    let o = ikp(&["diff", s(&a), s(&b), "--json", s(&json)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("mma") && l.ends_with("REGRESSION")),
+        "{text}"
+    );
+    assert!(text.contains("1 regression(s)"), "{text}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mma = v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "mma")
+        .unwrap();
+    assert!((mma["mean_change_pct"].as_f64().unwrap() - 30.0).abs() < 1e-9);
+    assert_eq!(
+        ikp(&["diff", s(&a), s(&b), "--fail-on-regression"])
+            .status
+            .code(),
+        Some(3)
+    );
+    assert_eq!(
+        ikp(&["diff", s(&a), s(&a), "--fail-on-regression"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let o = ikp(&["diff", s(&a), "/nonexistent/b.ikp"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/b.ikp"));
+}

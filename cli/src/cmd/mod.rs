@@ -2,6 +2,7 @@
 pub mod analysis_opts;
 pub mod analyze;
 pub mod decode;
+pub mod diff;
 pub mod header;
 pub mod report;
 pub mod sample;

@@ -253,3 +253,92 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
         "the first mma is not critical: {names:?}"
     );
 }
+
+#[test]
+fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
+    use super::diff::diff;
+    // A: mma 100 x3, load 50 x3. B: mma 120 x3 (+20%), load: one outlier (mean +33%,
+    // median unchanged), store appears, wait disappears.
+    let a = trace(
+        &["mma", "load", "wait"],
+        vec![lane(
+            0,
+            0,
+            0,
+            1000,
+            &[
+                (0, 0, 100),
+                (0, 100, 200),
+                (0, 200, 300),
+                (1, 300, 350),
+                (1, 400, 450),
+                (1, 500, 550),
+                (2, 600, 610),
+            ],
+        )],
+    );
+    let b = trace(
+        &["mma", "load", "store"],
+        vec![lane(
+            0,
+            0,
+            0,
+            1100,
+            &[
+                (0, 0, 120),
+                (0, 120, 240),
+                (0, 240, 360),
+                (1, 400, 450),
+                (1, 500, 550),
+                (1, 600, 700),
+                (2, 800, 810),
+            ],
+        )],
+    );
+    let d = diff(&a, &b, 5.0);
+    assert_eq!(d.kernel, (1000, 1100));
+    assert!((d.kernel_change_pct - 10.0).abs() < 1e-9);
+    let mma = d.regions.iter().find(|r| r.name == "mma").unwrap();
+    assert!(mma.regression && (mma.mean_change_pct - 20.0).abs() < 1e-9);
+    let load = d.regions.iter().find(|r| r.name == "load").unwrap();
+    assert!(!load.regression, "an outlier alone is not a regression");
+    assert!((load.mean_change_pct - 100.0 / 3.0).abs() < 1e-9 && load.p50_change_pct == 0.0);
+    assert_eq!(
+        (d.added.clone(), d.removed.clone()),
+        (vec!["store".to_string()], vec!["wait".to_string()])
+    );
+    assert_eq!(d.regressions().count(), 1);
+    // Percentile indices used by diff are p50 and p99.
+    assert_eq!(
+        (
+            crate::stats::PERCENTILES[3].0,
+            crate::stats::PERCENTILES[7].0
+        ),
+        ("p50", "p99")
+    );
+}
+
+#[test]
+fn step_stats_follow_regions_across_launches() {
+    use super::steps::{step_stats, steps_json};
+    let a = trace(
+        &["mma", "load"],
+        vec![lane(0, 0, 0, 100, &[(0, 0, 10), (0, 10, 40)])],
+    );
+    let b = trace(
+        &["load", "mma"],
+        vec![lane(0, 0, 0, 100, &[(0, 0, 5), (1, 5, 25)])],
+    );
+    let s = step_stats(&[&a, &b]);
+    let mma = &s["mma"];
+    assert_eq!(
+        (mma.cnt, mma.time, mma.min_t, mma.max_t, mma.id),
+        (3, 60, 10, 30, 0)
+    );
+    assert_eq!(mma.step_ids, vec![0, 1]);
+    assert!((mma.avg - 20.0).abs() < 1e-12);
+    assert_eq!((s["load"].step_ids.clone(), s["load"].id), (vec![1], 1));
+    let j = steps_json(&[&a, &b]);
+    assert_eq!(j["mma"]["cnt"], 3);
+    assert_eq!(j["load"]["step_ids"][0], 1);
+}

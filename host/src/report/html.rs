@@ -7,6 +7,7 @@ use crate::analysis::gaps::gaps;
 use crate::analysis::imbalance::imbalance;
 use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{roofline, GpuPreset, Work};
+use crate::analysis::steps::step_stats;
 use crate::model::{Ns, Trace};
 use crate::stats::{self, dur_stats, durations_by_region, DurStats, PERCENTILES};
 use std::collections::HashMap;
@@ -50,10 +51,52 @@ pub fn write_html<W: Write>(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ikp report: {}</title><style>{CSS}</style></head><body>\n<h1>ikp report</h1>\n",
         esc(&title)
     )?;
+    if launches.len() > 1 {
+        across(&mut out, launches)?;
+    }
     for (n, (label, trace)) in launches.iter().enumerate() {
         launch(&mut out, n, label, trace, opts)?;
     }
     writeln!(out, "</body></html>")
+}
+
+/// Per-region statistics over all launches (reference 003's step statistics).
+fn across<W: Write>(out: &mut W, launches: &[(&str, &Trace)]) -> io::Result<()> {
+    let traces: Vec<&Trace> = launches.iter().map(|l| l.1).collect();
+    let mut rows: Vec<_> = step_stats(&traces).into_iter().collect();
+    rows.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(&b.0)));
+    write!(out, "<section id=\"across\"><h2>Across {} launches</h2><table><tr><th>region</th><th>count</th><th>total</th><th>mean</th><th>min</th><th>max</th>", launches.len())?;
+    for (label, _) in launches {
+        write!(out, "<th>{}</th>", esc(label))?;
+    }
+    writeln!(out, "</tr>")?;
+    for (name, st) in rows {
+        write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&name),
+            st.cnt,
+            fmt_ns(st.time as f64),
+            fmt_ns(st.avg),
+            fmt_ns(st.min_t as f64),
+            fmt_ns(st.max_t as f64)
+        )?;
+        for k in 0..launches.len() {
+            match st.per_step.iter().find(|p| p.0 == k) {
+                Some(&(_, cnt, time)) => write!(
+                    out,
+                    "<td>{} ({cnt}×)</td>",
+                    fmt_ns(time as f64 / cnt as f64)
+                )?,
+                None => write!(out, "<td>–</td>")?,
+            }
+        }
+        writeln!(out, "</tr>")?;
+    }
+    writeln!(
+        out,
+        "</table><p class=\"meta\">Per launch: mean duration (occurrences).</p></section>"
+    )
 }
 
 /// The named percentile of `st`.

@@ -8,6 +8,7 @@
 //! (category, count, total, % of lane time, mean, p50, p99), a histogram per region, a
 //! per-SM (per-block without SM ids) heat map of busy lanes over time, the block-duration
 //! imbalance chart with its median, the largest gaps, and, given annotations, the roofline.
+//! With several launches, an `across` section first compares regions over all of them.
 //! Element ids are stable (`launch-N`, `regions-N`, `heatmap-N`, ...) for scripted checks.
 
 mod html;
@@ -64,5 +65,20 @@ mod tests {
             &first_row[..120]
         );
         assert_eq!(html.matches("<svg").count(), 1 + 3 + 1 + 1);
+        assert!(!html.contains("id=\"across\""));
+        let mut two = Vec::new();
+        write_html(&mut two, &[("a", &t), ("b", &t)], &opts).unwrap();
+        let two = String::from_utf8(two).unwrap();
+        let across = &two[two.find("id=\"across\"").expect("across section")
+            ..two.find("id=\"launch-0\"").unwrap()];
+        // mma: 2 per launch, 4 in all, mean 95 ns in both launches.
+        assert!(
+            across.contains("<tr><td>mma</td><td>4</td><td>380 ns</td><td>95 ns</td>"),
+            "{across}"
+        );
+        assert!(
+            across.contains("<td>95 ns (2×)</td><td>95 ns (2×)</td>"),
+            "{across}"
+        );
     }
 }

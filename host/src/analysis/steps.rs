@@ -1,0 +1,84 @@
+//! Per-region statistics over several launches (steps, ranks), keyed like reference 003's
+//! trace statistics: average, count, total time, min, max, first-seen order and the steps
+//! (launch indices) the region appears in.
+//!
+//! # Format (JSON, as written by `ikp report --steps-json` and [`steps_json`])
+//! ```json
+//! { "mma": { "avg": 602.1, "cnt": 1150, "time": 692415, "min_t": 560, "max_t": 640,
+//!            "id": 0, "step_ids": [0, 1] } }
+//! ```
+//! Times are integer ns except `avg` (ns, float). `id` is the order in which regions were
+//! first met (launch order, then region id).
+
+use crate::model::{Ns, Trace};
+use std::collections::BTreeMap;
+
+/// Statistics of one region over all launches.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StepStat {
+    /// Mean duration, ns.
+    pub avg: f64,
+    /// Occurrences.
+    pub cnt: u64,
+    /// Total duration, ns.
+    pub time: Ns,
+    /// Shortest, ns.
+    pub min_t: Ns,
+    /// Longest, ns.
+    pub max_t: Ns,
+    /// First-seen order.
+    pub id: usize,
+    /// Launch indices the region occurs in, ascending.
+    pub step_ids: Vec<usize>,
+    /// Per launch: `(launch index, count, total ns)`.
+    #[serde(skip)]
+    pub per_step: Vec<(usize, u64, Ns)>,
+}
+
+/// Statistics by region name over `launches` (in launch order).
+pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
+    let mut out: BTreeMap<String, StepStat> = BTreeMap::new();
+    let mut next_id = 0;
+    for (step, t) in launches.iter().enumerate() {
+        let mut per_region: BTreeMap<u16, (u64, Ns, Ns, Ns)> = BTreeMap::new();
+        for i in 0..t.spans.len() {
+            let d = t.spans.dur(i);
+            let e = per_region
+                .entry(t.spans.region[i])
+                .or_insert((0, 0, Ns::MAX, 0));
+            e.0 += 1;
+            e.1 += d;
+            e.2 = e.2.min(d);
+            e.3 = e.3.max(d);
+        }
+        for (r, (cnt, time, min_t, max_t)) in per_region {
+            let name = t.names.region(r).into_owned();
+            let s = out.entry(name).or_insert_with(|| {
+                next_id += 1;
+                StepStat {
+                    avg: 0.0,
+                    cnt: 0,
+                    time: 0,
+                    min_t: Ns::MAX,
+                    max_t: 0,
+                    id: next_id - 1,
+                    step_ids: vec![],
+                    per_step: vec![],
+                }
+            });
+            s.cnt += cnt;
+            s.time += time;
+            s.min_t = s.min_t.min(min_t);
+            s.max_t = s.max_t.max(max_t);
+            s.step_ids.push(step);
+            s.per_step.push((step, cnt, time));
+            s.avg = s.time as f64 / s.cnt as f64;
+        }
+    }
+    out
+}
+
+/// [`step_stats`] as the JSON of the module's `# Format`.
+pub fn steps_json(launches: &[&Trace]) -> serde_json::Value {
+    serde_json::to_value(step_stats(launches)).unwrap_or_default()
+}
