@@ -347,7 +347,11 @@ fn rank(r: usize) -> i32 {
 /// The streaming writer: output buffer, UUID and sequence counters, reused scratch space.
 struct Writer<W: io::Write> {
     out: W,
+    /// Output buffer: `buf[..pos]` is pending; `buf.len()` is its fixed size.
     buf: Vec<u8>,
+    pos: usize,
+    /// Framing scratch for packets built elsewhere.
+    frame: Vec<u8>,
     stats: PerfettoStats,
     next_uuid: u64,
     next_seq: u64,
@@ -365,7 +369,7 @@ struct Writer<W: io::Write> {
     /// Sequence id that last interned region `r` (`interned_on[r]`).
     interned_on: Vec<u64>,
     /// `interned_data` field bytes interning region `r`'s name, per launch.
-    name_blobs: Vec<Option<Box<[u8]>>>,
+    name_blobs: Vec<Box<[u8]>>,
     /// Scratch for active-lanes computations.
     edges: Vec<(u64, i8)>,
 }
@@ -392,7 +396,9 @@ impl<W: io::Write> Writer<W> {
         }
         Writer {
             out,
-            buf: Vec::with_capacity(FLUSH_AT + (64 << 10)),
+            buf: vec![0; FLUSH_AT],
+            pos: 0,
+            frame: Vec::new(),
             stats: PerfettoStats::default(),
             next_uuid: 1,
             next_seq: META_SEQ as u64 + 1,
@@ -408,19 +414,35 @@ impl<W: io::Write> Writer<W> {
         }
     }
 
-    fn maybe_flush(&mut self) -> io::Result<()> {
-        if self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.stats.bytes += self.buf.len() as u64;
-            self.buf.clear();
+    /// Writes the pending output to the writer.
+    fn flush_buf(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf[..self.pos])?;
+        self.stats.bytes += self.pos as u64;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// Makes room for `n` more bytes in the buffer.
+    #[inline]
+    fn room(&mut self, n: usize) -> io::Result<()> {
+        if self.pos + n > self.buf.len() {
+            self.flush_buf()?;
+            if n > self.buf.len() {
+                self.buf.resize(n, 0);
+            }
         }
         Ok(())
     }
 
+    fn put_bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.room(b.len())?;
+        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<PerfettoStats, PerfettoError> {
-        self.out.write_all(&self.buf)?;
-        self.stats.bytes += self.buf.len() as u64;
-        self.buf.clear();
+        self.flush_buf()?;
         self.out.flush()?;
         Ok(self.stats)
     }
@@ -430,9 +452,13 @@ impl<W: io::Write> Writer<W> {
         self.scratch.clear();
         p.write_to_vec(&mut self.scratch)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        enc::put_packet(&mut self.buf, &self.scratch);
+        self.frame.clear();
+        enc::put_packet(&mut self.frame, &self.scratch);
+        let frame = std::mem::take(&mut self.frame);
+        self.put_bytes(&frame)?;
+        self.frame = frame;
         self.stats.packets += 1;
-        self.maybe_flush()
+        Ok(())
     }
 
     /// Declares a track and returns its UUID.
@@ -483,7 +509,7 @@ impl<W: io::Write> Writer<W> {
         k: usize,
         by: GroupBy,
     ) -> Result<(), PerfettoError> {
-        self.name_blobs.clear();
+        self.prepare_names(trace);
         let root = self.track(0, name.to_string(), Some(rank(k)), true, None)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
@@ -536,6 +562,25 @@ impl<W: io::Write> Writer<W> {
         Ok(())
     }
 
+    /// Builds the `interned_data` bytes of every region id the launch uses.
+    fn prepare_names(&mut self, trace: &Trace) {
+        let max = trace
+            .spans
+            .region
+            .iter()
+            .chain(&trace.instants.region)
+            .fold(0u16, |m, &r| m.max(r)) as usize;
+        self.name_blobs.clear();
+        self.name_blobs.extend(
+            (0..=max).map(|r| {
+                enc::interned_event_name(r as u64 + 1, &trace.names.region(r as u16)).into()
+            }),
+        );
+        if self.interned_on.len() <= max {
+            self.interned_on.resize(max + 1, 0);
+        }
+    }
+
     /// The number of lanes between init and finalize, as a counter on `track`.
     fn active_lanes(
         &mut self,
@@ -558,69 +603,17 @@ impl<W: io::Write> Writer<W> {
         for (i, &(t, d)) in edges.iter().enumerate() {
             value += d as i64;
             if edges.get(i + 1).is_none_or(|n| n.0 != t) {
-                enc::put_absolute_counter(&mut self.buf, META_SEQ, t, track, value);
+                self.frame.clear();
+                enc::put_absolute_counter(&mut self.frame, META_SEQ, t, track, value);
+                let frame = std::mem::take(&mut self.frame);
+                self.put_bytes(&frame)?;
+                self.frame = frame;
                 self.stats.packets += 1;
                 self.stats.counter_values += 1;
-                self.maybe_flush()?;
             }
         }
         self.edges = edges;
         Ok(())
-    }
-
-    /// Whether region `region` still has to be interned on sequence `seq` (and marks it
-    /// interned); its `interned_data` bytes are then in `name_blobs[region]`.
-    #[inline]
-    fn intern(&mut self, trace: &Trace, region: u16, seq: u64) -> bool {
-        let r = region as usize;
-        if self.interned_on.len() <= r {
-            self.interned_on.resize(r + 1, 0);
-        }
-        if self.interned_on[r] == seq {
-            return false;
-        }
-        self.interned_on[r] = seq;
-        if self.name_blobs.len() <= r {
-            self.name_blobs.resize(r + 1, None);
-        }
-        if self.name_blobs[r].is_none() {
-            let blob = enc::interned_event_name(r as u64 + 1, &trace.names.region(region));
-            self.name_blobs[r] = Some(blob.into());
-        }
-        true
-    }
-
-    /// Places span `(b, e)` (mapped) on the first level where it nests; all ends `<= b`
-    /// must already be popped. Returns the level.
-    #[inline]
-    fn place(levels: &mut Vec<Vec<u64>>, e: u64) -> usize {
-        for (l, st) in levels.iter_mut().enumerate() {
-            if st.last().is_none_or(|&top| top >= e) {
-                st.push(e);
-                return l;
-            }
-        }
-        levels.push(vec![e]);
-        levels.len() - 1
-    }
-
-    /// The number of levels a lane's spans need so that each level nests.
-    fn count_levels(&mut self, trace: &Trace, clock: LaunchClock, lane: &Lane) -> usize {
-        let sp = &trace.spans;
-        for st in &mut self.levels {
-            st.clear();
-        }
-        let mut n = 1;
-        for i in lane.spans.clone() {
-            let b = clock.map(sp.begin[i]);
-            for st in &mut self.levels {
-                while st.last().is_some_and(|&top| top <= b) {
-                    st.pop();
-                }
-            }
-            n = n.max(Self::place(&mut self.levels, clock.map(sp.end[i])) + 1);
-        }
-        n
     }
 
     fn lane(
@@ -638,7 +631,7 @@ impl<W: io::Write> Writer<W> {
         *r += 1;
 
         // Overlap tracks, if spans cross.
-        let n_levels = self.count_levels(trace, clock, lane);
+        let n_levels = count_levels(&mut self.levels, trace, clock, lane);
         self.level_uuid.clear();
         self.level_uuid.push(0);
         for l in 1..n_levels {
@@ -717,117 +710,294 @@ impl<W: io::Write> Writer<W> {
         p.set_clock_snapshot(snap);
         self.packet(&p)?;
 
-        let mut ann: [(u8, u64); 3] = [(0, 0); 3];
+        let mut ann: [(u8, u32); 3] = [(0, 0); 3];
         let mut n_ann = 0;
         if let Some(sm) = lane.sm {
-            ann[n_ann] = (ANN_SM, sm as u64);
+            ann[n_ann] = (ANN_SM, sm);
             n_ann += 1;
         }
-        ann[n_ann] = (ANN_BLOCK, lane.block as u64);
-        ann[n_ann + 1] = (ANN_GROUP, lane.group as u64);
+        ann[n_ann] = (ANN_BLOCK, lane.block);
+        ann[n_ann + 1] = (ANN_GROUP, lane.group);
         self.enc.reset(seq as u32, t0, &ann[..n_ann + 2]);
 
-        self.events(trace, clock, lane, seq)?;
-        Ok(())
-    }
-
-    /// The lane's events in time order (see the module's `# Format` for ties).
-    fn events(
-        &mut self,
-        trace: &Trace,
-        clock: LaunchClock,
-        lane: &Lane,
-        seq: u64,
-    ) -> io::Result<()> {
-        let (sp, ins, sam) = (&trace.spans, &trace.instants, &trace.samples);
-        let (mut si, s_end) = (lane.spans.start, lane.spans.end);
-        let (mut ii, i_end) = (lane.instants.start, lane.instants.end);
-        let (mut ci, c_end) = (lane.samples.start, lane.samples.end);
-        for st in &mut self.levels {
+        let ev = LaneEvents::new(trace, lane, clock);
+        let mut run = LaneRun::default();
+        for st in &mut self.levels[..n_levels] {
             st.clear();
         }
-        if self.levels.is_empty() {
-            self.levels.push(Vec::new());
+        let mut counts = Counts::default();
+        while let Some(need) = emit_lane(
+            &ev,
+            &mut run,
+            &mut self.levels[..n_levels],
+            &mut self.enc,
+            &mut self.buf,
+            &mut self.pos,
+            &self.name_blobs,
+            &mut self.interned_on,
+            seq,
+            &self.level_uuid,
+            &self.counter_uuid,
+            &mut counts,
+        ) {
+            self.flush_buf()?;
+            if need > self.buf.len() {
+                self.buf.resize(need, 0);
+            }
         }
-        let next =
-            |i: usize, end: usize, col: &[Ns]| if i < end { clock.map(col[i]) } else { u64::MAX };
-        let mut nb = next(si, s_end, &sp.begin);
-        let mut ni = next(ii, i_end, &ins.ts);
-        let mut nc = next(ci, c_end, &sam.ts);
-        loop {
-            // Earliest pending slice end over all levels (the top of each stack).
-            let (mut ne, mut nl) = (u64::MAX, 0);
-            for (l, st) in self.levels.iter().enumerate() {
+        self.stats.packets += counts.packets;
+        self.stats.slices += counts.slices;
+        self.stats.instants += counts.instants;
+        self.stats.counter_values += counts.counter_values;
+        Ok(())
+    }
+}
+
+/// Places a span ending at `e` on the first level where it nests (all ends `<=` its begin
+/// already popped); adds a level if none fits. Returns the level.
+#[inline]
+fn place(levels: &mut Vec<Vec<u64>>, e: u64) -> usize {
+    for (l, st) in levels.iter_mut().enumerate() {
+        if st.last().is_none_or(|&top| top >= e) {
+            st.push(e);
+            return l;
+        }
+    }
+    levels.push(vec![e]);
+    levels.len() - 1
+}
+
+/// The number of levels a lane's spans need so that each level nests; leaves `levels`
+/// with at least that many (cleared) stacks.
+fn count_levels(
+    levels: &mut Vec<Vec<u64>>,
+    trace: &Trace,
+    clock: LaunchClock,
+    lane: &Lane,
+) -> usize {
+    let sp = &trace.spans;
+    for st in levels.iter_mut() {
+        st.clear();
+    }
+    if levels.is_empty() {
+        levels.push(Vec::new());
+    }
+    // Fast path: the spans nest (one stack of open ends suffices). The shift is the same
+    // for all times of a launch, so model times compare as mapped ones do.
+    let (begin, end) = (&sp.begin[lane.spans.clone()], &sp.end[lane.spans.clone()]);
+    let st = &mut levels[0];
+    let nested = begin.iter().zip(end).all(|(&b, &e)| {
+        while st.last().is_some_and(|&top| top <= b) {
+            st.pop();
+        }
+        let fits = st.last().is_none_or(|&top| top >= e);
+        st.push(e);
+        fits
+    });
+    st.clear();
+    if nested {
+        return 1;
+    }
+    let mut n = 1;
+    for i in lane.spans.clone() {
+        let b = clock.map(sp.begin[i]);
+        for st in levels.iter_mut() {
+            while st.last().is_some_and(|&top| top <= b) {
+                st.pop();
+            }
+        }
+        n = n.max(place(levels, clock.map(sp.end[i])) + 1);
+    }
+    for st in levels.iter_mut() {
+        st.clear();
+    }
+    n
+}
+
+/// One lane's event columns, as sub-slices, and its time shift.
+struct LaneEvents<'a> {
+    shift: u64,
+    begin: &'a [Ns],
+    end: &'a [Ns],
+    region: &'a [u16],
+    payload: &'a [u32],
+    i_ts: &'a [Ns],
+    i_region: &'a [u16],
+    i_payload: &'a [u32],
+    c_ts: &'a [Ns],
+    c_counter: &'a [u16],
+    c_value: &'a [u32],
+}
+
+impl<'a> LaneEvents<'a> {
+    fn new(trace: &'a Trace, lane: &Lane, clock: LaunchClock) -> Self {
+        let (s, i, c) = (
+            lane.spans.clone(),
+            lane.instants.clone(),
+            lane.samples.clone(),
+        );
+        LaneEvents {
+            shift: clock.shift,
+            begin: &trace.spans.begin[s.clone()],
+            end: &trace.spans.end[s.clone()],
+            region: &trace.spans.region[s.clone()],
+            payload: &trace.spans.payload[s],
+            i_ts: &trace.instants.ts[i.clone()],
+            i_region: &trace.instants.region[i.clone()],
+            i_payload: &trace.instants.payload[i],
+            c_ts: &trace.samples.ts[c.clone()],
+            c_counter: &trace.samples.counter[c.clone()],
+            c_value: &trace.samples.value[c],
+        }
+    }
+}
+
+/// Where a lane's event merge stands: the next span, instant and sample.
+#[derive(Debug, Default)]
+struct LaneRun {
+    si: usize,
+    ii: usize,
+    ci: usize,
+}
+
+/// Events written, by kind.
+#[derive(Debug, Default)]
+struct Counts {
+    packets: u64,
+    slices: u64,
+    instants: u64,
+    counter_values: u64,
+}
+
+/// Writes a lane's events in time order (see the module's `# Format` for ties) into
+/// `buf[*pos..]`, until done (`None`) or the buffer needs flushing (`Some(bytes needed)`;
+/// call again after flushing). `levels` holds one cleared stack per level the lane needs.
+#[allow(clippy::too_many_arguments)]
+fn emit_lane(
+    ev: &LaneEvents<'_>,
+    run: &mut LaneRun,
+    levels: &mut [Vec<u64>],
+    enc: &mut SeqEncoder,
+    buf: &mut [u8],
+    pos: &mut usize,
+    blobs: &[Box<[u8]>],
+    interned_on: &mut [u64],
+    seq: u64,
+    level_uuid: &[u64],
+    counter_uuid: &[u64],
+    counts: &mut Counts,
+) -> Option<usize> {
+    let shift = ev.shift;
+    let at = |col: &[Ns], i: usize| col.get(i).map_or(u64::MAX, |&t| t.wrapping_add(shift));
+    let (mut si, mut ii, mut ci) = (run.si, run.ii, run.ci);
+    let mut p = *pos;
+    let mut need = None;
+    let mut c = Counts::default();
+    let single = levels.len() == 1;
+    let (mut nb, mut ni, mut nc) = (at(ev.begin, si), at(ev.i_ts, ii), at(ev.c_ts, ci));
+    loop {
+        if p + enc::MAX_EVENT_BYTES > buf.len() {
+            need = Some(enc::MAX_EVENT_BYTES);
+            break;
+        }
+        // Earliest pending slice end: the top of each level's stack.
+        let (ne, nl) = if single {
+            (levels[0].last().copied().unwrap_or(u64::MAX), 0)
+        } else {
+            let mut m = (u64::MAX, 0);
+            for (l, st) in levels.iter().enumerate() {
                 if let Some(&top) = st.last() {
-                    if top < ne {
-                        (ne, nl) = (top, l);
+                    if top < m.0 {
+                        m = (top, l);
                     }
                 }
             }
-            let other = nb.min(ni).min(nc);
-            if ne <= other && ne != u64::MAX {
-                self.levels[nl].pop();
-                self.enc.end(&mut self.buf, ne, self.level_uuid[nl]);
-            } else if other == u64::MAX {
-                break;
-            } else if nb == other {
-                let level = Self::place(&mut self.levels, clock.map(sp.end[si]));
-                let region = sp.region[si];
-                let blob: &[u8] = match self.intern(trace, region, seq) {
-                    true => self.name_blobs[region as usize]
-                        .as_deref()
-                        .unwrap_or_default(),
-                    false => &[],
+            m
+        };
+        let other = nb.min(ni).min(nc);
+        if ne <= other && ne != u64::MAX {
+            levels[nl].pop();
+            p = enc.end(buf, p, ne, level_uuid[nl]);
+        } else if other == u64::MAX {
+            break;
+        } else if nb == other || ni == other {
+            let is_span = nb == other;
+            let (r, payload) = if is_span {
+                (ev.region[si], ev.payload[si])
+            } else {
+                (ev.i_region[ii], ev.i_payload[ii])
+            };
+            let r = r as usize;
+            let blob: &[u8] = if interned_on[r] != seq {
+                let b = &blobs[r];
+                if p + enc::MAX_EVENT_BYTES + b.len() > buf.len() {
+                    need = Some(enc::MAX_EVENT_BYTES + b.len());
+                    break;
+                }
+                interned_on[r] = seq;
+                b
+            } else {
+                &[]
+            };
+            if is_span {
+                let e = ev.end[si].wrapping_add(shift);
+                let level = if single {
+                    levels[0].push(e);
+                    0
+                } else {
+                    let l = levels
+                        .iter()
+                        .position(|st| st.last().is_none_or(|&top| top >= e));
+                    let l = l.expect("count_levels sized the levels");
+                    levels[l].push(e);
+                    l
                 };
-                self.enc.named(
-                    &mut self.buf,
+                p = enc.named(
+                    buf,
+                    p,
                     enc::ty::SLICE_BEGIN,
                     nb,
-                    self.level_uuid[level],
-                    region as u64 + 1,
+                    level_uuid[level],
+                    r as u64 + 1,
                     CAT_SPAN,
                     ANN_PAYLOAD,
-                    sp.payload[si] as u64,
+                    payload,
                     blob,
                 );
-                self.stats.slices += 1;
+                c.slices += 1;
                 si += 1;
-                nb = next(si, s_end, &sp.begin);
-            } else if ni == other {
-                let region = ins.region[ii];
-                let blob: &[u8] = match self.intern(trace, region, seq) {
-                    true => self.name_blobs[region as usize]
-                        .as_deref()
-                        .unwrap_or_default(),
-                    false => &[],
-                };
-                self.enc.named(
-                    &mut self.buf,
+                nb = at(ev.begin, si);
+            } else {
+                p = enc.named(
+                    buf,
+                    p,
                     enc::ty::INSTANT,
                     ni,
                     0,
-                    region as u64 + 1,
+                    r as u64 + 1,
                     CAT_INSTANT,
                     ANN_PAYLOAD,
-                    ins.payload[ii] as u64,
+                    payload,
                     blob,
                 );
-                self.stats.instants += 1;
+                c.instants += 1;
                 ii += 1;
-                ni = next(ii, i_end, &ins.ts);
-            } else {
-                let track = self.counter_uuid[sam.counter[ci] as usize];
-                self.enc
-                    .counter(&mut self.buf, nc, track, sam.value[ci] as u64);
-                self.stats.counter_values += 1;
-                ci += 1;
-                nc = next(ci, c_end, &sam.ts);
+                ni = at(ev.i_ts, ii);
             }
-            self.stats.packets += 1;
-            if self.buf.len() >= FLUSH_AT {
-                self.maybe_flush()?;
-            }
+        } else {
+            let track = counter_uuid[ev.c_counter[ci] as usize];
+            p = enc.counter(buf, p, nc, track, ev.c_value[ci]);
+            c.counter_values += 1;
+            ci += 1;
+            nc = at(ev.c_ts, ci);
         }
-        Ok(())
+        c.packets += 1;
     }
+    *run = LaneRun { si, ii, ci };
+    *pos = p;
+    counts.packets += c.packets;
+    counts.slices += c.slices;
+    counts.instants += c.instants;
+    counts.counter_values += c.counter_values;
+    need
 }

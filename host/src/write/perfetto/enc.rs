@@ -71,12 +71,11 @@ pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE`.
 pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 
-/// Bytes a varint of `v` takes.
-#[inline]
+/// Bytes a varint of `v` takes: `ceil(bits / 7)`, computed as `(bits * 9 + 64) / 64`.
+#[inline(always)]
 pub(crate) fn varint_len(v: u64) -> usize {
-    // 1 + floor(bits / 7), with bits = 64 - lzcnt(v | 1).
     let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    (bits * 9 + 64) / 64
 }
 
 /// Appends `v` as a varint.
@@ -94,14 +93,6 @@ pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
 fn put_uint_field(buf: &mut Vec<u8>, key: u8, v: u64) {
     buf.push(key);
     put_varint(buf, v);
-}
-
-/// Length of one `DebugAnnotation { name_iid, uint_value }` including its key and length.
-#[inline]
-fn annotation_len(name_iid: u8, value: u64) -> usize {
-    debug_assert!(name_iid < 0x80);
-    let body = 2 + 1 + varint_len(value);
-    2 + body
 }
 
 /// Appends one `TrackEvent.debug_annotations` entry `{ name_iid, uint_value }`.
@@ -139,44 +130,159 @@ pub(crate) fn put_packet(buf: &mut Vec<u8>, body: &[u8]) {
     buf.extend_from_slice(body);
 }
 
+/// The most bytes one event packet written by [`SeqEncoder`] takes, interned data aside,
+/// including the slack of its fixed-size copies. Worst cases: packet header (key, length,
+/// timestamp field, sequence id and flags as an 8-byte copy, track event key and length)
+/// 1 + 10 + 1 + 10 + 8 + 2 = 32; a begin / instant track event: type 2, track 11, name 11,
+/// category 2, payload annotation 10, lane annotations as a 32-byte copy = 68; a counter
+/// 2 + 11 + 2 + 5 = 20. The `largest_event_fits_the_bound` test writes the largest values
+/// into a buffer of exactly this size.
+pub(crate) const MAX_EVENT_BYTES: usize = 128;
+
+/// A write cursor into a buffer that was checked to have room for what is written.
+struct Cursor {
+    p: *mut u8,
+    base: *const u8,
+}
+
+impl Cursor {
+    /// A cursor at `buf[pos]`, after checking that `room` bytes are free from there: the
+    /// only check; every write through the cursor stays within those `room` bytes.
+    #[inline(always)]
+    fn new(buf: &mut [u8], pos: usize, room: usize) -> Self {
+        assert!(
+            pos <= buf.len() && buf.len() - pos >= room,
+            "perfetto encoder: no room for a packet"
+        );
+        let base = buf.as_mut_ptr();
+        // SAFETY: `pos <= buf.len()`, so the pointer is in bounds or one past the end.
+        Cursor {
+            p: unsafe { base.add(pos) },
+            base,
+        }
+    }
+
+    /// The position after the last byte written, in the buffer given to `new`.
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.p as usize - self.base as usize
+    }
+
+    /// # Safety
+    /// One byte of room must be left (see [`Cursor::new`]).
+    #[inline(always)]
+    unsafe fn byte(&mut self, b: u8) {
+        // SAFETY: the caller guarantees room.
+        unsafe {
+            self.p.write(b);
+            self.p = self.p.add(1);
+        }
+    }
+
+    /// # Safety
+    /// [`varint_len`]`(v)` bytes of room must be left.
+    #[inline(always)]
+    unsafe fn varint(&mut self, mut v: u64) {
+        // SAFETY: the caller guarantees room for the whole varint.
+        unsafe {
+            while v >= 0x80 {
+                self.byte((v as u8) | 0x80);
+                v >>= 7;
+            }
+            self.byte(v as u8);
+        }
+    }
+
+    /// Copies all `N` bytes of `f`, advancing by its length.
+    ///
+    /// # Safety
+    /// `N` bytes of room must be left.
+    #[inline(always)]
+    unsafe fn fixed<const N: usize>(&mut self, f: &Fixed<N>) {
+        // SAFETY: the caller guarantees room for `N` bytes; `f.len <= N`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(f.bytes.as_ptr(), self.p, N);
+            self.p = self.p.add(f.len);
+        }
+    }
+
+    /// # Safety
+    /// `b.len()` bytes of room must be left.
+    #[inline(always)]
+    unsafe fn bytes(&mut self, b: &[u8]) {
+        // SAFETY: the caller guarantees room for `b`, which cannot overlap the output
+        // buffer (it is borrowed immutably while the buffer is borrowed mutably).
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr(), self.p, b.len());
+            self.p = self.p.add(b.len());
+        }
+    }
+}
+
+/// Pre-encoded bytes of at most `N`, copied as a fixed-size block (the window they are
+/// copied into always has room for `N`), so no call to `memcpy` per packet.
+#[derive(Clone, Copy, Debug)]
+struct Fixed<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Default for Fixed<N> {
+    fn default() -> Self {
+        Fixed {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+}
+
+impl<const N: usize> Fixed<N> {
+    fn set(&mut self, src: &[u8]) {
+        assert!(src.len() <= N);
+        self.bytes[..src.len()].copy_from_slice(src);
+        self.len = src.len();
+    }
+}
+
 /// Encoder of the event packets of one packet sequence (one lane).
 ///
-/// Every packet it writes is
-/// `TracePacket { timestamp: delta, track_event, [interned_data], trusted_packet_sequence_id,
-/// sequence_flags: SEQ_NEEDS_INCREMENTAL_STATE }`, in that field order; the timestamp is
-/// a delta on the sequence's incremental clock.
+/// Every packet it writes is `TracePacket { timestamp: delta, trusted_packet_sequence_id,
+/// sequence_flags: SEQ_NEEDS_INCREMENTAL_STATE, track_event, [interned_data] }`, in that
+/// field order; the timestamp is a delta on the sequence's incremental clock. Packets are
+/// written into `buf[pos..]`, which must have [`MAX_EVENT_BYTES`] bytes free (plus the
+/// interned data's length); the methods panic otherwise.
 #[derive(Debug, Default)]
 pub(crate) struct SeqEncoder {
-    /// `trusted_packet_sequence_id` and `sequence_flags` fields, pre-encoded.
-    tail: Vec<u8>,
-    /// The lane's constant debug annotations (SM, block, group), pre-encoded.
-    lane_annotations: Vec<u8>,
+    /// `trusted_packet_sequence_id` and `sequence_flags` fields.
+    seq_flags: Fixed<8>,
+    /// The lane's constant debug annotations (SM, block, group: at most 3 x 10 bytes).
+    lane_annotations: Fixed<32>,
     /// Last absolute timestamp written on the sequence (the incremental clock's value).
     last_ts: u64,
 }
 
 impl SeqEncoder {
     /// Starts a sequence: `seq` is its id, `t0` the incremental clock's value at its
-    /// clock snapshot, `lane_annotations` the annotations every slice and instant carries.
-    pub(crate) fn reset(&mut self, seq: u32, t0: u64, lane_annotations: &[(u8, u64)]) {
-        self.tail.clear();
-        put_uint_field(&mut self.tail, PKT_SEQ_ID, seq as u64);
-        put_uint_field(
-            &mut self.tail,
-            PKT_SEQ_FLAGS,
-            SEQ_NEEDS_INCREMENTAL_STATE as u64,
-        );
-        self.lane_annotations.clear();
+    /// clock snapshot, `lane_annotations` the `(name iid, value)` annotations every slice
+    /// and instant carries (at most 3, values below 2^32).
+    pub(crate) fn reset(&mut self, seq: u32, t0: u64, lane_annotations: &[(u8, u32)]) {
+        let mut b = Vec::with_capacity(32);
+        put_uint_field(&mut b, PKT_SEQ_ID, seq as u64);
+        put_uint_field(&mut b, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE as u64);
+        self.seq_flags.set(&b);
+        b.clear();
+        assert!(lane_annotations.len() <= 3);
         for &(iid, v) in lane_annotations {
-            put_annotation(&mut self.lane_annotations, iid, v);
+            put_annotation(&mut b, iid, v as u64);
         }
+        self.lane_annotations.set(&b);
         self.last_ts = t0;
     }
 
     /// The delta to `ts` from the previous packet, advancing the clock. Times go forward
     /// on a sequence by construction; a backward step would wrap to a huge `u64` that a
     /// reader takes, as Perfetto does, for a negative `int64` delta.
-    #[inline]
+    #[inline(always)]
     fn delta(&mut self, ts: u64) -> u64 {
         debug_assert!(ts >= self.last_ts, "time went backwards on a sequence");
         let d = ts.wrapping_sub(self.last_ts);
@@ -184,103 +290,125 @@ impl SeqEncoder {
         d
     }
 
-    /// Writes the packet framing around a track event of `te_len` bytes that `fill`
-    /// appends, plus `interned` bytes (a pre-encoded `interned_data` field or empty).
-    #[inline]
-    fn packet(
-        &mut self,
-        out: &mut Vec<u8>,
-        ts: u64,
-        te_len: usize,
-        interned: &[u8],
-        fill: impl FnOnce(&mut Vec<u8>),
-    ) {
+    /// Writes the packet header up to and including the track event's key and length
+    /// (at most 32 bytes).
+    ///
+    /// # Safety
+    /// 32 bytes of room must be left at `c`.
+    #[inline(always)]
+    unsafe fn head(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
         let d = self.delta(ts);
-        let body_len = 1
-            + varint_len(d)
-            + 1
-            + varint_len(te_len as u64)
-            + te_len
-            + interned.len()
-            + self.tail.len();
-        out.reserve(body_len + 11);
-        out.push(TRACE_PACKET);
-        put_varint(out, body_len as u64);
-        out.push(PKT_TIMESTAMP);
-        put_varint(out, d);
-        out.push(PKT_TRACK_EVENT);
-        put_varint(out, te_len as u64);
-        let start = out.len();
-        fill(out);
-        debug_assert_eq!(out.len() - start, te_len, "track event length");
-        out.extend_from_slice(interned);
-        out.extend_from_slice(&self.tail);
+        let body_len = 1 + varint_len(d) + self.seq_flags.len + 2 + te_len + extra;
+        debug_assert!(te_len < 0x80);
+        // SAFETY: 1 + 10 + 1 + 10 + 8 + 2 = 32 bytes at most, guaranteed by the caller.
+        unsafe {
+            c.byte(TRACE_PACKET);
+            c.varint(body_len as u64);
+            c.byte(PKT_TIMESTAMP);
+            c.varint(d);
+            c.fixed(&self.seq_flags);
+            c.byte(PKT_TRACK_EVENT);
+            c.byte(te_len as u8);
+        }
     }
 
-    /// A `TYPE_SLICE_BEGIN` or `TYPE_INSTANT` event with the payload and the lane's
-    /// annotations; `track` overrides the sequence's default track when non-zero.
+    /// A `TYPE_SLICE_BEGIN` or `TYPE_INSTANT` event with category `category_iid`, the
+    /// payload annotation (`payload_iid`) and the lane's annotations, followed by
+    /// `interned` (a pre-encoded `interned_data` field, or empty); `track` overrides the
+    /// sequence's default track when non-zero. Returns the position after the packet.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub(crate) fn named(
         &mut self,
-        out: &mut Vec<u8>,
+        buf: &mut [u8],
+        pos: usize,
         ty: u8,
         ts: u64,
         track: u64,
         name_iid: u64,
         category_iid: u8,
         payload_iid: u8,
-        payload: u64,
+        payload: u32,
         interned: &[u8],
-    ) {
+    ) -> usize {
+        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES + interned.len());
         let track_len = if track != 0 { 1 + varint_len(track) } else { 0 };
+        let payload_len = varint_len(payload as u64);
         let te_len = 2
             + track_len
             + 1
             + varint_len(name_iid)
             + 2
-            + annotation_len(payload_iid, payload)
-            + self.lane_annotations.len();
-        let lane_annotations = std::mem::take(&mut self.lane_annotations);
-        self.packet(out, ts, te_len, interned, |o| {
-            o.push(TE_TYPE);
-            o.push(ty);
+            + (5 + payload_len)
+            + self.lane_annotations.len;
+        // SAFETY: header 32 + event 68 bytes at most (see MAX_EVENT_BYTES), then the
+        // interned bytes: all within the room `Cursor::new` checked.
+        unsafe {
+            self.head(&mut c, ts, te_len, interned.len());
+            c.byte(TE_TYPE);
+            c.byte(ty);
             if track != 0 {
-                put_uint_field(o, TE_TRACK_UUID, track);
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
             }
-            put_uint_field(o, TE_NAME_IID, name_iid);
-            o.push(TE_CATEGORY_IIDS);
-            o.push(category_iid);
-            put_annotation(o, payload_iid, payload);
-            o.extend_from_slice(&lane_annotations);
-        });
-        self.lane_annotations = lane_annotations;
+            c.byte(TE_NAME_IID);
+            c.varint(name_iid);
+            c.byte(TE_CATEGORY_IIDS);
+            c.byte(category_iid);
+            c.byte(TE_DEBUG_ANNOTATIONS);
+            c.byte((3 + payload_len) as u8);
+            c.byte(DA_NAME_IID);
+            c.byte(payload_iid);
+            c.byte(DA_UINT_VALUE);
+            c.varint(payload as u64);
+            c.fixed(&self.lane_annotations);
+            c.bytes(interned);
+        }
+        c.pos()
     }
 
     /// A `TYPE_SLICE_END` event; `track` overrides the default track when non-zero.
-    #[inline]
-    pub(crate) fn end(&mut self, out: &mut Vec<u8>, ts: u64, track: u64) {
+    #[inline(always)]
+    pub(crate) fn end(&mut self, buf: &mut [u8], pos: usize, ts: u64, track: u64) -> usize {
+        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
         let te_len = 2 + if track != 0 { 1 + varint_len(track) } else { 0 };
-        self.packet(out, ts, te_len, &[], |o| {
-            o.push(TE_TYPE);
-            o.push(ty::SLICE_END);
+        // SAFETY: 32 + 13 bytes at most, within the checked room.
+        unsafe {
+            self.head(&mut c, ts, te_len, 0);
+            c.byte(TE_TYPE);
+            c.byte(ty::SLICE_END);
             if track != 0 {
-                put_uint_field(o, TE_TRACK_UUID, track);
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
             }
-        });
+        }
+        c.pos()
     }
 
     /// A `TYPE_COUNTER` event on counter track `track`.
-    #[inline]
-    pub(crate) fn counter(&mut self, out: &mut Vec<u8>, ts: u64, track: u64, value: u64) {
-        let te_len = 2 + 1 + varint_len(track) + 2 + varint_len(value);
-        self.packet(out, ts, te_len, &[], |o| {
-            o.push(TE_TYPE);
-            o.push(ty::COUNTER);
-            put_uint_field(o, TE_TRACK_UUID, track);
-            o.extend_from_slice(&TE_COUNTER_VALUE);
-            put_varint(o, value);
-        });
+    #[inline(always)]
+    pub(crate) fn counter(
+        &mut self,
+        buf: &mut [u8],
+        pos: usize,
+        ts: u64,
+        track: u64,
+        value: u32,
+    ) -> usize {
+        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
+        let te_len = 2 + 1 + varint_len(track) + 2 + varint_len(value as u64);
+        // SAFETY: 32 + 20 bytes at most, within the checked room.
+        unsafe {
+            self.head(&mut c, ts, te_len, 0);
+            c.byte(TE_TYPE);
+            c.byte(ty::COUNTER);
+            c.byte(TE_TRACK_UUID);
+            c.varint(track);
+            c.byte(TE_COUNTER_VALUE[0]);
+            c.byte(TE_COUNTER_VALUE[1]);
+            c.varint(value as u64);
+        }
+        c.pos()
     }
 }
 
@@ -309,7 +437,11 @@ mod tests {
 
     #[test]
     fn varint_len_matches_encoding() {
-        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
+        let mut vs = vec![0u64, u64::MAX];
+        for b in 1..64 {
+            vs.extend([(1u64 << b) - 1, 1u64 << b, (1u64 << b) + 1]);
+        }
+        for v in vs {
             let mut b = Vec::new();
             put_varint(&mut b, v);
             assert_eq!(b.len(), varint_len(v), "{v}");
@@ -320,12 +452,13 @@ mod tests {
     fn hand_encoded_packets_parse_with_the_crate() {
         use perfetto_protos::trace::Trace;
         use perfetto_protos::track_event::track_event::{Name_field, Type};
-        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4 * MAX_EVENT_BYTES + 64];
         let mut e = SeqEncoder::default();
         e.reset(300, 1000, &[(2, 7), (3, 70000)]);
         let interned = interned_event_name(5, "mma");
-        e.named(
-            &mut out,
+        let mut p = e.named(
+            &mut buf,
+            0,
             ty::SLICE_BEGIN,
             1000,
             0,
@@ -335,11 +468,24 @@ mod tests {
             123456,
             &interned,
         );
-        e.end(&mut out, 1500, 99999);
-        e.counter(&mut out, 2000, 42, 1 << 40);
+        p = e.end(&mut buf, p, 1500, 99999);
+        p = e.counter(&mut buf, p, 2000, 42, u32::MAX);
+        p = e.named(
+            &mut buf,
+            p,
+            ty::INSTANT,
+            2000,
+            1 << 40,
+            1 << 20,
+            2,
+            1,
+            0,
+            &[],
+        );
+        let mut out = buf[..p].to_vec();
         put_absolute_counter(&mut out, 1, 77, 9, 3);
         let t = Trace::parse_from_bytes(&out).unwrap();
-        assert_eq!(t.packet.len(), 4);
+        assert_eq!(t.packet.len(), 5);
         let p = &t.packet[0];
         assert_eq!(p.timestamp, Some(0));
         assert_eq!(p.trusted_packet_sequence_id(), 300);
@@ -355,9 +501,51 @@ mod tests {
         assert_eq!(t.packet[1].timestamp, Some(500));
         assert_eq!(t.packet[1].track_event().track_uuid, Some(99999));
         assert_eq!(t.packet[1].track_event().type_(), Type::TYPE_SLICE_END);
-        assert_eq!(t.packet[2].track_event().counter_value(), 1 << 40);
-        assert_eq!(t.packet[3].timestamp, Some(77));
-        assert_eq!(t.packet[3].track_event().counter_value(), 3);
-        assert_eq!(t.packet[3].sequence_flags, None);
+        assert_eq!(t.packet[2].track_event().counter_value(), u32::MAX as i64);
+        let te = t.packet[3].track_event();
+        assert_eq!(te.type_(), Type::TYPE_INSTANT);
+        assert_eq!(te.track_uuid, Some(1 << 40));
+        assert_eq!(te.name_field, Some(Name_field::NameIid(1 << 20)));
+        assert_eq!(t.packet[4].timestamp, Some(77));
+        assert_eq!(t.packet[4].track_event().counter_value(), 3);
+        assert_eq!(t.packet[4].sequence_flags, None);
+    }
+
+    #[test]
+    fn largest_event_fits_the_bound() {
+        // The buffer has a guard zone past the room the encoder checks for: any write past
+        // MAX_EVENT_BYTES would land there (in bounds of the Vec) and be seen.
+        const GUARD: usize = 64;
+        let check = |write: &dyn Fn(&mut SeqEncoder, &mut [u8]) -> usize| {
+            let mut buf = vec![0xA5u8; MAX_EVENT_BYTES + GUARD];
+            let mut e = SeqEncoder::default();
+            e.reset(
+                u32::MAX,
+                0,
+                &[(0x7F, u32::MAX), (0x7F, u32::MAX), (0x7F, u32::MAX)],
+            );
+            let n = write(&mut e, &mut buf);
+            assert!(n <= MAX_EVENT_BYTES, "{n}");
+            assert!(
+                buf[MAX_EVENT_BYTES..].iter().all(|&b| b == 0xA5),
+                "wrote past the bound"
+            );
+        };
+        check(&|e, b| {
+            e.named(
+                b,
+                0,
+                1,
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+                0x7F,
+                0x7F,
+                u32::MAX,
+                &[],
+            )
+        });
+        check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX));
+        check(&|e, b| e.counter(b, 0, u64::MAX, u64::MAX, u32::MAX));
     }
 }
