@@ -141,8 +141,10 @@ fn ink(png: &Path) -> (f64, usize) {
 #[test]
 fn report_renders_in_headless_chromium_without_console_output() {
     let d = tempfile::tempdir().unwrap();
-    let o = ikp(&["report", &sample(), "-o", s(d.path())]);
+    let o = ikp(&["report", &sample(), "-o", s(d.path()), "--xlsx"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let xlsx = std::fs::read(d.path().join("report.xlsx")).unwrap();
+    assert_eq!(&xlsx[..2], b"PK", "an xlsx is a zip archive");
     let html = d.path().join("report.html");
     let text = std::fs::read_to_string(&html).unwrap();
     for id in [

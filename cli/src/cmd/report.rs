@@ -1,10 +1,13 @@
 //! `ikp report BUF... -o DIR`: one self-contained HTML page (DIR/report.html) with the
-//! summary tables, histograms, SM heat map and imbalance chart of every launch.
+//! summary tables, histograms, SM heat map and imbalance chart of every launch, and with
+//! `--xlsx` the TraceLens-style workbook DIR/report.xlsx.
 use super::analysis_opts::AnalysisOpts;
 use super::decode::{Format, Input};
 use anyhow::Context;
+use ikp_host::report::xlsx::xlsx_bytes;
 use ikp_host::report::{write_html, ReportOptions};
 use ikp_host::write::atomic;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ikp report`.
@@ -25,6 +28,10 @@ pub struct Args {
     /// Histogram bins.
     #[arg(long, default_value_t = 40)]
     pub hist_bins: usize,
+    /// Also write DIR/report.xlsx (sheets gpu_timeline, regions, regions_summary_by_category,
+    /// regions_summary, regions_unique_args, roofline).
+    #[arg(long)]
+    pub xlsx: bool,
     #[command(flatten)]
     pub analysis: AnalysisOpts,
 }
@@ -62,5 +69,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let path = args.out_dir.join("report.html");
     atomic::write_file(&path, |w| write_html(w, &launches, &opts))?;
     println!("{}", path.display());
+    if args.xlsx {
+        let bytes = xlsx_bytes(&launches, &opts).context("cannot build the xlsx workbook")?;
+        let path = args.out_dir.join("report.xlsx");
+        atomic::write_file(&path, |w| w.write_all(&bytes))?;
+        println!("{}", path.display());
+    }
     Ok(())
 }

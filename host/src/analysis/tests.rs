@@ -342,3 +342,28 @@ fn step_stats_follow_regions_across_launches() {
     assert_eq!(j["mma"]["cnt"], 3);
     assert_eq!(j["load"]["step_ids"][0], 1);
 }
+
+#[test]
+fn self_time_excludes_direct_children_only() {
+    use super::breakdown::self_times;
+    // loop [0,100) > {mma [10,50) > {inner [20,30)}, wait [60,70)}; then load [100,120).
+    let t = trace(
+        &["loop", "mma", "inner", "wait", "load"],
+        vec![lane(
+            0,
+            0,
+            0,
+            120,
+            &[
+                (0, 0, 100),
+                (1, 10, 50),
+                (2, 20, 30),
+                (3, 60, 70),
+                (4, 100, 120),
+            ],
+        )],
+    );
+    assert_eq!(self_times(&t), vec![100 - 40 - 10, 40 - 10, 10, 10, 20]);
+    let total: Ns = self_times(&t).iter().sum();
+    assert_eq!(total, 120);
+}

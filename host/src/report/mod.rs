@@ -13,6 +13,7 @@
 
 mod html;
 pub mod svg;
+pub mod xlsx;
 
 pub use html::{write_html, ReportOptions};
 

@@ -1,0 +1,353 @@
+//! `ikp report --xlsx`: the spreadsheet TraceLens users know (reference 000), inside one
+//! kernel, written with `rust_xlsxwriter`.
+//!
+//! # Format
+//! An .xlsx workbook, one set of sheets per launch (suffix `_N` when there are several):
+//! - `gpu_timeline`: `type`, `time ms`, `percent`: `computation_time`, `exposed_wait_time`,
+//!   `exposed_load_time`, `exposed_store_time`, `exposed_comm_time`, `exposed_other_time`,
+//!   `busy_time`, `idle_time`, `total_time`, then `total_<category>_time` (the union of that
+//!   category before exposure). computation + exposed_* + idle = total, exactly.
+//! - `regions`: one row per span (up to the sheet's row limit): `lane`, `block`, `group`,
+//!   `sm`, `warp`, `name`, `category`, `payload`, `begin us` (from the launch start),
+//!   `dur us`, `self us`.
+//! - `regions_summary_by_category`: `category`, `Count`, `self_time_ms`, `Percentage (%)`,
+//!   `Cumulative Percentage (%)` (of all self time).
+//! - `regions_summary`: `name`, `category`, `Count`, `self_time_sum us`, `self_time_ms`,
+//!   `Percentage (%)`, `Cumulative Percentage (%)`.
+//! - `regions_unique_args`: by name and payload: `name`, `payload`, `operation_count`, then
+//!   `dur_sum`, `dur_mean`, `dur_median`, `dur_std`, `dur_min`, `dur_max` in us.
+//! - `roofline` (with annotations): `name`, `count`, `GFLOPS`, `Data Moved MB`,
+//!   `FLOPS/Byte`, `TFLOPS/s`, `TB/s`, `bound`, `% of roof`.
+//!
+//! Self time (a span minus what is nested in it) is used for sums so percentages add up
+//! to 100 without counting nested time twice.
+
+use super::ReportOptions;
+use crate::analysis::breakdown::{category_time, kernel_breakdown, region_categories, self_times};
+use crate::analysis::categories::Category;
+use crate::analysis::roofline::roofline;
+use crate::model::Trace;
+use crate::stats::dur_stats;
+use rust_xlsxwriter::{Format, Workbook, Worksheet, XlsxError};
+use std::collections::BTreeMap;
+
+/// Rows an xlsx sheet holds.
+const MAX_ROWS: usize = 1_048_576;
+
+fn header(ws: &mut Worksheet, cols: &[&str]) -> Result<(), XlsxError> {
+    let bold = Format::new().set_bold();
+    for (c, name) in cols.iter().enumerate() {
+        ws.write_string_with_format(0, c as u16, *name, &bold)?;
+        ws.set_column_width(c as u16, (name.len() as f64 + 4.0).max(10.0))?;
+    }
+    ws.set_freeze_panes(1, 0)?;
+    Ok(())
+}
+
+fn sheet<'a>(
+    wb: &'a mut Workbook,
+    name: &str,
+    suffix: &str,
+) -> Result<&'a mut Worksheet, XlsxError> {
+    wb.add_worksheet().set_name(format!("{name}{suffix}"))
+}
+
+/// Builds the workbook for `launches` and returns its bytes.
+pub fn xlsx_bytes(launches: &[(&str, &Trace)], opts: &ReportOptions) -> Result<Vec<u8>, XlsxError> {
+    let mut wb = Workbook::new();
+    for (n, (_, t)) in launches.iter().enumerate() {
+        let suffix = if launches.len() > 1 {
+            format!("_{n}")
+        } else {
+            String::new()
+        };
+        launch(&mut wb, t, opts, &suffix)?;
+    }
+    wb.save_to_buffer()
+}
+
+fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Result<(), XlsxError> {
+    let cats = region_categories(t, &opts.categories);
+    let b = kernel_breakdown(t, &opts.categories);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let us = |ns: u64| ns as f64 / 1e3;
+    let pct = |ns: u64| {
+        if b.total == 0 {
+            0.0
+        } else {
+            100.0 * ns as f64 / b.total as f64
+        }
+    };
+
+    // gpu_timeline
+    let ws = sheet(wb, "gpu_timeline", sfx)?;
+    header(ws, &["type", "time ms", "percent"])?;
+    let busy = b.total - b.idle;
+    let mut rows = vec![
+        ("computation_time".to_string(), b.compute),
+        ("exposed_wait_time".into(), b.exposed_wait),
+        ("exposed_load_time".into(), b.exposed_load),
+        ("exposed_store_time".into(), b.exposed_store),
+        ("exposed_comm_time".into(), b.exposed_comm),
+        ("exposed_other_time".into(), b.exposed_other),
+        ("busy_time".into(), busy),
+        ("idle_time".into(), b.idle),
+        ("total_time".into(), b.total),
+    ];
+    let ct = category_time(t, 0..t.lanes.len(), &cats);
+    for (k, c) in Category::ALL.iter().enumerate().skip(1) {
+        rows.push((format!("total_{}_time", c.name()), ct.sets[k].len()));
+    }
+    for (r, (name, v)) in rows.iter().enumerate() {
+        let r = r as u32 + 1;
+        ws.write_string(r, 0, name)?;
+        ws.write_number(r, 1, ms(*v))?;
+        ws.write_number(r, 2, pct(*v))?;
+    }
+
+    // regions (base rows)
+    let selfs = self_times(t);
+    let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    let ws = sheet(wb, "regions", sfx)?;
+    header(
+        ws,
+        &[
+            "lane", "block", "group", "sm", "warp", "name", "category", "payload", "begin us",
+            "dur us", "self us",
+        ],
+    )?;
+    let s = &t.spans;
+    let mut row = 1u32;
+    'lanes: for l in &t.lanes {
+        for i in l.spans.clone() {
+            if row as usize >= MAX_ROWS {
+                break 'lanes;
+            }
+            ws.write_number(row, 0, l.id as f64)?;
+            ws.write_number(row, 1, l.block as f64)?;
+            ws.write_number(row, 2, l.group as f64)?;
+            if let Some(sm) = l.sm {
+                ws.write_number(row, 3, sm as f64)?;
+            }
+            if let Some(w) = l.warp {
+                ws.write_number(row, 4, w as f64)?;
+            }
+            ws.write_string(row, 5, t.names.region(s.region[i]))?;
+            ws.write_string(row, 6, cats[s.region[i] as usize].name())?;
+            ws.write_number(row, 7, s.payload[i] as f64)?;
+            ws.write_number(row, 8, us(s.begin[i] - start))?;
+            ws.write_number(row, 9, us(s.dur(i)))?;
+            ws.write_number(row, 10, us(selfs[i]))?;
+            row += 1;
+        }
+    }
+
+    // Summaries over self time.
+    let all_self: u64 = selfs.iter().sum::<u64>().max(1);
+    let mut by_cat: BTreeMap<Category, (u64, u64)> = BTreeMap::new();
+    let mut by_name: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    let mut by_args: BTreeMap<(u16, u32), Vec<u64>> = BTreeMap::new();
+    for i in 0..s.len() {
+        let c = by_cat.entry(cats[s.region[i] as usize]).or_default();
+        c.0 += 1;
+        c.1 += selfs[i];
+        let n = by_name.entry(s.region[i]).or_default();
+        n.0 += 1;
+        n.1 += selfs[i];
+        by_args
+            .entry((s.region[i], s.payload[i]))
+            .or_default()
+            .push(s.dur(i));
+    }
+    let ws = sheet(wb, "regions_summary_by_category", sfx)?;
+    header(
+        ws,
+        &[
+            "category",
+            "Count",
+            "self_time_ms",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ],
+    )?;
+    let mut v: Vec<_> = by_cat.into_iter().collect();
+    v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let mut cum = 0.0;
+    for (r, (c, (cnt, tot))) in v.iter().enumerate() {
+        let r = r as u32 + 1;
+        let p = 100.0 * *tot as f64 / all_self as f64;
+        cum += p;
+        ws.write_string(r, 0, c.name())?;
+        ws.write_number(r, 1, *cnt as f64)?;
+        ws.write_number(r, 2, ms(*tot))?;
+        ws.write_number(r, 3, p)?;
+        ws.write_number(r, 4, cum)?;
+    }
+    let ws = sheet(wb, "regions_summary", sfx)?;
+    header(
+        ws,
+        &[
+            "name",
+            "category",
+            "Count",
+            "self_time_sum us",
+            "self_time_ms",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ],
+    )?;
+    let mut v: Vec<_> = by_name.into_iter().collect();
+    v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let mut cum = 0.0;
+    for (r, (id, (cnt, tot))) in v.iter().enumerate() {
+        let r = r as u32 + 1;
+        let p = 100.0 * *tot as f64 / all_self as f64;
+        cum += p;
+        ws.write_string(r, 0, t.names.region(*id))?;
+        ws.write_string(r, 1, cats[*id as usize].name())?;
+        ws.write_number(r, 2, *cnt as f64)?;
+        ws.write_number(r, 3, us(*tot))?;
+        ws.write_number(r, 4, ms(*tot))?;
+        ws.write_number(r, 5, p)?;
+        ws.write_number(r, 6, cum)?;
+    }
+    let ws = sheet(wb, "regions_unique_args", sfx)?;
+    header(
+        ws,
+        &[
+            "name",
+            "payload",
+            "operation_count",
+            "dur_sum us",
+            "dur_mean us",
+            "dur_median us",
+            "dur_std us",
+            "dur_min us",
+            "dur_max us",
+        ],
+    )?;
+    let mut v: Vec<_> = by_args
+        .into_iter()
+        .map(|(k, mut d)| {
+            d.sort_unstable();
+            (k, dur_stats(&d))
+        })
+        .collect();
+    v.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(&b.0)));
+    for (r, ((id, payload), st)) in v.iter().enumerate().take(MAX_ROWS - 1) {
+        let r = r as u32 + 1;
+        ws.write_string(r, 0, t.names.region(*id))?;
+        ws.write_number(r, 1, *payload as f64)?;
+        ws.write_number(r, 2, st.count as f64)?;
+        ws.write_number(r, 3, us(st.total))?;
+        ws.write_number(r, 4, st.mean / 1e3)?;
+        ws.write_number(r, 5, st.percentiles[3] / 1e3)?;
+        ws.write_number(r, 6, st.var_pop.sqrt() / 1e3)?;
+        ws.write_number(r, 7, us(st.min))?;
+        ws.write_number(r, 8, us(st.max))?;
+    }
+
+    if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
+        let ws = sheet(wb, "roofline", sfx)?;
+        header(
+            ws,
+            &[
+                "name",
+                "count",
+                "GFLOPS",
+                "Data Moved MB",
+                "FLOPS/Byte",
+                "TFLOPS/s",
+                "TB/s",
+                "bound",
+                "% of roof",
+            ],
+        )?;
+        for (r, x) in roofline(t, &opts.work, gpu).iter().enumerate() {
+            let r = r as u32 + 1;
+            ws.write_string(r, 0, &x.name)?;
+            ws.write_number(r, 1, x.count as f64)?;
+            ws.write_number(r, 2, x.flops / 1e9)?;
+            ws.write_number(r, 3, x.bytes / 1e6)?;
+            if x.intensity.is_finite() {
+                ws.write_number(r, 4, x.intensity)?;
+            }
+            ws.write_number(r, 5, x.tflops)?;
+            ws.write_number(r, 6, x.tb_per_s)?;
+            ws.write_string(r, 7, if x.memory_bound { "memory" } else { "compute" })?;
+            ws.write_number(r, 8, x.percent_of_roof)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{lane, trace};
+    use std::io::Read;
+
+    fn sheet_xml(bytes: &[u8], n: usize) -> String {
+        let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+        let mut s = String::new();
+        z.by_name(&format!("xl/worksheets/sheet{n}.xml"))
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    }
+
+    #[test]
+    fn workbook_has_the_tracelens_sheets_with_exact_numbers() {
+        // loop [0,100) holds mma [10,60); wait [100,120) on a second lane; kernel 0..150.
+        let t = trace(
+            &["loop", "mma", "wait.kv"],
+            vec![
+                lane(0, 0, 0, 150, &[(0, 0, 100), (1, 10, 60)]),
+                lane(0, 0, 0, 150, &[(2, 100, 120)]),
+            ],
+        );
+        let mut opts = ReportOptions::default();
+        opts.work = crate::analysis::roofline::parse_annotations(
+            r#"{"mma": {"flops": 2e6, "bytes": 1e3}}"#,
+        )
+        .unwrap();
+        opts.gpu = crate::analysis::roofline::preset("a100");
+        let bytes = xlsx_bytes(&[("k", &t)], &opts).unwrap();
+        let mut z = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
+        let mut wbx = String::new();
+        z.by_name("xl/workbook.xml")
+            .unwrap()
+            .read_to_string(&mut wbx)
+            .unwrap();
+        for name in [
+            "gpu_timeline",
+            "regions",
+            "regions_summary_by_category",
+            "regions_summary",
+            "regions_unique_args",
+            "roofline",
+        ] {
+            assert!(
+                wbx.contains(&format!("name=\"{name}\"")),
+                "missing sheet {name}"
+            );
+        }
+        // gpu_timeline: compute 50 ns = 5e-5 ms; idle = 150 - 50 - 20 (wait) - 50 (loop self) = 30.
+        let tl = sheet_xml(&bytes, 1);
+        assert!(
+            tl.contains("<v>5E-5</v>") || tl.contains("<v>0.00005</v>"),
+            "{tl}"
+        );
+        assert!(tl.contains("<v>20</v>"), "idle 30 ns is 20% of 150: {tl}");
+        // regions: three span rows plus the header.
+        assert_eq!(sheet_xml(&bytes, 2).matches("<row ").count(), 4);
+        // summary by name: self times 50 (loop), 50 (mma), 20 (wait) of 120: 41.67 / 41.67 / 16.67 %.
+        let sum = sheet_xml(&bytes, 4);
+        assert_eq!(sum.matches("<row ").count(), 4);
+        assert!(
+            sum.contains("<v>100</v>"),
+            "cumulative percentage reaches 100: {sum}"
+        );
+    }
+}
