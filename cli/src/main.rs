@@ -28,6 +28,8 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// Write a self-contained HTML report (tables, histograms, SM heat map, imbalance).
     Report(cmd::report::Args),
+    /// Draw SVG histograms per region and per-block overlays.
+    Plot(cmd::plot::Args),
     /// Compare two runs region by region and flag regressions.
     Diff(cmd::diff::Args),
     /// Write a sample buffer (attention-shaped kernel) to try the other commands on.
@@ -43,6 +45,7 @@ fn main() -> std::process::ExitCode {
         Command::Sample(a) => cmd::sample::run(a).map(|()| 0),
         Command::Analyze(a) => cmd::analyze::run(a).map(|()| 0),
         Command::Report(a) => cmd::report::run(a).map(|()| 0),
+        Command::Plot(a) => cmd::plot::run(a).map(|()| 0),
         Command::Diff(a) => cmd::diff::run(a).map(|regressed| {
             if regressed {
                 cmd::diff::REGRESSION_EXIT

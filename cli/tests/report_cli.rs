@@ -263,3 +263,34 @@ fn diff_flags_a_slower_region_and_sets_the_exit_code_on_request() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/b.ikp"));
 }
+
+#[test]
+fn plot_writes_a_histogram_and_an_overlay_per_region() {
+    let d = tempfile::tempdir().unwrap();
+    let o = ikp(&["plot", &sample(), "-o", s(d.path()), "--top-blocks", "4"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut files: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    let regions = files.iter().filter(|f| f.starts_with("region_")).count();
+    assert!(regions >= 5, "{files:?}");
+    assert_eq!(
+        files
+            .iter()
+            .filter(|f| f.starts_with("blocks_region_"))
+            .count(),
+        regions
+    );
+    let overlay = std::fs::read_to_string(
+        d.path().join(
+            files
+                .iter()
+                .find(|f| f.starts_with("blocks_region_"))
+                .unwrap(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(overlay.matches("<polyline").count(), 4);
+}

@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod decode;
 pub mod diff;
 pub mod header;
+pub mod plot;
 pub mod report;
 pub mod sample;
 pub mod summary;

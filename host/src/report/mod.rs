@@ -12,6 +12,7 @@
 //! Element ids are stable (`launch-N`, `regions-N`, `heatmap-N`, ...) for scripted checks.
 
 mod html;
+pub mod plot;
 pub mod svg;
 pub mod xlsx;
 
