@@ -1,0 +1,561 @@
+//! Property tests of the decoders against the reference encoder: arbitrary lane programs
+//! (nested and repeated regions with payloads, instants, counter samples and totals,
+//! timestamps that cross the 2^32 wrap, lanes that overflow their capacity and drop,
+//! lanes that never finalize or never run) are written with
+//! `ikp_device::encoder::BufferWriter` (or, for the TVM format, with `tvm::pack` into its
+//! column layout) and must decode to exactly the spans, instants, samples, drops and
+//! counters that a small reference model of the pairing rules predicts.
+//!
+//! The model is the documented contract, written independently of the decoder: an end
+//! closes the innermost open begin of its region, begins opened inside it and still open
+//! are unmatched, as are begins still open at the end of the lane and ends with no open
+//! begin; a counter sample takes the time of the record before it (the lane start if none).
+use ikp_device::encoder::BufferWriter;
+use ikp_device::wire::{self, lane_flags, Kind};
+use ikp_device::{Layout, TimerMode};
+use ikp_host::decode::{decode_words, tvm, DecodeOptions};
+use ikp_host::model::{Trace, Unpaired};
+use proptest::prelude::*;
+
+/// One step of a lane program. `dt` is the time since the previous timed record (ticks).
+#[derive(Clone, Debug)]
+enum Op {
+    Begin {
+        region: u16,
+        payload: u32,
+        dt: u64,
+    },
+    /// Closes the open begin at `pick % depth` (counted from the bottom of the stack), or
+    /// is a stray end of `region` when nothing is open.
+    End {
+        pick: usize,
+        region: u16,
+        dt: u64,
+    },
+    Instant {
+        region: u16,
+        payload: u32,
+        dt: u64,
+    },
+    /// Counter id `counter % (n_counters + 1)`: the extra id is unknown to the buffer.
+    Sample {
+        counter: u32,
+        value: u32,
+    },
+    Add {
+        counter: u32,
+        n: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct LaneProg {
+    /// Runs `init` at all.
+    init: bool,
+    finalize: bool,
+    smid: u32,
+    warp: u32,
+    start_gt: u64,
+    start_clk: u64,
+    ops: Vec<Op>,
+    /// Ticks from the last record to finalize (at least 1).
+    tail: u64,
+}
+
+fn dt() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => 0u64..2_000,
+        1 => (1u64 << 31)..(1u64 << 32), // large steps: wraps the 32-bit stamp quickly
+        1 => Just((1u64 << 32) - 1),     // the largest step the format allows
+    ]
+}
+
+fn region() -> impl Strategy<Value = u16> {
+    prop_oneof![8 => 0u16..6, 1 => Just(wire::MAX_REGIONS as u16 - 1)]
+}
+
+fn payload() -> impl Strategy<Value = u32> {
+    prop_oneof![3 => 0u32..16, 1 => Just(wire::MAX_PAYLOAD), 1 => any::<u32>().prop_map(|p| p & wire::PAYLOAD_MASK)]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (region(), payload(), dt()).prop_map(|(region, payload, dt)| Op::Begin { region, payload, dt }),
+        4 => (any::<usize>(), region(), dt()).prop_map(|(pick, region, dt)| Op::End { pick, region, dt }),
+        2 => (region(), payload(), dt()).prop_map(|(region, payload, dt)| Op::Instant { region, payload, dt }),
+        1 => (any::<u32>(), any::<u32>()).prop_map(|(counter, value)| Op::Sample { counter, value }),
+        1 => (any::<u32>(), 0u64..1 << 40).prop_map(|(counter, n)| Op::Add { counter, n }),
+    ]
+}
+
+fn lane_prog() -> impl Strategy<Value = LaneProg> {
+    (
+        (prop::bool::weighted(0.9), prop::bool::weighted(0.85)),
+        (0u32..200, 0u32..32),
+        // Lane starts near a wrap of the 32-bit stamp half of the time.
+        prop_oneof![
+            1u64..1 << 50,
+            (1u64..1 << 20, 0u64..5_000).prop_map(|(k, b)| (k << 32) - b)
+        ],
+        1u64..1 << 40,
+        prop::collection::vec(op(), 0..40),
+        1u64..1 << 20,
+    )
+        .prop_map(
+            |((init, finalize), (smid, warp), start_gt, start_clk, ops, tail)| LaneProg {
+                init,
+                finalize,
+                smid,
+                warp,
+                start_gt,
+                start_clk,
+                ops,
+                tail,
+            },
+        )
+}
+
+/// A program as records: `(kind, region, payload, time_lo, absolute ticks)`.
+struct Encoded {
+    records: Vec<(Kind, u32, u32, u32, u64)>,
+    adds: Vec<(u32, u64)>,
+    last_ticks: u64,
+}
+
+fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
+    let mut t = anchor;
+    let mut open: Vec<u16> = Vec::new();
+    let mut out = Encoded {
+        records: vec![],
+        adds: vec![],
+        last_ticks: anchor,
+    };
+    for op in &p.ops {
+        match *op {
+            Op::Begin {
+                region,
+                payload,
+                dt,
+            } => {
+                t += dt;
+                open.push(region);
+                out.records
+                    .push((Kind::Begin, region as u32, payload, t as u32, t));
+            }
+            Op::End { pick, region, dt } => {
+                t += dt;
+                let r = if open.is_empty() {
+                    region
+                } else {
+                    let i = pick % open.len();
+                    let r = open[i];
+                    // Mirror the pairing: the innermost open `r` closes, above it is dropped.
+                    let j = open.iter().rposition(|&o| o == r).unwrap();
+                    open.truncate(j);
+                    r
+                };
+                out.records.push((Kind::End, r as u32, 0, t as u32, t));
+            }
+            Op::Instant {
+                region,
+                payload,
+                dt,
+            } => {
+                t += dt;
+                out.records
+                    .push((Kind::Instant, region as u32, payload, t as u32, t));
+            }
+            Op::Sample { counter, value } => {
+                let c = counter % (n_counters + 1);
+                out.records.push((
+                    Kind::Meta,
+                    wire::MetaKind::CounterSample as u32,
+                    c,
+                    value,
+                    t,
+                ));
+            }
+            Op::Add { counter, n } => {
+                if n_counters > 0 {
+                    out.adds.push((counter % n_counters, n));
+                }
+            }
+        }
+    }
+    out.last_ticks = t;
+    out
+}
+
+/// What the decoder must give back for one lane (times in ns).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Expect {
+    spans: Vec<(u16, u16, u32, u64, u64)>,
+    instants: Vec<(u16, u32, u64)>,
+    samples: Vec<(u16, u64, u32)>,
+    unmatched_begin: Vec<Unpaired>,
+    unmatched_end: Vec<Unpaired>,
+    unknown: u64,
+}
+
+/// The reference model of the pairing: `recs` are the lane's timed records.
+fn model(lane: u32, recs: &[(Kind, u32, u32, u32, u64)], ns: impl Fn(u64) -> u64) -> Expect {
+    let mut e = Expect::default();
+    let mut open: Vec<(u16, u32, u64)> = Vec::new();
+    let mut last;
+    for &(kind, region, payload, _, ticks) in recs {
+        let r = region as u16;
+        match kind {
+            Kind::Begin => {
+                last = ns(ticks);
+                open.push((r, payload, last));
+            }
+            Kind::End => {
+                last = ns(ticks);
+                match open.iter().rposition(|o| o.0 == r) {
+                    None => e.unmatched_end.push(Unpaired {
+                        lane,
+                        region: r,
+                        payload,
+                        ts: last,
+                    }),
+                    Some(i) => {
+                        for o in open.drain(i + 1..) {
+                            e.unmatched_begin.push(Unpaired {
+                                lane,
+                                region: o.0,
+                                payload: o.1,
+                                ts: o.2,
+                            });
+                        }
+                        let o = open.pop().unwrap();
+                        e.spans.push((r, i as u16, o.1, o.2, last));
+                    }
+                }
+            }
+            Kind::Instant => {
+                last = ns(ticks);
+                e.instants.push((r, payload, last));
+            }
+            Kind::Meta => unreachable!("lane_expect takes the meta records out"),
+        }
+    }
+    for o in open {
+        e.unmatched_begin.push(Unpaired {
+            lane,
+            region: o.0,
+            payload: o.1,
+            ts: o.2,
+        });
+    }
+    e
+}
+
+fn lane_expect(
+    lane: u32,
+    recs: &[(Kind, u32, u32, u32, u64)],
+    start_ns: u64,
+    n_counters: u32,
+    ns: impl Fn(u64) -> u64,
+) -> Expect {
+    // Meta records carry their value in the time slot: model them with the value moved
+    // out, so `model` sees the time of the record before them.
+    let mut e = Expect::default();
+    let mut samples = Vec::new();
+    let mut last = start_ns;
+    let mut rest = Vec::with_capacity(recs.len());
+    for &r in recs {
+        if r.0 == Kind::Meta {
+            if r.2 < n_counters {
+                samples.push((r.2 as u16, last, r.3));
+            } else {
+                e.unknown += 1;
+            }
+        } else {
+            last = ns(r.4);
+            rest.push(r);
+        }
+    }
+    let m = model(lane, &rest, ns);
+    e.spans = m.spans;
+    e.instants = m.instants;
+    e.samples = samples;
+    e.unmatched_begin = m.unmatched_begin;
+    e.unmatched_end = m.unmatched_end;
+    e
+}
+
+fn got(t: &Trace, p: usize) -> Expect {
+    let l = &t.lanes[p];
+    let (s, i, c) = (&t.spans, &t.instants, &t.samples);
+    let mut spans: Vec<_> = l
+        .spans
+        .clone()
+        .map(|k| (s.region[k], s.depth[k], s.payload[k], s.begin[k], s.end[k]))
+        .collect();
+    spans.sort();
+    let d = &t.diagnostics;
+    let mut ub: Vec<Unpaired> = d
+        .unmatched_begin
+        .iter()
+        .filter(|u| u.lane == l.id)
+        .copied()
+        .collect();
+    let mut ue: Vec<Unpaired> = d
+        .unmatched_end
+        .iter()
+        .filter(|u| u.lane == l.id)
+        .copied()
+        .collect();
+    ub.sort_by_key(|u| (u.ts, u.region, u.payload));
+    ue.sort_by_key(|u| (u.ts, u.region, u.payload));
+    for k in l.spans.clone() {
+        assert_eq!(s.lane[k], l.id);
+    }
+    Expect {
+        spans,
+        instants: l
+            .instants
+            .clone()
+            .map(|k| (i.region[k], i.payload[k], i.ts[k]))
+            .collect(),
+        samples: l
+            .samples
+            .clone()
+            .map(|k| (c.counter[k], c.ts[k], c.value[k]))
+            .collect(),
+        unmatched_begin: ub,
+        unmatched_end: ue,
+        unknown: 0,
+    }
+}
+
+fn sorted(mut e: Expect) -> Expect {
+    e.spans.sort();
+    e.unmatched_begin
+        .sort_by_key(|u| (u.ts, u.region, u.payload));
+    e.unmatched_end.sort_by_key(|u| (u.ts, u.region, u.payload));
+    e
+}
+
+fn check_native(
+    progs: &[LaneProg],
+    cap: u32,
+    groups: u32,
+    n_counters: u32,
+    clock: bool,
+) -> Result<(), TestCaseError> {
+    let blocks = (progs.len() as u32).div_ceil(groups).max(1);
+    let layout = Layout {
+        grid: [blocks, 1, 1],
+        groups_per_block: groups,
+        records_per_lane: cap,
+        timer: if clock {
+            TimerMode::Clock
+        } else {
+            TimerMode::Globaltimer
+        },
+        regions: vec!["a".into(), "b".into(), "".into()],
+        counters: (0..n_counters).map(|c| format!("c{c}")).collect(),
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    let flags = if clock { lane_flags::CLOCK } else { 0 };
+    // Per listed lane: (id, expected, lane fields).
+    let mut want = Vec::new();
+    for (l, p) in progs.iter().enumerate() {
+        if !p.init {
+            continue;
+        }
+        // In clock mode every lane finalizes: its own calibration is then exact to model.
+        let finalize = p.finalize || clock;
+        let anchor = if clock { p.start_clk } else { p.start_gt };
+        let enc = records_of(p, anchor, n_counters);
+        let end_ticks = enc.last_ticks + p.tail;
+        let end_gt = if clock {
+            // Any ns span works for the conversion; keep ~1 ns per cycle plus a twist.
+            p.start_gt + (end_ticks - p.start_clk) + (end_ticks - p.start_clk) / 7
+        } else {
+            end_ticks
+        };
+        let mut w = b.lane(l as u64);
+        w.init(p.smid, p.warp, flags, p.start_gt, p.start_clk);
+        for &(kind, region, payload, lo, _) in &enc.records {
+            w.record(kind, region, payload, lo);
+        }
+        for &(c, n) in &enc.adds {
+            w.counter_add(c, n);
+        }
+        if finalize {
+            w.finalize(end_gt, if clock { end_ticks } else { 0 });
+        }
+        let n_rec = enc.records.len();
+        let mut written: Vec<_> = enc.records[..n_rec.min(cap as usize)].to_vec();
+        let dropped = if finalize {
+            n_rec.saturating_sub(cap as usize) as u64
+        } else {
+            // An unfinalized lane is read up to its last non-zero word.
+            while written
+                .last()
+                .is_some_and(|r| wire::pack_record(r.3, wire::pack_tag(r.0, r.1, r.2)) == 0)
+            {
+                written.pop();
+            }
+            0
+        };
+        let (gt0, clk0) = (p.start_gt, p.start_clk);
+        let (num, den) = (end_gt - gt0, end_ticks.max(clk0 + 1) - clk0);
+        let ns = move |ticks: u64| {
+            if clock {
+                gt0 + ((ticks - clk0) as u128 * num as u128 / den as u128) as u64
+            } else {
+                ticks
+            }
+        };
+        let mut totals = vec![0u64; n_counters as usize];
+        for &(c, n) in &enc.adds {
+            totals[c as usize] = totals[c as usize].wrapping_add(n);
+        }
+        let last_ns = written
+            .iter()
+            .rev()
+            .find(|r| r.0 != Kind::Meta)
+            .map_or(p.start_gt, |r| ns(r.4));
+        let e = lane_expect(l as u32, &written, p.start_gt, n_counters, ns);
+        want.push((
+            l as u32,
+            e,
+            (
+                p.start_gt,
+                if finalize { end_gt } else { last_ns },
+                finalize,
+                written.len() as u64,
+                dropped,
+            ),
+            (p.smid, p.warp),
+            totals,
+        ));
+    }
+    let t = decode_words(&b.into_words(), &DecodeOptions::default())
+        .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+    prop_assert_eq!(t.lanes.len(), want.len(), "listed lanes");
+    let mut unknown = 0;
+    for (p, (id, e, f, ids, totals)) in want.into_iter().enumerate() {
+        let l = &t.lanes[p];
+        prop_assert_eq!(l.id, id);
+        prop_assert_eq!((l.block, l.group), (id / groups, id % groups));
+        prop_assert_eq!((l.sm, l.warp), (Some(ids.0), Some(ids.1)));
+        prop_assert_eq!(
+            (l.start, l.end, l.finalized, l.written, l.dropped),
+            f,
+            "lane {} fields",
+            id
+        );
+        prop_assert_eq!(t.lane_counters(p), &totals[..], "lane {} totals", id);
+        unknown += e.unknown;
+        let e = sorted(e);
+        let g = got(&t, p);
+        prop_assert_eq!(&g.spans, &e.spans, "lane {} spans", id);
+        prop_assert_eq!(&g.instants, &e.instants, "lane {} instants", id);
+        prop_assert_eq!(&g.samples, &e.samples, "lane {} samples", id);
+        prop_assert_eq!(&g.unmatched_begin, &e.unmatched_begin, "lane {} ub", id);
+        prop_assert_eq!(&g.unmatched_end, &e.unmatched_end, "lane {} ue", id);
+    }
+    prop_assert_eq!(t.diagnostics.unknown_records, unknown);
+    prop_assert_eq!(t.diagnostics.after_finalize, 0);
+    let min_start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    prop_assert_eq!(t.source.time_base, min_start);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Native format, globaltimer stamps: everything the encoder writes comes back.
+    #[test]
+    fn native_programs_roundtrip(
+        progs in prop::collection::vec(lane_prog(), 1..6),
+        cap in prop_oneof![1u32..8, 8u32..64],
+        groups in 1u32..4,
+        n_counters in 0u32..3,
+    ) {
+        check_native(&progs, cap, groups, n_counters, false)?;
+    }
+
+    /// Clock mode: cycles convert with each lane's own (clock64, globaltimer) pairs.
+    #[test]
+    fn native_clock_programs_roundtrip(
+        progs in prop::collection::vec(lane_prog(), 1..4),
+        cap in 1u32..48,
+        n_counters in 0u32..2,
+    ) {
+        check_native(&progs, cap, 2, n_counters, true)?;
+    }
+
+    /// TVM format (column layout, no payloads, ids, drops or counters): spans, instants,
+    /// finalize and the unwrap against the shared base come back.
+    #[test]
+    fn tvm_programs_roundtrip(
+        lanes in prop::collection::vec(
+            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, 0u64..1 << 31), 1..24), any::<bool>()),
+            1..5),
+        groups in 1u32..3,
+    ) {
+        // All lanes start within 2^31 of each other so the shared base is the earliest.
+        let stride = lanes.len().div_ceil(groups as usize) * groups as usize;
+        let blocks = stride as u32 / groups;
+        let rows = lanes.iter().map(|l| l.1.len() + 1).max().unwrap();
+        let mut w = vec![0u64; 1 + stride * rows];
+        w[0] = (groups as u64) << 32 | blocks as u64;
+        let base: u64 = 0xFFFF_0000; // lanes start just before a wrap
+        let mut want = Vec::new();
+        for (l, (start, ops, fin)) in lanes.iter().enumerate() {
+            let mut t = base + *start as u64;
+            let mut recs = Vec::new();
+            let mut open: Vec<u16> = vec![];
+            for (k, &(kind, ev, dt)) in ops.iter().enumerate() {
+                if k > 0 { t += dt; }
+                if t as u32 == 0 { t += 1; } // an all-zero slot would read as empty
+                let (kind, ev) = match kind {
+                    1 if !open.is_empty() => {
+                        let r = open[ev as usize % open.len()];
+                        let j = open.iter().rposition(|&o| o == r).unwrap();
+                        open.truncate(j);
+                        (Kind::End, r)
+                    }
+                    0 => { open.push(ev); (Kind::Begin, ev) }
+                    1 => (Kind::End, ev),
+                    _ => (Kind::Instant, ev),
+                };
+                recs.push((kind, ev as u32, 0, t as u32, t));
+                w[1 + l + k * stride] = tvm::pack(t as u32, l as u32, ev as u32, kind as u32);
+            }
+            let end = t + 10;
+            if *fin {
+                w[1 + l + ops.len() * stride] = tvm::pack(end as u32, l as u32, 0, 3);
+            }
+            let first = recs[0].4;
+            let e = sorted(lane_expect(l as u32, &recs, first, 0, |x| x));
+            want.push((l as u32, e, first, if *fin { end } else { t }, *fin, recs.len() as u64 + *fin as u64));
+        }
+        let t = decode_words(&w, &DecodeOptions::default())
+            .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+        // Times come back relative to the 2^32 period of the earliest first stamp.
+        let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;
+        let want: Vec<_> = want.into_iter().map(|(id, mut e, start, end, fin, n)| {
+            for s in &mut e.spans { s.3 -= shift; s.4 -= shift; }
+            for i in &mut e.instants { i.2 -= shift; }
+            for u in e.unmatched_begin.iter_mut().chain(&mut e.unmatched_end) { u.ts -= shift; }
+            (id, e, start - shift, end - shift, fin, n)
+        }).collect();
+        prop_assert_eq!(t.lanes.len(), want.len());
+        for (p, (id, e, start, end, fin, written)) in want.into_iter().enumerate() {
+            let l = &t.lanes[p];
+            prop_assert_eq!((l.id, l.block, l.group), (id, id / groups, id % groups));
+            prop_assert_eq!((l.start, l.end, l.finalized, l.written, l.dropped), (start, end, fin, written, 0));
+            let g = got(&t, p);
+            prop_assert_eq!(&g.spans, &e.spans);
+            prop_assert_eq!(&g.instants, &e.instants);
+            prop_assert_eq!(&g.unmatched_begin, &e.unmatched_begin);
+            prop_assert_eq!(&g.unmatched_end, &e.unmatched_end);
+        }
+    }
+}
