@@ -12,13 +12,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why an output could not be written: the path and the problem.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {source}", path.display())]
+#[error("cannot write {}: {error}", path.display())]
 pub struct WriteError {
     /// The output path.
     pub path: PathBuf,
-    /// The I/O problem (or the writer's own, as `io::ErrorKind::Other`).
-    #[source]
-    pub source: io::Error,
+    /// The I/O problem (or the writer's own, as `io::ErrorKind::Other`). Shown in the
+    /// message rather than as an error source, so a printed chain says it once.
+    pub error: io::Error,
+}
+
+/// Creates the directories above an output path: `--chrome out/run.json` works on a fresh
+/// checkout without a `mkdir` first.
+fn create_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => std::fs::create_dir_all(p),
+        _ => Ok(()),
+    }
 }
 
 fn temp_sibling(path: &Path) -> PathBuf {
@@ -39,9 +48,9 @@ pub fn write_file<F>(path: &Path, fill: F) -> Result<(), WriteError>
 where
     F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 {
-    let err = |source| WriteError {
+    let err = |error| WriteError {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         let direct = (|| {
@@ -54,6 +63,7 @@ where
         })();
         return direct.map_err(err);
     }
+    create_parent(path).map_err(err)?;
     let tmp = temp_sibling(path);
     let result = (|| {
         let f = File::create_new(&tmp)?;
@@ -76,10 +86,11 @@ pub fn write_dir<F>(dir: &Path, fill: F) -> Result<(), WriteError>
 where
     F: FnOnce(&Path) -> io::Result<()>,
 {
-    let err = |source| WriteError {
+    let err = |error| WriteError {
         path: dir.to_path_buf(),
-        source,
+        error,
     };
+    create_parent(dir).map_err(err)?;
     let tmp = temp_sibling(dir);
     let result = (|| {
         std::fs::create_dir(&tmp)?;
@@ -124,6 +135,25 @@ mod tests {
         let q = d.path().join("never.json");
         assert!(write_file(&q, |_| Err(io::Error::other("x"))).is_err());
         assert!(!q.exists());
+    }
+
+    #[test]
+    fn missing_parent_directories_are_created_and_errors_say_the_cause_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out/nested/run.json");
+        write_file(&p, |w| w.write_all(b"x")).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"x");
+        write_dir(&d.path().join("more/dists"), |t| {
+            std::fs::write(t.join("a"), "1")
+        })
+        .unwrap();
+        assert!(d.path().join("more/dists/a").is_file());
+        // A parent that is a file cannot be created: one clear message, no error chain.
+        std::fs::write(d.path().join("file"), "").unwrap();
+        let e = write_file(&d.path().join("file/x.json"), |_| Ok(())).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("file/x.json"), "{msg}");
+        assert!(std::error::Error::source(&e).is_none());
     }
 
     #[cfg(unix)]
