@@ -85,7 +85,7 @@ fn check_len(len: u64) -> Result<(), BufferError> {
     if len == 0 {
         return Err(BufferError::Empty);
     }
-    if len % 8 != 0 {
+    if !len.is_multiple_of(8) {
         return Err(BufferError::NotWordAligned { len });
     }
     Ok(())

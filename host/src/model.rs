@@ -8,7 +8,12 @@
 //! # Ordering invariants (established by the decoders, relied upon by writers)
 //! - [`Spans`], [`Instants`] and [`CounterSamples`] are grouped by lane, lanes ascending.
 //! - Within a lane, spans are sorted by `(begin asc, end desc)`, so a parent comes before
-//!   the spans nested in it; instants and samples are sorted by time.
+//!   the spans nested in it; instants and samples are sorted by time. (Decoders emit
+//!   spans in the order of their begin records, which is this order; the one tie it
+//!   leaves open, a zero-length span and a sibling beginning at the same ns, keeps record
+//!   order.)
+//! - `Spans::depth` is the pairing stack position at the begin, counting begins that were
+//!   never closed; a span at depth `d` is not an ancestor of a later span of depth `<= d`.
 //! - `Lane::spans` etc. give each lane's index range into those tables.
 
 use std::ops::Range;

@@ -109,11 +109,10 @@ pub fn histogram(sorted: &[u64], bins: u32) -> Histogram {
     let mut counts = vec![0u64; bins as usize];
     let span = (max - min) as u128;
     for &d in sorted {
-        let i = if span == 0 {
-            0
-        } else {
-            (((d - min) as u128 * bins as u128) / span).min(bins as u128 - 1) as usize
-        };
+        // Zero span (all equal): everything in bin 0.
+        let i = ((d - min) as u128 * bins as u128)
+            .checked_div(span)
+            .map_or(0, |i| i.min(bins as u128 - 1) as usize);
         counts[i] += 1;
     }
     let n = sorted.len() as f64;

@@ -1,13 +1,13 @@
 //! Builds the [`Trace`] tables: exact-size allocation, a (parallel) walk over chunks of
 //! lanes, then compaction and ordering.
 //!
-//! The formats' counting passes give, per lane, an upper bound on its spans
-//! (`min(begins, ends)`), instants and samples. Every column is allocated once at the
+//! The formats' counting passes give, per lane, an upper bound on its spans (one slot per
+//! begin), instants and samples. Every column is allocated once at the
 //! summed bound and split into disjoint per-chunk slices, so chunks can be walked on the
 //! rayon pool without locks or per-chunk vectors. Unmatched records leave holes, which
 //! one sequential pass closes. Peak memory is therefore the bound, not twice the model.
 
-use super::lane::{ChunkOut, Cursor};
+use super::lane::{ChunkOut, Cursor, HOLE};
 use super::DecodeError;
 use crate::model::{CounterSamples, Diagnostics, Instants, Lane, Spans};
 use rayon::prelude::*;
@@ -16,7 +16,7 @@ use std::ops::Range;
 /// Upper bounds of one lane's output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Caps {
-    /// Spans: `min(begins, ends)`.
+    /// Span slots: one per begin record.
     pub spans: usize,
     /// Instants.
     pub insts: usize,
@@ -56,7 +56,8 @@ pub const PARALLEL_MIN_RECORDS: usize = 1 << 20;
 fn chunk_ranges(caps: &[Caps], parallel: bool) -> Vec<Range<usize>> {
     let total: usize = caps.iter().map(|c| c.records).sum();
     if !parallel || total < PARALLEL_MIN_RECORDS || caps.len() < 2 {
-        return vec![0..caps.len()];
+        let all = 0..caps.len();
+        return vec![all];
     }
     let n_chunks = (rayon::current_num_threads() * 4).min(caps.len()).max(1);
     let target = total.div_ceil(n_chunks).max(1);
@@ -219,9 +220,6 @@ where
         diag.unknown_records += d.diag.unknown_records;
     }
     compact(&mut lanes, &mut spans, &mut instants, &mut samples);
-    for l in &lanes {
-        order_spans(&mut spans, l.spans.clone());
-    }
     Ok(Assembled {
         lanes,
         spans,
@@ -289,16 +287,24 @@ fn compact(lanes: &mut [Lane], s: &mut Spans, i: &mut Instants, c: &mut CounterS
     let (mut ws, mut wi, mut wc) = (0, 0, 0);
     for l in lanes.iter_mut() {
         let r = l.spans.clone();
-        if r.start != ws {
-            s.lane.copy_within(r.clone(), ws);
-            s.region.copy_within(r.clone(), ws);
-            s.depth.copy_within(r.clone(), ws);
-            s.payload.copy_within(r.clone(), ws);
-            s.begin.copy_within(r.clone(), ws);
-            s.end.copy_within(r.clone(), ws);
+        let n0 = ws;
+        if s.depth[r.clone()].contains(&HOLE) || r.start != ws {
+            for k in r {
+                if s.depth[k] == HOLE {
+                    continue;
+                }
+                s.lane[ws] = s.lane[k];
+                s.region[ws] = s.region[k];
+                s.depth[ws] = s.depth[k];
+                s.payload[ws] = s.payload[k];
+                s.begin[ws] = s.begin[k];
+                s.end[ws] = s.end[k];
+                ws += 1;
+            }
+        } else {
+            ws += r.len();
         }
-        l.spans = ws..ws + r.len();
-        ws += r.len();
+        l.spans = n0..ws;
         let r = l.instants.clone();
         if r.start != wi {
             i.lane.copy_within(r.clone(), wi);
@@ -332,25 +338,4 @@ fn compact(lanes: &mut [Lane], s: &mut Spans, i: &mut Instants, c: &mut CounterS
     c.counter.truncate(wc);
     c.ts.truncate(wc);
     c.value.truncate(wc);
-}
-
-/// Spans complete in end order; the model wants `(begin asc, end desc, depth asc)` per
-/// lane (parents before children). Sorted lanes, the common case, cost one scan.
-fn order_spans(s: &mut Spans, r: Range<usize>) {
-    let key = |s: &Spans, k: usize| (s.begin[k], std::cmp::Reverse(s.end[k]), s.depth[k]);
-    if r.clone().skip(1).all(|k| key(s, k - 1) <= key(s, k)) {
-        return;
-    }
-    let mut idx: Vec<usize> = r.clone().collect();
-    idx.sort_by_key(|&k| key(s, k));
-    fn permute<T: Copy>(v: &mut [T], r: &Range<usize>, idx: &[usize]) {
-        let tmp: Vec<T> = idx.iter().map(|&k| v[k]).collect();
-        v[r.clone()].copy_from_slice(&tmp);
-    }
-    permute(&mut s.lane, &r, &idx);
-    permute(&mut s.region, &r, &idx);
-    permute(&mut s.depth, &r, &idx);
-    permute(&mut s.payload, &r, &idx);
-    permute(&mut s.begin, &r, &idx);
-    permute(&mut s.end, &r, &idx);
 }

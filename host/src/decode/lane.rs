@@ -1,8 +1,11 @@
 //! Per-lane record walk shared by both formats: stamp unwrapping, stack pairing, output.
 //!
 //! A [`LaneWalk`] sees one lane's records in order. It writes spans, instants and samples
-//! into slices that [`super::assemble`] sized beforehand (at most `min(begins, ends)` spans
-//! per lane), so the hot loop does no allocation except for the pairing stack.
+//! into slices that [`super::assemble`] sized beforehand, so the hot loop does no
+//! allocation except for the pairing stack. Each begin reserves the next span slot and its
+//! span is written there when the end arrives, so spans come out in begin order (parents
+//! before the spans nested in them) without a sort; the slot of a begin that is never
+//! closed is marked with [`HOLE`] and removed by the compaction.
 
 use crate::model::{Ns, Unpaired};
 
@@ -91,9 +94,13 @@ pub struct Cursor {
     pub samp: usize,
 }
 
+/// Depth value marking the slot of a begin that was never closed.
+pub const HOLE: u16 = u16::MAX;
+
 #[derive(Clone, Copy, Debug)]
 struct Open {
     t: Ns,
+    slot: usize,
     payload: u32,
     region: u16,
 }
@@ -153,7 +160,14 @@ impl LaneWalk {
     pub fn begin(&mut self, region: u16, payload: u32, lo: u32) {
         self.records += 1;
         let t = self.time(lo);
-        self.stack.push(Open { t, payload, region });
+        let slot = self.cur.span;
+        self.cur.span = slot + 1;
+        self.stack.push(Open {
+            t,
+            slot,
+            payload,
+            region,
+        });
     }
 
     /// An end record: closes the innermost open begin of `region`; begins opened inside it
@@ -172,6 +186,7 @@ impl LaneWalk {
             return;
         };
         for o in self.stack.drain(i + 1..) {
+            out.s_depth[o.slot] = HOLE;
             out.unmatched_begin.push(Unpaired {
                 lane: self.lane,
                 region: o.region,
@@ -180,14 +195,13 @@ impl LaneWalk {
             });
         }
         let o = self.stack.pop().expect("index i exists");
-        let k = self.cur.span;
+        let k = o.slot;
         out.s_lane[k] = self.lane;
         out.s_region[k] = region;
-        out.s_depth[k] = i.min(u16::MAX as usize) as u16;
+        out.s_depth[k] = i.min(HOLE as usize - 1) as u16;
         out.s_payload[k] = o.payload;
         out.s_begin[k] = o.t;
         out.s_end[k] = t;
-        self.cur.span = k + 1;
     }
 
     /// An instant record.
@@ -218,6 +232,7 @@ impl LaneWalk {
     /// Ends the walk: begins still open are unmatched.
     pub fn finish(&mut self, out: &mut ChunkOut<'_>) {
         for o in self.stack.drain(..) {
+            out.s_depth[o.slot] = HOLE;
             out.unmatched_begin.push(Unpaired {
                 lane: self.lane,
                 region: o.region,

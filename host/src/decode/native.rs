@@ -246,7 +246,7 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
         c[(w & wire::KIND_MASK as u64) as usize] += 1;
     }
     info.caps = Caps {
-        spans: c[Kind::Begin as usize].min(c[Kind::End as usize]),
+        spans: c[Kind::Begin as usize],
         insts: c[Kind::Instant as usize],
         samps: c[Kind::Meta as usize],
         records: info.n,

@@ -1,0 +1,219 @@
+//! Decode and writer throughput on attention-shaped buffers (see BENCHMARKS.md).
+//!
+//! - `decode/tvm_5M_1core`: a ~5 M-record TVM-format buffer decoded into the model on one
+//!   thread (`DecodeOptions::single_threaded`); throughput in records.
+//! - `decode/tvm_5M_parallel`: the same on the rayon pool.
+//! - `decode/native_1core`: a native buffer of the same schedule (with counter samples).
+//! - `write/chrome_be`, `write/chrome_x`, `write/summary`, `write/csv`: writers of the
+//!   decoded 5 M-record trace into `io::sink()`; throughput in spans.
+//! - `decode_cpu/*`: the one-core decodes again, timed in CPU time of the benchmark thread
+//!   (`/proc/thread-self/schedstat`) instead of wall time, so figures taken on a shared,
+//!   loaded machine are not inflated by time the thread spent waiting for a core.
+use criterion::measurement::{Measurement, ValueFormatter};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ikp::device::encoder::BufferWriter;
+use ikp::device::sample::{self, Ev};
+use ikp::device::{Layout, TimerMode};
+use ikp::host::decode::{decode_words, DecodeOptions};
+use ikp::host::write::{self, TraceWriteOptions};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Blocks and tiles of the ~5 M-record TVM buffer (1024 blocks x 3 lanes).
+const BLOCKS: u32 = 1024;
+const TILES: u32 = 325;
+
+fn records(words: &[u64]) -> u64 {
+    words[1..].iter().filter(|&&w| w != 0).count() as u64
+}
+
+fn native(blocks: u32, tiles: u32) -> Vec<u64> {
+    let sched: Vec<_> = (0..blocks)
+        .map(|b| sample::block_schedule(b, tiles))
+        .collect();
+    let cap = sched
+        .iter()
+        .flat_map(|s| s.iter().map(|l| l.2.len()))
+        .max()
+        .unwrap() as u32;
+    let layout = Layout {
+        grid: [blocks, 1, 1],
+        groups_per_block: 3,
+        records_per_lane: cap,
+        timer: TimerMode::Globaltimer,
+        regions: sample::REGIONS.iter().map(|s| s.to_string()).collect(),
+        counters: sample::COUNTERS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut w = BufferWriter::new(layout).unwrap();
+    for (b, lanes) in sched.into_iter().enumerate() {
+        for (g, (start, end, evs)) in lanes.into_iter().enumerate() {
+            let mut l = w.lane(b as u64 * 3 + g as u64);
+            l.init(b as u32 / 2, g as u32 * 4, 0, start, 0);
+            for e in evs {
+                match e {
+                    Ev::B(r, p, t) => l.begin(r, p, t),
+                    Ev::E(r, p, t) => l.end(r, p, t),
+                    Ev::I(r, p, t) => l.instant(r, p, t),
+                    Ev::S(c, v) => l.counter_sample(c, v),
+                };
+            }
+            l.finalize(end, 0);
+        }
+    }
+    w.into_words()
+}
+
+fn decode(c: &mut Criterion) {
+    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let n = records(&tvm);
+    let one = DecodeOptions {
+        single_threaded: true,
+        ..Default::default()
+    };
+    let mut g = c.benchmark_group("decode");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("tvm_5M_1core", |b| {
+        b.iter(|| black_box(decode_words(black_box(&tvm), &one).unwrap()))
+    });
+    g.bench_function("tvm_5M_parallel", |b| {
+        b.iter(|| black_box(decode_words(black_box(&tvm), &DecodeOptions::default()).unwrap()))
+    });
+    let nat = native(BLOCKS / 4, TILES);
+    let nrec: u64 = decode_words(&nat, &one)
+        .unwrap()
+        .lanes
+        .iter()
+        .map(|l| l.written)
+        .sum();
+    g.throughput(Throughput::Elements(nrec));
+    g.bench_function("native_1core", |b| {
+        b.iter(|| black_box(decode_words(black_box(&nat), &one).unwrap()))
+    });
+    g.finish();
+}
+
+fn writers(c: &mut Criterion) {
+    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let t = decode_words(&tvm, &DecodeOptions::default()).unwrap();
+    let mut g = c.benchmark_group("write");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(t.spans.len() as u64));
+    let be = TraceWriteOptions::default();
+    let x = TraceWriteOptions {
+        emit_complete_events: true,
+        ..Default::default()
+    };
+    g.bench_function("chrome_be", |b| {
+        b.iter(|| write::chrome::write_chrome(&t, &be, &mut std::io::sink()).unwrap())
+    });
+    g.bench_function("chrome_x", |b| {
+        b.iter(|| write::chrome::write_chrome(&t, &x, &mut std::io::sink()).unwrap())
+    });
+    g.bench_function("summary", |b| {
+        b.iter(|| write::summary::write_summary(&t, &be, "t.json", &mut std::io::sink()).unwrap())
+    });
+    g.bench_function("csv", |b| {
+        b.iter(|| write::csv::write_csv(&t, &be, &mut std::io::sink()).unwrap())
+    });
+    g.finish();
+}
+
+/// CPU time of the calling thread, ns (Linux: first field of `/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .expect("/proc/thread-self/schedstat (Linux) is needed for the CPU-time benches")
+}
+
+/// Criterion measurement: CPU time of the benchmark thread.
+struct CpuTime;
+
+struct NsFormatter;
+
+impl ValueFormatter for NsFormatter {
+    fn scale_values(&self, typical: f64, values: &mut [f64]) -> &'static str {
+        let (k, unit) = if typical >= 1e9 {
+            (1e-9, "s")
+        } else if typical >= 1e6 {
+            (1e-6, "ms")
+        } else if typical >= 1e3 {
+            (1e-3, "us")
+        } else {
+            (1.0, "ns")
+        };
+        values.iter_mut().for_each(|v| *v *= k);
+        unit
+    }
+    fn scale_throughputs(&self, _typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let n = match *t {
+            Throughput::Elements(n) | Throughput::Bytes(n) | Throughput::BytesDecimal(n) => {
+                n as f64
+            }
+            _ => 1.0,
+        };
+        values.iter_mut().for_each(|v| *v = n / (*v * 1e-9) / 1e6);
+        "M/s (cpu)"
+    }
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+impl Measurement for CpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+    fn end(&self, i: u64) -> u64 {
+        thread_cpu_ns() - i
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, v: &u64) -> f64 {
+        *v as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &NsFormatter
+    }
+}
+
+fn decode_cpu(c: &mut Criterion<CpuTime>) {
+    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let one = DecodeOptions {
+        single_threaded: true,
+        ..Default::default()
+    };
+    let mut g = c.benchmark_group("decode_cpu");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(records(&tvm)));
+    g.bench_function("tvm_5M_1core", |b| {
+        b.iter(|| black_box(decode_words(black_box(&tvm), &one).unwrap()))
+    });
+    let nat = native(BLOCKS / 4, TILES);
+    let nrec: u64 = decode_words(&nat, &one)
+        .unwrap()
+        .lanes
+        .iter()
+        .map(|l| l.written)
+        .sum();
+    g.throughput(Throughput::Elements(nrec));
+    g.bench_function("native_1core", |b| {
+        b.iter(|| black_box(decode_words(black_box(&nat), &one).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, decode, writers);
+criterion_group! {
+    name = cpu;
+    config = Criterion::default().with_measurement(CpuTime);
+    targets = decode_cpu
+}
+criterion_main!(benches, cpu);
