@@ -34,6 +34,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Write a sample buffer (attention-shaped kernel) to try the other commands on.
     Sample(cmd::sample::Args),
+    /// SASS instructions per instrumentation site by mode (nvcc + cuobjdump, no GPU).
+    Cost(cmd::cost::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -46,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Analyze(a) => cmd::analyze::run(a).map(|()| 0),
         Command::Report(a) => cmd::report::run(a).map(|()| 0),
         Command::Plot(a) => cmd::plot::run(a).map(|()| 0),
+        Command::Cost(a) => cmd::cost::run(a).map(|()| 0),
         Command::Diff(a) => cmd::diff::run(a).map(|regressed| {
             if regressed {
                 cmd::diff::REGRESSION_EXIT

@@ -4,9 +4,9 @@
 // leader-only `buf[off] = (globaltimer_lo << 32) | (tag | event_bits); off += stride;`,
 // and a block fence after a start / before an end on every thread. No capacity check,
 // no payload: event ids are compile-time constants.
-#ifndef EXTRA
-#define EXTRA 0
-#endif
+//
+// ikp_host::sass::cost appends one IKP_TVM_RECORDS(extra) line per variant: kernel
+// `tvm_records_<extra>` holds 1 + extra starts.
 
 struct TvmStyle {
   unsigned long long* buf;
@@ -49,11 +49,18 @@ struct TvmStyle {
   }
 };
 
-extern "C" __global__ void records(unsigned long long* prof, unsigned stride, unsigned groups) {
+template <unsigned EXTRA>
+__device__ __forceinline__ void tvm_records_body(unsigned long long* prof, unsigned stride, unsigned groups) {
   TvmStyle p;
   p.init(prof, stride, groups, 0, threadIdx.x == 0);
   p.start(0);
 #pragma unroll
-  for (unsigned k = 1; k <= EXTRA; ++k) p.start(k);
+  for (unsigned k = 1; k < EXTRA + 1; ++k) p.start(k);
   p.finalize();
 }
+
+#define IKP_TVM_RECORDS(EXTRA)                                                              \
+  extern "C" __global__ void tvm_records_##EXTRA(unsigned long long* prof, unsigned stride, \
+                                                 unsigned groups) {                         \
+    tvm_records_body<EXTRA>(prof, stride, groups);                                          \
+  }

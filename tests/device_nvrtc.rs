@@ -1,28 +1,25 @@
-//! Compiles the generated `ikp.cuh` with NVRTC (through cudarc, the path `ikp-host` takes
-//! at run time) together with the example kernels of `tests/kernels/examples.cu`, for
-//! sm_80 and sm_90, and checks the PTX reads the special registers and uses the
-//! instructions the header promises, kernel by kernel. No GPU is needed; libnvrtc is.
-mod support;
+//! Compiles the generated `ikp.cuh` with NVRTC (through `ikp::host::nvrtc`, the path ikp
+//! takes at run time) together with the example kernels of the SASS fixtures
+//! (`ikp::host::sass::kernels::EXAMPLES`), for sm_80 and sm_90, and checks the PTX reads
+//! the special registers and uses the instructions the header promises, kernel by kernel.
+//! No GPU is needed; libnvrtc is (`scripts/provision.sh`, `source scripts/env.sh`).
+use ikp::host::nvrtc::{self, Arch, Compiler};
+use ikp::host::sass::kernels::EXAMPLES;
 
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];
 
-const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
-
-/// PTX of examples.cu for `arch` with extra options, split by kernel.
-fn examples_ptx(arch: &'static str, options: &[&str]) -> Vec<(String, String)> {
-    support::require_nvrtc();
-    let path = support::kernels_dir().join("examples.cu");
-    let src = std::fs::read_to_string(&path).unwrap();
-    let opts = CompileOptions {
-        arch: Some(arch),
-        include_paths: vec![support::header_dir().display().to_string()],
-        options: options.iter().map(|s| s.to_string()).collect(),
-        name: Some("examples.cu".into()),
-        ..CompileOptions::default()
-    };
-    let ptx = compile_ptx_with_opts(src, opts)
-        .unwrap_or_else(|e| panic!("NVRTC failed on examples.cu for {arch}: {e:?}"))
-        .to_src();
+/// PTX of the examples for `arch`, instrumented or compiled out, split by kernel.
+fn examples_ptx(arch: Arch, profiling: bool) -> Vec<(String, String)> {
+    if let Err(e) = nvrtc::probe() {
+        panic!("{e}");
+    }
+    let ptx = Compiler::new(arch)
+        .profiling(profiling)
+        .ptx("examples.cu", EXAMPLES)
+        .unwrap_or_else(|e| panic!("NVRTC failed on examples.cu for {arch}: {e}"));
+    let ptx = ptx
+        .ptx()
+        .unwrap_or_else(|| panic!("{arch}: NVRTC produced no PTX text"));
     ptx.split(".entry ")
         .skip(1)
         .map(|body| {
@@ -52,7 +49,7 @@ fn has(ptx: &str, needle: &str) -> bool {
 #[test]
 fn nvrtc_compiles_the_examples_with_the_expected_special_registers() {
     for arch in ARCHS {
-        let ptx = examples_ptx(arch, &[]);
+        let ptx = examples_ptx(arch, true);
         assert_eq!(ptx.len(), 4, "{arch}: four kernels");
         for (name, body) in &ptx {
             // init: 64-bit start stamps and the SM id; finalize: 64-bit end stamps.
@@ -92,7 +89,7 @@ fn nvrtc_compiles_the_examples_with_the_expected_special_registers() {
 #[test]
 fn nvrtc_compiled_out_kernels_touch_no_profiler_state() {
     for arch in ARCHS {
-        let ptx = examples_ptx(arch, &["-DIKP_ENABLED=0"]);
+        let ptx = examples_ptx(arch, false);
         assert_eq!(ptx.len(), 4);
         for (name, body) in &ptx {
             for needle in [

@@ -1,0 +1,35 @@
+//! `ikp cost [--arch sm_80,sm_90]`: the SASS instructions each kind of instrumentation site
+//! costs, per architecture, next to the TVM CudaProfiler record sequence.
+//!
+//! Needs `nvcc` and `cuobjdump` (from `IKP_CUDA_BIN`, else `PATH`), not a GPU: the kernels
+//! are compiled to cubins and disassembled, and the counts are differences between builds
+//! that differ in one site (see `ikp_host::sass::cost`).
+use anyhow::Context;
+use ikp_host::nvrtc::Arch;
+use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
+
+/// Arguments of `ikp cost`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Architectures to compile for, comma-separated (sm_XY, XY or X.Y).
+    #[arg(long, value_delimiter = ',', default_values = ["sm_80", "sm_90"])]
+    pub arch: Vec<Arch>,
+}
+
+/// Runs `ikp cost`: measures and prints the Markdown table.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !args.arch.is_empty(),
+        "--arch: give at least one architecture"
+    );
+    let tools = CudaTools::discover()?;
+    let compiler = SassCompiler::new(tools)?;
+    let report = CostReport::measure(&compiler, &args.arch)
+        .context("ikp cost: measuring the SASS cost of the instrumentation sites")?;
+    print!("{}", report.markdown());
+    println!(
+        "(instructions per site; differences of `nvcc -cubin` + `cuobjdump -sass` \
+         instruction counts between builds that differ in one site)"
+    );
+    Ok(())
+}

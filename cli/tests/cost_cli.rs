@@ -1,0 +1,116 @@
+//! `ikp cost` end to end: the table it prints holds the library's own measurement (taken
+//! again here, not hard-coded), and a missing toolkit or a bad architecture is a clear
+//! error. Needs nvcc and cuobjdump (`scripts/provision.sh`, `source scripts/env.sh`).
+use ikp_host::nvrtc::Arch;
+use ikp_host::sass::cost::MODES;
+use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+
+fn ikp(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ikp"));
+    c.args(args);
+    c
+}
+
+fn run(mut c: Command) -> Output {
+    c.output().expect("run ikp")
+}
+
+/// Rows of the Markdown table in `text`: label -> cells.
+fn table(text: &str) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    let mut header = Vec::new();
+    let mut rows = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_owned())
+            .collect();
+        if cells[0] == "site" {
+            header = cells[1..].to_vec();
+        } else if !cells[0].starts_with("---") {
+            rows.insert(cells[0].clone(), cells[1..].to_vec());
+        }
+    }
+    (header, rows)
+}
+
+/// `"3.125 / 4"` -> `[3.125, 4.0]`; `"0 (identical SASS)"` -> `[0.0]`.
+fn numbers(cell: &str) -> Vec<f64> {
+    cell.split('/')
+        .map(|p| {
+            let first = p.split_whitespace().next().unwrap_or("");
+            first
+                .parse()
+                .unwrap_or_else(|_| panic!("not a number: {p:?}"))
+        })
+        .collect()
+}
+
+#[test]
+fn cost_table_matches_the_library_measurement() {
+    let out = run(ikp(&["cost", "--arch", "sm_80"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ikp cost failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (header, rows) = table(&stdout);
+    assert_eq!(header, ["sm_80"]);
+
+    let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let c = SassCompiler::new(tools.clone()).unwrap();
+    let lib = CostReport::measure(&c, &[Arch::new(8, 0)]).unwrap();
+    assert!(stdout.starts_with(&format!("nvcc: {}\n", tools.nvcc_version().unwrap())));
+    let a = &lib.archs[0];
+    let cell = |label: &str| -> Vec<f64> {
+        let cells = rows
+            .get(label)
+            .unwrap_or_else(|| panic!("no row {label:?} in:\n{stdout}"));
+        numbers(&cells[0])
+    };
+    for (i, m) in MODES.iter().enumerate() {
+        let r = a.records[i];
+        assert_eq!(
+            cell(&format!("record, {}: 1 -> 1+8 / 1+8 -> 1+16", m.label())),
+            [r.first, r.steady]
+        );
+        assert_eq!(
+            cell(&format!("record in a runtime loop, {}", m.label())),
+            [a.loop_records[i].growth as f64]
+        );
+    }
+    assert_eq!(cell("wait-loop tick (IKP_WAIT)"), [a.tick() as f64]);
+    assert_eq!(
+        cell("compiled out (IKP_ENABLED=0), 4 example kernels"),
+        [a.compiled_out_difference().1 as f64]
+    );
+    assert_eq!(
+        cell("TVM-style record (fence, leader branch): 1 -> 1+8 / 1+8 -> 1+16"),
+        [a.tvm.0, a.tvm.1]
+    );
+    assert_eq!(rows.len(), lib.rows().len());
+}
+
+#[test]
+fn missing_toolkit_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = ikp(&["cost", "--arch", "sm_80"]);
+    c.env("IKP_CUDA_BIN", dir.path());
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nvcc not found"), "{err}");
+    assert!(err.contains("scripts/provision.sh"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_architecture_is_rejected_by_the_parser() {
+    let out = run(ikp(&["cost", "--arch", "sm_8x"]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sm_8x"), "{err}");
+}

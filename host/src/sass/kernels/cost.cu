@@ -1,0 +1,58 @@
+// Kernels that isolate the SASS cost of one ikp instrumentation site.
+//
+// ikp_host::sass::cost appends one IKP_COST_KERNELS(fence, timer, extra) line per variant it
+// measures and compiles the file once per architecture. Every variant is its own kernel
+// (named `records_<fence>_<timer>_<extra>` and `loop_records_<fence>_<timer>_<extra>`), and
+// ptxas compiles each kernel on its own, so variants in one file do not change each other's
+// code. Instruction-count differences between variants give the marginal cost of a site:
+//   extra        records added beyond the first (marginal cost = difference / extra)
+//   fence        None | Block        timer  Global | Clock
+// `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count.
+#include "ikp.cuh"
+
+// Straight-line records after init, payloads from a runtime value (pay + k), so the tag is
+// computed at run time as in a real kernel.
+template <ikp::Fence F, ikp::Timer T, unsigned EXTRA>
+__device__ __forceinline__ void records_body(unsigned pay, ikp::Arg prof) {
+  ikp::Lane<F, T> lane(prof, 0, threadIdx.x == 0);
+  lane.begin(1, pay);
+#pragma unroll
+  for (unsigned k = 1; k < EXTRA + 1; ++k) lane.begin(1, pay + k);
+  lane.finalize();
+}
+
+// One record per iteration of a runtime loop (EXTRA = 0: no record), the persistent-kernel
+// case: the cursor is a loop-carried register and the address a wide multiply-add.
+template <ikp::Fence F, ikp::Timer T, unsigned EXTRA>
+__device__ __forceinline__ void loop_records_body(unsigned* out, unsigned n, ikp::Arg prof) {
+  ikp::Lane<F, T> lane(prof, 0, threadIdx.x == 0);
+#pragma unroll 1
+  for (unsigned i = 0; i < n; ++i) {
+    if constexpr (EXTRA > 0) lane.instant(1, i);
+    out[i] = i;
+  }
+  lane.finalize();
+}
+
+#define IKP_COST_KERNELS(F, T, EXTRA)                                                       \
+  extern "C" __global__ void records_##F##_##T##_##EXTRA(unsigned pay, ikp::Arg prof) {     \
+    records_body<ikp::Fence::F, ikp::Timer::T, EXTRA>(pay, prof);                           \
+  }                                                                                         \
+  extern "C" __global__ void loop_records_##F##_##T##_##EXTRA(unsigned* out, unsigned n,    \
+                                                              ikp::Arg prof) {              \
+    loop_records_body<ikp::Fence::F, ikp::Timer::T, EXTRA>(out, n, prof);                   \
+  }
+
+// A spin wait, counted (IKP_WAIT) or not.
+extern "C" __global__ void spin_counted(volatile unsigned* flag, unsigned target, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+  IKP_WAIT(lane, 0, *flag != target);
+  lane.finalize();
+}
+
+extern "C" __global__ void spin_plain(volatile unsigned* flag, unsigned target, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+  while (*flag != target) {
+  }
+  lane.finalize();
+}

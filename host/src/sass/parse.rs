@@ -1,0 +1,237 @@
+//! `cuobjdump -sass` listings as instruction lists.
+//!
+//! Only the instruction text is kept (no addresses in the comparison, no encodings, no
+//! register-usage headers), so two kernels compare equal exactly when they issue the same
+//! instructions. Each kernel ends at its self-branch (`BRA` to its own address); the `NOP`
+//! padding after it is not code and is dropped.
+
+use super::SassError;
+use std::collections::BTreeMap;
+
+/// One instruction: its address and its text (`@!P1 STG.E.64 desc[UR6][R2.64], R4`).
+pub type Insn = (u64, String);
+
+/// The SASS of every kernel of a cubin.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sass {
+    /// Kernel name to instructions, in address order.
+    pub kernels: BTreeMap<String, Vec<Insn>>,
+}
+
+/// The kernel being parsed: name, instructions, and whether its end was seen.
+type Current = Option<(String, Vec<Insn>, bool)>;
+
+impl Sass {
+    /// Parses `cuobjdump -sass` output. Lines that are not instructions are ignored, so
+    /// any text parses (to no kernels at worst).
+    pub fn parse(text: &str) -> Sass {
+        let mut kernels = BTreeMap::new();
+        let mut current: Current = None;
+        for line in text.lines() {
+            let t = line.trim();
+            if let Some(name) = t.strip_prefix("Function : ") {
+                if let Some((n, ins, _)) = current.take() {
+                    kernels.insert(n, ins);
+                }
+                current = Some((name.trim().to_owned(), Vec::new(), false));
+                continue;
+            }
+            let Some((_, ins, done)) = current.as_mut() else {
+                continue;
+            };
+            // `/*0a30*/   @!P1 STG.E.64 desc[UR6][R2.64], R4 ;   /* 0x... */`
+            let Some(rest) = t.strip_prefix("/*") else {
+                continue;
+            };
+            let Some((addr, rest)) = rest.split_once("*/") else {
+                continue;
+            };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue; // an encoding-only line: `/* 0x000fe2... */`
+            };
+            if *done {
+                continue;
+            }
+            let text = rest.split(';').next().unwrap_or("").trim().to_owned();
+            if text.is_empty() {
+                continue;
+            }
+            if branch_target(&text) == Some(addr) {
+                *done = true; // `BRA self`: end of the kernel, padding follows
+                continue;
+            }
+            ins.push((addr, text));
+        }
+        if let Some((n, ins, _)) = current.take() {
+            kernels.insert(n, ins);
+        }
+        Sass { kernels }
+    }
+
+    /// Instructions of kernel `name`, text only.
+    pub fn kernel(&self, name: &str) -> Result<Vec<String>, SassError> {
+        Ok(self.insns(name)?.iter().map(|(_, t)| t.clone()).collect())
+    }
+
+    fn insns(&self, name: &str) -> Result<&[Insn], SassError> {
+        self.kernels
+            .get(name)
+            .map(Vec::as_slice)
+            .ok_or_else(|| SassError::MissingKernel {
+                kernel: name.to_owned(),
+                have: self.kernels.keys().cloned().collect(),
+            })
+    }
+
+    /// Every loop of kernel `name`: the instructions from a backward branch's target to the
+    /// branch itself, in the order of the branches (an inner loop's branch comes first).
+    pub fn loops(&self, name: &str) -> Result<Vec<Vec<String>>, SassError> {
+        let ins = self.insns(name)?;
+        let mut loops = Vec::new();
+        for (i, (addr, text)) in ins.iter().enumerate() {
+            if let Some(target) = branch_target(text).filter(|t| t < addr) {
+                let start = ins.iter().position(|(a, _)| *a == target).ok_or_else(|| {
+                    SassError::BranchTarget {
+                        kernel: name.to_owned(),
+                        target,
+                    }
+                })?;
+                loops.push(ins[start..=i].iter().map(|(_, t)| t.clone()).collect());
+            }
+        }
+        Ok(loops)
+    }
+
+    /// The body of the only loop of kernel `name`.
+    pub fn single_loop(&self, name: &str) -> Result<Vec<String>, SassError> {
+        let mut loops = self.loops(name)?;
+        if loops.len() != 1 {
+            return Err(SassError::LoopCount {
+                kernel: name.to_owned(),
+                found: loops.len(),
+            });
+        }
+        Ok(loops.pop().unwrap_or_default())
+    }
+}
+
+/// The target of a (possibly predicated) `BRA 0x...`.
+fn branch_target(text: &str) -> Option<u64> {
+    if opcode(text) != "BRA" {
+        return None;
+    }
+    let target = text.split_whitespace().last()?;
+    u64::from_str_radix(target.strip_prefix("0x")?, 16).ok()
+}
+
+/// The opcode of an instruction, without its predicate (`@!P1 STG.E.64 [R2.64], R4` ->
+/// `STG.E.64`).
+pub fn opcode(ins: &str) -> &str {
+    let mut words = ins.split_whitespace();
+    let first = words.next().unwrap_or("");
+    if first.starts_with('@') {
+        words.next().unwrap_or("")
+    } else {
+        first
+    }
+}
+
+/// Opcodes of `a` that `b` lacks, counted as multisets: what a site added to a loop body.
+pub fn opcode_difference<'a>(a: &'a [String], b: &[String]) -> Vec<&'a str> {
+    let mut rest: Vec<&str> = b.iter().map(|i| opcode(i)).collect();
+    let mut extra = Vec::new();
+    for op in a.iter().map(|i| opcode(i)) {
+        match rest.iter().position(|r| *r == op) {
+            Some(i) => {
+                rest.swap_remove(i);
+            }
+            None => extra.push(op),
+        }
+    }
+    extra
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Shaped like `cuobjdump -sass` output of two kernels (one with a loop), trimmed.
+    const LISTING: &str = "
+	code for sm_80
+		Function : spin
+	.headerflags	@\"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM80 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM80)\"
+        /*0000*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;        /* 0x00000a0000017a02 */
+                                                                                  /* 0x000fe40000000f00 */
+        /*0010*/                   LDG.E.STRONG.SYS R0, [R2.64] ;                 /* 0x0000000402007981 */
+        /*0020*/                   UIADD3 UR4, UR4, 0x1, URZ ;                    /* 0x0000000104047890 */
+        /*0030*/              @!P0 BRA 0x10 ;                                     /* 0xffffffd000008947 */
+        /*0040*/                   EXIT ;                                         /* 0x000000000000794d */
+        /*0050*/                   BRA 0x50;                                      /* 0xfffffff000007947 */
+        /*0060*/                   NOP;                                           /* 0x0000000000007918 */
+		..........
+		Function : empty
+        /*0000*/                   EXIT ;                                         /* 0x000000000000794d */
+        /*0010*/                   BRA 0x10;                                      /* 0xfffffff000007947 */
+";
+
+    #[test]
+    fn parses_kernels_up_to_the_self_branch() {
+        let s = Sass::parse(LISTING);
+        assert_eq!(s.kernels.len(), 2);
+        assert_eq!(
+            s.kernel("spin").unwrap(),
+            [
+                "IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28]",
+                "LDG.E.STRONG.SYS R0, [R2.64]",
+                "UIADD3 UR4, UR4, 0x1, URZ",
+                "@!P0 BRA 0x10",
+                "EXIT"
+            ]
+        );
+        assert_eq!(s.kernel("empty").unwrap(), ["EXIT"]);
+        let err = s.kernel("nope").unwrap_err().to_string();
+        assert!(err.contains("empty, spin"), "{err}");
+    }
+
+    #[test]
+    fn finds_the_loop_between_a_backward_branch_and_its_target() {
+        let s = Sass::parse(LISTING);
+        assert_eq!(
+            s.single_loop("spin").unwrap(),
+            [
+                "LDG.E.STRONG.SYS R0, [R2.64]",
+                "UIADD3 UR4, UR4, 0x1, URZ",
+                "@!P0 BRA 0x10"
+            ]
+        );
+        assert!(matches!(
+            s.single_loop("empty"),
+            Err(SassError::LoopCount { found: 0, .. })
+        ));
+        // A branch into the middle of an instruction is reported, not a panic.
+        let bad = LISTING.replace("@!P0 BRA 0x10", "@!P0 BRA 0x8");
+        assert!(matches!(
+            Sass::parse(&bad).loops("spin"),
+            Err(SassError::BranchTarget { target: 8, .. })
+        ));
+    }
+
+    #[test]
+    fn opcodes_and_their_multiset_difference() {
+        assert_eq!(opcode("@!P1 STG.E.64 [R2.64], R4"), "STG.E.64");
+        assert_eq!(opcode("EXIT"), "EXIT");
+        let a: Vec<String> = ["IADD3 R1", "LDG R2", "IADD3 R3", "BRA 0x0"]
+            .map(String::from)
+            .to_vec();
+        let b: Vec<String> = ["LDG R2", "IADD3 R1", "BRA 0x0"].map(String::from).to_vec();
+        assert_eq!(opcode_difference(&a, &b), ["IADD3"]);
+        assert!(opcode_difference(&b, &a).is_empty());
+    }
+
+    #[test]
+    fn garbage_parses_to_nothing() {
+        assert!(Sass::parse("not a listing\n/* x */\n/*zz*/ FOO ;")
+            .kernels
+            .is_empty());
+    }
+}
