@@ -11,7 +11,7 @@ use criterion::{criterion_group, Criterion, Throughput};
 use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Trace, WireFormat,
 };
-use ikp_host::write::perfetto::{write_perfetto, Launch, PerfettoOptions};
+use ikp_host::write::perfetto::{write_perfetto, Compression, Launch, PerfettoOptions};
 
 fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
     let mut spans = Spans::default();
@@ -120,13 +120,28 @@ fn bench(c: &mut Criterion) {
             black_box(out.len())
         })
     });
+    let zopts = PerfettoOptions {
+        compression: Compression::Deflate,
+        ..Default::default()
+    };
+    out.clear();
+    write_perfetto(&mut out, &launches, &zopts).unwrap();
+    eprintln!("deflated: {} bytes", out.len());
+    g.bench_function("write_1M_spans_deflate", |b| {
+        b.iter(|| {
+            out.clear();
+            write_perfetto(&mut out, black_box(&launches), &zopts).unwrap();
+            black_box(out.len())
+        })
+    });
     g.finish();
 }
 
 criterion_group!(benches, bench);
 
 /// `IKP_PERFETTO_ITERS=n` runs `n` writes and exits, without criterion: for `perf stat`,
-/// whose task-clock is CPU time, unaffected by other load on the machine.
+/// whose task-clock is CPU time, less affected by other load on the machine.
+/// `IKP_PERFETTO_DEFLATE=1` writes compressed.
 fn main() {
     if let Some(n) = std::env::var("IKP_PERFETTO_ITERS")
         .ok()
@@ -135,9 +150,16 @@ fn main() {
         let trace = attention_like(264, 4, 250);
         let launches = [Launch::new("attention", &trace)];
         let mut out = Vec::with_capacity(128 << 20);
+        let opts = PerfettoOptions {
+            compression: match std::env::var("IKP_PERFETTO_DEFLATE").as_deref() {
+                Ok("1") => Compression::Deflate,
+                _ => Compression::None,
+            },
+            ..Default::default()
+        };
         for _ in 0..n {
             out.clear();
-            write_perfetto(&mut out, black_box(&launches), &PerfettoOptions::default()).unwrap();
+            write_perfetto(&mut out, black_box(&launches), &opts).unwrap();
         }
         println!("{n} x {} spans -> {} bytes", trace.spans.len(), out.len());
         return;

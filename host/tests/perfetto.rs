@@ -8,7 +8,8 @@ use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
 };
 use ikp_host::write::perfetto::{
-    write_perfetto, GroupBy, Launch, LaunchLayout, PerfettoError, PerfettoOptions, PerfettoStats,
+    write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoError, PerfettoOptions,
+    PerfettoStats,
 };
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::{Counter_value_field, Name_field, Type};
@@ -236,6 +237,26 @@ const SEQ_NEEDS: u32 = 2;
 /// a clearing packet, a packet on an incremental clock without a snapshot.
 fn decode(bytes: &[u8]) -> Decoded {
     let trace = PTrace::parse_from_bytes(bytes).expect("valid perfetto.protos.Trace");
+    // Expand compressed bundles in place, as trace processor does.
+    let mut packets = Vec::new();
+    for p in trace.packet {
+        if p.has_compressed_packets() {
+            let z = p.compressed_packets();
+            assert!(z.len() < 512 << 10, "bundle of {} bytes", z.len());
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(z), &mut raw)
+                .expect("zlib stream");
+            let inner = PTrace::parse_from_bytes(&raw).expect("bundle of packets");
+            assert!(inner.packet.iter().all(|p| !p.has_compressed_packets()));
+            packets.extend(inner.packet);
+        } else {
+            packets.push(p);
+        }
+    }
+    let trace = PTrace {
+        packet: packets,
+        ..Default::default()
+    };
     let mut d = Decoded {
         packets: trace.packet.len(),
         ..Default::default()
@@ -779,6 +800,7 @@ fn group_by_block_and_several_launches() {
             let opts = PerfettoOptions {
                 group_by,
                 launch_layout: layout,
+                ..Default::default()
             };
             let (bytes, _) = roundtrip(&launches, &opts);
             let d = decode(&bytes);
@@ -954,8 +976,30 @@ fn packets_are_streamed_not_buffered_whole() {
         &[Launch::new("big", &t)],
         &Default::default(),
     );
-}
 
+    // Compressed: bundles of whole packets, each below Perfetto's 512 KiB.
+    let launches = [Launch::new("big", &t)];
+    let opts = PerfettoOptions {
+        compression: Compression::Deflate,
+        ..Default::default()
+    };
+    let mut z = Counting::default();
+    let zstats = write_perfetto(&mut z, &launches, &opts).unwrap();
+    assert_eq!(zstats.bytes, z.bytes.len() as u64);
+    assert_eq!(
+        (zstats.packets, zstats.slices),
+        (stats.packets, stats.slices)
+    );
+    assert!(
+        zstats.bytes * 3 < stats.bytes,
+        "{} vs {}",
+        zstats.bytes,
+        stats.bytes
+    );
+    let bundles = PTrace::parse_from_bytes(&z.bytes).unwrap().packet;
+    assert!(bundles.len() >= 4 && bundles.iter().all(|p| p.has_compressed_packets()));
+    check(&decode(&z.bytes), &launches, &opts);
+}
 // ---------------------------------------------------------------------------------------
 // Property test: random traces, crossing spans, all options.
 
@@ -1020,6 +1064,7 @@ proptest! {
         traces in prop::collection::vec(arb_trace(), 1..4),
         by_block in any::<bool>(),
         aligned in any::<bool>(),
+        deflate in any::<bool>(),
     ) {
         let labels: Vec<String> = (0..traces.len()).map(|i| format!("t{i}.bin")).collect();
         let launches: Vec<Launch<'_>> =
@@ -1027,6 +1072,7 @@ proptest! {
         let opts = PerfettoOptions {
             group_by: if by_block { GroupBy::Block } else { GroupBy::Sm },
             launch_layout: if aligned { LaunchLayout::Aligned } else { LaunchLayout::Sequential },
+            compression: if deflate { Compression::Deflate } else { Compression::None },
         };
         let (_, stats) = roundtrip(&launches, &opts);
         let spans: usize = traces.iter().map(|t| t.spans.len()).sum();
@@ -1109,5 +1155,109 @@ fn check_catches_a_shifted_timestamp() {
         &decode(&p.write_to_bytes().unwrap()),
         &launches,
         &Default::default(),
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Through the decoder: reference-encoder buffers and the shipped sample.
+
+fn decoded(words: &[u64]) -> Trace {
+    ikp_host::decode::decode_words(words, &Default::default()).expect("decode")
+}
+
+/// A buffer written by the reference encoder, as a kernel would: 3 blocks x 2 groups on
+/// two SMs, nested and repeated regions, instants, wait-counter samples, one lane that
+/// ran out of records and one that never ran.
+fn encoded_buffer(t0: u64) -> Vec<u64> {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::layout::Layout;
+    let layout = Layout {
+        grid: [3, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 24,
+        timer: Default::default(),
+        regions: ["tile", "load", "mma", "ready"].map(String::from).to_vec(),
+        counters: vec!["kv_wait".into()],
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    for lane in 0..5u64 {
+        let block = (lane / 2) as u32;
+        let start = t0 + lane * 100;
+        let mut w = b.lane(lane);
+        w.init(block % 2, (lane % 2) as u32 * 4, 0, start, 0);
+        let tiles = if lane == 3 { 10 } else { 2 }; // lane 3 overflows its 24 records
+        let mut t = start + 10;
+        for tile in 0..tiles {
+            w.begin(0, tile, t);
+            w.begin(1, tile, t + 5).end(1, tile, t + 50);
+            w.counter_sample(0, 7 + tile);
+            w.instant(3, tile, t + 50);
+            w.begin(2, tile, t + 60).end(2, tile, t + 200);
+            w.end(0, tile, t + 210);
+            t += 300;
+        }
+        w.counter_add(0, 99);
+        w.finalize(t + 5, 0);
+    }
+    b.into_words()
+}
+
+#[test]
+fn reference_encoder_buffers_through_the_decoder() {
+    let a = decoded(&encoded_buffer(1_000_000));
+    let b = decoded(&encoded_buffer(5_000_000_000));
+    assert!(a.spans.len() > 10 && !a.instants.is_empty() && !a.samples.is_empty());
+    assert!(a.dropped() > 0, "lane 3 should drop records");
+    for group_by in [GroupBy::Sm, GroupBy::Block] {
+        let opts = PerfettoOptions {
+            group_by,
+            ..Default::default()
+        };
+        roundtrip(&[Launch::new("a.bin", &a)], &opts);
+        let (_, stats) = roundtrip(&[Launch::new("a.bin", &a), Launch::new("b.bin", &b)], &opts);
+        assert_eq!(stats.slices, (a.spans.len() + b.spans.len()) as u64);
+    }
+}
+
+fn sample_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp")
+}
+
+/// The shipped sample: exact round trip, and the size against the Chrome JSON of the same
+/// trace: at least 2x smaller plain, at least 5x compressed (the figures are in
+/// BENCHMARKS.md).
+#[test]
+fn shipped_sample_roundtrips_and_is_smaller_than_chrome_json() {
+    let trace = ikp_host::decode::load(&sample_path(), &Default::default()).expect("sample");
+    let launches = [Launch::new("attention.ikp", &trace)];
+    let (plain, stats) = roundtrip(&launches, &PerfettoOptions::default());
+    assert_eq!(stats.slices, trace.spans.len() as u64);
+    let zopts = PerfettoOptions {
+        compression: Compression::Deflate,
+        ..Default::default()
+    };
+    let (deflated, _) = roundtrip(&launches, &zopts);
+    let mut chrome = Vec::new();
+    ikp_host::write::chrome::write_chrome(&trace, &Default::default(), &mut chrome).unwrap();
+    let ratio = |n: usize| chrome.len() as f64 / n as f64;
+    eprintln!(
+        "sample: {} spans; Chrome JSON {} bytes; Perfetto {} bytes ({:.2}x smaller), \
+         deflated {} bytes ({:.2}x smaller)",
+        trace.spans.len(),
+        chrome.len(),
+        plain.len(),
+        ratio(plain.len()),
+        deflated.len(),
+        ratio(deflated.len())
+    );
+    assert!(
+        ratio(plain.len()) >= 2.0,
+        "plain only {:.2}x",
+        ratio(plain.len())
+    );
+    assert!(
+        ratio(deflated.len()) >= 5.0,
+        "deflated only {:.2}x",
+        ratio(deflated.len())
     );
 }

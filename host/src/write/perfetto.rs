@@ -115,6 +115,17 @@ pub enum LaunchLayout {
     Aligned,
 }
 
+/// Whether packets are written as they are or deflate-compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// Plain packets: the fastest to write.
+    #[default]
+    None,
+    /// Packets in `TracePacket.compressed_packets` bundles (zlib, fastest level), as the
+    /// Perfetto tracing service writes them: several times smaller, slower to write.
+    Deflate,
+}
+
 /// Options of [`write_perfetto`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PerfettoOptions {
@@ -122,6 +133,8 @@ pub struct PerfettoOptions {
     pub group_by: GroupBy,
     /// Placement of launches on the time axis.
     pub launch_layout: LaunchLayout,
+    /// Plain or compressed packets.
+    pub compression: Compression,
 }
 
 /// One decoded buffer to write, with the label its root track gets (usually the file name).
@@ -191,7 +204,7 @@ pub fn write_perfetto<W: io::Write>(
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, PerfettoError> {
     let clocks = launch_clocks(launches, opts.launch_layout)?;
-    let mut w = Writer::new(out);
+    let mut w = Writer::new(out, opts.compression);
     for (k, (launch, clock)) in launches.iter().zip(&clocks).enumerate() {
         let name = match (launches.len(), launch.label.is_empty()) {
             (1, false) => launch.label.to_string(),
@@ -209,6 +222,9 @@ const META_SEQ: u32 = 1;
 const LANE_CLOCK: u32 = 64;
 /// Output buffered before a write to the underlying writer.
 const FLUSH_AT: usize = 1 << 20;
+/// Uncompressed bytes per `compressed_packets` bundle: Perfetto asks for bundles below
+/// 512 KiB, and deflate never grows data by more than a few bytes per 16 KiB.
+const BUNDLE_AT: usize = 480 << 10;
 
 /// Interned category ids.
 const CAT_SPAN: u8 = 1;
@@ -352,6 +368,8 @@ struct Writer<W: io::Write> {
     pos: usize,
     /// Framing scratch for packets built elsewhere.
     frame: Vec<u8>,
+    /// The deflate stream state and output, when compressing.
+    deflate: Option<(flate2::Compress, Vec<u8>)>,
     stats: PerfettoStats,
     next_uuid: u64,
     next_seq: u64,
@@ -375,7 +393,7 @@ struct Writer<W: io::Write> {
 }
 
 impl<W: io::Write> Writer<W> {
-    fn new(out: W) -> Self {
+    fn new(out: W, compression: Compression) -> Self {
         let mut base_interned = InternedData::new();
         for (iid, name) in [(CAT_SPAN, "span"), (CAT_INSTANT, "instant")] {
             let mut c = EventCategory::new();
@@ -396,9 +414,22 @@ impl<W: io::Write> Writer<W> {
         }
         Writer {
             out,
-            buf: vec![0; FLUSH_AT],
+            buf: vec![
+                0;
+                match compression {
+                    Compression::None => FLUSH_AT,
+                    Compression::Deflate => BUNDLE_AT,
+                }
+            ],
             pos: 0,
             frame: Vec::new(),
+            deflate: match compression {
+                Compression::None => None,
+                Compression::Deflate => Some((
+                    flate2::Compress::new(flate2::Compression::fast(), true),
+                    Vec::new(),
+                )),
+            },
             stats: PerfettoStats::default(),
             next_uuid: 1,
             next_seq: META_SEQ as u64 + 1,
@@ -414,10 +445,37 @@ impl<W: io::Write> Writer<W> {
         }
     }
 
-    /// Writes the pending output to the writer.
+    /// Writes the pending output (whole packets) to the writer, as one
+    /// `compressed_packets` bundle when compressing.
     fn flush_buf(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf[..self.pos])?;
-        self.stats.bytes += self.pos as u64;
+        if self.pos == 0 {
+            return Ok(());
+        }
+        let Some((z, zbuf)) = &mut self.deflate else {
+            self.out.write_all(&self.buf[..self.pos])?;
+            self.stats.bytes += self.pos as u64;
+            self.pos = 0;
+            return Ok(());
+        };
+        let input = &self.buf[..self.pos];
+        z.reset();
+        zbuf.clear();
+        zbuf.reserve(input.len() + input.len() / 64 + 64);
+        loop {
+            let consumed = z.total_in() as usize;
+            let status = z
+                .compress_vec(&input[consumed..], zbuf, flate2::FlushCompress::Finish)
+                .map_err(io::Error::other)?;
+            match status {
+                flate2::Status::StreamEnd => break,
+                _ => zbuf.reserve(zbuf.len().max(4096)),
+            }
+        }
+        self.frame.clear();
+        enc::put_compressed_bundle(&mut self.frame, zbuf.len());
+        self.out.write_all(&self.frame)?;
+        self.out.write_all(zbuf)?;
+        self.stats.bytes += (self.frame.len() + zbuf.len()) as u64;
         self.pos = 0;
         Ok(())
     }

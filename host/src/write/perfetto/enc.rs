@@ -130,6 +130,19 @@ pub(crate) fn put_packet(buf: &mut Vec<u8>, body: &[u8]) {
     buf.extend_from_slice(body);
 }
 
+/// `TracePacket.compressed_packets` (field 50, length-delimited): a two-byte key.
+const PKT_COMPRESSED: [u8; 2] = [0x92, 0x03];
+
+/// Appends the framing of a `Trace.packet` holding only `compressed_packets` of
+/// `zlen` bytes; the compressed bytes follow it.
+pub(crate) fn put_compressed_bundle(buf: &mut Vec<u8>, zlen: usize) {
+    let body = PKT_COMPRESSED.len() + varint_len(zlen as u64) + zlen;
+    buf.push(TRACE_PACKET);
+    put_varint(buf, body as u64);
+    buf.extend_from_slice(&PKT_COMPRESSED);
+    put_varint(buf, zlen as u64);
+}
+
 /// The most bytes one event packet written by [`SeqEncoder`] takes, interned data aside,
 /// including the slack of its fixed-size copies. Worst cases: packet header (key, length,
 /// timestamp field, sequence id and flags as an 8-byte copy, track event key and length)
