@@ -3,6 +3,11 @@
 //! Both wire formats are arrays of little-endian `u64` words, so the only checks that
 //! belong here are the ones that do not depend on the format: the input is not empty and
 //! its length is a whole number of words. Everything else is the decoders' job.
+//!
+//! [`RawBuffer`] owns its words; [`MappedBuffer`] maps a file instead, so a multi-GB
+//! buffer is never copied into memory, and can hand pages it has finished with back to
+//! the kernel ([`MappedBuffer::release`]) so that a streaming decode keeps its resident
+//! set bounded.
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +83,73 @@ impl RawBuffer {
             name: name.into(),
             words,
         })
+    }
+}
+
+/// A buffer file mapped read-only into memory (little-endian hosts; see
+/// [`MappedBuffer::open`]).
+///
+/// The mapping is shared with the page cache: nothing is read until a word is touched,
+/// and [`MappedBuffer::release`] drops pages from this process again. The file must not be
+/// modified or truncated while it is mapped (ikp only reads it; a writer racing with the
+/// decode could make it see inconsistent words, and a truncation ends the process with
+/// SIGBUS, as for any mapped file).
+#[derive(Debug)]
+pub struct MappedBuffer {
+    /// Where the words came from.
+    pub name: PathBuf,
+    map: memmap2::Mmap,
+}
+
+impl MappedBuffer {
+    /// Maps a whole file. Fails like [`RawBuffer::read`] on an empty or ragged file, and
+    /// with an I/O error where mapping is impossible (a pipe, big-endian hosts): callers
+    /// fall back to [`RawBuffer::read`].
+    pub fn open(path: &Path) -> Result<MappedBuffer, BufferError> {
+        let f = std::fs::File::open(path)?;
+        let meta = f.metadata()?;
+        check_len(meta.len())?;
+        if cfg!(target_endian = "big") || !meta.is_file() {
+            return Err(BufferError::Io(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "cannot map this input (not a regular file, or a big-endian host)",
+            )));
+        }
+        // SAFETY: read-only private view of a regular file; see the type's docs for the
+        // (documented, unavoidable) concurrent-modification caveat.
+        let map = unsafe { memmap2::MmapOptions::new().map(&f)? };
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(MappedBuffer {
+            name: path.to_path_buf(),
+            map,
+        })
+    }
+
+    /// The words (the mapping is page-aligned, so the cast cannot fail).
+    pub fn words(&self) -> &[u64] {
+        bytemuck::cast_slice(&self.map[..])
+    }
+
+    /// Drops the pages holding `words` (rounded outward to whole pages) from this
+    /// process's resident set; touching them again reads them back from the page cache or
+    /// the file. Best effort: errors are ignored.
+    pub fn release(&self, words: std::ops::Range<usize>) {
+        const PAGE: usize = 4096;
+        let len = self.map.len();
+        let start = (words.start * 8).min(len) / PAGE * PAGE;
+        let end = (words.end * 8).div_ceil(PAGE).saturating_mul(PAGE).min(len);
+        if end > start {
+            // SAFETY: the mapping is read-only and file-backed: MADV_DONTNEED only drops
+            // pages, which are read back from the file on the next access; no reference
+            // into the mapping is invalidated.
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                )
+            };
+        }
     }
 }
 

@@ -44,126 +44,195 @@ struct LaneInfo {
 
 /// Decodes a native buffer.
 pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+    let p = prepare(words, opts, &|_| {})?;
+    p.decode_lanes(0..p.lane_count())
+}
+
+/// Lanes inspected between two calls of [`prepare`]'s `inspected` callback: at least this
+/// many words (and whole lanes), so a mapped buffer can release what was read.
+const INSPECT_CHUNK_WORDS: usize = 1 << 23;
+
+/// A native buffer whose header and every lane segment have been checked (the counting
+/// pass): its lanes can be walked all at once ([`decode`]) or range by range, in any
+/// order, by the streaming Perfetto path, which decodes one lane at a time so memory stays
+/// bounded by the largest lane. Walking a checked lane cannot fail.
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    words: &'a [u64],
+    h: Header,
+    infos: Vec<LaneInfo>,
+    /// Clock mode: the calibration of lanes without their own.
+    fallback: Option<(u64, u64)>,
+    parallel: bool,
+}
+
+/// Checks the header and every lane segment of a native buffer. `inspected` is called with
+/// each range of words (whole lanes, ascending) once it has been read, so that a
+/// memory-mapped caller can drop those pages.
+pub fn prepare<'a>(
+    words: &'a [u64],
+    opts: &DecodeOptions,
+    inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
+) -> Result<Prepared<'a>, DecodeError> {
     let h = Header::parse(words)?;
     let n_lanes = h.layout.lane_count() as usize;
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
-    let infos: Vec<LaneInfo> = if parallel {
-        (0..n_lanes)
-            .into_par_iter()
-            .map(|l| inspect(&h, words, l))
-            .collect::<Result<_, _>>()?
-    } else {
-        (0..n_lanes)
-            .map(|l| inspect(&h, words, l))
-            .collect::<Result<_, _>>()?
-    };
+    let per_chunk = (INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize).max(1);
+    let mut infos: Vec<LaneInfo> = Vec::with_capacity(n_lanes);
+    let mut l0 = 0;
+    while l0 < n_lanes {
+        let l1 = (l0 + per_chunk).min(n_lanes);
+        if parallel {
+            let part: Vec<LaneInfo> = (l0..l1)
+                .into_par_iter()
+                .map(|l| inspect(&h, words, l))
+                .collect::<Result<_, _>>()?;
+            infos.extend(part);
+        } else {
+            for l in l0..l1 {
+                infos.push(inspect(&h, words, l)?);
+            }
+        }
+        inspected(h.lane_range(l0 as u64).start..h.lane_range(l1 as u64 - 1).end);
+        l0 = l1;
+    }
     let clock = h.layout.timer == TimerMode::Clock;
     let fallback = if clock { calibration(&infos) } else { None };
-    let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
-    let cap = h.layout.records_per_lane as usize;
-    let groups = h.layout.groups_per_block;
-
-    let asm = assemble::run(&caps, parallel, |chunk| {
-        let mut done = ChunkDone::default();
-        for l in chunk.lanes.clone() {
-            let info = &infos[l];
-            if !info.used {
-                continue;
-            }
-            let conv = if clock {
-                let (num, den) = match own_ratio(info) {
-                    Some(r) => r,
-                    None => fallback.ok_or(DecodeError::NoClockCalibration)?,
-                };
-                TickToNs::Linear {
-                    clk0: info.start_clk,
-                    gt0: info.start_gt,
-                    num,
-                    den,
-                }
-            } else {
-                TickToNs::Identity
-            };
-            let anchor = if clock { info.start_clk } else { info.start_gt };
-            let start = chunk.starts[l - chunk.lanes.start];
-            let mut walk = LaneWalk::new(l as u32, anchor, conv, start);
-            let seg = &words[h.lane_range(l as u64)];
-            let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + cap];
-            let out = &mut chunk.out;
-            for &w in &events[..info.n] {
-                let r = wire::unpack_record(w);
-                let region = r.region as u16;
-                match r.kind {
-                    Kind::Begin => walk.begin(region, r.payload, r.time_lo),
-                    Kind::End => walk.end(region, r.payload, r.time_lo, out),
-                    Kind::Instant => walk.instant(region, r.payload, r.time_lo, out),
-                    Kind::Meta => match MetaKind::from_id(r.region) {
-                        Some(MetaKind::CounterSample)
-                            if r.payload < h.layout.counters.len() as u32 =>
-                        {
-                            walk.sample(r.payload as u16, r.time_lo, out)
-                        }
-                        _ => done.diag.unknown_records += 1,
-                    },
-                }
-            }
-            walk.finish(out);
-            let b = chunk.base;
-            done.diag.after_finalize += info.after_finalize;
-            done.diag.unfinalized_lanes += u64::from(!info.finalized);
-            let ids = info.ids;
-            done.lanes.push(Lane {
-                id: l as u32,
-                block: l as u32 / groups,
-                group: l as u32 % groups,
-                sm: ids.map(|i| i.smid),
-                warp: ids.map(|i| i.warp),
-                start: info.start_gt,
-                end: if info.finalized {
-                    info.end_gt
-                } else {
-                    walk.last_ns
-                },
-                finalized: info.finalized,
-                written: info.n as u64,
-                dropped: info.dropped,
-                spans: b.span + start.span..b.span + walk.cur.span,
-                instants: b.inst + start.inst..b.inst + walk.cur.inst,
-                samples: b.samp + start.samp..b.samp + walk.cur.samp,
-            });
-        }
-        Ok(done)
-    })?;
-
-    let nc = h.layout.counters.len();
-    let mut counter_totals = Vec::with_capacity(asm.lanes.len() * nc);
-    for l in &asm.lanes {
-        let seg = &words[h.lane_range(l.id as u64)];
-        let t = (lane::EVENTS + lane::T_COUNTERS) as usize + cap;
-        counter_totals.extend_from_slice(&seg[t..t + nc]);
-    }
-    let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    Ok(Trace {
-        source: Source {
-            format: WireFormat::Ikp,
-            version: h.version,
-            timer: h.layout.timer,
-            grid: h.layout.grid,
-            groups_per_block: groups,
-            records_per_lane: h.layout.records_per_lane,
-            time_base,
-        },
-        names: Names {
-            regions: h.layout.regions.clone(),
-            counters: h.layout.counters.clone(),
-        },
-        lanes: asm.lanes,
-        spans: asm.spans,
-        instants: asm.instants,
-        samples: asm.samples,
-        counter_totals,
-        diagnostics: asm.diag,
+    Ok(Prepared {
+        words,
+        h,
+        infos,
+        fallback,
+        parallel,
     })
+}
+
+impl Prepared<'_> {
+    /// Lane slots of the layout (lanes that never ran are slots without a lane).
+    pub fn lane_count(&self) -> usize {
+        self.infos.len()
+    }
+
+    /// The words of lane slot `l`'s segment.
+    pub fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
+        self.h.lane_range(l as u64)
+    }
+
+    /// Decodes lane slots `lanes` into a trace holding only those lanes (its
+    /// `time_base` is the earliest start among them). Decoding every slot in one call is
+    /// [`decode`].
+    pub fn decode_lanes(&self, lanes: std::ops::Range<usize>) -> Result<Trace, DecodeError> {
+        let (h, words, infos) = (&self.h, self.words, &self.infos[lanes.clone()]);
+        let l_base = lanes.start;
+        let clock = h.layout.timer == TimerMode::Clock;
+        let fallback = self.fallback;
+        let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
+        let cap = h.layout.records_per_lane as usize;
+        let groups = h.layout.groups_per_block;
+
+        let asm = assemble::run(&caps, self.parallel, |chunk| {
+            let mut done = ChunkDone::default();
+            for k in chunk.lanes.clone() {
+                let info = &infos[k];
+                let l = l_base + k;
+                if !info.used {
+                    continue;
+                }
+                let conv = if clock {
+                    let (num, den) = match own_ratio(info) {
+                        Some(r) => r,
+                        None => fallback.ok_or(DecodeError::NoClockCalibration)?,
+                    };
+                    TickToNs::Linear {
+                        clk0: info.start_clk,
+                        gt0: info.start_gt,
+                        num,
+                        den,
+                    }
+                } else {
+                    TickToNs::Identity
+                };
+                let anchor = if clock { info.start_clk } else { info.start_gt };
+                let start = chunk.starts[k - chunk.lanes.start];
+                let mut walk = LaneWalk::new(l as u32, anchor, conv, start);
+                let seg = &words[h.lane_range(l as u64)];
+                let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + cap];
+                let out = &mut chunk.out;
+                for &w in &events[..info.n] {
+                    let r = wire::unpack_record(w);
+                    let region = r.region as u16;
+                    match r.kind {
+                        Kind::Begin => walk.begin(region, r.payload, r.time_lo),
+                        Kind::End => walk.end(region, r.payload, r.time_lo, out),
+                        Kind::Instant => walk.instant(region, r.payload, r.time_lo, out),
+                        Kind::Meta => match MetaKind::from_id(r.region) {
+                            Some(MetaKind::CounterSample)
+                                if r.payload < h.layout.counters.len() as u32 =>
+                            {
+                                walk.sample(r.payload as u16, r.time_lo, out)
+                            }
+                            _ => done.diag.unknown_records += 1,
+                        },
+                    }
+                }
+                walk.finish(out);
+                let b = chunk.base;
+                done.diag.after_finalize += info.after_finalize;
+                done.diag.unfinalized_lanes += u64::from(!info.finalized);
+                let ids = info.ids;
+                done.lanes.push(Lane {
+                    id: l as u32,
+                    block: l as u32 / groups,
+                    group: l as u32 % groups,
+                    sm: ids.map(|i| i.smid),
+                    warp: ids.map(|i| i.warp),
+                    start: info.start_gt,
+                    end: if info.finalized {
+                        info.end_gt
+                    } else {
+                        walk.last_ns
+                    },
+                    finalized: info.finalized,
+                    written: info.n as u64,
+                    dropped: info.dropped,
+                    spans: b.span + start.span..b.span + walk.cur.span,
+                    instants: b.inst + start.inst..b.inst + walk.cur.inst,
+                    samples: b.samp + start.samp..b.samp + walk.cur.samp,
+                });
+            }
+            Ok(done)
+        })?;
+
+        let nc = h.layout.counters.len();
+        let mut counter_totals = Vec::with_capacity(asm.lanes.len() * nc);
+        for l in &asm.lanes {
+            let seg = &words[h.lane_range(l.id as u64)];
+            let t = (lane::EVENTS + lane::T_COUNTERS) as usize + cap;
+            counter_totals.extend_from_slice(&seg[t..t + nc]);
+        }
+        let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+        Ok(Trace {
+            source: Source {
+                format: WireFormat::Ikp,
+                version: h.version,
+                timer: h.layout.timer,
+                grid: h.layout.grid,
+                groups_per_block: groups,
+                records_per_lane: h.layout.records_per_lane,
+                time_base,
+            },
+            names: Names {
+                regions: h.layout.regions.clone(),
+                counters: h.layout.counters.clone(),
+            },
+            lanes: asm.lanes,
+            spans: asm.spans,
+            instants: asm.instants,
+            samples: asm.samples,
+            counter_totals,
+            diagnostics: asm.diag,
+        })
+    }
 }
 
 fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError> {
