@@ -184,6 +184,9 @@ pub enum PerfettoError {
         /// The largest number of lanes with events one trace can hold.
         max: u64,
     },
+    /// The lane source of a streamed launch failed.
+    #[error("decoding a lane: {0}")]
+    Source(SourceError),
     /// Launch offsets pushed a timestamp past Perfetto's `int64` nanosecond axis.
     #[error("launch {launch} ({label}) does not fit on the trace's int64 ns time axis")]
     TimeOverflow {
@@ -211,9 +214,98 @@ pub fn write_perfetto<W: io::Write>(
             (_, false) => format!("launch {k}: {}", launch.label),
             (_, true) => format!("launch {k}"),
         };
-        w.launch(launch.trace, *clock, &name, k, opts.group_by)?;
+        w.launch(launch.trace, *clock, &name, k, opts.group_by, None)?;
     }
     w.finish()
+}
+
+/// A lane source's error (a decode error, typically).
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What [`write_perfetto_streamed`] saw besides what it wrote: the diagnostics of the
+/// decode, as counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamedDiagnostics {
+    /// Begins never closed.
+    pub unmatched_begin: u64,
+    /// Ends with no open begin.
+    pub unmatched_end: u64,
+    /// Records written after finalize.
+    pub after_finalize: u64,
+    /// Records of unknown kinds.
+    pub unknown_records: u64,
+    /// Records dropped by full lanes.
+    pub dropped: u64,
+    /// Lanes listed.
+    pub lanes: u64,
+}
+
+/// Writes one launch whose lanes are decoded on demand, one lane slot at a time, so that
+/// memory stays bounded by the largest lane instead of the trace: the streaming path of
+/// `ikp decode --perfetto` for multi-GB buffers.
+///
+/// `slot(i)` (for `i` in `0..slots`) returns a trace holding lane slot `i` alone (no lane
+/// if the slot is unused), as `ikp_host::decode::native::Prepared::decode_lanes` gives it;
+/// every slot must carry the same names and source apart from `time_base`. It is called
+/// twice per slot: in slot order to learn the lanes and the time extent, then in track
+/// order to write the events. The output is byte-identical to [`write_perfetto`] of the
+/// whole trace decoded at once.
+pub fn write_perfetto_streamed<W: io::Write>(
+    out: W,
+    label: &str,
+    slots: usize,
+    mut slot: impl FnMut(usize) -> Result<Trace, SourceError>,
+    opts: &PerfettoOptions,
+) -> Result<(PerfettoStats, StreamedDiagnostics), PerfettoError> {
+    let mut skel: Option<Trace> = None;
+    let mut slot_of: Vec<usize> = Vec::new();
+    let mut ext: Option<(Ns, Ns)> = None;
+    let mut diag = StreamedDiagnostics::default();
+    for i in 0..slots {
+        let mut t = slot(i).map_err(PerfettoError::Source)?;
+        if let Some((lo, hi)) = event_extent(&t) {
+            ext = Some(ext.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+        let d = &t.diagnostics;
+        diag.unmatched_begin += d.unmatched_begin.len() as u64;
+        diag.unmatched_end += d.unmatched_end.len() as u64;
+        diag.after_finalize += d.after_finalize;
+        diag.unknown_records += d.unknown_records;
+        diag.dropped += t.dropped();
+        diag.lanes += t.lanes.len() as u64;
+        let lanes = std::mem::take(&mut t.lanes);
+        let sk = skel.get_or_insert_with(|| Trace {
+            lanes: Vec::new(),
+            spans: Default::default(),
+            instants: Default::default(),
+            samples: Default::default(),
+            counter_totals: Vec::new(),
+            diagnostics: Default::default(),
+            ..t
+        });
+        for mut l in lanes {
+            sk.source.time_base = if sk.lanes.is_empty() {
+                l.start
+            } else {
+                sk.source.time_base.min(l.start)
+            };
+            l.spans = 0..0;
+            l.instants = 0..0;
+            l.samples = 0..0;
+            sk.lanes.push(l);
+            slot_of.push(i);
+        }
+    }
+    let mut w = Writer::new(out, opts.compression);
+    let Some(skel) = skel else {
+        return Ok((w.finish()?, diag));
+    };
+    let tb = skel.source.time_base;
+    let ext = ext.map(|(lo, hi)| (lo.min(tb), hi));
+    let clock = launch_clocks_of([(label, ext, tb)].into_iter(), opts.launch_layout)?[0];
+    let mut feed = |pos: usize| slot(slot_of[pos]).map_err(PerfettoError::Source);
+    w.launch(&skel, clock, label, 0, opts.group_by, Some(&mut feed))?;
+    Ok((w.finish()?, diag))
 }
 
 /// Sequence of track descriptors and of the active-lanes counters.
@@ -250,6 +342,11 @@ impl LaunchClock {
 
 /// The smallest and largest model time of a trace (lane bounds and every event).
 fn extent(trace: &Trace) -> Option<(Ns, Ns)> {
+    event_extent(trace).map(|(lo, hi)| (lo.min(trace.source.time_base), hi))
+}
+
+/// [`extent`] without the time base: combines over lanes decoded separately.
+fn event_extent(trace: &Trace) -> Option<(Ns, Ns)> {
     let mut lo = u64::MAX;
     let mut hi = 0u64;
     for lane in &trace.lanes {
@@ -275,7 +372,7 @@ fn extent(trace: &Trace) -> Option<(Ns, Ns)> {
         }
     }
     hi = trace.spans.end.iter().fold(hi, |m, &e| m.max(e));
-    (lo != u64::MAX).then_some((lo.min(trace.source.time_base), hi))
+    (lo != u64::MAX).then_some((lo, hi))
 }
 
 /// Each launch's time mapping (see the module's `# Time`).
@@ -283,14 +380,27 @@ fn launch_clocks(
     launches: &[Launch<'_>],
     layout: LaunchLayout,
 ) -> Result<Vec<LaunchClock>, PerfettoError> {
+    launch_clocks_of(
+        launches
+            .iter()
+            .map(|l| (l.label, extent(l.trace), l.trace.source.time_base)),
+        layout,
+    )
+}
+
+/// [`launch_clocks`] from each launch's `(label, extent, time base)`.
+fn launch_clocks_of<'a>(
+    launches: impl Iterator<Item = (&'a str, Option<(Ns, Ns)>, Ns)>,
+    layout: LaunchLayout,
+) -> Result<Vec<LaunchClock>, PerfettoError> {
     let mut offset: u64 = 0;
-    let mut clocks = Vec::with_capacity(launches.len());
-    for (k, l) in launches.iter().enumerate() {
-        let (lo, hi) = extent(l.trace).unwrap_or((l.trace.source.time_base, 0));
+    let mut clocks = Vec::new();
+    for (k, (label, ext, time_base)) in launches.enumerate() {
+        let (lo, hi) = ext.unwrap_or((time_base, 0));
         let len = hi.saturating_sub(lo);
         let overflow = || PerfettoError::TimeOverflow {
             launch: k,
-            label: l.label.to_string(),
+            label: label.to_string(),
         };
         if offset
             .checked_add(len)
@@ -388,6 +498,8 @@ struct Writer<W: io::Write> {
     interned_on: Vec<u64>,
     /// `interned_data` field bytes interning region `r`'s name, per launch.
     name_blobs: Vec<Box<[u8]>>,
+    /// Pre-encoded type, name and category of region `r`'s slices and instants.
+    heads: Vec<(enc::NameHead, enc::NameHead)>,
     /// Scratch for active-lanes computations.
     edges: Vec<(u64, i8)>,
 }
@@ -441,6 +553,7 @@ impl<W: io::Write> Writer<W> {
             counter_uuid: Vec::new(),
             interned_on: Vec::new(),
             name_blobs: Vec::new(),
+            heads: Vec::new(),
             edges: Vec::new(),
         }
     }
@@ -566,8 +679,15 @@ impl<W: io::Write> Writer<W> {
         name: &str,
         k: usize,
         by: GroupBy,
+        mut feed: Option<&mut dyn FnMut(usize) -> Result<Trace, PerfettoError>>,
     ) -> Result<(), PerfettoError> {
-        self.prepare_names(trace);
+        // A streamed launch does not know its regions yet: prepare every possible id
+        // (the blobs do not depend on which ones are used).
+        self.prepare_names(
+            trace,
+            feed.as_ref()
+                .map(|_| ikp_device::wire::MAX_REGIONS as usize - 1),
+        );
         let root = self.track(0, name.to_string(), Some(rank(k)), true, None)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
@@ -587,7 +707,13 @@ impl<W: io::Write> Writer<W> {
             }
             let in_block = matches!(key, GroupKey::Block(_));
             for &pos in lanes {
-                self.lane(trace, clock, pos, group, in_block, &mut r)?;
+                match feed.as_mut() {
+                    None => self.lane(trace, clock, pos, group, in_block, &mut r)?,
+                    Some(f) => {
+                        let one = f(pos)?;
+                        self.lane(&one, clock, 0, group, in_block, &mut r)?;
+                    }
+                }
             }
         }
         if by == GroupBy::Block && trace.lanes.iter().any(|l| l.sm.is_some()) {
@@ -621,19 +747,26 @@ impl<W: io::Write> Writer<W> {
     }
 
     /// Builds the `interned_data` bytes of every region id the launch uses.
-    fn prepare_names(&mut self, trace: &Trace) {
+    fn prepare_names(&mut self, trace: &Trace, max: Option<usize>) {
         let max = trace
             .spans
             .region
             .iter()
             .chain(&trace.instants.region)
-            .fold(0u16, |m, &r| m.max(r)) as usize;
+            .fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
         self.name_blobs.clear();
         self.name_blobs.extend(
             (0..=max).map(|r| {
                 enc::interned_event_name(r as u64 + 1, &trace.names.region(r as u16)).into()
             }),
         );
+        self.heads.clear();
+        self.heads.extend((0..=max as u64).map(|r| {
+            (
+                enc::name_head(enc::ty::SLICE_BEGIN, r + 1, CAT_SPAN),
+                enc::name_head(enc::ty::INSTANT, r + 1, CAT_INSTANT),
+            )
+        }));
         if self.interned_on.len() <= max {
             self.interned_on.resize(max + 1, 0);
         }
@@ -792,6 +925,7 @@ impl<W: io::Write> Writer<W> {
             &mut self.buf,
             &mut self.pos,
             &self.name_blobs,
+            &self.heads,
             &mut self.interned_on,
             seq,
             &self.level_uuid,
@@ -939,6 +1073,7 @@ fn emit_lane(
     buf: &mut [u8],
     pos: &mut usize,
     blobs: &[Box<[u8]>],
+    heads: &[(enc::NameHead, enc::NameHead)],
     interned_on: &mut [u64],
     seq: u64,
     level_uuid: &[u64],
@@ -1013,11 +1148,9 @@ fn emit_lane(
                 p = enc.named(
                     buf,
                     p,
-                    enc::ty::SLICE_BEGIN,
+                    &heads[r].0,
                     nb,
                     level_uuid[level],
-                    r as u64 + 1,
-                    CAT_SPAN,
                     ANN_PAYLOAD,
                     payload,
                     blob,
@@ -1026,18 +1159,7 @@ fn emit_lane(
                 si += 1;
                 nb = at(ev.begin, si);
             } else {
-                p = enc.named(
-                    buf,
-                    p,
-                    enc::ty::INSTANT,
-                    ni,
-                    0,
-                    r as u64 + 1,
-                    CAT_INSTANT,
-                    ANN_PAYLOAD,
-                    payload,
-                    blob,
-                );
+                p = enc.named(buf, p, &heads[r].1, ni, 0, ANN_PAYLOAD, payload, blob);
                 c.instants += 1;
                 ii += 1;
                 ni = at(ev.i_ts, ii);

@@ -146,9 +146,9 @@ pub(crate) fn put_compressed_bundle(buf: &mut Vec<u8>, zlen: usize) {
 /// The most bytes one event packet written by [`SeqEncoder`] takes, interned data aside,
 /// including the slack of its fixed-size copies. Worst cases: packet header (key, length,
 /// timestamp field, sequence id and flags as an 8-byte copy, track event key and length)
-/// 1 + 10 + 1 + 10 + 8 + 2 = 32; a begin / instant track event: type 2, track 11, name 11,
-/// category 2, payload annotation 10, lane annotations as a 32-byte copy = 68; a counter
-/// 2 + 11 + 2 + 5 = 20. The `largest_event_fits_the_bound` test writes the largest values
+/// 1 + 10 + 1 + 10 + 8 + 2 = 32; a begin / instant track event: the name head as a 16-byte
+/// copy (type 2, name 11, category 2, annotation key 1), payload annotation 9, lane
+/// annotations as a 32-byte copy, track 11 = 68; a counter 2 + 11 + 2 + 5 = 20. The `largest_event_fits_the_bound` test writes the largest values
 /// into a buffer of exactly this size.
 pub(crate) const MAX_EVENT_BYTES: usize = 128;
 
@@ -235,7 +235,7 @@ impl Cursor {
 /// Pre-encoded bytes of at most `N`, copied as a fixed-size block (the window they are
 /// copied into always has room for `N`), so no call to `memcpy` per packet.
 #[derive(Clone, Copy, Debug)]
-struct Fixed<const N: usize> {
+pub(crate) struct Fixed<const N: usize> {
     bytes: [u8; N],
     len: usize,
 }
@@ -257,17 +257,39 @@ impl<const N: usize> Fixed<N> {
     }
 }
 
+/// The pre-encoded start of a named event's `TrackEvent`: `type`, `name_iid`,
+/// `category_iids` and the key of the payload's debug annotation; see [`name_head`].
+pub(crate) type NameHead = Fixed<16>;
+
+/// The [`NameHead`] of events of type `ty` named `name_iid` in category `category_iid`.
+pub(crate) fn name_head(ty: u8, name_iid: u64, category_iid: u8) -> NameHead {
+    let mut b = Vec::with_capacity(16);
+    b.push(TE_TYPE);
+    b.push(ty);
+    put_uint_field(&mut b, TE_NAME_IID, name_iid);
+    b.push(TE_CATEGORY_IIDS);
+    b.push(category_iid);
+    b.push(TE_DEBUG_ANNOTATIONS);
+    let mut f = Fixed::default();
+    f.set(&b);
+    f
+}
+
 /// Encoder of the event packets of one packet sequence (one lane).
 ///
 /// Every packet it writes is `TracePacket { timestamp: delta, trusted_packet_sequence_id,
 /// sequence_flags: SEQ_NEEDS_INCREMENTAL_STATE, track_event, [interned_data] }`, in that
-/// field order; the timestamp is a delta on the sequence's incremental clock. Packets are
-/// written into `buf[pos..]`, which must have [`MAX_EVENT_BYTES`] bytes free (plus the
-/// interned data's length); the methods panic otherwise.
+/// field order; the timestamp is a delta on the sequence's incremental clock. Inside a
+/// named event the fields are `type, name_iid, category_iids, debug_annotations (payload,
+/// then the lane's), [track_uuid]`. Packets are written into `buf[pos..]`, which must have
+/// [`MAX_EVENT_BYTES`] bytes free (plus the interned data's length); the methods panic
+/// otherwise.
 #[derive(Debug, Default)]
 pub(crate) struct SeqEncoder {
     /// `trusted_packet_sequence_id` and `sequence_flags` fields.
     seq_flags: Fixed<8>,
+    /// `seq_flags`, then a whole `track_event { type: TYPE_SLICE_END }` field.
+    end_tail: Fixed<16>,
     /// The lane's constant debug annotations (SM, block, group: at most 3 x 10 bytes).
     lane_annotations: Fixed<32>,
     /// Last absolute timestamp written on the sequence (the incremental clock's value).
@@ -283,6 +305,8 @@ impl SeqEncoder {
         put_uint_field(&mut b, PKT_SEQ_ID, seq as u64);
         put_uint_field(&mut b, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE as u64);
         self.seq_flags.set(&b);
+        b.extend_from_slice(&[PKT_TRACK_EVENT, 2, TE_TYPE, ty::SLICE_END]);
+        self.end_tail.set(&b);
         b.clear();
         assert!(lane_annotations.len() <= 3);
         for &(iid, v) in lane_annotations {
@@ -325,57 +349,48 @@ impl SeqEncoder {
         }
     }
 
-    /// A `TYPE_SLICE_BEGIN` or `TYPE_INSTANT` event with category `category_iid`, the
-    /// payload annotation (`payload_iid`) and the lane's annotations, followed by
-    /// `interned` (a pre-encoded `interned_data` field, or empty); `track` overrides the
-    /// sequence's default track when non-zero. Returns the position after the packet.
+    /// A named event (slice begin or instant) whose type, name and category are `head`,
+    /// with the payload annotation (name iid `payload_iid`) and the lane's annotations,
+    /// followed by `interned` (a pre-encoded `interned_data` field, or empty); `track`
+    /// overrides the sequence's default track when non-zero. Returns the position after
+    /// the packet.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn named(
         &mut self,
         buf: &mut [u8],
         pos: usize,
-        ty: u8,
+        head: &NameHead,
         ts: u64,
         track: u64,
-        name_iid: u64,
-        category_iid: u8,
         payload_iid: u8,
         payload: u32,
         interned: &[u8],
     ) -> usize {
         let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES + interned.len());
-        let track_len = if track != 0 { 1 + varint_len(track) } else { 0 };
         let payload_len = varint_len(payload as u64);
-        let te_len = 2
-            + track_len
-            + 1
-            + varint_len(name_iid)
-            + 2
-            + (5 + payload_len)
-            + self.lane_annotations.len;
+        let mut te_len = head.len + 1 + 3 + payload_len + self.lane_annotations.len;
+        if track != 0 {
+            te_len += 1 + varint_len(track);
+        }
         // SAFETY: header 32 + event 68 bytes at most (see MAX_EVENT_BYTES), then the
         // interned bytes: all within the room `Cursor::new` checked.
         unsafe {
             self.head(&mut c, ts, te_len, interned.len());
-            c.byte(TE_TYPE);
-            c.byte(ty);
-            if track != 0 {
-                c.byte(TE_TRACK_UUID);
-                c.varint(track);
-            }
-            c.byte(TE_NAME_IID);
-            c.varint(name_iid);
-            c.byte(TE_CATEGORY_IIDS);
-            c.byte(category_iid);
-            c.byte(TE_DEBUG_ANNOTATIONS);
+            c.fixed(head);
             c.byte((3 + payload_len) as u8);
             c.byte(DA_NAME_IID);
             c.byte(payload_iid);
             c.byte(DA_UINT_VALUE);
             c.varint(payload as u64);
             c.fixed(&self.lane_annotations);
-            c.bytes(interned);
+            if track != 0 {
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
+            }
+            if !interned.is_empty() {
+                c.bytes(interned);
+            }
         }
         c.pos()
     }
@@ -384,16 +399,27 @@ impl SeqEncoder {
     #[inline(always)]
     pub(crate) fn end(&mut self, buf: &mut [u8], pos: usize, ts: u64, track: u64) -> usize {
         let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
-        let te_len = 2 + if track != 0 { 1 + varint_len(track) } else { 0 };
-        // SAFETY: 32 + 13 bytes at most, within the checked room.
-        unsafe {
-            self.head(&mut c, ts, te_len, 0);
-            c.byte(TE_TYPE);
-            c.byte(ty::SLICE_END);
-            if track != 0 {
+        if track != 0 {
+            let te_len = 2 + 1 + varint_len(track);
+            // SAFETY: 32 + 13 bytes at most, within the checked room.
+            unsafe {
+                self.head(&mut c, ts, te_len, 0);
+                c.byte(TE_TYPE);
+                c.byte(ty::SLICE_END);
                 c.byte(TE_TRACK_UUID);
                 c.varint(track);
             }
+            return c.pos();
+        }
+        let d = self.delta(ts);
+        let body_len = 1 + varint_len(d) + self.end_tail.len;
+        // SAFETY: 1 + 1 + 1 + 10 + 16 bytes at most, within the checked room.
+        unsafe {
+            c.byte(TRACE_PACKET);
+            c.byte(body_len as u8);
+            c.byte(PKT_TIMESTAMP);
+            c.varint(d);
+            c.fixed(&self.end_tail);
         }
         c.pos()
     }
@@ -469,36 +495,17 @@ mod tests {
         let mut e = SeqEncoder::default();
         e.reset(300, 1000, &[(2, 7), (3, 70000)]);
         let interned = interned_event_name(5, "mma");
-        let mut p = e.named(
-            &mut buf,
-            0,
-            ty::SLICE_BEGIN,
-            1000,
-            0,
-            5,
-            1,
-            1,
-            123456,
-            &interned,
-        );
+        let begin = name_head(ty::SLICE_BEGIN, 5, 1);
+        let mut p = e.named(&mut buf, 0, &begin, 1000, 0, 1, 123456, &interned);
         p = e.end(&mut buf, p, 1500, 99999);
         p = e.counter(&mut buf, p, 2000, 42, u32::MAX);
-        p = e.named(
-            &mut buf,
-            p,
-            ty::INSTANT,
-            2000,
-            1 << 40,
-            1 << 20,
-            2,
-            1,
-            0,
-            &[],
-        );
+        let instant = name_head(ty::INSTANT, 1 << 20, 2);
+        p = e.named(&mut buf, p, &instant, 2000, 1 << 40, 1, 0, &[]);
+        p = e.end(&mut buf, p, 2500, 0);
         let mut out = buf[..p].to_vec();
         put_absolute_counter(&mut out, 1, 77, 9, 3);
         let t = Trace::parse_from_bytes(&out).unwrap();
-        assert_eq!(t.packet.len(), 5);
+        assert_eq!(t.packet.len(), 6);
         let p = &t.packet[0];
         assert_eq!(p.timestamp, Some(0));
         assert_eq!(p.trusted_packet_sequence_id(), 300);
@@ -519,9 +526,15 @@ mod tests {
         assert_eq!(te.type_(), Type::TYPE_INSTANT);
         assert_eq!(te.track_uuid, Some(1 << 40));
         assert_eq!(te.name_field, Some(Name_field::NameIid(1 << 20)));
-        assert_eq!(t.packet[4].timestamp, Some(77));
-        assert_eq!(t.packet[4].track_event().counter_value(), 3);
-        assert_eq!(t.packet[4].sequence_flags, None);
+        let p = &t.packet[4];
+        assert_eq!(p.timestamp, Some(500));
+        assert_eq!(p.track_event().type_(), Type::TYPE_SLICE_END);
+        assert_eq!(p.track_event().track_uuid, None);
+        assert_eq!(p.trusted_packet_sequence_id(), 300);
+        assert_eq!(p.sequence_flags, Some(SEQ_NEEDS_INCREMENTAL_STATE));
+        assert_eq!(t.packet[5].timestamp, Some(77));
+        assert_eq!(t.packet[5].track_event().counter_value(), 3);
+        assert_eq!(t.packet[5].sequence_flags, None);
     }
 
     #[test]
@@ -544,21 +557,10 @@ mod tests {
                 "wrote past the bound"
             );
         };
-        check(&|e, b| {
-            e.named(
-                b,
-                0,
-                1,
-                u64::MAX,
-                u64::MAX,
-                u64::MAX,
-                0x7F,
-                0x7F,
-                u32::MAX,
-                &[],
-            )
-        });
+        let head = name_head(ty::SLICE_BEGIN, u64::MAX, 0x7F);
+        check(&|e, b| e.named(b, 0, &head, u64::MAX, u64::MAX, 0x7F, u32::MAX, &[]));
         check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX));
+        check(&|e, b| e.end(b, 0, u64::MAX, 0));
         check(&|e, b| e.counter(b, 0, u64::MAX, u64::MAX, u32::MAX));
     }
 }
