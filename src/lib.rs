@@ -6,3 +6,6 @@
 //! - [`host`] (`ikp-host`): reading buffers, decoding, writers and analysis.
 pub use ikp_device as device;
 pub use ikp_host as host;
+
+#[doc(hidden)]
+pub mod bench_support;

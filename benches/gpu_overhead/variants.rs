@@ -1,0 +1,132 @@
+//! The builds the GPU overhead bench compares, and its kernels. Shared (through `#[path]`)
+//! by the bench and by `tests/gpu_overhead_nvrtc.rs`, which compiles every build with NVRTC
+//! so the GPU path is checked on machines without a GPU.
+#![allow(dead_code)]
+
+use ikp::device::{Layout, TimerMode};
+use ikp::host::nvrtc::{Arch, Compiler};
+
+/// Source of every bench kernel (`kernels.cu`), with the instrumentation switches.
+pub const SOURCE: &str = include_str!("kernels.cu");
+
+/// One build of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Variant {
+    /// No ikp at all: no include, no marker, no `ikp::Arg` parameter.
+    Baseline,
+    /// Regions with `Fence::Block` lanes, and counted waits.
+    FencedZones,
+    /// Regions with `Fence::None` lanes, and counted waits.
+    UnfencedZones,
+    /// Only the wait counters (`IKP_WAIT`) and the lane's init / finalize stamps.
+    CountersOnly,
+    /// The fenced build compiled with `IKP_ENABLED=0`.
+    CompiledOut,
+}
+
+impl Variant {
+    /// Every build, baseline first.
+    pub const ALL: [Variant; 5] = [
+        Variant::Baseline,
+        Variant::FencedZones,
+        Variant::UnfencedZones,
+        Variant::CountersOnly,
+        Variant::CompiledOut,
+    ];
+
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Baseline => "baseline",
+            Variant::FencedZones => "fenced zones",
+            Variant::UnfencedZones => "unfenced zones",
+            Variant::CountersOnly => "counters only",
+            Variant::CompiledOut => "compiled out",
+        }
+    }
+
+    /// Whether the kernel takes the `ikp::Arg` parameter (last).
+    pub fn takes_prof(self) -> bool {
+        self != Variant::Baseline
+    }
+
+    /// Whether the kernel records (needs a session buffer).
+    pub fn records(self) -> bool {
+        !matches!(self, Variant::Baseline | Variant::CompiledOut)
+    }
+
+    /// The NVRTC compiler for this build.
+    pub fn compiler(self, arch: Arch) -> Compiler {
+        let c = Compiler::new(arch);
+        match self {
+            Variant::Baseline => c.define("BENCH_BASELINE", None),
+            Variant::FencedZones => c.define("BENCH_FENCE", Some("Block")),
+            Variant::UnfencedZones => c.define("BENCH_FENCE", Some("None")),
+            Variant::CountersOnly => c
+                .define("BENCH_FENCE", Some("None"))
+                .define("BENCH_ZONES", Some("0")),
+            Variant::CompiledOut => c.profiling(false),
+        }
+    }
+}
+
+/// A bench kernel: its name in `kernels.cu` and its names for the host.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSpec {
+    /// Kernel name (`extern "C"`).
+    pub name: &'static str,
+    /// Region names, by the kernel's region ids.
+    pub regions: &'static [&'static str],
+    /// Wait-counter names, by the kernel's counter ids.
+    pub counters: &'static [&'static str],
+    /// Lanes per block.
+    pub groups_per_block: u32,
+    /// Parameters before `ikp::Arg`.
+    pub params: usize,
+}
+
+/// The kernels, in report order.
+pub const KERNELS: [KernelSpec; 4] = [
+    KernelSpec {
+        name: "load_compute_store",
+        regions: &["load", "compute", "store"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 4,
+    },
+    KernelSpec {
+        name: "warp_specialized",
+        regions: &["produce", "consume"],
+        counters: &["wait_full", "wait_empty"],
+        groups_per_block: 2,
+        params: 4,
+    },
+    KernelSpec {
+        name: "persistent",
+        regions: &["tile", "load", "compute", "store"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 4,
+    },
+    KernelSpec {
+        name: "gemm_half",
+        regions: &["load", "mma", "store"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 6,
+    },
+];
+
+impl KernelSpec {
+    /// The session layout for a launch on `grid` with `records` records per lane.
+    pub fn layout(&self, grid: [u32; 3], records: u32) -> Layout {
+        Layout {
+            grid,
+            groups_per_block: self.groups_per_block,
+            records_per_lane: records,
+            timer: TimerMode::Globaltimer,
+            regions: self.regions.iter().map(|s| s.to_string()).collect(),
+            counters: self.counters.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Host throughput of every stage that turns a buffer into something to look at, against
+//! the memory bandwidth of the same machine on the same bytes.
+//!
+//! `cargo bench --bench pipeline`. Every figure is in bytes of the raw buffer per second
+//! (criterion `Throughput::Bytes`), so a stage and the baselines of its group compare
+//! directly: a stage at half the `memcpy` figure turns buffers into output at half the rate
+//! the machine can merely copy them.
+//!
+//! - `pipeline/decode_native`: the attention-shaped schedule in the native format
+//!   (`ikp::bench_support::native_attention`), decoded on one thread and on the rayon pool;
+//! - `pipeline/decode_tvm`: the same schedule in the TVM format
+//!   (`ikp::device::sample::attention_tvm`, about 5 M records), one thread and pool;
+//! - `pipeline/chrome`, `pipeline/perfetto`, `pipeline/summary`: the writers on the trace
+//!   decoded from that TVM buffer, into `io::sink()` (Chrome, summary) or a reused `Vec`
+//!   (Perfetto), counted in the TVM buffer's bytes;
+//! - in every group, `memcpy` (copy the buffer into a preallocated one) and `sum` (add its
+//!   words) over the group's buffer: the bandwidth limits a stage is read against.
+//!
+//! Under `cargo test` (no `--bench` argument) the inputs are tiny, so the run only checks
+//! that every routine works.
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkGroup, Criterion, Throughput};
+use ikp::bench_support::native_attention;
+use ikp::device::sample;
+use ikp::host::decode::{decode_words, DecodeOptions, FormatChoice};
+use ikp::host::model::Trace;
+use ikp::host::write::perfetto::{write_perfetto, Launch, PerfettoOptions};
+use ikp::host::write::{self, TraceWriteOptions};
+
+/// Blocks and tiles of the TVM buffer: 1024 blocks x 3 lanes, ~5 M records (40 MB).
+const TVM_SHAPE: (u32, u32) = (1024, 325);
+/// The native buffer: the same schedule on 256 blocks (counter samples make it larger per
+/// block), ~1.3 M records.
+const NATIVE_SHAPE: (u32, u32) = (256, 325);
+/// Under `cargo test`: tiny.
+const TEST_SHAPE: (u32, u32) = (8, 4);
+
+fn bytes(words: &[u64]) -> u64 {
+    std::mem::size_of_val(words) as u64
+}
+
+/// Adds the two bandwidth baselines over `words` to group `g`.
+fn baselines(g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>, words: &[u64]) {
+    let mut dst = vec![0u64; words.len()];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(words));
+            black_box(dst.as_ptr());
+        })
+    });
+    g.bench_function("sum", |b| {
+        b.iter(|| {
+            black_box(words)
+                .iter()
+                .fold(0u64, |a, &w| a.wrapping_add(w))
+        })
+    });
+}
+
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    words: &[u64],
+) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(format!("pipeline/{name}"));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Bytes(bytes(words)));
+    g
+}
+
+fn decode_group(c: &mut Criterion, name: &str, words: &[u64], format: FormatChoice) {
+    let one = DecodeOptions {
+        format,
+        single_threaded: true,
+        ..Default::default()
+    };
+    let pool = DecodeOptions {
+        format,
+        ..Default::default()
+    };
+    let mut g = group(c, name, words);
+    g.bench_function("decode_1thread", |b| {
+        b.iter(|| black_box(decode_words(black_box(words), &one).expect("decodes")))
+    });
+    g.bench_function("decode_pool", |b| {
+        b.iter(|| black_box(decode_words(black_box(words), &pool).expect("decodes")))
+    });
+    baselines(&mut g, words);
+    g.finish();
+}
+
+fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
+    let opts = TraceWriteOptions::default();
+    let mut g = group(c, "chrome", tvm);
+    g.bench_function("write_chrome", |b| {
+        b.iter(|| write::chrome::write_chrome(trace, &opts, &mut std::io::sink()).expect("writes"))
+    });
+    baselines(&mut g, tvm);
+    g.finish();
+
+    let launches = [Launch::new("attention", trace)];
+    let popts = PerfettoOptions::default();
+    let mut out = Vec::new();
+    let mut g = group(c, "perfetto", tvm);
+    g.bench_function("write_perfetto", |b| {
+        b.iter(|| {
+            out.clear();
+            write_perfetto(&mut out, black_box(&launches), &popts).expect("writes");
+            black_box(out.len())
+        })
+    });
+    baselines(&mut g, tvm);
+    g.finish();
+
+    let mut g = group(c, "summary", tvm);
+    g.bench_function("write_summary", |b| {
+        b.iter(|| {
+            write::summary::write_summary(trace, &opts, "t.json", &mut std::io::sink())
+                .expect("writes")
+        })
+    });
+    baselines(&mut g, tvm);
+    g.finish();
+}
+
+fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (tvm_shape, native_shape) = if bench {
+        (TVM_SHAPE, NATIVE_SHAPE)
+    } else {
+        (TEST_SHAPE, TEST_SHAPE)
+    };
+    let native = native_attention(native_shape.0, native_shape.1).expect("valid layout");
+    let tvm = sample::attention_tvm(tvm_shape.0, tvm_shape.1);
+    let trace = decode_words(
+        &tvm,
+        &DecodeOptions {
+            format: FormatChoice::Tvm,
+            ..Default::default()
+        },
+    )
+    .expect("the TVM sample decodes");
+    let records = |w: &[u64]| w.iter().filter(|&&x| x != 0).count();
+    eprintln!(
+        "pipeline: native buffer {} MB ({} non-zero words), TVM buffer {} MB ({} records, {} spans decoded)",
+        bytes(&native) as f64 / 1e6,
+        records(&native),
+        bytes(&tvm) as f64 / 1e6,
+        records(&tvm[1..]),
+        trace.spans.len()
+    );
+    let mut c = Criterion::default().configure_from_args();
+    decode_group(&mut c, "decode_native", &native, FormatChoice::Ikp);
+    decode_group(&mut c, "decode_tvm", &tvm, FormatChoice::Tvm);
+    writer_groups(&mut c, &tvm, &trace);
+    c.final_summary();
+}

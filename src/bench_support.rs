@@ -1,0 +1,67 @@
+//! Inputs shared by the benches (not part of the API: hidden from the docs).
+//!
+//! The TVM-format input is `ikp_device::sample::attention_tvm`; this module adds the same
+//! attention-shaped schedule in the native format, written with the reference encoder, so
+//! every bench decodes the same kind of kernel in both formats.
+use ikp_device::encoder::BufferWriter;
+use ikp_device::sample::{self, Ev};
+use ikp_device::{Layout, LayoutError, TimerMode};
+
+/// The attention sample's schedule (`sample::block_schedule`) for `blocks` blocks of
+/// `tiles` KV tiles, in the native format: three lanes per block, records per lane sized
+/// to the longest lane, counter samples and totals included.
+pub fn native_attention(blocks: u32, tiles: u32) -> Result<Vec<u64>, LayoutError> {
+    let sched: Vec<_> = (0..blocks)
+        .map(|b| sample::block_schedule(b, tiles))
+        .collect();
+    let cap = sched
+        .iter()
+        .flat_map(|s| s.iter().map(|l| l.2.len()))
+        .max()
+        .unwrap_or(0) as u32;
+    let layout = Layout {
+        grid: [blocks, 1, 1],
+        groups_per_block: sample::GROUPS,
+        records_per_lane: cap,
+        timer: TimerMode::Globaltimer,
+        regions: sample::REGIONS.iter().map(|s| s.to_string()).collect(),
+        counters: sample::COUNTERS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut w = BufferWriter::new(layout)?;
+    for (b, lanes) in sched.into_iter().enumerate() {
+        for (g, (start, end, evs)) in lanes.into_iter().enumerate() {
+            let mut l = w.lane(b as u64 * sample::GROUPS as u64 + g as u64);
+            l.init(sample::sm_of(b as u32), g as u32 * 4, 0, start, 0);
+            for e in evs {
+                match e {
+                    Ev::B(r, p, t) => l.begin(r, p, t),
+                    Ev::E(r, p, t) => l.end(r, p, t),
+                    Ev::I(r, p, t) => l.instant(r, p, t),
+                    Ev::S(c, v) => l.counter_sample(c, v).counter_add(c, v as u64),
+                };
+            }
+            l.finalize(end, 0);
+        }
+    }
+    Ok(w.into_words())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_attention_decodes_to_the_schedule() {
+        let words = native_attention(4, 3).unwrap();
+        let t = ikp_host::decode::decode_words(&words, &Default::default()).unwrap();
+        assert_eq!(t.lanes.len(), 12);
+        assert!(t.lanes.iter().all(|l| l.finalized && l.dropped == 0));
+        let begins: usize = (0..4)
+            .flat_map(|b| sample::block_schedule(b, 3))
+            .flat_map(|l| l.2)
+            .filter(|e| matches!(e, Ev::B(..)))
+            .count();
+        assert_eq!(t.spans.len(), begins);
+        assert_eq!(t.diagnostics, Default::default());
+    }
+}

@@ -1,0 +1,151 @@
+//! Every build the GPU overhead bench (`benches/gpu_overhead.rs`) times compiles with NVRTC,
+//! and each build is what its name says: the baseline has no profiler state and no
+//! `ikp::Arg`, fenced zones fence, unfenced zones do not, counters only keeps the wait
+//! counters and no timed record, compiled out is the baseline's code. No GPU needed; the
+//! bench itself only runs on one.
+#[path = "../benches/gpu_overhead/variants.rs"]
+mod variants;
+
+use ikp::host::nvrtc::{self, Arch};
+use std::collections::BTreeMap;
+use variants::{Variant, KERNELS, SOURCE};
+
+const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];
+
+/// PTX of every kernel of `variant` for `arch`: name -> (parameter list, body).
+fn ptx(variant: Variant, arch: Arch) -> BTreeMap<String, (String, String)> {
+    if let Err(e) = nvrtc::probe() {
+        panic!("{e}");
+    }
+    let compiled = variant
+        .compiler(arch)
+        .ptx("gpu_overhead.cu", SOURCE)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", variant.name()));
+    let text = compiled.ptx().expect("PTX text").to_owned();
+    text.split(".entry ")
+        .skip(1)
+        .map(|entry| {
+            let name = entry.split('(').next().unwrap().trim().to_owned();
+            let (params, body) = entry.split_once('{').expect("entry has a body");
+            // The next entry's preamble (if any) is not part of this one.
+            (name, (params.to_owned(), body.to_owned()))
+        })
+        .collect()
+}
+
+/// `needle` occurs in `ptx` as a whole operand (`%clock` does not match `%clock64`).
+fn has(ptx: &str, needle: &str) -> bool {
+    ptx.match_indices(needle).any(|(i, _)| {
+        !ptx[i + needle.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn params(list: &str) -> usize {
+    list.matches(".param ").count()
+}
+
+/// Kernels that have no fence of their own (the warp-specialized one fences its hand-off).
+const NO_USER_FENCE: [&str; 3] = ["load_compute_store", "persistent", "gemm_half"];
+
+#[test]
+fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
+    for arch in ARCHS {
+        let builds: BTreeMap<_, _> = Variant::ALL.iter().map(|&v| (v, ptx(v, arch))).collect();
+        for spec in KERNELS {
+            let name = spec.name;
+            for (&v, kernels) in &builds {
+                let (list, body) = kernels
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{arch} {}: no kernel {name}", v.name()));
+                let want = spec.params + usize::from(v.takes_prof());
+                assert_eq!(params(list), want, "{arch} {} {name}: parameters", v.name());
+                let timed = has(body, "%globaltimer_lo");
+                assert_eq!(
+                    timed,
+                    matches!(v, Variant::FencedZones | Variant::UnfencedZones),
+                    "{arch} {} {name}: timed records",
+                    v.name()
+                );
+                // Init / finalize stamps: every build that records.
+                assert_eq!(
+                    has(body, "%globaltimer"),
+                    v.records(),
+                    "{arch} {} {name}: lane stamps",
+                    v.name()
+                );
+                if NO_USER_FENCE.contains(&name) {
+                    assert_eq!(
+                        has(body, "membar.cta"),
+                        v == Variant::FencedZones,
+                        "{arch} {} {name}: block fences",
+                        v.name()
+                    );
+                }
+            }
+            // Counters only still counts the waits of the kernel that has some.
+            let counters = &builds[&Variant::CountersOnly][name].1;
+            let counted =
+                has(counters, "atom.global.add.u64") || has(counters, "red.global.add.u64");
+            assert_eq!(
+                counted,
+                !spec.counters.is_empty(),
+                "{arch} {name}: wait counters"
+            );
+            // Compiled out is the baseline's code; only the unused parameter differs.
+            assert_eq!(
+                builds[&Variant::CompiledOut][name].1,
+                builds[&Variant::Baseline][name].1,
+                "{arch} {name}: IKP_ENABLED=0 differs from the uninstrumented kernel"
+            );
+        }
+    }
+}
+
+#[test]
+fn kernel_ids_match_the_names_the_bench_gives_the_host() {
+    // Region / counter enums of kernels.cu, in KERNELS order, first names upper-cased with
+    // the kernel's prefix: the host names must be the enums' order.
+    let prefixes = [
+        ("LCS_", "load_compute_store"),
+        ("WS_", "warp_specialized"),
+        ("P_", "persistent"),
+        ("G_", "gemm_half"),
+    ];
+    let mut seen = 0;
+    for line in SOURCE.lines() {
+        let Some(body) = line
+            .trim()
+            .strip_prefix("enum : unsigned {")
+            .and_then(|b| b.split('}').next())
+        else {
+            continue;
+        };
+        let items: Vec<(String, u32)> = body
+            .split(',')
+            .map(|item| {
+                let (n, v) = item.split_once('=').expect("explicit enum values");
+                (n.trim().to_owned(), v.trim().parse().unwrap())
+            })
+            .collect();
+        let (prefix, kernel) = prefixes
+            .iter()
+            .find(|(p, _)| items[0].0.starts_with(p))
+            .unwrap_or_else(|| panic!("enum with unknown prefix: {line}"));
+        let spec = KERNELS.iter().find(|k| k.name == *kernel).unwrap();
+        let names: Vec<String> = items
+            .iter()
+            .map(|(n, _)| n[prefix.len()..].to_lowercase())
+            .collect();
+        let host: &[&str] = if names[0].starts_with("wait_") {
+            spec.counters
+        } else {
+            spec.regions
+        };
+        assert_eq!(names, host, "{kernel}: enum names vs host names");
+        for (i, (_, v)) in items.iter().enumerate() {
+            assert_eq!(*v as usize, i, "{kernel}: ids must be 0, 1, ...");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 5, "four region enums and one counter enum");
+}
