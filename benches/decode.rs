@@ -23,6 +23,16 @@ use std::time::Duration;
 const BLOCKS: u32 = 1024;
 const TILES: u32 = 325;
 
+/// `cargo test --all-targets` runs each bench once, unoptimized: a 32x smaller buffer
+/// keeps that a smoke test. `cargo bench` passes `--bench` and gets the full size.
+fn blocks() -> u32 {
+    if std::env::args().any(|a| a == "--bench") {
+        BLOCKS
+    } else {
+        BLOCKS / 32
+    }
+}
+
 fn records(words: &[u64]) -> u64 {
     words[1..].iter().filter(|&&w| w != 0).count() as u64
 }
@@ -64,7 +74,7 @@ fn native(blocks: u32, tiles: u32) -> Vec<u64> {
 }
 
 fn decode(c: &mut Criterion) {
-    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let tvm = sample::attention_tvm(blocks(), TILES);
     let n = records(&tvm);
     let one = DecodeOptions {
         single_threaded: true,
@@ -79,7 +89,7 @@ fn decode(c: &mut Criterion) {
     g.bench_function("tvm_5M_parallel", |b| {
         b.iter(|| black_box(decode_words(black_box(&tvm), &DecodeOptions::default()).unwrap()))
     });
-    let nat = native(BLOCKS / 4, TILES);
+    let nat = native(blocks() / 4, TILES);
     let nrec: u64 = decode_words(&nat, &one)
         .unwrap()
         .lanes
@@ -94,7 +104,7 @@ fn decode(c: &mut Criterion) {
 }
 
 fn writers(c: &mut Criterion) {
-    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let tvm = sample::attention_tvm(blocks(), TILES);
     let t = decode_words(&tvm, &DecodeOptions::default()).unwrap();
     let mut g = c.benchmark_group("write");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
@@ -185,7 +195,7 @@ impl Measurement for CpuTime {
 }
 
 fn decode_cpu(c: &mut Criterion<CpuTime>) {
-    let tvm = sample::attention_tvm(BLOCKS, TILES);
+    let tvm = sample::attention_tvm(blocks(), TILES);
     let one = DecodeOptions {
         single_threaded: true,
         ..Default::default()
@@ -196,7 +206,7 @@ fn decode_cpu(c: &mut Criterion<CpuTime>) {
     g.bench_function("tvm_5M_1core", |b| {
         b.iter(|| black_box(decode_words(black_box(&tvm), &one).unwrap()))
     });
-    let nat = native(BLOCKS / 4, TILES);
+    let nat = native(blocks() / 4, TILES);
     let nrec: u64 = decode_words(&nat, &one)
         .unwrap()
         .lanes

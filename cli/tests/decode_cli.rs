@@ -193,12 +193,17 @@ fn bad_input_fails_cleanly_without_partial_output() {
     let o = ikp(&["summary", s(&d.path().join("missing.bin"))]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.bin"));
-    // Output into a directory that does not exist: error naming the output.
+    // Output below a regular file: error naming the output.
     let sample = repo().join("samples/attention.ikp");
-    let bad_out = d.path().join("no/such/dir/out.json");
+    let bad_out = d.path().join("empty.bin/out.json");
     let o = ikp(&["decode", s(&sample), "--chrome", s(&bad_out)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("out.json"));
+    // Missing directories above an output are created.
+    let nested = d.path().join("new/dir/out.json");
+    let o = ikp(&["decode", s(&sample), "--chrome", s(&nested)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(d.path().join("new")).unwrap();
     // Only the inputs are left in the directory: no temporary files.
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 4);
 }

@@ -140,6 +140,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         block_filter: a.input.filter()?,
     };
     let trace = a.input.load()?;
+    for p in [&a.chrome, &a.summary, &a.csv, &a.perfetto, &a.block_dists]
+        .into_iter()
+        .flatten()
+    {
+        create_parent(p)?;
+    }
     // The `trace` field of the JSON outputs names the Chrome trace when there is one.
     let trace_name = write::file_name(a.chrome.as_deref().unwrap_or(&a.input.buf));
     let any = a.chrome.is_some()
@@ -171,6 +177,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     report(&trace);
     Ok(())
+}
+
+/// Creates the missing directories above an output path (`out/attention.json` works in a
+/// fresh checkout).
+fn create_parent(p: &Path) -> anyhow::Result<()> {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.exists() => std::fs::create_dir_all(d)
+            .with_context(|| format!("cannot create the directory of {}", p.display())),
+        _ => Ok(()),
+    }
 }
 
 fn write_perfetto(trace: &Trace, a: &Args, p: &Path) -> anyhow::Result<()> {
