@@ -62,8 +62,20 @@
 //!    At equal timestamps a lane emits slice ends first, then begins, instants, counter
 //!    values; trace processor sorts by timestamp stably, so this is the order it parses.
 //!
+//!    Field order, for readers of the bytes: a packet is `timestamp (8)`,
+//!    `trusted_packet_sequence_id (10)`, `sequence_flags (13)`, `track_event (11)`,
+//!    `[interned_data (12)]`; a named event is `type (9)`, `name_iid (10)`,
+//!    `category_iids (3)`, `debug_annotations (4)` (payload first), `[track_uuid (11)]`.
+//!
 //! **Track UUIDs** are 1, 2, 3, ... in the order descriptors are written: the same input
 //! and options give byte-identical output.
+//!
+//! **Compression** ([`Compression::Deflate`]): the same packets, grouped into bundles of
+//! whole packets below 480 KiB; each bundle is one `TracePacket { compressed_packets
+//! (50) }` holding a zlib stream of `Trace.packet` fields, as Perfetto's tracing service
+//! writes them. Trace processor and the UI expand bundles transparently. The compressed
+//! bytes depend on the deflate backend flate2 was built with (still deterministic for a
+//! given build); the golden test pins the plain format.
 //!
 //! # Time
 //!
