@@ -46,6 +46,11 @@ pub struct Input {
 impl Input {
     /// Reads and decodes the buffer.
     pub fn load(&self) -> anyhow::Result<Trace> {
+        Ok(decode::load(&self.buf, &self.options()?)?)
+    }
+
+    /// The decode options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<DecodeOptions> {
         let names = match &self.names {
             Some(p) => Some(decode::names::read(p)?),
             None => None,
@@ -59,7 +64,7 @@ impl Input {
             names,
             single_threaded: false,
         };
-        Ok(decode::load(&self.buf, &opts)?)
+        Ok(opts)
     }
 
     /// The block filter.
@@ -115,7 +120,16 @@ pub struct Args {
     /// Leave the per-(block, warp) breakdown out of the summary.
     #[arg(long)]
     pub no_by_block_warp: bool,
+    /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
+    /// is otherwise taken automatically for native buffers of at least 1 GiB when
+    /// --perfetto is the only output.
+    #[arg(long, hide = true)]
+    pub stream: bool,
 }
+
+/// Native buffers from this size on are decoded to Perfetto lane by lane when Perfetto is
+/// the only output: peak memory is then bounded by the largest lane, not by the trace.
+const STREAM_MIN_BYTES: u64 = 1 << 30;
 
 /// Runs `ikp decode`.
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -139,6 +153,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         block_region_topk_regions_per_block: a.topk_regions,
         block_filter: a.input.filter()?,
     };
+    refuse_input_as_output(&a)?;
+    if let Some(p) = &a.perfetto {
+        if streamable(&a)? {
+            return stream_perfetto(&a, p);
+        }
+    }
     let trace = a.input.load()?;
     for p in [&a.chrome, &a.summary, &a.csv, &a.perfetto, &a.block_dists]
         .into_iter()
@@ -189,6 +209,124 @@ fn create_parent(p: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Refuses an output path that is the input buffer itself (same file, by device and
+/// inode, whatever the spelling of the path): writing it would destroy the run.
+fn refuse_input_as_output(a: &Args) -> anyhow::Result<()> {
+    let input = &a.input.buf;
+    let outs = [&a.chrome, &a.summary, &a.csv, &a.perfetto, &a.block_dists];
+    for o in outs.into_iter().flatten() {
+        if same_file(input, o) {
+            anyhow::bail!(
+                "{}: this output is the input buffer {}; refusing to overwrite it",
+                o.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        ma.dev() == mb.dev() && ma.ino() == mb.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ma, mb);
+        std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+    }
+}
+
+/// Whether `--perfetto` can take the streaming path: it is the only output and the
+/// buffer is a native one of at least [`STREAM_MIN_BYTES`] (or `--stream`).
+fn streamable(a: &Args) -> anyhow::Result<bool> {
+    if a.chrome.is_some() || a.summary.is_some() || a.csv.is_some() || a.block_dists.is_some() {
+        return Ok(false);
+    }
+    if matches!(a.input.format, Format::Tvm) || a.input.block_filter.is_some() {
+        return Ok(false);
+    }
+    let Ok(m) = std::fs::metadata(&a.input.buf) else {
+        return Ok(false); // the normal path reports the error
+    };
+    if !m.is_file() || (m.len() < STREAM_MIN_BYTES && !a.stream) {
+        return Ok(false);
+    }
+    use std::io::Read;
+    let mut w0 = [0u8; 8];
+    let native = std::fs::File::open(&a.input.buf)
+        .and_then(|mut f| f.read_exact(&mut w0))
+        .is_ok_and(|()| u64::from_le_bytes(w0) == ikp_device::wire::MAGIC);
+    Ok(native || matches!(a.input.format, Format::Ikp))
+}
+
+fn perfetto_options(a: &Args) -> write::perfetto::PerfettoOptions {
+    use write::perfetto::{GroupBy as G, PerfettoOptions};
+    PerfettoOptions {
+        group_by: match a.group_by {
+            GroupBy::Sm => G::Sm,
+            GroupBy::Block => G::Block,
+        },
+        ..Default::default()
+    }
+}
+
+/// `--perfetto` by streaming: the buffer is mapped, its lanes checked (pages released as
+/// they are read), then decoded and written one lane at a time, each lane's pages released
+/// after use. Output is byte-identical to the in-memory path.
+fn stream_perfetto(a: &Args, p: &Path) -> anyhow::Result<()> {
+    use ikp_host::buffer::MappedBuffer;
+    use ikp_host::decode::{native, LoadError};
+    let path = &a.input.buf;
+    let load_err = |kind: decode::LoadErrorKind| LoadError {
+        path: path.clone(),
+        kind,
+    };
+    let map = MappedBuffer::open(path).map_err(|e| load_err(e.into()))?;
+    let mut opts = a.input.options()?;
+    opts.format = FormatChoice::Ikp;
+    let prep =
+        native::prepare(map.words(), &opts, &|r| map.release(r)).map_err(|e| load_err(e.into()))?;
+    create_parent(p)?;
+    let label = write::file_name(path);
+    let popts = perfetto_options(a);
+    let mut diag = None;
+    atomic::write_file(p, |w| {
+        let (_, d) = write::perfetto::write_perfetto_streamed(
+            w,
+            &label,
+            prep.lane_count(),
+            |i| {
+                let mut t = prep.decode_lanes(i..i + 1)?;
+                map.release(prep.lane_words(i));
+                if let Some(n) = &opts.names {
+                    decode::names::overlay(&mut t.names, n);
+                }
+                Ok(t)
+            },
+            &popts,
+        )
+        .map_err(std::io::Error::other)?;
+        diag = Some(d);
+        Ok(())
+    })?;
+    if let Some(d) = diag {
+        warn(
+            d.unmatched_begin,
+            d.unmatched_end,
+            d.after_finalize,
+            d.unknown_records,
+            d.dropped,
+        );
+    }
+    Ok(())
+}
+
 fn write_perfetto(trace: &Trace, a: &Args, p: &Path) -> anyhow::Result<()> {
     use write::perfetto::{write_perfetto, GroupBy as G, Launch, PerfettoOptions};
     let label = write::file_name(&a.input.buf);
@@ -210,21 +348,20 @@ fn write_perfetto(trace: &Trace, a: &Args, p: &Path) -> anyhow::Result<()> {
 /// One stderr line when the buffer has problems worth knowing about.
 fn report(t: &Trace) {
     let d = &t.diagnostics;
-    let dropped = t.dropped();
-    if d.unmatched_begin.is_empty()
-        && d.unmatched_end.is_empty()
-        && d.after_finalize == 0
-        && d.unknown_records == 0
-        && dropped == 0
-    {
+    warn(
+        d.unmatched_begin.len() as u64,
+        d.unmatched_end.len() as u64,
+        d.after_finalize,
+        d.unknown_records,
+        t.dropped(),
+    );
+}
+
+fn warn(ub: u64, ue: u64, after_finalize: u64, unknown: u64, dropped: u64) {
+    if ub == 0 && ue == 0 && after_finalize == 0 && unknown == 0 && dropped == 0 {
         return;
     }
     eprintln!(
-        "ikp: warning: {} unmatched begins, {} unmatched ends, {} records after finalize, {} unknown records, {} dropped records (see the summary for which regions and lanes)",
-        d.unmatched_begin.len(),
-        d.unmatched_end.len(),
-        d.after_finalize,
-        d.unknown_records,
-        dropped
+        "ikp: warning: {ub} unmatched begins, {ue} unmatched ends, {after_finalize} records after finalize, {unknown} unknown records, {dropped} dropped records (see the summary for which regions and lanes)"
     );
 }

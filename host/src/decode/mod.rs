@@ -151,11 +151,19 @@ pub fn decode_buffer(buf: &RawBuffer, opts: &DecodeOptions) -> Result<Trace, Loa
     })
 }
 
-/// Reads and decodes a file. The raw words are freed before returning.
+/// Reads and decodes a file: memory-mapped (never copied) when it is a regular file,
+/// read into memory otherwise (a pipe). The raw words are released before returning.
 pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
-    let buf = RawBuffer::read(path).map_err(|e| LoadError {
+    let err = |e: BufferError| LoadError {
         path: path.to_path_buf(),
         kind: e.into(),
-    })?;
-    decode_buffer(&buf, opts)
+    };
+    match crate::buffer::MappedBuffer::open(path) {
+        Ok(m) => decode_words(m.words(), opts).map_err(|e| LoadError {
+            path: path.to_path_buf(),
+            kind: e.into(),
+        }),
+        Err(BufferError::Io(_)) => decode_buffer(&RawBuffer::read(path).map_err(err)?, opts),
+        Err(e) => Err(err(e)),
+    }
 }

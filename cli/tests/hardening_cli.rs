@@ -1,0 +1,156 @@
+//! `ikp decode` hardening: the streaming Perfetto path gives the same bytes as the
+//! in-memory one, an output that is the input is refused, an unwritable output is a clear
+//! error naming the path, and exit codes are as documented (1 for these errors).
+use ikp_device::encoder::BufferWriter;
+use ikp_device::wire::lane_flags;
+use ikp_device::{Layout, TimerMode};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn ikp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ikp"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A buffer with everything the streamed path must reproduce: unused lanes, drops,
+/// unmatched records, an unfinalized lane, counters, several SMs, clock mode optional.
+fn messy(clock: bool) -> Vec<u8> {
+    let mut b = BufferWriter::new(Layout {
+        grid: [3, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 6,
+        timer: if clock {
+            TimerMode::Clock
+        } else {
+            TimerMode::Globaltimer
+        },
+        regions: vec!["outer".into(), "inner".into()],
+        counters: vec!["spin".into()],
+    })
+    .unwrap();
+    let f = if clock { lane_flags::CLOCK } else { 0 };
+    b.lane(0)
+        .init(5, 0, f, 1000, 100)
+        .begin(0, 1, 110)
+        .begin(1, 2, 120)
+        .counter_sample(0, 9)
+        .end(1, 0, 130)
+        .end(0, 0, 140)
+        .instant(3, 7, 150)
+        .begin(0, 3, 160) // dropped
+        .counter_add(0, 4)
+        .finalize(2000, 200);
+    b.lane(3)
+        .init(2, 1, f, 900, 50)
+        .end(1, 0, 60) // unmatched
+        .begin(0, 0, 70)
+        .begin(1, 0, 80)
+        .end(0, 0, 90) // closes outer, inner unmatched
+        .finalize(1500, 120);
+    if !clock {
+        b.lane(5).init(5, 1, f, 1200, 0).begin(1, 0, 1300); // never finalized
+    }
+    b.to_bytes()
+}
+
+#[test]
+fn streamed_perfetto_is_byte_identical_to_in_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("messy.ikp", messy(false)),
+        ("clock.ikp", messy(true)),
+        (
+            "attention.ikp",
+            ikp_device::sample::attention().unwrap().to_bytes(),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let buf = d.path().join(name);
+        std::fs::write(&buf, bytes).unwrap();
+        for group in ["sm", "block"] {
+            let a = d.path().join(format!("{name}.{group}.mem.trace"));
+            let b = d.path().join(format!("{name}.{group}.stream.trace"));
+            let o1 = ikp(&["decode", s(&buf), "--perfetto", s(&a), "--group-by", group]);
+            let o2 = ikp(&[
+                "decode",
+                s(&buf),
+                "--perfetto",
+                s(&b),
+                "--group-by",
+                group,
+                "--stream",
+            ]);
+            assert!(o1.status.success() && o2.status.success(), "{o1:?} {o2:?}");
+            let (x, y) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+            assert!(!x.is_empty());
+            assert!(x == y, "{name} --group-by {group}: streamed output differs");
+            // Same warnings too.
+            assert_eq!(o1.stderr, o2.stderr);
+        }
+    }
+}
+
+#[test]
+fn an_output_that_is_the_input_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let buf = d.path().join("run.ikp");
+    let bytes = messy(false);
+    std::fs::write(&buf, &bytes).unwrap();
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    // The same file spelled differently, for each kind of output.
+    let alias = d.path().join("sub/../run.ikp");
+    for flag in ["--perfetto", "--chrome", "--summary", "--csv"] {
+        for stream in [false, true] {
+            let mut args = vec!["decode", s(&buf), flag, s(&alias)];
+            if stream {
+                args.push("--stream");
+            }
+            let o = ikp(&args);
+            assert_eq!(o.status.code(), Some(1), "{flag}: {o:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("refusing to overwrite") && err.contains("run.ikp"),
+                "{err}"
+            );
+            assert_eq!(std::fs::read(&buf).unwrap(), bytes, "the input was touched");
+        }
+    }
+}
+
+#[test]
+fn an_unwritable_output_is_a_clear_error_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let buf = d.path().join("run.ikp");
+    std::fs::write(&buf, messy(false)).unwrap();
+    // A path below a regular file cannot be created, even by root.
+    let blocker = d.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = blocker.join("out.trace");
+    for flag in ["--perfetto", "--chrome"] {
+        for stream in [false, true] {
+            let mut args = vec!["decode", s(&buf), flag, s(&out)];
+            if stream {
+                args.push("--stream");
+            }
+            let o = ikp(&args);
+            assert_eq!(o.status.code(), Some(1), "{o:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains(s(&out)) || err.contains(s(&blocker)), "{err}");
+            assert!(err.starts_with("ikp: error:"), "{err}");
+        }
+    }
+    // Nothing half-written is left next to the target.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn a_usage_error_exits_2() {
+    let o = ikp(&["decode", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+}
