@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Bounded fuzz run of the decoders and the file reader (called by scripts/test.sh).
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20 (3 targets: about a minute)
+#
+# cargo-fuzz needs nightly-only rustc flags (-Z sanitizer, sancov); the toolchain here is
+# stable, so RUSTC_BOOTSTRAP=1 unlocks them. cargo-fuzz is installed once from crates.io
+# (skipped when `cargo fuzz --version` works). Each target starts from its committed seed
+# corpus (fuzz/corpus/<target>/, read only: new inputs go to target/fuzz-corpus/) and
+# fails on a panic, an allocation beyond the bound of fuzz/src/lib.rs, a run over
+# -timeout seconds (a hang) or over -rss_limit_mb. A crash input is saved under
+# fuzz/artifacts/<target>/ (git-ignored) and printed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+secs=${1:-${IKP_FUZZ_SECONDS:-20}}
+export RUSTC_BOOTSTRAP=1
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked --version 0.13.2
+fi
+# Its own target dir: fuzz builds use different rustc flags than the test build.
+export CARGO_TARGET_DIR="${IKP_FUZZ_TARGET_DIR:-$root/target/fuzz}"
+targets=(decode_native decode_tvm read_file)
+# No sanitizer: the decoders are safe Rust (the findings sought are panics, allocation and
+# hangs), and an ASan build of the whole dependency tree triples the build time.
+cargo fuzz build --sanitizer none --release
+for t in "${targets[@]}"; do
+    scratch="$root/target/fuzz-corpus/$t"
+    mkdir -p "$scratch"
+    echo "fuzz: $t for ${secs}s"
+    log="$scratch.log"
+    if ! cargo fuzz run --sanitizer none --release "$t" "$scratch" "fuzz/corpus/$t" -- \
+        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -seed=1 \
+        -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 40 "$log"
+        echo "fuzz: $t FAILED (full log: $log)"
+        exit 1
+    fi
+    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done)' "$log" || true
+done
+echo "fuzz: all targets clean"
