@@ -3,7 +3,8 @@
 //! `cargo bench --bench perfetto`. The trace is synthetic and shaped like an attention
 //! kernel's: 132 SMs, 1056 lanes (264 blocks x 4 groups), per lane 250 tiles of
 //! `tile > {load, mma, store}` nested spans (1000 spans), one instant and one wait-counter
-//! sample per tile: 1.056 M spans, 264 K instants, 264 K samples.
+//! sample per tile: 1.056 M spans, 264 K instants, 264 K samples. Under `cargo test` the
+//! trace has 2 tiles per lane.
 
 use std::hint::black_box;
 
@@ -97,7 +98,14 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
 }
 
 fn bench(c: &mut Criterion) {
-    let trace = attention_like(264, 4, 250);
+    // Under `cargo test` (no `--bench` argument) the trace is tiny: the run only checks
+    // that the bench works.
+    let tiles = if std::env::args().any(|a| a == "--bench") {
+        250
+    } else {
+        2
+    };
+    let trace = attention_like(264, 4, tiles);
     let launches = [Launch::new("attention", &trace)];
     let opts = PerfettoOptions::default();
     let mut out = Vec::with_capacity(128 << 20);
