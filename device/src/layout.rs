@@ -293,11 +293,7 @@ impl Header {
         // Checked before the name vector is sized from it (found by fuzzing: a 4 M
         // region count in an 864-byte buffer allocated 99 MB).
         if n_regions > wire::MAX_REGIONS {
-            return Err(field(
-                "n_regions",
-                n_regions as u64,
-                "at most 1024 regions",
-            ));
+            return Err(field("n_regions", n_regions as u64, "at most 1024 regions"));
         }
         if records_per_lane == 0 || records_per_lane > wire::MAX_RECORDS_PER_LANE {
             return Err(field(
