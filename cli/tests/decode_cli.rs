@@ -100,6 +100,9 @@ fn readme_command_on_the_sample() {
         .map(|r| r["count"].as_u64().unwrap())
         .sum();
     assert_eq!(rows as u64, spans);
+    // Complete events by default (reference 001): one "X" per span, no B/E pairs.
+    let ph = |p: &str| events.iter().filter(|e| e["ph"] == p).count() as u64;
+    assert_eq!((ph("X"), ph("B"), ph("E")), (spans, 0, 0));
 
     let o = ikp(&["summary", s(&sample)]);
     assert!(o.status.success());
@@ -137,7 +140,7 @@ fn tvm_format_with_names_file_and_options() {
         s(&dists),
         "--group-by",
         "block",
-        "--complete-events",
+        "--begin-end",
         "--block-filter",
         "1-2",
         "--hist-bins",
@@ -147,13 +150,11 @@ fn tvm_format_with_names_file_and_options() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let c: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
-    let x: Vec<&Value> = c["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .collect();
-    assert!(!x.is_empty());
+    let ev = c["traceEvents"].as_array().unwrap();
+    let ph = |p: &str| ev.iter().filter(|e| e["ph"] == p).count();
+    assert_eq!(ph("X"), 0, "--begin-end writes no complete events");
+    assert!(ph("B") > 0 && ph("B") == ph("E"));
+    let x: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "B").collect();
     assert!(x.iter().all(|e| e["pid"] == 1 || e["pid"] == 2));
     assert!(x.iter().any(|e| e["name"] == "softmax"));
     let v: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();

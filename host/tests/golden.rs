@@ -283,7 +283,10 @@ fn check_csv(doc: &[u8], t: &Trace) {
 #[test]
 fn chrome_native_begin_end_by_sm() {
     let t = native();
-    let opt = TraceWriteOptions::default();
+    let opt = TraceWriteOptions {
+        emit_complete_events: false,
+        ..Default::default()
+    };
     let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
     check_chrome(&doc, &t, &opt);
     golden("native_chrome.json", &doc);
@@ -314,7 +317,10 @@ fn chrome_native_complete_events_by_block_filtered_and_scaled() {
 #[test]
 fn chrome_tvm() {
     let t = tvm();
-    let opt = TraceWriteOptions::default();
+    let opt = TraceWriteOptions {
+        emit_complete_events: false,
+        ..Default::default()
+    };
     let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
     check_chrome(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();

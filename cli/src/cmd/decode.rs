@@ -99,9 +99,9 @@ pub struct Args {
     /// Chrome / Perfetto grouping: by SM (pid = SM) or by block (pid = block).
     #[arg(long, value_enum, default_value_t = GroupBy::Sm)]
     pub group_by: GroupBy,
-    /// Chrome: complete "X" events instead of B/E pairs.
+    /// Chrome: B/E event pairs instead of one complete "X" event per span.
     #[arg(long)]
-    pub complete_events: bool,
+    pub begin_end: bool,
     /// Multiplier from ns to the reported unit.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
@@ -141,7 +141,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     anyhow::ensure!(a.hist_bins >= 1, "--hist-bins must be at least 1");
     let opt = TraceWriteOptions {
         scale: a.scale,
-        emit_complete_events: a.complete_events,
+        emit_complete_events: !a.begin_end,
         group_by_smid: matches!(a.group_by, GroupBy::Sm),
         emit_summary_json: a.summary.is_some(),
         summary_hist_bins: a.hist_bins,

@@ -12,11 +12,11 @@
 //!    `{"ph":"M","name":"process_name","pid":3,"tid":0,"args":{"name":"sm 3"}}`,
 //!    `{"ph":"M","name":"thread_name","pid":3,"tid":130,"args":{"name":"block 2 warp 2"}}`.
 //! 2. Per lane (lanes ascending), its spans in begin order, either as
-//!    - `B`/`E` pairs (default): `{"name":"mma","ph":"B","ts":1.250,"pid":3,"tid":130,
+//!    - complete events (`emit_complete_events`, the default): `{"name":"mma","ph":"X",
+//!      "ts":1.250,"dur":0.750,"pid":3,"tid":130,"args":{...}}`, or
+//!    - `B`/`E` pairs: `{"name":"mma","ph":"B","ts":1.250,"pid":3,"tid":130,
 //!      "args":{...}}` then `{"ph":"E","ts":2.000,"pid":3,"tid":130}`, properly nested
-//!      per thread, or
-//!    - complete events (`emit_complete_events`): `{"name":"mma","ph":"X","ts":1.250,
-//!      "dur":0.750,"pid":3,"tid":130,"args":{...}}`;
+//!      per thread;
 //!
 //!    then its instants `{"name":"tile_done","ph":"i","s":"t","ts":..,"pid":..,"tid":..,
 //!    "args":{...}}`, then its wait-counter samples as counter events
