@@ -2,8 +2,10 @@
 //! errors to exit codes. Each subcommand lives in its own module under `cmd/`.
 //!
 //! Exit codes: 0 success; 1 error (bad input, unwritable output: the message names the
-//! file and the problem); 2 invalid command line (from clap); 3 `ikp diff
-//! --fail-on-regression` found a regression.
+//! file and the problem); 2 invalid command line (from clap, or a
+//! [`cmd::decode::UsageError`]: arguments that parse but do not go together, such as
+//! several buffers with `ikp decode --chrome`); 3 `ikp diff --fail-on-regression` found a
+//! regression.
 use clap::{Parser, Subcommand};
 
 mod cmd;
@@ -20,7 +22,8 @@ struct Cli {
 enum Command {
     /// Write the device header ikp.cuh into a directory (for nvcc users).
     Header(cmd::header::Args),
-    /// Decode a buffer (ikp or TVM format) into Chrome trace, summary JSON, CSV or Perfetto.
+    /// Decode a buffer (ikp or TVM format) into Perfetto, Chrome trace, summary JSON or CSV;
+    /// several buffers into one Perfetto trace.
     Decode(cmd::decode::Args),
     /// Print a table of regions by total time, with unmatched and dropped counts.
     Summary(cmd::summary::Args),
@@ -59,6 +62,10 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),
+        Err(e) if e.downcast_ref::<cmd::decode::UsageError>().is_some() => {
+            eprintln!("ikp: error: {e:#}\n\nFor more information, try '--help'.");
+            std::process::ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("ikp: error: {e:#}");
             std::process::ExitCode::from(1)

@@ -1,7 +1,14 @@
 //! `ikp decode` / `ikp summary` / `ikp sample` end to end: the README's main command on the
-//! shipped sample, the TVM format with a names file, and bad input (clear error naming the
-//! file, non-zero exit, no output file left behind).
+//! shipped sample, the TVM format with a names file, bad input (clear error naming the
+//! file, non-zero exit, no output file left behind), several buffers into one Perfetto
+//! trace, and Perfetto compression.
+use perfetto_protos::trace::Trace as PTrace;
+use perfetto_protos::trace_packet::TracePacket;
+use perfetto_protos::track_event::track_event::Type;
+use protobuf::Message;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -207,4 +214,271 @@ fn bad_input_fails_cleanly_without_partial_output() {
     std::fs::remove_dir_all(d.path().join("new")).unwrap();
     // Only the inputs are left in the directory: no temporary files.
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 4);
+}
+
+/// The packets of a Perfetto trace with `compressed_packets` bundles expanded (as trace
+/// processor does), and whether there were bundles.
+fn perfetto_packets(bytes: &[u8]) -> (Vec<TracePacket>, bool) {
+    let trace = PTrace::parse_from_bytes(bytes).expect("a perfetto.protos.Trace");
+    let mut out = Vec::new();
+    let mut bundles = false;
+    for p in trace.packet {
+        if p.has_compressed_packets() {
+            bundles = true;
+            let mut raw = Vec::new();
+            flate2::read::ZlibDecoder::new(p.compressed_packets())
+                .read_to_end(&mut raw)
+                .expect("a zlib stream");
+            let inner = PTrace::parse_from_bytes(&raw).expect("a bundle of packets");
+            out.extend(inner.packet);
+        } else {
+            out.push(p);
+        }
+    }
+    (out, bundles)
+}
+
+/// Per launch root track (in order): its name and the slices (`TYPE_SLICE_BEGIN`) on the
+/// tracks below it. Events without an explicit track are on their sequence's default one.
+fn launches(packets: &[TracePacket]) -> Vec<(String, u64)> {
+    let mut parent: HashMap<u64, Option<u64>> = HashMap::new();
+    let mut roots: Vec<(u64, String)> = Vec::new();
+    let mut default_track: HashMap<u32, u64> = HashMap::new();
+    let mut slices: HashMap<u64, u64> = HashMap::new();
+    for p in packets {
+        if p.has_track_descriptor() {
+            let td = p.track_descriptor();
+            parent.insert(td.uuid(), td.parent_uuid);
+            if td.parent_uuid.is_none() {
+                roots.push((td.uuid(), td.name().to_string()));
+            }
+        }
+        if let Some(t) = p
+            .trace_packet_defaults
+            .as_ref()
+            .and_then(|d| d.track_event_defaults.as_ref())
+            .and_then(|d| d.track_uuid)
+        {
+            default_track.insert(p.trusted_packet_sequence_id(), t);
+        }
+        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN {
+            let te = p.track_event();
+            let mut t = te
+                .track_uuid
+                .or(default_track.get(&p.trusted_packet_sequence_id()).copied())
+                .expect("a slice without a track");
+            while let Some(Some(up)) = parent.get(&t) {
+                t = *up;
+            }
+            *slices.entry(t).or_default() += 1;
+        }
+    }
+    roots
+        .into_iter()
+        .map(|(uuid, name)| (name, slices.get(&uuid).copied().unwrap_or(0)))
+        .collect()
+}
+
+/// Spans of a buffer decoded by the library (what `ikp decode` writes as slices).
+fn spans(buf: &Path, names: Option<&Path>) -> u64 {
+    let opts = ikp_host::decode::DecodeOptions {
+        names: names.map(|n| ikp_host::decode::names::read(n).unwrap()),
+        ..Default::default()
+    };
+    ikp_host::decode::load(buf, &opts).unwrap().spans.len() as u64
+}
+
+#[test]
+fn several_buffers_into_one_perfetto_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let tvm = d.path().join("fa.bin");
+    let o = ikp(&["sample", s(&tvm), "--tvm-blocks", "4", "--tiles", "3"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let names = d.path().join("names.txt");
+    std::fs::write(&names, ikp_device::sample::REGIONS.join("\n")).unwrap();
+    let want = [
+        (
+            "launch 0: attention.ikp".to_string(),
+            spans(&sample, Some(&names)),
+        ),
+        ("launch 1: fa.bin".to_string(), spans(&tvm, Some(&names))),
+    ];
+    assert!(want.iter().all(|(_, n)| *n > 0));
+    let mut outs = Vec::new();
+    for layout in ["sequential", "aligned"] {
+        let out = d.path().join(format!("two.{layout}.trace"));
+        let o = ikp(&[
+            "decode",
+            s(&sample),
+            s(&tvm),
+            "--names",
+            s(&names),
+            "--perfetto",
+            s(&out),
+            "--launch-layout",
+            layout,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (packets, bundles) = perfetto_packets(&std::fs::read(&out).unwrap());
+        assert!(bundles, "compressed by default");
+        assert_eq!(launches(&packets), want, "--launch-layout {layout}");
+        outs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outs[0] != outs[1], "the layouts place launches differently");
+
+    // The same file name twice: labelled with the paths as given; the same path twice
+    // gets a suffix.
+    std::fs::create_dir(d.path().join("again")).unwrap();
+    let copy = d.path().join("again/attention.ikp");
+    std::fs::copy(&sample, &copy).unwrap();
+    let out = d.path().join("three.trace");
+    let o = ikp(&[
+        "decode",
+        s(&sample),
+        s(&copy),
+        s(&copy),
+        "--perfetto",
+        s(&out),
+        "--perfetto-compression",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (packets, bundles) = perfetto_packets(&std::fs::read(&out).unwrap());
+    assert!(!bundles, "--perfetto-compression none writes plain packets");
+    let n = spans(&sample, None);
+    assert_eq!(
+        launches(&packets),
+        [
+            (format!("launch 0: {}", s(&sample)), n),
+            (format!("launch 1: {}", s(&copy)), n),
+            (format!("launch 2: {} (2)", s(&copy)), n),
+        ]
+    );
+}
+
+#[test]
+fn perfetto_is_compressed_by_default_and_much_smaller_than_chrome() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let (z, plain, chrome) = (
+        d.path().join("z.trace"),
+        d.path().join("plain.trace"),
+        d.path().join("attention.json"),
+    );
+    for args in [
+        vec!["--perfetto", s(&z)],
+        vec!["--perfetto", s(&plain), "--perfetto-compression", "none"],
+        vec!["--chrome", s(&chrome)],
+    ] {
+        let o = ikp(&[&["decode", s(&sample)][..], &args].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (zb, pb) = (std::fs::read(&z).unwrap(), std::fs::read(&plain).unwrap());
+    let (zp, bundles) = perfetto_packets(&zb);
+    assert!(bundles, "the default output has compressed_packets bundles");
+    let (pp, plain_bundles) = perfetto_packets(&pb);
+    assert!(!plain_bundles);
+    assert!(zp == pp, "the bundles hold exactly the plain packets");
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let (zs, ps, cs) = (size(&z), size(&plain), size(&chrome));
+    println!("shipped sample: Chrome JSON {cs} bytes, Perfetto plain {ps} bytes, Perfetto deflate {zs} bytes");
+    assert!(
+        zs * 5 <= cs,
+        "deflate {zs} bytes is not 5x below Chrome {cs} bytes"
+    );
+    assert!(zs < ps);
+}
+
+#[test]
+fn several_buffers_with_a_one_buffer_output_is_a_usage_error() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let (chrome, trace) = (d.path().join("a.json"), d.path().join("a.trace"));
+    let o = ikp(&["decode", s(&sample), s(&sample), "--chrome", s(&chrome)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--chrome takes one buffer; 2 were given (several buffers go to --perfetto)"),
+        "{err}"
+    );
+    // Nothing is written, not even the output that takes several.
+    let o = ikp(&[
+        "decode",
+        s(&sample),
+        s(&sample),
+        s(&sample),
+        "--perfetto",
+        s(&trace),
+        "--csv",
+        s(&chrome),
+        "--summary",
+        s(&chrome),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--summary, --csv take one buffer; 3 were given"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    // One buffer is still what `ikp summary` takes.
+    let o = ikp(&["summary", s(&sample), s(&sample)]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn no_output_with_several_buffers_prints_each_table() {
+    let sample = repo().join("samples/attention.ikp");
+    let o = ikp(&["decode", s(&sample), s(&sample)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("==> ")).collect();
+    assert_eq!(
+        heads,
+        [
+            format!("==> {} <==", s(&sample)),
+            format!("==> {} (2) <==", s(&sample)),
+        ]
+    );
+    assert_eq!(out.matches("\nmainloop ").count(), 2, "{out}");
+}
+
+#[test]
+fn no_input_of_several_is_overwritten() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let (a, b) = (d.path().join("a.ikp"), d.path().join("b.ikp"));
+    std::fs::copy(&sample, &a).unwrap();
+    std::fs::copy(&sample, &b).unwrap();
+    let bytes = std::fs::read(&sample).unwrap();
+    // The second input, spelled through an existing directory and through one that does
+    // not exist yet (created for the output).
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    for alias in ["sub/../b.ikp", "new/../b.ikp"] {
+        let alias = d.path().join(alias);
+        let o = ikp(&["decode", s(&a), s(&b), "--perfetto", s(&alias)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{alias:?}: {err}");
+        assert!(
+            err.contains("refusing to overwrite") && err.contains("b.ikp"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&b).unwrap(),
+            bytes,
+            "{alias:?}: the input was touched"
+        );
+    }
+    // One buffer, an output through a directory that does not exist yet.
+    let alias = d.path().join("newer/../a.ikp");
+    for flag in ["--chrome", "--perfetto"] {
+        let o = ikp(&["decode", s(&a), flag, s(&alias)]);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {o:?}");
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            bytes,
+            "{flag}: the input was touched"
+        );
+    }
 }
