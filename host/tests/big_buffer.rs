@@ -42,7 +42,7 @@ fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
     };
     let mut tile = 0u32;
     while seg.len() - 3 + 10 <= cap {
-        let step = 50 + (l as u64 * 7 + tile as u64 * 13) % 400;
+        let step = 50 + (l * 7 + tile as u64 * 13) % 400;
         rec(seg, Kind::Begin, 0, tile & wire::PAYLOAD_MASK, t as u32);
         t += step;
         rec(seg, Kind::Begin, 1, 0, t as u32);
@@ -56,7 +56,7 @@ fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
         t += step * 3;
         rec(seg, Kind::End, 2, 0, t as u32);
         rec(seg, Kind::End, 0, 0, t as u32);
-        if tile % 64 == 0 {
+        if tile.is_multiple_of(64) {
             rec(seg, Kind::Instant, 0, tile & wire::PAYLOAD_MASK, t as u32);
         }
         tile += 1;

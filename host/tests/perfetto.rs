@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+use ikp_host::analysis::links::{links, SignalEvent};
 use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
 };
@@ -196,6 +197,10 @@ struct Event {
     name: Option<String>,
     category: Option<String>,
     args: BTreeMap<String, u64>,
+    /// `flow_ids`: flows this event's slice starts.
+    flows: Vec<u64>,
+    /// `terminating_flow_ids`: flows this event's slice ends.
+    terminating: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -227,6 +232,10 @@ struct Slice {
     name: String,
     category: String,
     args: Vec<(String, u64)>,
+    /// Flow ids of its begin and of its end (`flow_ids` or `terminating_flow_ids`), as
+    /// trace processor binds them: to the slice.
+    flows_out: Vec<u64>,
+    flows_in: Vec<u64>,
 }
 
 const SEQ_CLEARED: u32 = 1;
@@ -424,6 +433,8 @@ fn decode(bytes: &[u8]) -> Decoded {
                 name,
                 category,
                 args,
+                flows: te.flow_ids.clone(),
+                terminating: te.terminating_flow_ids.clone(),
             });
         }
     }
@@ -447,6 +458,7 @@ impl Decoded {
                         .and_then(|s| s.pop())
                         .unwrap_or_else(|| panic!("END without BEGIN on track {}", e.track));
                     assert!(e.ts >= b.ts);
+                    let both = |a: &Vec<u64>, b: &Vec<u64>| [a.clone(), b.clone()].concat();
                     out.push(Slice {
                         track: b.track,
                         ts: b.ts,
@@ -454,6 +466,8 @@ impl Decoded {
                         name: b.name.clone().expect("slice name"),
                         category: b.category.clone().expect("slice category"),
                         args: b.args.clone().into_iter().collect(),
+                        flows_out: both(&b.flows, &e.flows),
+                        flows_in: both(&b.terminating, &e.terminating),
                     });
                 }
                 _ => {}
@@ -755,6 +769,109 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
         .map(|k| root_name(launches, k))
         .collect();
     assert_eq!(roots.iter().map(|r| r.1).collect::<Vec<_>>(), want_roots);
+
+    check_flows(d, launches, opts);
+}
+
+/// The track path of a lane's main track (an overlap track counts as its lane's).
+fn lane_path(d: &Decoded, track: u64) -> Vec<String> {
+    let mut p = d.path(track);
+    let last = p.pop().unwrap();
+    p.push(last.split(" (overlap ").next().unwrap().to_string());
+    p
+}
+
+/// Flows: one per signal → wait link of each launch, id `spans of the launches before +
+/// wait span + 1`, started once by the signal's instant or span (its begin) and
+/// terminated once by the wait's end; no other flow ids anywhere.
+fn check_flows(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
+    let shifts = shifts(launches, opts.launch_layout);
+    // What the file says: (lane path, ts, end, name) of each id's source and destination.
+    type At = (Vec<String>, i64, i64, String);
+    let mut out: BTreeMap<u64, At> = BTreeMap::new();
+    let mut into: BTreeMap<u64, At> = BTreeMap::new();
+    for e in &d.events {
+        if !e.flows.is_empty() || !e.terminating.is_empty() {
+            assert!(
+                matches!(e.kind, Kind::Begin | Kind::End | Kind::Instant),
+                "flow ids on {:?}",
+                e.kind
+            );
+        }
+        assert!(
+            e.kind != Kind::End || e.flows.is_empty(),
+            "flow started by an end"
+        );
+        assert!(
+            e.kind == Kind::End || e.terminating.is_empty(),
+            "flow terminated by a begin or instant"
+        );
+        if e.kind == Kind::Instant {
+            for &id in &e.flows {
+                let at = (lane_path(d, e.track), e.ts, e.ts, e.name.clone().unwrap());
+                assert!(out.insert(id, at).is_none(), "flow {id} started twice");
+            }
+        }
+    }
+    for s in d.slices() {
+        for &id in &s.flows_out {
+            let at = (lane_path(d, s.track), s.ts, s.end, s.name.clone());
+            assert!(out.insert(id, at).is_none(), "flow {id} started twice");
+        }
+        for &id in &s.flows_in {
+            let at = (lane_path(d, s.track), s.ts, s.end, s.name.clone());
+            assert!(into.insert(id, at).is_none(), "flow {id} terminated twice");
+        }
+    }
+    // What the links say.
+    let mut want_out: BTreeMap<u64, At> = BTreeMap::new();
+    let mut want_into: BTreeMap<u64, At> = BTreeMap::new();
+    let mut base = 0u64;
+    for (k, l) in launches.iter().enumerate() {
+        let t = l.trace;
+        let root = root_name(launches, k);
+        let map = |x: Ns| x as i64 + shifts[k];
+        let path = |id: u32| {
+            let lane = t.lanes.iter().find(|l| l.id == id).unwrap();
+            let (g, block_group) = group_name(t, lane, opts.group_by);
+            vec![root.clone(), g, lane_name(lane, block_group)]
+        };
+        let region = |r: u16| t.names.region(r).into_owned();
+        for link in links(t) {
+            let id = base + link.to_span as u64 + 1;
+            let from = match link.from {
+                SignalEvent::Instant(i) => {
+                    let ts = map(t.instants.ts[i]);
+                    (path(link.from_lane), ts, ts, region(t.instants.region[i]))
+                }
+                SignalEvent::Span(i) => (
+                    path(link.from_lane),
+                    map(t.spans.begin[i]),
+                    map(t.spans.end[i]),
+                    region(t.spans.region[i]),
+                ),
+            };
+            assert_eq!(
+                from.2,
+                map(link.from_ts),
+                "the signal time is the event's end"
+            );
+            let w = link.to_span;
+            let to = (
+                path(link.to_lane),
+                map(t.spans.begin[w]),
+                map(link.to_ts),
+                region(t.spans.region[w]),
+            );
+            assert!(want_out.insert(id, from).is_none(), "flow id {id} reused");
+            want_into.insert(id, to);
+        }
+        base += t.spans.len() as u64;
+    }
+    let (o, w): (Vec<_>, Vec<_>) = (out.into_iter().collect(), want_out.into_iter().collect());
+    assert_same("flow sources", &o, &w);
+    let (i, w): (Vec<_>, Vec<_>) = (into.into_iter().collect(), want_into.into_iter().collect());
+    assert_same("flow destinations", &i, &w);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1022,11 +1139,15 @@ fn arb_lane() -> impl Strategy<Value = LaneSpec> {
                 warp: sm.map(|_| group * 4),
                 start,
                 end: start.max(end),
+                // Regions 3 and 4 are `signal.x` and `wait.x`: few tokens, so they link.
                 spans: spans
                     .into_iter()
-                    .map(|(r, p, b, d)| (r, p, b, b + d))
+                    .map(|(r, p, b, d)| (r, if r >= 3 { p % 3 } else { p }, b, b + d))
                     .collect(),
-                instants,
+                instants: instants
+                    .into_iter()
+                    .map(|(r, p, t)| (r, if r >= 3 { p % 3 } else { p }, t))
+                    .collect(),
                 samples,
             },
         )
@@ -1052,7 +1173,11 @@ fn arb_trace() -> impl Strategy<Value = Trace> {
                 l
             })
             .collect();
-        build(2, names(&["a", "b", ""], &["w0", "w1", "w2"]), lanes)
+        build(
+            2,
+            names(&["a", "b", "", "signal.x", "wait.x"], &["w0", "w1", "w2"]),
+            lanes,
+        )
     })
 }
 
@@ -1077,8 +1202,10 @@ proptest! {
         let (_, stats) = roundtrip(&launches, &opts);
         let spans: usize = traces.iter().map(|t| t.spans.len()).sum();
         let instants: usize = traces.iter().map(|t| t.instants.len()).sum();
+        let flows: usize = traces.iter().map(|t| links(t).len()).sum();
         prop_assert_eq!(stats.slices, spans as u64);
         prop_assert_eq!(stats.instants, instants as u64);
+        prop_assert_eq!(stats.flows, flows as u64);
     }
 }
 
@@ -1260,4 +1387,259 @@ fn shipped_sample_roundtrips_and_is_smaller_than_chrome_json() {
         "deflated only {:.2}x",
         ratio(deflated.len())
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Flows: signal → wait links drawn as arrows.
+
+/// Region names of the link traces.
+const LINK_REGIONS: [&str; 7] = [
+    "loop",
+    "load",
+    "mma",
+    "signal.kv",
+    "wait.kv",
+    "signal.free",
+    "wait.free",
+];
+
+/// Two blocks x three lanes with every kind of link and non-link:
+/// - block 0: the producer (group 0) signals `kv` tokens 0 and 1 with instants at +100 and
+///   +200; consumer 1 waits for token 0 (released at +105), then token 1 twice (the second
+///   wait crosses its loop: an overlap track), and signals `free` token 0 with a span
+///   ending at +300 that the producer's `wait.free` (ends +320) waits for; consumer 2 waits
+///   for token 0 and is released at exactly the signal's time (+100);
+/// - block 1: a wait for token 1 that only block 0 signals (no link), a wait whose only
+///   signal is on its own lane (no link).
+///
+/// Links: 5, the `kv` instant of token 1 starting two flows.
+fn links_trace(t0: Ns) -> Trace {
+    let lane = |block: u32,
+                group: u32,
+                spans: Vec<(u16, u32, Ns, Ns)>,
+                instants: Vec<(u16, u32, Ns)>,
+                end: Ns| LaneSpec {
+        block,
+        group,
+        sm: Some(4 - 2 * block),
+        warp: Some(group * 4),
+        start: t0,
+        end: t0 + end,
+        spans: spans
+            .into_iter()
+            .map(|(r, p, b, e)| (r, p, t0 + b, t0 + e))
+            .collect(),
+        instants: instants
+            .into_iter()
+            .map(|(r, p, t)| (r, p, t0 + t))
+            .collect(),
+        samples: vec![],
+    };
+    let lanes = vec![
+        lane(
+            0,
+            0,
+            vec![(1, 0, 10, 100), (1, 1, 100, 200), (6, 0, 200, 320)],
+            vec![(3, 0, 100), (3, 1, 200)],
+            400,
+        ),
+        lane(
+            0,
+            1,
+            vec![
+                (0, 0, 5, 600),
+                (4, 0, 20, 105),
+                (2, 0, 105, 250),
+                (5, 0, 250, 300),
+                (4, 1, 300, 310),
+                (4, 1, 550, 650),
+            ],
+            vec![],
+            700,
+        ),
+        lane(0, 2, vec![(4, 0, 30, 100), (2, 0, 100, 180)], vec![], 200),
+        lane(1, 0, vec![(4, 1, 10, 500)], vec![], 600),
+        lane(1, 1, vec![(4, 5, 60, 90)], vec![(3, 5, 70)], 100),
+    ];
+    build(3, names(&LINK_REGIONS, &[]), lanes)
+}
+
+#[test]
+fn links_become_flow_arrows() {
+    let t = links_trace(1_000);
+    let l = links(&t);
+    assert_eq!(l.len(), 5, "{l:?}");
+    // The crossing wait went to an overlap track and is still the flow's destination.
+    let (bytes, stats) = roundtrip(&[Launch::new("links", &t)], &PerfettoOptions::default());
+    assert_eq!(stats.flows, 5);
+    let d = decode(&bytes);
+    assert!(d.tracks.values().any(|t| t.name.contains("(overlap 1)")));
+    let ends = d
+        .events
+        .iter()
+        .filter(|e| !e.terminating.is_empty())
+        .count();
+    assert_eq!(ends, 5);
+    // Several launches: ids stay unique (check_flows), every option.
+    let u = links_trace(50_000);
+    for group_by in [GroupBy::Sm, GroupBy::Block] {
+        for compression in [Compression::None, Compression::Deflate] {
+            let opts = PerfettoOptions {
+                group_by,
+                compression,
+                ..Default::default()
+            };
+            let (_, stats) = roundtrip(
+                &[
+                    Launch::new("a", &t),
+                    Launch::new("b", &u),
+                    Launch::new("c", &small_trace(0)),
+                ],
+                &opts,
+            );
+            assert_eq!(stats.flows, 10);
+        }
+    }
+}
+
+#[test]
+fn traces_without_signal_wait_regions_have_no_flow_ids() {
+    let t = small_trace(0);
+    let (bytes, stats) = roundtrip(&[Launch::new("x", &t)], &PerfettoOptions::default());
+    assert_eq!(stats.flows, 0);
+    let d = decode(&bytes);
+    assert!(d
+        .events
+        .iter()
+        .all(|e| e.flows.is_empty() && e.terminating.is_empty()));
+    // Signal and wait regions whose tokens never match: no flows either.
+    let mut t = links_trace(0);
+    for i in 0..t.spans.len() {
+        if t.names.region(t.spans.region[i]).starts_with("wait.") {
+            t.spans.payload[i] += 100;
+        }
+    }
+    assert!(links(&t).is_empty());
+    let (_, stats) = roundtrip(&[Launch::new("x", &t)], &PerfettoOptions::default());
+    assert_eq!(stats.flows, 0);
+}
+
+/// Golden bytes of the link trace, twice (flow ids of the second launch start after the
+/// first's spans). Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+#[test]
+fn golden_links_trace() {
+    let a = links_trace(1_000);
+    let b = links_trace(9_000);
+    let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
+    let mut bytes = Vec::new();
+    write_perfetto(&mut bytes, &launches, &PerfettoOptions::default()).unwrap();
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_links.pftrace");
+    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
+    assert!(
+        golden == bytes,
+        "output differs from {}; re-bless with IKP_BLESS=1 if intended",
+        path.display()
+    );
+    let d = decode(&golden);
+    check(&d, &launches, &PerfettoOptions::default());
+    // The ids: spans of the launch before + wait span + 1.
+    let mut ids: Vec<u64> = d
+        .events
+        .iter()
+        .flat_map(|e| e.terminating.clone())
+        .collect();
+    ids.sort_unstable();
+    let n = a.spans.len() as u64;
+    let first: Vec<u64> = links(&a).iter().map(|l| l.to_span as u64 + 1).collect();
+    let want: Vec<u64> = first
+        .iter()
+        .copied()
+        .chain(first.iter().map(|i| i + n))
+        .collect();
+    assert_eq!(ids, want);
+}
+
+/// The link trace as a native buffer: 2 blocks x 3 groups, slot 5 unused (the events of
+/// each lane written in time order).
+fn links_buffer() -> Vec<u64> {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::layout::Layout;
+    let t = links_trace(1_000_000);
+    let mut b = BufferWriter::new(Layout {
+        grid: [2, 1, 1],
+        groups_per_block: 3,
+        records_per_lane: 24,
+        timer: Default::default(),
+        regions: LINK_REGIONS.map(String::from).to_vec(),
+        counters: vec![],
+    })
+    .unwrap();
+    for l in &t.lanes {
+        // Records in time order: at equal times ends, then begins, then instants.
+        let mut recs: Vec<(Ns, u8, u32, u32)> = Vec::new();
+        for i in l.spans.clone() {
+            let (r, p) = (t.spans.region[i] as u32, t.spans.payload[i]);
+            recs.push((t.spans.begin[i], 1, r, p));
+            recs.push((t.spans.end[i], 0, r, p));
+        }
+        for i in l.instants.clone() {
+            recs.push((t.instants.ts[i], 2, t.instants.region[i] as u32, 0));
+            recs.last_mut().unwrap().3 = t.instants.payload[i];
+        }
+        recs.sort_by_key(|r| (r.0, r.1));
+        let mut w = b.lane(l.id as u64);
+        w.init(l.sm.unwrap(), l.warp.unwrap(), 0, l.start, 0);
+        for (ts, kind, r, p) in recs {
+            match kind {
+                0 => w.end(r, p, ts),
+                1 => w.begin(r, p, ts),
+                _ => w.instant(r, p, ts),
+            };
+        }
+        w.finalize(l.end, 0);
+    }
+    b.into_words()
+}
+
+/// The streamed path draws the same flows, byte for byte, decoding a block at a time.
+#[test]
+fn streamed_flows_are_byte_identical_to_in_memory() {
+    use ikp_host::decode::native;
+    use ikp_host::write::perfetto::write_perfetto_streamed;
+    let words = links_buffer();
+    let whole = decoded(&words);
+    // The decoder pairs ends with the innermost open begin: the wait that crosses its
+    // loop is left unmatched, and its link with it.
+    assert_eq!(whole.diagnostics.unmatched_begin.len(), 1);
+    assert_eq!(links(&whole).len(), 4);
+    let prep = native::prepare(&words, &Default::default(), &|_| {}).unwrap();
+    for group_by in [GroupBy::Sm, GroupBy::Block] {
+        let opts = PerfettoOptions {
+            group_by,
+            ..Default::default()
+        };
+        let (mem, stats) = roundtrip(&[Launch::new("links.ikp", &whole)], &opts);
+        assert_eq!(stats.flows, 4);
+        let mut calls = Vec::new();
+        let mut streamed = Vec::new();
+        let (sstats, _) = write_perfetto_streamed(
+            &mut streamed,
+            "links.ikp",
+            prep.lane_count(),
+            |i| {
+                calls.push(i);
+                Ok(prep.decode_lanes(i..i + 1)?)
+            },
+            &opts,
+        )
+        .unwrap();
+        assert!(mem == streamed, "{group_by:?}: streamed output differs");
+        assert_eq!(sstats, stats);
+        // First pass: every slot once; second: each block's used slots once.
+        assert_eq!(calls.len(), 6 + 5, "{calls:?}");
+    }
 }

@@ -4,15 +4,26 @@
 //! signal time); a **wait** is a region named `wait.<channel>`. Both carry a token in their
 //! payload (a stage or buffer index and phase). A wait is linked to the latest signal of the
 //! same block, channel and token issued from another lane at or before the wait's end: that
-//! signal is what released it. Links become flow arrows in timelines and edges of the
-//! block's dependency graph (reference 003's dependency graph, inside one kernel).
+//! signal is what released it. Links become flow arrows in timelines (the Perfetto writer
+//! draws one per link, see [`crate::write::perfetto`]) and edges of the block's dependency
+//! graph (reference 003's dependency graph, inside one kernel).
 //!
 //! The critical path walks back from the block's last-ending leaf region (one with nothing
 //! nested in it): a linked wait's predecessor is the region that issued its signal; any
 //! other region's predecessor is the previous leaf of its lane.
 
-use crate::model::{Ns, Trace};
+use crate::model::{Names, Ns, Trace};
 use std::collections::HashMap;
+
+/// The event that issued a signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(tag = "kind", content = "index", rename_all = "snake_case")]
+pub enum SignalEvent {
+    /// An instant: its index in [`Trace::instants`]; the signal time is its time.
+    Instant(usize),
+    /// A span: its index in [`Trace::spans`]; the signal time is its end.
+    Span(usize),
+}
 
 /// One signal → wait link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -23,6 +34,8 @@ pub struct Link {
     pub from_lane: u32,
     /// Signal time.
     pub from_ts: Ns,
+    /// The signalling event.
+    pub from: SignalEvent,
     /// Lane that waited.
     pub to_lane: u32,
     /// Index of the wait span in [`Trace::spans`].
@@ -42,22 +55,42 @@ fn role(name: &str) -> Option<(bool, &str)> {
     }
 }
 
-/// All links of `trace`, ordered by wait span index.
+/// Whether `names` can give links at all: some channel has both a `signal.` and a `wait.`
+/// region. Cheap (names only): callers skip link work on traces without the convention.
+pub fn may_link(names: &Names) -> bool {
+    let mut signals: Vec<&str> = Vec::new();
+    let mut waits: Vec<&str> = Vec::new();
+    for n in &names.regions {
+        match role(n) {
+            Some((true, c)) => signals.push(c),
+            Some((false, c)) => waits.push(c),
+            None => {}
+        }
+    }
+    waits.iter().any(|w| signals.contains(w))
+}
+
+/// All links of `trace`, ordered by wait span index (for lanes in `Trace::lanes` order,
+/// whose spans are stored lane by lane).
 pub fn links(trace: &Trace) -> Vec<Link> {
+    if !may_link(&trace.names) {
+        return Vec::new();
+    }
     let n_regions = trace.names.regions.len();
     let roles: Vec<Option<(bool, &str)>> = (0..n_regions)
         .map(|r| role(&trace.names.regions[r]))
         .collect();
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
-    // (block, channel, token) -> signals (time, lane), from instants and span ends.
-    let mut signals: HashMap<(u32, &str, u32), Vec<(Ns, u32)>> = HashMap::new();
+    // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
+    type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Ns, u32, SignalEvent)>>;
+    let mut signals: Signals<'_> = HashMap::new();
     for lane in &trace.lanes {
         for i in lane.instants.clone() {
             if let Some((true, ch)) = role_of(trace.instants.region[i]) {
                 signals
                     .entry((lane.block, ch, trace.instants.payload[i]))
                     .or_default()
-                    .push((trace.instants.ts[i], lane.id));
+                    .push((trace.instants.ts[i], lane.id, SignalEvent::Instant(i)));
             }
         }
         for i in lane.spans.clone() {
@@ -65,7 +98,7 @@ pub fn links(trace: &Trace) -> Vec<Link> {
                 signals
                     .entry((lane.block, ch, trace.spans.payload[i]))
                     .or_default()
-                    .push((trace.spans.end[i], lane.id));
+                    .push((trace.spans.end[i], lane.id, SignalEvent::Span(i)));
             }
         }
     }
@@ -83,12 +116,13 @@ pub fn links(trace: &Trace) -> Vec<Link> {
             let Some(v) = signals.get(&(lane.block, ch, token)) else {
                 continue;
             };
-            let k = v.partition_point(|&(t, _)| t <= end);
-            if let Some(&(ts, from)) = v[..k].iter().rev().find(|&&(_, l)| l != lane.id) {
+            let k = v.partition_point(|&(t, _, _)| t <= end);
+            if let Some(&(ts, from, ev)) = v[..k].iter().rev().find(|&&(_, l, _)| l != lane.id) {
                 out.push(Link {
                     block: lane.block,
                     from_lane: from,
                     from_ts: ts,
+                    from: ev,
                     to_lane: lane.id,
                     to_span: i,
                     to_ts: end,

@@ -239,6 +239,13 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
         (0, 40, 1, 42, 1)
     );
     assert_eq!((l[1].from_ts, l[1].to_ts, l[1].token), (90, 91, 2));
+    // The signalling events are the zero-length signal spans (span order: load, load,
+    // signal@40, signal@90 in lane 0).
+    use super::links::SignalEvent;
+    assert_eq!(
+        (l[0].from, l[1].from),
+        (SignalEvent::Span(2), SignalEvent::Span(3))
+    );
     let path = critical_path(&t, 0, &l);
     let names: Vec<_> = path
         .iter()

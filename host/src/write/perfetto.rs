@@ -65,7 +65,39 @@
 //!    Field order, for readers of the bytes: a packet is `timestamp (8)`,
 //!    `trusted_packet_sequence_id (10)`, `sequence_flags (13)`, `track_event (11)`,
 //!    `[interned_data (12)]`; a named event is `type (9)`, `name_iid (10)`,
-//!    `category_iids (3)`, `debug_annotations (4)` (payload first), `[track_uuid (11)]`.
+//!    `category_iids (3)`, `debug_annotations (4)` (payload first), `[track_uuid (11)]`,
+//!    `[flow_ids (47)...]`; a slice end is `type (9)`, `[track_uuid (11)]`,
+//!    `[terminating_flow_ids (48)]`. Flow ids are `fixed64`, one field per id (not packed,
+//!    as `perfetto_protos` writes them).
+//! 4. **Flows**: every signal → wait link that [`links::links`] finds (a `signal.<ch>`
+//!    instant or span and a `wait.<ch>` span of another lane of the same block, same
+//!    token) is a flow arrow from the signal to the wait, carried by the lane sequences'
+//!    event packets above (no packets of their own):
+//!    - the wait slice's **end** (`TYPE_SLICE_END`, at the time the wait was released)
+//!      has the flow id in `terminating_flow_ids`;
+//!    - the signal's **instant**, or the signal span's **begin** (`TYPE_SLICE_BEGIN`), has
+//!      it in `flow_ids`. A signal that released several waits starts one flow each.
+//!
+//!    Trace processor attaches a flow id to the *slice* of the event that carries it (a
+//!    begin and an end of one slice are the same slice to it) and records `slice_out` →
+//!    `slice_in` in its `flow` table, from which the UI draws the arrow between those two
+//!    slices: begin or end on either side gives the same arrow. What differs is *when* the id is parsed: trace
+//!    processor reads events in timestamp order and ignores a terminating id whose flow
+//!    has not started yet. A wait usually begins before its signal and always ends at or
+//!    after it (that is what links it), so the terminating id goes on the wait's end; the
+//!    signal span's begin is its earliest packet, which keeps the flow started before the
+//!    wait's end even when the release is timed at the signal's own end. Only an instant
+//!    (or zero-length span) signal at exactly the wait's release time depends on the
+//!    order of equal timestamps: the file order, in which the signal's lane must come
+//!    first (lanes are written by group, ascending within one).
+//!
+//!    **Flow ids** are `base + w + 1` for the link into wait span `w` (its index in
+//!    [`Trace::spans`]), `base` being the number of spans of the launches written before:
+//!    unique in the whole trace (a wait has at most one link), the same for the same input.
+//!    The per-lane lookups (event index → flow ids) are built before the lanes are
+//!    written, and not at all when no channel has both a `signal.` and a `wait.` region
+//!    ([`links::may_link`]): such traces are written byte for byte as before, by the same
+//!    event loop (the flow lookups are compiled out of it).
 //!
 //! **Track UUIDs** are 1, 2, 3, ... in the order descriptors are written: the same input
 //! and options give byte-identical output.
@@ -104,6 +136,9 @@ use perfetto_protos::track_descriptor::{track_descriptor::ChildTracksOrdering, T
 use perfetto_protos::track_event::{EventCategory, TrackEventDefaults};
 use protobuf::{Message, MessageField};
 
+use std::collections::HashMap;
+
+use crate::analysis::links::{self, SignalEvent};
 use crate::model::{Lane, Ns, Trace};
 use enc::SeqEncoder;
 
@@ -182,6 +217,8 @@ pub struct PerfettoStats {
     pub instants: u64,
     /// Counter values written (wait-counter samples and active-lanes values).
     pub counter_values: u64,
+    /// Flows written: signal → wait links drawn as arrows (see the module's `# Format`).
+    pub flows: u64,
 }
 
 /// Why a Perfetto trace could not be written.
@@ -220,13 +257,17 @@ pub fn write_perfetto<W: io::Write>(
 ) -> Result<PerfettoStats, PerfettoError> {
     let clocks = launch_clocks(launches, opts.launch_layout)?;
     let mut w = Writer::new(out, opts.compression);
+    // Flow ids of launch k start after the span indices of the launches before it.
+    let mut flow_base = 0u64;
     for (k, (launch, clock)) in launches.iter().zip(&clocks).enumerate() {
         let name = match (launches.len(), launch.label.is_empty()) {
             (1, false) => launch.label.to_string(),
             (_, false) => format!("launch {k}: {}", launch.label),
             (_, true) => format!("launch {k}"),
         };
-        w.launch(launch.trace, *clock, &name, k, opts.group_by, None)?;
+        let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
+        w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+        flow_base += launch.trace.spans.len() as u64;
     }
     w.finish()
 }
@@ -258,10 +299,15 @@ pub struct StreamedDiagnostics {
 ///
 /// `slot(i)` (for `i` in `0..slots`) returns a trace holding lane slot `i` alone (no lane
 /// if the slot is unused), as `ikp_host::decode::native::Prepared::decode_lanes` gives it;
-/// every slot must carry the same names and source apart from `time_base`. It is called
-/// twice per slot: in slot order to learn the lanes and the time extent, then in track
-/// order to write the events. The output is byte-identical to [`write_perfetto`] of the
-/// whole trace decoded at once.
+/// every slot must carry the same names and source apart from `time_base`, and the lanes
+/// of a block must be in consecutive slots (as in the native format, where slot `s` is
+/// group `s % groups` of block `s / groups`). It is called twice per slot: in slot order
+/// to learn the lanes and the time extent, then in track order to write the events. When
+/// the names allow signal → wait links (see [`crate::analysis::links`]), the second pass
+/// decodes a lane's whole block at once (links never leave a block), so memory is bounded
+/// by the largest block instead of the largest lane; a block whose lanes are split between
+/// groups (a lane without an SM) is decoded once per part. The output is byte-identical
+/// to [`write_perfetto`] of the whole trace decoded at once, flows included.
 pub fn write_perfetto_streamed<W: io::Write>(
     out: W,
     label: &str,
@@ -271,10 +317,15 @@ pub fn write_perfetto_streamed<W: io::Write>(
 ) -> Result<(PerfettoStats, StreamedDiagnostics), PerfettoError> {
     let mut skel: Option<Trace> = None;
     let mut slot_of: Vec<usize> = Vec::new();
+    // Spans of the slots before each listed lane's: its first span's index in the whole
+    // trace, which flow ids are made of.
+    let mut span_base: Vec<u64> = Vec::new();
+    let mut spans = 0u64;
     let mut ext: Option<(Ns, Ns)> = None;
     let mut diag = StreamedDiagnostics::default();
     for i in 0..slots {
         let mut t = slot(i).map_err(PerfettoError::Source)?;
+        let slot_spans = t.spans.len() as u64;
         if let Some((lo, hi)) = event_extent(&t) {
             ext = Some(ext.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
         }
@@ -306,7 +357,9 @@ pub fn write_perfetto_streamed<W: io::Write>(
             l.samples = 0..0;
             sk.lanes.push(l);
             slot_of.push(i);
+            span_base.push(spans);
         }
+        spans += slot_spans;
     }
     let mut w = Writer::new(out, opts.compression);
     let Some(skel) = skel else {
@@ -315,9 +368,206 @@ pub fn write_perfetto_streamed<W: io::Write>(
     let tb = skel.source.time_base;
     let ext = ext.map(|(lo, hi)| (lo.min(tb), hi));
     let clock = launch_clocks_of([(label, ext, tb)].into_iter(), opts.launch_layout)?[0];
-    let mut feed = |pos: usize| slot(slot_of[pos]).map_err(PerfettoError::Source);
-    w.launch(&skel, clock, label, 0, opts.group_by, Some(&mut feed))?;
+    let mut feed = Feed {
+        slot,
+        lanes: &skel.lanes,
+        slot_of: &slot_of,
+        span_base: &span_base,
+        blocks: links::may_link(&skel.names),
+        cur: None,
+        cur_pos: 0..0,
+        flows: LaunchFlows::default(),
+    };
+    w.launch(
+        &skel,
+        clock,
+        label,
+        0,
+        opts.group_by,
+        Lanes::Streamed(&mut feed),
+    )?;
     Ok((w.finish()?, diag))
+}
+
+/// Flow ids of one lane's events (see the module's `# Format`), each list sorted by
+/// event index (local to the lane), parallel index / id vectors.
+#[derive(Debug, Default)]
+struct LaneFlows {
+    /// Spans whose begin starts flows (signal spans), and the flow ids.
+    out_span: Vec<usize>,
+    out_span_id: Vec<u64>,
+    /// Instants that start flows (signal instants), and the flow ids.
+    out_instant: Vec<usize>,
+    out_instant_id: Vec<u64>,
+    /// Spans whose end terminates a flow (linked waits: one flow each), and the flow ids.
+    in_span: Vec<usize>,
+    in_span_id: Vec<u64>,
+}
+
+/// The flows of a launch's lanes, by lane position; lanes without flows are absent.
+type LaunchFlows = HashMap<usize, LaneFlows>;
+
+/// The flows of every link of `trace` (see [`links::links`]): flow id `base + w + 1` for
+/// the link into wait span `w`. Empty at once when the names allow no link.
+fn lane_flows(trace: &Trace, base: u64) -> LaunchFlows {
+    let mut out = LaunchFlows::default();
+    if !links::may_link(&trace.names) {
+        return out;
+    }
+    let all = links::links(trace);
+    if all.is_empty() {
+        return out;
+    }
+    let pos_of: HashMap<u32, usize> = trace
+        .lanes
+        .iter()
+        .enumerate()
+        .map(|(pos, l)| (l.id, pos))
+        .collect();
+    let mut out_span: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
+    let mut out_instant: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
+    let mut in_span: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
+    for l in &all {
+        let id = base + l.to_span as u64 + 1;
+        let (from, to) = (pos_of[&l.from_lane], pos_of[&l.to_lane]);
+        let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
+        match l.from {
+            SignalEvent::Instant(i) => out_instant
+                .entry(from)
+                .or_default()
+                .push((i - fl.instants.start, id)),
+            SignalEvent::Span(i) => out_span
+                .entry(from)
+                .or_default()
+                .push((i - fl.spans.start, id)),
+        }
+        in_span
+            .entry(to)
+            .or_default()
+            .push((l.to_span - tl.spans.start, id));
+    }
+    let split = |mut v: Vec<(usize, u64)>| -> (Vec<usize>, Vec<u64>) {
+        v.sort_unstable();
+        v.into_iter().unzip()
+    };
+    for (pos, v) in out_span {
+        let f = out.entry(pos).or_default();
+        (f.out_span, f.out_span_id) = split(v);
+    }
+    for (pos, v) in out_instant {
+        let f = out.entry(pos).or_default();
+        (f.out_instant, f.out_instant_id) = split(v);
+    }
+    for (pos, v) in in_span {
+        let f = out.entry(pos).or_default();
+        (f.in_span, f.in_span_id) = split(v);
+    }
+    out
+}
+
+/// Where a launch's lanes come from.
+enum Lanes<'f> {
+    /// All in the trace given, with their flows.
+    InMemory(LaunchFlows),
+    /// Decoded on demand (the trace given holds the lanes without their events).
+    Streamed(&'f mut dyn LaneFeed),
+}
+
+/// Lanes decoded on demand, for [`write_perfetto_streamed`].
+trait LaneFeed {
+    /// A trace holding the skeleton's lane `pos`, the lane's position in it and its flows.
+    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), PerfettoError>;
+}
+
+/// The [`LaneFeed`] of [`write_perfetto_streamed`]: one slot at a time, or a block at a
+/// time when the names allow links.
+struct Feed<'a, F> {
+    slot: F,
+    /// The skeleton's lanes (without events).
+    lanes: &'a [Lane],
+    /// Slot of each skeleton lane.
+    slot_of: &'a [usize],
+    /// Index in the whole trace of each skeleton lane's first span.
+    span_base: &'a [u64],
+    /// Whether to decode whole blocks and draw their links.
+    blocks: bool,
+    /// The lanes decoded last, and the skeleton positions they are.
+    cur: Option<Trace>,
+    cur_pos: std::ops::Range<usize>,
+    /// Flows of `cur`'s lanes, by position in `cur`.
+    flows: LaunchFlows,
+}
+
+impl<F: FnMut(usize) -> Result<Trace, SourceError>> Feed<'_, F> {
+    fn decode(&mut self, pos: usize) -> Result<Trace, PerfettoError> {
+        (self.slot)(self.slot_of[pos]).map_err(PerfettoError::Source)
+    }
+}
+
+impl<F: FnMut(usize) -> Result<Trace, SourceError>> LaneFeed for Feed<'_, F> {
+    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), PerfettoError> {
+        if !self.cur_pos.contains(&pos) {
+            self.cur = None;
+            self.flows.clear();
+            if !self.blocks {
+                self.cur = Some(self.decode(pos)?);
+                self.cur_pos = pos..pos + 1;
+            } else {
+                // The block's lanes: the run of consecutive skeleton lanes of its block.
+                let block = |p: usize| self.lanes[p].block;
+                let (mut lo, mut hi) = (pos, pos + 1);
+                while lo > 0 && block(lo - 1) == block(pos) {
+                    lo -= 1;
+                }
+                while hi < self.lanes.len() && block(hi) == block(pos) {
+                    hi += 1;
+                }
+                let mut t = self.decode(lo)?;
+                for p in lo + 1..hi {
+                    let one = self.decode(p)?;
+                    append_lanes(&mut t, one);
+                }
+                self.flows = lane_flows(&t, self.span_base[lo]);
+                self.cur = Some(t);
+                self.cur_pos = lo..hi;
+            }
+        }
+        let t = self.cur.as_ref().expect("decoded above");
+        let k = pos - self.cur_pos.start;
+        Ok((t, k, self.flows.get(&k)))
+    }
+}
+
+/// Appends the lanes of `src` (and their events) to `dst`, as the next lanes.
+fn append_lanes(dst: &mut Trace, src: Trace) {
+    let (s0, i0, c0) = (dst.spans.len(), dst.instants.len(), dst.samples.len());
+    let off = |r: &std::ops::Range<usize>, o: usize| r.start + o..r.end + o;
+    for l in src.lanes {
+        dst.lanes.push(Lane {
+            spans: off(&l.spans, s0),
+            instants: off(&l.instants, i0),
+            samples: off(&l.samples, c0),
+            ..l
+        });
+    }
+    let (d, s) = (&mut dst.spans, src.spans);
+    d.lane.extend(s.lane);
+    d.region.extend(s.region);
+    d.depth.extend(s.depth);
+    d.payload.extend(s.payload);
+    d.begin.extend(s.begin);
+    d.end.extend(s.end);
+    let (d, s) = (&mut dst.instants, src.instants);
+    d.lane.extend(s.lane);
+    d.region.extend(s.region);
+    d.payload.extend(s.payload);
+    d.ts.extend(s.ts);
+    let (d, s) = (&mut dst.samples, src.samples);
+    d.lane.extend(s.lane);
+    d.counter.extend(s.counter);
+    d.ts.extend(s.ts);
+    d.value.extend(s.value);
+    dst.source.time_base = dst.source.time_base.min(src.source.time_base);
 }
 
 /// Sequence of track descriptors and of the active-lanes counters.
@@ -504,6 +754,9 @@ struct Writer<W: io::Write> {
     levels: Vec<Vec<u64>>,
     /// Track UUID per level (0 for level 0: the sequence's default track).
     level_uuid: Vec<u64>,
+    /// Per-level stacks of the open slices' span indices (lane-local), in step with
+    /// `levels`: kept only for lanes with flows, to find the wait a slice end closes.
+    open_spans: Vec<Vec<usize>>,
     /// Counter track UUID per counter id for the current lane (0 = none).
     counter_uuid: Vec<u64>,
     /// Sequence id that last interned region `r` (`interned_on[r]`).
@@ -562,6 +815,7 @@ impl<W: io::Write> Writer<W> {
             enc: SeqEncoder::default(),
             levels: Vec::new(),
             level_uuid: Vec::new(),
+            open_spans: Vec::new(),
             counter_uuid: Vec::new(),
             interned_on: Vec::new(),
             name_blobs: Vec::new(),
@@ -691,14 +945,14 @@ impl<W: io::Write> Writer<W> {
         name: &str,
         k: usize,
         by: GroupBy,
-        mut feed: Option<&mut dyn FnMut(usize) -> Result<Trace, PerfettoError>>,
+        mut lanes_from: Lanes<'_>,
     ) -> Result<(), PerfettoError> {
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
         self.prepare_names(
             trace,
-            feed.as_ref()
-                .map(|_| ikp_device::wire::MAX_REGIONS as usize - 1),
+            matches!(lanes_from, Lanes::Streamed(_))
+                .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
         );
         let root = self.track(0, name.to_string(), Some(rank(k)), true, None)?;
         let groups = groups(trace, by);
@@ -719,11 +973,18 @@ impl<W: io::Write> Writer<W> {
             }
             let in_block = matches!(key, GroupKey::Block(_));
             for &pos in lanes {
-                match feed.as_mut() {
-                    None => self.lane(trace, clock, pos, group, in_block, &mut r)?,
-                    Some(f) => {
-                        let one = f(pos)?;
-                        self.lane(&one, clock, 0, group, in_block, &mut r)?;
+                match &mut lanes_from {
+                    Lanes::InMemory(flows) => {
+                        let fl = if flows.is_empty() {
+                            None
+                        } else {
+                            flows.get(&pos)
+                        };
+                        self.lane(trace, clock, pos, fl, group, in_block, &mut r)?
+                    }
+                    Lanes::Streamed(f) => {
+                        let (t, p, fl) = f.get(pos)?;
+                        self.lane(t, clock, p, fl, group, in_block, &mut r)?;
                     }
                 }
             }
@@ -819,11 +1080,13 @@ impl<W: io::Write> Writer<W> {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lane(
         &mut self,
         trace: &Trace,
         clock: LaunchClock,
         pos: usize,
+        flows: Option<&LaneFlows>,
         group: u64,
         in_block_group: bool,
         r: &mut usize,
@@ -928,22 +1191,47 @@ impl<W: io::Write> Writer<W> {
         for st in &mut self.levels[..n_levels] {
             st.clear();
         }
+        if self.open_spans.len() < n_levels {
+            self.open_spans.resize(n_levels, Vec::new());
+        }
+        for st in &mut self.open_spans[..n_levels] {
+            st.clear();
+        }
+        let no_flows = LaneFlows::default();
         let mut counts = Counts::default();
-        while let Some(need) = emit_lane(
-            &ev,
-            &mut run,
-            &mut self.levels[..n_levels],
-            &mut self.enc,
-            &mut self.buf,
-            &mut self.pos,
-            &self.name_blobs,
-            &self.heads,
-            &mut self.interned_on,
-            seq,
-            &self.level_uuid,
-            &self.counter_uuid,
-            &mut counts,
-        ) {
+        loop {
+            let mut fl = FlowRun {
+                flows: flows.unwrap_or(&no_flows),
+                open: &mut self.open_spans[..n_levels],
+            };
+            macro_rules! emit {
+                ($flows:literal) => {
+                    emit_lane::<$flows>(
+                        &ev,
+                        &mut run,
+                        &mut self.levels[..n_levels],
+                        &mut self.enc,
+                        &mut self.buf,
+                        &mut self.pos,
+                        &self.name_blobs,
+                        &self.heads,
+                        &mut self.interned_on,
+                        seq,
+                        &self.level_uuid,
+                        &self.counter_uuid,
+                        &mut counts,
+                        &mut fl,
+                    )
+                };
+            }
+            // Lanes without flows (every lane of a trace without signal / wait regions)
+            // run the loop compiled without the flow lookups.
+            let need = if flows.is_some() {
+                emit!(true)
+            } else {
+                emit!(false)
+            };
+            let Some(need) = need else { break };
             self.flush_buf()?;
             if need > self.buf.len() {
                 self.buf.resize(need, 0);
@@ -953,6 +1241,7 @@ impl<W: io::Write> Writer<W> {
         self.stats.slices += counts.slices;
         self.stats.instants += counts.instants;
         self.stats.counter_values += counts.counter_values;
+        self.stats.flows += counts.flows;
         Ok(())
     }
 }
@@ -1056,12 +1345,15 @@ impl<'a> LaneEvents<'a> {
     }
 }
 
-/// Where a lane's event merge stands: the next span, instant and sample.
+/// Where a lane's event merge stands: the next span, instant and sample, and the next
+/// entries of the lane's span and instant flow lists.
 #[derive(Debug, Default)]
 struct LaneRun {
     si: usize,
     ii: usize,
     ci: usize,
+    so: usize,
+    io: usize,
 }
 
 /// Events written, by kind.
@@ -1071,13 +1363,37 @@ struct Counts {
     slices: u64,
     instants: u64,
     counter_values: u64,
+    flows: u64,
+}
+
+/// A lane's flows and the span indices of its open slices, for [`emit_lane`].
+struct FlowRun<'a> {
+    flows: &'a LaneFlows,
+    open: &'a mut [Vec<usize>],
+}
+
+/// The entries of the sorted `idx` from `*k` on that equal `i` (advancing `*k` past
+/// smaller ones): `k..end`.
+#[inline]
+fn run_of(idx: &[usize], k: usize, i: usize) -> std::ops::Range<usize> {
+    let mut k = k;
+    while k < idx.len() && idx[k] < i {
+        k += 1;
+    }
+    let mut e = k;
+    while e < idx.len() && idx[e] == i {
+        e += 1;
+    }
+    k..e
 }
 
 /// Writes a lane's events in time order (see the module's `# Format` for ties) into
 /// `buf[*pos..]`, until done (`None`) or the buffer needs flushing (`Some(bytes needed)`;
 /// call again after flushing). `levels` holds one cleared stack per level the lane needs.
+/// With `FLOWS`, signal events start their flows and linked waits' ends terminate theirs
+/// (`fl`); without, `fl` is not touched and the loop is the plain one.
 #[allow(clippy::too_many_arguments)]
-fn emit_lane(
+fn emit_lane<const FLOWS: bool>(
     ev: &LaneEvents<'_>,
     run: &mut LaneRun,
     levels: &mut [Vec<u64>],
@@ -1091,10 +1407,12 @@ fn emit_lane(
     level_uuid: &[u64],
     counter_uuid: &[u64],
     counts: &mut Counts,
+    fl: &mut FlowRun<'_>,
 ) -> Option<usize> {
     let shift = ev.shift;
     let at = |col: &[Ns], i: usize| col.get(i).map_or(u64::MAX, |&t| t.wrapping_add(shift));
     let (mut si, mut ii, mut ci) = (run.si, run.ii, run.ci);
+    let (mut so, mut io) = (run.so, run.io);
     let mut p = *pos;
     let mut need = None;
     let mut c = Counts::default();
@@ -1122,7 +1440,17 @@ fn emit_lane(
         let other = nb.min(ni).min(nc);
         if ne <= other && ne != u64::MAX {
             levels[nl].pop();
-            p = enc.end(buf, p, ne, level_uuid[nl]);
+            let flow = if FLOWS {
+                let i = fl.open[nl].pop().expect("open spans in step with levels");
+                let f = fl.flows;
+                f.in_span.binary_search(&i).ok().map(|k| f.in_span_id[k])
+            } else {
+                None
+            };
+            p = match flow {
+                Some(id) => enc.end_flow(buf, p, ne, level_uuid[nl], id),
+                None => enc.end(buf, p, ne, level_uuid[nl]),
+            };
         } else if other == u64::MAX {
             break;
         } else if nb == other || ni == other {
@@ -1132,16 +1460,31 @@ fn emit_lane(
             } else {
                 (ev.i_region[ii], ev.i_payload[ii])
             };
+            // The flows this event starts (signal events).
+            let (ids, next_o): (&[u64], usize) = if !FLOWS {
+                (&[], 0)
+            } else if is_span {
+                let k = run_of(&fl.flows.out_span, so, si);
+                (&fl.flows.out_span_id[k.clone()], k.end)
+            } else {
+                let k = run_of(&fl.flows.out_instant, io, ii);
+                (&fl.flows.out_instant_id[k.clone()], k.end)
+            };
+            let extra = if FLOWS { enc::flows_room(ids.len()) } else { 0 };
             let r = r as usize;
             let blob: &[u8] = if interned_on[r] != seq {
                 let b = &blobs[r];
-                if p + enc::MAX_EVENT_BYTES + b.len() > buf.len() {
-                    need = Some(enc::MAX_EVENT_BYTES + b.len());
+                if p + enc::MAX_EVENT_BYTES + b.len() + extra > buf.len() {
+                    need = Some(enc::MAX_EVENT_BYTES + b.len() + extra);
                     break;
                 }
                 interned_on[r] = seq;
                 b
             } else {
+                if FLOWS && p + enc::MAX_EVENT_BYTES + extra > buf.len() {
+                    need = Some(enc::MAX_EVENT_BYTES + extra);
+                    break;
+                }
                 &[]
             };
             if is_span {
@@ -1157,21 +1500,29 @@ fn emit_lane(
                     levels[l].push(e);
                     l
                 };
-                p = enc.named(
-                    buf,
-                    p,
-                    &heads[r].0,
-                    nb,
-                    level_uuid[level],
-                    ANN_PAYLOAD,
-                    payload,
-                    blob,
-                );
+                if FLOWS {
+                    fl.open[level].push(si);
+                }
+                let (head, track) = (&heads[r].0, level_uuid[level]);
+                p = if FLOWS && !ids.is_empty() {
+                    so = next_o;
+                    c.flows += ids.len() as u64;
+                    enc.named_flows(buf, p, head, nb, track, ANN_PAYLOAD, payload, blob, ids)
+                } else {
+                    enc.named(buf, p, head, nb, track, ANN_PAYLOAD, payload, blob)
+                };
                 c.slices += 1;
                 si += 1;
                 nb = at(ev.begin, si);
             } else {
-                p = enc.named(buf, p, &heads[r].1, ni, 0, ANN_PAYLOAD, payload, blob);
+                let head = &heads[r].1;
+                p = if FLOWS && !ids.is_empty() {
+                    io = next_o;
+                    c.flows += ids.len() as u64;
+                    enc.named_flows(buf, p, head, ni, 0, ANN_PAYLOAD, payload, blob, ids)
+                } else {
+                    enc.named(buf, p, head, ni, 0, ANN_PAYLOAD, payload, blob)
+                };
                 c.instants += 1;
                 ii += 1;
                 ni = at(ev.i_ts, ii);
@@ -1185,11 +1536,12 @@ fn emit_lane(
         }
         c.packets += 1;
     }
-    *run = LaneRun { si, ii, ci };
+    *run = LaneRun { si, ii, ci, so, io };
     *pos = p;
     counts.packets += c.packets;
     counts.slices += c.slices;
     counts.instants += c.instants;
     counts.counter_values += c.counter_values;
+    counts.flows += c.flows;
     need
 }

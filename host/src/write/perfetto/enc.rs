@@ -41,6 +41,14 @@ const TE_NAME_IID: u8 = key(10, VARINT);
 const TE_TRACK_UUID: u8 = key(11, VARINT);
 /// `TrackEvent.counter_value` (30): a two-byte key.
 const TE_COUNTER_VALUE: [u8; 2] = [0xF0, 0x01];
+/// `TrackEvent.flow_ids` (47, `repeated fixed64`, not packed: one key per id): a
+/// two-byte key, `(47 << 3) | 1`.
+const TE_FLOW_IDS: [u8; 2] = [0xF9, 0x02];
+/// `TrackEvent.terminating_flow_ids` (48, `repeated fixed64`, not packed): a two-byte key,
+/// `(48 << 3) | 1`.
+const TE_TERMINATING_FLOW_IDS: [u8; 2] = [0x81, 0x03];
+/// Bytes one flow id takes: its two-byte key and 8 bytes of `fixed64`.
+pub(crate) const FLOW_ID_BYTES: usize = 10;
 
 /// `DebugAnnotation.name_iid` (1).
 const DA_NAME_IID: u8 = key(1, VARINT);
@@ -151,6 +159,18 @@ pub(crate) fn put_compressed_bundle(buf: &mut Vec<u8>, zlen: usize) {
 /// annotations as a 32-byte copy, track 11 = 68; a counter 2 + 11 + 2 + 5 = 20. The `largest_event_fits_the_bound` test writes the largest values
 /// into a buffer of exactly this size.
 pub(crate) const MAX_EVENT_BYTES: usize = 128;
+
+/// The room a named event with `n` flow ids needs beyond [`MAX_EVENT_BYTES`] (and its
+/// interned data): the ids, plus slack for the track event's length, a varint of up to 10
+/// bytes instead of one (the header is then at most 41 bytes instead of 32).
+#[inline]
+pub(crate) fn flows_room(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        n * FLOW_ID_BYTES + 20
+    }
+}
 
 /// A write cursor into a buffer that was checked to have room for what is written.
 struct Cursor {
@@ -349,6 +369,112 @@ impl SeqEncoder {
         }
     }
 
+    /// [`Self::head`] for a track event of any length (its length as a varint).
+    ///
+    /// # Safety
+    /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`.
+    #[inline(always)]
+    unsafe fn head_long(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
+        let d = self.delta(ts);
+        let body_len =
+            1 + varint_len(d) + self.seq_flags.len + 1 + varint_len(te_len as u64) + te_len + extra;
+        // SAFETY: within the room guaranteed by the caller.
+        unsafe {
+            c.byte(TRACE_PACKET);
+            c.varint(body_len as u64);
+            c.byte(PKT_TIMESTAMP);
+            c.varint(d);
+            c.fixed(&self.seq_flags);
+            c.byte(PKT_TRACK_EVENT);
+            c.varint(te_len as u64);
+        }
+    }
+
+    /// [`Self::named`] with `flows` as the event's `flow_ids` (after `track_uuid`), so that
+    /// the event's slice starts those flows. `buf[pos..]` must have [`MAX_EVENT_BYTES`] +
+    /// `interned.len()` + [`flows_room`]`(flows.len())` bytes free.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn named_flows(
+        &mut self,
+        buf: &mut [u8],
+        pos: usize,
+        head: &NameHead,
+        ts: u64,
+        track: u64,
+        payload_iid: u8,
+        payload: u32,
+        interned: &[u8],
+        flows: &[u64],
+    ) -> usize {
+        let mut c = Cursor::new(
+            buf,
+            pos,
+            MAX_EVENT_BYTES + interned.len() + flows_room(flows.len()),
+        );
+        let payload_len = varint_len(payload as u64);
+        let mut te_len = head.len + 1 + 3 + payload_len + self.lane_annotations.len;
+        if track != 0 {
+            te_len += 1 + varint_len(track);
+        }
+        te_len += flows.len() * FLOW_ID_BYTES;
+        // SAFETY: header 41 (see `flows_room`) + event 68 bytes at most, then the flow ids
+        // and the interned bytes: all within the checked room.
+        unsafe {
+            self.head_long(&mut c, ts, te_len, interned.len());
+            c.fixed(head);
+            c.byte((3 + payload_len) as u8);
+            c.byte(DA_NAME_IID);
+            c.byte(payload_iid);
+            c.byte(DA_UINT_VALUE);
+            c.varint(payload as u64);
+            c.fixed(&self.lane_annotations);
+            if track != 0 {
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
+            }
+            for &id in flows {
+                c.bytes(&TE_FLOW_IDS);
+                c.bytes(&id.to_le_bytes());
+            }
+            if !interned.is_empty() {
+                c.bytes(interned);
+            }
+        }
+        c.pos()
+    }
+
+    /// A `TYPE_SLICE_END` event that terminates flow `flow` (its `terminating_flow_ids`,
+    /// after `track_uuid`); `track` overrides the default track when non-zero. Needs
+    /// [`MAX_EVENT_BYTES`] of room, like [`Self::end`].
+    #[inline]
+    pub(crate) fn end_flow(
+        &mut self,
+        buf: &mut [u8],
+        pos: usize,
+        ts: u64,
+        track: u64,
+        flow: u64,
+    ) -> usize {
+        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
+        let mut te_len = 2 + FLOW_ID_BYTES;
+        if track != 0 {
+            te_len += 1 + varint_len(track);
+        }
+        // SAFETY: 32 + 2 + 11 + 10 bytes at most, within the checked room.
+        unsafe {
+            self.head(&mut c, ts, te_len, 0);
+            c.byte(TE_TYPE);
+            c.byte(ty::SLICE_END);
+            if track != 0 {
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
+            }
+            c.bytes(&TE_TERMINATING_FLOW_IDS);
+            c.bytes(&flow.to_le_bytes());
+        }
+        c.pos()
+    }
+
     /// A named event (slice begin or instant) whose type, name and category are `head`,
     /// with the payload annotation (name iid `payload_iid`) and the lane's annotations,
     /// followed by `interned` (a pre-encoded `interned_data` field, or empty); `track`
@@ -538,6 +664,51 @@ mod tests {
     }
 
     #[test]
+    fn flow_ids_parse_with_the_crate() {
+        use perfetto_protos::trace::Trace;
+        use perfetto_protos::track_event::track_event::Type;
+        let mut buf = vec![0u8; 4 * MAX_EVENT_BYTES + flows_room(20) + 64];
+        let mut e = SeqEncoder::default();
+        e.reset(7, 100, &[(3, 1)]);
+        let begin = name_head(ty::SLICE_BEGIN, 2, 1);
+        let instant = name_head(ty::INSTANT, 3, 2);
+        let interned = interned_event_name(2, "signal.kv");
+        let mut p = e.named_flows(&mut buf, 0, &begin, 100, 0, 1, 5, &interned, &[1, u64::MAX]);
+        // Enough ids that the track event's length takes two bytes.
+        let many: Vec<u64> = (0..20).map(|i| i << 40 | 3).collect();
+        p = e.named_flows(&mut buf, p, &instant, 150, 1 << 33, 1, 0, &[], &many);
+        p = e.end_flow(&mut buf, p, 200, 0, 42);
+        p = e.end_flow(&mut buf, p, 250, 300, 1 << 63);
+        let t = Trace::parse_from_bytes(&buf[..p]).unwrap();
+        assert_eq!(t.packet.len(), 4);
+        let te = t.packet[0].track_event();
+        assert_eq!(te.type_(), Type::TYPE_SLICE_BEGIN);
+        assert_eq!(te.flow_ids, vec![1, u64::MAX]);
+        assert!(te.terminating_flow_ids.is_empty());
+        assert_eq!(te.debug_annotations[0].uint_value(), 5);
+        assert_eq!(t.packet[0].interned_data.event_names[0].name(), "signal.kv");
+        let te = t.packet[1].track_event();
+        assert_eq!(te.type_(), Type::TYPE_INSTANT);
+        assert_eq!((te.flow_ids.clone(), te.track_uuid), (many, Some(1 << 33)));
+        assert_eq!(t.packet[1].timestamp, Some(50));
+        let te = t.packet[2].track_event();
+        assert_eq!(te.type_(), Type::TYPE_SLICE_END);
+        assert_eq!(
+            (te.terminating_flow_ids.clone(), te.track_uuid),
+            (vec![42], None)
+        );
+        assert!(te.flow_ids.is_empty());
+        let te = t.packet[3].track_event();
+        assert_eq!(te.terminating_flow_ids, vec![1 << 63]);
+        assert_eq!(te.track_uuid, Some(300));
+        assert_eq!(t.packet[3].timestamp, Some(50));
+        assert_eq!(
+            t.packet[3].sequence_flags,
+            Some(SEQ_NEEDS_INCREMENTAL_STATE)
+        );
+    }
+
+    #[test]
     fn largest_event_fits_the_bound() {
         // The buffer has a guard zone past the room the encoder checks for: any write past
         // MAX_EVENT_BYTES would land there (in bounds of the Vec) and be seen.
@@ -562,5 +733,35 @@ mod tests {
         check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX));
         check(&|e, b| e.end(b, 0, u64::MAX, 0));
         check(&|e, b| e.counter(b, 0, u64::MAX, u64::MAX, u32::MAX));
+        check(&|e, b| e.end_flow(b, 0, u64::MAX, u64::MAX, u64::MAX));
+        // With flow ids: the bound plus `flows_room`, for small and long track events.
+        for n in [1, 12, 13, 2000] {
+            let room = MAX_EVENT_BYTES + flows_room(n);
+            let mut buf = vec![0xA5u8; room + GUARD];
+            let mut e = SeqEncoder::default();
+            e.reset(
+                u32::MAX,
+                0,
+                &[(0x7F, u32::MAX), (0x7F, u32::MAX), (0x7F, u32::MAX)],
+            );
+            let ids = vec![u64::MAX; n];
+            let head = name_head(ty::SLICE_BEGIN, u64::MAX, 0x7F);
+            let w = e.named_flows(
+                &mut buf,
+                0,
+                &head,
+                u64::MAX,
+                u64::MAX,
+                0x7F,
+                u32::MAX,
+                &[],
+                &ids,
+            );
+            assert!(w <= room, "{n}: {w}");
+            assert!(
+                buf[room..].iter().all(|&b| b == 0xA5),
+                "{n}: wrote past the bound"
+            );
+        }
     }
 }
