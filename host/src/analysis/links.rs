@@ -9,8 +9,10 @@
 //! graph (reference 003's dependency graph, inside one kernel).
 //!
 //! The critical path walks back from the block's last-ending leaf region (one with nothing
-//! nested in it): a linked wait's predecessor is the region that issued its signal; any
-//! other region's predecessor is the previous leaf of its lane.
+//! nested in it): a linked wait's predecessor is the region that issued its signal, if the
+//! signal came after the wait began (the wait was held up by it); any other region's
+//! predecessor is the previous leaf of its lane (a wait whose signal was already there
+//! when it began waited on nothing but its own lane).
 
 use crate::model::{Names, Ns, Trace};
 use std::collections::HashMap;
@@ -151,16 +153,25 @@ pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
         .filter(|l| l.block == block)
         .map(|l| (l.id, leaves(l.spans.clone())))
         .collect();
-    // The leaf of `lane` that began last at or before `ts`.
+    // The leaf of `lane` that began last at or before `ts`, one that began exactly at `ts`
+    // only if it also ended there (a zero-length signal span): a leaf that starts at the
+    // signal's time cannot have issued it (with a coarse timer such ties are common).
     let at = |lane: u32, ts: Ns| -> Option<usize> {
         let v = per_lane.get(&lane)?;
-        let k = v.partition_point(|&i| s.begin[i] <= ts);
+        let mut k = v.partition_point(|&i| s.begin[i] <= ts);
+        while k > 0 && s.begin[v[k - 1]] == ts && s.end[v[k - 1]] > ts {
+            k -= 1;
+        }
         k.checked_sub(1).map(|k| v[k])
     };
-    // A link releases the last leaf inside its wait (the wait itself when it is a leaf).
+    // A link releases the last leaf inside its wait (the wait itself when it is a leaf),
+    // if its signal came after the wait began.
     let mut released: HashMap<usize, &Link> = HashMap::new();
     for l in links.iter().filter(|l| l.block == block) {
         let w = l.to_span;
+        if l.from_ts <= s.begin[w] {
+            continue;
+        }
         let leaf = per_lane.get(&l.to_lane).and_then(|v| {
             v.iter()
                 .rev()

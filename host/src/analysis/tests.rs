@@ -262,6 +262,55 @@ fn waits_link_to_the_releasing_signal_and_the_critical_path_follows_them() {
 }
 
 #[test]
+fn instant_signals_link_and_only_waits_held_up_by_them_are_on_the_critical_path() {
+    use super::links::{critical_path, links, may_link, SignalEvent};
+    // Producer lane 0: load [0,100), load [100,200), signal.kv instants: token 0 at 100,
+    // token 1 at 200. Consumer lane 1: wait.kv 0 [10,110) (held up until the signal),
+    // mma [110,300), wait.kv 1 [300,315) (its signal came at 200: nothing to wait for),
+    // mma [315,500).
+    let mut t = trace(
+        &["load", "signal.kv", "wait.kv", "mma"],
+        vec![
+            lane(0, 0, 0, 200, &[(0, 0, 100), (0, 100, 200)]),
+            lane(
+                0,
+                0,
+                0,
+                500,
+                &[(2, 10, 110), (3, 110, 300), (2, 300, 315), (3, 315, 500)],
+            ),
+        ],
+    );
+    t.instants.push(0, 1, 0, 100);
+    t.instants.push(0, 1, 1, 200);
+    t.lanes[0].instants = 0..2;
+    t.spans.payload[4] = 1; // the second wait's token
+    assert!(may_link(&t.names));
+    let l = links(&t);
+    let got: Vec<_> = l
+        .iter()
+        .map(|l| (l.from, l.from_ts, l.to_span, l.to_ts))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (SignalEvent::Instant(0), 100, 2, 110),
+            (SignalEvent::Instant(1), 200, 4, 315)
+        ]
+    );
+    let path: Vec<_> = critical_path(&t, 0, &l)
+        .iter()
+        .map(|&i| (t.spans.lane[i], t.spans.begin[i]))
+        .collect();
+    // The signal at 100 was issued by the load that ended then, not the one beginning then;
+    // the second wait's predecessor is the mma before it on its own lane.
+    assert_eq!(path, vec![(0, 0), (1, 10), (1, 110), (1, 300), (1, 315)]);
+    // Names without a channel on both sides: no link work at all.
+    t.names.regions[2] = "wait.other".into();
+    assert!(!may_link(&t.names) && links(&t).is_empty());
+}
+
+#[test]
 fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
     use super::diff::diff;
     // A: mma 100 x3, load 50 x3. B: mma 120 x3 (+20%), load: one outlier (mean +33%,
