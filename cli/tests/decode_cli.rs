@@ -85,7 +85,7 @@ fn readme_command_on_the_sample() {
         .map(|r| r["name"].as_str().unwrap())
         .collect();
     for want in [
-        "mainloop", "load_kv", "wait_kv", "qk_gemm", "pv_gemm", "softmax", "rowmax", "exp2",
+        "mainloop", "load_kv", "wait.kv", "qk_gemm", "pv_gemm", "softmax", "rowmax", "exp2",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }

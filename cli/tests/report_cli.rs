@@ -62,6 +62,91 @@ fn analyze_json_breakdown_sums_to_the_kernel_length() {
     }
 }
 
+/// The sample uses the signal / wait convention: `ikp analyze` links every wait (kv,
+/// scores and probs per tile, kv_free for all but the first two tiles of a block), and the
+/// critical path of the slowest block crosses its three lanes.
+#[test]
+fn analyze_links_the_sample_and_its_critical_path_crosses_lanes() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("an.json");
+    let o = ikp(&["analyze", &sample(), "--json", s(&out)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let tiles: u64 = (0..64)
+        .map(|b| ikp_device::sample::tiles_of(b) as u64)
+        .sum();
+    let want = 4 * tiles - 2 * 64;
+    assert!(
+        text.contains(&format!("signal/wait links: {want}\n")),
+        "{text}"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let links = v["links"].as_array().unwrap();
+    assert_eq!(links.len() as u64, want);
+    assert!(links.iter().all(|l| l["from"]["kind"] == "instant"
+        && l["from_lane"] != l["to_lane"]
+        && l["from_ts"].as_u64() < l["to_ts"].as_u64()));
+    // The critical path names its spans' lanes: all three of the block's.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("critical path of block"))
+        .expect("a critical path");
+    let mut lanes: Vec<&str> = line
+        .split(" -> ")
+        .map(|step| step.split('@').nth(1).unwrap().split('(').next().unwrap())
+        .collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    assert_eq!(lanes.len(), 3, "{line}");
+    assert!(
+        line.contains("wait.kv@") && line.contains("wait.scores@"),
+        "{line}"
+    );
+}
+
+/// `ikp decode --perfetto` on the sample draws one flow per link: each id started once
+/// (by a `signal.*` instant) and terminated once (by a slice end).
+#[test]
+fn decode_perfetto_draws_the_sample_links_as_flows() {
+    use perfetto_protos::trace::Trace;
+    use perfetto_protos::track_event::track_event::Type;
+    use protobuf::Message;
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("a.trace");
+    let o = ikp(&[
+        "decode",
+        &sample(),
+        "--perfetto",
+        s(&out),
+        "--perfetto-compression",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = Trace::parse_from_bytes(&std::fs::read(&out).unwrap()).unwrap();
+    let (mut starts, mut ends): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    for p in &t.packet {
+        let te = p.track_event();
+        if !te.flow_ids.is_empty() {
+            assert_eq!(te.type_(), Type::TYPE_INSTANT);
+        }
+        if !te.terminating_flow_ids.is_empty() {
+            assert_eq!(te.type_(), Type::TYPE_SLICE_END);
+        }
+        starts.extend(&te.flow_ids);
+        ends.extend(&te.terminating_flow_ids);
+    }
+    let trace =
+        ikp_host::decode::load(std::path::Path::new(&sample()), &Default::default()).unwrap();
+    let n = ikp_host::analysis::links::links(&trace).len();
+    assert!(n > 0);
+    starts.sort_unstable();
+    ends.sort_unstable();
+    assert_eq!(starts.len(), n);
+    starts.dedup();
+    assert_eq!(starts.len(), n, "a flow id started twice");
+    assert_eq!(starts, ends);
+}
+
 #[test]
 fn report_of_a_missing_buffer_fails_and_writes_nothing() {
     let d = tempfile::tempdir().unwrap();

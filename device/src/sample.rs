@@ -1,11 +1,27 @@
 //! Deterministic sample buffers shaped like a warp-specialized attention kernel.
 //!
-//! Each block runs three lanes, as a FlashAttention-3 style kernel does: a **producer**
-//! warp group loading Q and K/V tiles, an **MMA** warp group waiting for each tile and
-//! running the QK^T and PV GEMMs, and a **softmax** warp group (with nested `rowmax` and
-//! `exp2` phases) between them, then the epilogue. Blocks get 8 to 10 KV tiles, so they
-//! are imbalanced, and the launch starts just before the 32-bit globaltimer wraps, so the
-//! decoder's unwrapping is exercised by every use of the sample.
+//! Each block runs three lanes, as a FlashAttention-style warp-specialized kernel does: a
+//! **producer** warp group loading Q and K/V tiles, an **MMA** warp group running the QK^T
+//! and PV GEMMs, and a **softmax** warp group (with nested `rowmax` and `exp2` phases)
+//! between them, then the epilogue. Blocks get 8 to 10 KV tiles, so they are imbalanced,
+//! and the launch starts just before the 32-bit globaltimer wraps, so the decoder's
+//! unwrapping is exercised by every use of the sample.
+//!
+//! The lanes hand tiles to each other with the `signal.<channel>` / `wait.<channel>`
+//! convention of `ikp_host::analysis::links` (the token in the payload is the KV tile
+//! index `k`), so `ikp analyze` finds the links and a critical path that crosses the three
+//! lanes, and the Perfetto trace draws the links as flow arrows:
+//!
+//! | channel   | signal (instant)                          | wait (span)                         |
+//! |-----------|-------------------------------------------|-------------------------------------|
+//! | `kv`      | producer: tile `k` landed                 | MMA, before QK^T of tile `k`        |
+//! | `scores`  | MMA: QK^T of tile `k` done                | softmax, before its pass on `k`     |
+//! | `probs`   | softmax: P of tile `k` written            | MMA, before PV of tile `k`          |
+//! | `kv_free` | MMA: PV of tile `k` done, its stage freed | producer, before loading `k + 2`    |
+//!
+//! Every wait ends at least 10 ns after its signal (the barrier's latency), never at the
+//! same time. The waits also record the spin iterations they took as wait-counter samples
+//! (`kv_full_wait` for `wait.kv`, `kv_empty_wait` for `wait.kv_free`).
 //!
 //! [`attention`] writes the buffer with the reference encoder (`samples/attention.ikp` in
 //! the repository is its output, checked by a test); [`attention_tvm`] writes the same
@@ -17,26 +33,54 @@ use crate::wire::lane_flags;
 use crate::TimerMode;
 
 /// Region names of the sample, by id.
-pub const REGIONS: [&str; 10] = [
+pub const REGIONS: [&str; 17] = [
     "mainloop",
     "load_q",
     "load_kv",
-    "wait_kv",
+    "wait.kv",
     "qk_gemm",
     "pv_gemm",
     "softmax",
     "rowmax",
     "exp2",
     "tile_done",
+    "signal.kv",
+    "signal.kv_free",
+    "wait.kv_free",
+    "signal.scores",
+    "wait.scores",
+    "signal.probs",
+    "wait.probs",
 ];
+/// Region ids of the sample (indices into [`REGIONS`]).
+mod r {
+    pub const MAINLOOP: u32 = 0;
+    pub const LOAD_Q: u32 = 1;
+    pub const LOAD_KV: u32 = 2;
+    pub const WAIT_KV: u32 = 3;
+    pub const QK_GEMM: u32 = 4;
+    pub const PV_GEMM: u32 = 5;
+    pub const SOFTMAX: u32 = 6;
+    pub const ROWMAX: u32 = 7;
+    pub const EXP2: u32 = 8;
+    pub const TILE_DONE: u32 = 9;
+    pub const SIGNAL_KV: u32 = 10;
+    pub const SIGNAL_KV_FREE: u32 = 11;
+    pub const WAIT_KV_FREE: u32 = 12;
+    pub const SIGNAL_SCORES: u32 = 13;
+    pub const WAIT_SCORES: u32 = 14;
+    pub const SIGNAL_PROBS: u32 = 15;
+    pub const WAIT_PROBS: u32 = 16;
+}
 /// Wait-counter names of the sample, by id.
 pub const COUNTERS: [&str; 2] = ["kv_full_wait", "kv_empty_wait"];
 /// Lanes per block: producer, MMA, softmax.
 pub const GROUPS: u32 = 3;
 /// Blocks of the shipped sample.
 pub const BLOCKS: u32 = 64;
-/// Record capacity per lane of the shipped sample.
-pub const RECORDS_PER_LANE: u32 = 96;
+/// Record capacity per lane of the shipped sample (the MMA lane of a 10-tile block
+/// writes 112).
+pub const RECORDS_PER_LANE: u32 = 128;
 /// Warp of each group's leader (warp groups of 4 warps).
 const LEADER_WARP: [u32; 3] = [0, 4, 8];
 /// Launch start: 5 us before globaltimer_lo wraps.
@@ -74,77 +118,91 @@ impl Rng {
 /// The schedule of one block: events of the producer, MMA and softmax lanes, the lanes'
 /// start and end times.
 pub fn block_schedule(block: u32, tiles: u32) -> [(u64, u64, Vec<Ev>); 3] {
+    use r::*;
     let mut rng =
         Rng(0x9E37_79B9_7F4A_7C15 ^ (block as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
     let t0 = T0 + (block as u64 % 16) * 150 + rng.dur(0, 100);
     let (mut p, mut m, mut s) = (Vec::new(), Vec::new(), Vec::new());
-    // Producer: Q, then K/V tiles two stages ahead of the PV GEMM that frees their slot.
+    // Producer: Q, then K/V tiles into two stages, each reused once the PV GEMM of the
+    // tile before in it has freed it.
     let mut tp = t0 + 40;
-    p.push(Ev::B(0, 0, tp));
-    p.push(Ev::B(1, 0, tp));
+    p.push(Ev::B(MAINLOOP, 0, tp));
+    p.push(Ev::B(LOAD_Q, 0, tp));
     tp += rng.dur(700, 150);
-    p.push(Ev::E(1, 0, tp));
-    let mut kv_ready = Vec::new();
+    p.push(Ev::E(LOAD_Q, 0, tp));
     let mut pv_end: Vec<u64> = Vec::new();
     // MMA and softmax state.
     let mut tm = t0 + 60;
-    m.push(Ev::B(0, 0, tm));
+    m.push(Ev::B(MAINLOOP, 0, tm));
     let mut ts = t0 + 80;
-    s.push(Ev::B(0, 0, ts));
+    s.push(Ev::B(MAINLOOP, 0, ts));
     for k in 0..tiles {
         // Producer waits for the stage to be free (PV of tile k-2 done).
         if k >= 2 {
             let free = pv_end[(k - 2) as usize];
-            if free > tp {
-                p.push(Ev::S(1, ((free - tp) / 40) as u32));
-                tp = free;
-            } else {
-                p.push(Ev::S(1, 0));
-            }
+            tp += 5;
+            p.push(Ev::B(WAIT_KV_FREE, k - 2, tp));
+            let spin = free.saturating_sub(tp);
+            tp = tp.max(free) + 10;
+            p.push(Ev::E(WAIT_KV_FREE, k - 2, tp));
+            p.push(Ev::S(1, (spin / 40) as u32));
         }
         tp += 10;
-        p.push(Ev::B(2, k, tp));
+        p.push(Ev::B(LOAD_KV, k, tp));
         tp += rng.dur(850, 200);
-        p.push(Ev::E(2, k, tp));
-        kv_ready.push(tp);
-        // MMA: wait for the tile, QK^T.
+        p.push(Ev::E(LOAD_KV, k, tp));
+        p.push(Ev::I(SIGNAL_KV, k, tp));
+        let kv_ready = tp;
+        // MMA: wait for the tile, QK^T, hand the scores to softmax.
         tm += 10;
-        m.push(Ev::B(3, k, tm));
-        let wait = kv_ready[k as usize].saturating_sub(tm);
-        tm = tm.max(kv_ready[k as usize]) + 15;
-        m.push(Ev::E(3, k, tm));
-        m.push(Ev::S(0, (wait / 40) as u32));
-        m.push(Ev::B(4, k, tm));
+        m.push(Ev::B(WAIT_KV, k, tm));
+        let spin = kv_ready.saturating_sub(tm);
+        tm = tm.max(kv_ready) + 15;
+        m.push(Ev::E(WAIT_KV, k, tm));
+        m.push(Ev::S(0, (spin / 40) as u32));
+        m.push(Ev::B(QK_GEMM, k, tm));
         tm += rng.dur(560, 80);
-        m.push(Ev::E(4, k, tm));
-        // Softmax on the scores, nested phases.
-        ts = ts.max(tm) + 25;
-        s.push(Ev::B(6, k, ts));
+        m.push(Ev::E(QK_GEMM, k, tm));
+        m.push(Ev::I(SIGNAL_SCORES, k, tm));
+        let scores = tm;
+        // Softmax on the scores, nested phases, then P back to the MMA group.
+        ts += 5;
+        s.push(Ev::B(WAIT_SCORES, k, ts));
+        ts = ts.max(scores) + 15;
+        s.push(Ev::E(WAIT_SCORES, k, ts));
+        ts += 10;
+        s.push(Ev::B(SOFTMAX, k, ts));
         let mut t = ts + 10;
-        s.push(Ev::B(7, k, t));
+        s.push(Ev::B(ROWMAX, k, t));
         t += rng.dur(180, 60);
-        s.push(Ev::E(7, k, t));
-        s.push(Ev::B(8, k, t));
+        s.push(Ev::E(ROWMAX, k, t));
+        s.push(Ev::B(EXP2, k, t));
         t += rng.dur(320, 90);
-        s.push(Ev::E(8, k, t));
+        s.push(Ev::E(EXP2, k, t));
         ts = t + 12;
-        s.push(Ev::E(6, k, ts));
-        // MMA: PV once softmax is done.
-        tm = tm.max(ts) + 20;
-        m.push(Ev::B(5, k, tm));
+        s.push(Ev::E(SOFTMAX, k, ts));
+        s.push(Ev::I(SIGNAL_PROBS, k, ts));
+        let probs = ts;
+        // MMA: PV once softmax is done; the stage of tile k is then free.
+        tm += 5;
+        m.push(Ev::B(WAIT_PROBS, k, tm));
+        tm = tm.max(probs) + 15;
+        m.push(Ev::E(WAIT_PROBS, k, tm));
+        tm += 5;
+        m.push(Ev::B(PV_GEMM, k, tm));
         tm += rng.dur(480, 70);
-        m.push(Ev::E(5, k, tm));
-        m.push(Ev::I(9, k, tm));
+        m.push(Ev::E(PV_GEMM, k, tm));
+        m.push(Ev::I(SIGNAL_KV_FREE, k, tm));
         pv_end.push(tm);
     }
     tp += 30;
-    p.push(Ev::E(0, 0, tp));
+    p.push(Ev::E(MAINLOOP, 0, tp));
     tm += 30;
-    m.push(Ev::E(0, 0, tm));
+    m.push(Ev::E(MAINLOOP, 0, tm));
     ts = ts.max(tm) + 40;
-    s.push(Ev::E(0, 0, ts));
-    // The softmax group marks the epilogue with a final tile_done (payload = tiles).
-    s.push(Ev::I(9, tiles, ts + 5));
+    s.push(Ev::E(MAINLOOP, 0, ts));
+    // The softmax group marks the epilogue with tile_done (payload = tiles).
+    s.push(Ev::I(TILE_DONE, tiles, ts + 5));
     let end = |t: u64| t + 25;
     [
         (t0, end(tp), p),
@@ -203,9 +261,10 @@ pub fn attention() -> Result<BufferWriter, LayoutError> {
 }
 
 /// The same schedule in the TVM / FlashInfer / warpscope wire format, `blocks` blocks of
-/// `tiles` KV tiles each (about `14 * tiles + 14` records per block). Counter samples and
-/// payloads do not exist in that format and are left out; every lane ends with a finalize
-/// record.
+/// `tiles` KV tiles each (`24 * tiles + 8` records per block from 2 tiles on, in
+/// `3 * (10 * tiles + 3)` words: lanes are padded to the longest). Counter samples and payloads do not exist in
+/// that format and are left out (so the signal / wait tokens are lost); every lane ends
+/// with a finalize record.
 pub fn attention_tvm(blocks: u32, tiles: u32) -> Vec<u64> {
     let stride = (blocks * GROUPS) as usize;
     let lanes: Vec<Vec<u64>> = (0..blocks)
@@ -274,5 +333,50 @@ mod tests {
         // The launch crosses a globaltimer_lo wrap.
         let (s, e, _) = &block_schedule(0, 10)[1];
         assert!((*s as u32) > (*e as u32));
+        // The longest lane (the MMA's, 10 tiles) fits with room to spare.
+        assert_eq!(block_schedule(0, 10)[1].2.len(), 112);
+    }
+
+    #[test]
+    fn every_wait_follows_its_signal_on_another_lane() {
+        for b in [0, 1, 2, 63] {
+            let tiles = tiles_of(b);
+            let lanes = block_schedule(b, tiles);
+            // (channel, token) -> (lane, time) of each signal.
+            let mut signals = std::collections::HashMap::new();
+            for (g, (_, _, evs)) in lanes.iter().enumerate() {
+                for e in evs {
+                    if let Ev::I(r, k, t) = *e {
+                        if let Some(ch) = REGIONS[r as usize].strip_prefix("signal.") {
+                            assert!(signals.insert((ch, k), (g, t)).is_none(), "{ch} {k}");
+                        }
+                    }
+                }
+            }
+            let mut waits = 0;
+            for (g, (_, _, evs)) in lanes.iter().enumerate() {
+                for e in evs {
+                    if let Ev::E(r, k, t) = *e {
+                        if let Some(ch) = REGIONS[r as usize].strip_prefix("wait.") {
+                            let (sg, st) = signals[&(ch, k)];
+                            assert!(sg != g && st < t, "block {b}: wait.{ch} {k}");
+                            waits += 1;
+                        }
+                    }
+                }
+            }
+            // kv, scores and probs per tile; kv_free for all but the first two tiles.
+            assert_eq!(waits, 4 * tiles - 2);
+        }
+    }
+
+    #[test]
+    fn tvm_records_per_block() {
+        for tiles in [2, 3, 10] {
+            let words = attention_tvm(2, tiles);
+            assert_eq!(words.len(), 1 + 2 * 3 * (10 * tiles as usize + 3));
+            let records = words[1..].iter().filter(|&&w| w != 0).count();
+            assert_eq!(records, 2 * (24 * tiles as usize + 8));
+        }
     }
 }

@@ -317,6 +317,8 @@ fn bad_inputs_get_clear_errors() {
     let w = |bytes: &Vec<u8>, word: usize| {
         u64::from_le_bytes(bytes[word * 8..word * 8 + 8].try_into().unwrap())
     };
+    let cap = ikp_device::sample::RECORDS_PER_LANE as usize;
+    let more = format!("more than the {cap} that fit");
     let mut cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", vec![], "empty"),
         ("odd", vec![1, 2, 3], "not a multiple of 8"),
@@ -333,9 +335,9 @@ fn bad_inputs_get_clear_errors() {
     set(&mut ids, header_len + 2, 0xDEAD_BEEF);
     cases.push(("ids", ids, "lacks the lane mark"));
     let mut trailer = good.clone();
-    let stride = (6 + 96 + 2) as usize;
-    set(&mut trailer, header_len + 3 + 96 + 2, 5000);
-    cases.push(("trailer", trailer, "more than the 96 that fit"));
+    let stride = 6 + cap + 2;
+    set(&mut trailer, header_len + 3 + cap + 2, 5000);
+    cases.push(("trailer", trailer, &more));
     let mut ghost = good.clone();
     let last_lane = header_len + 191 * stride;
     for k in 0..stride {

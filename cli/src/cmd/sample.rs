@@ -14,7 +14,7 @@ pub struct Args {
     /// instead of the native sample.
     #[arg(long, value_name = "BLOCKS")]
     pub tvm_blocks: Option<u32>,
-    /// KV tiles per block of the TVM-format sample (about 14 records per tile per block).
+    /// KV tiles per block of the TVM-format sample (24 records per tile per block).
     #[arg(long, default_value_t = 10)]
     pub tiles: u32,
 }
