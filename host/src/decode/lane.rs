@@ -176,6 +176,35 @@ impl LaneWalk {
     pub fn end(&mut self, region: u16, payload: u32, lo: u32, out: &mut ChunkOut<'_>) {
         self.records += 1;
         let t = self.time(lo);
+        // The common case, an end closing the innermost begin, stays inline; mismatches
+        // take the out-of-line path.
+        match self.stack.last() {
+            Some(o) if o.region == region => {
+                let o = *o;
+                self.stack.pop();
+                let depth = self.stack.len();
+                self.close(o, depth, t, out);
+            }
+            _ => self.end_unmatched(region, payload, t, out),
+        }
+    }
+
+    #[inline]
+    fn close(&self, o: Open, depth: usize, t: Ns, out: &mut ChunkOut<'_>) {
+        let k = o.slot;
+        out.s_lane[k] = self.lane;
+        out.s_region[k] = o.region;
+        out.s_depth[k] = depth.min(HOLE as usize - 1) as u16;
+        out.s_payload[k] = o.payload;
+        out.s_begin[k] = o.t;
+        out.s_end[k] = t;
+    }
+
+    /// An end whose region is not the innermost open one: it closes a deeper begin of its
+    /// region (the begins above it become unmatched) or, with none open, is unmatched.
+    #[cold]
+    #[inline(never)]
+    fn end_unmatched(&mut self, region: u16, payload: u32, t: Ns, out: &mut ChunkOut<'_>) {
         let Some(i) = self.stack.iter().rposition(|o| o.region == region) else {
             out.unmatched_end.push(Unpaired {
                 lane: self.lane,
@@ -195,13 +224,7 @@ impl LaneWalk {
             });
         }
         let o = self.stack.pop().expect("index i exists");
-        let k = o.slot;
-        out.s_lane[k] = self.lane;
-        out.s_region[k] = region;
-        out.s_depth[k] = i.min(HOLE as usize - 1) as u16;
-        out.s_payload[k] = o.payload;
-        out.s_begin[k] = o.t;
-        out.s_end[k] = t;
+        self.close(o, i, t, out);
     }
 
     /// An instant record.

@@ -71,47 +71,146 @@ struct Count {
     first_lo: Option<u32>,
 }
 
-/// Lanes swept together: their slots of one row fill one cache line, so every line is
-/// read once, and only this many lanes' output columns are being written at a time
-/// (measured: 8 lanes decode 1.7x faster than 32 and 512, which thrash cache and TLB).
-const SWEEP_LANES: usize = 8;
+/// Lanes walked together by [`sweep`]: their slots of one row are 512 contiguous bytes,
+/// and their output columns stay in cache while the group is walked.
+const SWEEP_LANES: usize = 64;
 
-/// Visits the non-zero slots of lanes `lanes`, row by row for groups of
-/// [`SWEEP_LANES`] lanes, so every cache line of the buffer is read once.
-#[inline]
-fn sweep(
-    body: &[u64],
-    stride: usize,
-    lanes: Range<usize>,
-    mut f: impl FnMut(usize, usize, u64) -> Result<(), DecodeError>,
-) -> Result<(), DecodeError> {
-    let mut g = lanes.start;
-    while g < lanes.end {
-        let ge = (g + SWEEP_LANES).min(lanes.end);
-        let mut row = 0;
-        while row + g < body.len() {
-            let lo = row + g;
-            let hi = (row + ge).min(body.len());
-            for (i, &w) in body[lo..hi].iter().enumerate() {
-                if w != 0 {
-                    f(g + i, lo + i, w)?;
-                }
-            }
-            row += stride;
-        }
-        g = ge;
+/// Rows ahead of the walk that [`sweep`] prefetches. Rows are `blocks * groups` slots
+/// apart (often more than a page), which the hardware prefetcher does not follow; asking
+/// for the group's slots this many rows ahead halves the time of a strided walk
+/// (measured on the 5 M-record benchmark buffer).
+const PREFETCH_ROWS: usize = 8;
+
+/// Hints that the cache line holding `w` will be read soon.
+#[inline(always)]
+fn prefetch(w: &u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults and reads nothing into the
+    // program, and `w` is a valid reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(w as *const u64 as *const i8);
     }
-    Ok(())
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = w;
 }
 
-fn lane_chunks(n: usize, body_len: usize, parallel: bool) -> Vec<Range<usize>> {
-    if !parallel || body_len < assemble::PARALLEL_MIN_RECORDS || n < 2 {
-        let all = 0..n;
-        return vec![all];
+/// Rows of one [`Tile`]: with [`SWEEP_LANES`] lanes, 32 KiB, which stays in L1.
+const TILE_ROWS: usize = 64;
+
+/// A blocked transpose of the buffer: [`TILE_ROWS`] rows of up to [`SWEEP_LANES`] lanes,
+/// each lane's non-zero slots gathered contiguously. Walking a lane's records one after
+/// the other (as in a native buffer) lets the branch predictor learn the lane's pattern;
+/// walking them in memory order, lane after lane within each row, mispredicts most record
+/// kinds (measured: the walk took twice as long).
+struct Tile {
+    words: Vec<u64>,
+    len: [usize; SWEEP_LANES],
+}
+
+impl Tile {
+    fn new() -> Tile {
+        Tile {
+            words: vec![0; SWEEP_LANES * TILE_ROWS],
+            len: [0; SWEEP_LANES],
+        }
     }
-    let k = (rayon::current_num_threads() * 4).min(n);
-    let step = n.div_ceil(k);
-    (0..n).step_by(step).map(|s| s..(s + step).min(n)).collect()
+
+    /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
+    /// `row0..row0 + TILE_ROWS`, prefetching [`PREFETCH_ROWS`] rows ahead.
+    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, row0: usize) {
+        let n = lanes.len();
+        self.len[..n].fill(0);
+        for row in row0..row0 + TILE_ROWS {
+            let lo = row * stride + lanes.start;
+            if lo >= body.len() {
+                break;
+            }
+            let ahead = lo + PREFETCH_ROWS * stride;
+            if ahead < body.len() {
+                let end = (ahead + n).min(body.len());
+                body[ahead..end].iter().step_by(8).for_each(prefetch);
+            }
+            let hi = (lo + n).min(body.len());
+            for (i, &w) in body[lo..hi].iter().enumerate() {
+                // Branch-free: a zero slot is written and not counted.
+                let k = self.len[i];
+                self.words[i * TILE_ROWS + k] = w;
+                self.len[i] = k + usize::from(w != 0);
+            }
+        }
+    }
+
+    /// The gathered records of the `i`-th lane of the tile.
+    fn lane(&self, i: usize) -> &[u64] {
+        &self.words[i * TILE_ROWS..i * TILE_ROWS + self.len[i]]
+    }
+}
+
+/// The counting pass over rows `rows` (all lanes, in memory order): per lane, its record
+/// kinds and first stamp. Checks that every record sits in its own lane's column.
+fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Count>, DecodeError> {
+    let mut c = vec![Count::default(); stride];
+    let first = rows.start * stride;
+    let end = (rows.end * stride).min(body.len());
+    for (r, row) in body[first..end].chunks(stride).enumerate() {
+        for (l, (&w, c)) in row.iter().zip(c.iter_mut()).enumerate() {
+            if w == 0 {
+                continue;
+            }
+            let tag = w as u32;
+            let found = (tag >> LANE_SHIFT) as usize;
+            if found != l {
+                return Err(DecodeError::TvmLane {
+                    slot: (first + r * stride + l) as u64 + 1,
+                    word: w,
+                    found: found as u64,
+                    expected: l as u64,
+                    stride: stride as u64,
+                });
+            }
+            c.records += 1;
+            match tag & 3 {
+                0 => c.begins += 1,
+                1 => c.ends += 1,
+                2 => c.insts += 1,
+                _ => {}
+            }
+            if c.first_lo.is_none() {
+                c.first_lo = Some((w >> 32) as u32);
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Counts every lane, in memory order (on the rayon pool for large buffers, by row bands
+/// whose counts are then added up).
+fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, DecodeError> {
+    let rows = body.len().div_ceil(stride);
+    if !parallel || body.len() < assemble::PARALLEL_MIN_RECORDS || rows < 2 {
+        return count_rows(body, stride, 0..rows);
+    }
+    let bands = (rayon::current_num_threads() * 2).min(rows);
+    let step = rows.div_ceil(bands);
+    let parts: Vec<Vec<Count>> = (0..rows)
+        .step_by(step)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|r0| count_rows(body, stride, r0..(r0 + step).min(rows)))
+        .collect::<Result<_, _>>()?;
+    let mut it = parts.into_iter();
+    let mut total = it.next().unwrap_or_default();
+    for part in it {
+        for (t, p) in total.iter_mut().zip(part) {
+            t.begins += p.begins;
+            t.ends += p.ends;
+            t.insts += p.insts;
+            t.records += p.records;
+            t.first_lo = t.first_lo.or(p.first_lo);
+        }
+    }
+    Ok(total)
 }
 
 /// Decodes a TVM-format buffer.
@@ -124,47 +223,8 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
     let parallel = !opts.single_threaded;
 
     // Counting pass: per-lane kinds and first stamp; checks every record's lane.
-    let count_chunk = |r: Range<usize>| -> Result<Vec<Count>, DecodeError> {
-        let mut c = vec![Count::default(); r.len()];
-        let l0 = r.start;
-        sweep(body, stride, r, |l, idx, w| {
-            let tag = w as u32;
-            let found = (tag >> LANE_SHIFT) as usize;
-            if found != l {
-                return Err(DecodeError::TvmLane {
-                    slot: idx as u64 + 1,
-                    word: w,
-                    found: found as u64,
-                    expected: l as u64,
-                    stride: stride as u64,
-                });
-            }
-            let c = &mut c[l - l0];
-            c.records += 1;
-            match tag & 3 {
-                0 => c.begins += 1,
-                1 => c.ends += 1,
-                2 => c.insts += 1,
-                _ => {}
-            }
-            if c.first_lo.is_none() {
-                c.first_lo = Some((w >> 32) as u32);
-            }
-            Ok(())
-        })?;
-        Ok(c)
-    };
-    let chunks = lane_chunks(n_lanes, body.len(), parallel);
-    let counts: Vec<Count> = if chunks.len() > 1 {
-        let parts: Vec<Vec<Count>> = chunks
-            .par_iter()
-            .cloned()
-            .map(count_chunk)
-            .collect::<Result<_, _>>()?;
-        parts.concat()
-    } else {
-        count_chunk(0..n_lanes)?
-    };
+    let mut counts = count(body, stride, parallel)?;
+    counts.truncate(n_lanes);
     let base = shared_base(counts.iter().filter_map(|c| c.first_lo));
     let caps: Vec<Caps> = counts
         .iter()
@@ -192,23 +252,37 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
         let mut fin: Vec<Option<u64>> = vec![None; r.len()];
         let mut done = ChunkDone::default();
         let out = &mut chunk.out;
-        sweep(body, stride, r.clone(), |l, _, w| {
-            let k = l - r.start;
-            if fin[k].is_some() {
-                done.diag.after_finalize += 1;
-                return Ok(());
+        let rows = body.len().div_ceil(stride);
+        let mut tile = Tile::new();
+        for g in r.clone().step_by(SWEEP_LANES) {
+            let ge = (g + SWEEP_LANES).min(r.end);
+            for row0 in (0..rows).step_by(TILE_ROWS) {
+                tile.gather(body, stride, g..ge, row0);
+                for l in g..ge {
+                    let k = l - r.start;
+                    let recs = tile.lane(l - g);
+                    if fin[k].is_some() {
+                        done.diag.after_finalize += recs.len() as u64;
+                        continue;
+                    }
+                    let walk = &mut walks[k];
+                    for (j, &w) in recs.iter().enumerate() {
+                        let (lo, tag) = ((w >> 32) as u32, w as u32);
+                        let ev = ((tag >> 2) & 0x3FF) as u16;
+                        match tag & 3 {
+                            0 => walk.begin(ev, 0, lo),
+                            1 => walk.end(ev, 0, lo, out),
+                            2 => walk.instant(ev, 0, lo, out),
+                            _ => {
+                                fin[k] = Some(walk.time(lo));
+                                done.diag.after_finalize += (recs.len() - j - 1) as u64;
+                                break;
+                            }
+                        }
+                    }
+                }
             }
-            let walk = &mut walks[k];
-            let (lo, tag) = ((w >> 32) as u32, w as u32);
-            let ev = ((tag >> 2) & 0x3FF) as u16;
-            match tag & 3 {
-                0 => walk.begin(ev, 0, lo),
-                1 => walk.end(ev, 0, lo, out),
-                2 => walk.instant(ev, 0, lo, out),
-                _ => fin[k] = Some(walk.time(lo)),
-            }
-            Ok(())
-        })?;
+        }
         let b = chunk.base;
         for (k, walk) in walks.iter_mut().enumerate() {
             let l = r.start + k;
