@@ -72,6 +72,9 @@ const KEYWORDS: &[(&str, Category)] = &[
     ("prefetch", Category::Load),
     ("copy", Category::Load),
     ("mma", Category::Compute),
+    ("wgmma", Category::Compute),
+    ("hmma", Category::Compute),
+    ("umma", Category::Compute),
     ("gemm", Category::Compute),
     ("softmax", Category::Compute),
     ("compute", Category::Compute),
@@ -127,10 +130,16 @@ impl CategoryTable {
                 return c;
             }
         }
+        // Keywords match at the start of a word (`async_load`, `issue-tma-k`, `exp2`), not
+        // anywhere: `softmax` holds "tma" but is no load.
         let lower = name.to_ascii_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
         KEYWORDS
             .iter()
-            .find(|(k, _)| lower.contains(k))
+            .find(|(k, _)| words.iter().any(|w| w.starts_with(k)))
             .map_or(Category::Other, |&(_, c)| c)
     }
 }
@@ -149,6 +158,11 @@ mod tests {
         assert_eq!(t.classify("epilogue"), Category::Store);
         assert_eq!(t.classify("wait_kv_full"), Category::Wait);
         assert_eq!(t.classify("setup"), Category::Other);
+        // Whole-word prefixes only: "softmax" contains "tma", "mainloop" no keyword.
+        assert_eq!(t.classify("softmax"), Category::Compute);
+        assert_eq!(t.classify("mainloop"), Category::Other);
+        assert_eq!(t.classify("wgmma_qk"), Category::Compute);
+        assert_eq!(t.classify("exp2"), Category::Compute);
         assert_eq!(t.classify("async_load"), Category::Load);
         // Dotted prefix that is not a category falls through to keywords.
         assert_eq!(t.classify("attn.load_q"), Category::Load);
