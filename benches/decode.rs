@@ -21,7 +21,7 @@ use std::time::Duration;
 
 /// Blocks and tiles of the ~5 M-record TVM buffer (1024 blocks x 3 lanes).
 const BLOCKS: u32 = 1024;
-const TILES: u32 = 325;
+const TILES: u32 = 204;
 
 /// `cargo test --all-targets` runs each bench once, unoptimized: a 32x smaller buffer
 /// keeps that a smoke test. `cargo bench` passes `--bench` and gets the full size.

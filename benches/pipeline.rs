@@ -30,10 +30,10 @@ use ikp::host::write::perfetto::{write_perfetto, Launch, PerfettoOptions};
 use ikp::host::write::{self, TraceWriteOptions};
 
 /// Blocks and tiles of the TVM buffer: 1024 blocks x 3 lanes, ~5 M records (40 MB).
-const TVM_SHAPE: (u32, u32) = (1024, 325);
+const TVM_SHAPE: (u32, u32) = (1024, 204);
 /// The native buffer: the same schedule on 256 blocks (counter samples make it larger per
 /// block), ~1.3 M records.
-const NATIVE_SHAPE: (u32, u32) = (256, 325);
+const NATIVE_SHAPE: (u32, u32) = (256, 204);
 /// Under `cargo test`: tiny.
 const TEST_SHAPE: (u32, u32) = (8, 4);
 

@@ -4,7 +4,7 @@ BENCHMARKS.md (ikp's figure comes from `hyperfine` on `ikp decode` of the same f
     .venv/bin/pip install warpscope==0.1.0
     .venv/bin/python benches/warpscope_decode.py BUF NAMES OUT.json [REPEATS]
 
-BUF is a raw little-endian u64 buffer (`ikp sample BUF --tvm-blocks 1024 --tiles 325`),
+BUF is a raw little-endian u64 buffer (`ikp sample BUF --tvm-blocks 1024 --tiles 204`),
 NAMES one region name per line. Each repetition runs the whole job ikp's command does:
 read the file, decode (`warpscope.decode`), write the Chrome trace
 (`TraceResult.to_chrome_trace`). Prints the wall time of each phase per repetition and the
