@@ -482,3 +482,29 @@ fn no_input_of_several_is_overwritten() {
         );
     }
 }
+
+/// `--block-filter` reaches the Perfetto trace too: only the kept blocks' spans are slices.
+#[test]
+fn block_filter_applies_to_perfetto() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let out = d.path().join("f.pftrace");
+    let o = ikp(&[
+        "decode",
+        s(&sample),
+        "--block-filter",
+        "3,7-8",
+        "--perfetto",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (packets, _) = perfetto_packets(&std::fs::read(&out).unwrap());
+    let t = ikp_host::decode::load(&sample, &Default::default()).unwrap();
+    let want = (t.lanes.iter())
+        .filter(|l| [3, 7, 8].contains(&l.block))
+        .map(|l| l.spans.len() as u64)
+        .sum::<u64>();
+    assert!(want > 0 && want < t.spans.len() as u64);
+    let got: u64 = launches(&packets).iter().map(|(_, n)| n).sum();
+    assert_eq!(got, want);
+}

@@ -288,4 +288,120 @@ impl Trace {
     pub fn dropped(&self) -> u64 {
         self.lanes.iter().map(|l| l.dropped).sum()
     }
+
+    /// A copy holding only the lanes of blocks for which `keep` is true, for writers that
+    /// take a whole trace (Perfetto). Times, names and [`Source`] (its `time_base`
+    /// included, so the kept events stay where they were on the launch's axis) are
+    /// unchanged; unpaired records are kept with their lanes; the counts that are not
+    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`) stay those of
+    /// the whole launch.
+    pub fn filter_blocks(&self, keep: impl Fn(u32) -> bool) -> Trace {
+        let mut out = Trace {
+            source: self.source.clone(),
+            names: self.names.clone(),
+            lanes: Vec::new(),
+            spans: Spans::default(),
+            instants: Instants::default(),
+            samples: CounterSamples::default(),
+            counter_totals: Vec::new(),
+            diagnostics: Diagnostics {
+                unmatched_begin: Vec::new(),
+                unmatched_end: Vec::new(),
+                ..self.diagnostics.clone()
+            },
+        };
+        let (s, i, c) = (&self.spans, &self.instants, &self.samples);
+        for (pos, l) in self.lanes.iter().enumerate() {
+            if !keep(l.block) {
+                continue;
+            }
+            let (s0, i0, c0) = (out.spans.len(), out.instants.len(), out.samples.len());
+            for k in l.spans.clone() {
+                out.spans.push(
+                    s.lane[k],
+                    s.region[k],
+                    s.depth[k],
+                    s.payload[k],
+                    s.begin[k],
+                    s.end[k],
+                );
+            }
+            for k in l.instants.clone() {
+                out.instants
+                    .push(i.lane[k], i.region[k], i.payload[k], i.ts[k]);
+            }
+            for k in l.samples.clone() {
+                out.samples
+                    .push(c.lane[k], c.counter[k], c.ts[k], c.value[k]);
+            }
+            out.lanes.push(Lane {
+                spans: s0..out.spans.len(),
+                instants: i0..out.instants.len(),
+                samples: c0..out.samples.len(),
+                ..l.clone()
+            });
+            out.counter_totals
+                .extend_from_slice(self.lane_counters(pos));
+        }
+        let kept: std::collections::HashSet<u32> = out.lanes.iter().map(|l| l.id).collect();
+        let d = &self.diagnostics;
+        out.diagnostics.unmatched_begin = (d.unmatched_begin.iter())
+            .filter(|u| kept.contains(&u.lane))
+            .copied()
+            .collect();
+        out.diagnostics.unmatched_end = (d.unmatched_end.iter())
+            .filter(|u| kept.contains(&u.lane))
+            .copied()
+            .collect();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::decode::{decode_words, DecodeOptions};
+
+    #[test]
+    fn filter_blocks_keeps_exactly_the_lanes_of_those_blocks() {
+        let words = ikp_device::sample::attention().unwrap().into_words();
+        let t = decode_words(&words, &DecodeOptions::default()).unwrap();
+        // Keeping every block is the identity.
+        assert_eq!(t.filter_blocks(|_| true), t);
+        let f = t.filter_blocks(|b| b == 1 || b == 5);
+        assert_eq!(f.lanes.len(), 2 * t.source.groups_per_block as usize);
+        for l in &f.lanes {
+            assert!(l.block == 1 || l.block == 5);
+            let (pos, o) = t
+                .lanes
+                .iter()
+                .enumerate()
+                .find(|(_, o)| o.id == l.id)
+                .unwrap();
+            assert_eq!(
+                f.spans.begin[l.spans.clone()],
+                t.spans.begin[o.spans.clone()]
+            );
+            assert_eq!(
+                f.spans.region[l.spans.clone()],
+                t.spans.region[o.spans.clone()]
+            );
+            assert_eq!(
+                f.instants.ts[l.instants.clone()],
+                t.instants.ts[o.instants.clone()]
+            );
+            assert_eq!(
+                f.samples.value[l.samples.clone()],
+                t.samples.value[o.samples.clone()]
+            );
+            let fpos = f.lanes.iter().position(|x| x.id == l.id).unwrap();
+            assert_eq!(f.lane_counters(fpos), t.lane_counters(pos));
+        }
+        let want: usize = (t.lanes.iter())
+            .filter(|l| l.block == 1 || l.block == 5)
+            .map(|l| l.spans.len())
+            .sum();
+        assert_eq!(f.spans.len(), want);
+        assert_eq!(f.source, t.source);
+        assert!(t.filter_blocks(|_| false).lanes.is_empty());
+    }
 }

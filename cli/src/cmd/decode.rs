@@ -22,8 +22,7 @@
 //! as the only output is decoded lane by lane from a memory map, with the same bytes as the
 //! in-memory path.
 //!
-//! `--block-filter` applies to the Chrome, summary, CSV, block-distribution outputs and the
-//! table, not (yet) to Perfetto: a warning says so.
+//! `--block-filter` applies to every output; with it, Perfetto takes the in-memory path.
 use anyhow::Context;
 use ikp_host::decode::{self, DecodeOptions, FormatChoice};
 use ikp_host::model::Trace;
@@ -226,9 +225,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         block_filter: a.input.filter()?,
     };
     refuse_input_as_output(&a)?;
-    if a.perfetto.is_some() && a.input.block_filter.is_some() {
-        eprintln!("ikp: warning: --block-filter does not apply to --perfetto: the Perfetto trace has every block");
-    }
     if !a.more.is_empty() {
         return run_several(&a, &opt);
     }
@@ -262,7 +258,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     if let Some(p) = &a.perfetto {
         let label = write::file_name(&a.input.buf);
-        write_perfetto(&[Launch::new(&label, &trace)], &a, p)?;
+        let kept = only_blocks(&trace, &opt.block_filter);
+        let t = kept.as_ref().unwrap_or(&trace);
+        write_perfetto(&[Launch::new(&label, t)], &a, p)?;
     }
     if !any {
         let mut out = std::io::stdout().lock();
@@ -322,10 +320,13 @@ fn run_several(a: &Args, opt: &TraceWriteOptions) -> anyhow::Result<()> {
     let labels = labels(&bufs);
     if let Some(p) = &a.perfetto {
         create_parents(a)?;
+        let kept: Vec<Option<Trace>> = (traces.iter())
+            .map(|t| only_blocks(t, &opt.block_filter))
+            .collect();
         let launches: Vec<Launch> = labels
             .iter()
-            .zip(&traces)
-            .map(|(l, t)| Launch::new(l, t))
+            .zip(traces.iter().zip(&kept))
+            .map(|(l, (t, k))| Launch::new(l, k.as_ref().unwrap_or(t)))
             .collect();
         write_perfetto(&launches, a, p)?;
     } else {
@@ -515,6 +516,12 @@ fn stream_perfetto(a: &Args, p: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The trace restricted to `--block-filter`'s blocks, for the Perfetto writer (the other
+/// writers apply the filter themselves); `None` when every block is kept.
+fn only_blocks(t: &Trace, f: &BlockFilter) -> Option<Trace> {
+    (!f.blocks().is_empty()).then(|| t.filter_blocks(|b| f.contains(b)))
 }
 
 /// `--perfetto` in memory: the decoded launches, written atomically.
