@@ -143,6 +143,9 @@ pub struct RegionRoofline {
     pub percent_of_roof: f64,
 }
 
+/// Per region while accumulating: count, FLOPs, bytes, and its intervals per SM.
+type Acc = (u64, f64, f64, BTreeMap<u32, Vec<(Ns, Ns)>>);
+
 /// Roofline of every annotated region of `trace` on `gpu`, by region id.
 pub fn roofline(
     trace: &Trace,
@@ -150,8 +153,7 @@ pub fn roofline(
     gpu: &GpuPreset,
 ) -> Vec<RegionRoofline> {
     let s = &trace.spans;
-    // region -> (count, flops, bytes, per-SM intervals)
-    let mut acc: BTreeMap<u16, (u64, f64, f64, BTreeMap<u32, Vec<(Ns, Ns)>>)> = BTreeMap::new();
+    let mut acc: BTreeMap<u16, Acc> = BTreeMap::new();
     for lane in &trace.lanes {
         let unit = lane.sm.unwrap_or(lane.block);
         for i in lane.spans.clone() {

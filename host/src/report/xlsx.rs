@@ -307,12 +307,14 @@ mod tests {
                 lane(0, 0, 0, 150, &[(2, 100, 120)]),
             ],
         );
-        let mut opts = ReportOptions::default();
-        opts.work = crate::analysis::roofline::parse_annotations(
-            r#"{"mma": {"flops": 2e6, "bytes": 1e3}}"#,
-        )
-        .unwrap();
-        opts.gpu = crate::analysis::roofline::preset("a100");
+        let opts = ReportOptions {
+            work: crate::analysis::roofline::parse_annotations(
+                r#"{"mma": {"flops": 2e6, "bytes": 1e3}}"#,
+            )
+            .unwrap(),
+            gpu: crate::analysis::roofline::preset("a100"),
+            ..Default::default()
+        };
         let bytes = xlsx_bytes(&[("k", &t)], &opts).unwrap();
         let mut z = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
         let mut wbx = String::new();
