@@ -11,9 +11,7 @@
 //!   loaded machine are not inflated by time the thread spent waiting for a core.
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ikp::device::encoder::BufferWriter;
-use ikp::device::sample::{self, Ev};
-use ikp::device::{Layout, TimerMode};
+use ikp::device::sample;
 use ikp::host::decode::{decode_words, DecodeOptions};
 use ikp::host::write::{self, TraceWriteOptions};
 use std::hint::black_box;
@@ -38,39 +36,7 @@ fn records(words: &[u64]) -> u64 {
 }
 
 fn native(blocks: u32, tiles: u32) -> Vec<u64> {
-    let sched: Vec<_> = (0..blocks)
-        .map(|b| sample::block_schedule(b, tiles))
-        .collect();
-    let cap = sched
-        .iter()
-        .flat_map(|s| s.iter().map(|l| l.2.len()))
-        .max()
-        .unwrap() as u32;
-    let layout = Layout {
-        grid: [blocks, 1, 1],
-        groups_per_block: 3,
-        records_per_lane: cap,
-        timer: TimerMode::Globaltimer,
-        regions: sample::REGIONS.iter().map(|s| s.to_string()).collect(),
-        counters: sample::COUNTERS.iter().map(|s| s.to_string()).collect(),
-    };
-    let mut w = BufferWriter::new(layout).unwrap();
-    for (b, lanes) in sched.into_iter().enumerate() {
-        for (g, (start, end, evs)) in lanes.into_iter().enumerate() {
-            let mut l = w.lane(b as u64 * 3 + g as u64);
-            l.init(b as u32 / 2, g as u32 * 4, 0, start, 0);
-            for e in evs {
-                match e {
-                    Ev::B(r, p, t) => l.begin(r, p, t),
-                    Ev::E(r, p, t) => l.end(r, p, t),
-                    Ev::I(r, p, t) => l.instant(r, p, t),
-                    Ev::S(c, v) => l.counter_sample(c, v),
-                };
-            }
-            l.finalize(end, 0);
-        }
-    }
-    w.into_words()
+    ikp::bench_support::native_attention(blocks, tiles).expect("a valid layout")
 }
 
 fn decode(c: &mut Criterion) {

@@ -21,18 +21,23 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-#[test]
-fn analyze_json_breakdown_sums_to_the_kernel_length() {
+/// `ikp analyze` of the shipped sample: its stdout and its `--json` output.
+fn analyze_sample() -> (String, Value) {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("an.json");
     let o = ikp(&["analyze", &sample(), "--json", s(&out)]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8(o.stdout).unwrap();
+    let v = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    (String::from_utf8(o.stdout).unwrap(), v)
+}
+
+#[test]
+fn analyze_json_breakdown_sums_to_the_kernel_length() {
+    let (text, v) = analyze_sample();
     assert!(
         text.contains("timeline breakdown") && text.contains("compute isolation"),
         "{text}"
     );
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let b = &v["breakdown"];
     let parts = [
         "compute",
@@ -67,11 +72,7 @@ fn analyze_json_breakdown_sums_to_the_kernel_length() {
 /// critical path of the slowest block crosses its three lanes.
 #[test]
 fn analyze_links_the_sample_and_its_critical_path_crosses_lanes() {
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("an.json");
-    let o = ikp(&["analyze", &sample(), "--json", s(&out)]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8(o.stdout).unwrap();
+    let (text, v) = analyze_sample();
     let tiles: u64 = (0..64)
         .map(|b| ikp_device::sample::tiles_of(b) as u64)
         .sum();
@@ -80,7 +81,6 @@ fn analyze_links_the_sample_and_its_critical_path_crosses_lanes() {
         text.contains(&format!("signal/wait links: {want}\n")),
         "{text}"
     );
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let links = v["links"].as_array().unwrap();
     assert_eq!(links.len() as u64, want);
     assert!(links.iter().all(|l| l["from"]["kind"] == "instant"
