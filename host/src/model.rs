@@ -344,15 +344,14 @@ impl Trace {
                 .extend_from_slice(self.lane_counters(pos));
         }
         let kept: std::collections::HashSet<u32> = out.lanes.iter().map(|l| l.id).collect();
-        let d = &self.diagnostics;
-        out.diagnostics.unmatched_begin = (d.unmatched_begin.iter())
-            .filter(|u| kept.contains(&u.lane))
-            .copied()
-            .collect();
-        out.diagnostics.unmatched_end = (d.unmatched_end.iter())
-            .filter(|u| kept.contains(&u.lane))
-            .copied()
-            .collect();
+        let of_kept = |v: &[Unpaired]| -> Vec<Unpaired> {
+            v.iter()
+                .filter(|u| kept.contains(&u.lane))
+                .copied()
+                .collect()
+        };
+        out.diagnostics.unmatched_begin = of_kept(&self.diagnostics.unmatched_begin);
+        out.diagnostics.unmatched_end = of_kept(&self.diagnostics.unmatched_end);
         out
     }
 }

@@ -354,17 +354,10 @@ impl SeqEncoder {
     /// 32 bytes of room must be left at `c`.
     #[inline(always)]
     unsafe fn head(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        let d = self.delta(ts);
-        let body_len = 1 + varint_len(d) + self.seq_flags.len + 2 + te_len + extra;
         debug_assert!(te_len < 0x80);
         // SAFETY: 1 + 10 + 1 + 10 + 8 + 2 = 32 bytes at most, guaranteed by the caller.
         unsafe {
-            c.byte(TRACE_PACKET);
-            c.varint(body_len as u64);
-            c.byte(PKT_TIMESTAMP);
-            c.varint(d);
-            c.fixed(&self.seq_flags);
-            c.byte(PKT_TRACK_EVENT);
+            self.head_to_event(c, ts, 1 + te_len + extra);
             c.byte(te_len as u8);
         }
     }
@@ -375,10 +368,23 @@ impl SeqEncoder {
     /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`.
     #[inline(always)]
     unsafe fn head_long(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        let d = self.delta(ts);
-        let body_len =
-            1 + varint_len(d) + self.seq_flags.len + 1 + varint_len(te_len as u64) + te_len + extra;
         // SAFETY: within the room guaranteed by the caller.
+        unsafe {
+            self.head_to_event(c, ts, varint_len(te_len as u64) + te_len + extra);
+            c.varint(te_len as u64);
+        }
+    }
+
+    /// The packet header up to the track event's key; `rest` is the byte count of what
+    /// follows that key (the event's length field, the event, and any `extra` fields).
+    ///
+    /// # Safety
+    /// 30 bytes of room must be left at `c`.
+    #[inline(always)]
+    unsafe fn head_to_event(&mut self, c: &mut Cursor, ts: u64, rest: usize) {
+        let d = self.delta(ts);
+        let body_len = 1 + varint_len(d) + self.seq_flags.len + 1 + rest;
+        // SAFETY: 1 + 10 + 1 + 10 + 8 = 30 bytes at most, guaranteed by the caller.
         unsafe {
             c.byte(TRACE_PACKET);
             c.varint(body_len as u64);
@@ -386,7 +392,6 @@ impl SeqEncoder {
             c.varint(d);
             c.fixed(&self.seq_flags);
             c.byte(PKT_TRACK_EVENT);
-            c.varint(te_len as u64);
         }
     }
 
