@@ -150,7 +150,9 @@ impl Tile {
 /// The counting pass over rows `rows` (all lanes, in memory order): per lane, its record
 /// kinds and first stamp. Checks that every record sits in its own lane's column.
 fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Count>, DecodeError> {
-    let mut c = vec![Count::default(); stride];
+    // Lanes past the end of a short body have no slot: a header may claim up to 2^20 lanes
+    // over a few words, and the counts are sized by what the body can hold.
+    let mut c = vec![Count::default(); stride.min(body.len())];
     let first = rows.start * stride;
     let end = (rows.end * stride).min(body.len());
     for (r, row) in body[first..end].chunks(stride).enumerate() {
