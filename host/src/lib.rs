@@ -2,7 +2,7 @@
 //!
 //! Data flows one way: [`buffer`] reads and validates raw bytes, [`decode`] turns them
 //! into the [`model::Trace`] (integer ns, struct of arrays), and [`stats`] and the
-//! [`write`]rs read the model. [`session`] and [`nvrtc`] are the GPU side of the host:
+//! writers of [`mod@write`] read the model. [`session`] and [`nvrtc`] are the GPU side of the host:
 //! allocation, launch argument, read-back and kernel compilation through cudarc. [`sass`]
 //! measures what instrumentation sites cost in SASS (nvcc + cuobjdump), [`overhead`] what
 //! they cost in run time (slowdown statistics against an uninstrumented baseline).

@@ -2,7 +2,7 @@
 //!
 //! [`source`] builds the header text at run time: the numbers (kinds, shifts, masks, lane
 //! offsets, the IDS mark, flags, version) and the `ikp::Arg` struct come from the wire
-//! module ([`consts`]), the device code ([`text`]) uses them only by name. So the header
+//! module (the private `consts` module), the device code (`text`) uses them only by name. So the header
 //! cannot disagree with the decoder, and no constant is written down twice.
 //!
 //! The same text is committed as `device/include/ikp.cuh` (a test keeps the two equal) and

@@ -1,4 +1,4 @@
-//! Builds the [`Trace`] tables: exact-size allocation, a (parallel) walk over chunks of
+//! Builds the [`Trace`](crate::model::Trace) tables: exact-size allocation, a (parallel) walk over chunks of
 //! lanes, then compaction and ordering.
 //!
 //! The formats' counting passes give, per lane, an upper bound on its spans (one slot per
