@@ -338,20 +338,4 @@ fn compact(lanes: &mut [Lane], s: &mut Spans, i: &mut Instants, c: &mut CounterS
     c.counter.truncate(wc);
     c.ts.truncate(wc);
     c.value.truncate(wc);
-    // Columns sized by an upper bound give back the tail (for large columns glibc's
-    // realloc remaps the pages rather than copying).
-    s.lane.shrink_to_fit();
-    s.region.shrink_to_fit();
-    s.depth.shrink_to_fit();
-    s.payload.shrink_to_fit();
-    s.begin.shrink_to_fit();
-    s.end.shrink_to_fit();
-    i.lane.shrink_to_fit();
-    i.region.shrink_to_fit();
-    i.payload.shrink_to_fit();
-    i.ts.shrink_to_fit();
-    c.lane.shrink_to_fit();
-    c.counter.shrink_to_fit();
-    c.ts.shrink_to_fit();
-    c.value.shrink_to_fit();
 }

@@ -18,7 +18,7 @@
 //! stamp before the start stamp.
 
 use super::assemble::{self, Caps, ChunkDone};
-use super::lane::{Cursor, LaneWalk, TickToNs};
+use super::lane::{LaneWalk, TickToNs};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
 use ikp_device::wire::{self, lane, Kind, MetaKind};
@@ -63,11 +63,6 @@ pub struct Prepared<'a> {
     infos: Vec<LaneInfo>,
     /// Clock mode: the calibration of lanes without their own.
     fallback: Option<(u64, u64)>,
-    /// Walk on the rayon pool, into columns sized exactly by the counting pass. Otherwise
-    /// the lanes are walked in order into columns sized by an upper bound (one row per
-    /// record: pages that are never written cost no memory), each lane starting where the
-    /// previous one ended, and the counting pass skips the kinds: one read of the events
-    /// instead of two.
     parallel: bool,
 }
 
@@ -90,12 +85,12 @@ pub fn prepare<'a>(
         if parallel {
             let part: Vec<LaneInfo> = (l0..l1)
                 .into_par_iter()
-                .map(|l| inspect(&h, words, l, true))
+                .map(|l| inspect(&h, words, l))
                 .collect::<Result<_, _>>()?;
             infos.extend(part);
         } else {
             for l in l0..l1 {
-                infos.push(inspect(&h, words, l, false)?);
+                infos.push(inspect(&h, words, l)?);
             }
         }
         inspected(h.lane_range(l0 as u64).start..h.lane_range(l1 as u64 - 1).end);
@@ -137,7 +132,6 @@ impl Prepared<'_> {
 
         let asm = assemble::run(&caps, self.parallel, |chunk| {
             let mut done = ChunkDone::default();
-            let mut packed = Cursor::default();
             for k in chunk.lanes.clone() {
                 let info = &infos[k];
                 let l = l_base + k;
@@ -159,11 +153,7 @@ impl Prepared<'_> {
                     TickToNs::Identity
                 };
                 let anchor = if clock { info.start_clk } else { info.start_gt };
-                let start = if self.parallel {
-                    chunk.starts[k - chunk.lanes.start]
-                } else {
-                    packed
-                };
+                let start = chunk.starts[k - chunk.lanes.start];
                 let mut walk = LaneWalk::new(l as u32, anchor, conv, start);
                 let seg = &words[h.lane_range(l as u64)];
                 let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + cap];
@@ -186,7 +176,6 @@ impl Prepared<'_> {
                     }
                 }
                 walk.finish(out);
-                packed = walk.cur;
                 let b = chunk.base;
                 done.diag.after_finalize += info.after_finalize;
                 done.diag.unfinalized_lanes += u64::from(!info.finalized);
@@ -246,15 +235,7 @@ impl Prepared<'_> {
     }
 }
 
-/// Checks lane `l`'s segment and reads its prologue and trailer. With `count_kinds` the
-/// caps are the exact numbers of begins, instants and samples (one read of the events);
-/// without, every record is counted as a possible row of each table.
-fn inspect(
-    h: &Header,
-    words: &[u64],
-    l: usize,
-    count_kinds: bool,
-) -> Result<LaneInfo, DecodeError> {
+fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError> {
     let range = h.lane_range(l as u64);
     let bad = |why: String| DecodeError::Lane {
         lane: l as u64,
@@ -328,16 +309,6 @@ fn inspect(
             ));
         }
         info.n = events.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
-    }
-    if !count_kinds {
-        let n = info.n;
-        info.caps = Caps {
-            spans: n,
-            insts: n,
-            samps: n,
-            records: n,
-        };
-        return Ok(info);
     }
     // Branch-free sums rather than a histogram indexed by kind, so the loop vectorizes.
     let (mut spans, mut insts, mut samps) = (0usize, 0usize, 0usize);
