@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use ikp::device::Layout;
 use ikp::host::nvrtc::{Arch, Compiler};
-use ikp::host::session::cudarc::driver::{CudaContext, CudaFunction};
+use ikp::host::session::cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
 use ikp::host::session::{open_device, HostSession, SessionError, TraceWriteOptions};
 
 /// Boxed error of the launchers.
@@ -30,6 +31,71 @@ pub fn load_kernel(
         .load_function(name)
         .map_err(|e| SessionError::driver("cuModuleGetFunction", e))?;
     Ok(function)
+}
+
+/// One launch of an example kernel. Every example kernel has the signature
+/// `(float* out, const float* in, unsigned count, unsigned iters, ikp::Arg prof)`.
+#[derive(Debug)]
+pub struct Launch {
+    /// Blocks in the grid.
+    pub blocks: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Floats of `in` (all 1.0).
+    pub n_in: usize,
+    /// Floats of `out` (zeroed).
+    pub n_out: usize,
+    /// The kernel's `count` argument (elements or tiles).
+    pub count: u32,
+    /// The kernel's `iters` argument.
+    pub iters: u32,
+    /// The ikp buffer layout of the launch.
+    pub layout: Layout,
+}
+
+/// Compiles kernel `name` from `source`, launches it once as `l` describes with a fresh
+/// profiling buffer, and reads back the buffer and `out`.
+///
+/// # Safety
+/// `source` must define `name` with the signature documented on [`Launch`], and the kernel
+/// must read at most `l.n_in` floats of `in` and write at most `l.n_out` floats of `out`
+/// for the given `count`, `blocks` and `threads`.
+pub unsafe fn launch(
+    ctx: &Arc<CudaContext>,
+    name: &str,
+    source: &str,
+    l: Launch,
+) -> Result<(HostSession, Vec<f32>), BoxError> {
+    let stream = ctx.default_stream();
+    let kernel = load_kernel(ctx, name, source)?;
+    let input = stream
+        .clone_htod(&vec![1.0f32; l.n_in])
+        .map_err(drv("cuMemcpyHtoD (input)"))?;
+    let mut output = stream
+        .alloc_zeros::<f32>(l.n_out)
+        .map_err(drv("cuMemAlloc (output)"))?;
+    let mut session = HostSession::new(&stream, l.layout)?;
+    let prof = session.kernel_arg();
+    let cfg = LaunchConfig {
+        grid_dim: (l.blocks, 1, 1),
+        block_dim: (l.threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut builder = stream.launch_builder(&kernel);
+    builder
+        .arg(&mut output)
+        .arg(&input)
+        .arg(&l.count)
+        .arg(&l.iters)
+        .arg(&prof);
+    // SAFETY: the arguments follow the signature and the buffer sizes the caller
+    // guarantees (this function's contract).
+    unsafe { builder.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+    session.read_back()?;
+    let out = stream
+        .clone_dtoh(&output)
+        .map_err(drv("cuMemcpyDtoH (output)"))?;
+    Ok((session, out))
 }
 
 /// Maps a cudarc driver error to the session's typed error.

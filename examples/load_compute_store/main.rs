@@ -8,9 +8,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{drv, BoxError};
+use common::{BoxError, Launch};
 use ikp::device::{Layout, TimerMode};
-use ikp::host::session::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use ikp::host::session::cudarc::driver::CudaContext;
 use ikp::host::session::HostSession;
 
 /// Kernel source; it includes `ikp.cuh`, which the NVRTC helper provides.
@@ -40,36 +40,19 @@ pub fn layout() -> Layout {
 
 /// Compiles, launches and reads back; returns the session holding the buffer.
 pub fn run(ctx: &Arc<CudaContext>) -> Result<HostSession, BoxError> {
-    let stream = ctx.default_stream();
-    let kernel = common::load_kernel(ctx, NAME, KERNEL)?;
     let n = BLOCKS * THREADS;
-    let input = stream
-        .clone_htod(&vec![1.0f32; n as usize])
-        .map_err(drv("cuMemcpyHtoD (input)"))?;
-    let mut output = stream
-        .alloc_zeros::<f32>(n as usize)
-        .map_err(drv("cuMemAlloc (output)"))?;
-    let mut session = HostSession::new(&stream, layout())?;
-    let prof = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
+    let l = Launch {
+        blocks: BLOCKS,
+        threads: THREADS,
+        n_in: n as usize,
+        n_out: n as usize,
+        count: n,
+        iters: ITERS,
+        layout: layout(),
     };
-    let mut launch = stream.launch_builder(&kernel);
-    launch
-        .arg(&mut output)
-        .arg(&input)
-        .arg(&n)
-        .arg(&ITERS)
-        .arg(&prof);
-    // SAFETY: the argument list matches the kernel's signature (float*, const float*,
-    // unsigned, unsigned, ikp::Arg) and the buffers hold `n` floats.
-    unsafe { launch.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-    session.read_back()?;
-    let out = stream
-        .clone_dtoh(&output)
-        .map_err(drv("cuMemcpyDtoH (output)"))?;
+    // SAFETY: the kernel has the examples' signature and reads / writes element `i` of
+    // `in` / `out` for `i < count = n`, the size of both buffers.
+    let (session, out) = unsafe { common::launch(ctx, NAME, KERNEL, l) }?;
     if out.iter().any(|v| !v.is_finite() || *v != out[0]) {
         return Err("load_compute_store: threads computed different results".into());
     }

@@ -8,11 +8,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{drv, BoxError};
+use common::{drv, BoxError, Launch};
 use ikp::device::{Layout, TimerMode};
-use ikp::host::session::cudarc::driver::{
-    sys::CUdevice_attribute, CudaContext, LaunchConfig, PushKernelArg,
-};
+use ikp::host::session::cudarc::driver::{sys::CUdevice_attribute, CudaContext};
 use ikp::host::session::HostSession;
 
 /// Kernel source.
@@ -49,40 +47,23 @@ pub fn layout(blocks: u32, tiles: u32) -> Layout {
 
 /// Compiles, launches one block per SM and reads back; returns the session.
 pub fn run(ctx: &Arc<CudaContext>) -> Result<HostSession, BoxError> {
-    let stream = ctx.default_stream();
-    let kernel = common::load_kernel(ctx, NAME, KERNEL)?;
     let sms = ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(drv("cuDeviceGetAttribute (multiprocessor count)"))?;
     let (blocks, tiles) = shape(sms as u32);
     let n = (tiles * THREADS) as usize;
-    let input = stream
-        .clone_htod(&vec![1.0f32; n])
-        .map_err(drv("cuMemcpyHtoD (input)"))?;
-    let mut output = stream
-        .alloc_zeros::<f32>(n)
-        .map_err(drv("cuMemAlloc (output)"))?;
-    let mut session = HostSession::new(&stream, layout(blocks, tiles))?;
-    let prof = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
+    let l = Launch {
+        blocks,
+        threads: THREADS,
+        n_in: n,
+        n_out: n,
+        count: tiles,
+        iters: ITERS,
+        layout: layout(blocks, tiles),
     };
-    let mut launch = stream.launch_builder(&kernel);
-    launch
-        .arg(&mut output)
-        .arg(&input)
-        .arg(&tiles)
-        .arg(&ITERS)
-        .arg(&prof);
-    // SAFETY: the argument list matches the kernel's signature (float*, const float*,
-    // unsigned, unsigned, ikp::Arg); both buffers hold tiles * THREADS floats.
-    unsafe { launch.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-    session.read_back()?;
-    let out = stream
-        .clone_dtoh(&output)
-        .map_err(drv("cuMemcpyDtoH (output)"))?;
+    // SAFETY: the kernel has the examples' signature; tile `t < tiles` reads and writes
+    // THREADS floats at `t * THREADS` of each buffer, which hold tiles * THREADS floats.
+    let (session, out) = unsafe { common::launch(ctx, NAME, KERNEL, l) }?;
     if out.iter().any(|v| !v.is_finite() || *v == 0.0) {
         return Err("persistent: some tile was not computed".into());
     }

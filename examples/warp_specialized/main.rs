@@ -9,9 +9,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{drv, BoxError};
+use common::{BoxError, Launch};
 use ikp::device::{Layout, TimerMode};
-use ikp::host::session::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use ikp::host::session::cudarc::driver::CudaContext;
 use ikp::host::session::HostSession;
 
 /// Kernel source.
@@ -52,37 +52,19 @@ pub fn layout() -> Layout {
 
 /// Compiles, launches and reads back; returns the session holding the buffer.
 pub fn run(ctx: &Arc<CudaContext>) -> Result<HostSession, BoxError> {
-    let stream = ctx.default_stream();
-    let kernel = common::load_kernel(ctx, NAME, KERNEL)?;
-    let n_in = (BLOCKS * TILES * TILE) as usize;
-    let input = stream
-        .clone_htod(&vec![1.0f32; n_in])
-        .map_err(drv("cuMemcpyHtoD (input)"))?;
-    let mut output = stream
-        .alloc_zeros::<f32>((BLOCKS * TILE) as usize)
-        .map_err(drv("cuMemAlloc (output)"))?;
-    let mut session = HostSession::new(&stream, layout())?;
-    let prof = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
+    let l = Launch {
+        blocks: BLOCKS,
+        threads: THREADS,
+        n_in: (BLOCKS * TILES * TILE) as usize,
+        n_out: (BLOCKS * TILE) as usize,
+        count: TILES,
+        iters: ITERS,
+        layout: layout(),
     };
-    let mut launch = stream.launch_builder(&kernel);
-    launch
-        .arg(&mut output)
-        .arg(&input)
-        .arg(&TILES)
-        .arg(&ITERS)
-        .arg(&prof);
-    // SAFETY: the argument list matches the kernel's signature (float*, const float*,
-    // unsigned, unsigned, ikp::Arg); `input` holds BLOCKS * TILES * TILE floats and
-    // `output` BLOCKS * TILE.
-    unsafe { launch.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-    session.read_back()?;
-    let out = stream
-        .clone_dtoh(&output)
-        .map_err(drv("cuMemcpyDtoH (output)"))?;
+    // SAFETY: the kernel has the examples' signature; block `b` reads its TILES tiles of
+    // TILE floats of `in` (BLOCKS * TILES * TILE in all) and writes TILE floats of `out`
+    // (BLOCKS * TILE in all).
+    let (session, out) = unsafe { common::launch(ctx, NAME, KERNEL, l) }?;
     if out.iter().any(|v| !v.is_finite() || *v != out[0]) {
         return Err("warp_specialized: consumers computed different results".into());
     }
