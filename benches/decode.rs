@@ -10,7 +10,7 @@
 //!   (`/proc/thread-self/schedstat`) instead of wall time, so figures taken on a shared,
 //!   loaded machine are not inflated by time the thread spent waiting for a core.
 use criterion::measurement::{Measurement, ValueFormatter};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use ikp::device::sample;
 use ikp::host::decode::{decode_words, DecodeOptions};
 use ikp::host::write::{self, TraceWriteOptions};
@@ -39,21 +39,16 @@ fn native(blocks: u32, tiles: u32) -> Vec<u64> {
     ikp::bench_support::native_attention(blocks, tiles).expect("a valid layout")
 }
 
-fn decode(c: &mut Criterion) {
-    let tvm = sample::attention_tvm(blocks(), TILES);
-    let n = records(&tvm);
+/// The one-thread decodes of the TVM and native buffers, measured with `M`.
+fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     let one = DecodeOptions {
         single_threaded: true,
         ..Default::default()
     };
-    let mut g = c.benchmark_group("decode");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
-    g.throughput(Throughput::Elements(n));
+    g.throughput(Throughput::Elements(records(tvm)));
     g.bench_function("tvm_5M_1core", |b| {
-        b.iter(|| black_box(decode_words(black_box(&tvm), &one).unwrap()))
-    });
-    g.bench_function("tvm_5M_parallel", |b| {
-        b.iter(|| black_box(decode_words(black_box(&tvm), &DecodeOptions::default()).unwrap()))
+        b.iter(|| black_box(decode_words(black_box(tvm), &one).unwrap()))
     });
     let nat = native(blocks() / 4, TILES);
     let nrec: u64 = decode_words(&nat, &one)
@@ -65,6 +60,16 @@ fn decode(c: &mut Criterion) {
     g.throughput(Throughput::Elements(nrec));
     g.bench_function("native_1core", |b| {
         b.iter(|| black_box(decode_words(black_box(&nat), &one).unwrap()))
+    });
+}
+
+fn decode(c: &mut Criterion) {
+    let tvm = sample::attention_tvm(blocks(), TILES);
+    let mut g = c.benchmark_group("decode");
+    one_core(&mut g, &tvm);
+    g.throughput(Throughput::Elements(records(&tvm)));
+    g.bench_function("tvm_5M_parallel", |b| {
+        b.iter(|| black_box(decode_words(black_box(&tvm), &DecodeOptions::default()).unwrap()))
     });
     g.finish();
 }
@@ -162,27 +167,8 @@ impl Measurement for CpuTime {
 
 fn decode_cpu(c: &mut Criterion<CpuTime>) {
     let tvm = sample::attention_tvm(blocks(), TILES);
-    let one = DecodeOptions {
-        single_threaded: true,
-        ..Default::default()
-    };
     let mut g = c.benchmark_group("decode_cpu");
-    g.sample_size(10).measurement_time(Duration::from_secs(8));
-    g.throughput(Throughput::Elements(records(&tvm)));
-    g.bench_function("tvm_5M_1core", |b| {
-        b.iter(|| black_box(decode_words(black_box(&tvm), &one).unwrap()))
-    });
-    let nat = native(blocks() / 4, TILES);
-    let nrec: u64 = decode_words(&nat, &one)
-        .unwrap()
-        .lanes
-        .iter()
-        .map(|l| l.written)
-        .sum();
-    g.throughput(Throughput::Elements(nrec));
-    g.bench_function("native_1core", |b| {
-        b.iter(|| black_box(decode_words(black_box(&nat), &one).unwrap()))
-    });
+    one_core(&mut g, &tvm);
     g.finish();
 }
 

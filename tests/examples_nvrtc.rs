@@ -4,6 +4,8 @@
 //! compile them).
 // Each example carries its own copy of examples/common (as it does when built alone).
 #![allow(clippy::duplicate_mod)]
+#[path = "support/cuda_enums.rs"]
+mod cuda_enums;
 #[path = "../examples/load_compute_store/main.rs"]
 mod load_compute_store;
 #[path = "../examples/persistent/main.rs"]
@@ -67,31 +69,10 @@ fn param_decl(name: &str, index: usize) -> String {
 
 /// The `enum : unsigned { A = 0, B = 1 }` of `source` whose first name is `first`.
 fn kernel_enum(source: &str, first: &str) -> Vec<(String, u32)> {
-    for line in source.lines() {
-        let Some(body) = line
-            .trim()
-            .strip_prefix("enum : unsigned {")
-            .and_then(|b| b.split('}').next())
-        else {
-            continue;
-        };
-        let items: Vec<(String, u32)> = body
-            .split(',')
-            .map(|item| {
-                let (n, v) = item
-                    .split_once('=')
-                    .expect("enum items have explicit values");
-                (
-                    n.trim().to_owned(),
-                    v.trim().trim_end_matches('u').parse().unwrap(),
-                )
-            })
-            .collect();
-        if items.first().is_some_and(|(n, _)| n == first) {
-            return items;
-        }
-    }
-    panic!("no enum starting with {first} in the kernel source");
+    cuda_enums::unsigned_enums(source)
+        .into_iter()
+        .find(|items| items.first().is_some_and(|(n, _)| n == first))
+        .unwrap_or_else(|| panic!("no enum starting with {first} in the kernel source"))
 }
 
 fn check_names(ex: &Example) {

@@ -3,6 +3,8 @@
 //! `ikp::Arg`, fenced zones fence, unfenced zones do not, counters only keeps the wait
 //! counters and no timed record, compiled out is the baseline's code. No GPU needed; the
 //! bench itself only runs on one.
+#[path = "support/cuda_enums.rs"]
+mod cuda_enums;
 #[path = "../benches/gpu_overhead/variants.rs"]
 mod variants;
 
@@ -112,25 +114,11 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         ("G_", "gemm_half"),
     ];
     let mut seen = 0;
-    for line in SOURCE.lines() {
-        let Some(body) = line
-            .trim()
-            .strip_prefix("enum : unsigned {")
-            .and_then(|b| b.split('}').next())
-        else {
-            continue;
-        };
-        let items: Vec<(String, u32)> = body
-            .split(',')
-            .map(|item| {
-                let (n, v) = item.split_once('=').expect("explicit enum values");
-                (n.trim().to_owned(), v.trim().parse().unwrap())
-            })
-            .collect();
+    for items in cuda_enums::unsigned_enums(SOURCE) {
         let (prefix, kernel) = prefixes
             .iter()
             .find(|(p, _)| items[0].0.starts_with(p))
-            .unwrap_or_else(|| panic!("enum with unknown prefix: {line}"));
+            .unwrap_or_else(|| panic!("enum with unknown prefix: {items:?}"));
         let spec = KERNELS.iter().find(|k| k.name == *kernel).unwrap();
         let names: Vec<String> = items
             .iter()

@@ -1,21 +1,10 @@
-//! The native decoder on arbitrary words: never panics, allocates within the bound, and
-//! the streamed Perfetto path gives the same bytes as the in-memory one.
+//! The native decoder on arbitrary words: never panics, allocates within the bound.
 #![no_main]
-use ikp_fuzz::{check_bound, peak_of, words, Counting};
-use ikp_host::decode::{decode_words, DecodeOptions, FormatChoice};
+use ikp_fuzz::{decode_within_bound, Counting};
+use ikp_host::decode::FormatChoice;
 use libfuzzer_sys::fuzz_target;
 
 #[global_allocator]
 static A: Counting = Counting;
 
-fuzz_target!(|data: &[u8]| {
-    let w = words(data);
-    let opts = DecodeOptions {
-        format: FormatChoice::Ikp,
-        single_threaded: true,
-        ..Default::default()
-    };
-    let (r, peak) = peak_of(|| decode_words(&w, &opts));
-    check_bound("native decode", w.len() * 8, peak);
-    drop(r);
-});
+fuzz_target!(|data: &[u8]| decode_within_bound(data, FormatChoice::Ikp, "native decode"));

@@ -101,6 +101,17 @@ pub struct Input {
 }
 
 impl Input {
+    /// The input `buf`, read with `names` and `format` and no block filter (for commands
+    /// that take several buffers).
+    pub fn of(buf: &Path, names: Option<PathBuf>, format: Format) -> Input {
+        Input {
+            buf: buf.to_path_buf(),
+            names,
+            format,
+            block_filter: None,
+        }
+    }
+
     /// Reads and decodes the buffer.
     pub fn load(&self) -> anyhow::Result<Trace> {
         Ok(decode::load(&self.buf, &self.options()?)?)

@@ -34,15 +34,7 @@ pub const REGRESSION_EXIT: u8 = 3;
 
 /// Runs `ikp diff`; `Ok(true)` when a regression was found.
 pub fn run(args: Args) -> anyhow::Result<bool> {
-    let load = |buf: &PathBuf| {
-        Input {
-            buf: buf.clone(),
-            names: args.names.clone(),
-            format: args.format,
-            block_filter: None,
-        }
-        .load()
-    };
+    let load = |buf: &PathBuf| Input::of(buf, args.names.clone(), args.format).load();
     let (a, b) = (load(&args.a)?, load(&args.b)?);
     let d = diff(&a, &b, args.threshold);
     let mut o = std::io::stdout().lock();

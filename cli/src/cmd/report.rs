@@ -41,15 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let traces = args
         .bufs
         .iter()
-        .map(|buf| {
-            Input {
-                buf: buf.clone(),
-                names: args.names.clone(),
-                format: args.format,
-                block_filter: None,
-            }
-            .load()
-        })
+        .map(|buf| Input::of(buf, args.names.clone(), args.format).load())
         .collect::<anyhow::Result<Vec<_>>>()?;
     let labels: Vec<String> = args.bufs.iter().map(|p| p.display().to_string()).collect();
     let launches: Vec<(&str, &_)> = labels
