@@ -4,7 +4,7 @@
 //! attention-shaped schedule in the native format, written with the reference encoder, so
 //! every bench decodes the same kind of kernel in both formats.
 use ikp_device::encoder::BufferWriter;
-use ikp_device::sample::{self, Ev};
+use ikp_device::sample;
 use ikp_device::{Layout, LayoutError, TimerMode};
 
 /// The attention sample's schedule (`sample::block_schedule`) for `blocks` blocks of
@@ -33,12 +33,7 @@ pub fn native_attention(blocks: u32, tiles: u32) -> Result<Vec<u64>, LayoutError
             let mut l = w.lane(b as u64 * sample::GROUPS as u64 + g as u64);
             l.init(sample::sm_of(b as u32), g as u32 * 4, 0, start, 0);
             for e in evs {
-                match e {
-                    Ev::B(r, p, t) => l.begin(r, p, t),
-                    Ev::E(r, p, t) => l.end(r, p, t),
-                    Ev::I(r, p, t) => l.instant(r, p, t),
-                    Ev::S(c, v) => l.counter_sample(c, v).counter_add(c, v as u64),
-                };
+                e.write_to(&mut l);
             }
             l.finalize(end, 0);
         }
@@ -59,7 +54,7 @@ mod tests {
         let begins: usize = (0..4)
             .flat_map(|b| sample::block_schedule(b, 3))
             .flat_map(|l| l.2)
-            .filter(|e| matches!(e, Ev::B(..)))
+            .filter(|e| matches!(e, sample::Ev::B(..)))
             .count();
         assert_eq!(t.spans.len(), begins);
         assert_eq!(t.diagnostics, Default::default());

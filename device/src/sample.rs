@@ -27,7 +27,7 @@
 //! the repository is its output, checked by a test); [`attention_tvm`] writes the same
 //! schedule in the TVM / FlashInfer / warpscope format, at any size (benchmarks).
 
-use crate::encoder::BufferWriter;
+use crate::encoder::{BufferWriter, LaneWriter};
 use crate::layout::{Layout, LayoutError};
 use crate::wire::lane_flags;
 use crate::TimerMode;
@@ -97,6 +97,19 @@ pub enum Ev {
     I(u32, u32, u64),
     /// Counter sample (counter, iterations).
     S(u32, u32),
+}
+
+impl Ev {
+    /// Writes the event to `lane`; a counter sample also adds its iterations to the
+    /// counter's total, as `IKP_WAIT_SAMPLED` does.
+    pub fn write_to(self, lane: &mut LaneWriter<'_>) {
+        match self {
+            Ev::B(r, p, t) => lane.begin(r, p, t),
+            Ev::E(r, p, t) => lane.end(r, p, t),
+            Ev::I(r, p, t) => lane.instant(r, p, t),
+            Ev::S(c, v) => lane.counter_sample(c, v).counter_add(c, v as u64),
+        };
+    }
 }
 
 /// Small deterministic generator (xorshift64*).
@@ -247,12 +260,7 @@ pub fn attention() -> Result<BufferWriter, LayoutError> {
                 clk(start),
             );
             for e in evs {
-                match e {
-                    Ev::B(r, p, t) => lane.begin(r, p, t),
-                    Ev::E(r, p, t) => lane.end(r, p, t),
-                    Ev::I(r, p, t) => lane.instant(r, p, t),
-                    Ev::S(c, v) => lane.counter_sample(c, v).counter_add(c, v as u64),
-                };
+                e.write_to(&mut lane);
             }
             lane.finalize(end, clk(end));
         }
