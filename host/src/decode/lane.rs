@@ -2,47 +2,51 @@
 //!
 //! A [`LaneWalk`] sees one lane's records in order. It writes spans, instants and samples
 //! into slices that [`super::assemble`] sized beforehand, so the hot loop does no
-//! allocation except for the pairing stack. Each begin reserves the next span slot and its
-//! span is written there when the end arrives, so spans come out in begin order (parents
-//! before the spans nested in them) without a sort; the slot of a begin that is never
-//! closed is marked with [`HOLE`] and removed by the compaction.
+//! allocation. Each begin takes the next span slot and its end completes that row, so
+//! spans come out in begin order (parents before the spans nested in them) without a
+//! sort; the slot of a begin that is never closed is marked with [`HOLE`] and removed by
+//! the compaction.
 
 use crate::model::{Ns, Unpaired};
 
-/// Converts the lane's unwrapped 64-bit ticks to ns.
-#[derive(Clone, Copy, Debug)]
-pub enum TickToNs {
-    /// Ticks are already ns (globaltimer).
-    Identity,
-    /// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's own
-    /// (clock64, globaltimer) pairs at start and end (or another lane's, see `native`).
-    Linear {
-        /// clock64 at lane start.
-        clk0: u64,
-        /// globaltimer at lane start.
-        gt0: u64,
-        /// Elapsed ns over the calibration interval.
-        num: u64,
-        /// Elapsed cycles over the calibration interval (non-zero).
-        den: u64,
-    },
+/// Converts a lane's unwrapped 64-bit ticks to ns. A type parameter of [`LaneWalk`] rather
+/// than an enum, so the globaltimer walk (the common case) carries no conversion at all.
+pub trait Clock: Copy {
+    /// The time of `ticks`.
+    fn ns(self, ticks: u64) -> Ns;
 }
 
-impl TickToNs {
+/// Ticks are already ns (globaltimer).
+#[derive(Clone, Copy, Debug)]
+pub struct Globaltimer;
+
+impl Clock for Globaltimer {
+    #[inline(always)]
+    fn ns(self, ticks: u64) -> Ns {
+        ticks
+    }
+}
+
+/// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's own (clock64,
+/// globaltimer) pairs at start and end (or another lane's, see `native`).
+#[derive(Clone, Copy, Debug)]
+pub struct Cycles {
+    /// clock64 at lane start.
+    pub clk0: u64,
+    /// globaltimer at lane start.
+    pub gt0: u64,
+    /// Elapsed ns over the calibration interval.
+    pub num: u64,
+    /// Elapsed cycles over the calibration interval (non-zero).
+    pub den: u64,
+}
+
+impl Clock for Cycles {
     #[inline]
-    fn apply(self, ticks: u64) -> Ns {
-        match self {
-            TickToNs::Identity => ticks,
-            TickToNs::Linear {
-                clk0,
-                gt0,
-                num,
-                den,
-            } => {
-                let d = ticks.wrapping_sub(clk0) as u128;
-                gt0.wrapping_add((d * num as u128 / den as u128) as u64)
-            }
-        }
+    fn ns(self, ticks: u64) -> Ns {
+        let d = ticks.wrapping_sub(self.clk0) as u128;
+        self.gt0
+            .wrapping_add((d * self.num as u128 / self.den as u128) as u64)
     }
 }
 
@@ -97,171 +101,259 @@ pub struct Cursor {
 /// Depth value marking the slot of a begin that was never closed.
 pub const HOLE: u16 = u16::MAX;
 
-#[derive(Clone, Copy, Debug)]
-struct Open {
-    t: Ns,
-    slot: usize,
-    payload: u32,
-    region: u16,
+/// The span columns of a chunk, resliced to one common length so that one bounds check
+/// covers a write to all six.
+struct SpanCols<'o> {
+    lane: &'o mut [u32],
+    region: &'o mut [u16],
+    depth: &'o mut [u16],
+    payload: &'o mut [u32],
+    begin: &'o mut [Ns],
+    end: &'o mut [Ns],
+}
+
+/// [`SpanCols`] of a [`ChunkOut`], borrowing only its span fields (a macro, so that the
+/// caller can borrow the other fields at the same time).
+macro_rules! span_cols {
+    ($out:expr) => {{
+        let n = $out.s_lane.len();
+        SpanCols {
+            lane: &mut $out.s_lane[..n],
+            region: &mut $out.s_region[..n],
+            depth: &mut $out.s_depth[..n],
+            payload: &mut $out.s_payload[..n],
+            begin: &mut $out.s_begin[..n],
+            end: &mut $out.s_end[..n],
+        }
+    }};
+}
+
+/// `top` of a lane with no open begin.
+const NONE: usize = usize::MAX;
+
+/// What ended a [`LaneWalk::run`] early, and what it skipped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run {
+    /// TVM format: index (in the words given) and time of the lane's finalize record.
+    pub finalize: Option<(usize, Ns)>,
+    /// ikp format: meta records of an unknown kind or counter id.
+    pub unknown: u64,
 }
 
 /// One lane being walked.
+///
+/// The pairing stack lives in the span columns themselves: a begin writes its whole row
+/// at once (lane, region, depth, payload, begin) and parks the slot of the enclosing open
+/// begin in its `end` cell; the matching end reads that link back and overwrites it with
+/// its time. So a begin / end pair costs seven stores and two loads, with no stack to grow.
 #[derive(Debug)]
-pub struct LaneWalk {
+pub struct LaneWalk<C> {
     /// Lane id.
     pub lane: u32,
     prev_ticks: u64,
     prev_lo: u32,
-    conv: TickToNs,
+    clock: C,
     /// Time of the last timed record (the lane start before any).
     pub last_ns: Ns,
-    /// Time of the first timed record, if any.
-    pub first_ns: Option<Ns>,
     /// Output cursor (relative to the chunk).
     pub cur: Cursor,
-    /// Records seen (timed or meta).
-    pub records: u64,
-    stack: Vec<Open>,
+    /// Slot of the innermost open begin, or [`NONE`].
+    top: usize,
+    /// Open begins.
+    depth: usize,
 }
 
-impl LaneWalk {
+impl<C: Clock> LaneWalk<C> {
     /// A walk whose 32-bit stamps unwrap forward from the 64-bit `anchor_ticks`.
-    pub fn new(lane: u32, anchor_ticks: u64, conv: TickToNs, cur: Cursor) -> LaneWalk {
+    pub fn new(lane: u32, anchor_ticks: u64, clock: C, cur: Cursor) -> Self {
         LaneWalk {
             lane,
             prev_ticks: anchor_ticks,
             prev_lo: anchor_ticks as u32,
-            conv,
-            last_ns: conv.apply(anchor_ticks),
-            first_ns: None,
+            clock,
+            last_ns: clock.ns(anchor_ticks),
             cur,
-            records: 0,
-            stack: Vec::new(),
+            top: NONE,
+            depth: 0,
         }
     }
 
-    /// Unwraps a 32-bit stamp: each stamp is at most 2^32 - 1 ticks after the previous one.
-    #[inline]
-    pub fn time(&mut self, lo: u32) -> Ns {
-        self.prev_ticks = self
-            .prev_ticks
-            .wrapping_add(lo.wrapping_sub(self.prev_lo) as u64);
-        self.prev_lo = lo;
-        let t = self.conv.apply(self.prev_ticks);
-        self.last_ns = t;
-        if self.first_ns.is_none() {
-            self.first_ns = Some(t);
-        }
-        t
-    }
-
-    /// A begin record.
-    #[inline]
-    pub fn begin(&mut self, region: u16, payload: u32, lo: u32) {
-        self.records += 1;
-        let t = self.time(lo);
-        let slot = self.cur.span;
-        self.cur.span = slot + 1;
-        self.stack.push(Open {
-            t,
-            slot,
-            payload,
-            region,
-        });
-    }
-
-    /// An end record: closes the innermost open begin of `region`; begins opened inside it
-    /// and still open are reported as unmatched.
-    #[inline]
-    pub fn end(&mut self, region: u16, payload: u32, lo: u32, out: &mut ChunkOut<'_>) {
-        self.records += 1;
-        let t = self.time(lo);
-        // The common case, an end closing the innermost begin, stays inline; mismatches
-        // take the out-of-line path.
-        match self.stack.last() {
-            Some(o) if o.region == region => {
-                let o = *o;
-                self.stack.pop();
-                let depth = self.stack.len();
-                self.close(o, depth, t, out);
+    /// Walks `words`, the lane's next records in order. Both formats put the kind in bits
+    /// 0..2 of the tag, the region (event) id in bits 2..12 and the stamp in the high half;
+    /// they differ in the rest, chosen by `TVM`:
+    /// - ikp: bits 12..32 are the payload; kind 3 is a meta record with no stamp, a counter
+    ///   sample if it names one of the buffer's `counters`, else counted as unknown.
+    /// - TVM: there is no payload (bits 12..32 are the lane, checked by the counting pass);
+    ///   kind 3 finalizes the lane and ends the walk.
+    ///
+    /// Each stamp is at most 2^32 - 1 ticks after the previous one (that is the unwrap).
+    #[inline(always)]
+    pub fn run<const TVM: bool>(
+        &mut self,
+        words: &[u64],
+        counters: u32,
+        out: &mut ChunkOut<'_>,
+    ) -> Run {
+        use ikp_device::wire::{MetaKind, KIND_MASK, PAYLOAD_SHIFT, REGION_MASK, REGION_SHIFT};
+        let (lane, clock) = (self.lane, self.clock);
+        let (mut ticks, mut prev_lo, mut last) = (self.prev_ticks, self.prev_lo, self.last_ns);
+        let (mut top, mut depth, mut cur) = (self.top, self.depth, self.cur);
+        let mut run = Run::default();
+        let n = out.i_lane.len();
+        let (i_lane, i_region, i_payload, i_ts) = (
+            &mut out.i_lane[..n],
+            &mut out.i_region[..n],
+            &mut out.i_payload[..n],
+            &mut out.i_ts[..n],
+        );
+        let n = out.c_lane.len();
+        let (c_lane, c_counter, c_ts, c_value) = (
+            &mut out.c_lane[..n],
+            &mut out.c_counter[..n],
+            &mut out.c_ts[..n],
+            &mut out.c_value[..n],
+        );
+        let mut unmatched = Unmatched {
+            begin: &mut out.unmatched_begin,
+            end: &mut out.unmatched_end,
+        };
+        let s = &mut span_cols!(out);
+        for (j, &w) in words.iter().enumerate() {
+            let (tag, hi) = (w as u32, (w >> 32) as u32);
+            let kind = tag & KIND_MASK;
+            let region = ((tag >> REGION_SHIFT) & REGION_MASK) as u16;
+            let payload = if TVM { 0 } else { tag >> PAYLOAD_SHIFT };
+            if !TVM && kind == 3 {
+                if region == MetaKind::CounterSample as u16 && payload < counters {
+                    let k = cur.samp;
+                    c_lane[k] = lane;
+                    c_counter[k] = payload as u16;
+                    c_ts[k] = last;
+                    c_value[k] = hi;
+                    cur.samp = k + 1;
+                } else {
+                    run.unknown += 1;
+                }
+                continue;
             }
-            _ => self.end_unmatched(region, payload, t, out),
+            ticks = ticks.wrapping_add(hi.wrapping_sub(prev_lo) as u64);
+            prev_lo = hi;
+            let t = clock.ns(ticks);
+            last = t;
+            match kind {
+                0 => {
+                    let k = cur.span;
+                    s.lane[k] = lane;
+                    s.region[k] = region;
+                    s.depth[k] = depth.min(HOLE as usize - 1) as u16;
+                    s.payload[k] = payload;
+                    s.begin[k] = t;
+                    s.end[k] = top as u64;
+                    top = k;
+                    depth += 1;
+                    cur.span = k + 1;
+                }
+                1 => {
+                    if top != NONE && s.region[top] == region {
+                        let parent = s.end[top] as usize;
+                        s.end[top] = t;
+                        top = parent;
+                        depth -= 1;
+                    } else {
+                        (top, depth) = unmatched.end(lane, s, top, depth, region, payload, t);
+                    }
+                }
+                2 => {
+                    let k = cur.inst;
+                    i_lane[k] = lane;
+                    i_region[k] = region;
+                    i_payload[k] = payload;
+                    i_ts[k] = t;
+                    cur.inst = k + 1;
+                }
+                _ => {
+                    run.finalize = Some((j, t));
+                    break;
+                }
+            }
         }
+        (self.prev_ticks, self.prev_lo, self.last_ns) = (ticks, prev_lo, last);
+        (self.top, self.depth, self.cur) = (top, depth, cur);
+        run
     }
 
-    #[inline]
-    fn close(&self, o: Open, depth: usize, t: Ns, out: &mut ChunkOut<'_>) {
-        let k = o.slot;
-        out.s_lane[k] = self.lane;
-        out.s_region[k] = o.region;
-        out.s_depth[k] = depth.min(HOLE as usize - 1) as u16;
-        out.s_payload[k] = o.payload;
-        out.s_begin[k] = o.t;
-        out.s_end[k] = t;
+    /// Ends the walk: begins still open are unmatched (reported outermost first).
+    pub fn finish(&mut self, out: &mut ChunkOut<'_>) {
+        let s = &mut span_cols!(out);
+        let open = holes(s, self.top, NONE);
+        report(self.lane, s, &open, &mut out.unmatched_begin);
+        (self.top, self.depth) = (NONE, 0);
     }
+}
 
+/// Where unmatched records are reported.
+struct Unmatched<'u> {
+    begin: &'u mut Vec<Unpaired>,
+    end: &'u mut Vec<Unpaired>,
+}
+
+impl Unmatched<'_> {
     /// An end whose region is not the innermost open one: it closes a deeper begin of its
     /// region (the begins above it become unmatched) or, with none open, is unmatched.
+    /// Returns the new `(top, depth)`.
     #[cold]
     #[inline(never)]
-    fn end_unmatched(&mut self, region: u16, payload: u32, t: Ns, out: &mut ChunkOut<'_>) {
-        let Some(i) = self.stack.iter().rposition(|o| o.region == region) else {
-            out.unmatched_end.push(Unpaired {
-                lane: self.lane,
+    #[allow(clippy::too_many_arguments)]
+    fn end(
+        &mut self,
+        lane: u32,
+        s: &mut SpanCols<'_>,
+        top: usize,
+        depth: usize,
+        region: u16,
+        payload: u32,
+        t: Ns,
+    ) -> (usize, usize) {
+        let mut k = top;
+        while k != NONE && s.region[k] != region {
+            k = s.end[k] as usize;
+        }
+        if k == NONE {
+            self.end.push(Unpaired {
+                lane,
                 region,
                 payload,
                 ts: t,
             });
-            return;
-        };
-        for o in self.stack.drain(i + 1..) {
-            out.s_depth[o.slot] = HOLE;
-            out.unmatched_begin.push(Unpaired {
-                lane: self.lane,
-                region: o.region,
-                payload: o.payload,
-                ts: o.t,
-            });
+            return (top, depth);
         }
-        let o = self.stack.pop().expect("index i exists");
-        self.close(o, i, t, out);
+        let above = holes(s, top, k);
+        report(lane, s, &above, self.begin);
+        let parent = s.end[k] as usize;
+        s.end[k] = t;
+        (parent, depth - above.len() - 1)
     }
+}
 
-    /// An instant record.
-    #[inline]
-    pub fn instant(&mut self, region: u16, payload: u32, lo: u32, out: &mut ChunkOut<'_>) {
-        self.records += 1;
-        let t = self.time(lo);
-        let k = self.cur.inst;
-        out.i_lane[k] = self.lane;
-        out.i_region[k] = region;
-        out.i_payload[k] = payload;
-        out.i_ts[k] = t;
-        self.cur.inst = k + 1;
+/// Marks the open begins from `top` down to (not including) `stop` as holes; returns
+/// their slots, innermost first.
+fn holes(s: &mut SpanCols<'_>, top: usize, stop: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut k = top;
+    while k != stop {
+        v.push(k);
+        s.depth[k] = HOLE;
+        k = s.end[k] as usize;
     }
+    v
+}
 
-    /// A counter sample: it has no stamp of its own and takes the last record's time.
-    #[inline]
-    pub fn sample(&mut self, counter: u16, value: u32, out: &mut ChunkOut<'_>) {
-        self.records += 1;
-        let k = self.cur.samp;
-        out.c_lane[k] = self.lane;
-        out.c_counter[k] = counter;
-        out.c_ts[k] = self.last_ns;
-        out.c_value[k] = value;
-        self.cur.samp = k + 1;
-    }
-
-    /// Ends the walk: begins still open are unmatched.
-    pub fn finish(&mut self, out: &mut ChunkOut<'_>) {
-        for o in self.stack.drain(..) {
-            out.s_depth[o.slot] = HOLE;
-            out.unmatched_begin.push(Unpaired {
-                lane: self.lane,
-                region: o.region,
-                payload: o.payload,
-                ts: o.t,
-            });
-        }
-    }
+/// Reports the begins in `slots` (innermost first) as unmatched, outermost first.
+fn report(lane: u32, s: &SpanCols<'_>, slots: &[usize], to: &mut Vec<Unpaired>) {
+    to.extend(slots.iter().rev().map(|&k| Unpaired {
+        lane,
+        region: s.region[k],
+        payload: s.payload[k],
+        ts: s.begin[k],
+    }));
 }

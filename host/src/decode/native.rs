@@ -18,10 +18,11 @@
 //! stamp before the start stamp.
 
 use super::assemble::{self, Caps, ChunkDone};
-use super::lane::{LaneWalk, TickToNs};
+use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions};
+use crate::model::Ns;
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
-use ikp_device::wire::{self, lane, Kind, MetaKind};
+use ikp_device::wire::{self, lane, Kind};
 use ikp_device::{Header, TimerMode};
 use rayon::prelude::*;
 
@@ -128,6 +129,7 @@ impl Prepared<'_> {
         let fallback = self.fallback;
         let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
         let cap = h.layout.records_per_lane as usize;
+        let counters = h.layout.counters.len() as u32;
         let groups = h.layout.groups_per_block;
 
         let asm = assemble::run(&caps, self.parallel, |chunk| {
@@ -138,66 +140,59 @@ impl Prepared<'_> {
                 if !info.used {
                     continue;
                 }
-                let conv = if clock {
+                let start = chunk.starts[k - chunk.lanes.start];
+                let seg = &words[h.lane_range(l as u64)];
+                let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + info.n];
+                let (l, out) = (l as u32, &mut chunk.out);
+                let walked = if clock {
                     let (num, den) = match own_ratio(info) {
                         Some(r) => r,
                         None => fallback.ok_or(DecodeError::NoClockCalibration)?,
                     };
-                    TickToNs::Linear {
+                    let cycles = Cycles {
                         clk0: info.start_clk,
                         gt0: info.start_gt,
                         num,
                         den,
-                    }
+                    };
+                    walk(
+                        LaneWalk::new(l, info.start_clk, cycles, start),
+                        events,
+                        counters,
+                        out,
+                    )
                 } else {
-                    TickToNs::Identity
+                    let gt = Globaltimer;
+                    walk(
+                        LaneWalk::new(l, info.start_gt, gt, start),
+                        events,
+                        counters,
+                        out,
+                    )
                 };
-                let anchor = if clock { info.start_clk } else { info.start_gt };
-                let start = chunk.starts[k - chunk.lanes.start];
-                let mut walk = LaneWalk::new(l as u32, anchor, conv, start);
-                let seg = &words[h.lane_range(l as u64)];
-                let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + cap];
-                let out = &mut chunk.out;
-                for &w in &events[..info.n] {
-                    let r = wire::unpack_record(w);
-                    let region = r.region as u16;
-                    match r.kind {
-                        Kind::Begin => walk.begin(region, r.payload, r.time_lo),
-                        Kind::End => walk.end(region, r.payload, r.time_lo, out),
-                        Kind::Instant => walk.instant(region, r.payload, r.time_lo, out),
-                        Kind::Meta => match MetaKind::from_id(r.region) {
-                            Some(MetaKind::CounterSample)
-                                if r.payload < h.layout.counters.len() as u32 =>
-                            {
-                                walk.sample(r.payload as u16, r.time_lo, out)
-                            }
-                            _ => done.diag.unknown_records += 1,
-                        },
-                    }
-                }
-                walk.finish(out);
+                done.diag.unknown_records += walked.unknown;
                 let b = chunk.base;
                 done.diag.after_finalize += info.after_finalize;
                 done.diag.unfinalized_lanes += u64::from(!info.finalized);
                 let ids = info.ids;
                 done.lanes.push(Lane {
-                    id: l as u32,
-                    block: l as u32 / groups,
-                    group: l as u32 % groups,
+                    id: l,
+                    block: l / groups,
+                    group: l % groups,
                     sm: ids.map(|i| i.smid),
                     warp: ids.map(|i| i.warp),
                     start: info.start_gt,
                     end: if info.finalized {
                         info.end_gt
                     } else {
-                        walk.last_ns
+                        walked.last_ns
                     },
                     finalized: info.finalized,
                     written: info.n as u64,
                     dropped: info.dropped,
-                    spans: b.span + start.span..b.span + walk.cur.span,
-                    instants: b.inst + start.inst..b.inst + walk.cur.inst,
-                    samples: b.samp + start.samp..b.samp + walk.cur.samp,
+                    spans: b.span + start.span..b.span + walked.cur.span,
+                    instants: b.inst + start.inst..b.inst + walked.cur.inst,
+                    samples: b.samp + start.samp..b.samp + walked.cur.samp,
                 });
             }
             Ok(done)
@@ -325,6 +320,30 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
         records: info.n,
     };
     Ok(info)
+}
+
+/// What walking one native lane left.
+struct Walked {
+    last_ns: Ns,
+    cur: Cursor,
+    unknown: u64,
+}
+
+/// Walks a native lane's records to the end (one instance per clock, so the globaltimer
+/// walk has no conversion in its loop).
+fn walk<C: Clock>(
+    mut w: LaneWalk<C>,
+    events: &[u64],
+    counters: u32,
+    out: &mut ChunkOut<'_>,
+) -> Walked {
+    let run = w.run::<false>(events, counters, out);
+    w.finish(out);
+    Walked {
+        last_ns: w.last_ns,
+        cur: w.cur,
+        unknown: run.unknown,
+    }
 }
 
 /// `(ns, cycles)` elapsed between a finalized lane's start and end, if usable.

@@ -26,7 +26,7 @@
 //! - Records after a lane's finalize are counted in `after_finalize` and not decoded.
 
 use super::assemble::{self, Caps, ChunkDone};
-use super::lane::{Cursor, LaneWalk, TickToNs};
+use super::lane::{Cursor, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
 use rayon::prelude::*;
@@ -240,16 +240,9 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
 
     let asm = assemble::run(&caps, parallel, |chunk| {
         let r = chunk.lanes.clone();
-        let mut walks: Vec<LaneWalk> = r
+        let mut walks: Vec<LaneWalk<Globaltimer>> = r
             .clone()
-            .map(|l| {
-                LaneWalk::new(
-                    l as u32,
-                    base,
-                    TickToNs::Identity,
-                    chunk.starts[l - r.start],
-                )
-            })
+            .map(|l| LaneWalk::new(l as u32, base, Globaltimer, chunk.starts[l - r.start]))
             .collect();
         let mut fin: Vec<Option<u64>> = vec![None; r.len()];
         let mut done = ChunkDone::default();
@@ -267,20 +260,9 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
                         done.diag.after_finalize += recs.len() as u64;
                         continue;
                     }
-                    let walk = &mut walks[k];
-                    for (j, &w) in recs.iter().enumerate() {
-                        let (lo, tag) = ((w >> 32) as u32, w as u32);
-                        let ev = ((tag >> 2) & 0x3FF) as u16;
-                        match tag & 3 {
-                            0 => walk.begin(ev, 0, lo),
-                            1 => walk.end(ev, 0, lo, out),
-                            2 => walk.instant(ev, 0, lo, out),
-                            _ => {
-                                fin[k] = Some(walk.time(lo));
-                                done.diag.after_finalize += (recs.len() - j - 1) as u64;
-                                break;
-                            }
-                        }
+                    if let Some((j, t)) = walks[k].run::<true>(recs, 0, out).finalize {
+                        fin[k] = Some(t);
+                        done.diag.after_finalize += (recs.len() - j - 1) as u64;
                     }
                 }
             }
@@ -288,7 +270,11 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
         let b = chunk.base;
         for (k, walk) in walks.iter_mut().enumerate() {
             let l = r.start + k;
-            let Some(first) = walk.first_ns else { continue };
+            // The walk's first time: the lane's first stamp unwrapped from the shared base.
+            let Some(first_lo) = counts[l].first_lo else {
+                continue;
+            };
+            let first = base + first_lo.wrapping_sub(base as u32) as u64;
             walk.finish(out);
             let start: Cursor = chunk.starts[k];
             done.diag.unfinalized_lanes += u64::from(fin[k].is_none());
