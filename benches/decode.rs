@@ -3,7 +3,9 @@
 //! - `decode/tvm_5M_1core`: a ~5 M-record TVM-format buffer decoded into the model on one
 //!   thread (`DecodeOptions::single_threaded`); throughput in records.
 //! - `decode/tvm_5M_parallel`: the same on the rayon pool.
-//! - `decode/native_1core`: a native buffer of the same schedule (with counter samples).
+//! - `decode/native_5M_1core`: a native buffer of the same schedule (with counter samples).
+//! - `decode/*_1core_reuse`: the same, decoding into the trace of the previous iteration
+//!   (`decode_words_into`), so the output columns' pages are already mapped.
 //! - `write/chrome_be`, `write/chrome_x`, `write/summary`, `write/csv`: writers of the
 //!   decoded 5 M-record trace into `io::sink()`; throughput in spans.
 //! - `decode_cpu/*`: the one-core decodes again, timed in CPU time of the benchmark thread
@@ -12,7 +14,7 @@
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use ikp::device::sample;
-use ikp::host::decode::{decode_words, DecodeOptions};
+use ikp::host::decode::{decode_words, decode_words_into, DecodeOptions};
 use ikp::host::write::{self, TraceWriteOptions};
 use std::hint::black_box;
 use std::time::Duration;
@@ -39,28 +41,33 @@ fn native(blocks: u32, tiles: u32) -> Vec<u64> {
     ikp::bench_support::native_attention(blocks, tiles).expect("a valid layout")
 }
 
-/// The one-thread decodes of the TVM and native buffers, measured with `M`.
+/// The one-thread decodes of the TVM and native buffers, measured with `M`: each into a
+/// fresh trace (`decode_words`: the kernel maps fresh pages for every column) and into a
+/// trace reused from the previous iteration (`decode_words_into`: as a tool decoding
+/// launch after launch does).
 fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     let one = DecodeOptions {
         single_threaded: true,
         ..Default::default()
     };
     g.sample_size(10).measurement_time(Duration::from_secs(8));
-    g.throughput(Throughput::Elements(records(tvm)));
-    g.bench_function("tvm_5M_1core", |b| {
-        b.iter(|| black_box(decode_words(black_box(tvm), &one).unwrap()))
-    });
-    let nat = native(blocks() / 4, TILES);
+    let nat = native(blocks(), TILES);
     let nrec: u64 = decode_words(&nat, &one)
         .unwrap()
         .lanes
         .iter()
         .map(|l| l.written)
         .sum();
-    g.throughput(Throughput::Elements(nrec));
-    g.bench_function("native_1core", |b| {
-        b.iter(|| black_box(decode_words(black_box(&nat), &one).unwrap()))
-    });
+    for (name, words, n) in [("tvm_5M", tvm, records(tvm)), ("native_5M", &nat[..], nrec)] {
+        g.throughput(Throughput::Elements(n));
+        g.bench_function(format!("{name}_1core"), |b| {
+            b.iter(|| black_box(decode_words(black_box(words), &one).unwrap()))
+        });
+        let mut t = decode_words(words, &one).unwrap();
+        g.bench_function(format!("{name}_1core_reuse"), |b| {
+            b.iter(|| decode_words_into(black_box(words), &one, black_box(&mut t)).unwrap())
+        });
+    }
 }
 
 fn decode(c: &mut Criterion) {

@@ -23,17 +23,18 @@ use std::ops::Range;
 pub type Ns = u64;
 
 /// Which wire format a buffer was in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WireFormat {
     /// ikp native wire format.
+    #[default]
     Ikp,
     /// The TVM / FlashInfer / warpscope v1 format.
     Tvm,
 }
 
 /// What the trace was decoded from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Source {
     /// Wire format of the buffer.
     pub format: WireFormat,
@@ -250,8 +251,8 @@ pub struct Diagnostics {
     pub unknown_records: u64,
 }
 
-/// A decoded launch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A decoded launch (the default is an empty trace with no lanes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
     /// Where it came from.
     pub source: Source,

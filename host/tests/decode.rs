@@ -282,6 +282,66 @@ fn parallel_decode_equals_single_threaded_decode() {
 }
 
 #[test]
+fn decoding_into_a_used_trace_equals_a_fresh_decode() {
+    // Unmatched begins (holes) and a begin after finalize (a gap), in both formats.
+    let near = u32::MAX - 99;
+    let tvm_odd = tvm(
+        1,
+        2,
+        &[
+            vec![
+                pack(near, 0, 0, 0),
+                pack(near.wrapping_add(50), 0, 1, 0),
+                pack(near.wrapping_add(150), 0, 0, 1), // leaves region 1 open
+                pack(near.wrapping_add(220), 0, 0, 3),
+                pack(near.wrapping_add(230), 0, 0, 0), // after finalize
+            ],
+            vec![pack(20, 1, 2, 0), pack(60, 1, 2, 1), pack(70, 1, 5, 1)],
+        ],
+    );
+    let mut b = BufferWriter::new(layout(1, 1, 16, TimerMode::Globaltimer)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, 100, 0)
+        .end(1, 0, 105)
+        .begin(0, 0, 110)
+        .begin(1, 5, 120)
+        .end(0, 0, 130)
+        .begin(2, 0, 140)
+        .finalize(200, 0);
+    let native_odd = b.into_words();
+    let big_native = ikp_device::sample::attention().unwrap().into_words();
+    let big_tvm = ikp_device::sample::attention_tvm(16, 12);
+    let (n, t) = (dec(&big_native), dec(&big_tvm));
+    assert!(
+        t.spans.len() < n.spans.len() && t.instants.len() < n.instants.len(),
+        "decoded after the native sample, the TVM buffer reuses its columns"
+    );
+    for opts in [
+        DecodeOptions {
+            single_threaded: true,
+            ..Default::default()
+        },
+        DecodeOptions::default(),
+    ] {
+        // Each decode reuses columns that the one before filled with other rows.
+        let mut t = Trace::default();
+        for words in [
+            &big_native,
+            &big_tvm,
+            &tvm_odd,
+            &native_odd,
+            &big_native,
+            &big_tvm,
+        ] {
+            decode::decode_words_into(words, &opts, &mut t).unwrap();
+            assert_eq!(t, decode_words(words, &opts).unwrap());
+        }
+        assert!(decode::decode_words_into(&[7, 7], &opts, &mut t).is_err());
+        assert_eq!(t, Trace::default(), "an error leaves the trace empty");
+    }
+}
+
+#[test]
 fn forced_format_is_honoured() {
     let native = ikp_device::sample::attention().unwrap().into_words();
     let opts = DecodeOptions {

@@ -77,8 +77,32 @@ fn chunk_ranges(caps: &[Caps], parallel: bool) -> Vec<Range<usize>> {
     out
 }
 
-fn zeroed<T: Clone + Default>(n: usize) -> Vec<T> {
-    vec![T::default(); n]
+/// Output columns of an earlier decode whose memory a decode may reuse
+/// ([`super::decode_words_into`]): writing into pages that are already mapped saves
+/// the kernel's first-touch fault of every fresh page, which costs more than the walk
+/// itself on some machines (BENCHMARKS.md).
+#[derive(Debug, Default)]
+pub struct Recycled {
+    /// Span columns.
+    pub spans: Spans,
+    /// Instant columns.
+    pub instants: Instants,
+    /// Sample columns.
+    pub samples: CounterSamples,
+}
+
+/// `v` with length `n`. A recycled column keeps its old contents: the walk writes every
+/// row of every lane's range before it is read, and rows outside the lanes' ranges are
+/// dropped by the compaction, so stale rows never reach the trace. Only a column too small
+/// to reuse is replaced, by a zeroed allocation (which the allocator gets from fresh
+/// pages without writing them).
+fn sized<T: Clone + Default>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    if v.capacity() < n {
+        drop(v);
+        return vec![T::default(); n];
+    }
+    v.resize(n, T::default());
+    v
 }
 
 /// The assembled tables.
@@ -97,7 +121,12 @@ pub struct Assembled {
 }
 
 /// Allocates, walks every chunk with `walk`, compacts and orders.
-pub fn run<F>(caps: &[Caps], parallel: bool, walk: F) -> Result<Assembled, DecodeError>
+pub fn run<F>(
+    caps: &[Caps],
+    parallel: bool,
+    reuse: Recycled,
+    walk: F,
+) -> Result<Assembled, DecodeError>
 where
     F: Fn(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError> + Sync,
 {
@@ -106,25 +135,30 @@ where
         inst: a.inst + c.insts,
         samp: a.samp + c.samps,
     });
+    let Recycled {
+        spans: s,
+        instants: i,
+        samples: c,
+    } = reuse;
     let mut spans = Spans {
-        lane: zeroed(tot.span),
-        region: zeroed(tot.span),
-        depth: zeroed(tot.span),
-        payload: zeroed(tot.span),
-        begin: zeroed(tot.span),
-        end: zeroed(tot.span),
+        lane: sized(s.lane, tot.span),
+        region: sized(s.region, tot.span),
+        depth: sized(s.depth, tot.span),
+        payload: sized(s.payload, tot.span),
+        begin: sized(s.begin, tot.span),
+        end: sized(s.end, tot.span),
     };
     let mut instants = Instants {
-        lane: zeroed(tot.inst),
-        region: zeroed(tot.inst),
-        payload: zeroed(tot.inst),
-        ts: zeroed(tot.inst),
+        lane: sized(i.lane, tot.inst),
+        region: sized(i.region, tot.inst),
+        payload: sized(i.payload, tot.inst),
+        ts: sized(i.ts, tot.inst),
     };
     let mut samples = CounterSamples {
-        lane: zeroed(tot.samp),
-        counter: zeroed(tot.samp),
-        ts: zeroed(tot.samp),
-        value: zeroed(tot.samp),
+        lane: sized(c.lane, tot.samp),
+        counter: sized(c.counter, tot.samp),
+        ts: sized(c.ts, tot.samp),
+        value: sized(c.value, tot.samp),
     };
 
     let ranges = chunk_ranges(caps, parallel);

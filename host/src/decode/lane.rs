@@ -199,6 +199,7 @@ impl<C: Clock> LaneWalk<C> {
         let (mut ticks, mut prev_lo, mut last) = (self.prev_ticks, self.prev_lo, self.last_ns);
         let (mut top, mut depth, mut cur) = (self.top, self.depth, self.cur);
         let mut run = Run::default();
+        let first = cur;
         let n = out.i_lane.len();
         let (i_lane, i_region, i_payload, i_ts) = (
             &mut out.i_lane[..n],
@@ -226,7 +227,6 @@ impl<C: Clock> LaneWalk<C> {
             if !TVM && kind == 3 {
                 if region == MetaKind::CounterSample as u16 && payload < counters {
                     let k = cur.samp;
-                    c_lane[k] = lane;
                     c_counter[k] = payload as u16;
                     c_ts[k] = last;
                     c_value[k] = hi;
@@ -243,10 +243,11 @@ impl<C: Clock> LaneWalk<C> {
             match kind {
                 0 => {
                     let k = cur.span;
-                    s.lane[k] = lane;
                     s.region[k] = region;
                     s.depth[k] = depth.min(HOLE as usize - 1) as u16;
-                    s.payload[k] = payload;
+                    if !TVM {
+                        s.payload[k] = payload;
+                    }
                     s.begin[k] = t;
                     s.end[k] = top as u64;
                     top = k;
@@ -265,9 +266,10 @@ impl<C: Clock> LaneWalk<C> {
                 }
                 2 => {
                     let k = cur.inst;
-                    i_lane[k] = lane;
                     i_region[k] = region;
-                    i_payload[k] = payload;
+                    if !TVM {
+                        i_payload[k] = payload;
+                    }
                     i_ts[k] = t;
                     cur.inst = k + 1;
                 }
@@ -276,6 +278,15 @@ impl<C: Clock> LaneWalk<C> {
                     break;
                 }
             }
+        }
+        // Columns that are the same on every row of the run are filled afterwards, while
+        // the rows are still in cache: fewer stores and live pointers in the loop.
+        s.lane[first.span..cur.span].fill(lane);
+        i_lane[first.inst..cur.inst].fill(lane);
+        c_lane[first.samp..cur.samp].fill(lane);
+        if TVM {
+            s.payload[first.span..cur.span].fill(0);
+            i_payload[first.inst..cur.inst].fill(0);
         }
         (self.prev_ticks, self.prev_lo, self.last_ns) = (ticks, prev_lo, last);
         (self.top, self.depth, self.cur) = (top, depth, cur);

@@ -133,9 +133,37 @@ pub fn detect(
 
 /// Decodes words in either format.
 pub fn decode_words(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+    decode_reusing(words, opts, assemble::Recycled::default())
+}
+
+/// Decodes words in either format into `trace`, reusing the memory of its span, instant
+/// and sample columns: a tool that decodes launch after launch (or a benchmark) then
+/// writes into pages it already has instead of having the kernel map and zero fresh ones
+/// for every launch. The result equals [`decode_words`]'s. On error `trace` is left
+/// empty ([`Trace::default`]).
+pub fn decode_words_into(
+    words: &[u64],
+    opts: &DecodeOptions,
+    trace: &mut Trace,
+) -> Result<(), DecodeError> {
+    let old = std::mem::take(trace);
+    let reuse = assemble::Recycled {
+        spans: old.spans,
+        instants: old.instants,
+        samples: old.samples,
+    };
+    *trace = decode_reusing(words, opts, reuse)?;
+    Ok(())
+}
+
+fn decode_reusing(
+    words: &[u64],
+    opts: &DecodeOptions,
+    reuse: assemble::Recycled,
+) -> Result<Trace, DecodeError> {
     let mut trace = match detect(words, opts.format)? {
-        crate::model::WireFormat::Ikp => native::decode(words, opts)?,
-        crate::model::WireFormat::Tvm => tvm::decode(words, opts)?,
+        crate::model::WireFormat::Ikp => native::decode(words, opts, reuse)?,
+        crate::model::WireFormat::Tvm => tvm::decode(words, opts, reuse)?,
     };
     if let Some(n) = &opts.names {
         names::overlay(&mut trace.names, n);

@@ -17,7 +17,7 @@
 //! trailer that counts more records than fit, drops in a lane that was not full, an end
 //! stamp before the start stamp.
 
-use super::assemble::{self, Caps, ChunkDone};
+use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions};
 use crate::model::Ns;
@@ -43,10 +43,10 @@ struct LaneInfo {
     caps: Caps,
 }
 
-/// Decodes a native buffer.
-pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+/// Decodes a native buffer, reusing the memory of `reuse`'s columns.
+pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
     let p = prepare(words, opts, &|_| {})?;
-    p.decode_lanes(0..p.lane_count())
+    p.decode_lanes_reusing(0..p.lane_count(), reuse)
 }
 
 /// Lanes inspected between two calls of [`prepare`]'s `inspected` callback: at least this
@@ -123,6 +123,15 @@ impl Prepared<'_> {
     /// `time_base` is the earliest start among them). Decoding every slot in one call is
     /// [`decode`].
     pub fn decode_lanes(&self, lanes: std::ops::Range<usize>) -> Result<Trace, DecodeError> {
+        self.decode_lanes_reusing(lanes, Recycled::default())
+    }
+
+    /// [`Prepared::decode_lanes`], reusing the memory of `reuse`'s columns.
+    pub fn decode_lanes_reusing(
+        &self,
+        lanes: std::ops::Range<usize>,
+        reuse: Recycled,
+    ) -> Result<Trace, DecodeError> {
         let (h, words, infos) = (&self.h, self.words, &self.infos[lanes.clone()]);
         let l_base = lanes.start;
         let clock = h.layout.timer == TimerMode::Clock;
@@ -132,7 +141,7 @@ impl Prepared<'_> {
         let counters = h.layout.counters.len() as u32;
         let groups = h.layout.groups_per_block;
 
-        let asm = assemble::run(&caps, self.parallel, |chunk| {
+        let asm = assemble::run(&caps, self.parallel, reuse, |chunk| {
             let mut done = ChunkDone::default();
             for k in chunk.lanes.clone() {
                 let info = &infos[k];

@@ -25,8 +25,8 @@
 //!   `base < 2^32`.
 //! - Records after a lane's finalize are counted in `after_finalize` and not decoded.
 
-use super::assemble::{self, Caps, ChunkDone};
-use super::lane::{Cursor, Globaltimer, LaneWalk};
+use super::assemble::{self, Caps, ChunkDone, Recycled};
+use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
 use rayon::prelude::*;
@@ -118,6 +118,7 @@ impl Tile {
 
     /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
     /// `row0..row0 + TILE_ROWS`, prefetching [`PREFETCH_ROWS`] rows ahead.
+    #[inline(never)]
     fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, row0: usize) {
         let n = lanes.len();
         self.len[..n].fill(0);
@@ -171,14 +172,13 @@ fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Cou
                     stride: stride as u64,
                 });
             }
+            // Branch-free: record kinds follow no pattern a predictor could learn here.
+            let kind = tag & 3;
             c.records += 1;
-            match tag & 3 {
-                0 => c.begins += 1,
-                1 => c.ends += 1,
-                2 => c.insts += 1,
-                _ => {}
-            }
-            if c.first_lo.is_none() {
+            c.begins += usize::from(kind == 0);
+            c.ends += usize::from(kind == 1);
+            c.insts += usize::from(kind == 2);
+            if c.records == 1 {
                 c.first_lo = Some((w >> 32) as u32);
             }
         }
@@ -215,8 +215,8 @@ fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, Deco
     Ok(total)
 }
 
-/// Decodes a TVM-format buffer.
-pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+/// Decodes a TVM-format buffer, reusing the memory of `reuse`'s columns.
+pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
     let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
     let stride = (groups * blocks) as usize;
@@ -238,7 +238,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
         })
         .collect();
 
-    let asm = assemble::run(&caps, parallel, |chunk| {
+    let asm = assemble::run(&caps, parallel, reuse, |chunk| {
         let r = chunk.lanes.clone();
         let mut walks: Vec<LaneWalk<Globaltimer>> = r
             .clone()
@@ -260,7 +260,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
                         done.diag.after_finalize += recs.len() as u64;
                         continue;
                     }
-                    if let Some((j, t)) = walks[k].run::<true>(recs, 0, out).finalize {
+                    if let Some((j, t)) = walk_run(&mut walks[k], recs, out).finalize {
                         fin[k] = Some(t);
                         done.diag.after_finalize += (recs.len() - j - 1) as u64;
                     }
@@ -316,6 +316,12 @@ pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError>
         counter_totals: Vec::new(),
         diagnostics: asm.diag,
     })
+}
+
+/// One lane's records of a tile (out of line: the walk keeps its state in registers).
+#[inline(never)]
+fn walk_run(w: &mut LaneWalk<Globaltimer>, recs: &[u64], out: &mut ChunkOut<'_>) -> Run {
+    w.run::<true>(recs, 0, out)
 }
 
 /// The first stamp after the largest gap between the lanes' first stamps on the 2^32
