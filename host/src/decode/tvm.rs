@@ -62,20 +62,25 @@ pub const fn pack(time_lo: u32, lane: u32, event: u32, kind: u32) -> u64 {
         | (kind as u64 & 3)
 }
 
+/// What the counting pass learned about one lane.
 #[derive(Clone, Copy, Debug, Default)]
 struct Count {
     begins: usize,
-    ends: usize,
     insts: usize,
     records: usize,
     first_lo: Option<u32>,
 }
 
-/// Lanes walked together by [`sweep`]: their slots of one row are 512 contiguous bytes,
-/// and their output columns stay in cache while the group is walked.
-const SWEEP_LANES: usize = 64;
+/// Records of one lane by kind (begin, end, instant, finalize) within a band of rows.
+type Kinds = [u32; 4];
 
-/// Rows ahead of the walk that [`sweep`] prefetches. Rows are `blocks * groups` slots
+/// Rows counted by one [`count_rows`] call at most, so that its [`Kinds`] cannot overflow.
+const BAND_ROWS_MAX: usize = u32::MAX as usize;
+
+/// Lanes gathered into one [`Tile`]: their slots of one row are 1 KiB of contiguous memory.
+const SWEEP_LANES: usize = 128;
+
+/// Rows ahead of the gather that [`Tile::gather`] prefetches. Rows are `blocks * groups` slots
 /// apart (often more than a page), which the hardware prefetcher does not follow; asking
 /// for the group's slots this many rows ahead halves the time of a strided walk
 /// (measured on the 5 M-record benchmark buffer).
@@ -95,8 +100,16 @@ fn prefetch(w: &u64) {
     let _ = w;
 }
 
-/// Rows of one [`Tile`]: with [`SWEEP_LANES`] lanes, 32 KiB, which stays in L1.
-const TILE_ROWS: usize = 64;
+/// Rows of one [`Tile`] at most: with [`SWEEP_LANES`] lanes, about 0.5 MiB, which stays in
+/// L2 and gives each lane's walk long runs. The tile sizes were chosen by measurement on
+/// the 5 M-record benchmark buffer (BENCHMARKS.md): 64 x 64 (L1-sized) ran at 86 M
+/// records/s, 128 x 512 at 114 M records/s, and tiles of 1 MiB or more were slower again.
+const TILE_ROWS: usize = 512;
+
+/// Padding between two lanes of a [`Tile`]: one cache line, so that the lanes' rows (a
+/// power of two apart otherwise) do not all fall into the same few cache sets, which made
+/// tall tiles slower than L1-sized ones.
+const TILE_PAD: usize = 8;
 
 /// A blocked transpose of the buffer: [`TILE_ROWS`] rows of up to [`SWEEP_LANES`] lanes,
 /// each lane's non-zero slots gathered contiguously. Walking a lane's records one after
@@ -105,24 +118,34 @@ const TILE_ROWS: usize = 64;
 /// kinds (measured: the walk took twice as long).
 struct Tile {
     words: Vec<u64>,
+    /// Rows gathered at a time.
+    rows: usize,
+    /// Words from one lane's slots to the next lane's.
+    stride: usize,
     len: [usize; SWEEP_LANES],
 }
 
 impl Tile {
-    fn new() -> Tile {
+    /// A tile for a buffer of `rows` rows (smaller than the largest for short buffers).
+    fn new(rows: usize) -> Tile {
+        let rows = rows.clamp(1, TILE_ROWS);
+        let stride = rows + TILE_PAD;
         Tile {
-            words: vec![0; SWEEP_LANES * TILE_ROWS],
+            words: vec![0; SWEEP_LANES * stride],
+            rows,
+            stride,
             len: [0; SWEEP_LANES],
         }
     }
 
     /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
-    /// `row0..row0 + TILE_ROWS`, prefetching [`PREFETCH_ROWS`] rows ahead.
+    /// `row0..row0 + self.rows`, prefetching [`PREFETCH_ROWS`] rows ahead. Out of line,
+    /// like the walk, so neither loop shares its registers with the other.
     #[inline(never)]
     fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, row0: usize) {
         let n = lanes.len();
         self.len[..n].fill(0);
-        for row in row0..row0 + TILE_ROWS {
+        for row in row0..row0 + self.rows {
             let lo = row * stride + lanes.start;
             if lo >= body.len() {
                 break;
@@ -136,7 +159,7 @@ impl Tile {
             for (i, &w) in body[lo..hi].iter().enumerate() {
                 // Branch-free: a zero slot is written and not counted.
                 let k = self.len[i];
-                self.words[i * TILE_ROWS + k] = w;
+                self.words[i * self.stride + k] = w;
                 self.len[i] = k + usize::from(w != 0);
             }
         }
@@ -144,72 +167,77 @@ impl Tile {
 
     /// The gathered records of the `i`-th lane of the tile.
     fn lane(&self, i: usize) -> &[u64] {
-        &self.words[i * TILE_ROWS..i * TILE_ROWS + self.len[i]]
+        &self.words[i * self.stride..i * self.stride + self.len[i]]
     }
 }
 
-/// The counting pass over rows `rows` (all lanes, in memory order): per lane, its record
-/// kinds and first stamp. Checks that every record sits in its own lane's column.
-fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Count>, DecodeError> {
+/// The counting pass over rows `rows` (all lanes, in memory order): per lane, its records
+/// by kind. Checks that every record sits in its own lane's column.
+fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Kinds>, DecodeError> {
     // Lanes past the end of a short body have no slot: a header may claim up to 2^20 lanes
     // over a few words, and the counts are sized by what the body can hold.
-    let mut c = vec![Count::default(); stride.min(body.len())];
+    let mut c = vec![[0u32; 4]; stride.min(body.len())];
     let first = rows.start * stride;
     let end = (rows.end * stride).min(body.len());
     for (r, row) in body[first..end].chunks(stride).enumerate() {
+        // Branch-free per slot (record kinds follow no pattern a predictor could learn
+        // here, and zero slots are counted as nothing); a misplaced record is looked for
+        // only in a row known to hold one.
+        let mut misplaced = false;
         for (l, (&w, c)) in row.iter().zip(c.iter_mut()).enumerate() {
-            if w == 0 {
-                continue;
-            }
-            let tag = w as u32;
-            let found = (tag >> LANE_SHIFT) as usize;
-            if found != l {
-                return Err(DecodeError::TvmLane {
-                    slot: (first + r * stride + l) as u64 + 1,
-                    word: w,
-                    found: found as u64,
-                    expected: l as u64,
-                    stride: stride as u64,
-                });
-            }
-            // Branch-free: record kinds follow no pattern a predictor could learn here.
-            let kind = tag & 3;
-            c.records += 1;
-            c.begins += usize::from(kind == 0);
-            c.ends += usize::from(kind == 1);
-            c.insts += usize::from(kind == 2);
-            if c.records == 1 {
-                c.first_lo = Some((w >> 32) as u32);
-            }
+            let (tag, used) = (w as u32, w != 0);
+            misplaced |= used & ((tag >> LANE_SHIFT) as usize != l);
+            c[(tag & 3) as usize] += u32::from(used);
+        }
+        if misplaced {
+            let (l, &w) = (row.iter().enumerate())
+                .find(|&(l, &w)| w != 0 && (w as u32 >> LANE_SHIFT) as usize != l)
+                .expect("the row holds a misplaced record");
+            return Err(DecodeError::TvmLane {
+                slot: (first + r * stride + l) as u64 + 1,
+                word: w,
+                found: (w as u32 >> LANE_SHIFT) as u64,
+                expected: l as u64,
+                stride: stride as u64,
+            });
         }
     }
     Ok(c)
 }
 
-/// Counts every lane, in memory order (on the rayon pool for large buffers, by row bands
-/// whose counts are then added up).
+/// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
+/// rows whose counts are then added up), and finds each lane's first stamp.
 fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, DecodeError> {
     let rows = body.len().div_ceil(stride);
-    if !parallel || body.len() < assemble::PARALLEL_MIN_RECORDS || rows < 2 {
-        return count_rows(body, stride, 0..rows);
+    let parallel = parallel && body.len() >= assemble::PARALLEL_MIN_RECORDS && rows >= 2;
+    let bands = if parallel {
+        rayon::current_num_threads() * 2
+    } else {
+        1
+    };
+    let step = rows
+        .div_ceil(bands.min(rows).max(1))
+        .clamp(1, BAND_ROWS_MAX);
+    let starts: Vec<usize> = (0..rows).step_by(step).collect();
+    let band = |r0: usize| count_rows(body, stride, r0..(r0 + step).min(rows));
+    let parts: Vec<Vec<Kinds>> = if parallel {
+        starts.into_par_iter().map(band).collect::<Result<_, _>>()?
+    } else {
+        starts.into_iter().map(band).collect::<Result<_, _>>()?
+    };
+    let mut total = vec![Count::default(); stride.min(body.len())];
+    for part in parts {
+        for (t, k) in total.iter_mut().zip(part) {
+            t.begins += k[0] as usize;
+            t.insts += k[2] as usize;
+            t.records += k.iter().map(|&n| n as usize).sum::<usize>();
+        }
     }
-    let bands = (rayon::current_num_threads() * 2).min(rows);
-    let step = rows.div_ceil(bands);
-    let parts: Vec<Vec<Count>> = (0..rows)
-        .step_by(step)
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|r0| count_rows(body, stride, r0..(r0 + step).min(rows)))
-        .collect::<Result<_, _>>()?;
-    let mut it = parts.into_iter();
-    let mut total = it.next().unwrap_or_default();
-    for part in it {
-        for (t, p) in total.iter_mut().zip(part) {
-            t.begins += p.begins;
-            t.ends += p.ends;
-            t.insts += p.insts;
-            t.records += p.records;
-            t.first_lo = t.first_lo.or(p.first_lo);
+    // A lane's first record is in row 0 unless the lane is empty or has gaps.
+    for (l, t) in total.iter_mut().enumerate() {
+        if t.records > 0 {
+            let w = body[l..].iter().step_by(stride).find(|&&w| w != 0);
+            t.first_lo = w.map(|&w| (w >> 32) as u32);
         }
     }
     Ok(total)
@@ -248,10 +276,10 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
         let mut done = ChunkDone::default();
         let out = &mut chunk.out;
         let rows = body.len().div_ceil(stride);
-        let mut tile = Tile::new();
+        let mut tile = Tile::new(rows);
         for g in r.clone().step_by(SWEEP_LANES) {
             let ge = (g + SWEEP_LANES).min(r.end);
-            for row0 in (0..rows).step_by(TILE_ROWS) {
+            for row0 in (0..rows).step_by(tile.rows) {
                 tile.gather(body, stride, g..ge, row0);
                 for l in g..ge {
                     let k = l - r.start;
