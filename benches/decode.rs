@@ -6,6 +6,7 @@
 //! - `decode/native_5M_1core`: a native buffer of the same schedule (with counter samples).
 //! - `decode/*_1core_reuse`: the same, decoding into the trace of the previous iteration
 //!   (`decode_words_into`), so the output columns' pages are already mapped.
+//! - `decode/{tvm,native}_1M_1core`: both formats at a quarter of the size.
 //! - `write/chrome_be`, `write/chrome_x`, `write/summary`, `write/csv`: writers of the
 //!   decoded 5 M-record trace into `io::sink()`; throughput in spans.
 //! - `decode_cpu/*`: the one-core decodes again, timed in CPU time of the benchmark thread
@@ -52,14 +53,8 @@ fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     };
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     let nat = native(blocks(), TILES);
-    let nrec: u64 = decode_words(&nat, &one)
-        .unwrap()
-        .lanes
-        .iter()
-        .map(|l| l.written)
-        .sum();
-    for (name, words, n) in [("tvm_5M", tvm, records(tvm)), ("native_5M", &nat[..], nrec)] {
-        g.throughput(Throughput::Elements(n));
+    for (name, words) in [("tvm_5M", tvm), ("native_5M", &nat[..])] {
+        g.throughput(Throughput::Elements(records_of(words, &one)));
         g.bench_function(format!("{name}_1core"), |b| {
             b.iter(|| black_box(decode_words(black_box(words), &one).unwrap()))
         });
@@ -68,6 +63,25 @@ fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
             b.iter(|| decode_words_into(black_box(words), &one, black_box(&mut t)).unwrap())
         });
     }
+    // A quarter of the size (256 blocks, ~1.3 M records): the buffer and the model fit in
+    // the last-level cache, and glibc serves the columns from its heap instead of fresh
+    // pages.
+    let small = [
+        ("tvm_1M", sample::attention_tvm(blocks() / 4, TILES)),
+        ("native_1M", native(blocks() / 4, TILES)),
+    ];
+    for (name, words) in &small {
+        g.throughput(Throughput::Elements(records_of(words, &one)));
+        g.bench_function(format!("{name}_1core"), |b| {
+            b.iter(|| black_box(decode_words(black_box(words), &one).unwrap()))
+        });
+    }
+}
+
+/// Records in a buffer of either format (written records of its lanes).
+fn records_of(words: &[u64], opts: &DecodeOptions) -> u64 {
+    let t = decode_words(words, opts).unwrap();
+    t.lanes.iter().map(|l| l.written).sum()
 }
 
 fn decode(c: &mut Criterion) {

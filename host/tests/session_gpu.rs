@@ -172,4 +172,12 @@ fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
     let words = s.read_back().unwrap();
     assert_eq!(&words[..header.len()], &header[..]);
     assert!(words[header.len()..].iter().all(|&w| w == 0));
+
+    // The next launch decoded into the previous trace equals a fresh decode of it.
+    let mut reused = trace;
+    launch(&ctx, &s, 1);
+    s.read_back().unwrap();
+    s.decode_into(&mut reused).unwrap();
+    assert_eq!(reused, s.decode().unwrap());
+    assert_eq!(reused.spans.len(), BLOCKS as usize * 2);
 }

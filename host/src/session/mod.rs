@@ -64,7 +64,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DriverError};
 use ikp_device::{Layout, LayoutError};
 
-use crate::decode::{decode_words, DecodeError, DecodeOptions};
+use crate::decode::{decode_words, decode_words_into, DecodeError, DecodeOptions};
 use crate::model::Trace;
 use crate::write::atomic::{self, WriteError};
 pub use crate::write::TraceWriteOptions;
@@ -290,6 +290,14 @@ impl HostSession {
     pub fn decode(&self) -> Result<Trace, SessionError> {
         let words = self.words().ok_or(SessionError::NotReadBack)?;
         Ok(decode_words(words, &DecodeOptions::default())?)
+    }
+
+    /// Decodes the read-back buffer into `trace`, reusing its memory: in a loop of
+    /// launches (`reset`, launch, `read_back`, `decode_into`) the decoder then writes into
+    /// pages it already has (see [`crate::decode::decode_words_into`]).
+    pub fn decode_into(&self, trace: &mut Trace) -> Result<(), SessionError> {
+        let words = self.words().ok_or(SessionError::NotReadBack)?;
+        Ok(decode_words_into(words, &DecodeOptions::default(), trace)?)
     }
 
     /// Decodes the read-back buffer and writes the Chrome trace at `path` and, as `opts`
