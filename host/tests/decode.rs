@@ -309,6 +309,15 @@ fn decoding_into_a_used_trace_equals_a_fresh_decode() {
         .begin(2, 0, 140)
         .finalize(200, 0);
     let native_odd = b.into_words();
+    // Payloads everywhere, so that rows reused by a TVM decode hold stale non-zero ones.
+    let mut b = BufferWriter::new(layout(1, 1, 64, TimerMode::Globaltimer)).unwrap();
+    let mut l = b.lane(0);
+    l.init(0, 0, 0, 100, 0);
+    for i in 0..16u64 {
+        l.begin(3, 7, 110 + 4 * i).instant(4, 7, 111 + 4 * i).end(3, 7, 112 + 4 * i);
+    }
+    l.finalize(200, 0);
+    let payloads = b.into_words();
     let big_native = ikp_device::sample::attention().unwrap().into_words();
     let big_tvm = ikp_device::sample::attention_tvm(16, 12);
     let (n, t) = (dec(&big_native), dec(&big_tvm));
@@ -325,14 +334,8 @@ fn decoding_into_a_used_trace_equals_a_fresh_decode() {
     ] {
         // Each decode reuses columns that the one before filled with other rows.
         let mut t = Trace::default();
-        for words in [
-            &big_native,
-            &big_tvm,
-            &tvm_odd,
-            &native_odd,
-            &big_native,
-            &big_tvm,
-        ] {
+        let order = [&big_native, &big_tvm, &payloads, &tvm_odd, &native_odd, &payloads];
+        for words in order.into_iter().chain([&big_native, &big_tvm]) {
             decode::decode_words_into(words, &opts, &mut t).unwrap();
             assert_eq!(t, decode_words(words, &opts).unwrap());
         }

@@ -101,8 +101,7 @@ pub struct Cursor {
 /// Depth value marking the slot of a begin that was never closed.
 pub const HOLE: u16 = u16::MAX;
 
-/// The span columns of a chunk, resliced to one common length so that one bounds check
-/// covers a write to all six.
+/// The span columns of a chunk, resliced to one common length.
 struct SpanCols<'o> {
     lane: &'o mut [u32],
     region: &'o mut [u16],
@@ -142,10 +141,11 @@ pub struct Run {
 
 /// One lane being walked.
 ///
-/// The pairing stack lives in the span columns themselves: a begin writes its whole row
-/// at once (lane, region, depth, payload, begin) and parks the slot of the enclosing open
-/// begin in its `end` cell; the matching end reads that link back and overwrites it with
-/// its time. So a begin / end pair costs seven stores and two loads, with no stack to grow.
+/// The pairing stack lives in the span columns themselves: a begin writes its row at once
+/// (region, depth, payload, begin; the lane column is filled for a whole run afterwards)
+/// and parks the slot of the enclosing open begin in its `end` cell; the matching end
+/// reads that link back and overwrites it with its time. So a begin / end pair costs six
+/// stores and two loads, with no stack to grow.
 #[derive(Debug)]
 pub struct LaneWalk<C> {
     /// Lane id.
@@ -245,9 +245,9 @@ impl<C: Clock> LaneWalk<C> {
                     let k = cur.span;
                     s.region[k] = region;
                     s.depth[k] = depth.min(HOLE as usize - 1) as u16;
-                    if !TVM {
-                        s.payload[k] = payload;
-                    }
+                    // Written even when it is always 0 (TVM): an unmatched begin reports
+                    // its payload before the run ends.
+                    s.payload[k] = payload;
                     s.begin[k] = t;
                     s.end[k] = top as u64;
                     top = k;
@@ -285,7 +285,6 @@ impl<C: Clock> LaneWalk<C> {
         i_lane[first.inst..cur.inst].fill(lane);
         c_lane[first.samp..cur.samp].fill(lane);
         if TVM {
-            s.payload[first.span..cur.span].fill(0);
             i_payload[first.inst..cur.inst].fill(0);
         }
         (self.prev_ticks, self.prev_lo, self.last_ns) = (ticks, prev_lo, last);
