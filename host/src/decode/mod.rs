@@ -10,6 +10,8 @@
 //! [`assemble`] sizes the output tables exactly before the walk (a counting pass), runs the
 //! walk in parallel over chunks of lanes for large buffers, then closes the holes left by
 //! unmatched records, so the model is built without intermediate copies.
+//! [`decode_words_into`] does the same into the columns of a trace decoded before, which
+//! saves the kernel the work of mapping fresh pages for every decode.
 
 pub mod assemble;
 pub mod lane;
