@@ -314,7 +314,9 @@ fn decoding_into_a_used_trace_equals_a_fresh_decode() {
     let mut l = b.lane(0);
     l.init(0, 0, 0, 100, 0);
     for i in 0..16u64 {
-        l.begin(3, 7, 110 + 4 * i).instant(4, 7, 111 + 4 * i).end(3, 7, 112 + 4 * i);
+        l.begin(3, 7, 110 + 4 * i)
+            .instant(4, 7, 111 + 4 * i)
+            .end(3, 7, 112 + 4 * i);
     }
     l.finalize(200, 0);
     let payloads = b.into_words();
@@ -334,7 +336,14 @@ fn decoding_into_a_used_trace_equals_a_fresh_decode() {
     ] {
         // Each decode reuses columns that the one before filled with other rows.
         let mut t = Trace::default();
-        let order = [&big_native, &big_tvm, &payloads, &tvm_odd, &native_odd, &payloads];
+        let order = [
+            &big_native,
+            &big_tvm,
+            &payloads,
+            &tvm_odd,
+            &native_odd,
+            &payloads,
+        ];
         for words in order.into_iter().chain([&big_native, &big_tvm]) {
             decode::decode_words_into(words, &opts, &mut t).unwrap();
             assert_eq!(t, decode_words(words, &opts).unwrap());
