@@ -6,17 +6,18 @@
 //! or capacity the buffer cannot hold, the TVM layout is clamped to the slots present),
 //! then allocate per lane and per record. The largest footprints per unit of input are:
 //! - per record (8 input bytes): a span slot (28 bytes: lane, region, depth, payload,
-//!   begin, end), its pairing-stack entry (24 bytes) and, if never closed, an
-//!   `Unpaired` (24 bytes); the two growable vectors may hold up to twice their length:
-//!   28 + 2 * 24 + 2 * 24 = 124 bytes, 15.5 x the record;
+//!   begin, end; the pairing stack lives in these slots) and, if never closed, an
+//!   `Unpaired` (24 bytes) in a growable vector that may hold up to twice its length:
+//!   28 + 2 * 24 = 76 bytes, 9.5 x the record;
 //! - per native lane (at least 6 words = 48 bytes): its inspection (`LaneInfo`, ~130
 //!   bytes), its `Lane` (~110 bytes) and, during the CLI's streamed Perfetto path, a
 //!   skeleton copy: under 8 x the segment.
 //!
 //! The two do not add up on the same input bytes beyond 16 x (a byte is either a record
 //! or lane overhead), so [`K`] = 24 leaves headroom, and [`C`] covers size-independent
-//! allocations (names: at most 1024 + 256 strings, the 1 MiB name table, rayon and
-//! thread-local setup, error strings). A decoder that ever allocates from a header field
+//! allocations (names: at most 1024 + 256 strings, the 1 MiB name table, the TVM
+//! decoder's tile of at most 128 lanes x 520 rows, rayon and thread-local setup, error
+//! strings). A decoder that ever allocates from a header field
 //! without checking it against the input (a 2^26-lane `Vec` from a 64-byte buffer) breaks
 //! this by orders of magnitude.
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -126,12 +126,13 @@ struct Tile {
 }
 
 impl Tile {
-    /// A tile for a buffer of `rows` rows (smaller than the largest for short buffers).
-    fn new(rows: usize) -> Tile {
+    /// A tile for `lanes` lanes of `rows` rows (smaller than the largest for small
+    /// buffers).
+    fn new(rows: usize, lanes: usize) -> Tile {
         let rows = rows.clamp(1, TILE_ROWS);
         let stride = rows + TILE_PAD;
         Tile {
-            words: vec![0; SWEEP_LANES * stride],
+            words: vec![0; lanes.clamp(1, SWEEP_LANES) * stride],
             rows,
             stride,
             len: [0; SWEEP_LANES],
@@ -276,7 +277,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
         let mut done = ChunkDone::default();
         let out = &mut chunk.out;
         let rows = body.len().div_ceil(stride);
-        let mut tile = Tile::new(rows);
+        let mut tile = Tile::new(rows, r.len());
         for g in r.clone().step_by(SWEEP_LANES) {
             let ge = (g + SWEEP_LANES).min(r.end);
             for row0 in (0..rows).step_by(tile.rows) {
