@@ -20,8 +20,7 @@
 use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions};
-use crate::model::Ns;
-use crate::model::{Lane, Names, Source, Trace, WireFormat};
+use crate::model::{Lane, Names, Ns, Source, Trace, WireFormat};
 use ikp_device::wire::{self, lane, Kind};
 use ikp_device::{Header, TimerMode};
 use rayon::prelude::*;
@@ -127,7 +126,7 @@ impl Prepared<'_> {
     }
 
     /// [`Prepared::decode_lanes`], reusing the memory of `reuse`'s columns.
-    pub fn decode_lanes_reusing(
+    fn decode_lanes_reusing(
         &self,
         lanes: std::ops::Range<usize>,
         reuse: Recycled,
@@ -171,9 +170,8 @@ impl Prepared<'_> {
                         out,
                     )
                 } else {
-                    let gt = Globaltimer;
                     walk(
-                        LaneWalk::new(l, info.start_gt, gt, start),
+                        LaneWalk::new(l, info.start_gt, Globaltimer, start),
                         events,
                         counters,
                         out,
