@@ -312,14 +312,7 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
         }
         info.n = events.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
     }
-    // Branch-free sums rather than a histogram indexed by kind, so the loop vectorizes.
-    let (mut spans, mut insts, mut samps) = (0usize, 0usize, 0usize);
-    for &w in &events[..info.n] {
-        let kind = w as u32 & wire::KIND_MASK;
-        spans += usize::from(kind == Kind::Begin as u32);
-        insts += usize::from(kind == Kind::Instant as u32);
-        samps += usize::from(kind == Kind::Meta as u32);
-    }
+    let (spans, insts, samps) = count_kinds(&events[..info.n]);
     info.caps = Caps {
         spans,
         insts,
@@ -351,6 +344,29 @@ fn walk<C: Clock>(
         cur: w.cur,
         unknown: run.unknown,
     }
+}
+
+/// Begins, instants and meta records among `events`. The kinds are two bits, so three
+/// sums of bits give all four counts (ends are the rest): `b0` (set in ends and metas),
+/// `b1` (instants and metas) and `b0 & b1` (metas). Plain masked adds of whole words,
+/// which vectorize without unpacking the tags.
+fn count_kinds(events: &[u64]) -> (usize, usize, usize) {
+    const _: () = assert!(
+        wire::KIND_MASK == 3
+            && Kind::Begin as u32 == 0
+            && Kind::End as u32 == 1
+            && Kind::Instant as u32 == 2
+            && Kind::Meta as u32 == 3
+    );
+    let (mut b0, mut b1, mut both) = (0u64, 0u64, 0u64);
+    for &w in events {
+        b0 += w & 1;
+        b1 += w & 2;
+        both += w & (w >> 1) & 1;
+    }
+    let (b0, b1, metas) = (b0 as usize, (b1 >> 1) as usize, both as usize);
+    let begins = events.len() + metas - b0 - b1;
+    (begins, b1 - metas, metas)
 }
 
 /// `(ns, cycles)` elapsed between a finalized lane's start and end, if usable.
