@@ -218,7 +218,16 @@ impl<C: Clock> LaneWalk<C> {
             begin: &mut out.unmatched_begin,
             end: &mut out.unmatched_end,
         };
-        let s = &mut span_cols!(out);
+        // The span columns as locals, not fields of a struct whose address the cold path
+        // takes: that would keep every pointer and length in memory, reloaded per record.
+        let SpanCols {
+            lane: s_lane,
+            region: s_region,
+            depth: s_depth,
+            payload: s_payload,
+            begin: s_begin,
+            end: s_end,
+        } = span_cols!(out);
         for (j, &w) in words.iter().enumerate() {
             let (tag, hi) = (w as u32, (w >> 32) as u32);
             let kind = tag & KIND_MASK;
@@ -243,24 +252,37 @@ impl<C: Clock> LaneWalk<C> {
             match kind {
                 0 => {
                     let k = cur.span;
-                    s.region[k] = region;
-                    s.depth[k] = depth.min(HOLE as usize - 1) as u16;
-                    // Written even when it is always 0 (TVM): an unmatched begin reports
-                    // its payload before the run ends.
-                    s.payload[k] = payload;
-                    s.begin[k] = t;
-                    s.end[k] = top as u64;
+                    s_region[k] = region;
+                    s_depth[k] = depth.min(HOLE as usize - 1) as u16;
+                    if !TVM {
+                        s_payload[k] = payload;
+                    }
+                    s_begin[k] = t;
+                    s_end[k] = top as u64;
                     top = k;
                     depth += 1;
                     cur.span = k + 1;
                 }
                 1 => {
-                    if top != NONE && s.region[top] == region {
-                        let parent = s.end[top] as usize;
-                        s.end[top] = t;
+                    if top != NONE && s_region[top] == region {
+                        let parent = s_end[top] as usize;
+                        s_end[top] = t;
                         top = parent;
                         depth -= 1;
                     } else {
+                        if TVM {
+                            // The run's payloads are filled at its end, but an unmatched
+                            // begin of this run may be reported now.
+                            s_payload[first.span..cur.span].fill(0);
+                        }
+                        let s = &mut SpanCols {
+                            lane: &mut *s_lane,
+                            region: &mut *s_region,
+                            depth: &mut *s_depth,
+                            payload: &mut *s_payload,
+                            begin: &mut *s_begin,
+                            end: &mut *s_end,
+                        };
                         (top, depth) = unmatched.end(lane, s, top, depth, region, payload, t);
                     }
                 }
@@ -281,10 +303,11 @@ impl<C: Clock> LaneWalk<C> {
         }
         // Columns that are the same on every row of the run are filled afterwards, while
         // the rows are still in cache: fewer stores and live pointers in the loop.
-        s.lane[first.span..cur.span].fill(lane);
+        s_lane[first.span..cur.span].fill(lane);
         i_lane[first.inst..cur.inst].fill(lane);
         c_lane[first.samp..cur.samp].fill(lane);
         if TVM {
+            s_payload[first.span..cur.span].fill(0);
             i_payload[first.inst..cur.inst].fill(0);
         }
         (self.prev_ticks, self.prev_lo, self.last_ns) = (ticks, prev_lo, last);

@@ -71,10 +71,16 @@ struct Count {
     first_lo: Option<u32>,
 }
 
-/// Records of one lane by kind (begin, end, instant, finalize) within a band of rows.
-type Kinds = [u32; 4];
+/// Per-lane tallies of a band of rows, one array per quantity (so that the counting loop
+/// adds whole rows of lanes at once, which vectorizes).
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    begins: Vec<u32>,
+    insts: Vec<u32>,
+    records: Vec<u32>,
+}
 
-/// Rows counted by one [`count_rows`] call at most, so that its [`Kinds`] cannot overflow.
+/// Rows counted by one [`count_rows`] call at most, so that its [`Tally`] cannot overflow.
 const BAND_ROWS_MAX: usize = u32::MAX as usize;
 
 /// Lanes gathered into one [`Tile`]: their slots of one row are 1 KiB of contiguous memory.
@@ -140,57 +146,154 @@ impl Tile {
     }
 
     /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
-    /// `row0..row0 + self.rows`, prefetching [`PREFETCH_ROWS`] rows ahead. Out of line,
-    /// like the walk, so neither loop shares its registers with the other.
+    /// `row0..row0 + self.rows`, zero slots included (the walk skips them), prefetching
+    /// [`PREFETCH_ROWS`] rows ahead. Out of line, like the walk, so neither loop shares
+    /// its registers with the other.
     #[inline(never)]
-    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, row0: usize) {
-        let n = lanes.len();
-        self.len[..n].fill(0);
-        for row in row0..row0 + self.rows {
-            let lo = row * stride + lanes.start;
-            if lo >= body.len() {
-                break;
-            }
+    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, rows: Range<usize>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { self.gather_avx2(body, stride, lanes, rows) };
+        }
+        self.gather_any(body, stride, lanes, rows)
+    }
+
+    /// [`Tile::gather_any`] compiled for AVX2 (its 4 x 4 blocks become register
+    /// shuffles).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn gather_avx2(
+        &mut self,
+        body: &[u64],
+        stride: usize,
+        lanes: Range<usize>,
+        rows: Range<usize>,
+    ) {
+        self.gather_any(body, stride, lanes, rows)
+    }
+
+    #[inline(always)]
+    fn gather_any(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, rows: Range<usize>) {
+        let (n, row0) = (lanes.len(), rows.start);
+        let rows = (body.len().saturating_sub(row0 * stride + lanes.start))
+            .div_ceil(stride)
+            .min(self.rows)
+            .min(rows.len());
+        self.len[..n].fill(rows);
+        let st = self.stride;
+        let t = &mut self.words[..n * st];
+        // Rows whose slots of all `lanes` are in the body.
+        let full = (body.len().checked_sub(lanes.end))
+            .map_or(0, |spare| (spare / stride + 1).saturating_sub(row0))
+            .min(rows);
+        let mut r = 0;
+        while r + 4 <= full {
+            let lo = (row0 + r) * stride + lanes.start;
             let ahead = lo + PREFETCH_ROWS * stride;
-            if ahead < body.len() {
-                let end = (ahead + n).min(body.len());
-                body[ahead..end].iter().step_by(8).for_each(prefetch);
+            for q in 0..4 {
+                let a = ahead + q * stride;
+                if a < body.len() {
+                    body[a..(a + n).min(body.len())]
+                        .iter()
+                        .step_by(8)
+                        .for_each(prefetch);
+                }
             }
-            let hi = (lo + n).min(body.len());
-            for (i, &w) in body[lo..hi].iter().enumerate() {
-                // Branch-free: a zero slot is written and not counted.
-                let k = self.len[i];
-                self.words[i * self.stride + k] = w;
-                self.len[i] = k + usize::from(w != 0);
+            let src: [&[u64]; 4] = std::array::from_fn(|q| &body[lo + q * stride..][..n]);
+            let mut i = 0;
+            while i + 4 <= n {
+                // A 4 x 4 block: four slots of four rows in, four rows of four lanes out.
+                let b: [[u64; 4]; 4] =
+                    std::array::from_fn(|q| src[q][i..i + 4].try_into().unwrap());
+                for j in 0..4 {
+                    t[(i + j) * st + r..][..4]
+                        .copy_from_slice(&[b[0][j], b[1][j], b[2][j], b[3][j]]);
+                }
+                i += 4;
+            }
+            for i in i..n {
+                for q in 0..4 {
+                    t[i * st + r + q] = src[q][i];
+                }
+            }
+            r += 4;
+        }
+        // The last rows, one slot at a time (a slot past the body's end reads as empty).
+        for r in r..rows {
+            let lo = (row0 + r) * stride + lanes.start;
+            for i in 0..n {
+                t[i * st + r] = body.get(lo + i).copied().unwrap_or(0);
             }
         }
     }
 
-    /// The gathered records of the `i`-th lane of the tile.
-    fn lane(&self, i: usize) -> &[u64] {
-        &self.words[i * self.stride..i * self.stride + self.len[i]]
+    /// The records of the `i`-th lane of the tile: its gathered slots without the empty
+    /// ones (compacted in place: empty slots are rare between records, and a lane that
+    /// records less than others ends in a run of them).
+    fn lane(&mut self, i: usize) -> &[u64] {
+        let col = &mut self.words[i * self.stride..][..self.len[i]];
+        let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
+        let col = &mut col[..end];
+        if !col.contains(&0) {
+            return col;
+        }
+        let mut k = 0;
+        for j in 0..end {
+            let w = col[j];
+            col[k] = w;
+            k += usize::from(w != 0);
+        }
+        &col[..k]
     }
 }
 
-/// The counting pass over rows `rows` (all lanes, in memory order): per lane, its records
-/// by kind. Checks that every record sits in its own lane's column.
-fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Kinds>, DecodeError> {
+/// The counting pass over rows `rows` (all lanes, in memory order): per lane, its begins,
+/// instants and records. Checks that every record sits in its own lane's column.
+fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { count_rows_avx2(body, stride, rows) };
+    }
+    count_rows_any(body, stride, rows)
+}
+
+/// [`count_rows_any`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn count_rows_avx2(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
+    count_rows_any(body, stride, rows)
+}
+
+#[inline(always)]
+fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
     // Lanes past the end of a short body have no slot: a header may claim up to 2^20 lanes
     // over a few words, and the counts are sized by what the body can hold.
-    let mut c = vec![[0u32; 4]; stride.min(body.len())];
+    let n = stride.min(body.len());
+    let mut t = Tally {
+        begins: vec![0; n],
+        insts: vec![0; n],
+        records: vec![0; n],
+    };
     let first = rows.start * stride;
     let end = (rows.end * stride).min(body.len());
     for (r, row) in body[first..end].chunks(stride).enumerate() {
-        // Branch-free per slot (record kinds follow no pattern a predictor could learn
-        // here, and zero slots are counted as nothing); a misplaced record is looked for
+        // Branch-free per slot, so that it vectorizes; a misplaced record is looked for
         // only in a row known to hold one.
-        let mut misplaced = false;
-        for (l, (&w, c)) in row.iter().zip(c.iter_mut()).enumerate() {
-            let (tag, used) = (w as u32, w != 0);
-            misplaced |= used & ((tag >> LANE_SHIFT) as usize != l);
-            c[(tag & 3) as usize] += u32::from(used);
+        let m = row.len();
+        let (b, i, c) = (&mut t.begins[..m], &mut t.insts[..m], &mut t.records[..m]);
+        let mut misplaced = 0u64;
+        for l in 0..m {
+            let w = row[l];
+            let used = u64::from(w != 0);
+            let kind = w & 3;
+            misplaced |= used & u64::from((w >> LANE_SHIFT) & ((1 << LANE_BITS) - 1) != l as u64);
+            b[l] += (used & u64::from(kind == 0)) as u32;
+            i[l] += u32::from(kind == 2);
+            c[l] += used as u32;
         }
-        if misplaced {
+        if misplaced != 0 {
             let (l, &w) = (row.iter().enumerate())
                 .find(|&(l, &w)| w != 0 && (w as u32 >> LANE_SHIFT) as usize != l)
                 .expect("the row holds a misplaced record");
@@ -203,7 +306,7 @@ fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Vec<Kin
             });
         }
     }
-    Ok(c)
+    Ok(t)
 }
 
 /// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
@@ -221,17 +324,23 @@ fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, Deco
         .clamp(1, BAND_ROWS_MAX);
     let starts: Vec<usize> = (0..rows).step_by(step).collect();
     let band = |r0: usize| count_rows(body, stride, r0..(r0 + step).min(rows));
-    let parts: Vec<Vec<Kinds>> = if parallel {
-        starts.into_par_iter().map(band).collect::<Result<_, _>>()?
+    let parts: Vec<Tally> = if parallel {
+        starts
+            .par_iter()
+            .map(|&r0| band(r0))
+            .collect::<Result<_, _>>()?
     } else {
-        starts.into_iter().map(band).collect::<Result<_, _>>()?
+        starts
+            .iter()
+            .map(|&r0| band(r0))
+            .collect::<Result<_, _>>()?
     };
     let mut total = vec![Count::default(); stride.min(body.len())];
     for part in parts {
-        for (t, k) in total.iter_mut().zip(part) {
-            t.begins += k[0] as usize;
-            t.insts += k[2] as usize;
-            t.records += k.iter().map(|&n| n as usize).sum::<usize>();
+        for (l, t) in total.iter_mut().enumerate() {
+            t.begins += part.begins[l] as usize;
+            t.insts += part.insts[l] as usize;
+            t.records += part.records[l] as usize;
         }
     }
     // A lane's first record is in row 0 unless the lane is empty or has gaps.
@@ -281,7 +390,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
         for g in r.clone().step_by(SWEEP_LANES) {
             let ge = (g + SWEEP_LANES).min(r.end);
             for row0 in (0..rows).step_by(tile.rows) {
-                tile.gather(body, stride, g..ge, row0);
+                tile.gather(body, stride, g..ge, row0..rows);
                 for l in g..ge {
                     let k = l - r.start;
                     let recs = tile.lane(l - g);
@@ -375,7 +484,83 @@ fn shared_base(firsts: impl Iterator<Item = u32>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::shared_base;
+    use super::{count_rows, count_rows_any, pack, shared_base, Tile};
+
+    /// A body of `lanes` lanes (some records missing, some lanes ending early) cut off
+    /// `short` slots before the end of its last row.
+    fn ragged(lanes: usize, rows: usize, short: usize) -> Vec<u64> {
+        let mut body = vec![0u64; lanes * rows - short];
+        for (k, w) in body.iter_mut().enumerate() {
+            let (row, lane) = (k / lanes, k % lanes);
+            let hole = (row * 7 + lane * 3) % 11 == 0 || row + lane % 4 * 2 > rows;
+            if !hole {
+                *w = pack(
+                    1000 + row as u32,
+                    lane as u32,
+                    (row % 5) as u32,
+                    (row % 3) as u32,
+                );
+            }
+        }
+        body
+    }
+
+    #[test]
+    fn gathered_lanes_hold_their_records_in_order() {
+        // Odd lane counts and row counts exercise the 4 x 4 blocks' edges and the slots
+        // past the body's end; both the dispatching and the portable gather are checked.
+        for (lanes, rows, short) in [(7, 9, 3), (4, 4, 0), (130, 13, 5), (1, 6, 0), (9, 1, 2)] {
+            let body = ragged(lanes, rows, short);
+            for portable in [false, true] {
+                for g in (0..lanes).step_by(super::SWEEP_LANES) {
+                    let ge = (g + super::SWEEP_LANES).min(lanes);
+                    let mut tile = Tile::new(5, ge - g);
+                    for row0 in (0..rows).step_by(tile.rows) {
+                        if portable {
+                            tile.gather_any(&body, lanes, g..ge, row0..rows);
+                        } else {
+                            tile.gather(&body, lanes, g..ge, row0..rows);
+                        }
+                        for l in g..ge {
+                            let want: Vec<u64> = (row0..(row0 + tile.rows).min(rows))
+                                .filter_map(|r| body.get(r * lanes + l).copied())
+                                .filter(|&w| w != 0)
+                                .collect();
+                            assert_eq!(tile.lane(l - g), want, "lane {l} rows {row0}..");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counting_tallies_kinds_per_lane_and_finds_misplaced_records() {
+        for (lanes, rows, short) in [(7, 9, 3), (130, 13, 5), (1, 6, 0)] {
+            let mut body = ragged(lanes, rows, short);
+            let all = 0..rows;
+            let t = count_rows(&body, lanes, all.clone()).unwrap();
+            let p = count_rows_any(&body, lanes, all.clone()).unwrap();
+            for l in 0..lanes {
+                let recs: Vec<u64> = body[l..].iter().step_by(lanes).copied().collect();
+                let of = |k: u64| recs.iter().filter(|&&w| w != 0 && w & 3 == k).count() as u32;
+                let used = recs.iter().filter(|&&w| w != 0).count() as u32;
+                assert_eq!(
+                    (t.begins[l], t.insts[l], t.records[l]),
+                    (of(0), of(2), used)
+                );
+                assert_eq!(
+                    (p.begins[l], p.insts[l], p.records[l]),
+                    (of(0), of(2), used)
+                );
+            }
+            // A record in the next lane's column.
+            let k = body.len() - 1 - (body.len() - 1) % lanes;
+            body[k] = pack(5, (lanes as u32 + 1) % (1 << 20), 0, 0);
+            assert!(count_rows(&body, lanes, all.clone()).is_err());
+            assert!(count_rows_any(&body, lanes, all).is_err());
+        }
+    }
 
     #[test]
     fn shared_base_picks_the_stamp_after_the_largest_gap() {
