@@ -150,8 +150,8 @@ pub struct Run {
 pub struct LaneWalk<C> {
     /// Lane id.
     pub lane: u32,
+    /// Unwrapped ticks of the last stamp (its low 32 bits are that stamp).
     prev_ticks: u64,
-    prev_lo: u32,
     clock: C,
     /// Time of the last timed record (the lane start before any).
     pub last_ns: Ns,
@@ -169,7 +169,6 @@ impl<C: Clock> LaneWalk<C> {
         LaneWalk {
             lane,
             prev_ticks: anchor_ticks,
-            prev_lo: anchor_ticks as u32,
             clock,
             last_ns: clock.ns(anchor_ticks),
             cur,
@@ -196,7 +195,7 @@ impl<C: Clock> LaneWalk<C> {
     ) -> Run {
         use ikp_device::wire::{MetaKind, KIND_MASK, PAYLOAD_SHIFT, REGION_MASK, REGION_SHIFT};
         let (lane, clock) = (self.lane, self.clock);
-        let (mut ticks, mut prev_lo, mut last) = (self.prev_ticks, self.prev_lo, self.last_ns);
+        let (mut ticks, mut last) = (self.prev_ticks, self.last_ns);
         let (mut top, mut depth, mut cur) = (self.top, self.depth, self.cur);
         let mut run = Run::default();
         let first = cur;
@@ -245,8 +244,7 @@ impl<C: Clock> LaneWalk<C> {
                 }
                 continue;
             }
-            ticks = ticks.wrapping_add(hi.wrapping_sub(prev_lo) as u64);
-            prev_lo = hi;
+            ticks = ticks.wrapping_add(hi.wrapping_sub(ticks as u32) as u64);
             let t = clock.ns(ticks);
             last = t;
             match kind {
@@ -310,7 +308,7 @@ impl<C: Clock> LaneWalk<C> {
             s_payload[first.span..cur.span].fill(0);
             i_payload[first.inst..cur.inst].fill(0);
         }
-        (self.prev_ticks, self.prev_lo, self.last_ns) = (ticks, prev_lo, last);
+        (self.prev_ticks, self.last_ns) = (ticks, last);
         (self.top, self.depth, self.cur) = (top, depth, cur);
         run
     }
