@@ -110,6 +110,8 @@ fn prefetch(w: &u64) {
 /// L2 and gives each lane's walk long runs. The tile sizes were chosen by measurement on
 /// the 5 M-record benchmark buffer (BENCHMARKS.md): 64 x 64 (L1-sized) ran at 86 M
 /// records/s, 128 x 512 at 114 M records/s, and tiles of 1 MiB or more were slower again.
+/// With the block gather, 128 x 512 is still the best: 64 x 512 is as fast, 128 x 1024 is
+/// 6 % slower, 128 x 256 and 256 x 512 are about 15 % slower.
 const TILE_ROWS: usize = 512;
 
 /// Padding between two lanes of a [`Tile`]: one cache line, so that the lanes' rows (a
@@ -118,7 +120,7 @@ const TILE_ROWS: usize = 512;
 const TILE_PAD: usize = 8;
 
 /// A blocked transpose of the buffer: [`TILE_ROWS`] rows of up to [`SWEEP_LANES`] lanes,
-/// each lane's non-zero slots gathered contiguously. Walking a lane's records one after
+/// each lane's slots in row order. Walking a lane's records one after
 /// the other (as in a native buffer) lets the branch predictor learn the lane's pattern;
 /// walking them in memory order, lane after lane within each row, mispredicts most record
 /// kinds (measured: the walk took twice as long).
@@ -128,7 +130,8 @@ struct Tile {
     rows: usize,
     /// Words from one lane's slots to the next lane's.
     stride: usize,
-    len: [usize; SWEEP_LANES],
+    /// Rows of the last gather.
+    len: usize,
 }
 
 impl Tile {
@@ -141,12 +144,12 @@ impl Tile {
             words: vec![0; lanes.clamp(1, SWEEP_LANES) * stride],
             rows,
             stride,
-            len: [0; SWEEP_LANES],
+            len: 0,
         }
     }
 
     /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
-    /// `row0..row0 + self.rows`, zero slots included (the walk skips them), prefetching
+    /// `rows` (at most `self.rows` of them), empty slots included, prefetching
     /// [`PREFETCH_ROWS`] rows ahead. Out of line, like the walk, so neither loop shares
     /// its registers with the other.
     #[inline(never)]
@@ -180,7 +183,7 @@ impl Tile {
             .div_ceil(stride)
             .min(self.rows)
             .min(rows.len());
-        self.len[..n].fill(rows);
+        self.len = rows;
         let st = self.stride;
         let t = &mut self.words[..n * st];
         // Rows whose slots of all `lanes` are in the body.
@@ -232,7 +235,7 @@ impl Tile {
     /// ones (compacted in place: empty slots are rare between records, and a lane that
     /// records less than others ends in a run of them).
     fn lane(&mut self, i: usize) -> &[u64] {
-        let col = &mut self.words[i * self.stride..][..self.len[i]];
+        let col = &mut self.words[i * self.stride..][..self.len];
         let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
         let col = &mut col[..end];
         if !col.contains(&0) {
