@@ -247,6 +247,46 @@ fn tvm_format_pairs_nested_regions_and_unwraps_with_a_shared_base() {
 }
 
 #[test]
+fn tvm_lanes_longer_than_a_tile_pair_across_tiles_and_count_every_record_after_finalize() {
+    // 1,100 records per lane (the decoder walks 512 rows of a lane at a time) and 300
+    // empty rows below them. Lane 0 finalizes early, lane 1 late, lane 2 never; lane 1
+    // holds a span that straddles the first tile boundary and one with a hole inside.
+    let (rows, lanes_n) = (1100u32, 3u32);
+    let mut lanes: Vec<Vec<u64>> = (0..lanes_n)
+        .map(|l| {
+            (0..rows)
+                .map(|k| pack(1000 + 10 * k, l, 1 + k % 2, 2)) // instants
+                .collect()
+        })
+        .collect();
+    lanes[0][10] = pack(1100, 0, 0, 3);
+    lanes[1][505] = pack(6050, 1, 7, 0);
+    lanes[1][515] = pack(6150, 1, 7, 1);
+    lanes[1][700] = pack(8000, 1, 0, 3);
+    lanes[2][600] = pack(7000, 2, 8, 0);
+    lanes[2][604] = pack(7040, 2, 8, 1);
+    let mut words = tvm(1, lanes_n, &lanes);
+    words.resize(words.len() + 300 * lanes_n as usize, 0);
+    // A hole between lane 2's begin and end.
+    words[1 + 2 + 602 * lanes_n as usize] = 0;
+    for single_threaded in [true, false] {
+        let opts = DecodeOptions {
+            single_threaded,
+            ..Default::default()
+        };
+        let t = decode_words(&words, &opts).unwrap();
+        let d = &t.diagnostics;
+        assert_eq!(d.after_finalize, (1099 - 10) + (1099 - 700));
+        assert_eq!(d.unfinalized_lanes, 1);
+        let b = t.source.time_base;
+        assert_eq!(spans(&t, 1), [(7, 0, 0, 6050 - 1000 + b, 6150 - 1000 + b)]);
+        assert_eq!(spans(&t, 2), [(8, 0, 0, 7000 - 1000 + b, 7040 - 1000 + b)]);
+        let inst = |p: usize| t.lanes[p].instants.len();
+        assert_eq!((inst(0), inst(1), inst(2)), (10, 698, 1097));
+    }
+}
+
+#[test]
 fn names_file_names_tvm_regions() {
     let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0), pack(9, 0, 1, 1)]]);
     let opts = DecodeOptions {

@@ -142,10 +142,11 @@ pub struct Run {
 /// One lane being walked.
 ///
 /// The pairing stack lives in the span columns themselves: a begin writes its row at once
-/// (region, depth, payload, begin; the lane column is filled for a whole run afterwards)
-/// and parks the slot of the enclosing open begin in its `end` cell; the matching end
-/// reads that link back and overwrites it with its time. So a begin / end pair costs six
-/// stores and two loads, with no stack to grow.
+/// (region, depth, payload, begin; the lane column, and the TVM format's payloads, which
+/// are all 0, are filled for a whole run afterwards) and parks the slot of the enclosing
+/// open begin in its `end` cell; the matching end reads that link back and overwrites it
+/// with its time. So a begin / end pair costs six stores (five in the TVM format) and two
+/// loads, with no stack to grow.
 #[derive(Debug)]
 pub struct LaneWalk<C> {
     /// Lane id.
