@@ -538,6 +538,10 @@ proptest! {
         }
         let t = decode_words(&w, &DecodeOptions::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+        // The one-thread decode (which counts each strip of lanes as it walks them)
+        // agrees with the decode that counts every lane first.
+        let one = DecodeOptions { single_threaded: true, ..Default::default() };
+        prop_assert_eq!(&decode_words(&w, &one).unwrap(), &t);
         // Times come back relative to the 2^32 period of the earliest first stamp.
         let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;
         let want: Vec<_> = want.into_iter().map(|(id, mut e, start, end, fin, n)| {

@@ -120,6 +120,149 @@ pub struct Assembled {
     pub diag: Diagnostics,
 }
 
+/// The output columns of a decode, before compaction.
+#[derive(Debug)]
+struct Columns {
+    spans: Spans,
+    instants: Instants,
+    samples: CounterSamples,
+}
+
+impl Columns {
+    /// `reuse`'s columns, each `n` rows long (see [`sized`]).
+    fn sized(reuse: Recycled, n: Cursor) -> Columns {
+        let Recycled {
+            spans: s,
+            instants: i,
+            samples: c,
+        } = reuse;
+        Columns {
+            spans: Spans {
+                lane: sized(s.lane, n.span),
+                region: sized(s.region, n.span),
+                depth: sized(s.depth, n.span),
+                payload: sized(s.payload, n.span),
+                begin: sized(s.begin, n.span),
+                end: sized(s.end, n.span),
+            },
+            instants: Instants {
+                lane: sized(i.lane, n.inst),
+                region: sized(i.region, n.inst),
+                payload: sized(i.payload, n.inst),
+                ts: sized(i.ts, n.inst),
+            },
+            samples: CounterSamples {
+                lane: sized(c.lane, n.samp),
+                counter: sized(c.counter, n.samp),
+                ts: sized(c.ts, n.samp),
+                value: sized(c.value, n.samp),
+            },
+        }
+    }
+
+    /// Lengthens the columns shorter than `n` rows (keeping their rows).
+    fn grow(&mut self, n: Cursor) {
+        fn at_least<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
+            if v.len() < n {
+                v.resize(n, T::default());
+            }
+        }
+        let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
+        at_least(&mut s.lane, n.span);
+        at_least(&mut s.region, n.span);
+        at_least(&mut s.depth, n.span);
+        at_least(&mut s.payload, n.span);
+        at_least(&mut s.begin, n.span);
+        at_least(&mut s.end, n.span);
+        at_least(&mut i.lane, n.inst);
+        at_least(&mut i.region, n.inst);
+        at_least(&mut i.payload, n.inst);
+        at_least(&mut i.ts, n.inst);
+        at_least(&mut c.lane, n.samp);
+        at_least(&mut c.counter, n.samp);
+        at_least(&mut c.ts, n.samp);
+        at_least(&mut c.value, n.samp);
+    }
+
+    /// Every row from `from` on, as output slices.
+    fn out_from(&mut self, from: Cursor) -> ChunkOut<'_> {
+        let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
+        ChunkOut {
+            s_lane: &mut s.lane[from.span..],
+            s_region: &mut s.region[from.span..],
+            s_depth: &mut s.depth[from.span..],
+            s_payload: &mut s.payload[from.span..],
+            s_begin: &mut s.begin[from.span..],
+            s_end: &mut s.end[from.span..],
+            i_lane: &mut i.lane[from.inst..],
+            i_region: &mut i.region[from.inst..],
+            i_payload: &mut i.payload[from.inst..],
+            i_ts: &mut i.ts[from.inst..],
+            c_lane: &mut c.lane[from.samp..],
+            c_counter: &mut c.counter[from.samp..],
+            c_ts: &mut c.ts[from.samp..],
+            c_value: &mut c.value[from.samp..],
+            ..Default::default()
+        }
+    }
+
+    /// Joins the chunks' lanes and diagnostics (in chunk order) and closes the holes.
+    fn assemble(mut self, dones: Vec<ChunkDone>) -> Assembled {
+        let mut lanes = Vec::new();
+        let mut diag = Diagnostics::default();
+        for d in dones {
+            lanes.extend(d.lanes);
+            diag.unmatched_begin.extend(d.diag.unmatched_begin);
+            diag.unmatched_end.extend(d.diag.unmatched_end);
+            diag.after_finalize += d.diag.after_finalize;
+            diag.unfinalized_lanes += d.diag.unfinalized_lanes;
+            diag.unknown_records += d.diag.unknown_records;
+        }
+        let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
+        compact(&mut lanes, s, i, c);
+        Assembled {
+            lanes,
+            spans: self.spans,
+            instants: self.instants,
+            samples: self.samples,
+            diag,
+        }
+    }
+}
+
+/// Where each lane of `caps` starts relative to the first, and their total.
+fn starts(caps: &[Caps]) -> (Vec<Cursor>, Cursor) {
+    let mut starts = Vec::with_capacity(caps.len());
+    let mut n = Cursor::default();
+    for c in caps {
+        starts.push(n);
+        n.span += c.spans;
+        n.inst += c.insts;
+        n.samp += c.samps;
+    }
+    (starts, n)
+}
+
+/// `a + b`, row counts of each table.
+fn plus(a: Cursor, b: Cursor) -> Cursor {
+    Cursor {
+        span: a.span + b.span,
+        inst: a.inst + b.inst,
+        samp: a.samp + b.samp,
+    }
+}
+
+/// Walks `chunk` with `walk` and takes the unmatched records out of its output.
+fn walk_chunk<F>(walk: F, chunk: &mut Chunk<'_>) -> Result<ChunkDone, DecodeError>
+where
+    F: FnOnce(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError>,
+{
+    let mut d = walk(chunk)?;
+    d.diag.unmatched_begin = std::mem::take(&mut chunk.out.unmatched_begin);
+    d.diag.unmatched_end = std::mem::take(&mut chunk.out.unmatched_end);
+    Ok(d)
+}
+
 /// Allocates, walks every chunk with `walk`, compacts and orders.
 pub fn run<F>(
     caps: &[Caps],
@@ -130,67 +273,15 @@ pub fn run<F>(
 where
     F: Fn(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError> + Sync,
 {
-    let tot = caps.iter().fold(Cursor::default(), |a, c| Cursor {
-        span: a.span + c.spans,
-        inst: a.inst + c.insts,
-        samp: a.samp + c.samps,
-    });
-    let Recycled {
-        spans: s,
-        instants: i,
-        samples: c,
-    } = reuse;
-    let mut spans = Spans {
-        lane: sized(s.lane, tot.span),
-        region: sized(s.region, tot.span),
-        depth: sized(s.depth, tot.span),
-        payload: sized(s.payload, tot.span),
-        begin: sized(s.begin, tot.span),
-        end: sized(s.end, tot.span),
-    };
-    let mut instants = Instants {
-        lane: sized(i.lane, tot.inst),
-        region: sized(i.region, tot.inst),
-        payload: sized(i.payload, tot.inst),
-        ts: sized(i.ts, tot.inst),
-    };
-    let mut samples = CounterSamples {
-        lane: sized(c.lane, tot.samp),
-        counter: sized(c.counter, tot.samp),
-        ts: sized(c.ts, tot.samp),
-        value: sized(c.value, tot.samp),
-    };
-
+    let tot = starts(caps).1;
+    let mut cols = Columns::sized(reuse, tot);
     let ranges = chunk_ranges(caps, parallel);
-    let dones: Vec<Result<ChunkDone, DecodeError>> = {
-        let mut rest = ChunkOut {
-            s_lane: &mut spans.lane,
-            s_region: &mut spans.region,
-            s_depth: &mut spans.depth,
-            s_payload: &mut spans.payload,
-            s_begin: &mut spans.begin,
-            s_end: &mut spans.end,
-            i_lane: &mut instants.lane,
-            i_region: &mut instants.region,
-            i_payload: &mut instants.payload,
-            i_ts: &mut instants.ts,
-            c_lane: &mut samples.lane,
-            c_counter: &mut samples.counter,
-            c_ts: &mut samples.ts,
-            c_value: &mut samples.value,
-            ..Default::default()
-        };
+    let dones: Result<Vec<ChunkDone>, DecodeError> = {
+        let mut rest = cols.out_from(Cursor::default());
         let mut chunks = Vec::with_capacity(ranges.len());
         let mut base = Cursor::default();
         for r in ranges {
-            let mut starts = Vec::with_capacity(r.len());
-            let mut n = Cursor::default();
-            for c in &caps[r.clone()] {
-                starts.push(n);
-                n.span += c.spans;
-                n.inst += c.insts;
-                n.samp += c.samps;
-            }
+            let (starts, n) = starts(&caps[r.clone()]);
             let (out, tail) = split(rest, n);
             rest = tail;
             chunks.push(Chunk {
@@ -199,68 +290,70 @@ where
                 starts,
                 out,
             });
-            base.span += n.span;
-            base.inst += n.inst;
-            base.samp += n.samp;
+            base = plus(base, n);
         }
-        let dones: Vec<Result<(ChunkDone, Vec<_>, Vec<_>), DecodeError>> = if chunks.len() > 1 {
+        if chunks.len() > 1 {
             chunks
                 .par_iter_mut()
-                .map(|c| {
-                    walk(c).map(|d| {
-                        (
-                            d,
-                            std::mem::take(&mut c.out.unmatched_begin),
-                            std::mem::take(&mut c.out.unmatched_end),
-                        )
-                    })
-                })
+                .map(|c| walk_chunk(&walk, c))
                 .collect()
         } else {
-            chunks
-                .iter_mut()
-                .map(|c| {
-                    walk(c).map(|d| {
-                        (
-                            d,
-                            std::mem::take(&mut c.out.unmatched_begin),
-                            std::mem::take(&mut c.out.unmatched_end),
-                        )
-                    })
-                })
-                .collect()
-        };
-        dones
-            .into_iter()
-            .map(|r| {
-                r.map(|(mut d, ub, ue)| {
-                    d.diag.unmatched_begin = ub;
-                    d.diag.unmatched_end = ue;
-                    d
-                })
-            })
-            .collect()
+            chunks.iter_mut().map(|c| walk_chunk(&walk, c)).collect()
+        }
     };
+    Ok(cols.assemble(dones?))
+}
 
-    let mut lanes = Vec::new();
-    let mut diag = Diagnostics::default();
-    for d in dones {
-        let d = d?;
-        lanes.extend(d.lanes);
-        diag.unmatched_begin.extend(d.diag.unmatched_begin);
-        diag.unmatched_end.extend(d.diag.unmatched_end);
-        diag.after_finalize += d.diag.after_finalize;
-        diag.unfinalized_lanes += d.diag.unfinalized_lanes;
-        diag.unknown_records += d.diag.unknown_records;
+/// Output grown chunk by chunk, for a one-thread decode that lays each lane's rows right
+/// after the previous lane's as it walks them. Nothing has to be counted first: a chunk
+/// asks for room for as many rows as it might use (a bound it can see cheaply) and says
+/// how many it used, and the next chunk starts there. (The TVM decoder reads each strip
+/// of lanes from memory once this way, instead of once to count and once to walk.)
+#[derive(Debug)]
+pub struct Stream {
+    cols: Columns,
+    /// Rows used so far.
+    at: Cursor,
+    dones: Vec<ChunkDone>,
+}
+
+impl Stream {
+    /// An empty output that reuses `reuse`'s memory.
+    pub fn new(reuse: Recycled) -> Stream {
+        Stream {
+            // Recycled columns keep their length: rows past it are grown into as chunks
+            // need them, and the compaction cuts what is left over.
+            cols: Columns {
+                spans: reuse.spans,
+                instants: reuse.instants,
+                samples: reuse.samples,
+            },
+            at: Cursor::default(),
+            dones: Vec::new(),
+        }
     }
-    compact(&mut lanes, &mut spans, &mut instants, &mut samples);
-    Ok(Assembled {
-        lanes,
-        spans,
-        instants,
-        samples,
-        diag,
-    })
+
+    /// Walks the next chunk with `walk`, which gets the absolute index of the first row
+    /// it may use and output slices with room for `room` rows of each table, and returns
+    /// how many it used (from the start of the slices) and its lanes and diagnostics.
+    pub fn chunk<F>(&mut self, room: Cursor, walk: F) -> Result<(), DecodeError>
+    where
+        F: FnOnce(Cursor, &mut ChunkOut<'_>) -> Result<(Cursor, ChunkDone), DecodeError>,
+    {
+        self.cols.grow(plus(self.at, room));
+        let (mut out, _) = split(self.cols.out_from(self.at), room);
+        let (used, mut done) = walk(self.at, &mut out)?;
+        done.diag.unmatched_begin = out.unmatched_begin;
+        done.diag.unmatched_end = out.unmatched_end;
+        self.dones.push(done);
+        self.at = plus(self.at, used);
+        Ok(())
+    }
+
+    /// The assembled tables.
+    pub fn finish(self) -> Assembled {
+        self.cols.assemble(self.dones)
+    }
 }
 
 fn split(out: ChunkOut<'_>, n: Cursor) -> (ChunkOut<'_>, ChunkOut<'_>) {

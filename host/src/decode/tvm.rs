@@ -68,7 +68,6 @@ struct Count {
     begins: usize,
     insts: usize,
     records: usize,
-    first_lo: Option<u32>,
 }
 
 /// Per-lane tallies of a band of rows, one array per quantity (so that the counting loop
@@ -83,12 +82,13 @@ struct Tally {
 /// Rows counted by one [`count_rows`] call at most, so that its [`Tally`] cannot overflow.
 const BAND_ROWS_MAX: usize = u32::MAX as usize;
 
-/// Lanes gathered into one [`Tile`]: their slots of one row are 1 KiB of contiguous memory.
-const SWEEP_LANES: usize = 128;
+/// Lanes gathered into one [`Strip`]: their slots of one row are 1 KiB of contiguous
+/// memory.
+const STRIP_LANES: usize = 32;
 
-/// Rows ahead of the gather that [`Tile::gather`] prefetches. Rows are `blocks * groups` slots
-/// apart (often more than a page), which the hardware prefetcher does not follow; asking
-/// for the group's slots this many rows ahead halves the time of a strided walk
+/// Rows ahead of the gather that [`Strip::gather`] prefetches. Rows are `blocks * groups`
+/// slots apart (often more than a page), which the hardware prefetcher does not follow;
+/// asking for the strip's slots this many rows ahead halves the time of a strided walk
 /// (measured on the 5 M-record benchmark buffer).
 const PREFETCH_ROWS: usize = 8;
 
@@ -106,96 +106,84 @@ fn prefetch(w: &u64) {
     let _ = w;
 }
 
-/// Rows of one [`Tile`] at most: with [`SWEEP_LANES`] lanes, about 0.5 MiB, which stays in
-/// L2 and gives each lane's walk long runs. The tile sizes were chosen by measurement on
-/// the 5 M-record benchmark buffer (BENCHMARKS.md): 64 x 64 (L1-sized) ran at 86 M
-/// records/s, 128 x 512 at 114 M records/s, and tiles of 1 MiB or more were slower again.
-/// With the block gather, 128 x 512 is still the best: 64 x 512 is as fast, 128 x 1024 is
-/// 6 % slower, 128 x 256 and 256 x 512 are about 15 % slower.
-const TILE_ROWS: usize = 512;
-
-/// Padding between two lanes of a [`Tile`]: one cache line, so that the lanes' rows (a
-/// power of two apart otherwise) do not all fall into the same few cache sets, which made
-/// tall tiles slower than L1-sized ones.
-const TILE_PAD: usize = 8;
-
-/// A blocked transpose of the buffer: [`TILE_ROWS`] rows of up to [`SWEEP_LANES`] lanes,
-/// each lane's slots in row order. Walking a lane's records one after the other (as in a
-/// native buffer) lets the branch predictor learn the lane's pattern; walking them in
-/// memory order, lane after lane within each row, mispredicts most record kinds
-/// (measured: the walk took twice as long).
-struct Tile {
-    words: Vec<u64>,
-    /// Rows gathered at a time.
-    rows: usize,
-    /// Words from one lane's slots to the next lane's.
-    stride: usize,
-    /// Rows of the last gather.
-    len: usize,
+/// The lane field of a record.
+#[inline(always)]
+fn lane_of(w: u64) -> u64 {
+    (w >> LANE_SHIFT) & ((1 << LANE_BITS) - 1)
 }
 
-impl Tile {
-    /// A tile for `lanes` lanes of `rows` rows (smaller than the largest for small
-    /// buffers).
-    fn new(rows: usize, lanes: usize) -> Tile {
-        let rows = rows.clamp(1, TILE_ROWS);
-        let stride = rows + TILE_PAD;
-        Tile {
-            words: vec![0; lanes.clamp(1, SWEEP_LANES) * stride],
+/// A transposed copy of up to [`STRIP_LANES`] lanes, all rows, each lane's slots in row
+/// order.
+///
+/// Walking a lane's records one after the other (as in a native buffer) lets the branch
+/// predictor learn the lane's pattern; walking them in memory order, lane after lane
+/// within each row, mispredicts most record kinds (measured: the walk took twice as
+/// long). Gathering whole lanes at once lets one read of the buffer serve both the
+/// counting that sizes the lanes' output and their walk, which then reads the strip from
+/// cache. (Counting the lanes before gathering them read the buffer from memory twice:
+/// 25 % of a decode; see BENCHMARKS.md.)
+struct Strip {
+    words: Vec<u64>,
+    /// Slots per lane: the rows of the buffer.
+    rows: usize,
+    /// Words from one lane's slots to the next lane's: `rows` rounded up to an odd number
+    /// of cache lines, so that the slots of a row in consecutive lanes do not all fall
+    /// into the same few cache sets.
+    stride: usize,
+    /// Per lane of the last [`Strip::count`]: slots up to its last record.
+    ends: Vec<usize>,
+    /// Per lane of the last [`Strip::count`]: whether an empty slot lies before its end.
+    holes: Vec<bool>,
+}
+
+impl Strip {
+    /// A strip for `lanes` lanes (at most [`STRIP_LANES`]) of `rows` rows.
+    fn new(rows: usize, lanes: usize) -> Strip {
+        let stride = (rows.div_ceil(8) | 1) * 8;
+        Strip {
+            words: vec![0; lanes.min(STRIP_LANES) * stride],
             rows,
             stride,
-            len: 0,
+            ends: Vec::new(),
+            holes: Vec::new(),
         }
     }
 
-    /// Gathers the slots of lanes `lanes` (at most [`SWEEP_LANES`]) in rows
-    /// `rows` (at most `self.rows` of them), empty slots included, prefetching
-    /// [`PREFETCH_ROWS`] rows ahead. Out of line, like the walk, so neither loop shares
-    /// its registers with the other.
+    /// Gathers every slot of lanes `lanes` (at most [`STRIP_LANES`]), empty slots
+    /// included, prefetching [`PREFETCH_ROWS`] rows ahead. Out of line, like the walk, so
+    /// neither loop shares its registers with the other.
     #[inline(never)]
-    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, rows: Range<usize>) {
+    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { self.gather_avx2(body, stride, lanes, rows) };
+            return unsafe { self.gather_avx2(body, stride, lanes) };
         }
-        self.gather_any(body, stride, lanes, rows)
+        self.gather_any(body, stride, lanes)
     }
 
-    /// [`Tile::gather_any`] compiled for AVX2 (its 4 x 4 blocks become register
+    /// [`Strip::gather_any`] compiled for AVX2 (its 4 x 4 blocks become register
     /// shuffles).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn gather_avx2(
-        &mut self,
-        body: &[u64],
-        stride: usize,
-        lanes: Range<usize>,
-        rows: Range<usize>,
-    ) {
-        self.gather_any(body, stride, lanes, rows)
+    fn gather_avx2(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+        self.gather_any(body, stride, lanes)
     }
 
-    /// The portable body of [`Tile::gather`]. Slots move in 4 x 4 blocks (four rows of
+    /// The portable body of [`Strip::gather`]. Slots move in 4 x 4 blocks (four rows of
     /// four lanes in, four lanes of four rows out), which the compiler turns into
     /// shuffles where the target has them; ragged edges go one slot at a time.
     #[inline(always)]
-    fn gather_any(&mut self, body: &[u64], stride: usize, lanes: Range<usize>, rows: Range<usize>) {
-        let (n, row0) = (lanes.len(), rows.start);
-        let rows = (body.len().saturating_sub(row0 * stride + lanes.start))
-            .div_ceil(stride)
-            .min(self.rows)
-            .min(rows.len());
-        self.len = rows;
-        let st = self.stride;
+    fn gather_any(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+        let (n, rows, st) = (lanes.len(), self.rows, self.stride);
         let t = &mut self.words[..n * st];
         // Rows whose slots of all `lanes` are in the body.
         let full = (body.len().checked_sub(lanes.end))
-            .map_or(0, |spare| (spare / stride + 1).saturating_sub(row0))
+            .map_or(0, |spare| spare / stride + 1)
             .min(rows);
         let mut r = 0;
         while r + 4 <= full {
-            let lo = (row0 + r) * stride + lanes.start;
+            let lo = r * stride + lanes.start;
             let ahead = lo + PREFETCH_ROWS * stride;
             for q in 0..4 {
                 let a = ahead + q * stride;
@@ -227,26 +215,95 @@ impl Tile {
         }
         // The last rows, one slot at a time (a slot past the body's end reads as empty).
         for r in r..rows {
-            let lo = (row0 + r) * stride + lanes.start;
+            let lo = r * stride + lanes.start;
             for i in 0..n {
                 t[i * st + r] = body.get(lo + i).copied().unwrap_or(0);
             }
         }
     }
 
-    /// The records of the `i`-th lane of the tile: its gathered slots without the empty
-    /// ones (compacted in place: empty slots are rare between records, and a lane that
-    /// records less than others ends in a run of them).
+    /// Checks that each record of the gathered lanes (`lanes`, as given to the last
+    /// [`Strip::gather`]) names its lane, and notes where each lane's records end and
+    /// whether it has holes, for [`Strip::lane`].
+    fn scan(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { self.scan_avx2(lanes, stride) };
+        }
+        self.scan_any(lanes, stride)
+    }
+
+    /// [`Strip::scan_any`] compiled for AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn scan_avx2(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
+        self.scan_any(lanes, stride)
+    }
+
+    /// The portable body of [`Strip::scan`].
+    #[inline(always)]
+    fn scan_any(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
+        self.ends.clear();
+        self.holes.clear();
+        // The first misplaced record in memory order: (row, lane).
+        let mut bad: Option<(usize, usize)> = None;
+        for (i, lane) in lanes.clone().enumerate() {
+            let col = &self.words[i * self.stride..][..self.rows];
+            let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
+            let col = &col[..end];
+            // Branch-free per slot, so that it vectorizes.
+            let (mut used, mut wrong) = (0usize, 0usize);
+            for &w in col {
+                let u = usize::from(w != 0);
+                used += u;
+                wrong |= u & usize::from(lane_of(w) != lane as u64);
+            }
+            if wrong != 0 {
+                let r = (col.iter())
+                    .position(|&w| w != 0 && lane_of(w) != lane as u64)
+                    .expect("the lane holds a misplaced record");
+                if bad.is_none_or(|first| (r, lane) < first) {
+                    bad = Some((r, lane));
+                }
+            }
+            self.ends.push(end);
+            self.holes.push(used < end);
+        }
+        if let Some((r, lane)) = bad {
+            let w = self.words[(lane - lanes.start) * self.stride + r];
+            return Err(DecodeError::TvmLane {
+                slot: (r * stride + lane) as u64 + 1,
+                word: w,
+                found: lane_of(w),
+                expected: lane as u64,
+                stride: stride as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// Rows of each table that the lanes of the last [`Strip::scan`] can fill at most:
+    /// a record is at most one span or instant.
+    fn room(&self) -> Cursor {
+        let slots = self.ends.iter().sum();
+        Cursor {
+            span: slots,
+            inst: slots,
+            samp: 0,
+        }
+    }
+
+    /// The records of the `i`-th lane of the last [`Strip::scan`]: its gathered slots
+    /// up to its last record, without the empty ones (compacted in place, only when the
+    /// lane has any: they are rare between records).
     fn lane(&mut self, i: usize) -> &[u64] {
-        let col = &mut self.words[i * self.stride..][..self.len];
-        let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
-        let col = &mut col[..end];
-        // A fold, not `contains`: with no early exit, it vectorizes.
-        if !col.iter().fold(false, |z, &w| z | (w == 0)) {
+        let col = &mut self.words[i * self.stride..][..self.ends[i]];
+        if !self.holes[i] {
             return col;
         }
         let mut k = 0;
-        for j in 0..end {
+        for j in 0..col.len() {
             let w = col[j];
             col[k] = w;
             k += usize::from(w != 0);
@@ -318,7 +375,7 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
 }
 
 /// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
-/// rows whose counts are then added up), and finds each lane's first stamp.
+/// rows whose counts are then added up).
 fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, DecodeError> {
     let rows = body.len().div_ceil(stride);
     let parallel = parallel && body.len() >= assemble::PARALLEL_MIN_RECORDS && rows >= 2;
@@ -345,30 +402,55 @@ fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, Deco
             t.records += part.records[l] as usize;
         }
     }
-    // A lane's first record is in row 0 unless the lane is empty or has gaps.
-    for (l, t) in total.iter_mut().enumerate() {
-        if t.records > 0 {
-            let w = body[l..].iter().step_by(stride).find(|&&w| w != 0);
-            t.first_lo = w.map(|&w| (w >> 32) as u32);
-        }
-    }
     Ok(total)
 }
 
-/// Decodes a TVM-format buffer, reusing the memory of `reuse`'s columns.
-pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
-    let w0 = words.first().copied().unwrap_or(0);
-    let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
-    let stride = (groups * blocks) as usize;
-    let body = &words[1..];
-    let n_lanes = stride.min(body.len());
-    let parallel = !opts.single_threaded;
+/// The length of `words` without its trailing empty slots. Whole blocks of slots are
+/// tested at once (which vectorizes), from the end.
+fn used_len(words: &[u64]) -> usize {
+    const BLOCK: usize = 64;
+    let mut end = words.len();
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let block = &words[start..end];
+        if block.iter().fold(0, |a, &w| a | w) != 0 {
+            return start + block.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
+        }
+        end = start;
+    }
+    0
+}
 
-    // Counting pass: per-lane kinds and first stamp; checks every record's lane.
-    let mut counts = count(body, stride, parallel)?;
-    counts.truncate(n_lanes);
-    let base = shared_base(counts.iter().filter_map(|c| c.first_lo));
-    let caps: Vec<Caps> = counts
+/// The first stamp of each of the first `n` lanes (`None` for an empty lane), looking
+/// only for the lanes for which `maybe` holds (the others are known to be empty). Rows
+/// are read in memory order until every lane looked for has shown a record: row 0 alone,
+/// unless some lanes start late or are empty.
+fn first_stamps(
+    body: &[u64],
+    stride: usize,
+    n: usize,
+    maybe: impl Fn(usize) -> bool,
+) -> Vec<Option<u32>> {
+    let mut first = vec![None; n];
+    let mut missing: Vec<usize> = (0..n).filter(|&l| maybe(l)).collect();
+    for row in body.chunks(stride) {
+        if missing.is_empty() {
+            break;
+        }
+        missing.retain(|&l| match row.get(l) {
+            Some(&w) if w != 0 => {
+                first[l] = Some((w >> 32) as u32);
+                false
+            }
+            _ => true,
+        });
+    }
+    first
+}
+
+/// The output bounds of lanes.
+fn caps(counts: &[Count]) -> Vec<Caps> {
+    counts
         .iter()
         .map(|c| Caps {
             spans: c.begins,
@@ -376,75 +458,76 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
             samps: 0,
             records: c.records,
         })
-        .collect();
+        .collect()
+}
 
-    let asm = assemble::run(&caps, parallel, reuse, |chunk| {
-        let r = chunk.lanes.clone();
-        let mut walks: Vec<LaneWalk<Globaltimer>> = r
-            .clone()
-            .map(|l| LaneWalk::new(l as u32, base, Globaltimer, chunk.starts[l - r.start]))
-            .collect();
-        let mut fin: Vec<Option<u64>> = vec![None; r.len()];
-        // Records of each lane not yet walked: a lane with none left is skipped, and so
-        // are the rows below a group's last record (buffers are often sized for more
-        // records than the kernel wrote).
-        let mut left: Vec<usize> = counts[r.clone()].iter().map(|c| c.records).collect();
-        let mut done = ChunkDone::default();
-        let out = &mut chunk.out;
-        let rows = body.len().div_ceil(stride);
-        let mut tile = Tile::new(rows, r.len());
-        for g in r.clone().step_by(SWEEP_LANES) {
-            let ge = (g + SWEEP_LANES).min(r.end);
-            for row0 in (0..rows).step_by(tile.rows) {
-                if left[g - r.start..ge - r.start].iter().all(|&n| n == 0) {
-                    break;
-                }
-                tile.gather(body, stride, g..ge, row0..rows);
-                for l in g..ge {
-                    let k = l - r.start;
-                    if left[k] == 0 {
-                        continue;
-                    }
-                    let recs = tile.lane(l - g);
-                    left[k] -= recs.len();
-                    if let Some((j, t)) = walk_run(&mut walks[k], recs, out).finalize {
-                        fin[k] = Some(t);
-                        // Everything after the finalize record, in this tile and below.
-                        done.diag.after_finalize += (recs.len() - j - 1 + left[k]) as u64;
-                        left[k] = 0;
-                    }
-                }
+/// A TVM-format buffer's body and what every lane's walk needs to know about it.
+#[derive(Clone, Copy, Debug)]
+struct Body<'w> {
+    words: &'w [u64],
+    groups: usize,
+    /// Rows of slots (the last one may be cut short).
+    rows: usize,
+    /// The shared base the lanes' stamps unwrap from.
+    base: u64,
+}
+
+/// Decodes a TVM-format buffer, reusing the memory of `reuse`'s columns.
+///
+/// Lanes are gathered [`STRIP_LANES`] at a time into a [`Strip`] and walked from there.
+/// On one thread, each lane's output goes right after the previous lane's
+/// ([`assemble::Stream`]), so nothing is counted first and the buffer is read from
+/// memory once. On the rayon pool, every lane is counted first, so that chunks of lanes
+/// know where their output goes and can be walked at once.
+pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
+    let w0 = words.first().copied().unwrap_or(0);
+    let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
+    let stride = (groups * blocks) as usize;
+    // Rows below the last record are left out: buffers are often sized for more records
+    // than the kernel wrote, and reading them backwards until a record is faster than
+    // gathering them.
+    let used = &words[1..1 + used_len(&words[1..])];
+    let mut body = Body {
+        words: used,
+        groups: groups as usize,
+        rows: used.len().div_ceil(stride),
+        base: 0,
+    };
+    let n_lanes = stride.min(body.words.len());
+    let strips = |lanes: Range<usize>| {
+        (lanes.clone().step_by(STRIP_LANES)).map(move |g| g..(g + STRIP_LANES).min(lanes.end))
+    };
+
+    let asm = if opts.single_threaded {
+        let firsts = first_stamps(body.words, stride, n_lanes, |_| true);
+        body.base = shared_base(firsts.into_iter().flatten());
+        let mut out = assemble::Stream::new(reuse);
+        let mut strip = Strip::new(body.rows, n_lanes);
+        for lanes in strips(0..n_lanes) {
+            strip.gather(body.words, stride, lanes.clone());
+            strip.scan(lanes.clone(), stride)?;
+            out.chunk(strip.room(), |at, out| {
+                let mut w = Walked::new(at);
+                walk_strip(&body, &mut strip, lanes, out, &mut w);
+                Ok((w.cur, w.done))
+            })?;
+        }
+        out.finish()
+    } else {
+        let counts = count(body.words, stride, true)?;
+        let firsts = first_stamps(body.words, stride, n_lanes, |l| counts[l].records > 0);
+        body.base = shared_base(firsts.into_iter().flatten());
+        assemble::run(&caps(&counts), true, reuse, |chunk| {
+            let mut strip = Strip::new(body.rows, chunk.lanes.len());
+            let mut w = Walked::new(chunk.base);
+            for lanes in strips(chunk.lanes.clone()) {
+                strip.gather(body.words, stride, lanes.clone());
+                strip.scan(lanes.clone(), stride)?;
+                walk_strip(&body, &mut strip, lanes, &mut chunk.out, &mut w);
             }
-        }
-        let b = chunk.base;
-        for (k, walk) in walks.iter_mut().enumerate() {
-            let l = r.start + k;
-            // The walk's first time: the lane's first stamp unwrapped from the shared base.
-            let Some(first_lo) = counts[l].first_lo else {
-                continue;
-            };
-            let first = base + first_lo.wrapping_sub(base as u32) as u64;
-            walk.finish(out);
-            let start: Cursor = chunk.starts[k];
-            done.diag.unfinalized_lanes += u64::from(fin[k].is_none());
-            done.lanes.push(Lane {
-                id: l as u32,
-                block: (l / groups as usize) as u32,
-                group: (l % groups as usize) as u32,
-                sm: None,
-                warp: None,
-                start: first,
-                end: fin[k].unwrap_or(walk.last_ns),
-                finalized: fin[k].is_some(),
-                written: counts[l].records as u64,
-                dropped: 0,
-                spans: b.span + start.span..b.span + walk.cur.span,
-                instants: b.inst + start.inst..b.inst + walk.cur.inst,
-                samples: b.samp..b.samp,
-            });
-        }
-        Ok(done)
-    })?;
+            Ok(w.done)
+        })?
+    };
 
     let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     Ok(Trace {
@@ -454,7 +537,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
             timer: ikp_device::TimerMode::Globaltimer,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
-            records_per_lane: (body.len() / stride) as u32,
+            records_per_lane: ((words.len() - 1) / stride) as u32,
             time_base,
         },
         names: Names::default(),
@@ -467,7 +550,70 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
     })
 }
 
-/// One lane's records of a tile (out of line: the walk keeps its state in registers).
+/// Where the walk of a chunk of lanes stands.
+#[derive(Debug, Default)]
+struct Walked {
+    /// Absolute index of the chunk's first row of each table.
+    at: Cursor,
+    /// Where the next lane's output goes (relative to the chunk).
+    cur: Cursor,
+    done: ChunkDone,
+}
+
+impl Walked {
+    fn new(at: Cursor) -> Walked {
+        Walked {
+            at,
+            ..Default::default()
+        }
+    }
+}
+
+/// Walks lanes `lanes`, gathered and scanned in `strip`, each in one run, laying each
+/// lane's output in `out` right after the previous lane's.
+fn walk_strip(
+    body: &Body<'_>,
+    strip: &mut Strip,
+    lanes: Range<usize>,
+    out: &mut ChunkOut<'_>,
+    w: &mut Walked,
+) {
+    let base = body.base;
+    for (i, l) in lanes.enumerate() {
+        let recs = strip.lane(i);
+        // An empty lane has no row in the trace.
+        let Some(&first) = recs.first() else {
+            continue;
+        };
+        let mut walk = LaneWalk::new(l as u32, base, Globaltimer, w.cur);
+        let fin = walk_run(&mut walk, recs, out).finalize;
+        if let Some((j, _)) = fin {
+            w.done.diag.after_finalize += (recs.len() - j - 1) as u64;
+        }
+        walk.finish(out);
+        w.done.diag.unfinalized_lanes += u64::from(fin.is_none());
+        let (at, start) = (w.at, w.cur);
+        w.done.lanes.push(Lane {
+            id: l as u32,
+            block: (l / body.groups) as u32,
+            group: (l % body.groups) as u32,
+            sm: None,
+            warp: None,
+            // The lane's first stamp unwrapped from the shared base.
+            start: base + ((first >> 32) as u32).wrapping_sub(base as u32) as u64,
+            end: fin.map_or(walk.last_ns, |(_, t)| t),
+            finalized: fin.is_some(),
+            written: recs.len() as u64,
+            dropped: 0,
+            spans: at.span + start.span..at.span + walk.cur.span,
+            instants: at.inst + start.inst..at.inst + walk.cur.inst,
+            samples: at.samp..at.samp,
+        });
+        w.cur = walk.cur;
+    }
+}
+
+/// One lane's records (out of line: the walk keeps its state in registers).
 #[inline(never)]
 fn walk_run(w: &mut LaneWalk<Globaltimer>, recs: &[u64], out: &mut ChunkOut<'_>) -> Run {
     w.run::<true>(recs, 0, out)
@@ -495,7 +641,7 @@ fn shared_base(firsts: impl Iterator<Item = u32>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{count_rows, count_rows_any, pack, shared_base, Tile};
+    use super::{count_rows, count_rows_any, pack, shared_base, Strip};
 
     /// A body of `lanes` lanes (some records missing, some lanes ending early) cut off
     /// `short` slots before the end of its last row.
@@ -517,30 +663,60 @@ mod tests {
     }
 
     #[test]
-    fn gathered_lanes_hold_their_records_in_order() {
+    fn strips_hold_each_lanes_records_in_order_and_find_misplaced_ones() {
         // Odd lane counts and row counts exercise the 4 x 4 blocks' edges and the slots
-        // past the body's end; both the dispatching and the portable gather are checked.
+        // past the body's end; both the dispatching and the portable paths are checked.
         for (lanes, rows, short) in [(7, 9, 3), (4, 4, 0), (130, 13, 5), (1, 6, 0), (9, 1, 2)] {
             let body = ragged(lanes, rows, short);
             for portable in [false, true] {
-                for g in (0..lanes).step_by(super::SWEEP_LANES) {
-                    let ge = (g + super::SWEEP_LANES).min(lanes);
-                    let mut tile = Tile::new(5, ge - g);
-                    for row0 in (0..rows).step_by(tile.rows) {
-                        if portable {
-                            tile.gather_any(&body, lanes, g..ge, row0..rows);
-                        } else {
-                            tile.gather(&body, lanes, g..ge, row0..rows);
-                        }
-                        for l in g..ge {
-                            let want: Vec<u64> = (row0..(row0 + tile.rows).min(rows))
-                                .filter_map(|r| body.get(r * lanes + l).copied())
-                                .filter(|&w| w != 0)
-                                .collect();
-                            assert_eq!(tile.lane(l - g), want, "lane {l} rows {row0}..");
-                        }
+                let mut strip = Strip::new(rows, lanes);
+                for g in (0..lanes).step_by(super::STRIP_LANES) {
+                    let ls = g..(g + super::STRIP_LANES).min(lanes);
+                    if portable {
+                        strip.gather_any(&body, lanes, ls.clone());
+                        strip.scan_any(ls.clone(), lanes).unwrap();
+                    } else {
+                        strip.gather(&body, lanes, ls.clone());
+                        strip.scan(ls.clone(), lanes).unwrap();
                     }
+                    let mut room = 0;
+                    for l in ls.clone() {
+                        let want: Vec<u64> = (0..rows)
+                            .filter_map(|r| body.get(r * lanes + l).copied())
+                            .filter(|&w| w != 0)
+                            .collect();
+                        assert_eq!(strip.lane(l - g), want, "lane {l}");
+                        room += want.len();
+                    }
+                    // Room for every record, and at most for its lane's empty slots too.
+                    let r = strip.room();
+                    assert!(r.span >= room && r.span <= ls.len() * rows, "{r:?}");
+                    assert_eq!((r.span, r.samp), (r.inst, 0));
                 }
+                // A record in the next lane's column in the last row, and one naming a
+                // lane past the last in the middle row: the first in memory order (of the
+                // strip's lanes) is reported.
+                let mut bad = body.clone();
+                let n = lanes.min(super::STRIP_LANES);
+                bad[(rows - 1) * lanes] = pack(5, 1, 0, 0);
+                let mid = (rows / 2 * lanes + n - 1).min(bad.len() - 1);
+                bad[mid] = pack(6, lanes as u32, 0, 0);
+                let k = (0..bad.len())
+                    .find(|&k| {
+                        k % lanes < n
+                            && bad[k] != 0
+                            && (bad[k] >> 12) as usize & 0xFFFFF != k % lanes
+                    })
+                    .unwrap();
+                let e = if portable {
+                    strip.gather_any(&bad, lanes, 0..n);
+                    strip.scan_any(0..n, lanes)
+                } else {
+                    strip.gather(&bad, lanes, 0..n);
+                    strip.scan(0..n, lanes)
+                };
+                let e = e.unwrap_err().to_string();
+                assert!(e.starts_with(&format!("slot {}: ", k + 1)), "{e}");
             }
         }
     }
