@@ -130,9 +130,13 @@ struct Strip {
     /// of cache lines, so that the slots of a row in consecutive lanes do not all fall
     /// into the same few cache sets.
     stride: usize,
-    /// Per lane of the last [`Strip::count`]: slots up to its last record.
+    /// Per lane of the last gather: its records (non-empty slots).
+    used: Vec<usize>,
+    /// Whether the last gather saw a record that does not name the lane of its slot.
+    misplaced: bool,
+    /// Per lane of the last [`Strip::scan`]: slots up to its last record.
     ends: Vec<usize>,
-    /// Per lane of the last [`Strip::count`]: whether an empty slot lies before its end.
+    /// Per lane of the last [`Strip::scan`]: whether an empty slot lies before its end.
     holes: Vec<bool>,
 }
 
@@ -144,14 +148,17 @@ impl Strip {
             words: vec![0; lanes.min(STRIP_LANES) * stride],
             rows,
             stride,
+            used: Vec::new(),
+            misplaced: false,
             ends: Vec::new(),
             holes: Vec::new(),
         }
     }
 
     /// Gathers every slot of lanes `lanes` (at most [`STRIP_LANES`]), empty slots
-    /// included, prefetching [`PREFETCH_ROWS`] rows ahead. Out of line, like the walk, so
-    /// neither loop shares its registers with the other.
+    /// included, prefetching [`PREFETCH_ROWS`] rows ahead, and tallies each lane's
+    /// records and whether they all name their lane, while the slots are in registers.
+    /// Out of line, like the walk, so neither loop shares its registers with the other.
     #[inline(never)]
     fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
         #[cfg(target_arch = "x86_64")]
@@ -162,42 +169,41 @@ impl Strip {
         self.gather_any(body, stride, lanes)
     }
 
-    /// [`Strip::gather_any`] compiled for AVX2 (its 4 x 4 blocks become register
-    /// shuffles).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn gather_avx2(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
-        self.gather_any(body, stride, lanes)
+    /// Prefetches the slots of `lanes` in the four rows starting [`PREFETCH_ROWS`] rows
+    /// after the row that starts at slot `lo - lanes.start`.
+    #[inline(always)]
+    fn prefetch_ahead(body: &[u64], stride: usize, lo: usize, n: usize) {
+        let ahead = lo + PREFETCH_ROWS * stride;
+        for q in 0..4 {
+            let a = ahead + q * stride;
+            if a < body.len() {
+                body[a..(a + n).min(body.len())]
+                    .iter()
+                    .step_by(8)
+                    .for_each(prefetch);
+            }
+        }
+    }
+
+    /// Rows whose slots of all `lanes` are in the body, in whole groups of four.
+    fn full_rows(&self, body: &[u64], stride: usize, lanes: &Range<usize>) -> usize {
+        let full = (body.len().checked_sub(lanes.end)).map_or(0, |spare| spare / stride + 1);
+        full.min(self.rows) / 4 * 4
     }
 
     /// The portable body of [`Strip::gather`]. Slots move in 4 x 4 blocks (four rows of
-    /// four lanes in, four lanes of four rows out), which the compiler turns into
-    /// shuffles where the target has them; ragged edges go one slot at a time.
-    #[inline(always)]
+    /// four lanes in, four lanes of four rows out); ragged edges go one slot at a time.
+    /// The tallies are taken from the strip afterwards.
     fn gather_any(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
-        let (n, rows, st) = (lanes.len(), self.rows, self.stride);
+        let (n, st) = (lanes.len(), self.stride);
+        let full = self.full_rows(body, stride, &lanes);
         let t = &mut self.words[..n * st];
-        // Rows whose slots of all `lanes` are in the body.
-        let full = (body.len().checked_sub(lanes.end))
-            .map_or(0, |spare| spare / stride + 1)
-            .min(rows);
-        let mut r = 0;
-        while r + 4 <= full {
+        for r in (0..full).step_by(4) {
             let lo = r * stride + lanes.start;
-            let ahead = lo + PREFETCH_ROWS * stride;
-            for q in 0..4 {
-                let a = ahead + q * stride;
-                if a < body.len() {
-                    body[a..(a + n).min(body.len())]
-                        .iter()
-                        .step_by(8)
-                        .for_each(prefetch);
-                }
-            }
+            Self::prefetch_ahead(body, stride, lo, n);
             let src: [&[u64]; 4] = std::array::from_fn(|q| &body[lo + q * stride..][..n]);
             let mut i = 0;
             while i + 4 <= n {
-                // A 4 x 4 block: four slots of four rows in, four rows of four lanes out.
                 let b: [[u64; 4]; 4] =
                     std::array::from_fn(|q| src[q][i..i + 4].try_into().unwrap());
                 for j in 0..4 {
@@ -211,76 +217,157 @@ impl Strip {
                     t[i * st + r + q] = src[q][i];
                 }
             }
-            r += 4;
         }
-        // The last rows, one slot at a time (a slot past the body's end reads as empty).
-        for r in r..rows {
+        self.gather_rest(body, stride, &lanes, full);
+        self.used = vec![0; n];
+        self.misplaced = false;
+        self.tally(lanes.start, 0..n, 0..self.rows);
+    }
+
+    /// [`Strip::gather`] with AVX2 intrinsics: a 4 x 4 block is four loads, eight
+    /// shuffles and four stores, and the tallies are vector sums of the loaded rows.
+    /// Lanes past the last whole group of four and rows past the last whole group of
+    /// four go through [`Strip::gather_rest`] and [`Strip::tally`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn gather_avx2(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+        use std::arch::x86_64::*;
+        let (n, st) = (lanes.len(), self.stride);
+        let (n4, full) = (n / 4 * 4, self.full_rows(body, stride, &lanes));
+        let lane_field = _mm256_set1_epi64x((((1u64 << LANE_BITS) - 1) << LANE_SHIFT) as i64);
+        // Per group of four lanes: its lane fields, and its empty slots (as sums of -1).
+        let want: Vec<__m256i> = (0..n4 / 4)
+            .map(|b| {
+                let l = |j: usize| (((lanes.start + 4 * b + j) as u64) << LANE_SHIFT) as i64;
+                _mm256_setr_epi64x(l(0), l(1), l(2), l(3))
+            })
+            .collect();
+        let mut empty = vec![_mm256_setzero_si256(); n4 / 4];
+        let mut wrong = _mm256_setzero_si256();
+        let t = &mut self.words[..n * st];
+        for r in (0..full).step_by(4) {
             let lo = r * stride + lanes.start;
-            for i in 0..n {
-                t[i * st + r] = body.get(lo + i).copied().unwrap_or(0);
+            Self::prefetch_ahead(body, stride, lo, n);
+            let src: [&[u64]; 4] = std::array::from_fn(|q| &body[lo + q * stride..][..n]);
+            for b in 0..n4 / 4 {
+                let i = 4 * b;
+                // SAFETY: each slice is four u64 long (bounds-checked), and the loads
+                // are unaligned ones.
+                let x: [__m256i; 4] = std::array::from_fn(|q| unsafe {
+                    _mm256_loadu_si256(src[q][i..i + 4].as_ptr().cast())
+                });
+                let mut e = empty[b];
+                for &v in &x {
+                    let z = _mm256_cmpeq_epi64(v, _mm256_setzero_si256());
+                    e = _mm256_add_epi64(e, z);
+                    let off = _mm256_and_si256(_mm256_xor_si256(v, want[b]), lane_field);
+                    wrong = _mm256_or_si256(wrong, _mm256_andnot_si256(z, off));
+                }
+                empty[b] = e;
+                let lo01 = _mm256_unpacklo_epi64(x[0], x[1]);
+                let hi01 = _mm256_unpackhi_epi64(x[0], x[1]);
+                let lo23 = _mm256_unpacklo_epi64(x[2], x[3]);
+                let hi23 = _mm256_unpackhi_epi64(x[2], x[3]);
+                let out = [
+                    _mm256_permute2x128_si256::<0x20>(lo01, lo23),
+                    _mm256_permute2x128_si256::<0x20>(hi01, hi23),
+                    _mm256_permute2x128_si256::<0x31>(lo01, lo23),
+                    _mm256_permute2x128_si256::<0x31>(hi01, hi23),
+                ];
+                for (j, &o) in out.iter().enumerate() {
+                    let dst = &mut t[(i + j) * st + r..][..4];
+                    // SAFETY: `dst` is four u64 long (bounds-checked), and the store is
+                    // an unaligned one.
+                    unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), o) };
+                }
+            }
+            for i in n4..n {
+                for q in 0..4 {
+                    t[i * st + r + q] = src[q][i];
+                }
             }
         }
+        self.gather_rest(body, stride, &lanes, full);
+        self.used = vec![0; n];
+        for (b, e) in empty.iter().enumerate() {
+            let mut v = [0i64; 4];
+            // SAFETY: `v` is four i64 long, and the store is an unaligned one.
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), *e) };
+            for (u, e) in self.used[4 * b..4 * b + 4].iter_mut().zip(v) {
+                // `e` is minus the lane's empty slots among the `full` rows.
+                *u = (full as i64 + e) as usize;
+            }
+        }
+        self.misplaced = _mm256_testz_si256(wrong, wrong) == 0;
+        self.tally(lanes.start, 0..n4, full..self.rows);
+        self.tally(lanes.start, n4..n, 0..self.rows);
+    }
+
+    /// Gathers rows `full..` of `lanes` one slot at a time (a slot past the body's end
+    /// reads as empty).
+    fn gather_rest(&mut self, body: &[u64], stride: usize, lanes: &Range<usize>, full: usize) {
+        let (n, st) = (lanes.len(), self.stride);
+        for r in full..self.rows {
+            let lo = r * stride + lanes.start;
+            for i in 0..n {
+                self.words[i * st + r] = body.get(lo + i).copied().unwrap_or(0);
+            }
+        }
+    }
+
+    /// Adds the records in rows `rows` of the gathered lanes at indices `lanes` (lane
+    /// ids from `first`) to `used`, and notes records that do not name their lane.
+    /// Branch-free per slot, so that it vectorizes.
+    #[inline(always)]
+    fn tally(&mut self, first: usize, lanes: Range<usize>, rows: Range<usize>) {
+        let mut wrong = 0usize;
+        for i in lanes {
+            let lane = (first + i) as u64;
+            let mut used = 0;
+            for &w in &self.words[i * self.stride..][rows.clone()] {
+                let u = usize::from(w != 0);
+                used += u;
+                wrong |= u & usize::from(lane_of(w) != lane);
+            }
+            self.used[i] += used;
+        }
+        self.misplaced |= wrong != 0;
     }
 
     /// Checks that each record of the gathered lanes (`lanes`, as given to the last
     /// [`Strip::gather`]) names its lane, and notes where each lane's records end and
     /// whether it has holes, for [`Strip::lane`].
     fn scan(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { self.scan_avx2(lanes, stride) };
-        }
-        self.scan_any(lanes, stride)
-    }
-
-    /// [`Strip::scan_any`] compiled for AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn scan_avx2(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
-        self.scan_any(lanes, stride)
-    }
-
-    /// The portable body of [`Strip::scan`].
-    #[inline(always)]
-    fn scan_any(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
         self.ends.clear();
         self.holes.clear();
-        // The first misplaced record in memory order: (row, lane).
-        let mut bad: Option<(usize, usize)> = None;
-        for (i, lane) in lanes.clone().enumerate() {
+        for i in 0..lanes.len() {
             let col = &self.words[i * self.stride..][..self.rows];
             let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
-            let col = &col[..end];
-            // Branch-free per slot, so that it vectorizes.
-            let (mut used, mut wrong) = (0usize, 0usize);
-            for &w in col {
-                let u = usize::from(w != 0);
-                used += u;
-                wrong |= u & usize::from(lane_of(w) != lane as u64);
-            }
-            if wrong != 0 {
-                let r = (col.iter())
-                    .position(|&w| w != 0 && lane_of(w) != lane as u64)
-                    .expect("the lane holds a misplaced record");
-                if bad.is_none_or(|first| (r, lane) < first) {
-                    bad = Some((r, lane));
-                }
-            }
             self.ends.push(end);
-            self.holes.push(used < end);
+            self.holes.push(self.used[i] < end);
         }
-        if let Some((r, lane)) = bad {
-            let w = self.words[(lane - lanes.start) * self.stride + r];
-            return Err(DecodeError::TvmLane {
-                slot: (r * stride + lane) as u64 + 1,
-                word: w,
-                found: lane_of(w),
-                expected: lane as u64,
-                stride: stride as u64,
-            });
+        if !self.misplaced {
+            return Ok(());
         }
-        Ok(())
+        // The first misplaced record in memory order.
+        let (r, lane) = (lanes.clone().enumerate())
+            .filter_map(|(i, lane)| {
+                let col = &self.words[i * self.stride..][..self.rows];
+                let r = col
+                    .iter()
+                    .position(|&w| w != 0 && lane_of(w) != lane as u64)?;
+                Some((r, lane))
+            })
+            .min()
+            .expect("the strip holds a misplaced record");
+        let w = self.words[(lane - lanes.start) * self.stride + r];
+        Err(DecodeError::TvmLane {
+            slot: (r * stride + lane) as u64 + 1,
+            word: w,
+            found: lane_of(w),
+            expected: lane as u64,
+            stride: stride as u64,
+        })
     }
 
     /// Rows of each table that the lanes of the last [`Strip::scan`] can fill at most:
@@ -674,7 +761,7 @@ mod tests {
                     let ls = g..(g + super::STRIP_LANES).min(lanes);
                     if portable {
                         strip.gather_any(&body, lanes, ls.clone());
-                        strip.scan_any(ls.clone(), lanes).unwrap();
+                        strip.scan(ls.clone(), lanes).unwrap();
                     } else {
                         strip.gather(&body, lanes, ls.clone());
                         strip.scan(ls.clone(), lanes).unwrap();
@@ -710,7 +797,7 @@ mod tests {
                     .unwrap();
                 let e = if portable {
                     strip.gather_any(&bad, lanes, 0..n);
-                    strip.scan_any(0..n, lanes)
+                    strip.scan(0..n, lanes)
                 } else {
                     strip.gather(&bad, lanes, 0..n);
                     strip.scan(0..n, lanes)
