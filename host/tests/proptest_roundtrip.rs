@@ -13,7 +13,7 @@
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{decode_words, tvm, DecodeOptions};
+use ikp_host::decode::{self, decode_words, tvm, DecodeOptions};
 use ikp_host::model::{Trace, Unpaired};
 use proptest::prelude::*;
 
@@ -538,10 +538,16 @@ proptest! {
         }
         let t = decode_words(&w, &DecodeOptions::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
-        // The one-thread decode (which counts each strip of lanes as it walks them)
-        // agrees with the decode that counts every lane first.
+        // The one-thread decodes agree with it: into fresh columns (which counts every
+        // lane first, too), and into a used trace whose columns are too short (which
+        // counts nothing and grows them).
         let one = DecodeOptions { single_threaded: true, ..Default::default() };
         prop_assert_eq!(&decode_words(&w, &one).unwrap(), &t);
+        let tiny = [1u64 << 32 | 1, tvm::pack(7, 0, 1, 0), tvm::pack(9, 0, 1, 1)];
+        let mut used = decode_words(&tiny, &one).unwrap();
+        prop_assert_eq!(used.spans.len(), 1);
+        decode::decode_words_into(&w, &one, &mut used).unwrap();
+        prop_assert_eq!(&used, &t);
         // Times come back relative to the 2^32 period of the earliest first stamp.
         let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;
         let want: Vec<_> = want.into_iter().map(|(id, mut e, start, end, fin, n)| {

@@ -91,6 +91,13 @@ pub struct Recycled {
     pub samples: CounterSamples,
 }
 
+impl Recycled {
+    /// Whether there is no memory to reuse (a fresh decode).
+    pub fn is_empty(&self) -> bool {
+        self.spans.begin.capacity() == 0 && self.instants.ts.capacity() == 0
+    }
+}
+
 /// `v` with length `n`. A recycled column keeps its old contents: the walk writes every
 /// row of every lane's range before it is read, and rows outside the lanes' ranges are
 /// dropped by the compaction, so stale rows never reach the trace. Only a column too small

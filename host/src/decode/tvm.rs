@@ -131,7 +131,10 @@ struct Strip {
     /// into the same few cache sets.
     stride: usize,
     /// Per lane of the last gather: its records (non-empty slots).
-    used: Vec<usize>,
+    records: Vec<usize>,
+    /// Begins and instants of all lanes of the last gather.
+    begins: usize,
+    insts: usize,
     /// Whether the last gather saw a record that does not name the lane of its slot.
     misplaced: bool,
     /// Per lane of the last [`Strip::scan`]: slots up to its last record.
@@ -148,7 +151,9 @@ impl Strip {
             words: vec![0; lanes.min(STRIP_LANES) * stride],
             rows,
             stride,
-            used: Vec::new(),
+            records: Vec::new(),
+            begins: 0,
+            insts: 0,
             misplaced: false,
             ends: Vec::new(),
             holes: Vec::new(),
@@ -219,7 +224,7 @@ impl Strip {
             }
         }
         self.gather_rest(body, stride, &lanes, full);
-        self.used = vec![0; n];
+        (self.records, self.begins, self.insts) = (vec![0; n], 0, 0);
         self.misplaced = false;
         self.tally(lanes.start, 0..n, 0..self.rows);
     }
@@ -243,7 +248,12 @@ impl Strip {
             })
             .collect();
         let mut empty = vec![_mm256_setzero_si256(); n4 / 4];
-        let mut wrong = _mm256_setzero_si256();
+        let (mut wrong, mut begins, mut insts) = (
+            _mm256_setzero_si256(),
+            _mm256_setzero_si256(),
+            _mm256_setzero_si256(),
+        );
+        let (kind, inst) = (_mm256_set1_epi64x(3), _mm256_set1_epi64x(2));
         let t = &mut self.words[..n * st];
         for r in (0..full).step_by(4) {
             let lo = r * stride + lanes.start;
@@ -260,6 +270,11 @@ impl Strip {
                 for &v in &x {
                     let z = _mm256_cmpeq_epi64(v, _mm256_setzero_si256());
                     e = _mm256_add_epi64(e, z);
+                    // Sums of -1 again: a begin is a record of kind 0.
+                    let k = _mm256_and_si256(v, kind);
+                    let k0 = _mm256_cmpeq_epi64(k, _mm256_setzero_si256());
+                    begins = _mm256_add_epi64(begins, _mm256_andnot_si256(z, k0));
+                    insts = _mm256_add_epi64(insts, _mm256_cmpeq_epi64(k, inst));
                     let off = _mm256_and_si256(_mm256_xor_si256(v, want[b]), lane_field);
                     wrong = _mm256_or_si256(wrong, _mm256_andnot_si256(z, off));
                 }
@@ -288,16 +303,21 @@ impl Strip {
             }
         }
         self.gather_rest(body, stride, &lanes, full);
-        self.used = vec![0; n];
-        for (b, e) in empty.iter().enumerate() {
-            let mut v = [0i64; 4];
-            // SAFETY: `v` is four i64 long, and the store is an unaligned one.
-            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), *e) };
-            for (u, e) in self.used[4 * b..4 * b + 4].iter_mut().zip(v) {
-                // `e` is minus the lane's empty slots among the `full` rows.
-                *u = (full as i64 + e) as usize;
+        let minus = |v: __m256i| {
+            let mut a = [0i64; 4];
+            // SAFETY: `a` is four i64 long, and the store is an unaligned one.
+            unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), v) };
+            a.map(|x| x.unsigned_abs() as usize)
+        };
+        self.records = vec![0; n];
+        for (b, &e) in empty.iter().enumerate() {
+            for (r, e) in self.records[4 * b..4 * b + 4].iter_mut().zip(minus(e)) {
+                // `e` is the lane's empty slots among the `full` rows.
+                *r = full - e;
             }
         }
+        self.begins = minus(begins).iter().sum();
+        self.insts = minus(insts).iter().sum();
         self.misplaced = _mm256_testz_si256(wrong, wrong) == 0;
         self.tally(lanes.start, 0..n4, full..self.rows);
         self.tally(lanes.start, n4..n, 0..self.rows);
@@ -315,22 +335,25 @@ impl Strip {
         }
     }
 
-    /// Adds the records in rows `rows` of the gathered lanes at indices `lanes` (lane
-    /// ids from `first`) to `used`, and notes records that do not name their lane.
-    /// Branch-free per slot, so that it vectorizes.
+    /// Adds the records, begins and instants in rows `rows` of the gathered lanes at
+    /// indices `lanes` (lane ids from `first`) to the tallies, and notes records that do
+    /// not name their lane. Branch-free per slot, so that it vectorizes.
     #[inline(always)]
     fn tally(&mut self, first: usize, lanes: Range<usize>, rows: Range<usize>) {
-        let mut wrong = 0usize;
+        let (mut wrong, mut begins, mut insts) = (0usize, 0usize, 0usize);
         for i in lanes {
             let lane = (first + i) as u64;
             let mut used = 0;
             for &w in &self.words[i * self.stride..][rows.clone()] {
                 let u = usize::from(w != 0);
                 used += u;
+                begins += u & usize::from(w & 3 == 0);
+                insts += usize::from(w & 3 == 2);
                 wrong |= u & usize::from(lane_of(w) != lane);
             }
-            self.used[i] += used;
+            self.records[i] += used;
         }
+        (self.begins, self.insts) = (self.begins + begins, self.insts + insts);
         self.misplaced |= wrong != 0;
     }
 
@@ -344,7 +367,7 @@ impl Strip {
             let col = &self.words[i * self.stride..][..self.rows];
             let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
             self.ends.push(end);
-            self.holes.push(self.used[i] < end);
+            self.holes.push(self.records[i] < end);
         }
         if !self.misplaced {
             return Ok(());
@@ -370,13 +393,12 @@ impl Strip {
         })
     }
 
-    /// Rows of each table that the lanes of the last [`Strip::scan`] can fill at most:
-    /// a record is at most one span or instant.
+    /// Rows of each table that the lanes of the last gather fill at most: a begin
+    /// takes a span row (an unmatched one is dropped later), an instant an instant row.
     fn room(&self) -> Cursor {
-        let slots = self.ends.iter().sum();
         Cursor {
-            span: slots,
-            inst: slots,
+            span: self.begins,
+            inst: self.insts,
             samp: 0,
         }
     }
@@ -562,10 +584,13 @@ struct Body<'w> {
 /// Decodes a TVM-format buffer, reusing the memory of `reuse`'s columns.
 ///
 /// Lanes are gathered [`STRIP_LANES`] at a time into a [`Strip`] and walked from there.
-/// On one thread, each lane's output goes right after the previous lane's
-/// ([`assemble::Stream`]), so nothing is counted first and the buffer is read from
-/// memory once. On the rayon pool, every lane is counted first, so that chunks of lanes
-/// know where their output goes and can be walked at once.
+/// On one thread into a used trace, each lane's output goes right after the previous
+/// lane's ([`assemble::Stream`], which grows the columns when they are too short), so
+/// nothing is counted first and the buffer is read from memory once. Otherwise every
+/// lane is counted first: on the rayon pool, so that chunks of lanes know where their
+/// output goes and can be walked at once; into fresh columns, so that they are allocated
+/// at their exact size (growing them would copy them, and the kernel's mapping of their
+/// new pages costs more than the counting).
 pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
     let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
@@ -585,7 +610,8 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
         (lanes.clone().step_by(STRIP_LANES)).map(move |g| g..(g + STRIP_LANES).min(lanes.end))
     };
 
-    let asm = if opts.single_threaded {
+    let parallel = !opts.single_threaded;
+    let asm = if !parallel && !reuse.is_empty() {
         let firsts = first_stamps(body.words, stride, n_lanes, |_| true);
         body.base = shared_base(firsts.into_iter().flatten());
         let mut out = assemble::Stream::new(reuse);
@@ -601,10 +627,10 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
         }
         out.finish()
     } else {
-        let counts = count(body.words, stride, true)?;
+        let counts = count(body.words, stride, parallel)?;
         let firsts = first_stamps(body.words, stride, n_lanes, |l| counts[l].records > 0);
         body.base = shared_base(firsts.into_iter().flatten());
-        assemble::run(&caps(&counts), true, reuse, |chunk| {
+        assemble::run(&caps(&counts), parallel, reuse, |chunk| {
             let mut strip = Strip::new(body.rows, chunk.lanes.len());
             let mut w = Walked::new(chunk.base);
             for lanes in strips(chunk.lanes.clone()) {
@@ -766,19 +792,19 @@ mod tests {
                         strip.gather(&body, lanes, ls.clone());
                         strip.scan(ls.clone(), lanes).unwrap();
                     }
-                    let mut room = 0;
+                    // Room for each begin and instant of the strip.
+                    let mut room = (0, 0, 0);
                     for l in ls.clone() {
                         let want: Vec<u64> = (0..rows)
                             .filter_map(|r| body.get(r * lanes + l).copied())
                             .filter(|&w| w != 0)
                             .collect();
+                        let of = |k| want.iter().filter(|&&w| w & 3 == k).count();
+                        room = (room.0 + of(0), room.1 + of(2), 0);
                         assert_eq!(strip.lane(l - g), want, "lane {l}");
-                        room += want.len();
                     }
-                    // Room for every record, and at most for its lane's empty slots too.
                     let r = strip.room();
-                    assert!(r.span >= room && r.span <= ls.len() * rows, "{r:?}");
-                    assert_eq!((r.span, r.samp), (r.inst, 0));
+                    assert_eq!((r.span, r.inst, r.samp), room);
                 }
                 // A record in the next lane's column in the last row, and one naming a
                 // lane past the last in the middle row: the first in memory order (of the
