@@ -1,11 +1,17 @@
-//! Builds the [`Trace`](crate::model::Trace) tables: exact-size allocation, a (parallel) walk over chunks of
-//! lanes, then compaction and ordering.
+//! Builds the [`Trace`](crate::model::Trace) tables: allocation, a (parallel) walk over
+//! chunks of lanes, then compaction and ordering.
 //!
-//! The formats' counting passes give, per lane, an upper bound on its spans (one slot per
-//! begin), instants and samples. Every column is allocated once at the
-//! summed bound and split into disjoint per-chunk slices, so chunks can be walked on the
-//! rayon pool without locks or per-chunk vectors. Unmatched records leave holes, which
-//! one sequential pass closes. Peak memory is therefore the bound, not twice the model.
+//! [`run`]: the formats' counting passes give, per lane, an upper bound on its spans (one
+//! slot per begin), instants and samples. Every column is allocated once at the summed
+//! bound and split into disjoint per-chunk slices, so chunks can be walked on the rayon
+//! pool without locks or per-chunk vectors. Peak memory is therefore the bound, not twice
+//! the model.
+//!
+//! [`Stream`]: one thread, no counting pass; each chunk's rows go right after the
+//! previous chunk's, in columns grown as needed (in practice, those of a trace decoded
+//! before, which are long enough already).
+//!
+//! Either way, unmatched records leave holes, which one sequential pass closes.
 
 use super::lane::{ChunkOut, Cursor, HOLE};
 use super::DecodeError;

@@ -7,11 +7,12 @@
 //! (so nested and repeated regions pair correctly, unlike the peers' one open slot per
 //! event), 32-bit stamps are unwrapped into 64-bit ns, and everything that cannot be
 //! paired or placed is counted in [`crate::model::Diagnostics`], never dropped silently.
-//! [`assemble`] sizes the output tables exactly before the walk (a counting pass), runs the
-//! walk in parallel over chunks of lanes for large buffers, then closes the holes left by
+//! [`assemble`] sizes the output tables before the walk (a counting pass), runs the walk in
+//! parallel over chunks of lanes for large buffers, then closes the holes left by
 //! unmatched records, so the model is built without intermediate copies.
 //! [`decode_words_into`] does the same into the columns of a trace decoded before, which
-//! saves the kernel the work of mapping fresh pages for every decode.
+//! saves the kernel the work of mapping fresh pages for every decode; on one thread, the
+//! TVM decoder then skips its counting pass and lays the lanes' rows one after the other.
 
 pub mod assemble;
 pub mod lane;
