@@ -232,7 +232,9 @@ impl Columns {
             diag.unknown_records += d.diag.unknown_records;
         }
         let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
-        compact(&mut lanes, s, i, c);
+        // Holes are the slots of unmatched begins; with none, no lane has to be searched.
+        let holes = !diag.unmatched_begin.is_empty();
+        compact(&mut lanes, s, i, c, holes);
         Assembled {
             lanes,
             spans: self.spans,
@@ -422,13 +424,20 @@ fn split(out: ChunkOut<'_>, n: Cursor) -> (ChunkOut<'_>, ChunkOut<'_>) {
     )
 }
 
-/// Moves every lane's used rows down over the holes and truncates the columns.
-fn compact(lanes: &mut [Lane], s: &mut Spans, i: &mut Instants, c: &mut CounterSamples) {
+/// Moves every lane's used rows down over the holes (if there may be any) and truncates
+/// the columns.
+fn compact(
+    lanes: &mut [Lane],
+    s: &mut Spans,
+    i: &mut Instants,
+    c: &mut CounterSamples,
+    holes: bool,
+) {
     let (mut ws, mut wi, mut wc) = (0, 0, 0);
     for l in lanes.iter_mut() {
         let r = l.spans.clone();
         let n0 = ws;
-        if s.depth[r.clone()].contains(&HOLE) || r.start != ws {
+        if (holes && s.depth[r.clone()].contains(&HOLE)) || r.start != ws {
             for k in r {
                 if s.depth[k] == HOLE {
                     continue;
