@@ -245,15 +245,22 @@ impl Columns {
     }
 }
 
+/// The rows of each table that a lane with bounds `c` may fill.
+fn rows(c: &Caps) -> Cursor {
+    Cursor {
+        span: c.spans,
+        inst: c.insts,
+        samp: c.samps,
+    }
+}
+
 /// Where each lane of `caps` starts relative to the first, and their total.
 fn starts(caps: &[Caps]) -> (Vec<Cursor>, Cursor) {
     let mut starts = Vec::with_capacity(caps.len());
     let mut n = Cursor::default();
     for c in caps {
         starts.push(n);
-        n.span += c.spans;
-        n.inst += c.insts;
-        n.samp += c.samps;
+        n = plus(n, rows(c));
     }
     (starts, n)
 }
@@ -288,7 +295,7 @@ pub fn run<F>(
 where
     F: Fn(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError> + Sync,
 {
-    let tot = starts(caps).1;
+    let tot = caps.iter().fold(Cursor::default(), |a, c| plus(a, rows(c)));
     let mut cols = Columns::sized(reuse, tot);
     let ranges = chunk_ranges(caps, parallel);
     let dones: Result<Vec<ChunkDone>, DecodeError> = {
