@@ -247,10 +247,10 @@ fn tvm_format_pairs_nested_regions_and_unwraps_with_a_shared_base() {
 }
 
 #[test]
-fn tvm_lanes_longer_than_a_tile_pair_across_tiles_and_count_every_record_after_finalize() {
-    // 1,100 records per lane (the decoder walks 512 rows of a lane at a time) and 300
-    // empty rows below them. Lane 0 finalizes early, lane 1 late, lane 2 never; lane 1
-    // holds a span that straddles the first tile boundary and one with a hole inside.
+fn tvm_long_lanes_pair_across_empty_slots_and_count_every_record_after_finalize() {
+    // 1,100 records per lane and 300 empty rows below them. Lane 0 finalizes early, lane
+    // 1 late, lane 2 never; lane 1 holds a span that straddles row 512 (where an earlier
+    // decoder cut its tiles) and lane 2 one with a hole inside.
     let (rows, lanes_n) = (1100u32, 3u32);
     let mut lanes: Vec<Vec<u64>> = (0..lanes_n)
         .map(|l| {
@@ -283,6 +283,10 @@ fn tvm_lanes_longer_than_a_tile_pair_across_tiles_and_count_every_record_after_f
         assert_eq!(spans(&t, 2), [(8, 0, 0, 7000 - 1000 + b, 7040 - 1000 + b)]);
         let inst = |p: usize| t.lanes[p].instants.len();
         assert_eq!((inst(0), inst(1), inst(2)), (10, 698, 1097));
+        // Into a used trace (on one thread, the decode that does not count first).
+        let mut used = t.clone();
+        decode::decode_words_into(&words, &opts, &mut used).unwrap();
+        assert_eq!(used, t);
     }
 }
 
