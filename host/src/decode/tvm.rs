@@ -367,7 +367,7 @@ impl Strip {
         self.holes.clear();
         for i in 0..lanes.len() {
             let col = &self.words[i * self.stride..][..self.rows];
-            let end = col.iter().rposition(|&w| w != 0).map_or(0, |j| j + 1);
+            let end = used_len(col);
             self.ends.push(end);
             self.holes.push(self.records[i] < end);
         }
