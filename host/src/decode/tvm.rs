@@ -164,8 +164,9 @@ impl Strip {
 
     /// Gathers every slot of lanes `lanes` (at most [`STRIP_LANES`]), empty slots
     /// included, prefetching [`PREFETCH_ROWS`] rows ahead, and tallies each lane's
-    /// records and whether they all name their lane, while the slots are in registers.
-    /// Out of line, like the walk, so neither loop shares its registers with the other.
+    /// records, all lanes' begins and instants, and whether every record names its lane
+    /// (with AVX2, while the slots are in registers). Out of line, like the walk, so
+    /// neither loop shares its registers with the other.
     #[inline(never)]
     fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
         #[cfg(target_arch = "x86_64")]
@@ -176,8 +177,8 @@ impl Strip {
         self.gather_any(body, stride, lanes)
     }
 
-    /// Prefetches the slots of `lanes` in the four rows starting [`PREFETCH_ROWS`] rows
-    /// after the row that starts at slot `lo - lanes.start`.
+    /// Prefetches the `n` slots at `lo` (a row's slots of a strip) in the four rows that
+    /// start [`PREFETCH_ROWS`] rows below it.
     #[inline(always)]
     fn prefetch_ahead(body: &[u64], stride: usize, lo: usize, n: usize) {
         let ahead = lo + PREFETCH_ROWS * stride;
