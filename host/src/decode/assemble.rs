@@ -274,15 +274,20 @@ fn plus(a: Cursor, b: Cursor) -> Cursor {
     }
 }
 
+/// `done` with the unmatched records that its walk left in `out`.
+fn with_unmatched(mut done: ChunkDone, out: &mut ChunkOut<'_>) -> ChunkDone {
+    done.diag.unmatched_begin = std::mem::take(&mut out.unmatched_begin);
+    done.diag.unmatched_end = std::mem::take(&mut out.unmatched_end);
+    done
+}
+
 /// Walks `chunk` with `walk` and takes the unmatched records out of its output.
 fn walk_chunk<F>(walk: F, chunk: &mut Chunk<'_>) -> Result<ChunkDone, DecodeError>
 where
     F: FnOnce(&mut Chunk<'_>) -> Result<ChunkDone, DecodeError>,
 {
-    let mut d = walk(chunk)?;
-    d.diag.unmatched_begin = std::mem::take(&mut chunk.out.unmatched_begin);
-    d.diag.unmatched_end = std::mem::take(&mut chunk.out.unmatched_end);
-    Ok(d)
+    let d = walk(chunk)?;
+    Ok(with_unmatched(d, &mut chunk.out))
 }
 
 /// Allocates, walks every chunk with `walk`, compacts and orders.
@@ -364,10 +369,8 @@ impl Stream {
     {
         self.cols.grow(plus(self.at, room));
         let (mut out, _) = split(self.cols.out_from(self.at), room);
-        let (used, mut done) = walk(self.at, &mut out)?;
-        done.diag.unmatched_begin = out.unmatched_begin;
-        done.diag.unmatched_end = out.unmatched_end;
-        self.dones.push(done);
+        let (used, done) = walk(self.at, &mut out)?;
+        self.dones.push(with_unmatched(done, &mut out));
         self.at = plus(self.at, used);
         Ok(())
     }
