@@ -248,9 +248,11 @@ impl<C: Clock> LaneWalk<C> {
             ticks = ticks.wrapping_add(hi.wrapping_sub(ticks as u32) as u64);
             let t = clock.ns(ticks);
             last = t;
-            // Three two-way branches rather than a `match`, which LLVM turns into an
-            // indirect jump through a table: more instructions per record for the same
-            // prediction (measured on the walk).
+            // Kind 3 is handled here (TVM) or above (ikp); 0 begins, 1 ends, 2 is an
+            // instant. They are told apart by testing bits: LLVM turns a `match` on the
+            // kind, or a chain of `kind ==` tests, into an indirect jump through a
+            // table, which costs more instructions per record for the same prediction
+            // (measured on the walk; see BENCHMARKS.md).
             if TVM && kind == 3 {
                 run.finalize = Some((j, t));
                 break;
