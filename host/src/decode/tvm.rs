@@ -387,13 +387,7 @@ impl Strip {
             .min()
             .expect("the strip holds a misplaced record");
         let w = self.words[(lane - lanes.start) * self.stride + r];
-        Err(DecodeError::TvmLane {
-            slot: (r * stride + lane) as u64 + 1,
-            word: w,
-            found: lane_of(w),
-            expected: lane as u64,
-            stride: stride as u64,
-        })
+        Err(misplaced(r * stride + lane, w, stride))
     }
 
     /// Rows of each table that the lanes of the last gather fill at most: a begin
@@ -421,6 +415,18 @@ impl Strip {
             k += usize::from(w != 0);
         }
         &col[..k]
+    }
+}
+
+/// The error for record `w`, found at index `at` of the body (slot `at + 1`), which does
+/// not name the lane of its slot.
+fn misplaced(at: usize, w: u64, stride: usize) -> DecodeError {
+    DecodeError::TvmLane {
+        slot: at as u64 + 1,
+        word: w,
+        found: lane_of(w),
+        expected: (at % stride) as u64,
+        stride: stride as u64,
     }
 }
 
@@ -460,27 +466,22 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
         // only in a row known to hold one.
         let m = row.len();
         let (b, i, c) = (&mut t.begins[..m], &mut t.insts[..m], &mut t.records[..m]);
-        let mut misplaced = 0u64;
+        let mut wrong = 0u64;
         for l in 0..m {
             let w = row[l];
             let used = u64::from(w != 0);
             let kind = w & 3;
-            misplaced |= used & u64::from((w >> LANE_SHIFT) & ((1 << LANE_BITS) - 1) != l as u64);
+            wrong |= used & u64::from(lane_of(w) != l as u64);
             b[l] += (used & u64::from(kind == 0)) as u32;
             i[l] += u32::from(kind == 2);
             c[l] += used as u32;
         }
-        if misplaced != 0 {
-            let (l, &w) = (row.iter().enumerate())
-                .find(|&(l, &w)| w != 0 && (w as u32 >> LANE_SHIFT) as usize != l)
+        if wrong != 0 {
+            let l = (0..m)
+                .find(|&l| row[l] != 0 && lane_of(row[l]) != l as u64)
                 .expect("the row holds a misplaced record");
-            return Err(DecodeError::TvmLane {
-                slot: (first + r * stride + l) as u64 + 1,
-                word: w,
-                found: (w as u32 >> LANE_SHIFT) as u64,
-                expected: l as u64,
-                stride: stride as u64,
-            });
+            let at = first + r * stride + l;
+            return Err(misplaced(at, body[at], stride));
         }
     }
     Ok(t)
