@@ -23,8 +23,9 @@ pub const REGIONS: [&str; 4] = ["tile", "load", "compute", "store"];
 pub const THREADS: u32 = 128;
 /// Whole tiles per SM; three more tiles make the grid's last round uneven.
 pub const TILES_PER_SM: u32 = 4;
-/// Base FMA iterations per tile (tile `t` runs `ITERS * (1 + t % 4)`).
-pub const ITERS: u32 = 1000;
+/// Base FMA iterations per tile (tile `t` runs `ITERS * (1 + t % 4)`): 25 to 100 us of
+/// compute per tile, many timer ticks even where %globaltimer ticks every 1 us.
+pub const ITERS: u32 = 10_000;
 
 /// Grid size and tile count for a device with `sms` multiprocessors.
 pub fn shape(sms: u32) -> (u32, u32) {

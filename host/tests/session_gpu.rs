@@ -6,8 +6,11 @@ mod session_support;
 use std::sync::Arc;
 
 use ikp_device::{Layout, TimerMode};
+use ikp_host::model::Trace;
 use ikp_host::nvrtc::{Arch, Compiler};
-use ikp_host::session::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use ikp_host::session::cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
+};
 use ikp_host::session::{HostSession, SessionError, TraceWriteOptions};
 use session_support::gpu_or_skip;
 
@@ -23,6 +26,36 @@ extern "C" __global__ void session_probe(unsigned reps, ikp::Arg prof) {
   }
   lane.instant(1u, 42u);
   lane.count(0u, blockIdx.x);
+  lane.finalize();
+}
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Keeps one thread busy for `ns` nanoseconds of %globaltimer.
+extern "C" __global__ void busy(unsigned long long ns) {
+  const unsigned long long t0 = now_ns();
+  while (now_ns() - t0 < ns) {
+  }
+}
+
+/// Clock mode: each leader records `reps` spans of region 0, each around a spin of `ns`
+/// nanoseconds of %globaltimer, stamped with %clock (converted to ns by the decoder).
+extern "C" __global__ void clock_probe(unsigned reps, unsigned long long ns, ikp::Arg prof) {
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Clock> lane(prof, threadIdx.x / 32u,
+                                                      threadIdx.x % 32u == 0u);
+  for (unsigned r = 0; r < reps; ++r) {
+    lane.begin(0u, r);
+    if (lane.active()) {
+      const unsigned long long t0 = now_ns();
+      while (now_ns() - t0 < ns) {
+      }
+    }
+    lane.end(0u, r);
+  }
   lane.finalize();
 }
 "#;
@@ -41,15 +74,23 @@ fn layout(records_per_lane: u32) -> Layout {
     }
 }
 
-fn launch(ctx: &Arc<CudaContext>, session: &HostSession, reps: u32) {
-    let f = Compiler::new(Arch::of_device(ctx).unwrap())
+fn kernel(ctx: &Arc<CudaContext>, name: &str) -> CudaFunction {
+    Compiler::new(Arch::of_device(ctx).unwrap())
         .cubin("session_probe.cu", KERNEL)
         .unwrap_or_else(|e| panic!("{e}"))
         .load(ctx)
         .unwrap()
-        .load_function("session_probe")
-        .unwrap();
-    let stream = session.stream().clone();
+        .load_function(name)
+        .unwrap()
+}
+
+fn launch(ctx: &Arc<CudaContext>, session: &HostSession, reps: u32) {
+    launch_on(ctx, session, session.stream(), reps)
+}
+
+/// Launches `session_probe` on `stream`, which need not be the session's.
+fn launch_on(ctx: &Arc<CudaContext>, session: &HostSession, stream: &Arc<CudaStream>, reps: u32) {
+    let f = kernel(ctx, "session_probe");
     let arg = session.kernel_arg();
     let cfg = LaunchConfig {
         grid_dim: (3, 2, 1),
@@ -180,4 +221,111 @@ fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
     s.decode_into(&mut reused).unwrap();
     assert_eq!(reused, s.decode().unwrap());
     assert_eq!(reused.spans.len(), BLOCKS as usize * 2);
+}
+
+/// Every lane finalized, nothing dropped or unpaired, `REPS` spans of region 0 per lane.
+fn assert_probe_trace(trace: &Trace) {
+    assert_eq!(trace.lanes.len() as u32, BLOCKS * 2);
+    assert_eq!(trace.dropped(), 0);
+    assert!(trace.lanes.iter().all(|l| l.finalized), "unfinalized lanes");
+    assert!(
+        trace.diagnostics.unmatched_begin.is_empty() && trace.diagnostics.unmatched_end.is_empty()
+    );
+    for lane in &trace.lanes {
+        assert_eq!(lane.spans.len() as u32, REPS, "spans of lane {}", lane.id);
+    }
+}
+
+#[test]
+fn a_launch_on_another_stream_right_after_reset_sees_the_prepared_buffer() {
+    let Some(ctx) =
+        gpu_or_skip("a_launch_on_another_stream_right_after_reset_sees_the_prepared_buffer")
+    else {
+        return;
+    };
+    let (own, other) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let mut s = HostSession::new(&own, layout(2 * REPS + 1)).unwrap();
+    // Work queued ahead on the session's stream delays its zeroing and header upload by
+    // 50 ms; `reset` must not return before they are done, or the probe launched on the
+    // other stream records into a buffer that is zeroed afterwards.
+    let busy = kernel(&ctx, "busy");
+    let ns: u64 = 50_000_000;
+    let cfg = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = own.launch_builder(&busy);
+    b.arg(&ns);
+    // SAFETY: `busy` takes one unsigned long long.
+    unsafe { b.launch(cfg) }.unwrap();
+    s.reset().unwrap();
+    launch_on(&ctx, &s, &other, REPS);
+    s.read_back().unwrap();
+    assert_probe_trace(&s.decode().unwrap());
+}
+
+#[test]
+fn clock_mode_converts_cycles_to_the_nanoseconds_they_took() {
+    let Some(ctx) = gpu_or_skip("clock_mode_converts_cycles_to_the_nanoseconds_they_took") else {
+        return;
+    };
+    let stream = ctx.default_stream();
+    let mut l = layout(2 * REPS);
+    l.timer = TimerMode::Clock;
+    let mut s = HostSession::new(&stream, l).unwrap();
+    let f = kernel(&ctx, "clock_probe");
+    let ns: u64 = 20_000;
+    let arg = s.kernel_arg();
+    let cfg = LaunchConfig {
+        grid_dim: (3, 2, 1),
+        block_dim: (64, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(&f);
+    b.arg(&REPS).arg(&ns).arg(&arg);
+    // SAFETY: (unsigned, unsigned long long, ikp::Arg) is the kernel's signature.
+    unsafe { b.launch(cfg) }.unwrap();
+    s.read_back().unwrap();
+    let trace = s.decode().unwrap();
+    assert_eq!(trace.source.timer, TimerMode::Clock);
+    assert_probe_trace(&trace);
+    // Each span waited `ns` of %globaltimer, whose reads are quantized to its tick (up to
+    // 1 us on some GPUs): the converted duration is `ns` within a tick plus 10 %.
+    let (lo, hi) = (ns - 1_000, ns + 1_000 + ns / 10);
+    for i in 0..trace.spans.len() {
+        let d = trace.spans.dur(i);
+        assert!(
+            (lo..=hi).contains(&d),
+            "span {i} of lane {} lasted {d} ns in clock mode, expected {ns} ns ({lo}..={hi})",
+            trace.spans.lane[i]
+        );
+    }
+}
+
+#[test]
+fn the_gpu_tests_kernels_compile_for_ampere_and_hopper_without_a_gpu() {
+    // The GPU tests above only compile their kernels on a GPU machine; compile them here
+    // so a mistake shows up before one is lent.
+    ikp_host::nvrtc::probe().unwrap_or_else(|e| panic!("{e}"));
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let cubin = Compiler::new(arch)
+            .cubin("session_probe.cu", KERNEL)
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(!cubin.bytes().is_empty());
+        let ptx = Compiler::new(arch).ptx("session_probe.cu", KERNEL).unwrap();
+        let text = ptx.ptx().unwrap();
+        for entry in ["session_probe", "busy", "clock_probe"] {
+            assert!(
+                text.contains(&format!(".entry {entry}(")),
+                "{arch}: no {entry}"
+            );
+        }
+        // Clock mode stamps records with %clock.
+        let clock_probe = text.split(".entry clock_probe(").nth(1).unwrap();
+        assert!(
+            clock_probe.contains("%clock;"),
+            "{arch}: clock_probe lacks %clock"
+        );
+    }
 }

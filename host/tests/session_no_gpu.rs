@@ -1,8 +1,9 @@
 //! The GPU side of the host on machines without a GPU, for real: once with no CUDA driver
 //! library at all, once with NVIDIA's real `libcuda.so.1` (Debian's libcuda1, unpacked by
-//! scripts/provision.sh into `$IKP_LIBCUDA_DIR`) and no device. Each scenario runs in a
-//! child process with its own `LD_LIBRARY_PATH`; the child must get a typed error, not a
-//! cudarc panic.
+//! scripts/provision.sh into `$IKP_LIBCUDA_DIR`) and no device, once with a stub driver
+//! whose `cuInit` answers `CUDA_ERROR_STUB_LIBRARY` (as the toolkit's link stub does). Each
+//! scenario runs in a child process with its own `LD_LIBRARY_PATH`; the child must get a
+//! typed error, not a cudarc panic, and the GPU tests' gate must skip only for "no GPU".
 mod session_support;
 
 use ikp_host::session::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
@@ -159,4 +160,76 @@ fn host_session_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<HostSession>();
     check::<SessionError>();
+}
+
+/// A `libcuda.so.1` whose `cuInit` fails with CUDA_ERROR_STUB_LIBRARY (34), built with the
+/// system C compiler into `dir`.
+fn build_stub_libcuda(dir: &std::path::Path) {
+    let src = dir.join("stub.c");
+    std::fs::write(
+        &src,
+        "int cuInit(unsigned flags) { (void)flags; return 34; }\n\
+         int cuGetErrorString(int e, const char** s) { (void)e; *s = \"stub library\"; return 0; }\n\
+         int cuGetErrorName(int e, const char** s) { (void)e; *s = \"CUDA_ERROR_STUB_LIBRARY\"; return 0; }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(LIBCUDA))
+        .arg(&src)
+        .output()
+        .expect("running the C compiler (cc)");
+    assert!(
+        out.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn stub_driver_child() {
+    // The gate's own switch must not decide this scenario.
+    std::env::remove_var("IKP_GPU_TESTS");
+    let e = device_count().expect_err("device_count succeeded on a stub driver");
+    assert_eq!(
+        e.driver_code(),
+        Some(CUresult::CUDA_ERROR_STUB_LIBRARY),
+        "expected the stub's error, got {e:?}"
+    );
+    // The GPU tests' gate fails instead of skipping: a stub is not "no GPU".
+    let gate = std::panic::catch_unwind(|| gpu_or_skip("stub_driver_gate").is_some());
+    let msg = match gate {
+        Ok(opened) => panic!("gpu_or_skip returned (opened: {opened}) on a stub driver"),
+        Err(p) => p
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| "non-string panic".into()),
+    };
+    assert!(msg.contains("CUDA_ERROR_STUB_LIBRARY"), "{msg}");
+    println!("{CHILD_DONE}: {msg}");
+}
+
+#[test]
+fn a_stub_driver_fails_the_gpu_gate_instead_of_skipping() {
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "stub-driver");
+        return stub_driver_child();
+    }
+    if system_has_library(LIBCUDA) {
+        skip(
+            "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
+            "this machine has a system libcuda.so.1, which the loader would find before \
+             the stub (CI has none)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    build_stub_libcuda(dir.path());
+    let path = library_path(&[], &[dir.path()]);
+    let out = run_child(
+        "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
+        "stub-driver",
+        &path,
+    );
+    let stdout = assert_child_passed("the stub-driver scenario", &out);
+    assert!(stdout.contains("CUDA_ERROR_STUB_LIBRARY"), "{stdout}");
 }

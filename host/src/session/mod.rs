@@ -166,9 +166,13 @@ impl SessionError {
 /// One instrumented launch: the device buffer, its layout and, after the launch, its host
 /// copy.
 ///
-/// Launch the kernel on the session's stream (or synchronize before
-/// [`HostSession::read_back`], which waits for the whole context anyway), and keep the
-/// session alive until the kernel has finished: the buffer is freed when it drops.
+/// Streams: [`HostSession::new`] and [`HostSession::reset`] zero the buffer and upload its
+/// header on the session's stream, then wait for that stream, so when they return the
+/// buffer is ready for a launch on *any* stream of the context (an upload still in flight
+/// on one stream is not ordered before a launch on another, and the kernel's first records
+/// would then be zeroed away). [`HostSession::read_back`] waits for the whole context, so
+/// the kernel may run on any stream there too. Keep the session alive until the kernel has
+/// finished: the buffer is freed when it drops.
 pub struct HostSession {
     stream: Arc<CudaStream>,
     layout: Layout,
@@ -189,7 +193,8 @@ impl fmt::Debug for HostSession {
 }
 
 impl HostSession {
-    /// Allocates the zeroed buffer for `layout` on `stream`'s device and writes its header.
+    /// Allocates the zeroed buffer for `layout` on `stream`'s device, writes its header and
+    /// waits for both (so the launch may be on any stream of the context).
     pub fn new(stream: &Arc<CudaStream>, layout: Layout) -> Result<HostSession, SessionError> {
         let header = layout.header_words()?;
         let words = layout.buffer_words();
@@ -211,16 +216,22 @@ impl HostSession {
         Ok(session)
     }
 
+    /// Uploads the header, then waits for the session's stream: see the stream rule on
+    /// [`HostSession`].
     fn write_header(&mut self) -> Result<(), SessionError> {
         let n = self.header.len();
         let mut head = self.buf.slice_mut(0..n);
         self.stream
             .memcpy_htod(&self.header, &mut head)
-            .map_err(|e| SessionError::driver("cuMemcpyHtoDAsync (ikp header)", e))
+            .map_err(|e| SessionError::driver("cuMemcpyHtoDAsync (ikp header)", e))?;
+        self.stream
+            .synchronize()
+            .map_err(|e| SessionError::driver("cuStreamSynchronize (ikp buffer upload)", e))
     }
 
-    /// Zeroes the buffer and rewrites the header, for another launch with the same layout.
-    /// Drops the host copy of the previous launch.
+    /// Zeroes the buffer and rewrites the header, for another launch with the same layout,
+    /// and waits for both (so the next launch may be on any stream). Drops the host copy of
+    /// the previous launch.
     pub fn reset(&mut self) -> Result<(), SessionError> {
         self.host = None;
         self.stream

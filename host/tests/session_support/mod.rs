@@ -120,8 +120,12 @@ pub fn skip(test: &str, why: &str) {
 
 /// Device 0 for a GPU test, or `None` after printing why the test is skipped.
 ///
-/// `IKP_GPU_TESTS=1` makes a missing GPU a failure (for GPU CI machines);
-/// `IKP_GPU_TESTS=0` skips even when a GPU is present.
+/// Only "no GPU here" skips: no driver library, or a driver that answers
+/// `CUDA_ERROR_NO_DEVICE`. Any other driver error fails the test: a stub `libcuda.so`
+/// (`CUDA_ERROR_STUB_LIBRARY`) or a driver too old for the device must not make every GPU
+/// test "pass". `IKP_GPU_TESTS=1` makes a missing GPU a failure too (the GPU bundle's
+/// runner sets it on a machine that has one); `IKP_GPU_TESTS=0` skips even when a GPU is
+/// present.
 pub fn gpu_or_skip(
     test: &str,
 ) -> Option<std::sync::Arc<ikp_host::session::cudarc::driver::CudaContext>> {
@@ -138,7 +142,7 @@ pub fn gpu_or_skip(
         Err(ikp_host::session::SessionError::NoDriver { .. }) => {
             "no CUDA driver library (libcuda.so.1) found".to_owned()
         }
-        Err(e) => e.to_string(),
+        Err(e) => panic!("{test}: the CUDA driver is present but failed: {e}"),
     };
     assert!(
         setting != "1",
