@@ -1,14 +1,28 @@
 //! GPU instrumentation overhead: how much each way of instrumenting a kernel slows it down.
 //!
-//! `cargo bench --bench gpu_overhead` (on a machine with a CUDA GPU). For each bench kernel
-//! (`gpu_overhead/kernels.cu`: the three example kernels and a GEMM on half data) it
-//! compiles five builds with NVRTC for the device's architecture (uninstrumented baseline,
-//! fenced zones, unfenced zones, counters only, compiled out), checks they compute the
-//! same output, then times `REPS` (30) repetitions of every build with CUDA events, the
-//! builds interleaved within a repetition in a rotating order. It prints the slowdown of
-//! each build against the baseline, repetition by repetition, as mean / std / median per
-//! kernel and pooled over all kernels (`ikp::host::overhead`, the method of the tt-metal
-//! counter proposal), then runs criterion over the same launches for its own statistics.
+//! `cargo bench --bench gpu_overhead` (on a machine with a CUDA GPU; without `--bench`
+//! criterion runs one test iteration). For each bench kernel (`gpu_overhead/kernels.cu`:
+//! the three example kernels, a GEMM on half data and a memory-bound copy) it compiles six
+//! builds with NVRTC for the device's architecture (uninstrumented baseline, fenced zones,
+//! unfenced zones, counters only, compiled out, and the same regions recorded the peers'
+//! way: the TVM / FlashInfer record sequence), checks they compute the same output, then
+//! times `REPS` (30) repetitions of every build with CUDA events, the builds interleaved
+//! within a repetition in a rotating order. One timing is [`LAUNCHES`] back-to-back
+//! launches between one event pair (a launch is short next to the event's resolution),
+//! after a reset of a buffer of the recording builds' size for *every* build, the baseline
+//! too, so all start with the same L2 state. It prints the slowdown of each build against
+//! the baseline, repetition by repetition, as mean / std / median per kernel and pooled
+//! over all kernels (`ikp::host::overhead`, the method of the tt-metal counter proposal),
+//! with each build's registers per thread and resident blocks per SM (an occupancy cliff
+//! is not the records' cost and is named as such), then runs criterion over the same
+//! launches for its own statistics.
+//!
+//! With `IKP_OVERHEAD_JSON=FILE` it also writes the figures as JSON (format
+//! `ikp-gpu-overhead`, version 1): `{"format", "version", "gpu", "arch", "sms", "reps",
+//! "launches_per_timing", "kernels": [{"kernel", "builds": [{"build", "regs",
+//! "local_bytes", "block_threads", "blocks_per_sm", "median_ms", "slowdown": null |
+//! {"n", "mean", "std", "median"}}]}], "pooled": [{"build", "slowdown"}]}`; slowdowns are
+//! percent, times are one launch's. The GPU bundle's runner reads it.
 //!
 //! Without a GPU (no CUDA driver library, or `CUDA_ERROR_NO_DEVICE`) it prints that it
 //! skipped and exits 0, so `cargo bench` and `cargo test --all-targets` pass everywhere.
@@ -25,15 +39,19 @@ use criterion::Criterion;
 use ikp::host::nvrtc::Arch;
 use ikp::host::overhead::{slowdowns, SlowdownStats};
 use ikp::host::session::cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 use ikp::host::session::{open_device, HostSession, IkpArg, SessionError};
-use variants::{KernelSpec, Variant, KERNELS, SOURCE};
+use serde_json::{json, Value};
+use variants::{KernelSpec, TvmArg, Variant, KERNELS, SOURCE};
 
 type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
 /// Repetitions of every build (reference 004 uses 30).
 const REPS: usize = 30;
+/// Launches timed between one pair of events.
+const LAUNCHES: usize = 5;
 
 fn drv(
     call: &'static str,
@@ -176,6 +194,28 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 true,
             )
         }
+        "stream_copy" => {
+            // 64 Mi floats in and out (512 MiB moved per launch): far past L2.
+            let n = 64u32 << 20;
+            let (blocks, threads) = (4 * sms, 256u32);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let input = stream
+                .clone_htod(&inputs(n as usize, 6))
+                .map_err(drv("cuMemcpyHtoD (input)"))?;
+            let steps = (n / 4).div_ceil(blocks * threads);
+            (
+                cfg,
+                4 * steps,
+                vec![n],
+                Input::F32(input),
+                n as usize,
+                false,
+            )
+        }
         other => return Err(format!("no workload for kernel {other}").into()),
     };
     let mut outputs = BTreeMap::new();
@@ -208,7 +248,7 @@ impl Workload {
         stream: &Arc<CudaStream>,
         f: &CudaFunction,
         v: Variant,
-        prof: Option<&IkpArg>,
+        prof: Option<&Prof>,
     ) -> Result<(), BoxError> {
         let mut b = stream.launch_builder(f);
         let out = self.outputs.get_mut(&v).ok_or("no output buffer")?;
@@ -224,13 +264,20 @@ impl Workload {
         for s in &self.scalars {
             b.arg(s);
         }
-        if let Some(p) = prof {
-            b.arg(p);
+        match prof {
+            Some(Prof::Ikp(p)) => {
+                b.arg(p);
+            }
+            Some(Prof::Tvm(p)) => {
+                b.arg(p);
+            }
+            None => {}
         }
         // SAFETY: the arguments match the kernel's signature in kernels.cu for this build
         // (pointers to buffers of the sizes the launch shape indexes, the scalar parameters,
-        // then ikp::Arg for every build but the baseline), which the NVRTC test checks
-        // parameter by parameter.
+        // then ikp::Arg, or TvmArg for the peers' build, for every build but the baseline),
+        // which the NVRTC test checks parameter by parameter; the TVM buffer holds every
+        // record the kernel writes (TvmArg::words).
         unsafe { b.launch(self.cfg) }.map_err(drv("cuLaunchKernel"))?;
         Ok(())
     }
@@ -254,14 +301,56 @@ impl Workload {
     }
 }
 
+/// The profiler argument of one launch.
+enum Prof {
+    Ikp(IkpArg),
+    Tvm(TvmArg),
+}
+
+// SAFETY: TvmArg is #[repr(C)] plain data (a device address and two u32, no padding), laid
+// out as kernels.cu's TvmArg; the driver copies its 16 bytes into the parameter space.
+unsafe impl DeviceRepr for TvmArg {}
+
+/// Registers, local memory and resident blocks per SM of one build.
+#[derive(Clone, Copy, Debug)]
+struct Resources {
+    regs: i32,
+    local_bytes: i32,
+    blocks_per_sm: u32,
+}
+
+impl Resources {
+    fn of(f: &CudaFunction, cfg: &LaunchConfig) -> Result<Resources, BoxError> {
+        let threads = cfg.block_dim.0 * cfg.block_dim.1 * cfg.block_dim.2;
+        Ok(Resources {
+            regs: f
+                .num_regs()
+                .map_err(drv("cuFuncGetAttribute (registers)"))?,
+            local_bytes: f
+                .local_size_bytes()
+                .map_err(drv("cuFuncGetAttribute (local memory)"))?,
+            blocks_per_sm: f
+                .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                .map_err(drv("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?,
+        })
+    }
+}
+
 /// One kernel ready to run: its workload, one function per build, one session per
 /// recording build.
 struct Bench {
     work: Workload,
     functions: BTreeMap<Variant, CudaFunction>,
     sessions: BTreeMap<Variant, HostSession>,
-    /// A session for the compiled-out build: it takes the argument but never writes.
+    /// A session for the builds that do not record with ikp: the compiled-out build takes
+    /// its argument (and never writes), and every non-recording build resets it before its
+    /// start event, as the recording builds reset theirs.
     idle: HostSession,
+    /// The peers' build's buffer (TVM format, never read: only its cost is measured).
+    tvm: CudaSlice<u64>,
+    tvm_arg: TvmArg,
+    /// Per build: registers, local memory, occupancy.
+    resources: BTreeMap<Variant, Resources>,
 }
 
 impl Bench {
@@ -289,16 +378,34 @@ impl Bench {
         for v in Variant::ALL.into_iter().filter(|v| v.records()) {
             sessions.insert(v, HostSession::new(stream, layout.clone())?);
         }
+        let lanes = layout.lane_count() as u32;
         let idle = HostSession::new(stream, layout)?;
+        let tvm = stream
+            .alloc_zeros::<u64>(TvmArg::words(lanes, work.records))
+            .map_err(drv("cuMemAlloc (TVM buffer)"))?;
+        let tvm_arg = TvmArg {
+            buf: tvm.device_ptr(stream).0,
+            stride: lanes,
+            groups: spec.groups_per_block,
+        };
+        let mut resources = BTreeMap::new();
+        for (&v, f) in &functions {
+            resources.insert(v, Resources::of(f, &work.cfg)?);
+        }
         Ok(Bench {
             work,
             functions,
             sessions,
             idle,
+            tvm,
+            tvm_arg,
+            resources,
         })
     }
 
-    /// Runs build `v` once between two events; returns the kernel time in ms.
+    /// Runs build `v` [`LAUNCHES`] times between two events, after resetting a buffer of
+    /// the recording builds' size (its own session's, or the idle one), and returns one
+    /// launch's time in ms.
     fn timed(
         &mut self,
         ctx: &Arc<CudaContext>,
@@ -308,20 +415,33 @@ impl Bench {
         let prof = match self.sessions.get_mut(&v) {
             Some(s) => {
                 s.reset()?;
-                Some(s.kernel_arg())
+                Some(Prof::Ikp(s.kernel_arg()))
             }
-            None if v.takes_prof() => Some(self.idle.kernel_arg()),
-            None => None,
+            None => {
+                self.idle.reset()?;
+                match v {
+                    Variant::TvmStyle => {
+                        stream
+                            .memset_zeros(&mut self.tvm)
+                            .map_err(drv("cuMemsetD8Async (TVM buffer)"))?;
+                        Some(Prof::Tvm(self.tvm_arg))
+                    }
+                    _ if v.takes_prof() => Some(Prof::Ikp(self.idle.kernel_arg())),
+                    _ => None,
+                }
+            }
         };
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
         let end = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
         start.record(stream).map_err(drv("cuEventRecord"))?;
         let f = self.functions[&v].clone();
-        self.work.launch(stream, &f, v, prof.as_ref())?;
+        for _ in 0..LAUNCHES {
+            self.work.launch(stream, &f, v, prof.as_ref())?;
+        }
         end.record(stream).map_err(drv("cuEventRecord"))?;
         let ms = start.elapsed_ms(&end).map_err(drv("cuEventElapsedTime"))?;
-        Ok(ms as f64)
+        Ok(ms as f64 / LAUNCHES as f64)
     }
 }
 
@@ -361,30 +481,79 @@ fn measure(
     Ok(times)
 }
 
-fn report(results: &[(String, BTreeMap<Variant, Vec<f64>>)]) -> Result<(), BoxError> {
+/// Times of one kernel's builds, and the resources of each.
+struct Measured {
+    kernel: String,
+    times: BTreeMap<Variant, Vec<f64>>,
+    resources: BTreeMap<Variant, Resources>,
+    block_threads: u32,
+}
+
+fn stats_json(s: &SlowdownStats) -> Value {
+    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    json!({"n": s.n, "mean": r(s.mean), "std": r(s.std), "median": r(s.median)})
+}
+
+/// Prints the report and returns it as the `ikp-gpu-overhead` JSON.
+fn report(results: &[Measured]) -> Result<Value, BoxError> {
     let mut pooled: BTreeMap<Variant, Vec<f64>> = BTreeMap::new();
-    for (kernel, times) in results {
-        let base = &times[&Variant::Baseline];
+    let mut kernels = Vec::new();
+    for m in results {
+        let base = &m.times[&Variant::Baseline];
+        let base_res = m.resources[&Variant::Baseline];
         let median_ms = SlowdownStats::of(base)?.median;
         println!(
-            "{kernel}: baseline median {median_ms:.4} ms over {} repetitions",
-            base.len()
+            "{}: baseline median {median_ms:.4} ms over {} repetitions ({} regs, {} blocks/SM)",
+            m.kernel,
+            base.len(),
+            base_res.regs,
+            base_res.blocks_per_sm
         );
-        for v in Variant::ALL.into_iter().skip(1) {
-            let s = slowdowns(base, &times[&v])?;
-            println!("  {:<15} vs baseline: {}", v.name(), SlowdownStats::of(&s)?);
-            pooled.entry(v).or_default().extend(s);
+        let mut builds = Vec::new();
+        for v in Variant::ALL {
+            let res = m.resources[&v];
+            let median = SlowdownStats::of(&m.times[&v])?.median;
+            let slowdown = if v == Variant::Baseline {
+                Value::Null
+            } else {
+                let s = slowdowns(base, &m.times[&v])?;
+                let st = SlowdownStats::of(&s)?;
+                let cliff = if res.blocks_per_sm < base_res.blocks_per_sm {
+                    format!(
+                        "  occupancy cliff: {} -> {} blocks/SM",
+                        base_res.blocks_per_sm, res.blocks_per_sm
+                    )
+                } else {
+                    String::new()
+                };
+                println!(
+                    "  {:<15} vs baseline: {st}  ({} regs){cliff}",
+                    v.name(),
+                    res.regs
+                );
+                pooled.entry(v).or_default().extend(s);
+                stats_json(&st)
+            };
+            builds.push(json!({
+                "build": v.name(),
+                "regs": res.regs,
+                "local_bytes": res.local_bytes,
+                "block_threads": m.block_threads,
+                "blocks_per_sm": res.blocks_per_sm,
+                "median_ms": (median * 1e5).round() / 1e5,
+                "slowdown": slowdown,
+            }));
         }
+        kernels.push(json!({"kernel": m.kernel, "builds": builds}));
     }
     println!("all kernels ({} kernels):", results.len());
+    let mut pooled_json = Vec::new();
     for v in Variant::ALL.into_iter().skip(1) {
-        println!(
-            "  {:<15} vs baseline: {}",
-            v.name(),
-            SlowdownStats::of(&pooled[&v])?
-        );
+        let st = SlowdownStats::of(&pooled[&v])?;
+        println!("  {:<15} vs baseline: {st}", v.name());
+        pooled_json.push(json!({"build": v.name(), "slowdown": stats_json(&st)}));
     }
-    Ok(())
+    Ok(json!({"kernels": kernels, "pooled": pooled_json}))
 }
 
 /// Whether `e` means "no GPU here" (skip) rather than a failure.
@@ -413,10 +582,33 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
     let mut results = Vec::new();
     for spec in KERNELS {
         let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
-        results.push((spec.name.to_string(), measure(&ctx, &stream, &mut b, reps)?));
+        let times = measure(&ctx, &stream, &mut b, reps)?;
+        let c = &b.work.cfg;
+        results.push(Measured {
+            kernel: spec.name.to_string(),
+            times,
+            resources: b.resources.clone(),
+            block_threads: c.block_dim.0 * c.block_dim.1 * c.block_dim.2,
+        });
         benches.push(b);
     }
-    report(&results)?;
+    let mut json = report(&results)?;
+    if let Some(path) = std::env::var_os("IKP_OVERHEAD_JSON") {
+        let head = json!({
+            "format": "ikp-gpu-overhead",
+            "version": 1,
+            "gpu": ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+            "arch": arch.to_string(),
+            "sms": sms,
+            "reps": reps,
+            "launches_per_timing": LAUNCHES,
+        });
+        if let (Value::Object(j), Value::Object(h)) = (&mut json, head) {
+            j.extend(h);
+        }
+        std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
+            .map_err(|e| format!("writing {}: {e}", std::path::Path::new(&path).display()))?;
+    }
 
     // Criterion over the same launches: GPU time per launch from the events.
     let mut c = Criterion::default()
@@ -447,7 +639,7 @@ fn main() -> std::process::ExitCode {
     let ctx = match open_device(0) {
         Ok(ctx) => ctx,
         Err(e) if no_gpu(&e) => {
-            println!("gpu_overhead: skipped, no CUDA GPU available ({e})");
+            println!("SKIPPED gpu_overhead: no CUDA GPU available ({e})");
             return std::process::ExitCode::SUCCESS;
         }
         Err(e) => {

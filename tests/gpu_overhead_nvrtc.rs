@@ -1,8 +1,9 @@
 //! Every build the GPU overhead bench (`benches/gpu_overhead.rs`) times compiles with NVRTC,
 //! and each build is what its name says: the baseline has no profiler state and no
 //! `ikp::Arg`, fenced zones fence, unfenced zones do not, counters only keeps the wait
-//! counters and no timed record, compiled out is the baseline's code. No GPU needed; the
-//! bench itself only runs on one.
+//! counters and no timed record, compiled out is the baseline's code, and the peers' build
+//! stamps `%globaltimer_lo` records behind block fences with no wait counter and no
+//! 64-bit lane stamps. No GPU needed; the bench itself only runs on one.
 #[path = "support/cuda_enums.rs"]
 mod cuda_enums;
 #[path = "../benches/gpu_overhead/variants.rs"]
@@ -47,7 +48,12 @@ fn params(list: &str) -> usize {
 }
 
 /// Kernels that have no fence of their own (the warp-specialized one fences its hand-off).
-const NO_USER_FENCE: [&str; 3] = ["load_compute_store", "persistent", "gemm_half"];
+const NO_USER_FENCE: [&str; 4] = [
+    "load_compute_store",
+    "persistent",
+    "gemm_half",
+    "stream_copy",
+];
 
 #[test]
 fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
@@ -64,7 +70,10 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 let timed = has(body, "%globaltimer_lo");
                 assert_eq!(
                     timed,
-                    matches!(v, Variant::FencedZones | Variant::UnfencedZones),
+                    matches!(
+                        v,
+                        Variant::FencedZones | Variant::UnfencedZones | Variant::TvmStyle
+                    ),
                     "{arch} {} {name}: timed records",
                     v.name()
                 );
@@ -78,12 +87,18 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 if NO_USER_FENCE.contains(&name) {
                     assert_eq!(
                         has(body, "membar.cta"),
-                        v == Variant::FencedZones,
+                        matches!(v, Variant::FencedZones | Variant::TvmStyle),
                         "{arch} {} {name}: block fences",
                         v.name()
                     );
                 }
             }
+            // The peers' build counts no wait.
+            let tvm = &builds[&Variant::TvmStyle][name].1;
+            assert!(
+                !has(tvm, "atom.global.add.u64") && !has(tvm, "red.global.add.u64"),
+                "{arch} {name}: the tvm style build counts waits"
+            );
             // Counters only still counts the waits of the kernel that has some.
             let counters = &builds[&Variant::CountersOnly][name].1;
             let counted =
@@ -112,6 +127,7 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         ("WS_", "warp_specialized"),
         ("P_", "persistent"),
         ("G_", "gemm_half"),
+        ("SC_", "stream_copy"),
     ];
     let mut seen = 0;
     for items in cuda_enums::unsigned_enums(SOURCE) {
@@ -135,5 +151,5 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         }
         seen += 1;
     }
-    assert_eq!(seen, 5, "four region enums and one counter enum");
+    assert_eq!(seen, 6, "five region enums and one counter enum");
 }

@@ -1,17 +1,19 @@
 // Kernels of the GPU overhead bench (benches/gpu_overhead.rs): the three example kernels of
 // examples/ (load / compute / store, warp-specialized producer / consumer, persistent grid),
-// sized to keep a GPU busy for about a millisecond, and a tiled GEMM on half data. The
-// examples fix their instrumentation; here each kernel is written once with switches so
-// that every build the bench compares comes from the same code:
+// sized to keep a GPU busy for about a millisecond, a tiled GEMM on half data and a
+// memory-bound copy. The examples fix their instrumentation; here each kernel is written
+// once with switches so that every build the bench compares comes from the same code:
 //
 //   BENCH_BASELINE   defined: no ikp at all: no include, no marker, no ikp::Arg parameter
+//   BENCH_TVM        defined: the same regions recorded the peers' way (TVM / FlashInfer
+//                    CudaProfiler sequence, tvm_style.cuh), no counters, TvmArg parameter
 //   BENCH_FENCE      None | Block: the lanes' fence mode (default Block)
 //   BENCH_ZONES      1: regions bracketed with begin / end (default), 0: none
 //   BENCH_COUNTERS   1: spin loops counted with IKP_WAIT (default), 0: plain spin loops
 //
 // The compiled-out build is the default (zones and counters) with IKP_ENABLED=0.
 
-#ifdef BENCH_BASELINE
+#if defined(BENCH_BASELINE)
 #define PROF_PARAM
 #define BENCH_LANE(group, leader)
 #define BEGIN(region, payload)
@@ -20,6 +22,26 @@
   while (cond) {            \
   }
 #define FINALIZE()
+#elif defined(BENCH_TVM)
+#include "tvm_style.cuh"
+// The host's TvmArg (benches/gpu_overhead/variants.rs).
+struct TvmArg {
+  unsigned long long* buf;
+  unsigned stride;  // lanes in the launch
+  unsigned groups;  // lanes per block
+};
+#define PROF_PARAM , TvmArg prof
+// TvmStyle::init numbers lanes by blockIdx.x; passing the group offset by the rows above
+// gives 2D grids (the GEMM) one lane per block too.
+#define BENCH_LANE(group, leader) \
+  TvmStyle lane;                   \
+  lane.init(prof.buf, prof.stride, prof.groups, (group) + prof.groups * gridDim.x * blockIdx.y, (leader))
+#define BEGIN(region, payload) lane.start(region)
+#define END(region, payload) lane.end(region)
+#define WAIT(counter, cond) \
+  while (cond) {            \
+  }
+#define FINALIZE() lane.finalize()
 #else
 #include "ikp.cuh"
 #ifndef BENCH_FENCE
@@ -224,5 +246,30 @@ extern "C" __global__ void gemm_half(unsigned short* c, const unsigned short* a,
     for (unsigned q = 0; q < 4; ++q)
       c[(row0 + ty * 4u + r) * n + col0 + tx * 4u + q] = f2h(acc[r][q]);
   END(G_STORE, 0);
+  FINALIZE();
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory-bound copy: out[i] = in[i] * 2 over n floats (a multiple of 4) in float4 steps, a
+// grid-stride loop; per step a LOAD and a STORE region (payload = step), so the records
+// compete with the copy for the memory system.
+enum : unsigned { SC_LOAD = 0, SC_STORE = 1 };
+
+extern "C" __global__ void stream_copy(float* out, const float* in, unsigned n PROF_PARAM) {
+  BENCH_LANE(0, threadIdx.x == 0);
+  const unsigned n4 = n / 4u;
+  const float4* in4 = reinterpret_cast<const float4*>(in);
+  float4* out4 = reinterpret_cast<float4*>(out);
+  unsigned step = 0;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i - threadIdx.x < n4;
+       i += gridDim.x * blockDim.x, ++step) {
+    BEGIN(SC_LOAD, step);
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < n4) v = in4[i];
+    END(SC_LOAD, step);
+    BEGIN(SC_STORE, step);
+    if (i < n4) out4[i] = make_float4(v.x * 2.0f, v.y * 2.0f, v.z * 2.0f, v.w * 2.0f);
+    END(SC_STORE, step);
+  }
   FINALIZE();
 }

@@ -22,16 +22,21 @@ pub enum Variant {
     CountersOnly,
     /// The fenced build compiled with `IKP_ENABLED=0`.
     CompiledOut,
+    /// The same regions recorded the peers' way: the TVM / FlashInfer CudaProfiler record
+    /// sequence (`ikp_host::sass::kernels::TVM_STYLE`: per-thread offset and tag,
+    /// leader-only store, a block fence after a start and before an end), no counters.
+    TvmStyle,
 }
 
 impl Variant {
     /// Every build, baseline first.
-    pub const ALL: [Variant; 5] = [
+    pub const ALL: [Variant; 6] = [
         Variant::Baseline,
         Variant::FencedZones,
         Variant::UnfencedZones,
         Variant::CountersOnly,
         Variant::CompiledOut,
+        Variant::TvmStyle,
     ];
 
     /// Short name for reports.
@@ -42,17 +47,22 @@ impl Variant {
             Variant::UnfencedZones => "unfenced zones",
             Variant::CountersOnly => "counters only",
             Variant::CompiledOut => "compiled out",
+            Variant::TvmStyle => "tvm style",
         }
     }
 
-    /// Whether the kernel takes the `ikp::Arg` parameter (last).
+    /// Whether the kernel takes a profiler parameter (last): `ikp::Arg`, or `TvmArg` for
+    /// the peers' build.
     pub fn takes_prof(self) -> bool {
         self != Variant::Baseline
     }
 
-    /// Whether the kernel records (needs a session buffer).
+    /// Whether the kernel records with ikp (needs a session buffer).
     pub fn records(self) -> bool {
-        !matches!(self, Variant::Baseline | Variant::CompiledOut)
+        matches!(
+            self,
+            Variant::FencedZones | Variant::UnfencedZones | Variant::CountersOnly
+        )
     }
 
     /// The NVRTC compiler for this build.
@@ -66,7 +76,31 @@ impl Variant {
                 .define("BENCH_FENCE", Some("None"))
                 .define("BENCH_ZONES", Some("0")),
             Variant::CompiledOut => c.profiling(false),
+            Variant::TvmStyle => c
+                .define("BENCH_TVM", None)
+                .header("tvm_style.cuh", ikp::host::sass::kernels::TVM_STYLE),
         }
+    }
+}
+
+/// The peers' profiler argument (`TvmArg` in kernels.cu): the buffer, the record stride
+/// (= lanes: the TVM format interleaves the lanes' records) and the groups per block.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TvmArg {
+    /// Device address of the buffer's word 0.
+    pub buf: u64,
+    /// Lanes of the launch.
+    pub stride: u32,
+    /// Lanes per block.
+    pub groups: u32,
+}
+
+impl TvmArg {
+    /// Words the TVM-format buffer needs for `lanes` lanes of `records` records each, plus
+    /// the finalize record (the format has no capacity check: it must never run out).
+    pub fn words(lanes: u32, records: u32) -> usize {
+        1 + lanes as usize * (records as usize + 1)
     }
 }
 
@@ -85,8 +119,9 @@ pub struct KernelSpec {
     pub params: usize,
 }
 
-/// The kernels, in report order.
-pub const KERNELS: [KernelSpec; 4] = [
+/// The kernels, in report order: the three examples, a compute-bound GEMM and a
+/// memory-bound copy.
+pub const KERNELS: [KernelSpec; 5] = [
     KernelSpec {
         name: "load_compute_store",
         regions: &["load", "compute", "store"],
@@ -114,6 +149,13 @@ pub const KERNELS: [KernelSpec; 4] = [
         counters: &[],
         groups_per_block: 1,
         params: 6,
+    },
+    KernelSpec {
+        name: "stream_copy",
+        regions: &["load", "store"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 3,
     },
 ];
 

@@ -1,0 +1,206 @@
+//! One time axis: lanes on different SMs that stamp the same moment get the same time.
+//!
+//! A block per SM (all resident at once) meets at a grid-wide rendezvous: each adds itself
+//! to a global counter and spins until every block has; then it stamps an instant and
+//! reads `%globaltimer` itself. Repeated for several rounds. The instants of one round are
+//! released by one store that every SM sees within a poll of global memory, so their
+//! spread is the timer's disagreement across SMs plus that release: the check allows one
+//! tick plus [`RELEASE_NS`]. A lane that is off by more (a per-SM offset, or a decoder
+//! that shifts lanes) fails it. Each decoded instant must also match the lane's own raw
+//! read right after it within one tick plus 100 ns.
+
+use ikp_device::{Layout, TimerMode};
+use ikp_host::model::Trace;
+use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
+use serde_json::json;
+
+use super::{drv, median, round, timer, Error, Gpu};
+use crate::results::{Check, Status, Table};
+use crate::verify::clean_and_ordered;
+
+/// Rendezvous rounds.
+pub const ROUNDS: u32 = 8;
+/// Allowance for the release of a rendezvous to reach every SM (one poll of a global
+/// counter), ns.
+pub const RELEASE_NS: f64 = 1_000.0;
+
+/// Per round: the decoded instants of every lane, and the raw reads after them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Round {
+    /// Decoded instant of each lane, ns.
+    pub decoded: Vec<u64>,
+    /// Raw `%globaltimer` read right after, per lane.
+    pub raw: Vec<u64>,
+}
+
+impl Round {
+    /// Latest minus earliest decoded instant, ns.
+    pub fn spread(&self) -> u64 {
+        self.decoded.iter().max().unwrap_or(&0) - self.decoded.iter().min().unwrap_or(&0)
+    }
+
+    /// Largest |decoded − raw| over lanes, ns.
+    pub fn stamp_error(&self) -> u64 {
+        self.decoded
+            .iter()
+            .zip(&self.raw)
+            .map(|(&d, &r)| d.abs_diff(r))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The rounds of a decoded rendezvous trace; `raw[block * rounds + round]`.
+pub fn rounds_of(trace: &Trace, raw: &[u64], rounds: u32) -> Result<Vec<Round>, Error> {
+    let mut out: Vec<Round> = (0..rounds)
+        .map(|_| Round {
+            decoded: Vec::new(),
+            raw: Vec::new(),
+        })
+        .collect();
+    for lane in &trace.lanes {
+        if lane.instants.len() != rounds as usize {
+            return Err(format!(
+                "lane {} stamped {} instants, expected {rounds}",
+                lane.id,
+                lane.instants.len()
+            ));
+        }
+        for i in lane.instants.clone() {
+            let r = trace.instants.payload[i];
+            let round = out
+                .get_mut(r as usize)
+                .ok_or_else(|| format!("lane {}: instant with payload {r}", lane.id))?;
+            round.decoded.push(trace.instants.ts[i]);
+            round
+                .raw
+                .push(raw[lane.block as usize * rounds as usize + r as usize]);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether every round's spread is within one tick plus the release allowance, and every
+/// stamp within one tick plus 100 ns of its raw read.
+pub fn holds(rounds: &[Round], tick_ns: f64) -> bool {
+    rounds.iter().all(|r| {
+        r.spread() as f64 <= tick_ns + RELEASE_NS && r.stamp_error() as f64 <= tick_ns + 100.0
+    })
+}
+
+/// The `time-axis` check.
+pub fn check(gpu: &Gpu) -> Result<Check, Error> {
+    let tick = timer::measure(gpu)?;
+    let f = gpu.function("rendezvous")?;
+    let blocks = gpu.sms;
+    let mut session = gpu.session(Layout {
+        grid: [blocks, 1, 1],
+        groups_per_block: 1,
+        records_per_lane: ROUNDS,
+        timer: TimerMode::Globaltimer,
+        regions: vec!["met".into()],
+        counters: vec![],
+    })?;
+    let mut arrived = gpu.zeros::<u32>(1)?;
+    let mut raw = gpu.zeros::<u64>((blocks * ROUNDS) as usize)?;
+    let arg = session.kernel_arg();
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = gpu.stream.launch_builder(&f);
+    b.arg(&mut arrived).arg(&ROUNDS).arg(&arg).arg(&mut raw);
+    // SAFETY: rendezvous(unsigned* arrived, unsigned rounds, ikp::Arg, u64* raw) with `raw`
+    // holding blocks * ROUNDS words; one block per SM, so every block is resident and the
+    // spin ends.
+    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (rendezvous)"))?;
+    let trace = super::decode(&mut session)?;
+    clean_and_ordered(&trace)?;
+    let raw = gpu.download(&raw)?;
+    let rounds = rounds_of(&trace, &raw, ROUNDS)?;
+    let mut sms: Vec<u32> = trace.lanes.iter().filter_map(|l| l.sm).collect();
+    sms.sort_unstable();
+    sms.dedup();
+    let mut table = Table::new(&["round", "spread ns", "worst stamp vs raw ns"]);
+    for (i, r) in rounds.iter().enumerate() {
+        table.row(vec![json!(i), json!(r.spread()), json!(r.stamp_error())]);
+    }
+    let mut spreads: Vec<f64> = rounds.iter().map(|r| r.spread() as f64).collect();
+    let median_spread = median(&mut spreads);
+    let max_spread = spreads.last().copied().unwrap_or(0.0);
+    let ok = holds(&rounds, tick.ns);
+    let detail = format!(
+        "{} lanes on {} SMs, {ROUNDS} rendezvous: instants spread {median_spread:.0} ns \
+         (median), {max_spread:.0} ns (max); allowed one {:.0} ns tick + {RELEASE_NS:.0} ns release",
+        trace.lanes.len(),
+        sms.len(),
+        tick.ns
+    );
+    Ok(Check::new(
+        "time-axis",
+        if ok { Status::Pass } else { Status::Fail },
+        true,
+        detail,
+    )
+    .figure("tick_ns", round(tick.ns, 1))
+    .figure("lanes", trace.lanes.len())
+    .figure("distinct_sms", sms.len())
+    .figure("spread_ns_median", median_spread)
+    .figure("spread_ns_max", max_spread)
+    .figure(
+        "stamp_vs_raw_ns_max",
+        rounds.iter().map(Round::stamp_error).max().unwrap_or(0),
+    )
+    .table(table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ikp_device::encoder::BufferWriter;
+    use ikp_host::decode::{decode_words, DecodeOptions};
+
+    /// A rendezvous trace of 4 lanes, 2 rounds at 10 us and 20 us; lane `off` is shifted.
+    fn trace(offset_lane: u64, offset: u64) -> (Trace, Vec<u64>) {
+        let layout = Layout {
+            grid: [4, 1, 1],
+            groups_per_block: 1,
+            records_per_lane: 2,
+            timer: TimerMode::Globaltimer,
+            regions: vec!["met".into()],
+            counters: vec![],
+        };
+        let mut w = BufferWriter::new(layout).unwrap();
+        let mut raw = vec![0; 8];
+        for b in 0..4u64 {
+            let shift = if b == offset_lane { offset } else { 0 };
+            let mut l = w.lane(b);
+            l.init(b as u32, 0, 0, 1_000 + b, 0);
+            for r in 0..2u64 {
+                let t = 10_000 * (r + 1) + b * 40 + shift;
+                l.instant(0, r as u32, t);
+                raw[(b * 2 + r) as usize] = t + 30;
+            }
+            l.finalize(40_000, 0);
+        }
+        (
+            decode_words(&w.into_words(), &DecodeOptions::default()).unwrap(),
+            raw,
+        )
+    }
+
+    #[test]
+    fn agreeing_lanes_hold_and_a_shifted_one_does_not() {
+        let (t, raw) = trace(0, 0);
+        let rounds = rounds_of(&t, &raw, 2).unwrap();
+        assert_eq!(rounds[0].spread(), 120);
+        assert_eq!(rounds[1].stamp_error(), 30);
+        assert!(holds(&rounds, 32.0));
+        let (t, raw) = trace(2, 5_000);
+        let rounds = rounds_of(&t, &raw, 2).unwrap();
+        assert!(rounds[0].spread() > 4_000);
+        assert!(!holds(&rounds, 32.0));
+        assert!(rounds_of(&t, &raw, 3).unwrap_err().contains("expected 3"));
+    }
+}

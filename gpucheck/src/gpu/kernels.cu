@@ -1,0 +1,124 @@
+// Kernels of the GPU checks (ikp-gpucheck, src/gpu/). Each records with ikp and, beside
+// it, writes its own ground truth (raw %globaltimer / %clock64 reads by the same thread)
+// into a second buffer, so the decoded trace can be compared with what really happened.
+#include "ikp.cuh"
+
+namespace gc {
+__device__ __forceinline__ unsigned long long gt() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned long long clk() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+  return t;
+}
+}  // namespace gc
+
+// ---------------------------------------------------------------------------------------
+// Timer resolution: one thread reads %globaltimer for `duration_ns` and keeps every value
+// that differs from the one before (the first `cap` of them); `stats` gets the number of
+// values kept and of reads made.
+extern "C" __global__ void gt_resolution(unsigned long long* changes, unsigned cap,
+                                         unsigned long long duration_ns,
+                                         unsigned long long* stats) {
+  unsigned long long t0 = gc::gt(), prev = t0, reads = 0;
+  unsigned n = 0;
+  changes[n++] = t0;
+  for (;;) {
+    const unsigned long long t = gc::gt();
+    ++reads;
+    if (t != prev) {
+      if (n < cap) changes[n++] = t;
+      prev = t;
+    }
+    if (t - t0 >= duration_ns) break;
+  }
+  stats[0] = n;
+  stats[1] = reads;
+}
+
+// ---------------------------------------------------------------------------------------
+// Timing truth: one lane per block (thread 0). For each i, region 0 with payload i around a
+// spin of targets[i]: nanoseconds of %globaltimer (spin == 0) or cycles of %clock64
+// (spin == 1). truth[(block * n + i) * 5 ..] = globaltimer and clock64 just before the
+// begin, the same just after the end, and the spin loop's iterations.
+constexpr unsigned TRUTH_WORDS = 5u;
+
+template <ikp::Timer T>
+__device__ void spin_regions(const unsigned long long* targets, unsigned n, unsigned spin,
+                             const ikp::Arg& prof, unsigned long long* truth) {
+  ikp::Lane<ikp::Fence::None, T> lane(prof, 0u, threadIdx.x == 0u);
+  if (threadIdx.x == 0u) {
+    unsigned long long* mine = truth + static_cast<unsigned long long>(blockIdx.x) * n * TRUTH_WORDS;
+    for (unsigned i = 0; i < n; ++i) {
+      const unsigned long long target = targets[i];
+      unsigned long long iters = 0;
+      const unsigned long long g0 = gc::gt(), c0 = gc::clk();
+      lane.begin(0u, i);
+      if (spin == 0u) {
+        const unsigned long long s = gc::gt();
+        while (gc::gt() - s < target) ++iters;
+      } else {
+        const unsigned long long s = gc::clk();
+        while (gc::clk() - s < target) ++iters;
+      }
+      lane.end(0u, i);
+      const unsigned long long c1 = gc::clk(), g1 = gc::gt();
+      unsigned long long* row = mine + i * TRUTH_WORDS;
+      row[0] = g0;
+      row[1] = c0;
+      row[2] = g1;
+      row[3] = c1;
+      row[4] = iters;
+    }
+  }
+  lane.finalize();
+}
+
+extern "C" __global__ void timing_globaltimer(const unsigned long long* targets, unsigned n,
+                                              unsigned spin, ikp::Arg prof,
+                                              unsigned long long* truth) {
+  spin_regions<ikp::Timer::Global>(targets, n, spin, prof, truth);
+}
+
+extern "C" __global__ void timing_clock(const unsigned long long* targets, unsigned n,
+                                        unsigned spin, ikp::Arg prof,
+                                        unsigned long long* truth) {
+  spin_regions<ikp::Timer::Clock>(targets, n, spin, prof, truth);
+}
+
+// ---------------------------------------------------------------------------------------
+// One time axis: every block (one thread each; the grid fits on the GPU at once) adds
+// itself to `arrived`, spins until all have, then stamps an instant (region 0, payload =
+// round) and reads %globaltimer itself into raw[block * rounds + round]. Rounds reuse the
+// counter: round r is complete at (r + 1) * gridDim.x arrivals.
+extern "C" __global__ void rendezvous(unsigned* arrived, unsigned rounds, ikp::Arg prof,
+                                      unsigned long long* raw) {
+  ikp::Lane<> lane(prof, 0u, threadIdx.x == 0u);
+  if (threadIdx.x == 0u) {
+    volatile unsigned* v = arrived;
+    for (unsigned r = 0; r < rounds; ++r) {
+      atomicAdd(arrived, 1u);
+      const unsigned goal = (r + 1u) * gridDim.x;
+      while (*v < goal) {
+      }
+      lane.instant(0u, r);
+      raw[static_cast<unsigned long long>(blockIdx.x) * rounds + r] = gc::gt();
+    }
+  }
+  lane.finalize();
+}
+
+// ---------------------------------------------------------------------------------------
+// Device-side overflow: lane (block, warp) records attempts[lane] instants (payload = index)
+// and adds the same number to wait counter 0, whatever its capacity.
+extern "C" __global__ void overflow(const unsigned* attempts, ikp::Arg prof) {
+  const unsigned group = threadIdx.x / 32u;
+  ikp::Lane<> lane(prof, group, threadIdx.x % 32u == 0u);
+  const unsigned n = attempts[blockIdx.x * prof.groups_per_block + group];
+  for (unsigned i = 0; i < n; ++i) lane.instant(0u, i);
+  lane.count(0u, n);
+  lane.finalize();
+}

@@ -1,0 +1,249 @@
+//! What the run finds out about the machine before any check: whether it has an NVIDIA
+//! GPU at all, whether ikp can open it (and if not, why), and the facts a reader of the
+//! results needs to compare runs: GPU, SMs, driver, NVRTC, the library files loaded,
+//! clocks.
+//!
+//! "Has a GPU" and "ikp can open it" are told apart on purpose: a machine whose kernel
+//! lists an NVIDIA GPU but whose driver library is missing or a stub must fail the run,
+//! not skip every check (which would report a green run with nothing measured).
+
+use std::path::Path;
+use std::process::Command;
+
+use ikp_host::session::cudarc::driver::{sys, CudaContext};
+use ikp_host::session::{self, SessionError};
+use serde_json::{json, Map, Value};
+
+/// Whether ikp can run GPU checks here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Device 0 opened.
+    Gpu,
+    /// No GPU for ikp to use; the reason (no driver library, or `CUDA_ERROR_NO_DEVICE`).
+    NoGpu(String),
+    /// The driver is there but failed in another way (a stub library, a driver too old for
+    /// the device): a failure, not a skip.
+    Broken(String),
+}
+
+/// Evidence that the operating system sees an NVIDIA GPU, independent of libcuda: the
+/// kernel module's GPU list, or the device node of GPU 0.
+pub fn os_sees_gpu() -> Vec<String> {
+    let mut seen: Vec<String> = std::fs::read_dir("/proc/driver/nvidia/gpus")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| {
+                    format!(
+                        "/proc/driver/nvidia/gpus/{}",
+                        e.file_name().to_string_lossy()
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if Path::new("/dev/nvidia0").exists() {
+        seen.push("/dev/nvidia0".into());
+    }
+    seen
+}
+
+/// Classifies the result of asking the driver for devices. "No GPU" reasons are short (each
+/// skipped check repeats one); the machine's `gpu_unavailable` has the driver's full error.
+pub fn classify(count: &Result<usize, SessionError>) -> Availability {
+    match count {
+        Ok(n) if *n > 0 => Availability::Gpu,
+        Ok(_) => Availability::NoGpu("the CUDA driver reports no device".into()),
+        Err(SessionError::NoDriver { .. }) => {
+            Availability::NoGpu("no CUDA driver library (libcuda) could be loaded".into())
+        }
+        Err(e) if e.is_no_device() => {
+            Availability::NoGpu("the CUDA driver reports no device (CUDA_ERROR_NO_DEVICE)".into())
+        }
+        Err(e) => Availability::Broken(e.to_string()),
+    }
+}
+
+/// Probes the driver and describes the machine. Opens device 0 (and drops the context)
+/// only when the driver reports one.
+pub fn describe() -> (Availability, Map<String, Value>) {
+    let mut m = Map::new();
+    let os = os_sees_gpu();
+    m.insert("os_gpu_evidence".into(), json!(os));
+    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        m.insert("kernel".into(), json!(k.trim()));
+    }
+    m.insert(
+        "host_cpus".into(),
+        json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
+    );
+    let count = session::device_count();
+    let avail = classify(&count);
+    m.insert("libcuda".into(), json!(loaded_library("libcuda")));
+    if session::probe_driver().is_ok() {
+        let mut v: std::ffi::c_int = 0;
+        // SAFETY: the driver library loaded (probe_driver); `v` is valid for one write.
+        // cuDriverGetVersion needs no cuInit.
+        let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+        if r == sys::CUresult::CUDA_SUCCESS {
+            m.insert(
+                "driver_cuda_version".into(),
+                json!(format!("{}.{}", v / 1000, v % 1000 / 10)),
+            );
+        }
+    }
+    match &avail {
+        Availability::Gpu => describe_device(&mut m),
+        Availability::NoGpu(why) | Availability::Broken(why) => {
+            m.insert("gpu".into(), Value::Null);
+            let full = count
+                .as_ref()
+                .err()
+                .map_or_else(|| why.clone(), |e| e.to_string());
+            m.insert("gpu_unavailable".into(), json!(full));
+        }
+    }
+    describe_nvrtc(&mut m);
+    if let Some(smi) = nvidia_smi() {
+        m.extend(smi);
+    }
+    (avail, m)
+}
+
+fn describe_device(m: &mut Map<String, Value>) {
+    let ctx = match session::open_device(0) {
+        Ok(c) => c,
+        Err(e) => {
+            m.insert("gpu_unavailable".into(), json!(e.to_string()));
+            return;
+        }
+    };
+    m.insert("gpu".into(), json!(ctx.name().ok()));
+    if let Ok((ma, mi)) = ctx.compute_capability() {
+        m.insert("compute_capability".into(), json!(format!("{ma}.{mi}")));
+    }
+    m.insert(
+        "gpu_memory_mib".into(),
+        json!(ctx.total_mem().ok().map(|b| b >> 20)),
+    );
+    use sys::CUdevice_attribute as A;
+    let attrs = [
+        ("sm_count", A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        ("sm_clock_max_khz", A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+        (
+            "memory_clock_max_khz",
+            A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+        ),
+        ("l2_bytes", A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+        (
+            "max_threads_per_sm",
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        ),
+        (
+            "cooperative_launch",
+            A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+        ),
+    ];
+    for (key, a) in attrs {
+        // Some attributes are deprecated in newer drivers: "when readable".
+        m.insert(key.into(), json!(attribute(&ctx, a)));
+    }
+}
+
+fn attribute(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Option<i32> {
+    ctx.attribute(a).ok()
+}
+
+fn describe_nvrtc(m: &mut Map<String, Value>) {
+    match ikp_host::nvrtc::version() {
+        Ok((ma, mi)) => {
+            m.insert("nvrtc_version".into(), json!(format!("{ma}.{mi}")));
+        }
+        Err(e) => {
+            m.insert("nvrtc_version".into(), Value::Null);
+            m.insert("nvrtc_error".into(), json!(e.to_string()));
+        }
+    }
+    m.insert("nvrtc_library".into(), json!(loaded_library("libnvrtc")));
+}
+
+/// The file of the shared library whose name starts with `prefix` that this process has
+/// mapped (from `/proc/self/maps`), if any.
+pub fn loaded_library(prefix: &str) -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|path| {
+            Path::new(path)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with(prefix))
+        })
+        .map(str::to_owned)
+}
+
+/// Driver version, current and maximum clocks, power state and temperature as
+/// `nvidia-smi` reports them for GPU 0 (`None` when it is not installed).
+pub fn nvidia_smi() -> Option<Map<String, Value>> {
+    const FIELDS: [&str; 8] = [
+        "driver_version",
+        "clocks.sm",
+        "clocks.mem",
+        "clocks.max.sm",
+        "clocks.max.mem",
+        "pstate",
+        "temperature.gpu",
+        "power.draw",
+    ];
+    let out = Command::new("nvidia-smi")
+        .args([
+            "--id=0",
+            &format!("--query-gpu={}", FIELDS.join(",")),
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let line = String::from_utf8_lossy(&out.stdout);
+    let values: Vec<&str> = line.lines().next()?.split(',').map(str::trim).collect();
+    Some(
+        FIELDS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| (format!("smi_{}", k.replace('.', "_")), json!(v)))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ikp_host::session::cudarc::driver::DriverError;
+
+    #[test]
+    fn only_no_driver_and_no_device_mean_no_gpu() {
+        assert_eq!(classify(&Ok(1)), Availability::Gpu);
+        assert!(matches!(classify(&Ok(0)), Availability::NoGpu(_)));
+        let no_driver = SessionError::NoDriver {
+            searched: vec!["libcuda.so.1".into()],
+        };
+        assert!(matches!(classify(&Err(no_driver)), Availability::NoGpu(_)));
+        let no_device =
+            SessionError::driver("cuInit", DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE));
+        assert!(matches!(classify(&Err(no_device)), Availability::NoGpu(_)));
+        let stub = SessionError::driver(
+            "cuInit",
+            DriverError(sys::CUresult::CUDA_ERROR_STUB_LIBRARY),
+        );
+        match classify(&Err(stub)) {
+            Availability::Broken(why) => assert!(why.contains("CUDA_ERROR_STUB_LIBRARY"), "{why}"),
+            other => panic!("a stub driver classified as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_loaded_library_is_found_in_the_process_maps() {
+        // Every Linux process maps the C library.
+        let libc = loaded_library("libc.so").or_else(|| loaded_library("libc-"));
+        assert!(libc.is_some_and(|p| p.starts_with('/')));
+        assert_eq!(loaded_library("libikp-no-such-library"), None);
+    }
+}

@@ -1,0 +1,125 @@
+//! The bundled examples, end to end as a user runs them: the launcher writes its raw
+//! buffer, Chrome trace and summary; the buffer must decode clean and ordered
+//! ([`crate::verify`]); and the bundled `ikp` CLI must decode it to Perfetto and analyze it.
+
+use std::path::Path;
+use std::process::Command;
+
+use ikp_host::decode::{load, DecodeOptions};
+use ikp_host::model::Trace;
+use serde_json::{json, Map, Value};
+
+use super::{Plan, EXAMPLE_LIMIT};
+use crate::child;
+use crate::results::{Check, Status};
+use crate::verify::clean_and_ordered;
+
+/// The example launchers the bundle carries.
+pub const EXAMPLES: [&str; 3] = ["load_compute_store", "warp_specialized", "persistent"];
+
+/// Runs example `name` from the bundle and checks what it wrote.
+pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
+    let check = format!("example/{name}");
+    if let Some(why) = plan.skip_all() {
+        return Check::skip(check, why);
+    }
+    let out = plan.results.join("examples");
+    let mut cmd = Command::new(bundle.join("examples").join(name));
+    cmd.arg(&out);
+    plan.gpu_env(&mut cmd);
+    let fail = |detail: String| Check::new(check.clone(), Status::Fail, true, detail);
+    let f = match child::run(
+        cmd,
+        &format!("example-{name}"),
+        &plan.logs,
+        plan.limit(EXAMPLE_LIMIT),
+    ) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("could not start: {e}")),
+    };
+    if !f.ok() {
+        return fail(format!("the launcher {}", f.failure()));
+    }
+    let raw = out.join(format!("{name}.ikp"));
+    let trace = match load(&raw, &DecodeOptions::default()) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("decoding its buffer: {e}")),
+    };
+    if let Err(e) = clean_and_ordered(&trace) {
+        return fail(e);
+    }
+    // The CLI on the same buffer, as a user would.
+    let cli = bundle.join("bin").join("ikp");
+    let pftrace = out.join(format!("{name}.pftrace"));
+    for (what, args) in [
+        (
+            "decode",
+            vec![
+                "decode".into(),
+                raw.clone().into_os_string(),
+                "--perfetto".into(),
+                pftrace.clone().into_os_string(),
+            ],
+        ),
+        (
+            "analyze",
+            vec!["analyze".into(), raw.clone().into_os_string()],
+        ),
+    ] {
+        let mut c = Command::new(&cli);
+        c.args(&args);
+        match child::run(
+            c,
+            &format!("ikp-{what}-{name}"),
+            &plan.logs,
+            plan.limit(EXAMPLE_LIMIT),
+        ) {
+            Ok(f) if f.ok() => {}
+            Ok(f) => return fail(format!("`ikp {what}` on its buffer {}", f.failure())),
+            Err(e) => return fail(format!("could not start `ikp {what}`: {e}")),
+        }
+    }
+    let trace_bytes = std::fs::metadata(&pftrace).map_or(0, |m| m.len());
+    if trace_bytes == 0 {
+        return fail("`ikp decode --perfetto` wrote no trace".into());
+    }
+    Check::new(
+        check,
+        Status::Pass,
+        true,
+        format!(
+            "{} lanes, {} spans: all finalized, nothing dropped or unpaired, spans ordered; \
+             the CLI decoded and analyzed it",
+            trace.lanes.len(),
+            trace.spans.len()
+        ),
+    )
+    .figure("lanes", trace.lanes.len())
+    .figure("spans", trace.spans.len())
+    .figure("kernel_us", kernel_us(&trace))
+    .figure("region_total_us", region_totals(&trace))
+    .figure("perfetto_bytes", trace_bytes)
+}
+
+/// First lane start to last lane end, us.
+fn kernel_us(trace: &Trace) -> f64 {
+    let start = trace.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
+    end.saturating_sub(start) as f64 / 1e3
+}
+
+/// Summed span time per region, us.
+fn region_totals(trace: &Trace) -> Value {
+    let mut m = Map::new();
+    for (id, name) in trace.names.regions.iter().enumerate() {
+        let total: u64 = (0..trace.spans.len())
+            .filter(|&i| trace.spans.region[i] as usize == id)
+            .map(|i| trace.spans.dur(i))
+            .sum();
+        m.insert(
+            name.clone(),
+            json!((total as f64 / 1e3 * 10.0).round() / 10.0),
+        );
+    }
+    Value::Object(m)
+}

@@ -1,0 +1,235 @@
+//! The run: every check of the bundle, in order, within a time budget, then the results
+//! files.
+//!
+//! Order: the machine; the GPU checks of [`crate::gpu`] (each in a child of this binary);
+//! the examples; the test binaries; the overhead bench (the longest, last, so a tight
+//! budget costs only its figures). Without a GPU every step reports its checks as skipped
+//! with the reason, after listing the test binaries (which proves they start here), in
+//! seconds. A step that would start after the budget is spent is skipped with that reason.
+//!
+//! The bundle's layout (written by `scripts/gpu-bundle.sh`): `bin/` (this runner, `ikp`,
+//! `gpu_overhead`), `examples/`, `tests/` (test binaries), `bundle.json` (commit, build).
+
+pub mod examples;
+pub mod overhead;
+pub mod tests;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::child;
+use crate::machine::{self, Availability};
+use crate::results::{Check, Results, Status};
+
+/// Time limit of one test binary.
+pub const TEST_LIMIT: Duration = Duration::from_secs(180);
+/// Time limit of one example and of each CLI call on its buffer.
+pub const EXAMPLE_LIMIT: Duration = Duration::from_secs(60);
+/// Time limit of one GPU check.
+pub const CHECK_LIMIT: Duration = Duration::from_secs(120);
+/// Time limit of the overhead bench.
+pub const OVERHEAD_LIMIT: Duration = Duration::from_secs(330);
+/// The whole run's budget: the GPU machine runs a command for at most 10 minutes.
+pub const BUDGET: Duration = Duration::from_secs(570);
+
+/// What every step needs to know.
+#[derive(Debug)]
+pub struct Plan {
+    /// The results directory.
+    pub results: PathBuf,
+    /// Where children's output goes (`results/logs`).
+    pub logs: PathBuf,
+    /// Whether there is a GPU to run on.
+    pub availability: Availability,
+    /// When the budget is spent.
+    pub deadline: Instant,
+}
+
+impl Plan {
+    /// Why a step is not run, if it is not: no usable GPU, or no time left.
+    pub fn skip_all(&self) -> Option<String> {
+        match &self.availability {
+            Availability::NoGpu(why) => Some(format!("no CUDA GPU: {why}")),
+            Availability::Broken(why) => Some(format!("no usable GPU: {why}")),
+            Availability::Gpu if Instant::now() >= self.deadline => Some(format!(
+                "the run's {} s budget was spent before this step",
+                BUDGET.as_secs()
+            )),
+            Availability::Gpu => None,
+        }
+    }
+
+    /// The environment of every child that may touch the GPU: GPU tests must not skip
+    /// (`IKP_GPU_TESTS=1`), and tests that need this repository's provisioning skip
+    /// (`IKP_GPU_BUNDLE=1`).
+    pub fn gpu_env(&self, cmd: &mut Command) {
+        cmd.env("IKP_GPU_BUNDLE", "1");
+        if self.availability == Availability::Gpu {
+            cmd.env("IKP_GPU_TESTS", "1");
+        }
+    }
+
+    /// `limit`, shortened to what is left of the budget.
+    pub fn limit(&self, limit: Duration) -> Duration {
+        limit.min(self.deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// Files the bundle must hold, relative to its root.
+pub fn expected_files() -> Vec<String> {
+    let mut v: Vec<String> = ["bin/ikp-gpucheck", "bin/ikp", "bin/gpu_overhead"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    v.extend(examples::EXAMPLES.iter().map(|e| format!("examples/{e}")));
+    v
+}
+
+/// Runs every check of the bundle at `bundle` and writes the results into `results`.
+pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<Results> {
+    let started = Instant::now();
+    std::fs::create_dir_all(results)?;
+    let (availability, mut m) = machine::describe();
+    let os_gpu = !machine::os_sees_gpu().is_empty();
+    let gpu_required = std::env::var("IKP_GPU_TESTS").as_deref() == Ok("1") || os_gpu;
+    m.insert("bundle".into(), bundle_info(bundle));
+    let plan = Plan {
+        results: results.to_owned(),
+        logs: results.join("logs"),
+        availability: availability.clone(),
+        deadline: started + budget,
+    };
+    let mut checks = vec![machine_check(&availability, &m)];
+    let missing: Vec<String> = expected_files()
+        .into_iter()
+        .filter(|f| !bundle.join(f).is_file())
+        .collect();
+    if !missing.is_empty() {
+        checks.push(Check::new(
+            "bundle",
+            Status::Fail,
+            false,
+            format!(
+                "{} lacks {}: build it with scripts/gpu-bundle.sh",
+                bundle.display(),
+                missing.join(", ")
+            ),
+        ));
+    }
+    for name in crate::gpu::CHECKS {
+        checks.extend(gpu_check(bundle, name, &plan));
+    }
+    for e in examples::EXAMPLES {
+        checks.push(examples::run(bundle, e, &plan));
+    }
+    for binary in test_binaries(bundle)? {
+        checks.extend(tests::run(&binary, &plan));
+    }
+    checks.extend(overhead::run(bundle, &plan));
+    if let Some(after) = machine::nvidia_smi() {
+        m.insert("after_run".into(), Value::Object(after));
+    }
+    let r = Results {
+        machine: m,
+        gpu_required,
+        wall_s: started.elapsed().as_secs_f64(),
+        checks,
+    };
+    write(results, &r)?;
+    Ok(r)
+}
+
+fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check {
+    let gpu = m.get("gpu").and_then(Value::as_str).unwrap_or("GPU 0");
+    match a {
+        Availability::Gpu => Check::new(
+            "machine",
+            Status::Pass,
+            true,
+            format!(
+                "{gpu}, driver CUDA {}, NVRTC {}",
+                m.get("driver_cuda_version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                m.get("nvrtc_version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            ),
+        ),
+        Availability::NoGpu(why) => Check::skip("machine", format!("no CUDA GPU: {why}")),
+        Availability::Broken(why) => Check::new("machine", Status::Fail, true, why.clone()),
+    }
+}
+
+/// The test binaries in `bundle/tests`, by name.
+fn test_binaries(bundle: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let dir = bundle.join("tests");
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(d) => d
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    v.sort();
+    Ok(v)
+}
+
+/// One GPU check in a child of this binary.
+fn gpu_check(bundle: &Path, name: &str, plan: &Plan) -> Vec<Check> {
+    if let Some(why) = plan.skip_all() {
+        return vec![Check::skip(name, why)];
+    }
+    let exe = bundle.join("bin").join("ikp-gpucheck");
+    let mut cmd = Command::new(&exe);
+    cmd.args(["check", name]);
+    plan.gpu_env(&mut cmd);
+    let log = format!("check-{}", name.replace('/', "-"));
+    let fail = |d: String| vec![Check::new(name, Status::Fail, true, d)];
+    match child::run(cmd, &log, &plan.logs, plan.limit(CHECK_LIMIT)) {
+        Ok(f) if f.ok() => match serde_json::from_str::<Vec<Check>>(f.stdout.trim()) {
+            Ok(c) if !c.is_empty() => c,
+            Ok(_) => fail("the check reported nothing".into()),
+            Err(e) => fail(format!(
+                "unreadable report ({e}): {}",
+                child::last_lines(&f.stdout, 3)
+            )),
+        },
+        Ok(f) => fail(f.failure()),
+        Err(e) => fail(format!("could not start {}: {e}", exe.display())),
+    }
+}
+
+/// `bundle.json` without its file list, or what is known without it.
+fn bundle_info(bundle: &Path) -> Value {
+    let info = std::fs::read(bundle.join("bundle.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    match info {
+        Some(Value::Object(mut o)) => {
+            o.remove("files");
+            o.insert("path".into(), json!(bundle.display().to_string()));
+            Value::Object(o)
+        }
+        _ => json!({"path": bundle.display().to_string(), "note": "no bundle.json"}),
+    }
+}
+
+/// Writes `gpu-results.json` and `gpu-results.md`, each whole or not at all.
+fn write(dir: &Path, r: &Results) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(&r.to_json()).map_err(std::io::Error::other)?;
+    for (name, bytes) in [
+        ("gpu-results.json", json),
+        ("gpu-results.md", r.to_markdown().into_bytes()),
+    ] {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, dir.join(name))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! The runner on a machine without a GPU, as CI runs it: every check is reported as
+//! skipped with its reason, the test binaries are listed (so they are known to start),
+//! both results files are complete, the exit status is 0, and `IKP_GPU_TESTS=1` turns the
+//! skips into a failing run. The bundle here is made of stand-ins: in skip mode nothing
+//! but `--list` may run, and the stand-ins fail if anything else does.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use ikp_gpucheck::{gpu, machine, runner};
+use serde_json::Value;
+
+fn script(path: &Path, body: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn bundle(root: &Path) {
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_ikp-gpucheck"), bin.join("ikp-gpucheck")).unwrap();
+    for f in ["bin/ikp", "bin/gpu_overhead"] {
+        script(&root.join(f), "echo must not run in skip mode >&2; exit 99");
+    }
+    for e in runner::examples::EXAMPLES {
+        script(&root.join("examples").join(e), "exit 99");
+    }
+    script(
+        &root.join("tests/session_gpu"),
+        "if [ \"$1\" = --list ]; then printf 'gpu_a: test\\ngpu_b: test\\n\\n2 tests, 0 benchmarks\\n'; exit 0; fi; exit 99",
+    );
+    script(
+        &root.join("tests/nvrtc_only"),
+        "if [ \"$1\" = --list ]; then printf 'compiles: test\\n'; exit 0; fi; exit 99",
+    );
+    std::fs::write(
+        root.join("bundle.json"),
+        r#"{"commit": "abc123", "files": []}"#,
+    )
+    .unwrap();
+}
+
+fn run(bundle: &Path, results: &Path, gpu_tests: Option<&str>) -> (i32, Value, String) {
+    let mut cmd = Command::new(bundle.join("bin/ikp-gpucheck"));
+    cmd.arg("run").arg(results).arg("--bundle").arg(bundle);
+    cmd.env_remove("IKP_GPU_TESTS");
+    if let Some(v) = gpu_tests {
+        cmd.env("IKP_GPU_TESTS", v);
+    }
+    let out = cmd.output().unwrap();
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(results.join("gpu-results.json")).unwrap()).unwrap();
+    let md = std::fs::read_to_string(results.join("gpu-results.md")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("ikp GPU checks:"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (out.status.code().unwrap_or(-1), json, md)
+}
+
+#[test]
+fn without_a_gpu_every_check_skips_with_its_reason() {
+    if !machine::os_sees_gpu().is_empty() {
+        eprintln!(
+            "SKIPPED without_a_gpu_every_check_skips_with_its_reason: this machine has an NVIDIA \
+             GPU, so the runner would run the checks (CI has none)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    bundle(&root);
+    let (code, json, md) = run(&root, &dir.path().join("r1"), None);
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(json["format"], "ikp-gpu-results");
+    assert_eq!(json["gpu_required"], false);
+    assert_eq!(json["machine"]["bundle"]["commit"], "abc123");
+    let checks = json["checks"].as_array().unwrap();
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let mut want = vec!["machine".to_owned()];
+    want.extend(gpu::CHECKS.iter().map(|c| c.to_string()));
+    want.extend(
+        runner::examples::EXAMPLES
+            .iter()
+            .map(|e| format!("example/{e}")),
+    );
+    want.extend(
+        [
+            "test/nvrtc_only/compiles",
+            "test/session_gpu/gpu_a",
+            "test/session_gpu/gpu_b",
+            "overhead",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(names, want);
+    for c in checks {
+        assert_eq!(c["status"], "skip", "{c}");
+        let why = c["detail"].as_str().unwrap();
+        assert!(why.starts_with("no CUDA GPU"), "{c}");
+    }
+    assert_eq!(json["summary"]["skip"], checks.len());
+    assert_eq!(json["summary"]["exit"], 0);
+    assert!(md.contains("| overhead | skip | no CUDA GPU"), "{md}");
+    // The test binaries of GPU tests are GPU checks, the others are not.
+    let gpu_flag = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap()["gpu"].clone();
+    assert_eq!(gpu_flag("test/session_gpu/gpu_a"), true);
+    assert_eq!(gpu_flag("test/nvrtc_only/compiles"), false);
+
+    // A GPU was required: the same run fails, and says why.
+    let (code, json, md) = run(&root, &dir.path().join("r2"), Some("1"));
+    assert_eq!(code, 1, "{json:#}");
+    assert_eq!(json["gpu_required"], true);
+    assert_eq!(json["summary"]["exit"], 1);
+    assert!(md.contains("skipped although a GPU was required"), "{md}");
+}
+
+#[test]
+fn a_broken_bundle_fails_before_anything_runs() {
+    if !machine::os_sees_gpu().is_empty() {
+        return eprintln!("SKIPPED a_broken_bundle_fails_before_anything_runs: machine has a GPU");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    bundle(&root);
+    std::fs::remove_file(root.join("bin/gpu_overhead")).unwrap();
+    let (code, json, _) = run(&root, &dir.path().join("r"), None);
+    assert_eq!(code, 1);
+    let bundle_check = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "bundle")
+        .unwrap();
+    assert_eq!(bundle_check["status"], "fail");
+    assert!(bundle_check["detail"]
+        .as_str()
+        .unwrap()
+        .contains("bin/gpu_overhead"));
+}
