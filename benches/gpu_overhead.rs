@@ -639,7 +639,11 @@ fn main() -> std::process::ExitCode {
     let ctx = match open_device(0) {
         Ok(ctx) => ctx,
         Err(e) if no_gpu(&e) => {
-            println!("SKIPPED gpu_overhead: no CUDA GPU available ({e})");
+            let why = match &e {
+                SessionError::NoDriver { .. } => "no CUDA driver library (libcuda.so.1) found".into(),
+                e => e.to_string(),
+            };
+            println!("SKIPPED gpu_overhead: no CUDA GPU ({why})");
             return std::process::ExitCode::SUCCESS;
         }
         Err(e) => {

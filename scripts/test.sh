@@ -7,10 +7,33 @@ cd "$root"
 bash scripts/provision.sh
 # shellcheck source=env.sh
 source scripts/env.sh
-cargo test --workspace --all-targets --locked "$@"
+# The log feeds the count of skipped GPU tests printed last.
+mkdir -p target
+log=target/test-log.txt
+cargo test --workspace --all-targets --locked "$@" 2>&1 | tee "$log"
 cargo test --workspace --doc --locked
 # The formats are specified in rustdoc: broken links there fail the run.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 # Bounded fuzz run of the decoders and the file reader over the committed seed corpus
 # (about a minute after the first build); IKP_SKIP_FUZZ=1 skips it.
 [ -n "${IKP_SKIP_FUZZ:-}" ] || bash scripts/fuzz.sh
+# The GPU bundle (README, "On a GPU"): built and run on every run so it cannot rot. Here,
+# without a GPU, every check is skipped with its reason and the run exits 0; a required
+# GPU (IKP_GPU_TESTS=1) must turn that into a failure. IKP_SKIP_GPU_BUNDLE=1 skips this.
+if [ -z "${IKP_SKIP_GPU_BUNDLE:-}" ]; then
+  bash scripts/gpu-bundle.sh target/gpu-bundle
+  target/gpu-bundle/run.sh target/gpu-results
+  if IKP_GPU_TESTS=1 target/gpu-bundle/run.sh target/gpu-results-required >/dev/null; then
+    echo "gpu bundle: IKP_GPU_TESTS=1 did not make a run without a GPU fail" >&2
+    exit 1
+  fi
+fi
+# Last line: the tests that skipped (libtest counts them as passed), and why.
+skips=$(grep -o 'SKIPPED [A-Za-z0-9_:]*: .*' "$log" || true)
+if [ -z "$skips" ]; then
+  echo "skipped tests: 0"
+else
+  why=$(printf '%s\n' "$skips" | sed 's/^SKIPPED [^ ]*: //' | sort | uniq -c | sort -rn |
+    sed 's/^ *\([0-9]*\) /\1 x /' | paste -sd '|' - | sed 's/|/; /g')
+  echo "skipped tests: $(printf '%s\n' "$skips" | wc -l) ($why)"
+fi

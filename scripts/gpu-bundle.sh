@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds the GPU bundle: every executable the GPU checks need, in release mode and
+# stripped, plus the runner run.sh, into OUT_DIR. Needs no GPU and no CUDA (the binaries
+# load libcuda and NVRTC at run time, from the GPU machine), and the bundle needs nothing
+# from this repository when it runs.
+#
+#   bash scripts/gpu-bundle.sh OUT_DIR      then, on the GPU machine:  OUT_DIR/run.sh RESULTS
+#
+# Layout: bin/ (ikp-gpucheck = the runner, ikp = the CLI, gpu_overhead = the overhead
+# bench), examples/ (the three example launchers), tests/ (the test binaries that launch
+# kernels or compile them with NVRTC), run.sh, bundle.json (commit, build, files). At most
+# 60 MiB (the GPU machine takes 64 MiB per call). CI builds it and runs it in skip mode.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: bash scripts/gpu-bundle.sh OUT_DIR}
+cd "$root"
+
+# Release code without debug info, symbols stripped by rustc; its own target directory, so
+# these settings never invalidate the developer's release builds.
+export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=symbols
+export CARGO_TARGET_DIR="${IKP_BUNDLE_TARGET_DIR:-$root/target/gpu-bundle-build}"
+host_tests=(session_gpu session_no_gpu nvrtc_compile)
+root_tests=(examples_gpu examples_nvrtc device_nvrtc gpu_overhead_nvrtc)
+
+msgs=$(mktemp)
+trap 'rm -f "$msgs"' EXIT
+build() { cargo "$@" --release --locked --message-format=json-render-diagnostics >>"$msgs"; }
+build build -p ikp-cli --bin ikp
+build build -p ikp-gpucheck --bin ikp-gpucheck
+build build -p ikp --examples --bench gpu_overhead
+build test --no-run -p ikp-host "${host_tests[@]/#/--test=}"
+build test --no-run -p ikp "${root_tests[@]/#/--test=}"
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/examples" "$out/tests"
+# Each artifact's executable, by target kind and name (cargo's JSON messages).
+python3 - "$msgs" "$out" <<'PY'
+import json, shutil, sys, os
+msgs, out = sys.argv[1], sys.argv[2]
+placed = {}
+for line in open(msgs):
+    m = json.loads(line)
+    exe = m.get("executable") if m.get("reason") == "compiler-artifact" else None
+    if not exe:
+        continue
+    kind, name = m["target"]["kind"][0], m["target"]["name"]
+    folder = {"bin": "bin", "bench": "bin", "example": "examples", "test": "tests"}[kind]
+    dest = os.path.join(out, folder, name)
+    shutil.copy2(exe, dest)
+    placed[f"{folder}/{name}"] = exe
+for k in sorted(placed):
+    print(f"  {k}")
+PY
+cp scripts/gpu-run.sh "$out/run.sh"
+chmod +x "$out/run.sh"
+
+# bundle.json: what was built, from which commit.
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+dirty=false; git diff --quiet HEAD 2>/dev/null || dirty=true
+python3 - "$out" "$commit" "$dirty" "$(rustc -V)" "$(uname -srm)" <<'PY'
+import json, os, sys, datetime
+out, commit, dirty, rustc, host = sys.argv[1:6]
+files = []
+for d, _, names in os.walk(out):
+    for n in sorted(names):
+        p = os.path.join(d, n)
+        files.append({"path": os.path.relpath(p, out), "bytes": os.path.getsize(p)})
+info = {
+    "commit": commit, "dirty": dirty == "true",
+    "built_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "rustc": rustc, "built_on": host, "profile": "release, no debug info, stripped",
+    "files": sorted(files, key=lambda f: f["path"]),
+}
+json.dump(info, open(os.path.join(out, "bundle.json"), "w"), indent=2)
+PY
+
+bytes=$(du -sb "$out" | cut -f1)
+limit=$((60 * 1024 * 1024))
+echo "gpu bundle: $out, $((bytes / 1024 / 1024)) MiB in $(find "$out" -type f | wc -l) files (limit 60 MiB)"
+if [ "$bytes" -gt "$limit" ]; then
+  echo "gpu bundle: $bytes bytes is over the 60 MiB limit" >&2
+  exit 1
+fi
