@@ -24,12 +24,12 @@ root_tests=(examples_gpu examples_nvrtc device_nvrtc gpu_overhead_nvrtc)
 
 msgs=$(mktemp)
 trap 'rm -f "$msgs"' EXIT
-build() { cargo "$@" --release --locked --message-format=json-render-diagnostics >>"$msgs"; }
-build build -p ikp-cli --bin ikp
-build build -p ikp-gpucheck --bin ikp-gpucheck
-build build -p ikp --examples --bench gpu_overhead
-build test --no-run -p ikp-host "${host_tests[@]/#/--test=}"
-build test --no-run -p ikp "${root_tests[@]/#/--test=}"
+# One cargo invocation: the selected packages share one feature resolution, so every
+# dependency is compiled once.
+cargo build --release --locked --message-format=json-render-diagnostics \
+  -p ikp-cli -p ikp-gpucheck -p ikp-host -p ikp \
+  --bin ikp --bin ikp-gpucheck --examples --bench gpu_overhead \
+  "${host_tests[@]/#/--test=}" "${root_tests[@]/#/--test=}" >"$msgs"
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/examples" "$out/tests"
