@@ -640,7 +640,9 @@ fn main() -> std::process::ExitCode {
         Ok(ctx) => ctx,
         Err(e) if no_gpu(&e) => {
             let why = match &e {
-                SessionError::NoDriver { .. } => "no CUDA driver library (libcuda.so.1) found".into(),
+                SessionError::NoDriver { .. } => {
+                    "no CUDA driver library (libcuda.so.1) found".into()
+                }
                 e => e.to_string(),
             };
             println!("SKIPPED gpu_overhead: no CUDA GPU ({why})");
