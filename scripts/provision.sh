@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine, idempotently:
-#   * a Python venv (.venv) with the CUDA compiler wheels (nvcc, ptxas, cuobjdump,
-#     nvdisasm, libnvrtc.so.12) from PyPI;
+#   * a Python venv (.venv) with the CUDA compiler wheels from PyPI: nvcc, ptxas,
+#     cuobjdump, nvdisasm and CUDA 13.5's libnvrtc.so.13 (nvidia-cuda-nvrtc, in
+#     .venv/lib/python3*/site-packages/nvidia/cu13/lib), and CUDA 12.9's libnvrtc.so.12
+#     (nvidia-cuda-nvrtc-cu12, in .../nvidia/cuda_nvrtc/lib; env.sh points the tests at
+#     it, the NVRTC search tests find the CUDA 13 one through VIRTUAL_ENV);
 #   * Debian's non-free libcuda1 unpacked (not installed) into .deps/libcuda, a real
 #     driver library that answers CUDA_ERROR_NO_DEVICE on a machine without a GPU.
 #   * Debian's chromium, for the test that renders the HTML report headless.
@@ -15,7 +18,7 @@ mkdir -p "$deps"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-want="nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 nvidia-cuda-nvrtc-cu12==12.9.86"
+want="nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37 nvidia-cuda-nvrtc==13.5.37 nvidia-cuda-nvrtc-cu12==12.9.86"
 stamp="$venv/.ikp-cuda-wheels"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $want

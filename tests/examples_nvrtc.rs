@@ -53,9 +53,36 @@ fn examples() -> Vec<Example> {
     ]
 }
 
-/// Oldest architecture the examples target (`__syncwarp`, 64-bit atomics, %globaltimer).
+/// Oldest architecture the examples are written for (`__syncwarp`, 64-bit atomics,
+/// %globaltimer); CUDA 13 no longer targets it.
 const OLDEST: Arch = Arch::new(7, 0);
+/// Cubin targets, of which those the loaded NVRTC supports are built.
 const CUBIN_ARCHS: [&str; 5] = ["sm_70", "sm_80", "sm_89", "sm_90", "sm_120"];
+
+/// The oldest architecture both the examples and the loaded NVRTC support: sm_70 with
+/// CUDA 12, sm_75 with CUDA 13 (which dropped Volta).
+fn oldest() -> Arch {
+    let supported = nvrtc::supported_archs().unwrap();
+    let n = *supported
+        .iter()
+        .find(|&&a| a >= OLDEST.number())
+        .unwrap_or_else(|| panic!("no architecture from {OLDEST} on in {supported:?}"));
+    Arch::new(n / 10, n % 10)
+}
+
+/// The [`CUBIN_ARCHS`] the loaded NVRTC supports; sm_80 and sm_90 must be among them.
+fn cubin_archs() -> Vec<Arch> {
+    let supported = nvrtc::supported_archs().unwrap();
+    let archs: Vec<Arch> = CUBIN_ARCHS
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .filter(|a: &Arch| supported.contains(&a.number()))
+        .collect();
+    for must in [Arch::new(8, 0), Arch::new(9, 0)] {
+        assert!(archs.contains(&must), "{must} not supported: {supported:?}");
+    }
+    archs
+}
 
 fn require_nvrtc() {
     if let Err(e) = nvrtc::probe() {
@@ -110,7 +137,7 @@ fn check_example(ex: &Example) {
     let arg = param_decl(ex.name, 4);
 
     let newest = *nvrtc::supported_archs().unwrap().last().unwrap();
-    for arch in [OLDEST, Arch::new(newest / 10, newest % 10)] {
+    for arch in [oldest(), Arch::new(newest / 10, newest % 10)] {
         let on = Compiler::new(arch)
             .ptx(&file, ex.source)
             .unwrap_or_else(|e| panic!("{e}"));
@@ -150,8 +177,7 @@ fn check_example(ex: &Example) {
             );
         }
     }
-    for arch in CUBIN_ARCHS {
-        let arch: Arch = arch.parse().unwrap();
+    for arch in cubin_archs() {
         let cubin = Compiler::new(arch)
             .cubin(&file, ex.source)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -1,7 +1,7 @@
 //! What the run finds out about the machine before any check: whether it has an NVIDIA
 //! GPU at all, whether ikp can open it (and if not, why), and the facts a reader of the
-//! results needs to compare runs: GPU, SMs, driver, NVRTC, the library files loaded,
-//! clocks.
+//! results needs to compare runs: GPU, SMs, driver, NVRTC, the library files loaded
+//! (`libcuda`, `nvrtc_library` and how ikp's search found it), clocks.
 //!
 //! "Has a GPU" and "ikp can open it" are told apart on purpose: a machine whose kernel
 //! lists an NVIDIA GPU but whose driver library is missing or a stub must fail the run,
@@ -78,18 +78,15 @@ pub fn describe() -> (Availability, Map<String, Value>) {
     );
     let count = session::device_count();
     let avail = classify(&count);
-    m.insert("libcuda".into(), json!(loaded_library("libcuda")));
-    if session::probe_driver().is_ok() {
-        let mut v: std::ffi::c_int = 0;
-        // SAFETY: the driver library loaded (probe_driver); `v` is valid for one write.
-        // cuDriverGetVersion needs no cuInit.
-        let r = unsafe { sys::cuDriverGetVersion(&mut v) };
-        if r == sys::CUresult::CUDA_SUCCESS {
-            m.insert(
-                "driver_cuda_version".into(),
-                json!(format!("{}.{}", v / 1000, v % 1000 / 10)),
-            );
-        }
+    m.insert(
+        "libcuda".into(),
+        json!(session::driver_library().map(|p| p.display().to_string())),
+    );
+    if let Ok((major, minor)) = session::driver_version() {
+        m.insert(
+            "driver_cuda_version".into(),
+            json!(format!("{major}.{minor}")),
+        );
     }
     match &avail {
         Availability::Gpu => describe_device(&mut m),
@@ -154,30 +151,21 @@ fn attribute(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Option<i32> {
 }
 
 fn describe_nvrtc(m: &mut Map<String, Value>) {
-    match ikp_host::nvrtc::version() {
-        Ok((ma, mi)) => {
-            m.insert("nvrtc_version".into(), json!(format!("{ma}.{mi}")));
+    match ikp_host::nvrtc::library() {
+        Ok(lib) => {
+            let (major, minor) = lib.version();
+            m.insert("nvrtc_version".into(), json!(format!("{major}.{minor}")));
+            m.insert(
+                "nvrtc_library".into(),
+                json!(lib.path().display().to_string()),
+            );
+            m.insert("nvrtc_found_by".into(), json!(lib.found_by().to_string()));
         }
         Err(e) => {
             m.insert("nvrtc_version".into(), Value::Null);
             m.insert("nvrtc_error".into(), json!(e.to_string()));
         }
     }
-    m.insert("nvrtc_library".into(), json!(loaded_library("libnvrtc")));
-}
-
-/// The file of the shared library whose name starts with `prefix` that this process has
-/// mapped (from `/proc/self/maps`), if any.
-pub fn loaded_library(prefix: &str) -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|path| {
-            Path::new(path)
-                .file_name()
-                .is_some_and(|f| f.to_string_lossy().starts_with(prefix))
-        })
-        .map(str::to_owned)
 }
 
 /// Driver version, current and maximum clocks, power state and temperature as
@@ -237,13 +225,5 @@ mod tests {
             Availability::Broken(why) => assert!(why.contains("CUDA_ERROR_STUB_LIBRARY"), "{why}"),
             other => panic!("a stub driver classified as {other:?}"),
         }
-    }
-
-    #[test]
-    fn the_loaded_library_is_found_in_the_process_maps() {
-        // Every Linux process maps the C library.
-        let libc = loaded_library("libc.so").or_else(|| loaded_library("libc-"));
-        assert!(libc.is_some_and(|p| p.starts_with('/')));
-        assert_eq!(loaded_library("libikp-no-such-library"), None);
     }
 }

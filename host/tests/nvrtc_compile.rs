@@ -1,9 +1,19 @@
 //! The NVRTC helper against the real libnvrtc (provisioned by scripts/provision.sh; no GPU
 //! needed): the ikp header is found, PTX and cubins come out for the requested
-//! architecture, the compile-out switch removes every marker, errors are typed.
+//! architecture, the compile-out switch removes every marker, errors are typed. The
+//! search for the library runs in child processes with controlled environments: CUDA
+//! 13's pip package found through `VIRTUAL_ENV`, `IKP_NVRTC` naming CUDA 12.9's
+//! directory, an `IKP_NVRTC` that names nothing, and nothing to find at all.
+//!
+//! The tests work with whichever NVRTC the search finds (12.9 on CI, CUDA 13 on a GPU
+//! machine): the oldest architecture they target is the oldest the library supports.
 mod session_support;
 
-use ikp_host::nvrtc::{self, Arch, Compiler, NvrtcError, Target};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use ikp_host::nvrtc::{self, Arch, Compiler, FoundBy, NvrtcError, Target};
+use ikp_host::session::driver_version;
 use session_support::*;
 
 /// Every part of the device API, so a header change that breaks any of it fails here.
@@ -35,6 +45,21 @@ fn require_nvrtc() {
     }
 }
 
+/// A CUDA cubin: ELF64 with e_machine 190 (EM_CUDA) holding the `api_tour` kernel.
+fn assert_cuda_elf(elf: &[u8], what: &str) {
+    assert_eq!(&elf[..4], b"\x7fELF", "{what}: not an ELF image");
+    assert_eq!(elf[4], 2, "{what}: cubins are ELF64");
+    assert_eq!(
+        u16::from_le_bytes([elf[18], elf[19]]),
+        190,
+        "{what}: not a CUDA ELF"
+    );
+    assert!(
+        elf.windows(9).any(|w| w == b"api_tour\0"),
+        "{what}: kernel symbol missing"
+    );
+}
+
 /// `needle` occurs as a whole token (`%clock` does not match `%clock64`).
 fn has_token(text: &str, needle: &str) -> bool {
     text.match_indices(needle).any(|(i, _)| {
@@ -42,29 +67,56 @@ fn has_token(text: &str, needle: &str) -> bool {
     })
 }
 
+/// The oldest real architecture the loaded NVRTC supports (sm_70 for CUDA 12, sm_75 for
+/// CUDA 13, which dropped Volta).
+fn oldest_arch() -> Arch {
+    let n = nvrtc::supported_archs().unwrap()[0];
+    Arch::new(n / 10, n % 10)
+}
+
 #[test]
 fn nvrtc_reports_its_version_and_architectures() {
     require_nvrtc();
-    let (major, _minor) = nvrtc::version().unwrap();
-    assert!(major >= 12, "NVRTC {major}.x: the provisioned one is 12.9");
+    let (major, minor) = nvrtc::version().unwrap();
+    assert!(major >= 12, "NVRTC {major}.x: ikp needs CUDA 12 or newer");
+    let lib = nvrtc::library().unwrap();
+    assert_eq!(lib.version(), (major, minor));
+    assert!(
+        lib.path().is_absolute() && lib.path().exists(),
+        "loaded file {}",
+        lib.path().display()
+    );
+    assert!(
+        lib.to_string().starts_with(&format!(
+            "NVRTC {major}.{minor} at {}",
+            lib.path().display()
+        )),
+        "{lib}"
+    );
     let archs = nvrtc::supported_archs().unwrap();
     assert!(archs.windows(2).all(|w| w[0] < w[1]), "{archs:?}");
-    for a in [70, 80, 90] {
+    for a in [80, 90] {
         assert!(archs.contains(&a), "sm_{a} missing from {archs:?}");
     }
+    assert!(archs[0] <= 75, "oldest architecture sm_{}", archs[0]);
 }
 
 #[test]
 fn the_whole_device_api_compiles_to_ptx_with_the_header_in_memory() {
     require_nvrtc();
-    let ptx = Compiler::new(Arch::new(7, 0))
+    let oldest = oldest_arch();
+    let ptx = Compiler::new(oldest)
         .ptx("api_tour.cu", ALL_OF_THE_API)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(ptx.target(), Target::Ptx);
-    assert_eq!(ptx.arch(), Arch::new(7, 0));
+    assert_eq!(ptx.arch(), oldest);
     assert!(ptx.cubin().is_none());
     let text = ptx.ptx().unwrap();
-    assert!(text.contains(".target sm_70"), "PTX for compute_70");
+    assert!(
+        text.contains(&format!(".target {}", oldest.sm())),
+        "PTX for {}",
+        oldest.compute()
+    );
     assert!(text.contains(".entry api_tour("), "kernel entry missing");
     // ikp::Arg is passed by value: one 32-byte, 8-aligned parameter, like IkpArg.
     assert!(
@@ -93,21 +145,21 @@ fn the_whole_device_api_compiles_to_ptx_with_the_header_in_memory() {
 fn cubins_come_out_for_each_real_architecture() {
     require_nvrtc();
     let supported = nvrtc::supported_archs().unwrap();
-    for arch in ["sm_75", "sm_80", "sm_90a", "sm_120"] {
-        let arch: Arch = arch.parse().unwrap();
-        assert!(supported.contains(&arch.number()), "{arch} unsupported");
+    // Those of these the loaded NVRTC supports (CUDA 13 dropped sm_70).
+    let archs: Vec<Arch> = ["sm_70", "sm_75", "sm_80", "sm_90", "sm_90a", "sm_120"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .filter(|a: &Arch| supported.contains(&a.number()))
+        .collect();
+    for must in [Arch::new(8, 0), Arch::new(9, 0)] {
+        assert!(archs.contains(&must), "{must} not covered: {supported:?}");
+    }
+    for arch in archs {
         let cubin = Compiler::new(arch)
             .cubin("api_tour.cu", ALL_OF_THE_API)
             .unwrap_or_else(|e| panic!("{e}"));
         let elf = cubin.cubin().unwrap();
-        assert_eq!(&elf[..4], b"\x7fELF", "{arch}: not an ELF image");
-        assert_eq!(elf[4], 2, "{arch}: cubins are ELF64");
-        // e_machine 190 = EM_CUDA.
-        assert_eq!(
-            u16::from_le_bytes([elf[18], elf[19]]),
-            190,
-            "{arch}: not a CUDA ELF"
-        );
+        assert_cuda_elf(elf, &arch.to_string());
         assert!(cubin.ptx().is_none());
         assert_eq!(
             cubin.options()[0],
@@ -223,21 +275,248 @@ fn unsupported_architectures_and_bad_inputs_are_typed_errors() {
     ));
 }
 
+// ---- The search for the library, each scenario in a child process ----
+
+/// The environment of a search child: the search variables cleared, `LD_LIBRARY_PATH`
+/// without the directories that hold an NVRTC, `HOME` an empty directory and `PATH` the
+/// system's only (no other Python environment), then `set` on top.
+fn search_env(
+    home: &Path,
+    set: &[(&'static str, OsString)],
+) -> Vec<(&'static str, Option<OsString>)> {
+    let nvrtc_dirs = nvrtc_dirs_on_library_path();
+    let remove: Vec<&Path> = nvrtc_dirs.iter().map(PathBuf::as_path).collect();
+    let mut env: Vec<(&'static str, Option<OsString>)> = vec![
+        ("LD_LIBRARY_PATH", Some(library_path(&remove, &[]).into())),
+        ("HOME", Some(home.into())),
+        ("PATH", Some("/usr/bin:/bin".into())),
+    ];
+    env.extend(NVRTC_SEARCH_VARS.iter().map(|v| (*v, None)));
+    for (var, value) in set {
+        env.retain(|(e, _)| e != var);
+        env.push((var, Some(value.clone())));
+    }
+    env
+}
+
+/// A variable the parent hands to its child.
+fn from_parent(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("{var} not passed to the child"))
+}
+
+/// `"13.5"` as `(13, 5)`.
+fn parse_version(v: &str) -> (u32, u32) {
+    let (ma, mi) = v.split_once('.').unwrap();
+    (ma.parse().unwrap(), mi.parse().unwrap())
+}
+
+/// The child's checks for a search that must load `IKP_TEST_WANT_PATH`, version
+/// `IKP_TEST_WANT_VERSION`, by rule `found_by`, and compile a kernel with it for `arch`.
+fn loaded_as_expected(found_by: FoundBy, arch: Arch) {
+    let want_path = PathBuf::from(from_parent("IKP_TEST_WANT_PATH"));
+    let want_version = parse_version(&from_parent("IKP_TEST_WANT_VERSION"));
+    let lib = nvrtc::library().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lib.path(), want_path, "{lib}");
+    assert_eq!(lib.version(), want_version, "{lib}");
+    assert_eq!(lib.found_by(), found_by, "{lib}");
+    let cubin = Compiler::new(arch)
+        .cubin("api_tour.cu", ALL_OF_THE_API)
+        .unwrap_or_else(|e| panic!("{lib}: {e}"));
+    assert_cuda_elf(cubin.cubin().unwrap(), &format!("{arch} by {lib}"));
+    // NVRTC loads its builtins library from its own directory (RPATH $ORIGIN): both
+    // files came from the same place.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let builtins = format!(
+        "{}/libnvrtc-builtins.so.{}.{}",
+        want_path
+            .parent()
+            .unwrap()
+            .canonicalize()
+            .unwrap()
+            .display(),
+        want_version.0,
+        want_version.1
+    );
+    assert!(maps.contains(&builtins), "{builtins} not mapped");
+    println!("{CHILD_DONE}: {lib}");
+}
+
+#[test]
+fn pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90() {
+    const TEST: &str = "pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90";
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "venv-cuda-13");
+        return loaded_as_expected(FoundBy::PythonPackage, Arch::new(9, 0));
+    }
+    if let Some(found) = system_nvrtc() {
+        skip(
+            TEST,
+            &format!(
+                "a system NVRTC ({}) would be found before the venv's",
+                found.display()
+            ),
+        );
+        return;
+    }
+    if let Ok((major, minor)) = driver_version() {
+        if major < 13 {
+            skip(
+                TEST,
+                &format!(
+                    "the driver supports CUDA {major}.{minor}, so the search rightly prefers \
+                     the venv's CUDA 12 NVRTC"
+                ),
+            );
+            return;
+        }
+    }
+    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+        return;
+    };
+    let venv = venv_of(&nvrtc_dir);
+    let site = site_packages(&venv);
+    let want = site.join("nvidia/cu13/lib/libnvrtc.so.13");
+    assert!(
+        want.is_file(),
+        "{} missing: re-run `bash scripts/provision.sh`",
+        want.display()
+    );
+    let (major, minor) = dist_version(&site, "nvidia_cuda_nvrtc");
+    let home = tempfile::tempdir().unwrap();
+    let out = run_child_with(
+        TEST,
+        "venv-cuda-13",
+        &search_env(
+            home.path(),
+            &[
+                ("VIRTUAL_ENV", venv.into()),
+                ("IKP_TEST_WANT_PATH", want.clone().into()),
+                ("IKP_TEST_WANT_VERSION", format!("{major}.{minor}").into()),
+            ],
+        ),
+    );
+    let stdout = assert_child_passed("CUDA 13 NVRTC from the venv", &out);
+    assert!(
+        stdout.contains(&format!("NVRTC {major}.{minor} at {}", want.display())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv() {
+    const TEST: &str = "ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv";
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "ikp-nvrtc-12");
+        return loaded_as_expected(FoundBy::IkpNvrtc, Arch::new(9, 0));
+    }
+    // IKP_NVRTC overrides every other place: any machine can set this scenario up.
+    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+        return;
+    };
+    let venv = venv_of(&nvrtc_dir);
+    let (major, minor) = dist_version(&site_packages(&venv), "nvidia_cuda_nvrtc_cu12");
+    let want = nvrtc_dir.join("libnvrtc.so.12");
+    let home = tempfile::tempdir().unwrap();
+    let out = run_child_with(
+        TEST,
+        "ikp-nvrtc-12",
+        &search_env(
+            home.path(),
+            &[
+                ("IKP_NVRTC", nvrtc_dir.clone().into()),
+                // CUDA 13 is findable too: without the override it would win.
+                ("VIRTUAL_ENV", venv.into()),
+                ("IKP_TEST_WANT_PATH", want.clone().into()),
+                ("IKP_TEST_WANT_VERSION", format!("{major}.{minor}").into()),
+            ],
+        ),
+    );
+    let stdout = assert_child_passed("IKP_NVRTC naming the CUDA 12 directory", &out);
+    assert!(
+        stdout.contains(&format!("NVRTC {major}.{minor} at {}", want.display())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback() {
+    const TEST: &str = "an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback";
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "ikp-nvrtc-empty");
+        let empty = PathBuf::from(from_parent("IKP_NVRTC"));
+        let e = Compiler::new(Arch::new(8, 0))
+            .ptx("k.cu", "extern \"C\" __global__ void k() {}")
+            .expect_err("compiled although IKP_NVRTC names an empty directory");
+        match &e {
+            NvrtcError::BadOverride { value, tried } => {
+                assert_eq!(value, &empty);
+                assert!(tried.is_empty(), "{tried:?}");
+            }
+            other => panic!("expected BadOverride, got {other:?}"),
+        }
+        assert!(matches!(
+            nvrtc::library(),
+            Err(NvrtcError::BadOverride { .. })
+        ));
+        println!("{CHILD_DONE}: {e}");
+        return;
+    }
+    // A loadable NVRTC on LD_LIBRARY_PATH is what a silent fallback would take.
+    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = run_child_with(
+        TEST,
+        "ikp-nvrtc-empty",
+        &search_env(
+            home.path(),
+            &[
+                ("IKP_NVRTC", empty.path().into()),
+                ("LD_LIBRARY_PATH", nvrtc_dir.into()),
+            ],
+        ),
+    );
+    let stdout = assert_child_passed("IKP_NVRTC naming an empty directory", &out);
+    assert!(
+        stdout.contains(&format!(
+            "IKP_NVRTC={} names no loadable NVRTC library",
+            empty.path().display()
+        )),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn without_libnvrtc_compiling_is_a_typed_error() {
+    const TEST: &str = "without_libnvrtc_compiling_is_a_typed_error";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "no-nvrtc");
         let e = Compiler::new(Arch::new(8, 0))
             .ptx("k.cu", "extern \"C\" __global__ void k() {}")
             .expect_err("compiled without libnvrtc");
         match &e {
-            NvrtcError::NotFound { searched } => {
-                assert!(
-                    searched.iter().any(|s| s == "libnvrtc.so.12"),
-                    "{searched:?}"
-                )
+            NvrtcError::NotFound {
+                places,
+                names,
+                failed,
+            } => {
+                assert_eq!(names, &NVRTC_NAMES, "{e}");
+                for place in ["/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu"] {
+                    assert!(places.iter().any(|p| p == place), "{place}: {places:?}");
+                }
+                assert!(failed.is_empty(), "{failed:?}");
             }
             other => panic!("expected NotFound, got {other:?}"),
+        }
+        let msg = e.to_string();
+        for part in [
+            "IKP_NVRTC",
+            "pip install nvidia-cuda-nvrtc",
+            "libnvrtc.so.13",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing from {msg}");
         }
         assert!(matches!(nvrtc::version(), Err(NvrtcError::NotFound { .. })));
         assert!(matches!(
@@ -247,19 +526,18 @@ fn without_libnvrtc_compiling_is_a_typed_error() {
         println!("{CHILD_DONE}: {e}");
         return;
     }
-    let nvrtc_dir = provisioned_dir("IKP_NVRTC_LIB", "libnvrtc.so.12");
-    if system_has_library("libnvrtc.so.12") {
+    if let Some(found) = system_nvrtc() {
         skip(
-            "without_libnvrtc_compiling_is_a_typed_error",
-            "a system libnvrtc.so.12 is installed, so its absence cannot be simulated",
+            TEST,
+            &format!(
+                "this machine has a system NVRTC ({}), so its absence cannot be simulated",
+                found.display()
+            ),
         );
         return;
     }
-    let out = run_child(
-        "without_libnvrtc_compiling_is_a_typed_error",
-        "no-nvrtc",
-        &library_path(&[&nvrtc_dir], &[]),
-    );
+    let home = tempfile::tempdir().unwrap();
+    let out = run_child_with(TEST, "no-nvrtc", &search_env(home.path(), &[]));
     let stdout = assert_child_passed("the no-NVRTC scenario", &out);
     assert!(stdout.contains("NVRTC library not found"), "{stdout}");
 }

@@ -8,7 +8,8 @@ mod session_support;
 
 use ikp_host::session::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
 use ikp_host::session::{
-    device_count, open_device, probe_driver, HostSession, IkpArg, SessionError,
+    device_count, driver_library, driver_version, open_device, probe_driver, HostSession, IkpArg,
+    SessionError,
 };
 use session_support::*;
 
@@ -28,6 +29,11 @@ fn no_driver_child() {
         assert_eq!(e.driver_code(), None);
         assert!(!e.is_no_device());
     }
+    assert!(matches!(
+        driver_version(),
+        Err(SessionError::NoDriver { .. })
+    ));
+    assert_eq!(driver_library(), None);
     let msg = open.to_string();
     assert!(msg.starts_with("no CUDA driver found"), "{msg}");
     assert!(
@@ -39,6 +45,18 @@ fn no_driver_child() {
 
 fn no_device_child() {
     probe_driver().expect("the provisioned libcuda.so.1 should load");
+    // Without a device the driver still says which CUDA it supports and which file it is.
+    let (major, minor) = driver_version().expect("cuDriverGetVersion needs no device");
+    assert!(major >= 11 && minor < 100, "driver CUDA {major}.{minor}");
+    let lib = driver_library().expect("the loaded libcuda appears in /proc/self/maps");
+    let want = std::env::var_os("IKP_LIBCUDA_DIR").expect("inherited from the parent");
+    assert_eq!(
+        lib.parent().unwrap().canonicalize().unwrap(),
+        std::path::Path::new(&want).canonicalize().unwrap(),
+        "libcuda loaded from {}",
+        lib.display()
+    );
+    println!("driver CUDA {major}.{minor} from {}", lib.display());
     let e = open_device(0).expect_err("open_device succeeded without a GPU");
     assert!(e.is_no_device(), "expected CUDA_ERROR_NO_DEVICE, got {e:?}");
     assert_eq!(e.driver_code(), Some(CUresult::CUDA_ERROR_NO_DEVICE));
@@ -59,15 +77,18 @@ fn without_libcuda_every_entry_point_reports_no_driver() {
         assert_eq!(mode, "no-driver");
         return no_driver_child();
     }
-    let libcuda_dir = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA);
+    const TEST: &str = "without_libcuda_every_entry_point_reports_no_driver";
     if system_has_library(LIBCUDA) {
         skip(
-            "without_libcuda_every_entry_point_reports_no_driver",
+            TEST,
             "this machine has a system libcuda.so.1, so a machine without a driver cannot be \
              simulated (CI has none)",
         );
         return;
     }
+    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+        return;
+    };
     let path = library_path(&[&libcuda_dir], &[]);
     let out = run_child(
         "without_libcuda_every_entry_point_reports_no_driver",
@@ -84,15 +105,18 @@ fn real_libcuda_without_gpu_reports_cuda_error_no_device() {
         assert_eq!(mode, "no-device");
         return no_device_child();
     }
-    let libcuda_dir = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA);
+    const TEST: &str = "real_libcuda_without_gpu_reports_cuda_error_no_device";
     if machine_has_gpu() {
         skip(
-            "real_libcuda_without_gpu_reports_cuda_error_no_device",
+            TEST,
             "this machine has an NVIDIA GPU, so the driver will not answer \
              CUDA_ERROR_NO_DEVICE (CI has none)",
         );
         return;
     }
+    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+        return;
+    };
     let path = library_path(&[], &[&libcuda_dir]);
     let out = run_child(
         "real_libcuda_without_gpu_reports_cuda_error_no_device",

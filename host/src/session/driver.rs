@@ -3,8 +3,11 @@
 //! cudarc loads `libcuda` on first use and panics when it cannot; [`probe_driver`] asks
 //! first. With the library present but no GPU (or no kernel module), `cuInit` answers
 //! `CUDA_ERROR_NO_DEVICE`, which [`open_device`] reports as a [`SessionError::Driver`]
-//! carrying that code.
+//! carrying that code. [`driver_version`] and [`driver_library`] say which CUDA the
+//! driver supports and which `libcuda` file was loaded, for results files and for the
+//! NVRTC search.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{result, sys, CudaContext};
@@ -24,6 +27,32 @@ pub fn probe_driver() -> Result<(), SessionError> {
             searched: lib_candidates("cuda"),
         })
     }
+}
+
+/// The CUDA version the driver supports, `(major, minor)` (`cuDriverGetVersion`: 13.0
+/// for driver 580). Needs no device and no `cuInit`; [`SessionError::NoDriver`] without
+/// `libcuda`. The NVRTC loader uses it to avoid an NVRTC newer than the driver.
+pub fn driver_version() -> Result<(u32, u32), SessionError> {
+    probe_driver()?;
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: probe_driver found libcuda, so cudarc's loader (same names, same order)
+    // loads it instead of panicking; `v` is valid for one write.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(|e| SessionError::driver("cuDriverGetVersion", e))?;
+    let v = v.max(0) as u32;
+    Ok((v / 1000, v % 1000 / 10))
+}
+
+/// The `libcuda` file this process loaded, from `/proc/self/maps`; `None` without a
+/// driver or where the mappings cannot be read. Results files record it next to the
+/// NVRTC library ([`crate::nvrtc::library`]), so a measurement says which driver ran it.
+pub fn driver_library() -> Option<PathBuf> {
+    probe_driver().ok()?;
+    // probe_driver only checks that libcuda loads (and unloads it again); asking the
+    // driver something keeps cudarc's copy loaded, so the mapping is there to read.
+    driver_version().ok()?;
+    crate::proc_maps::mapped_library("libcuda.so")
 }
 
 fn init() -> Result<(), SessionError> {
@@ -61,7 +90,7 @@ pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>, SessionError> {
 }
 
 /// The file names cudarc tries for `lib`, in its order, without repeats.
-pub(crate) fn lib_candidates(lib: &str) -> Vec<String> {
+fn lib_candidates(lib: &str) -> Vec<String> {
     let mut seen = Vec::new();
     for name in cudarc::get_lib_name_candidates(lib) {
         if !seen.contains(&name) {

@@ -70,8 +70,7 @@ use crate::write::atomic::{self, WriteError};
 pub use crate::write::TraceWriteOptions;
 
 pub use arg::IkpArg;
-pub(crate) use driver::lib_candidates;
-pub use driver::{device_count, open_device, probe_driver};
+pub use driver::{device_count, driver_library, driver_version, open_device, probe_driver};
 
 /// The cudarc this crate is built against, for launchers that have no direct dependency.
 pub use cudarc;

@@ -1,9 +1,22 @@
 //! Helpers shared by the session and NVRTC integration tests: re-running one test of this
-//! binary in a child process with a chosen library search path (the dynamic loader reads
-//! `LD_LIBRARY_PATH` once, at exec, so "no libcuda" and "libcuda without a device" need
-//! two processes), requiring the provisioned libraries, and reporting skips.
+//! binary in a child process with a chosen environment (the dynamic loader reads
+//! `LD_LIBRARY_PATH` once, at exec, and ikp's NVRTC search reads the environment once, so
+//! "no libcuda", "libcuda without a device" and each NVRTC search need their own
+//! process), requiring the provisioned libraries, and reporting skips.
+//!
+//! # When a test may skip
+//!
+//! A test first decides whether its scenario can exist on this machine at all (a system
+//! `libcuda.so.1` makes "no driver" impossible, a GPU makes "no device" impossible, a
+//! system NVRTC makes "nothing to find" impossible): if not, it prints a `SKIPPED` line
+//! with [`skip`] and passes. Only then does it ask for the provisioned libraries
+//! (`scripts/provision.sh`, `source scripts/env.sh`) with [`provisioned_dir`]. A missing
+//! provisioning variable fails the test, so CI can never skip silently, except under
+//! `IKP_GPU_BUNDLE=1`: the GPU bundle runner sets it on GPU machines, which have no
+//! `.venv`, and there the test is skipped with a notice.
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,29 +25,145 @@ use std::process::{Command, Output};
 pub const CHILD_ENV: &str = "IKP_TEST_CHILD";
 /// Printed by a child that ran its scenario to the end.
 pub const CHILD_DONE: &str = "IKP-CHILD-DONE";
+/// Set by the GPU bundle runner: missing provisioning variables skip instead of failing.
+pub const GPU_BUNDLE_ENV: &str = "IKP_GPU_BUNDLE";
 
 /// The scenario this process was started for, if it is a child.
 pub fn child_mode() -> Option<String> {
     std::env::var(CHILD_ENV).ok()
 }
 
-/// A directory named by a provisioning variable; fails the test (never skips) when the
-/// variable is unset or the directory lacks `must_hold`.
-pub fn provisioned_dir(var: &str, must_hold: &str) -> PathBuf {
-    let dir = std::env::var_os(var).unwrap_or_else(|| {
+/// A directory named by a provisioning variable, or `None` after printing a skip for
+/// `test` when the variable is unset and `IKP_GPU_BUNDLE=1`. Fails the test when the
+/// variable is unset otherwise, or when the directory lacks `must_hold`.
+pub fn provisioned_dir(test: &str, var: &str, must_hold: &str) -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+        if std::env::var(GPU_BUNDLE_ENV).as_deref() == Ok("1") {
+            skip(
+                test,
+                &format!("{var} is not set ({GPU_BUNDLE_ENV}=1: this machine is not provisioned)"),
+            );
+            return None;
+        }
         panic!(
             "{var} is not set: this test needs the provisioned CUDA libraries. Run \
              `bash scripts/provision.sh && source scripts/env.sh` (scripts/test.sh does both)"
         )
-    });
+    };
     let dir = PathBuf::from(dir);
     assert!(
         dir.join(must_hold).exists(),
         "{var}={} does not contain {must_hold}: re-run `bash scripts/provision.sh`",
         dir.display()
     );
-    dir
+    Some(dir)
 }
+
+/// The Python venv that holds `dir` (the provisioned `.venv` for `IKP_NVRTC_LIB`).
+pub fn venv_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|a| a.join("pyvenv.cfg").is_file())
+        .unwrap_or_else(|| panic!("{} is not inside a Python venv", dir.display()))
+        .to_owned()
+}
+
+/// The `site-packages` directory of `venv`.
+pub fn site_packages(venv: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    std::fs::read_dir(&lib)
+        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no lib/python3*/site-packages in {}", venv.display()))
+}
+
+/// `major.minor` of the pip distribution `dist` (e.g. `nvidia_cuda_nvrtc`) installed in
+/// `site`, read from its `.dist-info` directory name.
+pub fn dist_version(site: &Path, dist: &str) -> (u32, u32) {
+    let prefix = format!("{dist}-");
+    let name = std::fs::read_dir(site)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with(&prefix) && n.ends_with(".dist-info"))
+        .unwrap_or_else(|| panic!("{dist} is not installed in {}", site.display()));
+    let version = &name[prefix.len()..name.len() - ".dist-info".len()];
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+/// File names ikp's NVRTC search looks for.
+pub const NVRTC_NAMES: [&str; 3] = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
+
+fn holds_nvrtc(dir: &Path) -> bool {
+    NVRTC_NAMES.iter().any(|n| dir.join(n).exists())
+}
+
+fn glob_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An NVRTC installed on this system, outside anything a test's environment controls:
+/// in the dynamic loader's cache, a CUDA toolkit under `/usr/local`, a system library
+/// directory, or the system Python's pip packages. With one, "NVRTC comes from the venv"
+/// and "nothing to find" cannot be set up.
+pub fn system_nvrtc() -> Option<PathBuf> {
+    if let Some(name) = NVRTC_NAMES.iter().find(|n| system_has_library(n)) {
+        return Some(PathBuf::from(name));
+    }
+    let mut dirs: Vec<PathBuf> = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    for cuda in glob_dirs(Path::new("/usr/local"), "cuda") {
+        dirs.push(cuda.join("lib64"));
+    }
+    let mut sites = vec![PathBuf::from("/usr/lib/python3/dist-packages")];
+    for lib in ["/usr/local/lib", "/usr/lib"] {
+        for py in glob_dirs(Path::new(lib), "python3") {
+            sites.push(py.join("site-packages"));
+            sites.push(py.join("dist-packages"));
+        }
+    }
+    for site in sites {
+        dirs.extend(
+            glob_dirs(&site.join("nvidia"), "")
+                .into_iter()
+                .map(|d| d.join("lib")),
+        );
+    }
+    dirs.into_iter().find(|d| holds_nvrtc(d))
+}
+
+/// The directories of the current `LD_LIBRARY_PATH` that hold an NVRTC library: removed
+/// from a child's path so that only the scenario's own library can be found.
+pub fn nvrtc_dirs_on_library_path() -> Vec<PathBuf> {
+    std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|e| !e.is_empty())
+        .map(PathBuf::from)
+        .filter(|d| holds_nvrtc(d))
+        .collect()
+}
+
+/// The variables of ikp's NVRTC search, all cleared in a child unless the scenario sets
+/// them again.
+pub const NVRTC_SEARCH_VARS: [&str; 5] = [
+    "IKP_NVRTC",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+];
 
 fn same_dir(a: &str, b: &Path) -> bool {
     let a = Path::new(a);
@@ -61,13 +190,27 @@ pub fn library_path(remove: &[&Path], prepend: &[&Path]) -> String {
 
 /// Re-runs test `name` of this binary in a child with `mode` and `LD_LIBRARY_PATH`.
 pub fn run_child(name: &str, mode: &str, ld_library_path: &str) -> Output {
+    run_child_with(
+        name,
+        mode,
+        &[("LD_LIBRARY_PATH", Some(OsString::from(ld_library_path)))],
+    )
+}
+
+/// Re-runs test `name` of this binary in a child with `mode` and the environment changed
+/// by `env`: `Some` sets a variable, `None` removes it.
+pub fn run_child_with(name: &str, mode: &str, env: &[(&str, Option<OsString>)]) -> Output {
     let exe = std::env::current_exe().expect("path of the test binary");
-    Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, mode)
-        .env("LD_LIBRARY_PATH", ld_library_path)
-        .output()
-        .expect("spawning the test binary again")
+    let mut cmd = Command::new(exe);
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, mode);
+    for (var, value) in env {
+        match value {
+            Some(v) => cmd.env(var, v),
+            None => cmd.env_remove(var),
+        };
+    }
+    cmd.output().expect("spawning the test binary again")
 }
 
 /// Asserts the child passed and printed [`CHILD_DONE`]; returns its stdout.
