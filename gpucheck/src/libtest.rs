@@ -56,8 +56,9 @@ fn failure_text(stdout: &str, name: &str) -> String {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .take_while(|l| !l.starts_with("---- ") && !l.starts_with("note: run with"))
-        .take(4)
+        .take_while(|l| !l.starts_with("---- ") && *l != "failures:")
+        .filter(|l| !l.starts_with("note: ") && !l.starts_with("stack backtrace"))
+        .take(3)
         .collect::<Vec<_>>()
         .join(" / ")
 }
@@ -79,7 +80,7 @@ mod tests {
     const STDOUT: &str = "\nrunning 3 tests\ntest a_works ... ok\ntest b_breaks ... FAILED\n\
         test c_later ... ignored, needs a GPU\n\nfailures:\n\n---- b_breaks stdout ----\n\n\
         thread 'b_breaks' panicked at tests/x.rs:3:5:\nassertion failed: 1 == 2\n\
-        note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\
+        stack backtrace:\nnote: Some details are omitted\n\n\
         failures:\n    b_breaks\n\ntest result: FAILED. 1 passed; 1 failed; 1 ignored\n";
 
     #[test]

@@ -62,11 +62,12 @@ impl Plan {
         }
     }
 
-    /// The environment of every child that may touch the GPU: GPU tests must not skip
-    /// (`IKP_GPU_TESTS=1`), and tests that need this repository's provisioning skip
-    /// (`IKP_GPU_BUNDLE=1`).
+    /// The environment of every child that may touch the GPU: GPU tests and the overhead
+    /// bench must not skip (`IKP_GPU_TESTS=1`), and tests that need this repository's
+    /// provisioning skip (`IKP_GPU_BUNDLE=1`).
     pub fn gpu_env(&self, cmd: &mut Command) {
-        cmd.env("IKP_GPU_BUNDLE", "1");
+        // Panic messages without backtraces: the first lines of a failure are its detail.
+        cmd.env("IKP_GPU_BUNDLE", "1").env("RUST_BACKTRACE", "0");
         if self.availability == Availability::Gpu {
             cmd.env("IKP_GPU_TESTS", "1");
         }
