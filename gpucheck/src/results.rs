@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `format`, `version` | `"ikp-gpu-results"`, `1` |
 //! | `machine` | object: what the run found (GPU name, SM count, compute capability, driver, NVRTC version and the library files loaded, clocks when readable, the bundle's commit); see [`crate::machine`] |
-//! | `gpu_required` | `true` when a skip of a GPU check counts as a failure: `IKP_GPU_TESTS=1`, or the machine has an NVIDIA GPU |
+//! | `gpu_required` | `true` when a skip of a GPU check counts as a failure: `IKP_GPU_TESTS=1`, the kernel lists an NVIDIA GPU, or ikp opened one |
 //! | `wall_s` | seconds the whole run took |
 //! | `summary` | `{"pass", "fail", "skip"}` counts and `exit`, the runner's exit status |
 //! | `checks` | list of checks, below, in the order they ran |

@@ -94,8 +94,11 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     let started = Instant::now();
     std::fs::create_dir_all(results)?;
     let (availability, mut m) = machine::describe();
-    let os_gpu = !machine::os_sees_gpu().is_empty();
-    let gpu_required = std::env::var("IKP_GPU_TESTS").as_deref() == Ok("1") || os_gpu;
+    // A GPU is required where one was asked for, where the kernel lists one, or where ikp
+    // opened one: then a GPU check that did not run is a failure.
+    let gpu_required = std::env::var("IKP_GPU_TESTS").as_deref() == Ok("1")
+        || !machine::os_sees_gpu().is_empty()
+        || availability == Availability::Gpu;
     m.insert("bundle".into(), bundle_info(bundle));
     let plan = Plan {
         results: results.to_owned(),
