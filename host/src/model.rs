@@ -249,6 +249,12 @@ pub struct Diagnostics {
     pub unfinalized_lanes: u64,
     /// Records whose kind or meta kind this version does not know.
     pub unknown_records: u64,
+    /// Stamps behind their lane's latest time, each clamped to that time so that times
+    /// never go backwards within a lane: timed records stamped up to 2^31 ticks before
+    /// the record before them (a timer that stepped back, such as a `%globaltimer`
+    /// resync; see [`crate::decode::lane`]), and native lanes whose end globaltimer (or,
+    /// in clock mode, end clock64) is before their start.
+    pub backward_steps: u64,
 }
 
 /// A decoded launch (the default is an empty trace with no lanes).
@@ -294,8 +300,8 @@ impl Trace {
     /// take a whole trace (Perfetto). Times, names and [`Source`] (its `time_base`
     /// included, so the kept events stay where they were on the launch's axis) are
     /// unchanged; unpaired records are kept with their lanes; the counts that are not
-    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`) stay those of
-    /// the whole launch.
+    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`,
+    /// `backward_steps`) stay those of the whole launch.
     pub fn filter_blocks(&self, keep: impl Fn(u32) -> bool) -> Trace {
         let mut out = Trace {
             source: self.source.clone(),

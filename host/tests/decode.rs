@@ -100,23 +100,125 @@ fn region_straddling_the_32_bit_wrap_keeps_its_true_duration() {
         .begin(0, 0, start + 50)
         .end(0, 0, start + 5_000_000_000) // 5 s later: more than one wrap of the start lo
         .finalize(start + 5_000_000_100, 0);
-    // Records are less than 2^32 ns apart except this one: 5e9 > 2^32, so split it.
+    // Records are less than 2^31 ns apart except this one: 5e9 > 2^32.
     let t = dec(&b.into_words());
     let (_, _, _, b0, e0) = spans(&t, 0)[0];
     assert_eq!(b0, start + 50);
     // 5e9 - 50 ns is more than 2^32: unwrapping sees only the low 32 bits, so it decodes
-    // modulo 2^32, as documented (consecutive records must be < 2^32 ticks apart).
+    // modulo 2^32 (705 ms, under 2^31), as documented (consecutive records must be
+    // < 2^31 ticks apart).
     assert_eq!(e0 - b0, (5_000_000_000 - 50) % (1 << 32));
+    assert_eq!(t.diagnostics.backward_steps, 0);
 
-    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+    // The largest step forward, 2^31 - 1 ticks, crossing the wrap; one tick more is read
+    // as a step back of 2^31 ticks, which is clamped.
+    for (step, back) in [((1u64 << 31) - 1, 0), (1 << 31, 1)] {
+        let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+        b.lane(0)
+            .init(0, 0, 0, start, 0)
+            .begin(0, 0, start + 50)
+            .end(0, 0, start + 50 + step)
+            .finalize(start + 100 + step, 0);
+        let t = dec(&b.into_words());
+        let want_end = if back == 0 {
+            start + 50 + step
+        } else {
+            start + 50
+        };
+        assert_eq!(
+            spans(&t, 0),
+            [(0, 0, 0, start + 50, want_end)],
+            "step {step}"
+        );
+        assert_eq!(t.diagnostics.backward_steps, back, "step {step}");
+    }
+}
+
+/// Times of every span begin / end and instant of lane position `p`, in record order.
+fn times(t: &Trace, p: usize) -> Vec<u64> {
+    let l = &t.lanes[p];
+    let mut v: Vec<(u64, u64)> = l
+        .spans
+        .clone()
+        .flat_map(|i| [(t.spans.begin[i], 0), (t.spans.end[i], 1)])
+        .chain(l.instants.clone().map(|i| (t.instants.ts[i], 2)))
+        .collect();
+    v.sort();
+    v.into_iter().map(|x| x.0).collect()
+}
+
+#[test]
+fn a_timer_stepping_back_mid_lane_is_clamped_and_counted_in_both_timer_modes() {
+    for clock in [false, true] {
+        let (timer, flags) = if clock {
+            (TimerMode::Clock, lane_flags::CLOCK)
+        } else {
+            (TimerMode::Globaltimer, 0)
+        };
+        let mut b = BufferWriter::new(layout(1, 2, 16, timer)).unwrap();
+        // Stamps in ticks (ns, or cycles at 1 ns per cycle); the start pair anchors both.
+        let s = 1_000_000u64;
+        b.lane(0)
+            .init(0, 0, flags, s, s)
+            .begin(0, 0, s + 100)
+            .instant(2, 1, s + 95) // the timer stepped back 5 ticks...
+            .end(0, 0, s + 98) // ...and is still behind the begin
+            .begin(1, 0, s + 120) // past it again
+            .end(1, 0, s + 130)
+            .finalize(s + 200, s + 200);
+        // Lane 1's first record is 3 ticks before its start stamp.
+        b.lane(1)
+            .init(1, 0, flags, s, s)
+            .begin(0, 0, s - 3)
+            .end(0, 0, s + 40)
+            .finalize(s + 50, s + 50);
+        let t = dec(&b.into_words());
+        assert_eq!(t.diagnostics.backward_steps, 3, "clock {clock}");
+        // The instant and the end take the latest time; nothing jumps 4.29 s ahead.
+        assert_eq!(
+            spans(&t, 0),
+            [(0, 0, 0, s + 100, s + 100), (1, 0, 0, s + 120, s + 130)]
+        );
+        assert_eq!(t.instants.ts, [s + 100]);
+        assert_eq!(spans(&t, 1), [(0, 0, 0, s, s + 40)]);
+        for p in 0..2 {
+            let v = times(&t, p);
+            assert!(v.windows(2).all(|w| w[0] <= w[1]), "{v:?}");
+            assert!(v[0] >= t.lanes[p].start && *v.last().unwrap() <= t.lanes[p].end);
+        }
+    }
+}
+
+#[test]
+fn an_end_globaltimer_before_the_start_is_clamped_and_counted() {
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Globaltimer)).unwrap();
     b.lane(0)
-        .init(0, 0, 0, start, 0)
-        .begin(0, 0, start + 50)
-        .end(0, 0, start + 4_000_000_000)
-        .finalize(start + 4_000_000_100, 0);
+        .init(0, 0, 0, 5_000, 0)
+        .begin(0, 0, 5_010)
+        .end(0, 0, 5_020)
+        .finalize(4_000, 0);
+    b.lane(1).init(1, 0, 0, 5_000, 0).finalize(6_000, 0);
     let t = dec(&b.into_words());
-    assert_eq!(spans(&t, 0)[0].3, start + 50);
-    assert_eq!(spans(&t, 0)[0].4, start + 4_000_000_000);
+    assert_eq!(t.diagnostics.backward_steps, 1);
+    assert_eq!((t.lanes[0].start, t.lanes[0].end), (5_000, 5_000));
+    assert!(t.lanes[0].finalized);
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 5_010, 5_020)]);
+    assert_eq!(t.lanes[1].end, 6_000);
+
+    // Clock mode: the lane has no calibration of its own and borrows that of a
+    // finalized lane (lane 1's, 2 cycles per ns).
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
+    b.lane(0)
+        .init(0, 0, lane_flags::CLOCK, 5_000, 100)
+        .begin(0, 0, 300)
+        .end(0, 0, 700)
+        .finalize(4_000, 1_000);
+    b.lane(1)
+        .init(1, 0, lane_flags::CLOCK, 5_000, 100)
+        .finalize(6_000, 2_100);
+    let t = dec(&b.into_words());
+    assert_eq!(t.diagnostics.backward_steps, 1);
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 5_100, 5_300)]);
 }
 
 #[test]
@@ -244,6 +346,48 @@ fn tvm_format_pairs_nested_regions_and_unwraps_with_a_shared_base() {
     assert_eq!(t.diagnostics.unfinalized_lanes, 1);
     assert_eq!(t.diagnostics.unmatched_end.len(), 1);
     assert_eq!(t.instants.ts, [b + 210]);
+}
+
+#[test]
+fn tvm_lanes_far_from_the_shared_base_unwrap_forward_and_steps_back_are_clamped() {
+    // First stamps 1, 1.1e9 + 1, 2.2e9 + 1 and 3.3e9 + 1 ns: the largest gap (the first
+    // of three equal ones) is from the first to the second, so the base is 1.1e9 + 1 and
+    // lane 0 starts 3.19e9 ns after it, more than 2^31.
+    let g = 1_100_000_000u32;
+    let first = |l: u32| g * l + 1;
+    let lanes: Vec<Vec<u64>> = (0..4u32)
+        .map(|l| {
+            let at = |d: u32| first(l) + d;
+            vec![
+                pack(at(0), l, 0, 0),
+                pack(at(100), l, 1, 2),
+                pack(at(96), l, 1, 2), // stepped back 4 ns: clamped
+                pack(at(200), l, 0, 1),
+                pack(at(300), l, 0, 3),
+            ]
+        })
+        .collect();
+    let words = tvm(1, 4, &lanes);
+    for single_threaded in [true, false] {
+        let opts = DecodeOptions {
+            single_threaded,
+            ..Default::default()
+        };
+        let t = decode_words(&words, &opts).unwrap();
+        assert_eq!(t.diagnostics.backward_steps, 4);
+        let base = first(1) as u64;
+        let start = |l: u32| base + first(l).wrapping_sub(first(1)) as u64;
+        assert_eq!(start(0) - base, (1u64 << 32) - g as u64);
+        assert_eq!(t.source.time_base, base);
+        for l in 0..4 {
+            let s = start(l as u32);
+            let lane = &t.lanes[l];
+            assert_eq!((lane.start, lane.end), (s, s + 300), "lane {l}");
+            assert_eq!(spans(&t, l), [(0, 0, 0, s, s + 200)]);
+            let i = lane.instants.clone();
+            assert_eq!(t.instants.ts[i], [s + 100; 2]);
+        }
+    }
 }
 
 #[test]

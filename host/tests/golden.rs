@@ -246,6 +246,7 @@ fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
         })
         .sum::<usize>();
     assert_eq!(v["unmatched_begin"].as_u64().unwrap() as usize, ub);
+    assert_eq!(v["backward_steps"], t.diagnostics.backward_steps);
     assert_eq!(
         v["dropped"].as_u64().unwrap(),
         lanes.iter().map(|l| l.dropped).sum::<u64>()
@@ -453,5 +454,6 @@ fn table_native() {
         "cumulative percent ends at 100: {text}"
     );
     assert!(text.contains("unmatched end 1"));
+    assert!(text.contains("backward steps 0"));
     golden("native_table.txt", &doc);
 }

@@ -1,7 +1,8 @@
 //! Property tests of the decoders against the reference encoder: arbitrary lane programs
 //! (nested and repeated regions with payloads, instants, counter samples and totals,
-//! timestamps that cross the 2^32 wrap, lanes that overflow their capacity and drop,
-//! lanes that never finalize or never run) are written with
+//! timestamps that cross the 2^32 wrap, timers that step back a little, lanes that
+//! overflow their capacity and drop, lanes that never finalize or never run) are written
+//! with
 //! `ikp_device::encoder::BufferWriter` (or, for the TVM format, with `tvm::pack` into its
 //! column layout) and must decode to exactly the spans, instants, samples, drops and
 //! counters that a small reference model of the pairing rules predicts.
@@ -9,7 +10,8 @@
 //! The model is the documented contract, written independently of the decoder: an end
 //! closes the innermost open begin of its region, begins opened inside it and still open
 //! are unmatched, as are begins still open at the end of the lane and ends with no open
-//! begin; a counter sample takes the time of the record before it (the lane start if none).
+//! begin; a counter sample takes the time of the record before it (the lane start if none);
+//! a stamp behind the lane's latest one gets that latest time and is counted.
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
@@ -17,25 +19,26 @@ use ikp_host::decode::{self, decode_words, tvm, DecodeOptions};
 use ikp_host::model::{Trace, Unpaired};
 use proptest::prelude::*;
 
-/// One step of a lane program. `dt` is the time since the previous timed record (ticks).
+/// One step of a lane program. `dt` is the time since the previous timed record (ticks;
+/// negative when the timer stepped back).
 #[derive(Clone, Debug)]
 enum Op {
     Begin {
         region: u16,
         payload: u32,
-        dt: u64,
+        dt: i64,
     },
     /// Closes the open begin at `pick % depth` (counted from the bottom of the stack), or
     /// is a stray end of `region` when nothing is open.
     End {
         pick: usize,
         region: u16,
-        dt: u64,
+        dt: i64,
     },
     Instant {
         region: u16,
         payload: u32,
-        dt: u64,
+        dt: i64,
     },
     /// Counter id `counter % (n_counters + 1)`: the extra id is unknown to the buffer.
     Sample {
@@ -62,11 +65,12 @@ struct LaneProg {
     tail: u64,
 }
 
-fn dt() -> impl Strategy<Value = u64> {
+fn dt() -> impl Strategy<Value = i64> {
     prop_oneof![
-        4 => 0u64..2_000,
-        1 => (1u64 << 31)..(1u64 << 32), // large steps: wraps the 32-bit stamp quickly
-        1 => Just((1u64 << 32) - 1),     // the largest step the format allows
+        4 => 0i64..2_000,
+        1 => (1i64 << 30)..(1i64 << 31), // large steps: wraps the 32-bit stamp quickly
+        1 => Just((1i64 << 31) - 1),     // the largest step forward the format allows
+        1 => -5_000i64..0,               // the timer stepped back
     ]
 }
 
@@ -115,21 +119,34 @@ fn lane_prog() -> impl Strategy<Value = LaneProg> {
         )
 }
 
-/// A program as records: `(kind, region, payload, time_lo, absolute ticks)`.
+/// A program as records: `(kind, region, payload, time_lo, decoded ticks)`, where the
+/// decoded ticks are the latest stamp of the lane so far (a stamp behind it is clamped).
 struct Encoded {
     records: Vec<(Kind, u32, u32, u32, u64)>,
+    /// Per record: whether its stamp is behind the lane's latest one.
+    back: Vec<bool>,
     adds: Vec<(u32, u64)>,
+    /// The lane's latest stamp.
     last_ticks: u64,
 }
 
 fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
-    let mut t = anchor;
+    // `t` is the device's timer, `mx` the latest stamp the decoder has seen.
+    let (mut t, mut mx) = (anchor, anchor);
     let mut open: Vec<u16> = Vec::new();
     let mut out = Encoded {
         records: vec![],
+        back: vec![],
         adds: vec![],
         last_ticks: anchor,
     };
+    // The next stamp: its low half, and the ticks the decoder gives it.
+    fn step(t: &mut u64, mx: &mut u64, back: &mut Vec<bool>, dt: i64) -> (u32, u64) {
+        *t = t.saturating_add_signed(dt).max(1);
+        back.push(*t < *mx);
+        *mx = (*mx).max(*t);
+        (*t as u32, *mx)
+    }
     for op in &p.ops {
         match *op {
             Op::Begin {
@@ -137,13 +154,13 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                 payload,
                 dt,
             } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 open.push(region);
                 out.records
-                    .push((Kind::Begin, region as u32, payload, t as u32, t));
+                    .push((Kind::Begin, region as u32, payload, lo, at));
             }
             Op::End { pick, region, dt } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 let r = if open.is_empty() {
                     region
                 } else {
@@ -154,16 +171,16 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                     open.truncate(j);
                     r
                 };
-                out.records.push((Kind::End, r as u32, 0, t as u32, t));
+                out.records.push((Kind::End, r as u32, 0, lo, at));
             }
             Op::Instant {
                 region,
                 payload,
                 dt,
             } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 out.records
-                    .push((Kind::Instant, region as u32, payload, t as u32, t));
+                    .push((Kind::Instant, region as u32, payload, lo, at));
             }
             Op::Sample { counter, value } => {
                 let c = counter % (n_counters + 1);
@@ -172,8 +189,9 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                     wire::MetaKind::CounterSample as u32,
                     c,
                     value,
-                    t,
+                    mx,
                 ));
+                out.back.push(false);
             }
             Op::Add { counter, n } => {
                 if n_counters > 0 {
@@ -182,7 +200,7 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
             }
         }
     }
-    out.last_ticks = t;
+    out.last_ticks = mx;
     out
 }
 
@@ -361,6 +379,7 @@ fn check_native(
     let flags = if clock { lane_flags::CLOCK } else { 0 };
     // Per listed lane: (id, expected, lane fields).
     let mut want = Vec::new();
+    let mut backward = 0;
     for (l, p) in progs.iter().enumerate() {
         if !p.init {
             continue;
@@ -401,6 +420,7 @@ fn check_native(
             }
             0
         };
+        backward += enc.back[..written.len()].iter().filter(|&&b| b).count() as u64;
         let (gt0, clk0) = (p.start_gt, p.start_clk);
         let (num, den) = (end_gt - gt0, end_ticks.max(clk0 + 1) - clk0);
         let ns = move |ticks: u64| {
@@ -461,6 +481,7 @@ fn check_native(
     }
     prop_assert_eq!(t.diagnostics.unknown_records, unknown);
     prop_assert_eq!(t.diagnostics.after_finalize, 0);
+    prop_assert_eq!(t.diagnostics.backward_steps, backward);
     let min_start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     prop_assert_eq!(t.source.time_base, min_start);
     Ok(())
@@ -491,11 +512,11 @@ proptest! {
     }
 
     /// TVM format (column layout, no payloads, ids, drops or counters): spans, instants,
-    /// finalize and the unwrap against the shared base come back.
+    /// finalize, the unwrap against the shared base and clamped steps back come back.
     #[test]
     fn tvm_programs_roundtrip(
         lanes in prop::collection::vec(
-            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, 0u64..1 << 31), 1..24), any::<bool>()),
+            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0]), 1..24), any::<bool>()),
             1..5),
         groups in 1u32..3,
     ) {
@@ -507,13 +528,18 @@ proptest! {
         w[0] = (groups as u64) << 32 | blocks as u64;
         let base: u64 = 0xFFFF_0000; // lanes start just before a wrap
         let mut want = Vec::new();
+        let mut backward = 0;
         for (l, (start, ops, fin)) in lanes.iter().enumerate() {
+            // `t` is the timer, `mx` the lane's latest stamp (a stamp behind it is clamped).
             let mut t = base + *start as u64;
+            let mut mx = 0;
             let mut recs = Vec::new();
             let mut open: Vec<u16> = vec![];
             for (k, &(kind, ev, dt)) in ops.iter().enumerate() {
-                if k > 0 { t += dt; }
+                if k > 0 { t = t.saturating_add_signed(dt); }
                 if t as u32 == 0 { t += 1; } // an all-zero slot would read as empty
+                backward += u64::from(k > 0 && t < mx);
+                mx = mx.max(t);
                 let (kind, ev) = match kind {
                     1 if !open.is_empty() => {
                         let r = open[ev as usize % open.len()];
@@ -525,19 +551,20 @@ proptest! {
                     1 => (Kind::End, ev),
                     _ => (Kind::Instant, ev),
                 };
-                recs.push((kind, ev as u32, 0, t as u32, t));
+                recs.push((kind, ev as u32, 0, t as u32, mx));
                 w[1 + l + k * stride] = tvm::pack(t as u32, l as u32, ev as u32, kind as u32);
             }
-            let end = t + 10;
+            let end = mx + 10;
             if *fin {
                 w[1 + l + ops.len() * stride] = tvm::pack(end as u32, l as u32, 0, 3);
             }
             let first = recs[0].4;
             let e = sorted(lane_expect(l as u32, &recs, first, 0, |x| x));
-            want.push((l as u32, e, first, if *fin { end } else { t }, *fin, recs.len() as u64 + *fin as u64));
+            want.push((l as u32, e, first, if *fin { end } else { mx }, *fin, recs.len() as u64 + *fin as u64));
         }
         let t = decode_words(&w, &DecodeOptions::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+        prop_assert_eq!(t.diagnostics.backward_steps, backward);
         // The one-thread decodes agree with it: into fresh columns (which counts every
         // lane first, too), and into a used trace whose columns are too short (which
         // counts nothing and grows them).

@@ -4,18 +4,21 @@
 //! the end stamps and the written / dropped counts. Records are read up to `written` for a
 //! finalized lane (non-zero words past it were written after finalize and are counted in
 //! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
-//! Stamps unwrap forward from the lane's own 64-bit start stamp.
+//! Stamps unwrap from the lane's own 64-bit start stamp, each relative to the one before
+//! it; a stamp behind its predecessor is a backward step of the timer, clamped and counted
+//! in `backward_steps` ([`super::lane`], `# Unwrapping`). A finalized lane whose end
+//! globaltimer is before its start globaltimer ends at its start, and counts as a
+//! backward step too (as does, in clock mode, an end clock64 before the start clock64).
 //!
 //! Clock mode: cycles convert to ns per lane with the lane's (clock64, globaltimer) pairs
-//! at start and end. A lane that never finalized has no end pair; it borrows the
-//! calibration of the finalized lane with the median ns-per-cycle ratio. With no finalized
-//! lane at all the buffer is refused ([`DecodeError::NoClockCalibration`]): ikp never
-//! assumes a clock frequency.
+//! at start and end. A lane that never finalized, or whose end stamps are before its
+//! start stamps, has no end pair; it borrows the calibration of the finalized lane with
+//! the median ns-per-cycle ratio. With no finalized lane at all the buffer is refused
+//! ([`DecodeError::NoClockCalibration`]): ikp never assumes a clock frequency.
 //!
 //! Inconsistent segments are errors naming the lane: records in a lane that never ran
 //! init, an IDS word without the lane mark, a clock flag that contradicts the header, a
-//! trailer that counts more records than fit, drops in a lane that was not full, an end
-//! stamp before the start stamp.
+//! trailer that counts more records than fit, drops in a lane that was not full.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
@@ -37,6 +40,8 @@ struct LaneInfo {
     start_clk: u64,
     end_gt: u64,
     end_clk: u64,
+    /// Finalized with an end stamp before its start stamp (the end was clamped).
+    end_backward: bool,
     dropped: u64,
     after_finalize: u64,
     caps: Caps,
@@ -178,6 +183,7 @@ impl Prepared<'_> {
                     )
                 };
                 done.diag.unknown_records += walked.unknown;
+                done.diag.backward_steps += walked.backward + u64::from(info.end_backward);
                 let b = chunk.base;
                 done.diag.after_finalize += info.after_finalize;
                 done.diag.unfinalized_lanes += u64::from(!info.finalized);
@@ -295,11 +301,12 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
                 "trailer counts {dropped} dropped records but only {written} of {cap} slots were used"
             )));
         }
-        if info.end_gt < info.start_gt {
-            return Err(bad(format!(
-                "end globaltimer {} is before start {}",
-                info.end_gt, info.start_gt
-            )));
+        // A timer that stepped back: the lane ends at its start (and has no calibration
+        // pair of its own), counted in `backward_steps`.
+        let clock_back = lane_clock && info.end_clk < info.start_clk;
+        if info.end_gt < info.start_gt || clock_back {
+            info.end_backward = true;
+            info.end_gt = info.end_gt.max(info.start_gt);
         }
         info.n = written;
         info.dropped = dropped;
@@ -327,6 +334,7 @@ struct Walked {
     last_ns: Ns,
     cur: Cursor,
     unknown: u64,
+    backward: u64,
 }
 
 /// Walks a native lane's records to the end (one instance per clock, so the globaltimer
@@ -343,6 +351,7 @@ fn walk<C: Clock>(
         last_ns: w.last_ns,
         cur: w.cur,
         unknown: run.unknown,
+        backward: run.backward,
     }
 }
 
@@ -371,7 +380,7 @@ fn count_kinds(events: &[u64]) -> (usize, usize, usize) {
 
 /// `(ns, cycles)` elapsed between a finalized lane's start and end, if usable.
 fn own_ratio(i: &LaneInfo) -> Option<(u64, u64)> {
-    if !i.finalized || i.end_clk <= i.start_clk {
+    if !i.finalized || i.end_backward || i.end_clk <= i.start_clk {
         return None;
     }
     Some((i.end_gt - i.start_gt, i.end_clk - i.start_clk))
@@ -385,4 +394,44 @@ fn calibration(infos: &[LaneInfo]) -> Option<(u64, u64)> {
     }
     r.sort_by(|a, b| (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128)));
     Some(r[r.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inspect;
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::wire::lane_flags;
+    use ikp_device::{Header, Layout, TimerMode};
+
+    #[test]
+    fn an_end_stamp_before_the_start_is_clamped_and_flagged_not_an_error() {
+        for timer in [TimerMode::Globaltimer, TimerMode::Clock] {
+            let mut b = BufferWriter::new(Layout {
+                grid: [1, 1, 1],
+                groups_per_block: 3,
+                records_per_lane: 4,
+                timer,
+                regions: vec![],
+                counters: vec![],
+            })
+            .unwrap();
+            let f = if timer == TimerMode::Clock {
+                lane_flags::CLOCK
+            } else {
+                0
+            };
+            // Lane 0's end globaltimer, lane 1's end clock64 is before its start.
+            b.lane(0).init(0, 0, f, 5_000, 100).finalize(4_000, 900);
+            b.lane(1).init(0, 0, f, 5_000, 100).finalize(6_000, 90);
+            b.lane(2).init(0, 0, f, 5_000, 100).finalize(6_000, 900);
+            let words = b.into_words();
+            let h = Header::parse(&words).unwrap();
+            let info = |l| inspect(&h, &words, l).unwrap();
+            assert!(info(0).end_backward && info(0).end_gt == 5_000, "{timer:?}");
+            // The end clock64 only matters in clock mode.
+            assert_eq!(info(1).end_backward, timer == TimerMode::Clock);
+            assert_eq!(info(1).end_gt, 6_000);
+            assert!(!info(2).end_backward);
+        }
+    }
 }

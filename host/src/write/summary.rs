@@ -18,6 +18,9 @@
 //! after_finalize        records written after a lane's finalize (not decoded)
 //! unfinalized_lanes     lanes that never ran finalize
 //! unknown_records       records of a kind this version does not know
+//! backward_steps        stamps behind their lane's latest time (a timer that stepped
+//!                       back; or a lane's end stamp before its start), each clamped to
+//!                       that time (should be 0)
 //! dropped               records lanes could not write (segment full), summed
 //! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
 //! percentile_method     how percentiles were computed (exact, see below)
@@ -259,6 +262,8 @@ pub struct Summary {
     pub unfinalized_lanes: u64,
     /// Unknown records.
     pub unknown_records: u64,
+    /// Backward steps of the timer.
+    pub backward_steps: u64,
     /// Dropped records.
     pub dropped: u64,
     /// Dropped per lane.
@@ -418,6 +423,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         after_finalize: d.after_finalize,
         unfinalized_lanes: d.unfinalized_lanes,
         unknown_records: d.unknown_records,
+        backward_steps: d.backward_steps,
         dropped: dropped_by_lane.iter().map(|l| l.dropped).sum(),
         dropped_by_lane,
         percentile_method: PERCENTILE_METHOD,

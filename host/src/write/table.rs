@@ -12,7 +12,7 @@
 //! their parent and in themselves, so this is a share of recorded region time, not of the
 //! kernel); times are shown in ns, us, ms or s with three significant decimals. A final
 //! block reports lanes, spans, unmatched begins / ends, records after finalize,
-//! unfinalized lanes, unknown records and dropped records.
+//! unfinalized lanes, unknown records, backward steps of the timer and dropped records.
 
 use super::summary::summarize;
 use super::TraceWriteOptions;
@@ -100,8 +100,8 @@ pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) 
     )?;
     writeln!(
         w,
-        "unmatched begin {}, unmatched end {}, after finalize {}, unfinalized lanes {}, unknown records {}, dropped {}",
-        s.unmatched_begin, s.unmatched_end, s.after_finalize, s.unfinalized_lanes, s.unknown_records, s.dropped
+        "unmatched begin {}, unmatched end {}, after finalize {}, unfinalized lanes {}, unknown records {}, backward steps {}, dropped {}",
+        s.unmatched_begin, s.unmatched_end, s.after_finalize, s.unfinalized_lanes, s.unknown_records, s.backward_steps, s.dropped
     )?;
     for u in &s.unmatched_by_region {
         writeln!(
