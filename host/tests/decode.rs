@@ -5,7 +5,10 @@ use ikp_device::wire::{self, lane_flags};
 use ikp_device::{Layout, TimerMode};
 use ikp_host::buffer::RawBuffer;
 use ikp_host::decode::tvm::pack;
-use ikp_host::decode::{self, decode_words, DecodeError, DecodeOptions, FormatChoice};
+use ikp_host::decode::{
+    self, decode_words, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice,
+    NoCalibration,
+};
 use ikp_host::model::{Trace, WireFormat};
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
@@ -205,8 +208,8 @@ fn an_end_globaltimer_before_the_start_is_clamped_and_counted() {
     assert_eq!(spans(&t, 0), [(0, 0, 0, 5_010, 5_020)]);
     assert_eq!(t.lanes[1].end, 6_000);
 
-    // Clock mode: the lane has no calibration of its own and borrows that of a
-    // finalized lane (lane 1's, 2 cycles per ns).
+    // Clock mode: the lane converts with the pooled ratio of the others (here lane 1's,
+    // 2 cycles per ns) and is not in the pool.
     let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
     b.lane(0)
         .init(0, 0, lane_flags::CLOCK, 5_000, 100)
@@ -219,6 +222,98 @@ fn an_end_globaltimer_before_the_start_is_clamped_and_counted() {
     let t = dec(&b.into_words());
     assert_eq!(t.diagnostics.backward_steps, 1);
     assert_eq!(spans(&t, 0), [(0, 0, 0, 5_100, 5_300)]);
+    let c = t.source.clock.unwrap();
+    assert_eq!(
+        (c.pooled_ns, c.pooled_cycles, c.pool_lanes),
+        (1_000, 2_000, 1)
+    );
+}
+
+#[test]
+fn clock_lanes_shorter_than_a_globaltimer_tick_take_the_pooled_ratio() {
+    // A GPU whose %globaltimer ticks every 1 us. Lanes 0 and 1 run 2 ms each (at 1.5 and
+    // 1.4 GHz); lanes 2..6 run 600 to 900 ns each at 1.5 GHz, so their start and end
+    // globaltimers are the same tick or neighbours: on their own ratio their spans would
+    // last 0 ns (or far too long).
+    let tick = |ns: u64| ns / 1000 * 1000;
+    let mut b = BufferWriter::new(layout(2, 4, 8, TimerMode::Clock)).unwrap();
+    let f = lane_flags::CLOCK;
+    let gt0 = 1_000_000_000u64;
+    let mut want_ns = 0;
+    let mut want_cycles = 0;
+    for (lane, cycles_per_us) in [(0u64, 1500u64), (1, 1400)] {
+        let (g, c) = (gt0 + 7_000 * lane, 50_000 + 10_000_000 * lane);
+        b.lane(lane)
+            .init(lane as u32, 0, f, g, c)
+            .begin(0, 0, c + 1_500)
+            .end(0, 0, c + 1_501_500)
+            .finalize(g + 2_000_000, c + 2_000 * cycles_per_us);
+        (want_ns, want_cycles) = (want_ns + 2_000_000, want_cycles + 2_000 * cycles_per_us);
+    }
+    for lane in 2..7u64 {
+        let true_ns = 600 + 75 * (lane - 2); // 600..900 ns
+        let g = gt0 + 100_000 * lane + 350 * lane; // unaligned to the tick
+        let c = 90_000_000 + 1_000_000 * lane;
+        let cycles = true_ns * 3 / 2;
+        b.lane(lane)
+            .init(lane as u32, 0, f, tick(g), c)
+            .begin(1, 0, c + 30)
+            .end(1, 0, c + cycles - 30)
+            .finalize(tick(g + true_ns), c + cycles);
+        want_ns += tick(g + true_ns) - tick(g);
+        want_cycles += cycles;
+    }
+    let t = dec(&b.into_words());
+    let c = t.source.clock.expect("clock mode records its calibration");
+    assert_eq!(
+        (c.pooled_ns, c.pooled_cycles, c.pool_lanes),
+        (want_ns, want_cycles, 7)
+    );
+    assert_eq!((c.own_ratio_lanes, c.pooled_ratio_lanes), (2, 5));
+    assert!((c.pooled_mhz() - 1450.0).abs() < 10.0, "{}", c.pooled_mhz());
+    // Lanes 0 and 1 (2 ms >= OWN_RATIO_MIN_NS) keep their own rates: 1.5e6 cycles are
+    // 1 ms at 1.5 GHz, 1.0714 ms at 1.4 GHz.
+    const { assert!(2_000_000 >= OWN_RATIO_MIN_NS) };
+    let dur = |p: usize| {
+        let (_, _, _, b, e) = spans(&t, p)[0];
+        e - b
+    };
+    // (Lane 1's ends: 1_501_500 and 1_500 cycles x 2_000_000 / 2_800_000, rounded down.)
+    assert_eq!((dur(0), dur(1)), (1_000_000, 1_072_500 - 1_071));
+    // The short lanes: cycles x pooled ratio, within rounding; never 0.
+    for p in 2..7 {
+        let cycles = (600 + 75 * (p as u64 - 2)) * 3 / 2 - 60;
+        let want = cycles as f64 * c.pooled_ns as f64 / c.pooled_cycles as f64;
+        let got = dur(p) as f64;
+        assert!((got - want).abs() <= 1.0, "lane {p}: {got} ns, want {want}");
+        assert!(got > 0.0);
+    }
+}
+
+#[test]
+fn a_clock_buffer_whose_lanes_all_end_within_one_tick_is_refused_with_the_reason() {
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
+    for lane in 0..2u64 {
+        b.lane(lane)
+            .init(0, 0, lane_flags::CLOCK, 7_000, 100)
+            .begin(0, 0, 200)
+            .end(0, 0, 900)
+            .finalize(7_000, 1_000);
+    }
+    let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecodeError::NoClockCalibration(NoCalibration::WithinOneTick {
+                lanes: 2,
+                cycles: 1_800
+            })
+        ),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(msg.contains("within one %globaltimer tick"), "{msg}");
+    assert!(msg.contains("never assumes a clock frequency"), "{msg}");
 }
 
 #[test]
@@ -248,7 +343,10 @@ fn clock_mode_converts_cycles_with_the_lanes_own_calibration() {
         .init(0, 0, lane_flags::CLOCK, 10_000, 500)
         .begin(0, 0, 600);
     let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
-    assert!(matches!(e, DecodeError::NoClockCalibration), "{e}");
+    assert!(
+        matches!(e, DecodeError::NoClockCalibration(NoCalibration::NoPair)),
+        "{e}"
+    );
 }
 
 #[test]

@@ -11,12 +11,14 @@
 //! closes the innermost open begin of its region, begins opened inside it and still open
 //! are unmatched, as are begins still open at the end of the lane and ends with no open
 //! begin; a counter sample takes the time of the record before it (the lane start if none);
-//! a stamp behind the lane's latest one gets that latest time and is counted.
+//! a stamp behind the lane's latest one gets that latest time and is counted; in clock
+//! mode, a lane of at least `OWN_RATIO_MIN_NS` converts with its own ratio, the others with
+//! the ratio pooled over every lane.
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{self, decode_words, tvm, DecodeOptions};
-use ikp_host::model::{Trace, Unpaired};
+use ikp_host::decode::{self, decode_words, native::OWN_RATIO_MIN_NS, tvm, DecodeOptions};
+use ikp_host::model::{ClockCalibration, Trace, Unpaired};
 use proptest::prelude::*;
 
 /// One step of a lane program. `dt` is the time since the previous timed record (ticks;
@@ -377,6 +379,32 @@ fn check_native(
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let flags = if clock { lane_flags::CLOCK } else { 0 };
+    // In clock mode every lane finalizes, so each has its (globaltimer, clock64) pairs.
+    // `(end ticks, end globaltimer)` of a lane that ran init.
+    let ends = |p: &LaneProg| {
+        let anchor = if clock { p.start_clk } else { p.start_gt };
+        let end_ticks = records_of(p, anchor, n_counters).last_ticks + p.tail;
+        let end_gt = if clock {
+            // Any ns span works for the conversion; keep ~1 ns per cycle plus a twist.
+            p.start_gt + (end_ticks - p.start_clk) + (end_ticks - p.start_clk) / 7
+        } else {
+            end_ticks
+        };
+        (end_ticks, end_gt)
+    };
+    // The pooled calibration: every lane's ns and cycles, summed.
+    let mut calib = ClockCalibration::default();
+    for p in progs.iter().filter(|p| clock && p.init) {
+        let (end_ticks, end_gt) = ends(p);
+        calib.pooled_ns += end_gt - p.start_gt;
+        calib.pooled_cycles += end_ticks - p.start_clk;
+        calib.pool_lanes += 1;
+        if end_gt - p.start_gt >= OWN_RATIO_MIN_NS {
+            calib.own_ratio_lanes += 1;
+        } else {
+            calib.pooled_ratio_lanes += 1;
+        }
+    }
     // Per listed lane: (id, expected, lane fields).
     let mut want = Vec::new();
     let mut backward = 0;
@@ -384,17 +412,10 @@ fn check_native(
         if !p.init {
             continue;
         }
-        // In clock mode every lane finalizes: its own calibration is then exact to model.
         let finalize = p.finalize || clock;
         let anchor = if clock { p.start_clk } else { p.start_gt };
         let enc = records_of(p, anchor, n_counters);
-        let end_ticks = enc.last_ticks + p.tail;
-        let end_gt = if clock {
-            // Any ns span works for the conversion; keep ~1 ns per cycle plus a twist.
-            p.start_gt + (end_ticks - p.start_clk) + (end_ticks - p.start_clk) / 7
-        } else {
-            end_ticks
-        };
+        let (end_ticks, end_gt) = ends(p);
         let mut w = b.lane(l as u64);
         w.init(p.smid, p.warp, flags, p.start_gt, p.start_clk);
         for &(kind, region, payload, lo, _) in &enc.records {
@@ -422,7 +443,11 @@ fn check_native(
         };
         backward += enc.back[..written.len()].iter().filter(|&&b| b).count() as u64;
         let (gt0, clk0) = (p.start_gt, p.start_clk);
-        let (num, den) = (end_gt - gt0, end_ticks.max(clk0 + 1) - clk0);
+        let (num, den) = if end_gt - gt0 >= OWN_RATIO_MIN_NS {
+            (end_gt - gt0, end_ticks - clk0)
+        } else {
+            (calib.pooled_ns, calib.pooled_cycles)
+        };
         let ns = move |ticks: u64| {
             if clock {
                 gt0 + ((ticks - clk0) as u128 * num as u128 / den as u128) as u64
@@ -454,6 +479,7 @@ fn check_native(
             totals,
         ));
     }
+    let want_empty = want.is_empty();
     let t = decode_words(&b.into_words(), &DecodeOptions::default())
         .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
     prop_assert_eq!(t.lanes.len(), want.len(), "listed lanes");
@@ -482,6 +508,7 @@ fn check_native(
     prop_assert_eq!(t.diagnostics.unknown_records, unknown);
     prop_assert_eq!(t.diagnostics.after_finalize, 0);
     prop_assert_eq!(t.diagnostics.backward_steps, backward);
+    prop_assert_eq!(t.source.clock, (clock && !want_empty).then_some(calib));
     let min_start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     prop_assert_eq!(t.source.time_base, min_start);
     Ok(())
@@ -501,7 +528,8 @@ proptest! {
         check_native(&progs, cap, groups, n_counters, false)?;
     }
 
-    /// Clock mode: cycles convert with each lane's own (clock64, globaltimer) pairs.
+    /// Clock mode: cycles convert with a long lane's own (clock64, globaltimer) pairs, or
+    /// the ratio pooled over every lane.
     #[test]
     fn native_clock_programs_roundtrip(
         progs in prop::collection::vec(lane_prog(), 1..4),

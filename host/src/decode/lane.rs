@@ -40,17 +40,18 @@ impl Clock for Globaltimer {
     }
 }
 
-/// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's own (clock64,
-/// globaltimer) pairs at start and end (or another lane's, see `native`).
+/// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's (clock64,
+/// globaltimer) pair at start and a ratio: its own or the pooled one (see `native`,
+/// `# Clock mode`).
 #[derive(Clone, Copy, Debug)]
 pub struct Cycles {
     /// clock64 at lane start.
     pub clk0: u64,
     /// globaltimer at lane start.
     pub gt0: u64,
-    /// Elapsed ns over the calibration interval.
+    /// Elapsed ns over the calibration interval(s).
     pub num: u64,
-    /// Elapsed cycles over the calibration interval (non-zero).
+    /// Elapsed cycles over the calibration interval(s) (non-zero).
     pub den: u64,
 }
 

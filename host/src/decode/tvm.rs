@@ -659,6 +659,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
             format: WireFormat::Tvm,
             version: 1,
             timer: ikp_device::TimerMode::Globaltimer,
+            clock: None,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,
