@@ -121,7 +121,9 @@ constexpr unsigned LANE_FLAG_BLOCK_FENCE = 2u;  // records are fenced with __thr
 /// Global: %globaltimer_lo, ns, one time axis for the whole GPU; its resolution is
 ///   coarse (tens of ns on many parts) but lanes on different SMs compare directly.
 /// Clock: low 32 bits of the SM cycle counter, cycle-exact; the decoder converts to ns
-///   per lane from the (clock64, globaltimer) pairs stamped at init and finalize.
+///   from the (clock64, globaltimer) pairs stamped at init and finalize: a lane of at
+///   least 1 ms with its own pair, others with the ratio pooled over all lanes (a short
+///   lane's globaltimer interval is too coarse to measure its own).
 enum class Timer : unsigned { Global = 0u, Clock = 1u };
 
 /// Whether records are ordered against the group's memory traffic.

@@ -53,8 +53,11 @@
 //! ```
 //! - `timestamp`: `%globaltimer_lo` in ns ([`TimerMode::Globaltimer`]) or the low 32 bits of
 //!   `clock64` in cycles ([`TimerMode::Clock`]). The decoder unwraps it against the lane's
-//!   64-bit start stamp, so a lane may run for any time as long as consecutive records are
-//!   less than 2^32 ticks apart.
+//!   64-bit start stamp, each stamp relative to the one before, so a lane may run for any
+//!   time as long as consecutive records are less than 2^31 ticks apart; a stamp up to
+//!   2^31 ticks behind the one before is read as the timer stepping back (a `%globaltimer`
+//!   resync), which the decoder clamps and counts instead of reading as a jump of almost
+//!   2^32 ticks.
 //! - `kind`: [`Kind`]: begin, end, instant or meta.
 //! - `region`: region id, an index into the name table (`0..MAX_REGIONS`).
 //! - `payload`: user value (tile index, stage, iteration), `0..=MAX_PAYLOAD`.

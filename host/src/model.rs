@@ -41,8 +41,11 @@ pub struct Source {
     /// Wire format version (1 for TVM-format buffers).
     pub version: u32,
     /// Whether device timestamps were globaltimer ns or SM cycles (cycles are converted to
-    /// ns per lane before they reach this model).
+    /// ns per lane before they reach this model; [`Source::clock`] says how).
     pub timer: ikp_device::TimerMode,
+    /// Clock mode: the cycles-to-ns calibration the decoder used (`None` for globaltimer
+    /// stamps). Computed over the whole buffer, also in a trace of some of its lanes.
+    pub clock: Option<ClockCalibration>,
     /// Grid dimensions in blocks; TVM-format buffers only know the block count (`[n, 1, 1]`).
     pub grid: [u32; 3],
     /// Lanes (groups) per block.
@@ -52,6 +55,40 @@ pub struct Source {
     /// The smallest timestamp in the trace: writers that need small numbers (Chrome JSON)
     /// subtract it; it is never subtracted in this model.
     pub time_base: Ns,
+}
+
+/// How a clock-mode buffer's cycles were converted to ns (rules in
+/// [`crate::decode::native`], `# Clock mode`).
+///
+/// Every SM of a GPU counts cycles at one rate, so one ratio pooled over many lanes is
+/// accurate even when `%globaltimer` ticks are coarse: each lane's error of up to one tick
+/// averages out. A lane whose own globaltimer span is long enough for one tick to be a
+/// small error is converted with its own ratio instead, which follows clock changes
+/// during the launch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClockCalibration {
+    /// Globaltimer ns summed over the init-to-finalize intervals of the `pool_lanes`
+    /// lanes: the pooled ratio is `pooled_ns / pooled_cycles` ns per cycle. (Both are
+    /// halved together as often as needed to fit 64 bits.)
+    pub pooled_ns: u64,
+    /// clock64 cycles summed over the same intervals (non-zero).
+    pub pooled_cycles: u64,
+    /// Finalized lanes whose (clock64, globaltimer) pairs are in the pool: every finalized
+    /// lane whose end stamps are not before its start stamps.
+    pub pool_lanes: u64,
+    /// Lanes converted with their own ratio: a globaltimer span of at least
+    /// [`crate::decode::native::OWN_RATIO_MIN_NS`].
+    pub own_ratio_lanes: u64,
+    /// Lanes converted with the pooled ratio: shorter, never finalized, or without a
+    /// usable pair of their own.
+    pub pooled_ratio_lanes: u64,
+}
+
+impl ClockCalibration {
+    /// The pooled clock rate in MHz (cycles per us).
+    pub fn pooled_mhz(&self) -> f64 {
+        self.pooled_cycles as f64 * 1e3 / self.pooled_ns as f64
+    }
 }
 
 /// Names of regions and counters, by id.
@@ -249,6 +286,12 @@ pub struct Diagnostics {
     pub unfinalized_lanes: u64,
     /// Records whose kind or meta kind this version does not know.
     pub unknown_records: u64,
+    /// Stamps behind their lane's latest time, each clamped to that time so that times
+    /// never go backwards within a lane: timed records stamped up to 2^31 ticks before
+    /// the record before them (a timer that stepped back, such as a `%globaltimer`
+    /// resync; see [`crate::decode::lane`]), and native lanes whose end globaltimer (or,
+    /// in clock mode, end clock64) is before their start.
+    pub backward_steps: u64,
 }
 
 /// A decoded launch (the default is an empty trace with no lanes).
@@ -294,8 +337,8 @@ impl Trace {
     /// take a whole trace (Perfetto). Times, names and [`Source`] (its `time_base`
     /// included, so the kept events stay where they were on the launch's axis) are
     /// unchanged; unpaired records are kept with their lanes; the counts that are not
-    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`) stay those of
-    /// the whole launch.
+    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`,
+    /// `backward_steps`, and [`Source::clock`]) stay those of the whole launch.
     pub fn filter_blocks(&self, keep: impl Fn(u32) -> bool) -> Trace {
         let mut out = Trace {
             source: self.source.clone(),

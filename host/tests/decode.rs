@@ -5,7 +5,10 @@ use ikp_device::wire::{self, lane_flags};
 use ikp_device::{Layout, TimerMode};
 use ikp_host::buffer::RawBuffer;
 use ikp_host::decode::tvm::pack;
-use ikp_host::decode::{self, decode_words, DecodeError, DecodeOptions, FormatChoice};
+use ikp_host::decode::{
+    self, decode_words, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice,
+    NoCalibration,
+};
 use ikp_host::model::{Trace, WireFormat};
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
@@ -100,23 +103,217 @@ fn region_straddling_the_32_bit_wrap_keeps_its_true_duration() {
         .begin(0, 0, start + 50)
         .end(0, 0, start + 5_000_000_000) // 5 s later: more than one wrap of the start lo
         .finalize(start + 5_000_000_100, 0);
-    // Records are less than 2^32 ns apart except this one: 5e9 > 2^32, so split it.
+    // Records are less than 2^31 ns apart except this one: 5e9 > 2^32.
     let t = dec(&b.into_words());
     let (_, _, _, b0, e0) = spans(&t, 0)[0];
     assert_eq!(b0, start + 50);
     // 5e9 - 50 ns is more than 2^32: unwrapping sees only the low 32 bits, so it decodes
-    // modulo 2^32, as documented (consecutive records must be < 2^32 ticks apart).
+    // modulo 2^32 (705 ms, under 2^31), as documented (consecutive records must be
+    // < 2^31 ticks apart).
     assert_eq!(e0 - b0, (5_000_000_000 - 50) % (1 << 32));
+    assert_eq!(t.diagnostics.backward_steps, 0);
 
-    let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+    // The largest step forward, 2^31 - 1 ticks, crossing the wrap; one tick more is read
+    // as a step back of 2^31 ticks, which is clamped.
+    for (step, back) in [((1u64 << 31) - 1, 0), (1 << 31, 1)] {
+        let mut b = BufferWriter::new(layout(1, 1, 8, TimerMode::Globaltimer)).unwrap();
+        b.lane(0)
+            .init(0, 0, 0, start, 0)
+            .begin(0, 0, start + 50)
+            .end(0, 0, start + 50 + step)
+            .finalize(start + 100 + step, 0);
+        let t = dec(&b.into_words());
+        let want_end = if back == 0 {
+            start + 50 + step
+        } else {
+            start + 50
+        };
+        assert_eq!(
+            spans(&t, 0),
+            [(0, 0, 0, start + 50, want_end)],
+            "step {step}"
+        );
+        assert_eq!(t.diagnostics.backward_steps, back, "step {step}");
+    }
+}
+
+/// Times of every span begin / end and instant of lane position `p`, in record order.
+fn times(t: &Trace, p: usize) -> Vec<u64> {
+    let l = &t.lanes[p];
+    let mut v: Vec<(u64, u64)> = l
+        .spans
+        .clone()
+        .flat_map(|i| [(t.spans.begin[i], 0), (t.spans.end[i], 1)])
+        .chain(l.instants.clone().map(|i| (t.instants.ts[i], 2)))
+        .collect();
+    v.sort();
+    v.into_iter().map(|x| x.0).collect()
+}
+
+#[test]
+fn a_timer_stepping_back_mid_lane_is_clamped_and_counted_in_both_timer_modes() {
+    for clock in [false, true] {
+        let (timer, flags) = if clock {
+            (TimerMode::Clock, lane_flags::CLOCK)
+        } else {
+            (TimerMode::Globaltimer, 0)
+        };
+        let mut b = BufferWriter::new(layout(1, 2, 16, timer)).unwrap();
+        // Stamps in ticks (ns, or cycles at 1 ns per cycle); the start pair anchors both.
+        let s = 1_000_000u64;
+        b.lane(0)
+            .init(0, 0, flags, s, s)
+            .begin(0, 0, s + 100)
+            .instant(2, 1, s + 95) // the timer stepped back 5 ticks...
+            .end(0, 0, s + 98) // ...and is still behind the begin
+            .begin(1, 0, s + 120) // past it again
+            .end(1, 0, s + 130)
+            .finalize(s + 200, s + 200);
+        // Lane 1's first record is 3 ticks before its start stamp.
+        b.lane(1)
+            .init(1, 0, flags, s, s)
+            .begin(0, 0, s - 3)
+            .end(0, 0, s + 40)
+            .finalize(s + 50, s + 50);
+        let t = dec(&b.into_words());
+        assert_eq!(t.diagnostics.backward_steps, 3, "clock {clock}");
+        // The instant and the end take the latest time; nothing jumps 4.29 s ahead.
+        assert_eq!(
+            spans(&t, 0),
+            [(0, 0, 0, s + 100, s + 100), (1, 0, 0, s + 120, s + 130)]
+        );
+        assert_eq!(t.instants.ts, [s + 100]);
+        assert_eq!(spans(&t, 1), [(0, 0, 0, s, s + 40)]);
+        for p in 0..2 {
+            let v = times(&t, p);
+            assert!(v.windows(2).all(|w| w[0] <= w[1]), "{v:?}");
+            assert!(v[0] >= t.lanes[p].start && *v.last().unwrap() <= t.lanes[p].end);
+        }
+    }
+}
+
+#[test]
+fn an_end_globaltimer_before_the_start_is_clamped_and_counted() {
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Globaltimer)).unwrap();
     b.lane(0)
-        .init(0, 0, 0, start, 0)
-        .begin(0, 0, start + 50)
-        .end(0, 0, start + 4_000_000_000)
-        .finalize(start + 4_000_000_100, 0);
+        .init(0, 0, 0, 5_000, 0)
+        .begin(0, 0, 5_010)
+        .end(0, 0, 5_020)
+        .finalize(4_000, 0);
+    b.lane(1).init(1, 0, 0, 5_000, 0).finalize(6_000, 0);
     let t = dec(&b.into_words());
-    assert_eq!(spans(&t, 0)[0].3, start + 50);
-    assert_eq!(spans(&t, 0)[0].4, start + 4_000_000_000);
+    assert_eq!(t.diagnostics.backward_steps, 1);
+    assert_eq!((t.lanes[0].start, t.lanes[0].end), (5_000, 5_000));
+    assert!(t.lanes[0].finalized);
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 5_010, 5_020)]);
+    assert_eq!(t.lanes[1].end, 6_000);
+
+    // Clock mode: the lane converts with the pooled ratio of the others (here lane 1's,
+    // 2 cycles per ns) and is not in the pool.
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
+    b.lane(0)
+        .init(0, 0, lane_flags::CLOCK, 5_000, 100)
+        .begin(0, 0, 300)
+        .end(0, 0, 700)
+        .finalize(4_000, 1_000);
+    b.lane(1)
+        .init(1, 0, lane_flags::CLOCK, 5_000, 100)
+        .finalize(6_000, 2_100);
+    let t = dec(&b.into_words());
+    assert_eq!(t.diagnostics.backward_steps, 1);
+    assert_eq!(spans(&t, 0), [(0, 0, 0, 5_100, 5_300)]);
+    let c = t.source.clock.unwrap();
+    assert_eq!(
+        (c.pooled_ns, c.pooled_cycles, c.pool_lanes),
+        (1_000, 2_000, 1)
+    );
+}
+
+#[test]
+fn clock_lanes_shorter_than_a_globaltimer_tick_take_the_pooled_ratio() {
+    // A GPU whose %globaltimer ticks every 1 us. Lanes 0 and 1 run 2 ms each (at 1.5 and
+    // 1.4 GHz); lanes 2..6 run 600 to 900 ns each at 1.5 GHz, so their start and end
+    // globaltimers are the same tick or neighbours: on their own ratio their spans would
+    // last 0 ns (or far too long).
+    let tick = |ns: u64| ns / 1000 * 1000;
+    let mut b = BufferWriter::new(layout(2, 4, 8, TimerMode::Clock)).unwrap();
+    let f = lane_flags::CLOCK;
+    let gt0 = 1_000_000_000u64;
+    let mut want_ns = 0;
+    let mut want_cycles = 0;
+    for (lane, cycles_per_us) in [(0u64, 1500u64), (1, 1400)] {
+        let (g, c) = (gt0 + 7_000 * lane, 50_000 + 10_000_000 * lane);
+        b.lane(lane)
+            .init(lane as u32, 0, f, g, c)
+            .begin(0, 0, c + 1_500)
+            .end(0, 0, c + 1_501_500)
+            .finalize(g + 2_000_000, c + 2_000 * cycles_per_us);
+        (want_ns, want_cycles) = (want_ns + 2_000_000, want_cycles + 2_000 * cycles_per_us);
+    }
+    for lane in 2..7u64 {
+        let true_ns = 600 + 75 * (lane - 2); // 600..900 ns
+        let g = gt0 + 100_000 * lane + 350 * lane; // unaligned to the tick
+        let c = 90_000_000 + 1_000_000 * lane;
+        let cycles = true_ns * 3 / 2;
+        b.lane(lane)
+            .init(lane as u32, 0, f, tick(g), c)
+            .begin(1, 0, c + 30)
+            .end(1, 0, c + cycles - 30)
+            .finalize(tick(g + true_ns), c + cycles);
+        want_ns += tick(g + true_ns) - tick(g);
+        want_cycles += cycles;
+    }
+    let t = dec(&b.into_words());
+    let c = t.source.clock.expect("clock mode records its calibration");
+    assert_eq!(
+        (c.pooled_ns, c.pooled_cycles, c.pool_lanes),
+        (want_ns, want_cycles, 7)
+    );
+    assert_eq!((c.own_ratio_lanes, c.pooled_ratio_lanes), (2, 5));
+    assert!((c.pooled_mhz() - 1450.0).abs() < 10.0, "{}", c.pooled_mhz());
+    // Lanes 0 and 1 (2 ms >= OWN_RATIO_MIN_NS) keep their own rates: 1.5e6 cycles are
+    // 1 ms at 1.5 GHz, 1.0714 ms at 1.4 GHz.
+    const { assert!(2_000_000 >= OWN_RATIO_MIN_NS) };
+    let dur = |p: usize| {
+        let (_, _, _, b, e) = spans(&t, p)[0];
+        e - b
+    };
+    // (Lane 1's ends: 1_501_500 and 1_500 cycles x 2_000_000 / 2_800_000, rounded down.)
+    assert_eq!((dur(0), dur(1)), (1_000_000, 1_072_500 - 1_071));
+    // The short lanes: cycles x pooled ratio, within rounding; never 0.
+    for p in 2..7 {
+        let cycles = (600 + 75 * (p as u64 - 2)) * 3 / 2 - 60;
+        let want = cycles as f64 * c.pooled_ns as f64 / c.pooled_cycles as f64;
+        let got = dur(p) as f64;
+        assert!((got - want).abs() <= 1.0, "lane {p}: {got} ns, want {want}");
+        assert!(got > 0.0);
+    }
+}
+
+#[test]
+fn a_clock_buffer_whose_lanes_all_end_within_one_tick_is_refused_with_the_reason() {
+    let mut b = BufferWriter::new(layout(1, 2, 8, TimerMode::Clock)).unwrap();
+    for lane in 0..2u64 {
+        b.lane(lane)
+            .init(0, 0, lane_flags::CLOCK, 7_000, 100)
+            .begin(0, 0, 200)
+            .end(0, 0, 900)
+            .finalize(7_000, 1_000);
+    }
+    let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecodeError::NoClockCalibration(NoCalibration::WithinOneTick {
+                lanes: 2,
+                cycles: 1_800
+            })
+        ),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(msg.contains("within one %globaltimer tick"), "{msg}");
+    assert!(msg.contains("never assumes a clock frequency"), "{msg}");
 }
 
 #[test]
@@ -146,7 +343,10 @@ fn clock_mode_converts_cycles_with_the_lanes_own_calibration() {
         .init(0, 0, lane_flags::CLOCK, 10_000, 500)
         .begin(0, 0, 600);
     let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
-    assert!(matches!(e, DecodeError::NoClockCalibration), "{e}");
+    assert!(
+        matches!(e, DecodeError::NoClockCalibration(NoCalibration::NoPair)),
+        "{e}"
+    );
 }
 
 #[test]
@@ -244,6 +444,48 @@ fn tvm_format_pairs_nested_regions_and_unwraps_with_a_shared_base() {
     assert_eq!(t.diagnostics.unfinalized_lanes, 1);
     assert_eq!(t.diagnostics.unmatched_end.len(), 1);
     assert_eq!(t.instants.ts, [b + 210]);
+}
+
+#[test]
+fn tvm_lanes_far_from_the_shared_base_unwrap_forward_and_steps_back_are_clamped() {
+    // First stamps 1, 1.1e9 + 1, 2.2e9 + 1 and 3.3e9 + 1 ns: the largest gap (the first
+    // of three equal ones) is from the first to the second, so the base is 1.1e9 + 1 and
+    // lane 0 starts 3.19e9 ns after it, more than 2^31.
+    let g = 1_100_000_000u32;
+    let first = |l: u32| g * l + 1;
+    let lanes: Vec<Vec<u64>> = (0..4u32)
+        .map(|l| {
+            let at = |d: u32| first(l) + d;
+            vec![
+                pack(at(0), l, 0, 0),
+                pack(at(100), l, 1, 2),
+                pack(at(96), l, 1, 2), // stepped back 4 ns: clamped
+                pack(at(200), l, 0, 1),
+                pack(at(300), l, 0, 3),
+            ]
+        })
+        .collect();
+    let words = tvm(1, 4, &lanes);
+    for single_threaded in [true, false] {
+        let opts = DecodeOptions {
+            single_threaded,
+            ..Default::default()
+        };
+        let t = decode_words(&words, &opts).unwrap();
+        assert_eq!(t.diagnostics.backward_steps, 4);
+        let base = first(1) as u64;
+        let start = |l: u32| base + first(l).wrapping_sub(first(1)) as u64;
+        assert_eq!(start(0) - base, (1u64 << 32) - g as u64);
+        assert_eq!(t.source.time_base, base);
+        for l in 0..4 {
+            let s = start(l as u32);
+            let lane = &t.lanes[l];
+            assert_eq!((lane.start, lane.end), (s, s + 300), "lane {l}");
+            assert_eq!(spans(&t, l), [(0, 0, 0, s, s + 200)]);
+            let i = lane.instants.clone();
+            assert_eq!(t.instants.ts[i], [s + 100; 2]);
+        }
+    }
 }
 
 #[test]

@@ -91,6 +91,42 @@ fn native() -> Trace {
     decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
 }
 
+/// Clock mode, one block x three groups: lane 0 runs 2 ms (its own ratio, 1.5 GHz), lane
+/// 1 less than one 1 us globaltimer tick (the pooled ratio), lane 2's clock steps back
+/// once (clamped and counted) and it never finalizes.
+fn clock() -> Trace {
+    let layout = Layout {
+        grid: [1, 1, 1],
+        groups_per_block: 3,
+        records_per_lane: 8,
+        timer: TimerMode::Clock,
+        regions: vec!["mainloop".into(), "mma".into()],
+        counters: vec![],
+    };
+    let f = ikp_device::wire::lane_flags::CLOCK;
+    let mut b = BufferWriter::new(layout).unwrap();
+    let (gt, c) = (5_000_000u64, 1_000u64);
+    b.lane(0)
+        .init(0, 0, f, gt, c)
+        .begin(0, 0, c + 300)
+        .begin(1, 0, c + 1_500)
+        .end(1, 0, c + 1_501_500)
+        .end(0, 0, c + 2_999_700)
+        .finalize(gt + 2_000_000, c + 3_000_000);
+    b.lane(1)
+        .init(1, 0, f, gt + 1_000, c + 40_000)
+        .begin(1, 0, c + 40_100)
+        .end(1, 0, c + 41_000)
+        .finalize(gt + 1_000, c + 41_200);
+    b.lane(2)
+        .init(2, 0, f, gt + 2_000, c + 90_000)
+        .begin(0, 0, c + 90_300)
+        .begin(1, 0, c + 90_600)
+        .end(1, 0, c + 90_580) // 20 cycles back: clamped to the begin
+        .end(0, 0, c + 93_000);
+    decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
+}
+
 /// One block x two groups in the TVM format, names from a names file.
 fn tvm() -> Trace {
     let base = u32::MAX - 300; // the trace crosses the 32-bit wrap
@@ -246,6 +282,23 @@ fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
         })
         .sum::<usize>();
     assert_eq!(v["unmatched_begin"].as_u64().unwrap() as usize, ub);
+    assert_eq!(v["backward_steps"], t.diagnostics.backward_steps);
+    match t.source.clock {
+        None => assert!(v["clock"].is_null()),
+        Some(c) => {
+            let j = &v["clock"];
+            assert_eq!(
+                [&j["pooled_ns"], &j["pooled_cycles"], &j["pool_lanes"]],
+                [c.pooled_ns, c.pooled_cycles, c.pool_lanes]
+            );
+            assert_eq!(
+                [&j["own_ratio_lanes"], &j["pooled_ratio_lanes"]],
+                [c.own_ratio_lanes, c.pooled_ratio_lanes]
+            );
+            let mhz = c.pooled_cycles as f64 * 1e3 / c.pooled_ns as f64;
+            assert!((us(&j["pooled_mhz"]) - mhz).abs() < 1e-9);
+        }
+    }
     assert_eq!(
         v["dropped"].as_u64().unwrap(),
         lanes.iter().map(|l| l.dropped).sum::<u64>()
@@ -394,6 +447,27 @@ fn summary_tvm() {
 }
 
 #[test]
+fn summary_clock() {
+    let t = clock();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| write::summary::write_summary(&t, &opt, "clock.json", w));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["backward_steps"], 1);
+    // Pooled over the finalized lanes 0 and 1 (lane 1's start and end are one tick: 0 ns).
+    assert_eq!(v["clock"]["pooled_ns"], 2_000_000);
+    assert_eq!(v["clock"]["pooled_cycles"], 3_001_200);
+    assert_eq!(v["clock"]["pool_lanes"], 2);
+    assert_eq!(v["clock"]["own_ratio_lanes"], 1);
+    assert_eq!(v["clock"]["pooled_ratio_lanes"], 2);
+    // Lane 0's mma: 1.5e6 cycles at its own 1.5 GHz.
+    let mma = &v["regions"][1];
+    assert_eq!(mma["name"], "mma");
+    assert_eq!(mma["max_dur"], 1_000_000.0);
+    golden("clock_summary.json", &doc);
+}
+
+#[test]
 fn block_distributions() {
     let t = native();
     let opt = TraceWriteOptions {
@@ -453,5 +527,23 @@ fn table_native() {
         "cumulative percent ends at 100: {text}"
     );
     assert!(text.contains("unmatched end 1"));
+    assert!(text.contains("backward steps 0"));
+    assert!(
+        !text.contains("MHz"),
+        "no clock line for globaltimer stamps: {text}"
+    );
     golden("native_table.txt", &doc);
+}
+
+#[test]
+fn table_clock() {
+    let t = clock();
+    let doc = out(|w| write::table::write_table(&t, &TraceWriteOptions::default(), w));
+    let text = String::from_utf8(doc.clone()).unwrap();
+    assert!(text.contains("backward steps 1"), "{text}");
+    assert!(
+        text.contains("clock 1500.60 MHz pooled over 2 lanes (2000000 ns / 3001200 cycles); 1 lanes on their own ratio, 2 on the pooled one"),
+        "{text}"
+    );
+    golden("clock_table.txt", &doc);
 }

@@ -1,7 +1,8 @@
 //! Property tests of the decoders against the reference encoder: arbitrary lane programs
 //! (nested and repeated regions with payloads, instants, counter samples and totals,
-//! timestamps that cross the 2^32 wrap, lanes that overflow their capacity and drop,
-//! lanes that never finalize or never run) are written with
+//! timestamps that cross the 2^32 wrap, timers that step back a little, lanes that
+//! overflow their capacity and drop, lanes that never finalize or never run) are written
+//! with
 //! `ikp_device::encoder::BufferWriter` (or, for the TVM format, with `tvm::pack` into its
 //! column layout) and must decode to exactly the spans, instants, samples, drops and
 //! counters that a small reference model of the pairing rules predicts.
@@ -9,33 +10,37 @@
 //! The model is the documented contract, written independently of the decoder: an end
 //! closes the innermost open begin of its region, begins opened inside it and still open
 //! are unmatched, as are begins still open at the end of the lane and ends with no open
-//! begin; a counter sample takes the time of the record before it (the lane start if none).
+//! begin; a counter sample takes the time of the record before it (the lane start if none);
+//! a stamp behind the lane's latest one gets that latest time and is counted; in clock
+//! mode, a lane of at least `OWN_RATIO_MIN_NS` converts with its own ratio, the others with
+//! the ratio pooled over every lane.
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{self, decode_words, tvm, DecodeOptions};
-use ikp_host::model::{Trace, Unpaired};
+use ikp_host::decode::{self, decode_words, native::OWN_RATIO_MIN_NS, tvm, DecodeOptions};
+use ikp_host::model::{ClockCalibration, Trace, Unpaired};
 use proptest::prelude::*;
 
-/// One step of a lane program. `dt` is the time since the previous timed record (ticks).
+/// One step of a lane program. `dt` is the time since the previous timed record (ticks;
+/// negative when the timer stepped back).
 #[derive(Clone, Debug)]
 enum Op {
     Begin {
         region: u16,
         payload: u32,
-        dt: u64,
+        dt: i64,
     },
     /// Closes the open begin at `pick % depth` (counted from the bottom of the stack), or
     /// is a stray end of `region` when nothing is open.
     End {
         pick: usize,
         region: u16,
-        dt: u64,
+        dt: i64,
     },
     Instant {
         region: u16,
         payload: u32,
-        dt: u64,
+        dt: i64,
     },
     /// Counter id `counter % (n_counters + 1)`: the extra id is unknown to the buffer.
     Sample {
@@ -62,11 +67,12 @@ struct LaneProg {
     tail: u64,
 }
 
-fn dt() -> impl Strategy<Value = u64> {
+fn dt() -> impl Strategy<Value = i64> {
     prop_oneof![
-        4 => 0u64..2_000,
-        1 => (1u64 << 31)..(1u64 << 32), // large steps: wraps the 32-bit stamp quickly
-        1 => Just((1u64 << 32) - 1),     // the largest step the format allows
+        4 => 0i64..2_000,
+        1 => (1i64 << 30)..(1i64 << 31), // large steps: wraps the 32-bit stamp quickly
+        1 => Just((1i64 << 31) - 1),     // the largest step forward the format allows
+        1 => -5_000i64..0,               // the timer stepped back
     ]
 }
 
@@ -115,21 +121,34 @@ fn lane_prog() -> impl Strategy<Value = LaneProg> {
         )
 }
 
-/// A program as records: `(kind, region, payload, time_lo, absolute ticks)`.
+/// A program as records: `(kind, region, payload, time_lo, decoded ticks)`, where the
+/// decoded ticks are the latest stamp of the lane so far (a stamp behind it is clamped).
 struct Encoded {
     records: Vec<(Kind, u32, u32, u32, u64)>,
+    /// Per record: whether its stamp is behind the lane's latest one.
+    back: Vec<bool>,
     adds: Vec<(u32, u64)>,
+    /// The lane's latest stamp.
     last_ticks: u64,
 }
 
 fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
-    let mut t = anchor;
+    // `t` is the device's timer, `mx` the latest stamp the decoder has seen.
+    let (mut t, mut mx) = (anchor, anchor);
     let mut open: Vec<u16> = Vec::new();
     let mut out = Encoded {
         records: vec![],
+        back: vec![],
         adds: vec![],
         last_ticks: anchor,
     };
+    // The next stamp: its low half, and the ticks the decoder gives it.
+    fn step(t: &mut u64, mx: &mut u64, back: &mut Vec<bool>, dt: i64) -> (u32, u64) {
+        *t = t.saturating_add_signed(dt).max(1);
+        back.push(*t < *mx);
+        *mx = (*mx).max(*t);
+        (*t as u32, *mx)
+    }
     for op in &p.ops {
         match *op {
             Op::Begin {
@@ -137,13 +156,13 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                 payload,
                 dt,
             } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 open.push(region);
                 out.records
-                    .push((Kind::Begin, region as u32, payload, t as u32, t));
+                    .push((Kind::Begin, region as u32, payload, lo, at));
             }
             Op::End { pick, region, dt } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 let r = if open.is_empty() {
                     region
                 } else {
@@ -154,16 +173,16 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                     open.truncate(j);
                     r
                 };
-                out.records.push((Kind::End, r as u32, 0, t as u32, t));
+                out.records.push((Kind::End, r as u32, 0, lo, at));
             }
             Op::Instant {
                 region,
                 payload,
                 dt,
             } => {
-                t += dt;
+                let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
                 out.records
-                    .push((Kind::Instant, region as u32, payload, t as u32, t));
+                    .push((Kind::Instant, region as u32, payload, lo, at));
             }
             Op::Sample { counter, value } => {
                 let c = counter % (n_counters + 1);
@@ -172,8 +191,9 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
                     wire::MetaKind::CounterSample as u32,
                     c,
                     value,
-                    t,
+                    mx,
                 ));
+                out.back.push(false);
             }
             Op::Add { counter, n } => {
                 if n_counters > 0 {
@@ -182,7 +202,7 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
             }
         }
     }
-    out.last_ticks = t;
+    out.last_ticks = mx;
     out
 }
 
@@ -359,23 +379,43 @@ fn check_native(
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let flags = if clock { lane_flags::CLOCK } else { 0 };
-    // Per listed lane: (id, expected, lane fields).
-    let mut want = Vec::new();
-    for (l, p) in progs.iter().enumerate() {
-        if !p.init {
-            continue;
-        }
-        // In clock mode every lane finalizes: its own calibration is then exact to model.
-        let finalize = p.finalize || clock;
+    // In clock mode every lane finalizes, so each has its (globaltimer, clock64) pairs.
+    // `(end ticks, end globaltimer)` of a lane that ran init.
+    let ends = |p: &LaneProg| {
         let anchor = if clock { p.start_clk } else { p.start_gt };
-        let enc = records_of(p, anchor, n_counters);
-        let end_ticks = enc.last_ticks + p.tail;
+        let end_ticks = records_of(p, anchor, n_counters).last_ticks + p.tail;
         let end_gt = if clock {
             // Any ns span works for the conversion; keep ~1 ns per cycle plus a twist.
             p.start_gt + (end_ticks - p.start_clk) + (end_ticks - p.start_clk) / 7
         } else {
             end_ticks
         };
+        (end_ticks, end_gt)
+    };
+    // The pooled calibration: every lane's ns and cycles, summed.
+    let mut calib = ClockCalibration::default();
+    for p in progs.iter().filter(|p| clock && p.init) {
+        let (end_ticks, end_gt) = ends(p);
+        calib.pooled_ns += end_gt - p.start_gt;
+        calib.pooled_cycles += end_ticks - p.start_clk;
+        calib.pool_lanes += 1;
+        if end_gt - p.start_gt >= OWN_RATIO_MIN_NS {
+            calib.own_ratio_lanes += 1;
+        } else {
+            calib.pooled_ratio_lanes += 1;
+        }
+    }
+    // Per listed lane: (id, expected, lane fields).
+    let mut want = Vec::new();
+    let mut backward = 0;
+    for (l, p) in progs.iter().enumerate() {
+        if !p.init {
+            continue;
+        }
+        let finalize = p.finalize || clock;
+        let anchor = if clock { p.start_clk } else { p.start_gt };
+        let enc = records_of(p, anchor, n_counters);
+        let (end_ticks, end_gt) = ends(p);
         let mut w = b.lane(l as u64);
         w.init(p.smid, p.warp, flags, p.start_gt, p.start_clk);
         for &(kind, region, payload, lo, _) in &enc.records {
@@ -401,8 +441,13 @@ fn check_native(
             }
             0
         };
+        backward += enc.back[..written.len()].iter().filter(|&&b| b).count() as u64;
         let (gt0, clk0) = (p.start_gt, p.start_clk);
-        let (num, den) = (end_gt - gt0, end_ticks.max(clk0 + 1) - clk0);
+        let (num, den) = if end_gt - gt0 >= OWN_RATIO_MIN_NS {
+            (end_gt - gt0, end_ticks - clk0)
+        } else {
+            (calib.pooled_ns, calib.pooled_cycles)
+        };
         let ns = move |ticks: u64| {
             if clock {
                 gt0 + ((ticks - clk0) as u128 * num as u128 / den as u128) as u64
@@ -434,6 +479,7 @@ fn check_native(
             totals,
         ));
     }
+    let want_empty = want.is_empty();
     let t = decode_words(&b.into_words(), &DecodeOptions::default())
         .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
     prop_assert_eq!(t.lanes.len(), want.len(), "listed lanes");
@@ -461,6 +507,8 @@ fn check_native(
     }
     prop_assert_eq!(t.diagnostics.unknown_records, unknown);
     prop_assert_eq!(t.diagnostics.after_finalize, 0);
+    prop_assert_eq!(t.diagnostics.backward_steps, backward);
+    prop_assert_eq!(t.source.clock, (clock && !want_empty).then_some(calib));
     let min_start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     prop_assert_eq!(t.source.time_base, min_start);
     Ok(())
@@ -480,7 +528,8 @@ proptest! {
         check_native(&progs, cap, groups, n_counters, false)?;
     }
 
-    /// Clock mode: cycles convert with each lane's own (clock64, globaltimer) pairs.
+    /// Clock mode: cycles convert with a long lane's own (clock64, globaltimer) pairs, or
+    /// the ratio pooled over every lane.
     #[test]
     fn native_clock_programs_roundtrip(
         progs in prop::collection::vec(lane_prog(), 1..4),
@@ -491,11 +540,11 @@ proptest! {
     }
 
     /// TVM format (column layout, no payloads, ids, drops or counters): spans, instants,
-    /// finalize and the unwrap against the shared base come back.
+    /// finalize, the unwrap against the shared base and clamped steps back come back.
     #[test]
     fn tvm_programs_roundtrip(
         lanes in prop::collection::vec(
-            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, 0u64..1 << 31), 1..24), any::<bool>()),
+            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0]), 1..24), any::<bool>()),
             1..5),
         groups in 1u32..3,
     ) {
@@ -507,13 +556,18 @@ proptest! {
         w[0] = (groups as u64) << 32 | blocks as u64;
         let base: u64 = 0xFFFF_0000; // lanes start just before a wrap
         let mut want = Vec::new();
+        let mut backward = 0;
         for (l, (start, ops, fin)) in lanes.iter().enumerate() {
+            // `t` is the timer, `mx` the lane's latest stamp (a stamp behind it is clamped).
             let mut t = base + *start as u64;
+            let mut mx = 0;
             let mut recs = Vec::new();
             let mut open: Vec<u16> = vec![];
             for (k, &(kind, ev, dt)) in ops.iter().enumerate() {
-                if k > 0 { t += dt; }
+                if k > 0 { t = t.saturating_add_signed(dt); }
                 if t as u32 == 0 { t += 1; } // an all-zero slot would read as empty
+                backward += u64::from(k > 0 && t < mx);
+                mx = mx.max(t);
                 let (kind, ev) = match kind {
                     1 if !open.is_empty() => {
                         let r = open[ev as usize % open.len()];
@@ -525,19 +579,20 @@ proptest! {
                     1 => (Kind::End, ev),
                     _ => (Kind::Instant, ev),
                 };
-                recs.push((kind, ev as u32, 0, t as u32, t));
+                recs.push((kind, ev as u32, 0, t as u32, mx));
                 w[1 + l + k * stride] = tvm::pack(t as u32, l as u32, ev as u32, kind as u32);
             }
-            let end = t + 10;
+            let end = mx + 10;
             if *fin {
                 w[1 + l + ops.len() * stride] = tvm::pack(end as u32, l as u32, 0, 3);
             }
             let first = recs[0].4;
             let e = sorted(lane_expect(l as u32, &recs, first, 0, |x| x));
-            want.push((l as u32, e, first, if *fin { end } else { t }, *fin, recs.len() as u64 + *fin as u64));
+            want.push((l as u32, e, first, if *fin { end } else { mx }, *fin, recs.len() as u64 + *fin as u64));
         }
         let t = decode_words(&w, &DecodeOptions::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+        prop_assert_eq!(t.diagnostics.backward_steps, backward);
         // The one-thread decodes agree with it: into fresh columns (which counts every
         // lane first, too), and into a used trace whose columns are too short (which
         // counts nothing and grows them).

@@ -523,6 +523,7 @@ fn stream_perfetto(a: &Args, p: &Path) -> anyhow::Result<()> {
             d.unmatched_end,
             d.after_finalize,
             d.unknown_records,
+            d.backward_steps,
             d.dropped,
         );
     }
@@ -556,16 +557,26 @@ fn report(t: &Trace, label: Option<&str>) {
         d.unmatched_end.len() as u64,
         d.after_finalize,
         d.unknown_records,
+        d.backward_steps,
         t.dropped(),
     );
 }
 
-fn warn(label: Option<&str>, ub: u64, ue: u64, after_finalize: u64, unknown: u64, dropped: u64) {
-    if ub == 0 && ue == 0 && after_finalize == 0 && unknown == 0 && dropped == 0 {
+/// The warning line of [`report`]: the counts of a decode's diagnostics, in their order.
+fn warn(
+    label: Option<&str>,
+    ub: u64,
+    ue: u64,
+    after_finalize: u64,
+    unknown: u64,
+    backward: u64,
+    dropped: u64,
+) {
+    if ub == 0 && ue == 0 && after_finalize == 0 && unknown == 0 && backward == 0 && dropped == 0 {
         return;
     }
     let whose = label.map(|l| format!("{l}: ")).unwrap_or_default();
     eprintln!(
-        "ikp: warning: {whose}{ub} unmatched begins, {ue} unmatched ends, {after_finalize} records after finalize, {unknown} unknown records, {dropped} dropped records (see the summary for which regions and lanes)"
+        "ikp: warning: {whose}{ub} unmatched begins, {ue} unmatched ends, {after_finalize} records after finalize, {unknown} unknown records, {backward} backward timer steps (clamped), {dropped} dropped records (see the summary for which regions and lanes)"
     );
 }

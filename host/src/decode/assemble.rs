@@ -230,6 +230,7 @@ impl Columns {
             diag.after_finalize += d.diag.after_finalize;
             diag.unfinalized_lanes += d.diag.unfinalized_lanes;
             diag.unknown_records += d.diag.unknown_records;
+            diag.backward_steps += d.diag.backward_steps;
         }
         let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
         // Holes are the slots of unmatched begins; with none, no lane has to be searched.

@@ -1,5 +1,18 @@
 //! Per-lane record walk shared by both formats: stamp unwrapping, stack pairing, output.
 //!
+//! # Unwrapping
+//! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp
+//! of its lane (the lane's 64-bit anchor before the first): the 32-bit difference `d`
+//! (mod 2^32) is a step forward of `d` ticks when `d < 2^31`, and a step *backward* of
+//! `2^32 - d` ticks otherwise. A backward step is a timer that went back a little (a
+//! `%globaltimer` resync by the driver, say), not a forward jump of almost 2^32 ticks
+//! (4.29 s of globaltimer): the record gets the lane's latest time (times never go
+//! backwards within a lane), the lane's unwrapped time stays where it was, and the step is
+//! counted ([`Run::backward`], then `Diagnostics::backward_steps`), never an error. The
+//! records stamped before the timer is back at that time are backward steps too, each
+//! counted. So consecutive records of a lane must be less than 2^31 ticks apart (2.1 s
+//! of globaltimer, about 1 s of a 2 GHz clock).
+//!
 //! A [`LaneWalk`] sees one lane's records in order. It writes spans, instants and samples
 //! into slices that [`super::assemble`] sized beforehand, so the hot loop does no
 //! allocation. Each begin takes the next span slot and its end completes that row, so
@@ -27,17 +40,18 @@ impl Clock for Globaltimer {
     }
 }
 
-/// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's own (clock64,
-/// globaltimer) pairs at start and end (or another lane's, see `native`).
+/// Clock cycles: `ns = gt0 + (ticks - clk0) * num / den`, from the lane's (clock64,
+/// globaltimer) pair at start and a ratio: its own or the pooled one (see `native`,
+/// `# Clock mode`).
 #[derive(Clone, Copy, Debug)]
 pub struct Cycles {
     /// clock64 at lane start.
     pub clk0: u64,
     /// globaltimer at lane start.
     pub gt0: u64,
-    /// Elapsed ns over the calibration interval.
+    /// Elapsed ns over the calibration interval(s).
     pub num: u64,
-    /// Elapsed cycles over the calibration interval (non-zero).
+    /// Elapsed cycles over the calibration interval(s) (non-zero).
     pub den: u64,
 }
 
@@ -137,6 +151,9 @@ pub struct Run {
     pub finalize: Option<(usize, Ns)>,
     /// ikp format: meta records of an unknown kind or counter id.
     pub unknown: u64,
+    /// Timed records whose stamp was behind the lane's latest one (see the module's
+    /// `# Unwrapping`): each got the lane's latest time.
+    pub backward: u64,
 }
 
 /// One lane being walked.
@@ -186,7 +203,8 @@ impl<C: Clock> LaneWalk<C> {
     /// - TVM: there is no payload (bits 12..32 are the lane, checked by the counting pass);
     ///   kind 3 finalizes the lane and ends the walk.
     ///
-    /// Each stamp is at most 2^32 - 1 ticks after the previous one (that is the unwrap).
+    /// A stamp less than 2^31 ticks after the previous one moves the lane's time forward;
+    /// one behind it is a backward step (module docs, `# Unwrapping`).
     #[inline(always)]
     pub fn run<const TVM: bool>(
         &mut self,
@@ -195,10 +213,17 @@ impl<C: Clock> LaneWalk<C> {
         out: &mut ChunkOut<'_>,
     ) -> Run {
         use ikp_device::wire::{MetaKind, KIND_MASK, PAYLOAD_SHIFT, REGION_MASK, REGION_SHIFT};
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         let (lane, clock) = (self.lane, self.clock);
         let (mut ticks, mut last) = (self.prev_ticks, self.last_ns);
         let (mut top, mut depth, mut cur) = (self.top, self.depth, self.cur);
         let mut run = Run::default();
+        // Backward steps are counted in an atomic only so that the count lives in memory
+        // and its test stays a branch, taken only by a step: as a plain local it became
+        // arithmetic on every record and pushed the open depth to the stack, and as an
+        // out-of-line call in the branch it clobbered registers, which cost the native
+        // walk about 5 % (BENCHMARKS.md).
+        let backward = AtomicU64::new(0);
         let first = cur;
         let n = out.i_lane.len();
         let (i_lane, i_region, i_payload, i_ts) = (
@@ -245,7 +270,15 @@ impl<C: Clock> LaneWalk<C> {
                 }
                 continue;
             }
-            ticks = ticks.wrapping_add(hi.wrapping_sub(ticks as u32) as u64);
+            // A step of 2^31 ticks or more is a backward step: the lane's time stays. The
+            // branch is predicted not taken and its sign comes with the subtraction; the
+            // count stays in memory (see `backward`).
+            let d = hi.wrapping_sub(ticks as u32);
+            if (d as i32) < 0 {
+                backward.fetch_add(1, Relaxed);
+            } else {
+                ticks = ticks.wrapping_add(d as u64);
+            }
             let t = clock.ns(ticks);
             last = t;
             // Kind 3 is handled here (TVM) or above (ikp); 0 begins, 1 ends, 2 is an
@@ -313,6 +346,7 @@ impl<C: Clock> LaneWalk<C> {
         }
         (self.prev_ticks, self.last_ns) = (ticks, last);
         (self.top, self.depth, self.cur) = (top, depth, cur);
+        run.backward = backward.into_inner();
         run
     }
 
@@ -390,4 +424,111 @@ fn report(lane: u32, s: &SpanCols<'_>, slots: &[usize], to: &mut Vec<Unpaired>) 
         payload: s.payload[k],
         ts: s.begin[k],
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
+    use ikp_device::wire::{pack_record, pack_tag, Kind};
+
+    /// Output columns with room for `n` rows of each table.
+    struct Cols {
+        s: [Vec<u64>; 2],
+        s16: [Vec<u16>; 2],
+        s32: [Vec<u32>; 2],
+        i: (Vec<u32>, Vec<u16>, Vec<u32>, Vec<u64>),
+        c: (Vec<u32>, Vec<u16>, Vec<u64>, Vec<u32>),
+    }
+
+    impl Cols {
+        fn new(n: usize) -> Cols {
+            Cols {
+                s: [vec![0; n], vec![0; n]],
+                s16: [vec![0; n], vec![0; n]],
+                s32: [vec![0; n], vec![0; n]],
+                i: (vec![0; n], vec![0; n], vec![0; n], vec![0; n]),
+                c: (vec![0; n], vec![0; n], vec![0; n], vec![0; n]),
+            }
+        }
+
+        fn out(&mut self) -> ChunkOut<'_> {
+            let [begin, end] = &mut self.s;
+            let [region, depth] = &mut self.s16;
+            let [lane, payload] = &mut self.s32;
+            ChunkOut {
+                s_lane: lane,
+                s_region: region,
+                s_depth: depth,
+                s_payload: payload,
+                s_begin: begin,
+                s_end: end,
+                i_lane: &mut self.i.0,
+                i_region: &mut self.i.1,
+                i_payload: &mut self.i.2,
+                i_ts: &mut self.i.3,
+                c_lane: &mut self.c.0,
+                c_counter: &mut self.c.1,
+                c_ts: &mut self.c.2,
+                c_value: &mut self.c.3,
+                ..Default::default()
+            }
+        }
+    }
+
+    fn rec(kind: Kind, region: u32, lo: u32) -> u64 {
+        pack_record(lo, pack_tag(kind, region, 0))
+    }
+
+    /// Walks `words` (ikp format) from `anchor`: the run, the span rows `(begin, end)`,
+    /// the instant times and the lane's last time.
+    fn walk(anchor: u64, words: &[u64]) -> (Run, Vec<(u64, u64)>, Vec<u64>, u64) {
+        let mut cols = Cols::new(words.len());
+        let mut out = cols.out();
+        let mut w = LaneWalk::new(0, anchor, Globaltimer, Cursor::default());
+        let run = w.run::<false>(words, 0, &mut out);
+        w.finish(&mut out);
+        let (cur, last) = (w.cur, w.last_ns);
+        let spans = (0..cur.span)
+            .map(|k| (out.s_begin[k], out.s_end[k]))
+            .collect();
+        (run, spans, out.i_ts[..cur.inst].to_vec(), last)
+    }
+
+    #[test]
+    fn a_stamp_behind_the_latest_one_is_clamped_and_counted_never_a_forward_jump() {
+        // Around the 32-bit wrap: +8, +12 across the wrap, then 6 back across it again
+        // (the latest time stays), 4 behind still, then forward past it.
+        let a = 0xFFFF_FFF0u64;
+        let words = [
+            rec(Kind::Begin, 1, 0xFFFF_FFF8),
+            rec(Kind::Instant, 2, 0x0000_0004),
+            rec(Kind::Instant, 2, 0xFFFF_FFFE),
+            rec(Kind::End, 1, 0x0000_0000),
+            rec(Kind::Instant, 2, 0x0000_0010),
+        ];
+        let (run, spans, inst, last) = walk(a, &words);
+        assert_eq!(run.backward, 2);
+        let top = 1u64 << 32;
+        assert_eq!(spans, [(a + 8, top + 4)]);
+        assert_eq!(inst, [top + 4, top + 4, top + 0x10]);
+        assert_eq!(last, top + 0x10);
+    }
+
+    #[test]
+    fn the_largest_step_forward_is_2_31_minus_1_ticks() {
+        let a = 1000u64;
+        let fwd = (1u64 << 31) - 1;
+        // 2^31 - 1 ahead is forward; from there, 2^31 ahead (as the 32-bit difference) is
+        // a step back of 2^31 and keeps the time.
+        let words = [
+            rec(Kind::Instant, 0, (a + fwd) as u32),
+            rec(Kind::Instant, 0, (a + fwd + (1 << 31)) as u32),
+        ];
+        let (run, _, inst, _) = walk(a, &words);
+        assert_eq!(inst, [a + fwd, a + fwd]);
+        assert_eq!(run.backward, 1);
+        // A first record behind the anchor is clamped to it.
+        let (run, _, inst, last) = walk(a, &[rec(Kind::Instant, 0, 990)]);
+        assert_eq!((run.backward, inst, last), (1, vec![a], a));
+    }
 }

@@ -92,9 +92,29 @@ pub enum DecodeError {
         /// What is wrong.
         why: String,
     },
-    /// A clock-mode buffer with no lane to calibrate cycles against nanoseconds.
-    #[error("clock-mode buffer: no finalized lane has a usable (clock64, globaltimer) pair to convert cycles to ns (ikp never assumes a clock frequency)")]
-    NoClockCalibration,
+    /// A clock-mode buffer whose lanes cannot calibrate cycles against nanoseconds.
+    #[error(
+        "clock-mode buffer: cannot convert cycles to ns: {0} (ikp never assumes a clock frequency)"
+    )]
+    NoClockCalibration(NoCalibration),
+}
+
+/// Why a clock-mode buffer has no cycles-to-ns calibration (see [`native`], `# Clock
+/// mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoCalibration {
+    /// No lane finalized with end stamps after its start stamps.
+    #[error("no finalized lane has a usable (clock64, globaltimer) pair")]
+    NoPair,
+    /// Every usable pair spans 0 ns: each lane ran for less than one `%globaltimer` tick
+    /// (which is up to about 1 us on some GPUs), so no elapsed time was measured at all.
+    #[error("all {lanes} finalized lanes ended within one %globaltimer tick of their start ({cycles} cycles in all, 0 ns): lanes shorter than one globaltimer tick cannot measure the clock rate")]
+    WithinOneTick {
+        /// Lanes with a usable pair.
+        lanes: u64,
+        /// Their cycles, summed.
+        cycles: u64,
+    },
 }
 
 /// Why a file could not be loaded: the file and the problem.

@@ -4,23 +4,43 @@
 //! the end stamps and the written / dropped counts. Records are read up to `written` for a
 //! finalized lane (non-zero words past it were written after finalize and are counted in
 //! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
-//! Stamps unwrap forward from the lane's own 64-bit start stamp.
+//! Stamps unwrap from the lane's own 64-bit start stamp, each relative to the one before
+//! it; a stamp behind its predecessor is a backward step of the timer, clamped and counted
+//! in `backward_steps` ([`super::lane`], `# Unwrapping`). A finalized lane whose end
+//! globaltimer is before its start globaltimer ends at its start, and counts as a
+//! backward step too (as does, in clock mode, an end clock64 before the start clock64).
 //!
-//! Clock mode: cycles convert to ns per lane with the lane's (clock64, globaltimer) pairs
-//! at start and end. A lane that never finalized has no end pair; it borrows the
-//! calibration of the finalized lane with the median ns-per-cycle ratio. With no finalized
-//! lane at all the buffer is refused ([`DecodeError::NoClockCalibration`]): ikp never
-//! assumes a clock frequency.
+//! # Clock mode
+//!
+//! Records carry the low 32 bits of `%clock` (SM cycles); each lane has its (globaltimer,
+//! clock64) pair at init and, if it finalized, at finalize. Cycles convert to ns as
+//! `start_gt + (cycles - start_clk) * ns / cycles`, with one of two ratios:
+//! - **pooled**: `Σ ns / Σ cycles` over the init-to-finalize intervals of every finalized
+//!   lane whose end stamps are not before its start stamps (and whose clock advanced). All
+//!   SMs of a GPU share one clock rate, and `%globaltimer` ticks are coarse (tens of ns to
+//!   about 1 us, depending on the GPU): one lane's interval is off by up to a tick, but
+//!   those errors average out in the sums. A lane shorter than one tick measures 0 ns; on
+//!   its own ratio, all its records would collapse onto its start.
+//! - **own**: the lane's own `ns / cycles`, for a lane whose globaltimer span is at least
+//!   [`OWN_RATIO_MIN_NS`] (so one tick is a small error). It follows the clock's actual
+//!   rate over that lane's interval, which matters when the clock changes during a long
+//!   launch.
+//!
+//! Every other lane (shorter, or never finalized) takes the pooled ratio. The calibration
+//! used is recorded in [`Source::clock`](crate::model::Source::clock). When the pooled
+//! ratio cannot be measured, a buffer with lanes is refused
+//! ([`DecodeError::NoClockCalibration`]): with no usable pair ([`NoCalibration::NoPair`]),
+//! or when every pair spans 0 ns, all lanes having ended within one globaltimer tick
+//! ([`NoCalibration::WithinOneTick`]). ikp never assumes a clock frequency.
 //!
 //! Inconsistent segments are errors naming the lane: records in a lane that never ran
 //! init, an IDS word without the lane mark, a clock flag that contradicts the header, a
-//! trailer that counts more records than fit, drops in a lane that was not full, an end
-//! stamp before the start stamp.
+//! trailer that counts more records than fit, drops in a lane that was not full.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
-use super::{DecodeError, DecodeOptions};
-use crate::model::{Lane, Names, Ns, Source, Trace, WireFormat};
+use super::{DecodeError, DecodeOptions, NoCalibration};
+use crate::model::{ClockCalibration, Lane, Names, Ns, Source, Trace, WireFormat};
 use ikp_device::wire::{self, lane, Kind};
 use ikp_device::{Header, TimerMode};
 use rayon::prelude::*;
@@ -37,6 +57,8 @@ struct LaneInfo {
     start_clk: u64,
     end_gt: u64,
     end_clk: u64,
+    /// Finalized with an end stamp before its start stamp (the end was clamped).
+    end_backward: bool,
     dropped: u64,
     after_finalize: u64,
     caps: Caps,
@@ -61,8 +83,8 @@ pub struct Prepared<'a> {
     words: &'a [u64],
     h: Header,
     infos: Vec<LaneInfo>,
-    /// Clock mode: the calibration of lanes without their own.
-    fallback: Option<(u64, u64)>,
+    /// Clock mode: the pooled calibration, for lanes without their own.
+    clock: Option<ClockCalibration>,
     parallel: bool,
 }
 
@@ -96,13 +118,17 @@ pub fn prepare<'a>(
         inspected(h.lane_range(l0 as u64).start..h.lane_range(l1 as u64 - 1).end);
         l0 = l1;
     }
-    let clock = h.layout.timer == TimerMode::Clock;
-    let fallback = if clock { calibration(&infos) } else { None };
+    let clock = match h.layout.timer {
+        TimerMode::Clock if infos.iter().any(|i| i.used) => {
+            Some(calibration(&infos).map_err(DecodeError::NoClockCalibration)?)
+        }
+        _ => None,
+    };
     Ok(Prepared {
         words,
         h,
         infos,
-        fallback,
+        clock,
         parallel,
     })
 }
@@ -133,8 +159,7 @@ impl Prepared<'_> {
     ) -> Result<Trace, DecodeError> {
         let (h, words, infos) = (&self.h, self.words, &self.infos[lanes.clone()]);
         let l_base = lanes.start;
-        let clock = h.layout.timer == TimerMode::Clock;
-        let fallback = self.fallback;
+        let clock = self.clock;
         let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
         let cap = h.layout.records_per_lane as usize;
         let counters = h.layout.counters.len() as u32;
@@ -152,11 +177,8 @@ impl Prepared<'_> {
                 let seg = &words[h.lane_range(l as u64)];
                 let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + info.n];
                 let (l, out) = (l as u32, &mut chunk.out);
-                let walked = if clock {
-                    let (num, den) = match own_ratio(info) {
-                        Some(r) => r,
-                        None => fallback.ok_or(DecodeError::NoClockCalibration)?,
-                    };
+                let walked = if let Some(c) = clock {
+                    let (num, den) = own_ratio(info).unwrap_or((c.pooled_ns, c.pooled_cycles));
                     let cycles = Cycles {
                         clk0: info.start_clk,
                         gt0: info.start_gt,
@@ -178,6 +200,7 @@ impl Prepared<'_> {
                     )
                 };
                 done.diag.unknown_records += walked.unknown;
+                done.diag.backward_steps += walked.backward + u64::from(info.end_backward);
                 let b = chunk.base;
                 done.diag.after_finalize += info.after_finalize;
                 done.diag.unfinalized_lanes += u64::from(!info.finalized);
@@ -218,6 +241,7 @@ impl Prepared<'_> {
                 format: WireFormat::Ikp,
                 version: h.version,
                 timer: h.layout.timer,
+                clock: self.clock,
                 grid: h.layout.grid,
                 groups_per_block: groups,
                 records_per_lane: h.layout.records_per_lane,
@@ -295,11 +319,12 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
                 "trailer counts {dropped} dropped records but only {written} of {cap} slots were used"
             )));
         }
-        if info.end_gt < info.start_gt {
-            return Err(bad(format!(
-                "end globaltimer {} is before start {}",
-                info.end_gt, info.start_gt
-            )));
+        // A timer that stepped back: the lane ends at its start (and has no calibration
+        // pair of its own), counted in `backward_steps`.
+        let clock_back = lane_clock && info.end_clk < info.start_clk;
+        if info.end_gt < info.start_gt || clock_back {
+            info.end_backward = true;
+            info.end_gt = info.end_gt.max(info.start_gt);
         }
         info.n = written;
         info.dropped = dropped;
@@ -327,6 +352,7 @@ struct Walked {
     last_ns: Ns,
     cur: Cursor,
     unknown: u64,
+    backward: u64,
 }
 
 /// Walks a native lane's records to the end (one instance per clock, so the globaltimer
@@ -343,6 +369,7 @@ fn walk<C: Clock>(
         last_ns: w.last_ns,
         cur: w.cur,
         unknown: run.unknown,
+        backward: run.backward,
     }
 }
 
@@ -369,20 +396,176 @@ fn count_kinds(events: &[u64]) -> (usize, usize, usize) {
     (begins, b1 - metas, metas)
 }
 
-/// `(ns, cycles)` elapsed between a finalized lane's start and end, if usable.
-fn own_ratio(i: &LaneInfo) -> Option<(u64, u64)> {
-    if !i.finalized || i.end_clk <= i.start_clk {
+/// The globaltimer span from which a lane converts its cycles with its own ratio rather
+/// than the pooled one: 1 ms. `%globaltimer` ticks are up to about 1 us on some GPUs, and
+/// the interval between two ticked stamps is off by less than one tick, so a lane of at
+/// least 1 ms measures its own rate to better than 0.1 %. Shorter lanes are better served
+/// by the pooled ratio (module docs, `# Clock mode`).
+pub const OWN_RATIO_MIN_NS: u64 = 1_000_000;
+
+/// `(ns, cycles)` elapsed between a finalized lane's start and end, if both advanced
+/// (ns may be 0: a lane shorter than one globaltimer tick).
+fn pair(i: &LaneInfo) -> Option<(u64, u64)> {
+    if !i.finalized || i.end_backward || i.end_clk <= i.start_clk {
         return None;
     }
     Some((i.end_gt - i.start_gt, i.end_clk - i.start_clk))
 }
 
-/// The median ns-per-cycle calibration among finalized lanes, for lanes without their own.
-fn calibration(infos: &[LaneInfo]) -> Option<(u64, u64)> {
-    let mut r: Vec<(u64, u64)> = infos.iter().filter_map(own_ratio).collect();
-    if r.is_empty() {
-        return None;
+/// The lane's own `(ns, cycles)`, if it spans at least [`OWN_RATIO_MIN_NS`].
+fn own_ratio(i: &LaneInfo) -> Option<(u64, u64)> {
+    pair(i).filter(|&(ns, _)| ns >= OWN_RATIO_MIN_NS)
+}
+
+/// The pooled calibration of the lanes `infos`, and how many lanes use which ratio.
+fn calibration(infos: &[LaneInfo]) -> Result<ClockCalibration, NoCalibration> {
+    let (mut ns, mut cycles, mut lanes) = (0u128, 0u128, 0u64);
+    for (n, c) in infos.iter().filter_map(pair) {
+        (ns, cycles, lanes) = (ns + n as u128, cycles + c as u128, lanes + 1);
     }
-    r.sort_by(|a, b| (a.0 as u128 * b.1 as u128).cmp(&(b.0 as u128 * a.1 as u128)));
-    Some(r[r.len() / 2])
+    if lanes == 0 {
+        return Err(NoCalibration::NoPair);
+    }
+    if ns == 0 {
+        let cycles = u64::try_from(cycles).unwrap_or(u64::MAX);
+        return Err(NoCalibration::WithinOneTick { lanes, cycles });
+    }
+    // `Cycles::ns` multiplies in 128 bits by a 64-bit numerator: halve both sums until
+    // they fit (the ratio keeps at least 63 significant bits).
+    while ns > u64::MAX as u128 || cycles > u64::MAX as u128 {
+        (ns, cycles) = (ns >> 1, cycles >> 1);
+    }
+    let used = infos.iter().filter(|i| i.used);
+    let own = used.clone().filter(|i| own_ratio(i).is_some()).count() as u64;
+    Ok(ClockCalibration {
+        pooled_ns: ns as u64,
+        // Non-zero: at least one cycle per pooled lane, unless halved away by an absurd
+        // ns sum (garbage); one cycle then keeps the division defined.
+        pooled_cycles: (cycles as u64).max(1),
+        pool_lanes: lanes,
+        own_ratio_lanes: own,
+        pooled_ratio_lanes: used.count() as u64 - own,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{calibration, inspect, own_ratio, LaneInfo, NoCalibration, OWN_RATIO_MIN_NS};
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::wire::lane_flags;
+    use ikp_device::{Header, Layout, TimerMode};
+
+    #[test]
+    fn an_end_stamp_before_the_start_is_clamped_and_flagged_not_an_error() {
+        for timer in [TimerMode::Globaltimer, TimerMode::Clock] {
+            let mut b = BufferWriter::new(Layout {
+                grid: [1, 1, 1],
+                groups_per_block: 3,
+                records_per_lane: 4,
+                timer,
+                regions: vec![],
+                counters: vec![],
+            })
+            .unwrap();
+            let f = if timer == TimerMode::Clock {
+                lane_flags::CLOCK
+            } else {
+                0
+            };
+            // Lane 0's end globaltimer, lane 1's end clock64 is before its start.
+            b.lane(0).init(0, 0, f, 5_000, 100).finalize(4_000, 900);
+            b.lane(1).init(0, 0, f, 5_000, 100).finalize(6_000, 90);
+            b.lane(2).init(0, 0, f, 5_000, 100).finalize(6_000, 900);
+            let words = b.into_words();
+            let h = Header::parse(&words).unwrap();
+            let info = |l| inspect(&h, &words, l).unwrap();
+            assert!(info(0).end_backward && info(0).end_gt == 5_000, "{timer:?}");
+            // The end clock64 only matters in clock mode.
+            assert_eq!(info(1).end_backward, timer == TimerMode::Clock);
+            assert_eq!(info(1).end_gt, 6_000);
+            assert!(!info(2).end_backward);
+        }
+    }
+
+    /// A finalized lane that ran `ns` of globaltimer and `cycles` of clock64.
+    fn lane(ns: u64, cycles: u64) -> LaneInfo {
+        LaneInfo {
+            used: true,
+            finalized: true,
+            start_gt: 1_000,
+            start_clk: 50,
+            end_gt: 1_000 + ns,
+            end_clk: 50 + cycles,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_lane_keeps_its_own_ratio_only_from_the_threshold_on() {
+        let m = OWN_RATIO_MIN_NS;
+        assert_eq!(own_ratio(&lane(m, 3 * m)), Some((m, 3 * m)));
+        assert_eq!(own_ratio(&lane(m - 1, 3 * m)), None);
+        // Stamps that went backwards, or a lane that never finalized: no pair at all.
+        let back = LaneInfo {
+            end_backward: true,
+            ..lane(2 * m, 3 * m)
+        };
+        let open = LaneInfo {
+            finalized: false,
+            ..lane(2 * m, 3 * m)
+        };
+        assert_eq!((own_ratio(&back), own_ratio(&open)), (None, None));
+    }
+
+    #[test]
+    fn the_pool_sums_every_pair_and_counts_who_uses_which_ratio() {
+        let m = OWN_RATIO_MIN_NS;
+        let unfinalized = LaneInfo {
+            finalized: false,
+            ..lane(0, 0)
+        };
+        let never_ran = LaneInfo::default();
+        let lanes = [
+            lane(2 * m, 3 * m),
+            lane(0, 700), // shorter than one tick: in the pool, on the pooled ratio
+            lane(1_000, 1_400),
+            unfinalized,
+            never_ran,
+        ];
+        let c = calibration(&lanes).unwrap();
+        assert_eq!(
+            (c.pooled_ns, c.pooled_cycles, c.pool_lanes),
+            (2 * m + 1_000, 3 * m + 2_100, 3)
+        );
+        assert_eq!((c.own_ratio_lanes, c.pooled_ratio_lanes), (1, 3));
+    }
+
+    #[test]
+    fn a_pool_without_elapsed_time_is_refused_with_the_reason() {
+        assert_eq!(calibration(&[]), Err(NoCalibration::NoPair));
+        let open = LaneInfo {
+            finalized: false,
+            ..lane(5, 5)
+        };
+        assert_eq!(calibration(&[open]), Err(NoCalibration::NoPair));
+        assert_eq!(
+            calibration(&[lane(0, 700), lane(0, 300)]),
+            Err(NoCalibration::WithinOneTick {
+                lanes: 2,
+                cycles: 1_000
+            })
+        );
+    }
+
+    #[test]
+    fn sums_past_64_bits_are_halved_together() {
+        let big = lane(u64::MAX / 2, u64::MAX / 2 - 5);
+        let c = calibration(&[big; 4]).unwrap();
+        // 4 x (2^63 - 1) ns and 4 x (2^63 - 6) cycles do not fit: both are halved once.
+        assert_eq!(
+            (c.pooled_ns, c.pooled_cycles),
+            (u64::MAX - 1, u64::MAX - 11)
+        );
+        assert_eq!(c.pool_lanes, 4);
+    }
 }

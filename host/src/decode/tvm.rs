@@ -18,11 +18,18 @@
 //! - Every record must sit in its own lane's column: a record whose lane field differs
 //!   from the lane its slot belongs to (including lane ids past `blocks * groups`) is an
 //!   error, so a wrong stride or garbage is never decoded into plausible nonsense.
-//! - Stamps unwrap monotonically within a lane (a stamp below its predecessor means the
-//!   32-bit timer wrapped). All lanes share one base: the lanes' first stamps are placed on
-//!   the 2^32 circle and the base is the first stamp after the largest gap, so lanes that
-//!   start on both sides of a wrap keep their true order. Times are `base + offset`, with
-//!   `base < 2^32`.
+//! - All lanes share one base: the lanes' first stamps are placed on the 2^32 circle and
+//!   the base is the first stamp after the largest gap, so lanes that start on both sides
+//!   of a wrap keep their true order. A lane starts at its first stamp, read forward from
+//!   the base whatever the distance (`base + (first - base) mod 2^32`). Times are
+//!   `base + offset`, with `base < 2^32`.
+//! - Within a lane, each later stamp is read relative to the one before it: less than 2^31
+//!   ticks ahead is a step forward (a stamp numerically below its predecessor means the
+//!   32-bit timer wrapped), anything else a small backward step of the timer. A backward
+//!   step is clamped (the record gets the lane's latest time: times never go backwards
+//!   within a lane) and counted in `backward_steps`, never an error (`lane`'s
+//!   `# Unwrapping`). So a lane's consecutive records must be less than 2^31 ns (2.1 s)
+//!   apart.
 //! - Records after a lane's finalize are counted in `after_finalize` and not decoded.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
@@ -652,6 +659,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
             format: WireFormat::Tvm,
             version: 1,
             timer: ikp_device::TimerMode::Globaltimer,
+            clock: None,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,
@@ -702,11 +710,16 @@ fn walk_strip(
         let Some(&first) = recs.first() else {
             continue;
         };
-        let mut walk = LaneWalk::new(l as u32, base, Globaltimer, w.cur);
-        let fin = walk_run(&mut walk, recs, out).finalize;
+        // The lane's first stamp unwrapped forward from the shared base (which may be
+        // more than 2^31 ns before it); the walk unwraps the rest from there.
+        let t0 = base + ((first >> 32) as u32).wrapping_sub(base as u32) as u64;
+        let mut walk = LaneWalk::new(l as u32, t0, Globaltimer, w.cur);
+        let run = walk_run(&mut walk, recs, out);
+        let fin = run.finalize;
         if let Some((j, _)) = fin {
             w.done.diag.after_finalize += (recs.len() - j - 1) as u64;
         }
+        w.done.diag.backward_steps += run.backward;
         walk.finish(out);
         w.done.diag.unfinalized_lanes += u64::from(fin.is_none());
         let (at, start) = (w.at, w.cur);
@@ -716,8 +729,7 @@ fn walk_strip(
             group: (l % body.groups) as u32,
             sm: None,
             warp: None,
-            // The lane's first stamp unwrapped from the shared base.
-            start: base + ((first >> 32) as u32).wrapping_sub(base as u32) as u64,
+            start: t0,
             end: fin.map_or(walk.last_ns, |(_, t)| t),
             finalized: fin.is_some(),
             written: recs.len() as u64,
@@ -863,6 +875,46 @@ mod tests {
             body[k] = pack(5, (lanes as u32 + 1) % (1 << 20), 0, 0);
             assert!(count_rows(&body, lanes, all.clone()).is_err());
             assert!(count_rows_any(&body, lanes, all).is_err());
+        }
+    }
+
+    #[test]
+    fn a_lane_starts_forward_of_the_base_however_far_and_then_clamps_steps_back() {
+        use crate::decode::{assemble::Recycled, DecodeOptions};
+        // Lanes start at 10, 10 + 1.4e9 and 10 + 2.8e9 ns: the largest gap is the one
+        // around the wrap, so the base is 10 and lane 2 starts 2.8e9 ns (more than 2^31)
+        // after it. Lane 2 then steps back 3 ns.
+        let s = |l: u32| 10 + 1_400_000_000 * l;
+        let words = [
+            3 << 32 | 1,
+            pack(s(0), 0, 1, 0),
+            pack(s(1), 1, 1, 0),
+            pack(s(2), 2, 1, 0),
+            pack(s(0) + 50, 0, 1, 1),
+            pack(s(1) + 5, 1, 1, 1),
+            pack(s(2) - 3, 2, 1, 1),
+        ];
+        for single_threaded in [true, false] {
+            let opts = DecodeOptions {
+                single_threaded,
+                ..Default::default()
+            };
+            for reuse in [false, true] {
+                // A used trace takes the one-pass path on one thread.
+                let mut r = Recycled::default();
+                if reuse {
+                    r.spans.begin = Vec::with_capacity(4);
+                    r.instants.ts = Vec::with_capacity(4);
+                }
+                let t = super::decode(&words, &opts, r).unwrap();
+                let starts: Vec<u64> = t.lanes.iter().map(|l| l.start).collect();
+                assert_eq!(starts, [10, s(1) as u64, s(2) as u64]);
+                let spans: Vec<(u64, u64)> =
+                    (0..3).map(|k| (t.spans.begin[k], t.spans.end[k])).collect();
+                let e = |l: u32, d: u32| (s(l) as u64, (s(l) + d) as u64);
+                assert_eq!(spans, [e(0, 50), e(1, 5), e(2, 0)]);
+                assert_eq!(t.diagnostics.backward_steps, 1);
+            }
         }
     }
 

@@ -287,6 +287,8 @@ pub struct StreamedDiagnostics {
     pub after_finalize: u64,
     /// Records of unknown kinds.
     pub unknown_records: u64,
+    /// Stamps behind their lane's latest time, clamped.
+    pub backward_steps: u64,
     /// Records dropped by full lanes.
     pub dropped: u64,
     /// Lanes listed.
@@ -334,6 +336,7 @@ pub fn write_perfetto_streamed<W: io::Write>(
         diag.unmatched_end += d.unmatched_end.len() as u64;
         diag.after_finalize += d.after_finalize;
         diag.unknown_records += d.unknown_records;
+        diag.backward_steps += d.backward_steps;
         diag.dropped += t.dropped();
         diag.lanes += t.lanes.len() as u64;
         let lanes = std::mem::take(&mut t.lanes);

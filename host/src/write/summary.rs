@@ -11,6 +11,9 @@
 //! blocks                blocks in the grid
 //! warps_per_block       lanes (warp groups) per block
 //! per_warp_cap          record capacity of a lane (slots per lane for TVM buffers)
+//! clock                 null (globaltimer stamps), or clock mode's cycles-to-ns
+//!                       calibration: {pooled_mhz, pooled_ns, pooled_cycles, pool_lanes,
+//!                       own_ratio_lanes, pooled_ratio_lanes} (see below)
 //! block_filter          blocks included ([] = all)
 //! unmatched_begin       begins never closed, summed (should be 0)
 //! unmatched_end         ends without an open begin, summed (should be 0)
@@ -18,6 +21,9 @@
 //! after_finalize        records written after a lane's finalize (not decoded)
 //! unfinalized_lanes     lanes that never ran finalize
 //! unknown_records       records of a kind this version does not know
+//! backward_steps        stamps behind their lane's latest time (a timer that stepped
+//!                       back; or a lane's end stamp before its start), each clamped to
+//!                       that time (should be 0)
 //! dropped               records lanes could not write (segment full), summed
 //! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
 //! percentile_method     how percentiles were computed (exact, see below)
@@ -27,6 +33,14 @@
 //!                       (only with summary_dump_by_block_warp; the key gets "_<id>"
 //!                       appended when two regions share a name)
 //! ```
+//! The **clock** object ([`crate::model::ClockCalibration`]) gives the pooled ratio
+//! both as `pooled_mhz` (`pooled_cycles * 1000 / pooled_ns`) and as its two sums: the
+//! globaltimer ns and clock64 cycles of the `pool_lanes` finalized lanes' init-to-finalize
+//! intervals; `own_ratio_lanes` lanes (a globaltimer span of at least 1 ms) were converted
+//! with their own ratio, `pooled_ratio_lanes` with the pooled one. Like
+//! `after_finalize`, `unfinalized_lanes`, `unknown_records` and `backward_steps`, it
+//! describes the whole buffer, whatever the block filter.
+//!
 //! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`,
 //! `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`, `var_dur_sample` (0 for a
 //! single span), `min_dur`, `max_dur`, `percentiles` `{p5, p10, p25, p50, p75, p90, p95,
@@ -218,6 +232,23 @@ pub struct LaneDrops {
     pub dropped: u64,
 }
 
+/// The clock-mode calibration (see [`crate::model::ClockCalibration`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClockSummary {
+    /// Pooled clock rate, MHz.
+    pub pooled_mhz: f64,
+    /// Pooled ns.
+    pub pooled_ns: u64,
+    /// Pooled cycles.
+    pub pooled_cycles: u64,
+    /// Lanes in the pool.
+    pub pool_lanes: u64,
+    /// Lanes on their own ratio.
+    pub own_ratio_lanes: u64,
+    /// Lanes on the pooled ratio.
+    pub pooled_ratio_lanes: u64,
+}
+
 /// Filters in effect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryFilters {
@@ -245,6 +276,8 @@ pub struct Summary {
     pub warps_per_block: u32,
     /// Lane capacity.
     pub per_warp_cap: u32,
+    /// Clock-mode calibration (null for globaltimer stamps).
+    pub clock: Option<ClockSummary>,
     /// Included blocks (empty = all).
     pub block_filter: Vec<u32>,
     /// Unmatched begins.
@@ -259,6 +292,8 @@ pub struct Summary {
     pub unfinalized_lanes: u64,
     /// Unknown records.
     pub unknown_records: u64,
+    /// Backward steps of the timer.
+    pub backward_steps: u64,
     /// Dropped records.
     pub dropped: u64,
     /// Dropped per lane.
@@ -403,6 +438,14 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         blocks: trace.source.grid.iter().map(|&g| g as u64).product(),
         warps_per_block: trace.source.groups_per_block,
         per_warp_cap: trace.source.records_per_lane,
+        clock: trace.source.clock.map(|c| ClockSummary {
+            pooled_mhz: c.pooled_mhz(),
+            pooled_ns: c.pooled_ns,
+            pooled_cycles: c.pooled_cycles,
+            pool_lanes: c.pool_lanes,
+            own_ratio_lanes: c.own_ratio_lanes,
+            pooled_ratio_lanes: c.pooled_ratio_lanes,
+        }),
         block_filter: f.blocks().to_vec(),
         unmatched_begin: ub,
         unmatched_end: ue,
@@ -418,6 +461,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         after_finalize: d.after_finalize,
         unfinalized_lanes: d.unfinalized_lanes,
         unknown_records: d.unknown_records,
+        backward_steps: d.backward_steps,
         dropped: dropped_by_lane.iter().map(|l| l.dropped).sum(),
         dropped_by_lane,
         percentile_method: PERCENTILE_METHOD,
