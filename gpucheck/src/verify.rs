@@ -1,5 +1,6 @@
 //! What every trace recorded on a GPU must satisfy, whatever the kernel: every lane
-//! finalized, nothing dropped, unpaired, unknown or written after finalize, and each
+//! finalized, nothing dropped, unpaired, unknown or written after finalize, no timer stamp
+//! that stepped back (the decoder clamps and counts them), and each
 //! lane's spans in order (begins never go back, ends never precede their begins, nested
 //! spans lie inside their parents).
 
@@ -28,6 +29,12 @@ pub fn clean_and_ordered(trace: &Trace) -> Result<(), String> {
             "{} unmatched begins and {} unmatched ends",
             d.unmatched_begin.len(),
             d.unmatched_end.len()
+        ));
+    }
+    if d.backward_steps > 0 {
+        return Err(format!(
+            "{} timer stamps stepped back (clamped by the decoder)",
+            d.backward_steps
         ));
     }
     if d.after_finalize > 0 || d.unknown_records > 0 {
@@ -155,6 +162,15 @@ mod tests {
         }))
         .unwrap_err();
         assert!(e.contains("dropped"), "{e}");
+    }
+
+    #[test]
+    fn a_timer_that_steps_back_is_named() {
+        let e = clean_and_ordered(&trace(|l| {
+            l.begin(0, 1, 1_200).end(0, 1, 1_150).finalize(1_300, 0);
+        }))
+        .unwrap_err();
+        assert!(e.contains("1 timer stamps stepped back"), "{e}");
     }
 
     #[test]

@@ -141,7 +141,9 @@ pub(super) fn write(out: &mut String) {
          /// Global: %globaltimer_lo, ns, one time axis for the whole GPU; its resolution is\n\
          ///   coarse (tens of ns on many parts) but lanes on different SMs compare directly.\n\
          /// Clock: low 32 bits of the SM cycle counter, cycle-exact; the decoder converts to ns\n\
-         ///   per lane from the (clock64, globaltimer) pairs stamped at init and finalize.\n\
+         ///   from the (clock64, globaltimer) pairs stamped at init and finalize: a lane of at\n\
+         ///   least 1 ms with its own pair, others with the ratio pooled over all lanes (a short\n\
+         ///   lane's globaltimer interval is too coarse to measure its own).\n\
          enum class Timer : unsigned {{ Global = {}u, Clock = {}u }};\n",
         TimerMode::Globaltimer as u32,
         TimerMode::Clock as u32

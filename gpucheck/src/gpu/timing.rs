@@ -297,6 +297,13 @@ fn launch(
     Ok((trace, lanes))
 }
 
+fn spin_key(spin: Spin) -> &'static str {
+    match spin {
+        Spin::Globaltimer => "globaltimer",
+        Spin::Clock => "clock",
+    }
+}
+
 /// The `timing/<mode>` check: both spins in `mode`.
 pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
@@ -320,13 +327,20 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         (Spin::Globaltimer, &NS_TARGETS[..], "ns"),
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
     ] {
-        let (_trace, lanes) = launch(gpu, mode, spin, targets)?;
+        let (trace, lanes) = launch(gpu, mode, spin, targets)?;
+        if let Some(c) = trace.source.clock {
+            figures.insert(
+                format!("decoder_clock_{}", spin_key(spin)),
+                json!({
+                    "pooled_mhz": round(c.pooled_mhz(), 2),
+                    "own_ratio_lanes": c.own_ratio_lanes,
+                    "pooled_ratio_lanes": c.pooled_ratio_lanes,
+                }),
+            );
+        }
         let j = judge(mode, spin, targets, &lanes, tick.ns);
         holds &= j.holds();
-        let key = match spin {
-            Spin::Globaltimer => "spin_globaltimer",
-            Spin::Clock => "spin_clock",
-        };
+        let key = format!("spin_{}", spin_key(spin));
         for r in &j.rows {
             if r.within < r.lanes {
                 problems.push(format!(
@@ -339,7 +353,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
                 ));
             }
             table.row(vec![
-                json!(key.trim_start_matches("spin_")),
+                json!(spin_key(spin)),
                 json!(format!("{} {unit}", r.target)),
                 json!(round(r.expected_ns, 1)),
                 json!(round(r.decoded_ns, 1)),
@@ -362,7 +376,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         let mut errs = j.stamp_error_ns.clone();
         let ns_per_cycle: Vec<f64> = lanes.iter().map(LaneRun::ns_per_cycle).collect();
         figures.insert(
-            key.into(),
+            key,
             json!({
                 "floor_ns": round(j.floor_ns, 1),
                 "loop_iteration_ns": round(j.loop_ns, 2),
