@@ -16,6 +16,16 @@ pub struct Args {
     pub arch: Vec<Arch>,
 }
 
+/// What the table's numbers are, printed under it.
+const EXPLAINED: &str = "\
+Each figure is SASS instructions per site: the growth of a kernel's instruction count
+(`nvcc -cubin`, `cuobjdump -sass`) between two builds that differ only in that site,
+divided by the number of sites added. A record is measured twice: adding 8 records to a
+kernel that has 1 (\"first 8 added\"), then 8 more (\"next 8 added\"). The first step also
+holds a one-off change elsewhere in the kernel (finalize's record count stops being the
+constant 1), and dividing it by 8 gives a fraction; the second figure, the steady state,
+is the cost of one more record.";
+
 /// Runs `ikp cost`: measures and prints the Markdown table.
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -27,9 +37,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let report = CostReport::measure(&compiler, &args.arch)
         .context("ikp cost: measuring the SASS cost of the instrumentation sites")?;
     print!("{}", report.markdown());
-    println!(
-        "(instructions per site; differences of `nvcc -cubin` + `cuobjdump -sass` \
-         instruction counts between builds that differ in one site)"
-    );
+    println!("{EXPLAINED}");
     Ok(())
 }

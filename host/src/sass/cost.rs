@@ -298,17 +298,17 @@ impl CostReport {
     /// The table's rows: a label and one cell per architecture.
     pub fn rows(&self) -> Vec<(String, Vec<String>)> {
         let cells = |f: &dyn Fn(&ArchCost) -> String| self.archs.iter().map(f).collect();
-        let steps = format!("1 -> 1+{K} / 1+{K} -> 1+{}", 2 * K);
+        let steps = format!("first {K} added / next {K} added");
         let mut rows = Vec::new();
         for (i, m) in MODES.iter().enumerate() {
             rows.push((
-                format!("record, {}: {steps}", m.label()),
+                format!("record ({}), per record: {steps}", m.label()),
                 cells(&|a| format!("{} / {}", a.records[i].first, a.records[i].steady)),
             ));
         }
         for (i, m) in MODES.iter().enumerate() {
             rows.push((
-                format!("record in a runtime loop, {}", m.label()),
+                format!("record in a runtime loop ({}), per iteration", m.label()),
                 cells(&|a| a.loop_records[i].growth.to_string()),
             ));
         }
@@ -325,7 +325,7 @@ impl CostReport {
             }),
         ));
         rows.push((
-            format!("TVM-style record (fence, leader branch): {steps}"),
+            format!("TVM-style record (fence, leader branch), per record: {steps}"),
             cells(&|a| format!("{} / {}", a.tvm.0, a.tvm.1)),
         ));
         rows
@@ -335,7 +335,8 @@ impl CostReport {
     pub fn markdown(&self) -> String {
         let mut s = format!("nvcc: {}\n", self.nvcc);
         let archs: Vec<String> = self.archs.iter().map(|a| a.arch.sm()).collect();
-        let _ = writeln!(s, "| site | {} |", archs.join(" | "));
+        let heads: Vec<String> = archs.iter().map(|a| format!("{a} SASS instructions")).collect();
+        let _ = writeln!(s, "| site | {} |", heads.join(" | "));
         let _ = writeln!(s, "|---|{}", "---|".repeat(archs.len()));
         for (label, cells) in self.rows() {
             let _ = writeln!(s, "| {label} | {} |", cells.join(" | "));
@@ -402,10 +403,12 @@ mod tests {
             archs: vec![fake(Arch::new(8, 0), 1.0), b],
         };
         let md = r.markdown();
-        assert!(md.starts_with("nvcc: release 13.5\n| site | sm_80 | sm_90 |\n|---|---|---|\n"));
+        assert!(md.starts_with(
+            "nvcc: release 13.5\n| site | sm_80 SASS instructions | sm_90 SASS instructions |\n|---|---|---|\n"
+        ));
         assert!(
             md.contains(
-                "| record, Fence::None, Timer::Global: 1 -> 1+8 / 1+8 -> 1+16 | 3 / 4 | 4.5 / 4 |"
+                "| record (Fence::None, Timer::Global), per record: first 8 added / next 8 added | 3 / 4 | 4.5 / 4 |"
             ),
             "{md}"
         );
