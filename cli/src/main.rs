@@ -62,6 +62,8 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),
+        // A reader that went away (`ikp decode BUF --chrome - | head`) is not an error.
+        Err(e) if broken_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<cmd::decode::UsageError>().is_some() => {
             eprintln!("ikp: error: {e:#}\n\nFor more information, try '--help'.");
             std::process::ExitCode::from(2)
@@ -71,4 +73,12 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(1)
         }
     }
+}
+
+/// Whether `e` comes from writing to a pipe whose reader closed it.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

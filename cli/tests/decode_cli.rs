@@ -508,3 +508,115 @@ fn block_filter_applies_to_perfetto() {
     let got: u64 = launches(&packets).iter().map(|(_, n)| n).sum();
     assert_eq!(got, want);
 }
+
+#[test]
+fn each_file_written_is_named_with_its_size_unless_quiet() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let (json, csv) = (d.path().join("a.json"), d.path().join("a.csv"));
+    let o = ikp(&["decode", s(&sample), "--chrome", s(&json), "--csv", s(&csv)]);
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    for p in [&json, &csv] {
+        let size = std::fs::metadata(p).unwrap().len();
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("wrote {} (", p.display())))
+            .unwrap_or_else(|| panic!("no line for {}: {err}", p.display()));
+        // The size in the line is the file's, to the precision shown.
+        let shown: f64 = line
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let unit = if line.ends_with("MiB)") {
+            1024.0 * 1024.0
+        } else {
+            1024.0
+        };
+        assert!(
+            (shown * unit - size as f64).abs() <= 0.05 * unit,
+            "{line} for {size} bytes"
+        );
+    }
+    let o = ikp(&["decode", s(&sample), "--quiet", "--csv", s(&csv)]);
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+}
+
+#[test]
+fn a_dash_is_standard_output_for_one_output_at_a_time() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = repo().join("samples/attention.ikp");
+    let o = ikp(&["decode", s(&sample), "--summary", "-"]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("the summary JSON on stdout");
+    assert_eq!(v["trace"], "attention.ikp");
+    assert!(!Path::new("-").exists(), "a file named - was written");
+    // Beside a file output, which still gets its line.
+    let csv = d.path().join("a.csv");
+    let o = ikp(&["decode", s(&sample), "--chrome", "-", "--csv", s(&csv)]);
+    assert!(o.status.success() && csv.is_file(), "{o:?}");
+    assert!(serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok());
+    // Two outputs cannot share it; a directory cannot go there.
+    for args in [
+        ["--chrome", "-", "--csv", "-"],
+        ["--block-dists", "-", "--csv", s(&csv)],
+    ] {
+        let mut a = vec!["decode", s(&sample)];
+        a.extend(args);
+        let o = ikp(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("standard output"));
+    }
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_command_with_status_0() {
+    let sample = repo().join("samples/attention.ikp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
+        .args(["decode", s(&sample), "--chrome", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe is closed here, with about 1 MiB of JSON still to come.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn sample_with_a_seed_is_another_run_of_the_same_kernel() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.ikp"), d.path().join("b.ikp"));
+    assert!(ikp(&["sample", s(&a)]).status.success());
+    assert!(ikp(&["sample", s(&b), "--seed", "7"]).status.success());
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(repo().join("samples/attention.ikp")).unwrap()
+    );
+    assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let o = ikp(&["diff", s(&a), s(&b)]);
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("mainloop") && text.contains("kernel:"),
+        "{text}"
+    );
+}

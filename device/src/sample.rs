@@ -129,11 +129,18 @@ impl Rng {
 }
 
 /// The schedule of one block: events of the producer, MMA and softmax lanes, the lanes'
-/// start and end times.
+/// start and end times (the shipped sample's run, seed 0).
 pub fn block_schedule(block: u32, tiles: u32) -> [(u64, u64, Vec<Ev>); 3] {
+    block_schedule_seeded(block, tiles, 0)
+}
+
+/// [`block_schedule`] of another run of the same kernel: `seed` changes every duration's
+/// jitter (seed 0 is the shipped sample).
+pub fn block_schedule_seeded(block: u32, tiles: u32, seed: u64) -> [(u64, u64, Vec<Ev>); 3] {
     use r::*;
-    let mut rng =
-        Rng(0x9E37_79B9_7F4A_7C15 ^ (block as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15
+        ^ (block as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+        ^ seed.wrapping_mul(0xBF58_476D_1CE4_E5B9));
     let t0 = T0 + (block as u64 % 16) * 150 + rng.dur(0, 100);
     let (mut p, mut m, mut s) = (Vec::new(), Vec::new(), Vec::new());
     // Producer: Q, then K/V tiles into two stages, each reused once the PV GEMM of the
@@ -237,6 +244,12 @@ pub fn sm_of(block: u32) -> u32 {
 /// The shipped sample buffer (`samples/attention.ikp`): 64 blocks x 3 lanes, native
 /// format, globaltimer mode, with wait-counter samples and totals.
 pub fn attention() -> Result<BufferWriter, LayoutError> {
+    attention_seeded(0)
+}
+
+/// Another run of the sample kernel: the same shape, every duration's jitter drawn from
+/// `seed` (seed 0 is the shipped sample), for trying `ikp diff` on two runs.
+pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
     let layout = Layout {
         grid: [BLOCKS, 1, 1],
         groups_per_block: GROUPS,
@@ -247,7 +260,8 @@ pub fn attention() -> Result<BufferWriter, LayoutError> {
     };
     let mut w = BufferWriter::new(layout)?;
     for b in 0..BLOCKS {
-        for (g, (start, end, evs)) in block_schedule(b, tiles_of(b)).into_iter().enumerate() {
+        let schedule = block_schedule_seeded(b, tiles_of(b), seed);
+        for (g, (start, end, evs)) in schedule.into_iter().enumerate() {
             let lane_id = (b * GROUPS + g as u32) as u64;
             let mut lane = w.lane(lane_id);
             // clock64 runs at 1.755 GHz from an arbitrary origin.
@@ -274,10 +288,15 @@ pub fn attention() -> Result<BufferWriter, LayoutError> {
 /// that format and are left out (so the signal / wait tokens are lost); every lane ends
 /// with a finalize record.
 pub fn attention_tvm(blocks: u32, tiles: u32) -> Vec<u64> {
+    attention_tvm_seeded(blocks, tiles, 0)
+}
+
+/// [`attention_tvm`] of another run (see [`attention_seeded`]).
+pub fn attention_tvm_seeded(blocks: u32, tiles: u32, seed: u64) -> Vec<u64> {
     let stride = (blocks * GROUPS) as usize;
     let lanes: Vec<Vec<u64>> = (0..blocks)
         .flat_map(|b| {
-            block_schedule(b, tiles)
+            block_schedule_seeded(b, tiles, seed)
                 .into_iter()
                 .enumerate()
                 .map(move |(g, (_, end, evs))| {
@@ -386,5 +405,20 @@ mod tests {
             let records = words[1..].iter().filter(|&&w| w != 0).count();
             assert_eq!(records, 2 * (24 * tiles as usize + 8));
         }
+    }
+
+    #[test]
+    fn a_seed_gives_another_run_of_the_same_shape() {
+        let (a, b) = (block_schedule(3, 10), block_schedule_seeded(3, 10, 7));
+        assert_eq!(
+            a,
+            block_schedule_seeded(3, 10, 0),
+            "seed 0 is the shipped sample"
+        );
+        assert_ne!(a, b);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.2.len(), y.2.len(), "same records");
+        }
+        assert_ne!(attention_tvm(4, 3), attention_tvm_seeded(4, 3, 7));
     }
 }

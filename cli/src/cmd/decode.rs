@@ -23,6 +23,10 @@
 //! in-memory path.
 //!
 //! `--block-filter` applies to every output; with it, Perfetto takes the in-memory path.
+//!
+//! Each file written gets a line on stderr (path and size) unless `--quiet`. `-` as an
+//! output path is standard output, for one output at a time (`ikp decode BUF --summary - |
+//! jq ...`); a closed pipe ends the command quietly with status 0.
 use anyhow::Context;
 use ikp_host::decode::{self, DecodeOptions, FormatChoice};
 use ikp_host::model::Trace;
@@ -201,6 +205,9 @@ pub struct Args {
     /// Leave the per-(block, warp) breakdown out of the summary.
     #[arg(long)]
     pub no_by_block_warp: bool,
+    /// Do not print a line per file written.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
     /// is otherwise taken automatically for native buffers of at least 1 GiB when
     /// --perfetto is the only output. One buffer only.
@@ -236,6 +243,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         block_filter: a.input.filter()?,
     };
     refuse_input_as_output(&a)?;
+    stdout_outputs(&a)?;
     if !a.more.is_empty() {
         return run_several(&a, &opt);
     }
@@ -246,26 +254,35 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let trace = a.input.load()?;
     create_parents(&a)?;
-    // The `trace` field of the JSON outputs names the Chrome trace when there is one.
-    let trace_name = write::file_name(a.chrome.as_deref().unwrap_or(&a.input.buf));
+    // The `trace` field of the JSON outputs names the Chrome trace when there is a file of
+    // it, else the buffer.
+    let chrome_file = a.chrome.as_deref().filter(|p| !is_stdout(p));
+    let trace_name = write::file_name(chrome_file.unwrap_or(&a.input.buf));
     let any = a.chrome.is_some()
         || a.summary.is_some()
         || a.csv.is_some()
         || a.perfetto.is_some()
         || a.block_dists.is_some();
     if let Some(p) = &a.chrome {
-        atomic::write_file(p, |w| write::chrome::write_chrome(&trace, &opt, w))?;
+        emit(p, a.quiet, |mut w| {
+            write::chrome::write_chrome(&trace, &opt, &mut w)
+        })?;
     }
     if let Some(p) = &a.summary {
-        atomic::write_file(p, |w| {
-            write::summary::write_summary(&trace, &opt, &trace_name, w)
+        emit(p, a.quiet, |mut w| {
+            write::summary::write_summary(&trace, &opt, &trace_name, &mut w)
         })?;
     }
     if let Some(p) = &a.block_dists {
         write::summary::write_block_dists(&trace, &opt, &trace_name, p)?;
+        if !a.quiet {
+            eprintln!("wrote {}/ (per-block region distributions)", p.display());
+        }
     }
     if let Some(p) = &a.csv {
-        atomic::write_file(p, |w| write::csv::write_csv(&trace, &opt, w))?;
+        emit(p, a.quiet, |mut w| {
+            write::csv::write_csv(&trace, &opt, &mut w)
+        })?;
     }
     if let Some(p) = &a.perfetto {
         let label = write::file_name(&a.input.buf);
@@ -497,7 +514,7 @@ fn stream_perfetto(a: &Args, p: &Path) -> anyhow::Result<()> {
     let label = write::file_name(path);
     let popts = perfetto_options(a);
     let mut diag = None;
-    atomic::write_file(p, |w| {
+    emit(p, a.quiet, |w| {
         let (_, d) = write::perfetto::write_perfetto_streamed(
             w,
             &label,
@@ -539,12 +556,80 @@ fn only_blocks(t: &Trace, f: &BlockFilter) -> Option<Trace> {
 /// `--perfetto` in memory: the decoded launches, written atomically.
 fn write_perfetto(launches: &[Launch<'_>], a: &Args, p: &Path) -> anyhow::Result<()> {
     let opts = perfetto_options(a);
-    atomic::write_file(p, |w| {
+    emit(p, a.quiet, |w| {
         write::perfetto::write_perfetto(w, launches, &opts)
             .map(|_| ())
             .map_err(std::io::Error::other)
-    })?;
+    })
+}
+
+/// Whether an output path means standard output.
+fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Refuses, as a usage error, `-` (standard output) for more than one output, or for the
+/// block distributions (a directory).
+fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
+    if a.block_dists.as_deref().is_some_and(is_stdout) {
+        return Err(UsageError(
+            "--block-dists writes a directory; it cannot be - (standard output)".into(),
+        )
+        .into());
+    }
+    let to_stdout: Vec<&str> = [
+        ("--chrome", &a.chrome),
+        ("--summary", &a.summary),
+        ("--csv", &a.csv),
+        ("--perfetto", &a.perfetto),
+    ]
+    .into_iter()
+    .filter(|(_, p)| p.as_deref().is_some_and(is_stdout))
+    .map(|(f, _)| f)
+    .collect();
+    if to_stdout.len() > 1 {
+        return Err(UsageError(format!(
+            "{} ask for - (standard output): only one output can go there",
+            to_stdout.join(", ")
+        ))
+        .into());
+    }
     Ok(())
+}
+
+/// Writes one output: to standard output for `-`, else to the file, atomically, followed by
+/// a line on stderr naming it and its size (unless `quiet`).
+fn emit(
+    path: &Path,
+    quiet: bool,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    if is_stdout(path) {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+        return fill(&mut w)
+            .and_then(|()| w.flush())
+            .context("writing to standard output");
+    }
+    atomic::write_file(path, |w| fill(w))?;
+    if !quiet {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        eprintln!("wrote {} ({})", path.display(), human_bytes(size));
+    }
+    Ok(())
+}
+
+/// `1234567` -> `1.2 MiB`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let (mut v, mut u) = (n as f64 / 1024.0, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
 }
 
 /// One stderr line when the buffer has problems worth knowing about (naming the buffer

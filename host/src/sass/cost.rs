@@ -335,7 +335,10 @@ impl CostReport {
     pub fn markdown(&self) -> String {
         let mut s = format!("nvcc: {}\n", self.nvcc);
         let archs: Vec<String> = self.archs.iter().map(|a| a.arch.sm()).collect();
-        let heads: Vec<String> = archs.iter().map(|a| format!("{a} SASS instructions")).collect();
+        let heads: Vec<String> = archs
+            .iter()
+            .map(|a| format!("{a} SASS instructions"))
+            .collect();
         let _ = writeln!(s, "| site | {} |", heads.join(" | "));
         let _ = writeln!(s, "|---|{}", "---|".repeat(archs.len()));
         for (label, cells) in self.rows() {
