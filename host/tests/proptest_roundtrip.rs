@@ -443,7 +443,10 @@ fn check_native(
         };
         backward += enc.back[..written.len()].iter().filter(|&&b| b).count() as u64;
         let (gt0, clk0) = (p.start_gt, p.start_clk);
-        let (num, den) = if end_gt - gt0 >= OWN_RATIO_MIN_NS {
+        // Clock mode only: in globaltimer mode `end_ticks` are ns, unrelated to clk0.
+        let (num, den) = if !clock {
+            (1, 1)
+        } else if end_gt - gt0 >= OWN_RATIO_MIN_NS {
             (end_gt - gt0, end_ticks - clk0)
         } else {
             (calib.pooled_ns, calib.pooled_cycles)
