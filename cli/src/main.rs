@@ -25,7 +25,8 @@ enum Command {
     /// Decode a buffer (ikp or TVM format) into Perfetto, Chrome trace, summary JSON or CSV;
     /// several buffers into one Perfetto trace.
     Decode(cmd::decode::Args),
-    /// Print a table of regions by total time, with unmatched and dropped counts.
+    /// Print a table of regions by self time, its share of the lane time and inclusive time,
+    /// with unmatched and dropped counts.
     Summary(cmd::summary::Args),
     /// Where the time goes: timeline breakdown, compute isolation, imbalance, gaps, links.
     Analyze(cmd::analyze::Args),

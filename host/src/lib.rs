@@ -7,9 +7,13 @@
 //! compilation with an NVRTC library ikp finds and loads itself. [`sass`] measures what
 //! instrumentation sites cost in SASS (nvcc + cuobjdump), [`overhead`] what they cost in
 //! run time (slowdown statistics against an uninstrumented baseline).
+//!
+//! [`definitions`] says what the region times and percentages mean; [`shares`] computes
+//! them, once, for every output.
 pub mod analysis;
 pub mod buffer;
 pub mod decode;
+pub mod definitions;
 pub mod model;
 pub mod nvrtc;
 pub mod overhead;
@@ -17,6 +21,7 @@ mod proc_maps;
 pub mod report;
 pub mod sass;
 pub mod session;
+pub mod shares;
 pub mod stats;
 pub mod write;
 

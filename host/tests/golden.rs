@@ -4,6 +4,8 @@
 //!
 //! Each test also re-parses its output and checks its meaning against the decoded trace,
 //! so a blessed file that is wrong fails too.
+mod shares_oracle;
+
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::tvm::pack;
@@ -271,6 +273,21 @@ fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
         let mean = d.iter().sum::<u64>() as f64 / d.len() as f64 * opt.scale;
         assert!((us(&r["mean_dur"]) - mean).abs() < 1e-6);
     }
+    // Self time, lane time and shares against the brute-force reference.
+    let e = shares_oracle::expected(t, lanes.iter().copied());
+    let k = opt.scale;
+    assert_eq!(us(&v["lane_dur"]), e.lane_time as f64 * k);
+    assert_eq!(us(&v["outside_dur"]), e.outside as f64 * k);
+    let mut shares = us(&v["outside_share"]);
+    for r in regions {
+        let id = r["region"].as_u64().unwrap() as u16;
+        let own = e.self_ns.get(&id).copied().unwrap_or(0);
+        assert_eq!(us(&r["self_dur"]), own as f64 * k);
+        assert_eq!(us(&r["total_dur"]), e.inclusive[&id] as f64 * k);
+        assert_eq!(us(&r["self_share"]), own as f64 / e.lane_time as f64);
+        shares += us(&r["self_share"]);
+    }
+    assert!((shares - 1.0).abs() < 1e-12, "shares sum to {shares}");
     let ub = lanes
         .iter()
         .map(|l| {
@@ -519,12 +536,13 @@ fn table_native() {
     let t = native();
     let doc = out(|w| write::table::write_table(&t, &TraceWriteOptions::default(), w));
     let text = String::from_utf8(doc.clone()).unwrap();
-    let rows: Vec<&str> = text.lines().skip(1).take(3).collect();
-    // Sorted by total time: lane 0's and lane 2's loads make "load \"kv\"" the largest.
+    let rows: Vec<&str> = text.lines().skip(1).take(4).collect();
+    // Sorted by self time: lane 0's and lane 2's loads make "load \"kv\"" the largest;
+    // the time outside any region comes last, where the cumulative percent reaches 100.
     assert!(rows[0].starts_with("load \"kv\""), "{text}");
     assert!(
-        rows[2].contains("100.0"),
-        "cumulative percent ends at 100: {text}"
+        rows[3].starts_with("(outside any region)") && rows[3].ends_with(" 100.0"),
+        "{text}"
     );
     assert!(text.contains("unmatched end 1"));
     assert!(text.contains("backward steps 0"));

@@ -182,8 +182,13 @@ pub fn self_times(trace: &Trace) -> Vec<Ns> {
     for lane in &trace.lanes {
         let mut stack: Vec<usize> = Vec::new();
         for i in lane.spans.clone() {
-            // The parent is the nearest open span one level up (depths come from the decoder).
-            while stack.last().is_some_and(|&p| s.depth[p] >= s.depth[i]) {
+            // The parent is the nearest span up the stack (depths come from the decoder) that
+            // is still open. Depths alone are not enough: after a begin that was never
+            // closed, a span one level deeper follows that begin's closed sibling.
+            while stack
+                .last()
+                .is_some_and(|&p| s.depth[p] >= s.depth[i] || s.end[p] <= s.begin[i])
+            {
                 stack.pop();
             }
             if let Some(&p) = stack.last() {

@@ -1,5 +1,6 @@
 //! Renders the report page (see the module `# Format` in [`super`]).
 
+use super::regions::region_table;
 use super::svg::{bars, esc, fmt_ns, heat_map, histogram, stacked_bar};
 use crate::analysis::breakdown::{kernel_breakdown, region_categories};
 use crate::analysis::categories::CategoryTable;
@@ -9,7 +10,8 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::{Ns, Trace};
-use crate::stats::{self, dur_stats, durations_by_region, DurStats, PERCENTILES};
+use crate::shares::Shares;
+use crate::stats::{self, dur_stats, durations_by_region, DurStats};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -32,7 +34,8 @@ const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}\
 h3{font-size:15px;margin-top:22px}table{border-collapse:collapse;font-size:13px}\
 td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}th{background:#f4f4f8}\
-td:first-child,th:first-child{text-align:left}.meta{color:#555;font-size:13px}\
+td:first-child,th:first-child,td.l,th.l{text-align:left}td{font-variant-numeric:tabular-nums}\
+tr.outside td{color:#555;font-style:italic}.meta{color:#555;font-size:13px}\
 .hists{display:flex;flex-wrap:wrap;gap:18px}.hist{font-size:12px}";
 
 const COLORS: [&str; 7] = [
@@ -99,13 +102,6 @@ fn across<W: Write>(out: &mut W, launches: &[(&str, &Trace)]) -> io::Result<()> 
     )
 }
 
-/// The named percentile of `st`.
-fn percentile(keys: &[(&str, f64); 8], st: &DurStats, key: &str) -> f64 {
-    keys.iter()
-        .position(|k| k.0 == key)
-        .map_or(0.0, |i| st.percentiles[i])
-}
-
 fn launch<W: Write>(
     out: &mut W,
     n: usize,
@@ -156,41 +152,28 @@ fn launch<W: Write>(
         fmt_ns(iso.compute as f64)
     )?;
 
-    // Regions.
+    // Regions, by self time; the histograms follow the table's order.
     let cats = region_categories(t, &opts.categories);
-    let lane_time: Ns = t.lanes.iter().map(|l| l.end - l.start).sum::<Ns>().max(1);
-    let mut rows: Vec<(u16, Vec<u64>, DurStats)> = durations_by_region(t, &t.lanes)
+    let shares = Shares::of(t, &t.lanes);
+    let by_region: HashMap<u16, (Vec<u64>, DurStats)> = durations_by_region(t, &t.lanes)
         .into_iter()
         .map(|(r, v)| {
             let st = dur_stats(&v);
-            (r, v, st)
+            (r, (v, st))
         })
         .collect();
-    rows.sort_by(|a, b| b.2.total.cmp(&a.2.total).then(a.0.cmp(&b.0)));
-    writeln!(
-        out,
-        "<h3>Regions</h3><table id=\"regions-{n}\"><tr><th>region</th><th>category</th><th>count</th><th>total</th><th>% lane time</th><th>mean</th><th>p50</th><th>p99</th></tr>"
-    )?;
-    for (r, _, st) in &rows {
-        writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.names.region(*r)),
-            cats[*r as usize].name(),
-            st.count,
-            fmt_ns(st.total as f64),
-            100.0 * st.total as f64 / lane_time as f64,
-            fmt_ns(st.mean),
-            fmt_ns(percentile(&PERCENTILES, st, "p50")),
-            fmt_ns(percentile(&PERCENTILES, st, "p99"))
-        )?;
-    }
-    writeln!(out, "</table>")?;
+    region_table(out, n, t, &shares, &cats, |r| &by_region[&r].1)?;
+    let rows: Vec<(u16, &Vec<u64>)> = shares
+        .rows()
+        .iter()
+        .filter_map(|row| row.region)
+        .map(|r| (r.region, &by_region[&r.region].0))
+        .collect();
     writeln!(
         out,
         "<h3>Durations</h3><div class=\"hists\" id=\"hists-{n}\">"
     )?;
-    for (k, (r, v, _)) in rows.iter().take(12).enumerate() {
+    for (k, (r, v)) in rows.iter().take(12).enumerate() {
         writeln!(
             out,
             "<div class=\"hist\"><b>{}</b> ({} occurrences)<br>{}</div>",

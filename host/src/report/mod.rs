@@ -5,7 +5,10 @@
 //! external resources (it opens from disk, attaches to a bug report, renders offline). Per
 //! launch it has: a header line (format, grid, lanes, kernel length, drops, unmatched), the
 //! timeline breakdown as a stacked bar with the compute-isolation figures, a region table
-//! (category, count, total, % of lane time, mean, p50, p99), a histogram per region, a
+//! (category, count, self time, self % of the lane time, cumulative %, inclusive time,
+//! mean, p50, p99; by self time, then a row `(outside any region)`, so `self %` sums to
+//! 100; terms in [`crate::definitions`]) with a note on its columns, a histogram per
+//! region in the table's order, a
 //! per-SM (per-block without SM ids) heat map of busy lanes over time, the block-duration
 //! imbalance chart with its median, the largest gaps, and, given annotations, the roofline.
 //! With several launches, an `across` section first compares regions over all of them.
@@ -13,6 +16,7 @@
 
 mod html;
 pub mod plot;
+mod regions;
 pub mod svg;
 pub mod xlsx;
 
@@ -58,13 +62,25 @@ mod tests {
         assert!(html.contains("load&lt;q&gt;") && !html.contains("load<q>"));
         assert!(html.contains("run &amp; co"));
         assert!(!html.contains("<script"), "the report needs no JavaScript");
-        // mma: 2 occurrences totalling 70 + 120 ns, the largest region, listed first.
+        // Lane time 100 + 160 = 260 ns. mma: 2 occurrences, self and inclusive 70 + 120 =
+        // 190 ns (73.1 %), the largest, listed first; outside any region: 10 + 10 ns (7.7 %),
+        // listed last, where the cumulative share reaches 100 %.
         let regions = &html[html.find("id=\"regions-0\"").unwrap()..];
+        let regions = &regions[..regions.find("</table>").unwrap()];
         let first_row = &regions[regions.find("<tr><td>").unwrap()..];
         assert!(
-            first_row.starts_with("<tr><td>mma</td><td>compute</td><td>2</td><td>190 ns</td>"),
+            first_row.starts_with("<tr><td>mma</td><td class=\"l\">compute</td><td>2</td><td>190 ns</td><td>73.1%</td><td>73.1%</td><td>190 ns</td>"),
             "{}",
-            &first_row[..120]
+            &first_row[..160]
+        );
+        let last_row = &regions[regions.rfind("<tr").unwrap()..];
+        assert!(
+            last_row.contains("<td>(outside any region)</td><td></td><td></td><td>20 ns</td><td>7.7%</td><td>100.0%</td>"),
+            "{last_row}"
+        );
+        assert!(
+            html.contains("260 ns over 2 lanes"),
+            "the note gives the lane time"
         );
         assert_eq!(html.matches("<svg").count(), 1 + 3 + 1 + 1);
         assert!(!html.contains("id=\"across\""));

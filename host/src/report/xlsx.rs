@@ -11,22 +11,27 @@
 //!   `sm`, `warp`, `name`, `category`, `payload`, `begin us` (from the launch start),
 //!   `dur us`, `self us`.
 //! - `regions_summary_by_category`: `category`, `Count`, `self_time_ms`, `Percentage (%)`,
-//!   `Cumulative Percentage (%)` (of all self time).
+//!   `Cumulative Percentage (%)`: per category, largest self time first, then the row
+//!   `(outside any region)` (no count).
 //! - `regions_summary`: `name`, `category`, `Count`, `self_time_sum us`, `self_time_ms`,
-//!   `Percentage (%)`, `Cumulative Percentage (%)`.
+//!   `inclusive_time_ms`, `Percentage (%)`, `Cumulative Percentage (%)`: per region,
+//!   largest self time first, then the row `(outside any region)` (only its self time and
+//!   percentages).
 //! - `regions_unique_args`: by name and payload: `name`, `payload`, `operation_count`, then
 //!   `dur_sum`, `dur_mean`, `dur_median`, `dur_std`, `dur_min`, `dur_max` in us.
 //! - `roofline` (with annotations): `name`, `count`, `GFLOPS`, `Data Moved MB`,
 //!   `FLOPS/Byte`, `TFLOPS/s`, `TB/s`, `bound`, `% of roof`.
 //!
-//! Self time (a span minus what is nested in it) is used for sums so percentages add up
-//! to 100 without counting nested time twice.
+//! In both summaries `Percentage (%)` is self time as a share of the lane time and
+//! `Cumulative Percentage (%)` its running sum, which reaches 100 on the last row: the
+//! definitions of [`crate::definitions`], the same figures as every other output.
 
 use super::ReportOptions;
 use crate::analysis::breakdown::{category_time, kernel_breakdown, region_categories, self_times};
 use crate::analysis::categories::Category;
 use crate::analysis::roofline::roofline;
 use crate::model::Trace;
+use crate::shares::{Shares, OUTSIDE};
 use crate::stats::dur_stats;
 use rust_xlsxwriter::{Format, Workbook, Worksheet, XlsxError};
 use std::collections::BTreeMap;
@@ -142,22 +147,20 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
         }
     }
 
-    // Summaries over self time.
-    let all_self: u64 = selfs.iter().sum::<u64>().max(1);
-    let mut by_cat: BTreeMap<Category, (u64, u64)> = BTreeMap::new();
-    let mut by_name: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    // Summaries: shares of the lane time.
+    let shares = Shares::new(t, &selfs, &t.lanes);
     let mut by_args: BTreeMap<(u16, u32), Vec<u64>> = BTreeMap::new();
     for i in 0..s.len() {
-        let c = by_cat.entry(cats[s.region[i] as usize]).or_default();
-        c.0 += 1;
-        c.1 += selfs[i];
-        let n = by_name.entry(s.region[i]).or_default();
-        n.0 += 1;
-        n.1 += selfs[i];
         by_args
             .entry((s.region[i], s.payload[i]))
             .or_default()
             .push(s.dur(i));
+    }
+    let mut by_cat: BTreeMap<Category, (u64, u64)> = BTreeMap::new();
+    for r in &shares.regions {
+        let c = by_cat.entry(cats[r.region as usize]).or_default();
+        c.0 += r.count;
+        c.1 += r.self_time;
     }
     let ws = sheet(wb, "regions_summary_by_category", sfx)?;
     header(
@@ -172,17 +175,21 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
     )?;
     let mut v: Vec<_> = by_cat.into_iter().collect();
     v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
-    let mut cum = 0.0;
-    for (r, (c, (cnt, tot))) in v.iter().enumerate() {
-        let r = r as u32 + 1;
-        let p = 100.0 * *tot as f64 / all_self as f64;
-        cum += p;
+    let mut sum = 0;
+    let mut r = 1u32;
+    for (c, (cnt, tot)) in &v {
+        sum += tot;
         ws.write_string(r, 0, c.name())?;
         ws.write_number(r, 1, *cnt as f64)?;
         ws.write_number(r, 2, ms(*tot))?;
-        ws.write_number(r, 3, p)?;
-        ws.write_number(r, 4, cum)?;
+        ws.write_number(r, 3, 100.0 * shares.share(*tot))?;
+        ws.write_number(r, 4, 100.0 * shares.share(sum))?;
+        r += 1;
     }
+    ws.write_string(r, 0, OUTSIDE)?;
+    ws.write_number(r, 2, ms(shares.outside))?;
+    ws.write_number(r, 3, 100.0 * shares.share(shares.outside))?;
+    ws.write_number(r, 4, 100.0 * shares.share(sum + shares.outside))?;
     let ws = sheet(wb, "regions_summary", sfx)?;
     header(
         ws,
@@ -192,24 +199,28 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
             "Count",
             "self_time_sum us",
             "self_time_ms",
+            "inclusive_time_ms",
             "Percentage (%)",
             "Cumulative Percentage (%)",
         ],
     )?;
-    let mut v: Vec<_> = by_name.into_iter().collect();
-    v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
-    let mut cum = 0.0;
-    for (r, (id, (cnt, tot))) in v.iter().enumerate() {
+    for (r, row) in shares.rows().iter().enumerate() {
         let r = r as u32 + 1;
-        let p = 100.0 * *tot as f64 / all_self as f64;
-        cum += p;
-        ws.write_string(r, 0, t.names.region(*id))?;
-        ws.write_string(r, 1, cats[*id as usize].name())?;
-        ws.write_number(r, 2, *cnt as f64)?;
-        ws.write_number(r, 3, us(*tot))?;
-        ws.write_number(r, 4, ms(*tot))?;
-        ws.write_number(r, 5, p)?;
-        ws.write_number(r, 6, cum)?;
+        match row.region {
+            Some(x) => {
+                ws.write_string(r, 0, t.names.region(x.region))?;
+                ws.write_string(r, 1, cats[x.region as usize].name())?;
+                ws.write_number(r, 2, x.count as f64)?;
+                ws.write_number(r, 5, ms(x.inclusive))?;
+            }
+            None => {
+                ws.write_string(r, 0, OUTSIDE)?;
+            }
+        }
+        ws.write_number(r, 3, us(row.self_time))?;
+        ws.write_number(r, 4, ms(row.self_time))?;
+        ws.write_number(r, 6, 100.0 * row.share)?;
+        ws.write_number(r, 7, 100.0 * row.cumulative)?;
     }
     let ws = sheet(wb, "regions_unique_args", sfx)?;
     header(
@@ -344,12 +355,32 @@ mod tests {
         assert!(tl.contains("<v>20</v>"), "idle 30 ns is 20% of 150: {tl}");
         // regions: three span rows plus the header.
         assert_eq!(sheet_xml(&bytes, 2).matches("<row ").count(), 4);
-        // summary by name: self times 50 (loop), 50 (mma), 20 (wait) of 120: 41.67 / 41.67 / 16.67 %.
+        // Shares of the lane time, 150 + 150 = 300 ns. By name: self times 50 (loop), 50
+        // (mma), 20 (wait), then 180 outside any region (lane 0: 100..150, lane 1: all but
+        // 100..120): 16.67, 16.67, 6.67 and 60 %.
         let sum = sheet_xml(&bytes, 4);
-        assert_eq!(sum.matches("<row ").count(), 4);
+        assert_eq!(sum.matches("<row ").count(), 5);
+        let last = &sum[sum.rfind("<row ").unwrap()..];
+        assert!(last.contains("<v>60</v>"), "outside 180 of 300 ns: {last}");
         assert!(
-            sum.contains("<v>100</v>"),
-            "cumulative percentage reaches 100: {sum}"
+            last.contains("<v>100</v>"),
+            "cumulative reaches 100: {last}"
+        );
+        assert!(
+            sum.contains("<v>16.666666666666664</v>") || sum.contains("<v>16.666666666666668</v>"),
+            "loop 50 of 300 ns: {sum}"
+        );
+        // Inclusive time beside self time: loop 100 ns = 1E-4 ms.
+        assert!(
+            sum.contains("<v>1E-4</v>") || sum.contains("<v>0.0001</v>"),
+            "{sum}"
+        );
+        // By category: compute (mma), other (loop), wait, then outside: 5 rows with the header.
+        let cat = sheet_xml(&bytes, 3);
+        assert_eq!(cat.matches("<row ").count(), 5);
+        assert!(
+            cat[cat.rfind("<row ").unwrap()..].contains("<v>60</v>"),
+            "{cat}"
         );
     }
 }

@@ -28,6 +28,9 @@
 //! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
 //! percentile_method     how percentiles were computed (exact, see below)
 //! filters               {summary_hist_bins, summary_topk_block_warp_per_region}
+//! lane_dur              lane time: the lanes' first-to-last-stamp times, summed
+//! outside_dur           lane time outside any region
+//! outside_share         outside_dur / lane_dur (0 without lane time)
 //! regions               [region entry], region ids ascending
 //! by_block_warp_regions {"region_<name>": {region, name, by_block_warp: [entry]}}
 //!                       (only with summary_dump_by_block_warp; the key gets "_<id>"
@@ -41,11 +44,14 @@
 //! `after_finalize`, `unfinalized_lanes`, `unknown_records` and `backward_steps`, it
 //! describes the whole buffer, whatever the block filter.
 //!
-//! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`,
-//! `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`, `var_dur_sample` (0 for a
-//! single span), `min_dur`, `max_dur`, `percentiles` `{p5, p10, p25, p50, p75, p90, p95,
-//! p99}` and `hist` `{bins, min, max, prob}` (equal-width bins over `[min, max]`, `prob`
-//! sums to 1; see [`crate::stats::histogram`]).
+//! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`
+//! (inclusive time), `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`,
+//! `var_dur_sample` (0 for a single span), `min_dur`, `max_dur`, `percentiles` `{p5, p10,
+//! p25, p50, p75, p90, p95, p99}`, `self_dur` (self time), `self_share` (`self_dur /
+//! lane_dur`) and `hist` `{bins, min, max, prob}` (equal-width bins over `[min, max]`,
+//! `prob` sums to 1; see [`crate::stats::histogram`]). The statistics are of whole-span
+//! durations. Inclusive time, self time, lane time and shares are defined in
+//! [`crate::definitions`]; the `self_share` of all regions plus `outside_share` is 1.
 //!
 //! Percentiles are **exact**: computed from every duration, not from the histogram, by
 //! linear interpolation between closest ranks (see [`crate::stats`]).
@@ -60,14 +66,17 @@
 //! A directory (`<trace stem>_block_region_dists/` beside the trace) with `index.json`
 //! `{trace, dir, filters: {block_region_hist_bins, block_region_topk_blocks,
 //! block_region_topk_regions_per_block}, blocks: [...]}` and one `block_<N>.json`
-//! `{trace, block, regions: [region entry]}` per listed block, histograms with
-//! `block_region_hist_bins` bins. `block_region_topk_blocks = K` keeps the K blocks with
+//! `{trace, block, lane_dur, outside_dur, outside_share, regions: [region entry]}` per
+//! listed block, histograms with `block_region_hist_bins` bins, times and shares over
+//! that block's lanes. `block_region_topk_blocks = K` keeps the K blocks with
 //! the largest total span time (listed in block order); `block_region_topk_regions_per_block
 //! = K` keeps each block's K regions with the largest total time (largest first).
 
 use super::atomic::{self, WriteError};
 use super::{BlockFilter, TraceWriteOptions};
-use crate::model::{Lane, Trace, WireFormat};
+use crate::analysis::breakdown::self_times;
+use crate::model::{Lane, Ns, Trace, WireFormat};
+use crate::shares::Shares;
 use crate::stats::{self, DurStats, PERCENTILES};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -169,6 +178,10 @@ pub struct RegionEntry {
     /// Statistics.
     #[serde(flatten)]
     pub stats: Stats,
+    /// Self time.
+    pub self_dur: f64,
+    /// Self time / lane time.
+    pub self_share: f64,
     /// Histogram.
     pub hist: Hist,
 }
@@ -302,6 +315,12 @@ pub struct Summary {
     pub percentile_method: &'static str,
     /// Filters.
     pub filters: SummaryFilters,
+    /// Lane time.
+    pub lane_dur: f64,
+    /// Lane time outside any region.
+    pub outside_dur: f64,
+    /// `outside_dur / lane_dur`.
+    pub outside_share: f64,
     /// Regions.
     pub regions: Vec<RegionEntry>,
     /// Per-lane breakdown.
@@ -322,18 +341,34 @@ fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
 fn region_entries(
     trace: &Trace,
     by_region: &[(u16, Vec<u64>)],
+    shares: &Shares,
     bins: u32,
     k: f64,
 ) -> Vec<RegionEntry> {
     by_region
         .iter()
-        .map(|(r, d)| RegionEntry {
-            region: *r,
-            name: trace.names.region(*r).into_owned(),
-            stats: Stats::from_ns(&stats::dur_stats(d), k),
-            hist: hist(d, bins, k),
+        .map(|(r, d)| {
+            let self_ns = shares.region(*r).map_or(0, |t| t.self_time);
+            RegionEntry {
+                region: *r,
+                name: trace.names.region(*r).into_owned(),
+                stats: Stats::from_ns(&stats::dur_stats(d), k),
+                self_dur: self_ns as f64 * k,
+                self_share: shares.share(self_ns),
+                hist: hist(d, bins, k),
+            }
         })
         .collect()
+}
+
+/// Lane time, time outside any region and its share, in output units.
+fn lane_totals(shares: &Shares, k: f64) -> (f64, f64, f64) {
+    let scaled = |ns: Ns| ns as f64 * k;
+    (
+        scaled(shares.lane_time),
+        scaled(shares.outside),
+        shares.share(shares.outside),
+    )
 }
 
 fn in_filter<'a>(trace: &'a Trace, f: &'a BlockFilter) -> impl Iterator<Item = &'a Lane> + 'a {
@@ -345,7 +380,9 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
     let k = opt.scale;
     let f = &opt.block_filter;
     let by_region = stats::durations_by_region(trace, in_filter(trace, f));
-    let regions = region_entries(trace, &by_region, opt.summary_hist_bins, k);
+    let shares = Shares::of(trace, in_filter(trace, f));
+    let regions = region_entries(trace, &by_region, &shares, opt.summary_hist_bins, k);
+    let (lane_dur, outside_dur, outside_share) = lane_totals(&shares, k);
 
     let d = &trace.diagnostics;
     let mut unmatched: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
@@ -469,6 +506,9 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             summary_hist_bins: opt.summary_hist_bins,
             summary_topk_block_warp_per_region: opt.summary_topk_block_warp_per_region,
         },
+        lane_dur,
+        outside_dur,
+        outside_share,
         regions,
         by_block_warp_regions,
     }
@@ -521,6 +561,12 @@ pub struct BlockDist {
     pub trace: String,
     /// Block.
     pub block: u32,
+    /// The block's lane time.
+    pub lane_dur: f64,
+    /// The block's lane time outside any region.
+    pub outside_dur: f64,
+    /// `outside_dur / lane_dur`.
+    pub outside_share: f64,
     /// Regions.
     pub regions: Vec<RegionEntry>,
 }
@@ -534,14 +580,16 @@ pub fn block_dists(
 ) -> (DistIndex, Vec<BlockDist>) {
     let k = opt.scale;
     let lanes: Vec<&Lane> = opt.block_filter.lanes(trace).collect();
+    let span_self = self_times(trace);
     // Lanes are ascending by id, so a block's lanes are contiguous.
-    let mut blocks: Vec<(u32, u64, Vec<RegionEntry>)> = Vec::new();
+    let mut blocks: Vec<(u32, u64, Shares, Vec<RegionEntry>)> = Vec::new();
     for chunk in lanes.chunk_by(|a, b| a.block == b.block) {
         let by_region = stats::durations_by_region(trace, chunk.iter().copied());
         if by_region.is_empty() {
             continue;
         }
-        let mut regions = region_entries(trace, &by_region, opt.block_region_hist_bins, k);
+        let shares = Shares::new(trace, &span_self, chunk.iter().copied());
+        let mut regions = region_entries(trace, &by_region, &shares, opt.block_region_hist_bins, k);
         let total: u64 = by_region.iter().flat_map(|(_, d)| d).sum();
         let topr = opt.block_region_topk_regions_per_block as usize;
         if topr > 0 {
@@ -553,7 +601,7 @@ pub fn block_dists(
             });
             regions.truncate(topr);
         }
-        blocks.push((chunk[0].block, total, regions));
+        blocks.push((chunk[0].block, total, shares, regions));
     }
     let topb = opt.block_region_topk_blocks as usize;
     if topb > 0 && blocks.len() > topb {
@@ -573,10 +621,16 @@ pub fn block_dists(
     };
     let files = blocks
         .into_iter()
-        .map(|(block, _, regions)| BlockDist {
-            trace: trace_name.to_owned(),
-            block,
-            regions,
+        .map(|(block, _, shares, regions)| {
+            let (lane_dur, outside_dur, outside_share) = lane_totals(&shares, k);
+            BlockDist {
+                trace: trace_name.to_owned(),
+                block,
+                lane_dur,
+                outside_dur,
+                outside_share,
+                regions,
+            }
         })
         .collect();
     (index, files)

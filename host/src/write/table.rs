@@ -2,16 +2,19 @@
 //!
 //! # Format
 //!
-//! Plain text, fixed-width columns, one row per region sorted by total time (largest
-//! first, ties by region id):
+//! Plain text, fixed-width columns. One row per region, by self time (largest first, ties
+//! by region id), then the row `(outside any region)`:
 //! ```text
-//! region          count      total      %   cum %       mean        p50        p99
-//! mma              1536    2.95 ms   41.2    41.2    1.92 us    1.91 us    2.20 us
+//! region                   count        self  self %   cum %       incl.        mean         p50         p99
+//! softmax                    575   12.83 us    19.0    19.0   342.57 us      596 ns      598 ns      659 ns
+//! (outside any region)               1.20 us     1.8   100.0
 //! ```
-//! `%` is the region's share of the summed time of all regions (nested regions count in
-//! their parent and in themselves, so this is a share of recorded region time, not of the
-//! kernel); times are shown in ns, us, ms or s with three significant decimals. A final
-//! block reports lanes, spans, unmatched begins / ends, records after finalize,
+//! `self` is the region's self time, `incl.` its inclusive time, `self %` the self time's
+//! share of the lane time and `cum %` the running sum of `self %`, reaching 100 on the
+//! last row; `mean`, `p50` and `p99` are of whole-span durations. These terms are defined
+//! in [`crate::definitions`]. Times are shown in ns, us, ms or s with three significant
+//! decimals. Two lines under the rows say what the columns are and give the lane time. A
+//! final block reports lanes, spans, unmatched begins / ends, records after finalize,
 //! unfinalized lanes, unknown records, backward steps of the timer and dropped records,
 //! and, for a clock-mode buffer, the cycles-to-ns calibration:
 //! ```text
@@ -21,6 +24,7 @@
 use super::summary::summarize;
 use super::TraceWriteOptions;
 use crate::model::Trace;
+use crate::shares::{Shares, OUTSIDE};
 use std::io::{self, Write};
 
 /// A duration in ns as a short human string.
@@ -45,52 +49,70 @@ pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) 
         ..opt.clone()
     };
     let s = summarize(trace, &opt, "");
-    let mut regions: Vec<_> = s.regions.iter().collect();
-    regions.sort_by(|a, b| {
-        b.stats
-            .total_dur
-            .total_cmp(&a.stats.total_dur)
-            .then(a.region.cmp(&b.region))
-    });
-    let all: f64 = regions.iter().map(|r| r.stats.total_dur).sum();
-    let width = regions
+    let shares = Shares::of(trace, opt.block_filter.lanes(trace));
+    let k = opt.scale;
+    let rows = shares.rows();
+    let width = s
+        .regions
         .iter()
         .map(|r| r.name.chars().count())
+        .chain([OUTSIDE.chars().count()])
         .max()
         .unwrap_or(6)
         .clamp(6, 40);
     writeln!(
         w,
-        "{:<width$} {:>9} {:>11} {:>6} {:>7} {:>11} {:>11} {:>11}",
-        "region", "count", "total", "%", "cum %", "mean", "p50", "p99"
+        "{:<width$} {:>9} {:>11} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}",
+        "region", "count", "self", "self %", "cum %", "incl.", "mean", "p50", "p99"
     )?;
-    let mut cum = 0.0;
-    for r in &regions {
-        let pct = if all > 0.0 {
-            100.0 * r.stats.total_dur / all
-        } else {
-            0.0
-        };
-        cum += pct;
-        let name: String = r.name.chars().take(width).collect();
-        writeln!(
-            w,
-            "{:<width$} {:>9} {:>11} {:>6.1} {:>7.1} {:>11} {:>11} {:>11}",
-            name,
-            r.stats.count,
-            human_ns(r.stats.total_dur),
-            pct,
-            cum,
-            human_ns(r.stats.mean_dur),
-            human_ns(r.stats.percentiles.0[3]),
-            human_ns(r.stats.percentiles.0[7]),
-        )?;
+    for row in &rows {
+        let pct = format!("{:.1}", 100.0 * row.share);
+        let cum = format!("{:.1}", 100.0 * row.cumulative);
+        let self_time = human_ns(row.self_time as f64 * k);
+        match row.region {
+            Some(t) => {
+                let r = s
+                    .regions
+                    .iter()
+                    .find(|e| e.region == t.region)
+                    .expect("every region with spans has a summary entry");
+                let name: String = r.name.chars().take(width).collect();
+                writeln!(
+                    w,
+                    "{:<width$} {:>9} {:>11} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}",
+                    name,
+                    r.stats.count,
+                    self_time,
+                    pct,
+                    cum,
+                    human_ns(r.stats.total_dur),
+                    human_ns(r.stats.mean_dur),
+                    human_ns(r.stats.percentiles.0[3]),
+                    human_ns(r.stats.percentiles.0[7]),
+                )?;
+            }
+            None => writeln!(
+                w,
+                "{:<width$} {:>9} {:>11} {:>7} {:>7}",
+                OUTSIDE, "", self_time, pct, cum
+            )?,
+        }
     }
-    if regions.is_empty() {
+    if s.regions.is_empty() {
         writeln!(w, "(no paired regions)")?;
     }
+    writeln!(
+        w,
+        "self: time in the region itself, nested regions excluded; incl., mean, p50, p99: whole spans, nested regions included"
+    )?;
+    writeln!(
+        w,
+        "self %: share of the lane time, {} ({} lanes, each first to last stamp); the rows sum to 100",
+        human_ns(shares.lane_time as f64 * k),
+        shares.lanes
+    )?;
     let lanes = opt.block_filter.lanes(trace).count();
-    let spans: u64 = regions.iter().map(|r| r.stats.count).sum();
+    let spans: u64 = s.regions.iter().map(|r| r.stats.count).sum();
     writeln!(w)?;
     writeln!(
         w,

@@ -1,0 +1,56 @@
+//! The report's region table: self time and its share of the lane time, inclusive time
+//! and span statistics per region, then the time outside any region (columns defined in
+//! [`crate::definitions`]).
+
+use super::svg::{esc, fmt_ns};
+use crate::analysis::categories::Category;
+use crate::model::Trace;
+use crate::shares::{Shares, OUTSIDE};
+use crate::stats::DurStats;
+use std::io::{self, Write};
+
+/// Writes the table `regions-{n}` of `t`: one row per row of `shares` (in its order),
+/// `stats(region)` giving the region's duration statistics, then a note on the columns.
+pub(super) fn region_table<'a, W: Write>(
+    out: &mut W,
+    n: usize,
+    t: &Trace,
+    shares: &Shares,
+    cats: &[Category],
+    stats: impl Fn(u16) -> &'a DurStats,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "<h3>Regions</h3><table id=\"regions-{n}\"><tr><th>region</th><th class=\"l\">category</th><th>count</th><th>self</th><th>self %</th><th>cum %</th><th>incl.</th><th>mean</th><th>p50</th><th>p99</th></tr>"
+    )?;
+    for row in shares.rows() {
+        let (pct, cum) = (100.0 * row.share, 100.0 * row.cumulative);
+        let self_time = fmt_ns(row.self_time as f64);
+        match row.region {
+            Some(r) => {
+                let st = stats(r.region);
+                writeln!(
+                    out,
+                    "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{self_time}</td><td>{pct:.1}%</td><td>{cum:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&t.names.region(r.region)),
+                    cats[r.region as usize].name(),
+                    r.count,
+                    fmt_ns(r.inclusive as f64),
+                    fmt_ns(st.mean),
+                    fmt_ns(st.percentiles[3]),
+                    fmt_ns(st.percentiles[7])
+                )?;
+            }
+            None => writeln!(
+                out,
+                "<tr class=\"outside\"><td>{OUTSIDE}</td><td></td><td></td><td>{self_time}</td><td>{pct:.1}%</td><td>{cum:.1}%</td><td></td><td></td><td></td><td></td></tr>"
+            )?,
+        }
+    }
+    writeln!(
+        out,
+        "</table><p class=\"meta\">self: time in the region itself, nested regions excluded. self %: its share of the lane time, {} over {} lanes (each from its first to its last stamp), so the column sums to 100 %; cum %: running sum. incl., mean, p50, p99: whole spans, nested regions included. (The timeline breakdown above is another figure: the kernel's wall time, lanes merged.)</p>",
+        fmt_ns(shares.lane_time as f64),
+        shares.lanes
+    )
+}
