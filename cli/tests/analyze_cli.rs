@@ -1,6 +1,6 @@
 //! `ikp analyze` on what the sample alone does not show: a TVM-format buffer (no SM ids),
-//! an annotation that claims more than the GPU can do, and the HTML report showing the
-//! analysis' own figures.
+//! an annotation that claims more than the GPU can do, the critical path in Perfetto, and
+//! the HTML report showing the analysis' own figures.
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -185,4 +185,43 @@ fn a_rate_above_the_roof_is_flagged_not_reported() {
         "{line}"
     );
     assert!(text.contains("roofline pv_gemm: "), "{text}");
+}
+
+#[test]
+fn decode_perfetto_marks_the_critical_path_on_request() {
+    use perfetto_protos::trace::Trace;
+    use protobuf::Message;
+    let d = tempfile::tempdir().unwrap();
+    let tracks = |extra: &[&str]| -> Vec<String> {
+        let out = d.path().join("a.trace");
+        let mut args = vec![
+            "decode",
+            &sample(),
+            "--perfetto",
+            s(&out),
+            "--perfetto-compression",
+            "none",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|x| x.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(ikp(&args));
+        let t = Trace::parse_from_bytes(&std::fs::read(&out).unwrap()).unwrap();
+        t.packet
+            .iter()
+            .filter(|p| p.has_track_descriptor())
+            .map(|p| p.track_descriptor().name().to_string())
+            .collect()
+    };
+    let json = d.path().join("an.json");
+    ok(ikp(&["analyze", &sample(), "--json", s(&json)]));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let want = format!(
+        "critical path · block {} (slowest)",
+        v["critical_path"]["block"]
+    );
+    assert!(tracks(&["--perfetto-critical-path"]).contains(&want));
+    assert!(!tracks(&[]).iter().any(|n| n.starts_with("critical path")));
 }
