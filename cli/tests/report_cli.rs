@@ -31,47 +31,91 @@ fn analyze_sample() -> (String, Value) {
     (String::from_utf8(o.stdout).unwrap(), v)
 }
 
+const PARTS: [&str; 7] = [
+    "compute",
+    "exposed_wait",
+    "exposed_load",
+    "exposed_store",
+    "exposed_comm",
+    "exposed_other",
+    "idle",
+];
+
+/// The `--json` contract on the sample: per block, the breakdown's parts add up to the
+/// block's length and isolation's `compute = length - blocked`; the kernel's figures are
+/// the sums of the blocks'.
 #[test]
-fn analyze_json_breakdown_sums_to_the_kernel_length() {
+fn analyze_json_is_per_block_and_summed() {
     let (text, v) = analyze_sample();
-    assert!(
-        text.contains("timeline breakdown") && text.contains("compute isolation"),
-        "{text}"
-    );
-    let b = &v["breakdown"];
-    let parts = [
-        "compute",
-        "exposed_wait",
-        "exposed_load",
-        "exposed_store",
-        "exposed_comm",
-        "exposed_other",
-        "idle",
-    ];
-    let sum: u64 = parts.iter().map(|k| b[k].as_u64().unwrap()).sum();
-    assert_eq!(sum, b["total"].as_u64().unwrap());
-    assert!(b["compute"].as_u64().unwrap() > 0);
-    let iso = &v["compute_isolation"];
-    assert!(iso["blocked"].as_u64().unwrap() <= iso["blocked_sum"].as_u64().unwrap());
-    assert_eq!(
-        iso["compute"].as_u64().unwrap(),
-        iso["kernel_length"].as_u64().unwrap() - iso["blocked"].as_u64().unwrap()
-    );
-    // 64 blocks in the sample, one breakdown each, each summing exactly.
+    let u = |x: &Value| x.as_u64().unwrap();
     let blocks = v["block_breakdowns"].as_array().unwrap();
     assert_eq!(blocks.len(), 64);
-    for bb in blocks {
-        let b = &bb[1];
-        let sum: u64 = parts.iter().map(|k| b[k].as_u64().unwrap()).sum();
-        assert_eq!(sum, b["total"].as_u64().unwrap());
+    assert_eq!(v["blocks"], 64);
+    let mut sums = [0u64; 7];
+    let mut total = 0;
+    for b in blocks {
+        let parts: Vec<u64> = PARTS.iter().map(|k| u(&b[k])).collect();
+        assert_eq!(parts.iter().sum::<u64>(), u(&b["total"]));
+        for (s, p) in sums.iter_mut().zip(&parts) {
+            *s += p;
+        }
+        total += u(&b["total"]);
     }
+    let k = &v["breakdown"];
+    for (name, s) in PARTS.iter().zip(sums) {
+        assert_eq!(u(&k[name]), s, "{name}");
+    }
+    assert_eq!((u(&k["total"]), u(&v["block_time_ns"])), (total, total));
+    assert!(u(&v["gpu_wall_ns"]) < total, "block-time sums 64 blocks");
+    let iso = &v["compute_isolation"];
+    let per = iso["per_block"].as_array().unwrap();
+    assert_eq!(per.len(), 64);
+    let (mut len, mut blocked) = (0, 0);
+    for (p, b) in per.iter().zip(blocks) {
+        assert_eq!(p["block"], b["block"]);
+        assert_eq!(u(&p["length_ns"]), u(&b["total"]));
+        assert_eq!(
+            u(&p["compute_ns"]),
+            u(&p["length_ns"]) - u(&p["blocked_ns"])
+        );
+        // A block's exposed wait is part of its blocked time (the rest hides behind compute).
+        assert!(u(&b["exposed_wait"]) <= u(&p["blocked_ns"]));
+        assert!(u(&p["overlap_ns"]) <= u(&p["blocked_ns"]));
+        len += u(&p["length_ns"]);
+        blocked += u(&p["blocked_ns"]);
+    }
+    assert_eq!(
+        (u(&iso["length_ns"]), u(&iso["blocked_ns"])),
+        (len, blocked)
+    );
+    assert_eq!(u(&iso["compute_ns"]), len - blocked);
+    assert!(blocked <= u(&iso["wait_sum_ns"]));
+    // Native buffers record SM ids: SM figures are numbers.
+    assert!(v["imbalance"]["sms"]["max_over_median"].as_f64().unwrap() >= 1.0);
+    assert!(v["imbalance"]["tail"].is_u64());
+    // The text states the same sums and what they mean.
+    assert!(
+        text.contains(&format!(
+            "block-time {total} ns: sum over 64 blocks of each block's first-to-last stamp"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  block-time {len} - blocked {blocked} = compute {} ns",
+            len - blocked
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("n/a"), "{text}");
 }
 
 /// The sample uses the signal / wait convention: `ikp analyze` links every wait (kv,
 /// scores and probs per tile, kv_free for all but the first two tiles of a block), and the
-/// critical path of the slowest block crosses its three lanes.
+/// critical path of the slowest block crosses its three groups. The text names tracks by
+/// block and group, never by lane index, and shows a bounded table.
 #[test]
-fn analyze_links_the_sample_and_its_critical_path_crosses_lanes() {
+fn analyze_links_the_sample_and_its_critical_path_crosses_groups() {
     let (text, v) = analyze_sample();
     let tiles: u64 = (0..64)
         .map(|b| ikp_device::sample::tiles_of(b) as u64)
@@ -86,21 +130,72 @@ fn analyze_links_the_sample_and_its_critical_path_crosses_lanes() {
     assert!(links.iter().all(|l| l["from"]["kind"] == "instant"
         && l["from_lane"] != l["to_lane"]
         && l["from_ts"].as_u64() < l["to_ts"].as_u64()));
-    // The critical path names its spans' lanes: all three of the block's.
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("critical path of block"))
+    // The JSON has every step, named by block / group / warp / SM.
+    let cp = &v["critical_path"];
+    let blk = cp["block"].as_u64().unwrap();
+    assert_eq!(
+        blk,
+        v["imbalance"]["blocks"]["slowest"][0][0].as_u64().unwrap()
+    );
+    let steps = cp["steps"].as_array().unwrap();
+    assert!(steps.len() > 15, "{}", steps.len());
+    let mut groups: Vec<u64> = steps.iter().map(|s| s["group"].as_u64().unwrap()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    assert_eq!(groups, vec![0, 1, 2]);
+    for s in steps {
+        assert_eq!(s["block"].as_u64(), Some(blk));
+        assert!(s["warp"].is_u64() && s["sm"].is_u64());
+        let track = format!(
+            "block {blk} · group {} (warp {}, SM {})",
+            s["group"], s["warp"], s["sm"]
+        );
+        assert_eq!(s["track"], track.as_str());
+        if !s["waited_on"].is_null() {
+            assert_eq!(s["category"], "wait");
+            assert!(s["waited_on"]["region"]
+                .as_str()
+                .unwrap()
+                .starts_with("signal."));
+        }
+    }
+    assert!(steps.iter().any(|s| !s["waited_on"].is_null()));
+    assert_eq!(
+        steps.iter().filter(|s| s["longest_wait"] == true).count(),
+        3
+    );
+    // The text: a header, 15 rows, "… K more".
+    let start = text
+        .find(&format!("critical path of block {blk} "))
         .expect("a critical path");
-    let mut lanes: Vec<&str> = line
-        .split(" -> ")
-        .map(|step| step.split('@').nth(1).unwrap().split('(').next().unwrap())
-        .collect();
-    lanes.sort_unstable();
-    lanes.dedup();
-    assert_eq!(lanes.len(), 3, "{line}");
+    let table: Vec<&str> = text[start..].lines().collect();
     assert!(
-        line.contains("wait.kv@") && line.contains("wait.scores@"),
-        "{line}"
+        table[2].trim_start().starts_with("step  track"),
+        "{}",
+        table[2]
+    );
+    let rows: Vec<&str> = table[3..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with('…'))
+        .copied()
+        .collect();
+    assert_eq!(rows.len(), 15, "{rows:#?}");
+    assert!(rows
+        .iter()
+        .all(|r| r.contains(&format!("block {blk} · group "))));
+    assert_eq!(rows.iter().filter(|r| r.ends_with("<<")).count(), 3);
+    assert!(
+        table[3 + 15].contains(&format!("… {} more steps", steps.len() - 15)),
+        "{}",
+        table[3 + 15]
+    );
+    assert!(rows
+        .iter()
+        .any(|r| r.contains("wait.scores") && r.contains("signal.scores from group 1")));
+    assert!(!text.contains("@lane") && !text.contains("lane5"), "{text}");
+    assert!(
+        text.lines().all(|l| l.chars().count() < 200),
+        "a line too long"
     );
 }
 

@@ -149,6 +149,48 @@ pub struct Lane {
     pub samples: Range<usize>,
 }
 
+/// Where a lane sits, in the words users know: its block, group, and (native buffers)
+/// warp and SM. Internal lane indices never reach user-facing text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TrackId {
+    /// Linear block id.
+    pub block: u32,
+    /// Group within the block.
+    pub group: u32,
+    /// Leader's warp within the block, if the format records it.
+    pub warp: Option<u32>,
+    /// SM the leader ran on, if the format records it.
+    pub sm: Option<u32>,
+}
+
+impl TrackId {
+    /// `block B · group G (warp W, SM S)`, the parenthesis holding only what is known
+    /// (nothing for TVM-format buffers).
+    pub fn name(&self) -> String {
+        let mut s = format!("block {} · group {}", self.block, self.group);
+        let extra: Vec<String> = [("warp", self.warp), ("SM", self.sm)]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+            .collect();
+        if !extra.is_empty() {
+            s.push_str(&format!(" ({})", extra.join(", ")));
+        }
+        s
+    }
+}
+
+impl Lane {
+    /// This lane's place for user-facing text ([`TrackId::name`]).
+    pub fn track(&self) -> TrackId {
+        TrackId {
+            block: self.block,
+            group: self.group,
+            warp: self.warp,
+            sm: self.sm,
+        }
+    }
+}
+
 /// Paired begin / end records, struct of arrays (all columns have one length).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spans {

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use ikp_host::analysis::links::{links, SignalEvent};
+use ikp_host::analysis::blocks::slowest_block;
+use ikp_host::analysis::links::{critical_path_links, links, SignalEvent};
 use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
 };
@@ -198,6 +199,8 @@ struct Event {
     name: Option<String>,
     category: Option<String>,
     args: BTreeMap<String, u64>,
+    /// String-valued debug annotations (the critical-path track's).
+    strings: BTreeMap<String, String>,
     /// `flow_ids`: flows this event's slice starts.
     flows: Vec<u64>,
     /// `terminating_flow_ids`: flows this event's slice ends.
@@ -407,20 +410,33 @@ fn decode(bytes: &[u8]) -> Decoded {
                 None => None,
                 Some(other) => panic!("unexpected name field {other:?}"),
             };
-            let category = te.category_iids.first().map(|iid| {
-                st.categories
-                    .get(iid)
-                    .unwrap_or_else(|| panic!("packet {pi}: category {iid} unresolved"))
-                    .clone()
-            });
+            let category = te
+                .category_iids
+                .first()
+                .map(|iid| {
+                    st.categories
+                        .get(iid)
+                        .unwrap_or_else(|| panic!("packet {pi}: category {iid} unresolved"))
+                        .clone()
+                })
+                .or_else(|| te.categories.first().cloned());
             let mut args = BTreeMap::new();
+            let mut strings = BTreeMap::new();
             for a in &te.debug_annotations {
-                let iid = a.name_iid();
-                let n = st
-                    .annotation_names
-                    .get(&iid)
-                    .unwrap_or_else(|| panic!("packet {pi}: annotation name {iid} unresolved"));
-                args.insert(n.clone(), a.uint_value());
+                let n = if a.has_name() {
+                    a.name().to_string()
+                } else {
+                    let iid = a.name_iid();
+                    st.annotation_names
+                        .get(&iid)
+                        .unwrap_or_else(|| panic!("packet {pi}: annotation name {iid} unresolved"))
+                        .clone()
+                };
+                if a.has_string_value() {
+                    strings.insert(n, a.string_value().to_string());
+                } else {
+                    args.insert(n, a.uint_value());
+                }
             }
             if matches!(kind, Kind::Counter(_)) {
                 assert!(d.tracks[&track].counter, "counter value on a slice track");
@@ -434,6 +450,7 @@ fn decode(bytes: &[u8]) -> Decoded {
                 name,
                 category,
                 args,
+                strings,
                 flows: te.flow_ids.clone(),
                 terminating: te.terminating_flow_ids.clone(),
             });
@@ -1199,6 +1216,7 @@ proptest! {
             group_by: if by_block { GroupBy::Block } else { GroupBy::Sm },
             launch_layout: if aligned { LaunchLayout::Aligned } else { LaunchLayout::Sequential },
             compression: if deflate { Compression::Deflate } else { Compression::None },
+            ..Default::default()
         };
         let (_, stats) = roundtrip(&launches, &opts);
         let spans: usize = traces.iter().map(|t| t.spans.len()).sum();
@@ -1643,4 +1661,79 @@ fn streamed_flows_are_byte_identical_to_in_memory() {
         // First pass: every slot once; second: each block's used slots once.
         assert_eq!(calls.len(), 6 + 5, "{calls:?}");
     }
+}
+
+/// `critical_path: true` adds one track, first under the launch, whose slices tile the
+/// slowest block's critical path in order; everything else is written as without it.
+#[test]
+fn critical_path_track_tiles_the_slowest_blocks_path() {
+    let t = links_trace(1_000);
+    let launches = [Launch::new("links", &t)];
+    let opts = PerfettoOptions {
+        critical_path: true,
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    let stats = write_perfetto(&mut bytes, &launches, &opts).unwrap();
+    let mut d = decode(&bytes);
+    let block = slowest_block(&t).unwrap();
+    let (&uuid, info) = d
+        .tracks
+        .iter()
+        .find(|(_, i)| i.name.starts_with("critical path"))
+        .expect("a critical-path track");
+    assert_eq!(
+        info.name,
+        format!("critical path · block {} (slowest)", block.id)
+    );
+    assert_eq!((info.rank, info.counter), (Some(-1), false));
+    assert_eq!(d.path(uuid), vec!["links".to_string(), info.name.clone()]);
+    let all = links(&t);
+    let path = critical_path_links(&t, block.id, &all);
+    assert!(path.len() > 2 && path.iter().any(|p| p.1.is_some()));
+    assert_eq!(stats.critical_path_steps, path.len() as u64);
+    // Begins and ends alternate on the track, in file order.
+    let ev: Vec<&Event> = d.events.iter().filter(|e| e.track == uuid).collect();
+    assert_eq!(ev.len(), 2 * path.len());
+    let shift = shifts(&launches, LaunchLayout::Sequential)[0];
+    let s = &t.spans;
+    let mut prev_end = i64::MIN;
+    for (k, (&(i, link), pair)) in path.iter().zip(ev.chunks(2)).enumerate() {
+        let (b, e) = (pair[0], pair[1]);
+        assert_eq!((&b.kind, &e.kind), (&Kind::Begin, &Kind::End));
+        assert_eq!(b.name.as_deref(), Some(&*t.names.region(s.region[i])));
+        assert_eq!(b.category.as_deref(), Some("critical_path"));
+        // The slice covers the step from the later of its begin and the previous step's
+        // end: consecutive slices touch or leave a gap, never overlap.
+        assert_eq!(b.ts, (s.begin[i] as i64 + shift).max(prev_end));
+        assert_eq!(e.ts, s.end[i] as i64 + shift);
+        assert!(b.ts <= e.ts && b.ts >= prev_end);
+        prev_end = e.ts;
+        assert_eq!(b.args["step"], k as u64 + 1);
+        assert_eq!(b.args["dur_ns"], s.dur(i));
+        let lane = t.lanes.iter().find(|l| l.id == s.lane[i]).unwrap();
+        assert_eq!(b.strings["track"], lane.track().name());
+        assert!(!b.strings["track"].contains("lane"));
+        assert_eq!(b.strings.contains_key("waited_on"), link.is_some());
+        if let Some(l) = link {
+            assert!(
+                b.strings["waited_on"].starts_with("signal."),
+                "{:?}",
+                b.strings
+            );
+            let from = t.lanes.iter().find(|x| x.id == l.from_lane).unwrap();
+            assert!(b.strings["waited_on"].ends_with(&from.track().name()));
+        }
+    }
+    d.slices(); // balanced on every track
+                // Without the track, the file is what the default options write.
+    d.events.retain(|e| e.track != uuid);
+    d.tracks.remove(&uuid);
+    check(&d, &launches, &opts);
+    let mut plain = Vec::new();
+    write_perfetto(&mut plain, &launches, &PerfettoOptions::default()).unwrap();
+    assert!(!decode(&plain)
+        .tracks
+        .values()
+        .any(|i| i.name.starts_with("critical path")));
 }

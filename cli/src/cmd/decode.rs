@@ -22,7 +22,8 @@
 //! as the only output is decoded lane by lane from a memory map, with the same bytes as the
 //! in-memory path.
 //!
-//! `--block-filter` applies to every output; with it, Perfetto takes the in-memory path.
+//! `--block-filter` applies to every output; with it, or with `--perfetto-critical-path`
+//! (which needs every span at once), Perfetto takes the in-memory path.
 //!
 //! Each file written gets a line on stderr (path and size) unless `--quiet`. `-` as an
 //! output path is standard output, for one output at a time (`ikp decode BUF --summary - |
@@ -208,6 +209,12 @@ pub struct Args {
     /// Do not print a line per file written.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Perfetto: also draw the critical path of the slowest block (each launch's) on a
+    /// track of its own, first under the launch, its slices annotated with the step's
+    /// group and what it waited on (`ikp analyze` prints the same path). Decodes in
+    /// memory (never the streaming path).
+    #[arg(long)]
+    pub perfetto_critical_path: bool,
     /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
     /// is otherwise taken automatically for native buffers of at least 1 GiB when
     /// --perfetto is the only output. One buffer only.
@@ -455,7 +462,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// Whether `--perfetto` can take the streaming path: it is the only output and the
 /// buffer is a native one of at least [`STREAM_MIN_BYTES`] (or `--stream`).
 fn streamable(a: &Args) -> anyhow::Result<bool> {
-    if a.chrome.is_some() || a.summary.is_some() || a.csv.is_some() || a.block_dists.is_some() {
+    if a.chrome.is_some()
+        || a.summary.is_some()
+        || a.csv.is_some()
+        || a.block_dists.is_some()
+        || a.perfetto_critical_path
+    {
         return Ok(false);
     }
     if matches!(a.input.format, Format::Tvm) || a.input.block_filter.is_some() {
@@ -491,6 +503,7 @@ fn perfetto_options(a: &Args) -> PerfettoOptions {
             PerfettoCompression::None => Compression::None,
             PerfettoCompression::Deflate => Compression::Deflate,
         },
+        critical_path: a.perfetto_critical_path,
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod analysis_opts;
 pub mod analyze;
+pub mod analyze_text;
 pub mod cost;
 pub mod decode;
 pub mod diff;

@@ -1,27 +1,31 @@
-//! Timeline breakdown: where a block's (or the kernel's) wall time goes.
+//! Timeline breakdown: where each block's time goes, and the sum over blocks.
 //!
 //! Every instant of a lane's time belongs to its innermost open region ("self time"), so a
-//! `wait` nested in a `mainloop` counts as waiting, not twice. Across the lanes of a block,
-//! each category's self time is a union of intervals; categories are then made disjoint by
-//! priority (compute, wait, load, store, comm, other: each keeps only the time no earlier
-//! category covers, its "exposed" time), and what is left of the window is idle. Hence
-//! `compute + exposed_wait + exposed_load + exposed_store + exposed_comm + exposed_other +
-//! idle == total` exactly, in integer ns.
+//! `wait` nested in a `mainloop` counts as waiting, not twice. Across the lanes of **one
+//! block**, each category's self time is a union of intervals; categories are then made
+//! disjoint by priority (compute, wait, load, store, comm, other: each keeps only the time
+//! no earlier category covers, its "exposed" time), and what is left of the block's window
+//! is idle. Hence, per block, `compute + exposed_wait + exposed_load + exposed_store +
+//! exposed_comm + exposed_other + idle == total` exactly, in integer ns.
+//!
+//! The union stops at the block (see [`super::blocks`]): a lane of block 3 computing does
+//! not hide a wait of block 5, which runs on another SM. The kernel's breakdown
+//! ([`block_time_breakdown`]) is the field-by-field **sum** of the block breakdowns, so the
+//! equation holds for it too, with `total` the block-time (summed block lengths).
 
+use super::blocks::{blocks, Block};
 use super::categories::{Category, CategoryTable};
 use super::intervals::IntervalSet;
 use crate::model::{Ns, Trace};
 
-/// Wall time of a window split into disjoint parts.
+/// Time split into disjoint parts: one block's window, or a sum of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TimeBreakdown {
-    /// Window start.
-    pub start: Ns,
-    /// Window length: first lane start to last lane end.
+    /// Length: the block's first to last stamp (for a sum, the block-time).
     pub total: Ns,
-    /// Time any lane computes.
+    /// Time some lane of the block computes.
     pub compute: Ns,
-    /// Time some lane waits and none computes.
+    /// Time some lane of the block waits and none computes.
     pub exposed_wait: Ns,
     /// Time some lane loads and none computes or waits.
     pub exposed_load: Ns,
@@ -31,8 +35,58 @@ pub struct TimeBreakdown {
     pub exposed_comm: Ns,
     /// Time only uncategorised regions run.
     pub exposed_other: Ns,
-    /// Time no lane is inside any region.
+    /// Time no lane of the block is inside any region.
     pub idle: Ns,
+}
+
+impl TimeBreakdown {
+    /// The parts with their names as the text and JSON use them, in priority order,
+    /// idle last; their values add up to `total`.
+    pub fn parts(&self) -> [(&'static str, Ns); 7] {
+        [
+            ("compute", self.compute),
+            ("exposed_wait", self.exposed_wait),
+            ("exposed_load", self.exposed_load),
+            ("exposed_store", self.exposed_store),
+            ("exposed_comm", self.exposed_comm),
+            ("exposed_other", self.exposed_other),
+            ("idle", self.idle),
+        ]
+    }
+}
+
+impl std::ops::Add for TimeBreakdown {
+    type Output = TimeBreakdown;
+    fn add(self, o: TimeBreakdown) -> TimeBreakdown {
+        TimeBreakdown {
+            total: self.total + o.total,
+            compute: self.compute + o.compute,
+            exposed_wait: self.exposed_wait + o.exposed_wait,
+            exposed_load: self.exposed_load + o.exposed_load,
+            exposed_store: self.exposed_store + o.exposed_store,
+            exposed_comm: self.exposed_comm + o.exposed_comm,
+            exposed_other: self.exposed_other + o.exposed_other,
+            idle: self.idle + o.idle,
+        }
+    }
+}
+
+impl std::iter::Sum for TimeBreakdown {
+    fn sum<I: Iterator<Item = TimeBreakdown>>(it: I) -> TimeBreakdown {
+        it.fold(TimeBreakdown::default(), |a, b| a + b)
+    }
+}
+
+/// The breakdown of one block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BlockBreakdown {
+    /// Linear block id.
+    pub block: u32,
+    /// The block's first stamp (same time base as the trace).
+    pub start: Ns,
+    /// Its parts; `total` is the block's length.
+    #[serde(flatten)]
+    pub time: TimeBreakdown,
 }
 
 /// Per-category unions of self time over a set of lanes.
@@ -116,7 +170,6 @@ fn breakdown_of(window: (Ns, Ns), ct: &CategoryTime) -> TimeBreakdown {
     }
     let total = window.1.saturating_sub(window.0);
     TimeBreakdown {
-        start: window.0,
         total,
         compute: parts[0],
         exposed_wait: parts[1],
@@ -128,47 +181,42 @@ fn breakdown_of(window: (Ns, Ns), ct: &CategoryTime) -> TimeBreakdown {
     }
 }
 
-fn window(trace: &Trace, lanes: &[usize]) -> (Ns, Ns) {
-    let start = lanes
-        .iter()
-        .map(|&p| trace.lanes[p].start)
-        .min()
-        .unwrap_or(0);
-    let end = lanes
-        .iter()
-        .map(|&p| trace.lanes[p].end)
-        .max()
-        .unwrap_or(start);
-    (start, end.max(start))
-}
-
-/// The breakdown of the whole kernel (all lanes).
-pub fn kernel_breakdown(trace: &Trace, table: &CategoryTable) -> TimeBreakdown {
-    let cats = region_categories(trace, table);
-    let lanes: Vec<usize> = (0..trace.lanes.len()).collect();
-    breakdown_of(
-        window(trace, &lanes),
-        &category_time(trace, lanes.iter().copied(), &cats),
-    )
+/// The breakdown of `block` (its lanes' self time, clipped to its window).
+pub fn block_breakdown(trace: &Trace, block: &Block, cats: &[Category]) -> BlockBreakdown {
+    let ct = category_time(trace, block.lanes.iter().copied(), cats);
+    BlockBreakdown {
+        block: block.id,
+        start: block.start,
+        time: breakdown_of((block.start, block.end), &ct),
+    }
 }
 
 /// The breakdown of every block that recorded anything, by block id ascending.
-pub fn block_breakdowns(trace: &Trace, table: &CategoryTable) -> Vec<(u32, TimeBreakdown)> {
+pub fn block_breakdowns(trace: &Trace, table: &CategoryTable) -> Vec<BlockBreakdown> {
     let cats = region_categories(trace, table);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < trace.lanes.len() {
-        let block = trace.lanes[i].block;
-        let mut j = i;
-        while j < trace.lanes.len() && trace.lanes[j].block == block {
-            j += 1;
+    blocks(trace)
+        .iter()
+        .map(|b| block_breakdown(trace, b, &cats))
+        .collect()
+}
+
+/// The kernel's breakdown in block-time: the sum of [`block_breakdowns`].
+pub fn block_time_breakdown(trace: &Trace, table: &CategoryTable) -> TimeBreakdown {
+    block_breakdowns(trace, table).iter().map(|b| b.time).sum()
+}
+
+/// Per category, the sum over blocks of the union of that category's self time in the
+/// block (before exposure: categories may overlap one another), indexed like
+/// [`Category::ALL`]. The "total time of a category" in block-time.
+pub fn block_time_by_category(trace: &Trace, table: &CategoryTable) -> [Ns; 6] {
+    let cats = region_categories(trace, table);
+    let mut out = [0 as Ns; 6];
+    for b in blocks(trace) {
+        let win = IntervalSet::span(b.start, b.end);
+        let ct = category_time(trace, b.lanes.iter().copied(), &cats);
+        for (o, set) in out.iter_mut().zip(&ct.sets) {
+            *o += set.intersect(&win).len();
         }
-        let lanes: Vec<usize> = (i..j).collect();
-        out.push((
-            block,
-            breakdown_of(window(trace, &lanes), &category_time(trace, i..j, &cats)),
-        ));
-        i = j;
     }
     out
 }

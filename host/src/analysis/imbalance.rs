@@ -1,8 +1,12 @@
 //! Load imbalance: which lanes, blocks and SMs finish last, and how long the kernel runs
 //! on a shrinking number of SMs at its end (the tail of the last wave).
+//!
+//! SM figures need SM ids, which only native buffers record: for a TVM-format trace they
+//! are `None` (not available), never a number computed from nothing.
 
+use super::blocks::{blocks, distribution};
 use super::intervals::IntervalSet;
-use crate::model::{Ns, Trace};
+use crate::model::{Ns, Trace, WireFormat};
 use std::collections::BTreeMap;
 
 /// How durations spread over a set of keys (lanes, blocks or SMs).
@@ -10,8 +14,12 @@ use std::collections::BTreeMap;
 pub struct Spread {
     /// Number of keys.
     pub count: usize,
+    /// Shortest duration.
+    pub min: Ns,
     /// Median duration (lower median for an even count).
     pub median: Ns,
+    /// 90th percentile (nearest rank, see [`distribution`]).
+    pub p90: Ns,
     /// Longest duration.
     pub max: Ns,
     /// `max / median` (1.0 = perfectly balanced; 0 when the median is 0).
@@ -28,13 +36,13 @@ fn spread(mut v: Vec<(u32, Ns)>) -> Spread {
         return Spread::default();
     }
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut durs: Vec<Ns> = v.iter().map(|x| x.1).collect();
-    durs.sort_unstable();
-    let median = durs[(durs.len() - 1) / 2];
-    let max = v[0].1;
+    let d = distribution(v.iter().map(|x| x.1));
+    let (median, max) = (d.median, d.max);
     Spread {
         count: v.len(),
+        min: d.min,
         median,
+        p90: d.p90,
         max,
         max_over_median: if median == 0 {
             0.0
@@ -52,13 +60,24 @@ pub struct Imbalance {
     pub lanes: Spread,
     /// Block durations (first lane start to last lane end), keyed by block id.
     pub blocks: Spread,
-    /// SM busy time (union of its lanes' lifetimes), keyed by SM id; empty without SM ids.
-    pub sms: Spread,
-    /// Number of SMs with a lane alive, as change points `(time, active SMs)`, ascending.
+    /// SM busy time (union of its lanes' lifetimes), keyed by SM id; `None` when no lane
+    /// records an SM id (TVM-format buffers).
+    pub sms: Option<Spread>,
+    /// Number of SMs with a lane alive, as change points `(time, active SMs)`, ascending;
+    /// empty without SM ids.
     pub sm_occupancy: Vec<(Ns, u32)>,
     /// Time from the last moment at least half the peak number of SMs were active to the
-    /// kernel's end: how long the last wave's stragglers keep the GPU underused.
-    pub tail: Ns,
+    /// kernel's end: how long the last wave's stragglers keep the GPU underused. `None`
+    /// without SM ids.
+    pub tail: Option<Ns>,
+}
+
+/// What user-facing text shows in place of an SM figure the trace cannot support.
+pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
+    match format {
+        WireFormat::Tvm => "n/a (the TVM format records no SM ids)",
+        WireFormat::Ikp => "n/a (no lane recorded an SM id)",
+    }
 }
 
 /// Computes the imbalance of `trace`.
@@ -70,27 +89,19 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
             .map(|l| (l.id, l.end.saturating_sub(l.start)))
             .collect(),
     );
-    let mut blocks: BTreeMap<u32, (Ns, Ns)> = BTreeMap::new();
     let mut sm_lives: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
     for l in &trace.lanes {
-        let e = blocks.entry(l.block).or_insert((l.start, l.end));
-        e.0 = e.0.min(l.start);
-        e.1 = e.1.max(l.end);
         if let Some(sm) = l.sm {
             sm_lives.entry(sm).or_default().push((l.start, l.end));
         }
     }
-    let blocks = spread(
-        blocks
-            .into_iter()
-            .map(|(b, (s, e))| (b, e.saturating_sub(s)))
-            .collect(),
-    );
+    let blocks = spread(blocks(trace).iter().map(|b| (b.id, b.length())).collect());
     let sm_sets: Vec<(u32, IntervalSet)> = sm_lives
         .into_iter()
         .map(|(sm, v)| (sm, IntervalSet::from_unsorted(v)))
         .collect();
-    let sms = spread(sm_sets.iter().map(|(sm, s)| (*sm, s.len())).collect());
+    let has_sms = !sm_sets.is_empty();
+    let sms = has_sms.then(|| spread(sm_sets.iter().map(|(sm, s)| (*sm, s.len())).collect()));
 
     // Occupancy: +1 / -1 events at each SM's busy runs.
     let mut events: Vec<(Ns, i64)> = Vec::new();
@@ -112,12 +123,14 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
     }
     let peak = sm_occupancy.iter().map(|x| x.1).max().unwrap_or(0);
     let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
-    let tail = sm_occupancy
-        .windows(2)
-        .filter(|w| 2 * w[0].1 >= peak && peak > 0)
-        .map(|w| w[1].0)
-        .max()
-        .map_or(0, |t| end.saturating_sub(t));
+    let tail = has_sms.then(|| {
+        sm_occupancy
+            .windows(2)
+            .filter(|w| 2 * w[0].1 >= peak && peak > 0)
+            .map(|w| w[1].0)
+            .max()
+            .map_or(0, |t| end.saturating_sub(t))
+    });
     Imbalance {
         lanes,
         blocks,

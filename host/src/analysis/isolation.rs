@@ -1,32 +1,70 @@
-//! Compute isolation as tt-metal proposes (reference 004): `compute = kernel length -
-//! blocked`, where blocked time is the **union** of the lanes' waits, never their sum
-//! (lanes wait concurrently; summing would count that time twice and under-report compute).
+//! Compute isolation as tt-metal proposes (reference 004), per block: `compute = length -
+//! blocked`, where a block's blocked time is the **union** of its lanes' waits, never their
+//! sum (the lanes of a block wait concurrently; summing would count that time twice and
+//! under-report compute).
 //!
-//! Waits are known either from timed wait regions, or from wait counters (spin iterations,
-//! one register add per spin). Counters become time through a rate in ns per iteration,
-//! given by the user or fitted from waits that have both a timed region and a sample.
+//! Reference 004 defines the figure for one core whose threads wait at the same time; in a
+//! CUDA kernel the unit whose threads (warp groups) wait for each other is the block. A
+//! union across blocks would be wrong the other way: one block waiting somewhere on the GPU
+//! would mark every other block's time as blocked. So each block gets its own figures, and
+//! the kernel's are their sums (block-time, see [`super::blocks`]).
+//!
+//! Blocked time is the self time of wait-category regions (a region nested in a wait counts
+//! as that region, as in the [`breakdown`](super::breakdown)). Waits are also known from
+//! wait counters (spin iterations, one register add per spin): a counter becomes time
+//! through a rate in ns per iteration, given by the user or fitted from waits that have
+//! both a timed region and a sample.
 
+use super::blocks::{blocks, distribution, Block, Distribution};
 use super::breakdown::{category_time, region_categories};
 use super::categories::{Category, CategoryTable};
 use super::intervals::IntervalSet;
 use crate::model::{Ns, Trace};
 
-/// Compute time of a kernel with its blocked time removed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+/// Compute isolation of one block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BlockIsolation {
+    /// Linear block id.
+    pub block: u32,
+    /// The block's length: its lanes' first to last stamp.
+    pub length_ns: Ns,
+    /// Union of the block's wait-category self time, clipped to its window.
+    pub blocked_ns: Ns,
+    /// `length_ns - blocked_ns`.
+    pub compute_ns: Ns,
+    /// The part of `blocked_ns` during which another group of the block computes: time
+    /// the block's waits are hidden behind its own math (warp specialization). It is why
+    /// `compute_ns` can be far below the breakdown's compute for the same block.
+    pub overlap_ns: Ns,
+    /// Blocked time estimated from the block's counter samples (each sample becomes the
+    /// interval of `iterations x rate` ending at its timestamp; intervals unioned and
+    /// clipped to the window), if a rate is known and the trace has samples.
+    pub blocked_from_counters_ns: Option<Ns>,
+}
+
+/// Compute isolation of a kernel: per block, and summed over blocks.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ComputeIsolation {
-    /// First lane start to last lane end.
-    pub kernel_length: Ns,
-    /// Union of timed wait regions across lanes.
-    pub blocked: Ns,
-    /// The (wrong) sum of wait durations, shown for contrast.
-    pub blocked_sum: Ns,
-    /// `kernel_length - blocked`.
-    pub compute: Ns,
-    /// Blocked time estimated from counter samples (each sample becomes the interval of
-    /// `iterations x rate` ending at its timestamp; intervals unioned), if a rate is known.
-    pub blocked_from_counters: Option<Ns>,
-    /// The rate used, ns per spin iteration.
+    /// Block-time: the sum of the blocks' lengths.
+    pub length_ns: Ns,
+    /// Sum of the blocks' `blocked_ns`.
+    pub blocked_ns: Ns,
+    /// Sum of the blocks' `compute_ns` (= `length_ns - blocked_ns`).
+    pub compute_ns: Ns,
+    /// Sum of the blocks' `overlap_ns`.
+    pub overlap_ns: Ns,
+    /// The (wrong) sum of all wait durations, for contrast with the unions.
+    pub wait_sum_ns: Ns,
+    /// Sum of the blocks' `blocked_from_counters_ns`, if known.
+    pub blocked_from_counters_ns: Option<Ns>,
+    /// The rate the counter estimate used, ns per spin iteration.
     pub ns_per_iteration: Option<f64>,
+    /// How `compute_ns` spreads across blocks.
+    pub compute_spread: Distribution,
+    /// How `blocked_ns` spreads across blocks.
+    pub blocked_spread: Distribution,
+    /// One entry per block, by block id ascending.
+    pub per_block: Vec<BlockIsolation>,
 }
 
 /// Fits ns per spin iteration from counter samples that directly follow a timed wait
@@ -52,52 +90,77 @@ pub fn fit_ns_per_iteration(trace: &Trace, table: &CategoryTable) -> Option<f64>
     (den > 0.0).then(|| num / den)
 }
 
-/// Compute isolation for the whole kernel. `rate` overrides the fitted ns per iteration.
+/// Compute isolation of every block and their sums. `rate` overrides the fitted ns per
+/// iteration.
 pub fn isolate_compute(
     trace: &Trace,
     table: &CategoryTable,
     rate: Option<f64>,
 ) -> ComputeIsolation {
     let cats = region_categories(trace, table);
-    let start = trace.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    let end = trace
-        .lanes
+    let ns_per_iteration = rate.or_else(|| fit_ns_per_iteration(trace, table));
+    let counter_rate = ns_per_iteration.filter(|_| !trace.samples.is_empty());
+    let per_block: Vec<BlockIsolation> = blocks(trace)
         .iter()
-        .map(|l| l.end)
-        .max()
-        .unwrap_or(start)
-        .max(start);
-    let window = IntervalSet::span(start, end);
-    let wait_idx = Category::ALL
-        .iter()
-        .position(|&c| c == Category::Wait)
-        .unwrap_or(1);
-    let ct = category_time(trace, 0..trace.lanes.len(), &cats);
-    let blocked = ct.sets[wait_idx].intersect(&window).len();
-    let blocked_sum = (0..trace.spans.len())
+        .map(|b| isolate_block(trace, b, &cats, counter_rate))
+        .collect();
+    let wait_sum_ns = (0..trace.spans.len())
         .filter(|&i| cats[trace.spans.region[i] as usize] == Category::Wait)
         .map(|i| trace.spans.dur(i))
         .sum();
-    let ns_per_iteration = rate.or_else(|| fit_ns_per_iteration(trace, table));
-    let blocked_from_counters = ns_per_iteration
-        .filter(|_| !trace.samples.is_empty())
-        .map(|r| {
-            let v = (0..trace.samples.len())
-                .map(|k| {
-                    let ts = trace.samples.ts[k];
-                    let len = (trace.samples.value[k] as f64 * r).round() as Ns;
-                    (ts.saturating_sub(len), ts)
-                })
-                .collect();
-            IntervalSet::from_unsorted(v).intersect(&window).len()
-        });
-    let kernel_length = end - start;
     ComputeIsolation {
-        kernel_length,
-        blocked,
-        blocked_sum,
-        compute: kernel_length - blocked,
-        blocked_from_counters,
+        length_ns: per_block.iter().map(|b| b.length_ns).sum(),
+        blocked_ns: per_block.iter().map(|b| b.blocked_ns).sum(),
+        compute_ns: per_block.iter().map(|b| b.compute_ns).sum(),
+        overlap_ns: per_block.iter().map(|b| b.overlap_ns).sum(),
+        wait_sum_ns,
+        blocked_from_counters_ns: counter_rate.map(|_| {
+            per_block
+                .iter()
+                .filter_map(|b| b.blocked_from_counters_ns)
+                .sum()
+        }),
         ns_per_iteration,
+        compute_spread: distribution(per_block.iter().map(|b| b.compute_ns)),
+        blocked_spread: distribution(per_block.iter().map(|b| b.blocked_ns)),
+        per_block,
+    }
+}
+
+/// Compute isolation of one block; `counter_rate` (ns per iteration) turns its samples into
+/// blocked time.
+pub fn isolate_block(
+    trace: &Trace,
+    block: &Block,
+    cats: &[Category],
+    counter_rate: Option<f64>,
+) -> BlockIsolation {
+    let window = IntervalSet::span(block.start, block.end);
+    let idx = |c: Category| Category::ALL.iter().position(|&x| x == c).unwrap_or(0);
+    let ct = category_time(trace, block.lanes.iter().copied(), cats);
+    let blocked = ct.sets[idx(Category::Wait)].intersect(&window);
+    let blocked_ns = blocked.len();
+    let overlap_ns = blocked.intersect(&ct.sets[idx(Category::Compute)]).len();
+    let blocked_from_counters_ns = counter_rate.map(|r| {
+        let v = block
+            .lanes
+            .iter()
+            .flat_map(|&p| trace.lanes[p].samples.clone())
+            .map(|k| {
+                let ts = trace.samples.ts[k];
+                let len = (trace.samples.value[k] as f64 * r).round() as Ns;
+                (ts.saturating_sub(len), ts)
+            })
+            .collect();
+        IntervalSet::from_unsorted(v).intersect(&window).len()
+    });
+    let length_ns = block.length();
+    BlockIsolation {
+        block: block.id,
+        length_ns,
+        blocked_ns,
+        compute_ns: length_ns - blocked_ns,
+        overlap_ns,
+        blocked_from_counters_ns,
     }
 }

@@ -139,6 +139,19 @@ pub fn links(trace: &Trace) -> Vec<Link> {
 /// A block's critical path: leaf span indices (regions with no region nested in them),
 /// from first to last.
 pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
+    critical_path_links(trace, block, links)
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// [`critical_path`] with, for each step, the link whose signal released it (the step is
+/// the last leaf of a wait that was still waiting when the signal came), if any.
+pub fn critical_path_links<'a>(
+    trace: &Trace,
+    block: u32,
+    links: &'a [Link],
+) -> Vec<(usize, Option<&'a Link>)> {
     let s = &trace.spans;
     // Leaves of each lane, ascending: spans are sorted (begin asc, end desc), so a span's
     // children directly follow it; a leaf is not followed by a deeper span.
@@ -194,7 +207,7 @@ pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
     else {
         return vec![];
     };
-    let mut path = vec![cur];
+    let mut path = vec![(cur, released.get(&cur).copied())];
     loop {
         let prev = match released.get(&cur) {
             Some(l) => at(l.from_lane, l.from_ts),
@@ -207,7 +220,7 @@ pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
         match prev {
             // Strictly earlier (end, begin): the walk always terminates.
             Some(p) if (s.end[p], s.begin[p]) < (s.end[cur], s.begin[cur]) => {
-                path.push(p);
+                path.push((p, released.get(&p).copied()));
                 cur = p;
             }
             _ => break,

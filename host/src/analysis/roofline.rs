@@ -141,6 +141,10 @@ pub struct RegionRoofline {
     pub memory_bound: bool,
     /// Achieved over attainable (`min(peak, intensity x bandwidth)`), in percent.
     pub percent_of_roof: f64,
+    /// Whether the achieved rate is above the roof (`percent_of_roof > 100`). No kernel
+    /// beats its GPU's datasheet peak, so such a figure is not a finding but a sign that
+    /// the annotation overstates the work or the GPU preset is the wrong one.
+    pub impossible: bool,
 }
 
 /// Per region while accumulating: count, FLOPs, bytes, and its intervals per SM.
@@ -223,6 +227,7 @@ pub fn roofline(
                 intensity,
                 memory_bound,
                 percent_of_roof,
+                impossible: percent_of_roof > 100.0,
             }
         })
         .collect()

@@ -1,5 +1,5 @@
 //! Analysis tests on hand-built traces whose answers are worked out by hand in comments.
-use super::breakdown::{block_breakdowns, kernel_breakdown, TimeBreakdown};
+use super::breakdown::{block_breakdowns, block_time_breakdown, BlockBreakdown, TimeBreakdown};
 use super::categories::CategoryTable;
 use super::gaps::gaps;
 use super::imbalance::imbalance;
@@ -29,14 +29,21 @@ fn breakdown_unions_lanes_and_exposes_by_priority() {
             lane(0, 3, 0, 50, &[(2, 5, 25), (1, 25, 40)]),
         ],
     );
-    let b = kernel_breakdown(&t, &CategoryTable::default());
+    let b = block_time_breakdown(&t, &CategoryTable::default());
     assert_eq!(
         (b.total, b.compute, b.exposed_wait, b.exposed_load, b.idle),
         (50, 30, 5, 5, 10)
     );
     assert_eq!(sum(&b), b.total);
     let blocks = block_breakdowns(&t, &CategoryTable::default());
-    assert_eq!(blocks, vec![(0, b)]);
+    assert_eq!(
+        blocks,
+        vec![BlockBreakdown {
+            block: 0,
+            start: 0,
+            time: b
+        }]
+    );
 }
 
 #[test]
@@ -46,7 +53,7 @@ fn nested_time_goes_to_the_innermost_region() {
         &["mainloop", "wait_full", "mma"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 100), (1, 10, 30), (2, 40, 90)])],
     );
-    let b = kernel_breakdown(&t, &CategoryTable::default());
+    let b = block_time_breakdown(&t, &CategoryTable::default());
     assert_eq!(
         (b.compute, b.exposed_wait, b.exposed_other, b.idle),
         (50, 20, 30, 0)
@@ -54,21 +61,123 @@ fn nested_time_goes_to_the_innermost_region() {
 }
 
 #[test]
-fn blocked_time_is_a_union_not_a_sum() {
-    // Two lanes wait concurrently on [10,30) and [20,40): blocked = 30, the sum would be 40.
+fn concurrent_waits_of_one_block_count_once() {
+    // Block 0, two groups: g0 waits [10,30) then computes [30,100); g1 waits [20,40) then
+    // computes [40,90). Blocked = [10,40) = 30 (the sum of waits would be 40), compute =
+    // 100 - 30 = 70; of the blocked time, [30,40) has g0 computing: overlap 10.
     let t = trace(
-        &["wait"],
+        &["wait", "mma"],
         vec![
-            lane(0, 0, 0, 100, &[(0, 10, 30)]),
-            lane(1, 1, 0, 100, &[(0, 20, 40)]),
+            lane(0, 0, 0, 100, &[(0, 10, 30), (1, 30, 100)]),
+            lane(0, 0, 0, 100, &[(0, 20, 40), (1, 40, 90)]),
         ],
     );
     let iso = isolate_compute(&t, &CategoryTable::default(), None);
     assert_eq!(
-        (iso.kernel_length, iso.blocked, iso.blocked_sum, iso.compute),
-        (100, 30, 40, 70)
+        (
+            iso.length_ns,
+            iso.blocked_ns,
+            iso.wait_sum_ns,
+            iso.compute_ns,
+            iso.overlap_ns
+        ),
+        (100, 30, 40, 70, 10)
     );
-    assert_eq!(iso.blocked_from_counters, None);
+    assert_eq!(iso.blocked_from_counters_ns, None);
+    assert_eq!(iso.per_block.len(), 1);
+    let b = &iso.per_block[0];
+    assert_eq!(
+        (b.block, b.length_ns, b.blocked_ns, b.compute_ns),
+        (0, 100, 30, 70)
+    );
+    // The breakdown of the same block: compute [30,100), exposed wait [10,30), idle [0,10).
+    let k = block_time_breakdown(&t, &CategoryTable::default());
+    assert_eq!(
+        (k.total, k.compute, k.exposed_wait, k.idle),
+        (100, 70, 20, 10)
+    );
+}
+
+#[test]
+fn blocks_are_measured_separately_and_summed() {
+    // Block 0 (SM 0) waits [0,50) then computes [50,100); block 1 (SM 1) computes over
+    // [20,320). A union across blocks would call [0,50) blocked for the whole GPU (compute
+    // 320 - 50 = 270 of 320); per block, only block 0 is blocked: block-time 100 + 300 =
+    // 400, blocked 50, compute 50 + 300 = 350.
+    let t = trace(
+        &["wait", "mma"],
+        vec![
+            lane(0, 0, 0, 100, &[(0, 0, 50), (1, 50, 100)]),
+            lane(1, 1, 20, 320, &[(1, 20, 320)]),
+        ],
+    );
+    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    let per: Vec<_> = iso
+        .per_block
+        .iter()
+        .map(|b| (b.block, b.length_ns, b.blocked_ns, b.compute_ns))
+        .collect();
+    assert_eq!(per, vec![(0, 100, 50, 50), (1, 300, 0, 300)]);
+    assert_eq!(
+        (iso.length_ns, iso.blocked_ns, iso.compute_ns),
+        (400, 50, 350)
+    );
+    assert_eq!((iso.compute_spread.min, iso.compute_spread.max), (50, 300));
+    let bb = block_breakdowns(&t, &CategoryTable::default());
+    assert_eq!(
+        bb.iter()
+            .map(|b| (b.block, b.start, b.time.total, b.time.compute))
+            .collect::<Vec<_>>(),
+        vec![(0, 0, 100, 50), (1, 20, 300, 300)]
+    );
+    let k = block_time_breakdown(&t, &CategoryTable::default());
+    assert_eq!(k, bb.iter().map(|b| b.time).sum::<TimeBreakdown>());
+    assert_eq!(
+        (k.total, k.compute, k.exposed_wait, k.idle),
+        (400, 350, 50, 0)
+    );
+    assert_eq!(super::blocks::gpu_wall(&t), 320);
+}
+
+#[test]
+fn nested_regions_block_only_for_their_own_time() {
+    // g0: mainloop [0,200) > { wait.x [10,60) > { mma [20,30) }, mma [100,150) };
+    // g1: wait [40,120). Self time: g0 waits [10,20) + [30,60), computes [20,30) +
+    // [100,150), runs the loop's own code [0,10) + [60,100) + [150,200).
+    // Blocked = [10,20) ∪ [30,120) = 100 (the mma inside the wait is not blocked);
+    // compute = 200 - 100 = 100; overlap = [100,120) = 20.
+    let t = trace(
+        &["mainloop", "wait.x", "mma"],
+        vec![
+            lane(
+                0,
+                0,
+                0,
+                200,
+                &[(0, 0, 200), (1, 10, 60), (2, 20, 30), (2, 100, 150)],
+            ),
+            lane(0, 0, 0, 200, &[(1, 40, 120)]),
+        ],
+    );
+    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    assert_eq!(
+        (
+            iso.length_ns,
+            iso.blocked_ns,
+            iso.compute_ns,
+            iso.overlap_ns,
+            iso.wait_sum_ns
+        ),
+        (200, 100, 100, 20, 50 + 80)
+    );
+    // Breakdown: compute [20,30) + [100,150) = 60; exposed wait = blocked minus compute =
+    // [10,20) + [30,100) = 80; other = [0,10) + [150,200) = 60; idle 0.
+    let k = block_time_breakdown(&t, &CategoryTable::default());
+    assert_eq!(
+        (k.compute, k.exposed_wait, k.exposed_other, k.idle, k.total),
+        (60, 80, 60, 0, 200)
+    );
+    assert_eq!(sum(&k), k.total);
 }
 
 #[test]
@@ -81,10 +190,17 @@ fn rate_is_fitted_from_timed_waits_with_samples() {
     let t = trace(&["wait"], vec![l, l2]);
     let rate = fit_ns_per_iteration(&t, &CategoryTable::default()).unwrap();
     assert!((rate - 2.0).abs() < 1e-12, "{rate}");
+    // Per block: block 0 [0,100) + [200,260); block 1 [280,300).
     let iso = isolate_compute(&t, &CategoryTable::default(), None);
-    assert_eq!(iso.blocked_from_counters, Some(100 + 60 + 20));
+    assert_eq!(iso.blocked_from_counters_ns, Some(100 + 60 + 20));
+    let per: Vec<_> = iso
+        .per_block
+        .iter()
+        .map(|b| b.blocked_from_counters_ns)
+        .collect();
+    assert_eq!(per, vec![Some(160), Some(20)]);
     let iso = isolate_compute(&t, &CategoryTable::default(), Some(1.0));
-    assert_eq!(iso.blocked_from_counters, Some(50 + 30 + 10));
+    assert_eq!(iso.blocked_from_counters_ns, Some(50 + 30 + 10));
 }
 
 #[test]
@@ -104,7 +220,12 @@ fn imbalance_finds_the_straggler_and_the_tail() {
     assert_eq!((im.blocks.median, im.blocks.max), (100, 400));
     assert!((im.blocks.max_over_median - 4.0).abs() < 1e-12);
     assert_eq!(im.sm_occupancy, vec![(0, 4), (100, 1), (400, 0)]);
-    assert_eq!(im.tail, 300);
+    assert_eq!(im.tail, Some(300));
+    let sms = im.sms.as_ref().expect("SM ids are known");
+    assert_eq!(
+        (sms.count, sms.min, sms.median, sms.p90, sms.max),
+        (4, 100, 100, 400, 400)
+    );
 }
 
 #[test]
@@ -145,10 +266,19 @@ proptest! {
             lane(k as u32 / 2, k as u32, 0, t + 5, &spans)
         }).collect();
         let t = trace(&["load", "mma", "wait_x", "other"], lanes);
-        let b = kernel_breakdown(&t, &CategoryTable::default());
+        let b = block_time_breakdown(&t, &CategoryTable::default());
         prop_assert_eq!(sum(&b), b.total);
-        for (_, bb) in block_breakdowns(&t, &CategoryTable::default()) {
-            prop_assert_eq!(sum(&bb), bb.total);
+        let bbs = block_breakdowns(&t, &CategoryTable::default());
+        for bb in &bbs {
+            prop_assert_eq!(sum(&bb.time), bb.time.total);
+        }
+        // The kernel's figures are the sums of the blocks'.
+        prop_assert_eq!(bbs.iter().map(|x| x.time).sum::<TimeBreakdown>(), b);
+        let iso = isolate_compute(&t, &CategoryTable::default(), None);
+        prop_assert_eq!(iso.length_ns, b.total);
+        for x in &iso.per_block {
+            prop_assert_eq!(x.compute_ns + x.blocked_ns, x.length_ns);
+            prop_assert!(x.overlap_ns <= x.blocked_ns);
         }
     }
 }
@@ -185,6 +315,12 @@ fn roofline_counts_concurrent_lanes_of_one_sm_once() {
     assert!((r[1].tb_per_s - 1.32).abs() < 1e-9);
     assert!((r[1].percent_of_roof - 100.0 * 1.32 / 3.35).abs() < 1e-9);
     assert!(r[1].memory_bound);
+    assert!(!r[0].impossible && !r[1].impossible);
+    // 1e9 FLOP per mma: 3e9 / 250 x 132 = 1.584e9 FLOP/ns = 1584 TFLOP/s, above the H100's
+    // 989.4 bf16 peak: flagged, not a finding.
+    let over = parse_annotations(r#"{"mma": {"flops": 1e9}}"#).unwrap();
+    let r = roofline(&t, &over, h100);
+    assert!(r[0].percent_of_roof > 100.0 && r[0].impossible, "{r:?}");
     assert!(parse_annotations(r#"{"mma": {"flop": 1}}"#).is_err());
 }
 
@@ -422,4 +558,24 @@ fn self_time_excludes_direct_children_only() {
     assert_eq!(self_times(&t), vec![100 - 40 - 10, 40 - 10, 10, 10, 20]);
     let total: Ns = self_times(&t).iter().sum();
     assert_eq!(total, 120);
+}
+
+#[test]
+fn without_sm_ids_sm_figures_are_not_available() {
+    use super::imbalance::sm_figures_unavailable;
+    let mut t = trace(
+        &["mma"],
+        vec![lane(0, 0, 0, 100, &[]), lane(1, 1, 0, 300, &[])],
+    );
+    for l in &mut t.lanes {
+        l.sm = None;
+    }
+    let im = imbalance(&t);
+    assert_eq!((im.sms.clone(), im.tail), (None, None));
+    assert!(im.sm_occupancy.is_empty());
+    assert_eq!((im.blocks.count, im.blocks.max), (2, 300));
+    assert_eq!(
+        sm_figures_unavailable(WireFormat::Tvm),
+        "n/a (the TVM format records no SM ids)"
+    );
 }

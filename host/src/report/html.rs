@@ -2,10 +2,11 @@
 
 use super::regions::region_table;
 use super::svg::{bars, esc, fmt_ns, heat_map, histogram, stacked_bar};
-use crate::analysis::breakdown::{kernel_breakdown, region_categories};
+use crate::analysis::blocks::{blocks, distribution, gpu_wall};
+use crate::analysis::breakdown::{block_breakdowns, region_categories, TimeBreakdown};
 use crate::analysis::categories::CategoryTable;
 use crate::analysis::gaps::gaps;
-use crate::analysis::imbalance::imbalance;
+use crate::analysis::imbalance::{imbalance, sm_figures_unavailable};
 use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
@@ -114,7 +115,7 @@ fn launch<W: Write>(
     let src = &t.source;
     writeln!(
         out,
-        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · kernel {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
+        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
         esc(label),
         src.format,
         src.version,
@@ -130,27 +131,7 @@ fn launch<W: Write>(
         t.diagnostics.unmatched_end.len()
     )?;
 
-    // Breakdown.
-    let b = kernel_breakdown(t, &opts.categories);
-    let parts = [
-        ("compute", b.compute, COLORS[0]),
-        ("wait", b.exposed_wait, COLORS[1]),
-        ("load", b.exposed_load, COLORS[2]),
-        ("store", b.exposed_store, COLORS[3]),
-        ("comm", b.exposed_comm, COLORS[4]),
-        ("other", b.exposed_other, COLORS[5]),
-        ("idle", b.idle, COLORS[6]),
-    ];
-    let iso = isolate_compute(t, &opts.categories, None);
-    writeln!(
-        out,
-        "<h3>Where the time goes</h3><div id=\"breakdown-{n}\">{}</div><p class=\"meta\">Compute isolation: kernel {} − blocked {} (union of waits; their sum would be {}) = compute {}.</p>",
-        stacked_bar(&parts, 1000),
-        fmt_ns(iso.kernel_length as f64),
-        fmt_ns(iso.blocked as f64),
-        fmt_ns(iso.blocked_sum as f64),
-        fmt_ns(iso.compute as f64)
-    )?;
+    breakdown_section(out, n, t, opts)?;
 
     // Regions, by self time; the histograms follow the table's order.
     let cats = region_categories(t, &opts.categories);
@@ -206,28 +187,7 @@ fn launch<W: Write>(
         )
     )?;
 
-    // Imbalance.
-    let im = imbalance(t);
-    let mut blocks: HashMap<u32, (Ns, Ns)> = HashMap::new();
-    for l in &t.lanes {
-        let e = blocks.entry(l.block).or_insert((l.start, l.end));
-        e.0 = e.0.min(l.start);
-        e.1 = e.1.max(l.end);
-    }
-    let mut bd: Vec<(String, u64)> = blocks
-        .into_iter()
-        .map(|(b, (s, e))| (format!("block {b}"), e - s))
-        .collect();
-    bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    writeln!(
-        out,
-        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block durations, slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {:.2}. Last-wave tail: {}.</p>",
-        bars(&bd, im.blocks.median, 1000, 120, COLORS[0]),
-        fmt_ns(im.blocks.median as f64),
-        im.blocks.max_over_median,
-        im.sms.max_over_median,
-        fmt_ns(im.tail as f64)
-    )?;
+    imbalance_section(out, n, t)?;
 
     // Gaps.
     let g = gaps(t);
@@ -252,6 +212,17 @@ fn launch<W: Write>(
     if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
         writeln!(out, "<h3>Roofline ({})</h3><table id=\"roofline-{n}\"><tr><th>region</th><th>count</th><th>TFLOP/s</th><th>TB/s</th><th>FLOP/B</th><th>bound</th><th>% of roof</th></tr>", gpu.name)?;
         for r in roofline(t, &opts.work, gpu) {
+            if r.impossible {
+                writeln!(
+                    out,
+                    "<tr class=\"impossible\"><td>{}</td><td>{}</td><td colspan=\"5\">impossible: {:.1}% of the {} roof, which no kernel reaches; check the annotation or the GPU preset</td></tr>",
+                    esc(&r.name),
+                    r.count,
+                    r.percent_of_roof,
+                    gpu.name
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td><td>{:.1}%</td></tr>",
@@ -267,6 +238,92 @@ fn launch<W: Write>(
         writeln!(out, "</table>")?;
     }
     writeln!(out, "</section>")
+}
+
+/// The breakdown per block, summed (block-time), with compute isolation: the same figures
+/// and words as `ikp analyze`.
+fn breakdown_section<W: Write>(
+    out: &mut W,
+    n: usize,
+    t: &Trace,
+    opts: &ReportOptions,
+) -> io::Result<()> {
+    let bbs = block_breakdowns(t, &opts.categories);
+    let b: TimeBreakdown = bbs.iter().map(|x| x.time).sum();
+    let parts = b.parts();
+    let bar: Vec<(String, u64, &str)> = parts
+        .iter()
+        .zip(COLORS)
+        .map(|(&(k, v), c)| (k.replace('_', " "), v, c))
+        .collect();
+    let bar: Vec<(&str, u64, &str)> = bar.iter().map(|(k, v, c)| (k.as_str(), *v, *c)).collect();
+    writeln!(
+        out,
+        "<h3>Where the time goes</h3><p class=\"meta\">Block-time {}: the sum over {} blocks of each block's first-to-last stamp; shares are of it. GPU wall time (first to last stamp of any block): {}.</p><div id=\"breakdown-{n}\">{}</div>",
+        fmt_ns(b.total as f64),
+        bbs.len(),
+        fmt_ns(gpu_wall(t) as f64),
+        stacked_bar(&bar, 1000)
+    )?;
+    writeln!(
+        out,
+        "<table id=\"breakdown-table-{n}\"><tr><th>part</th><th>block-time</th><th>share</th><th>per block: min</th><th>median</th><th>p90</th><th>max</th></tr>"
+    )?;
+    for (k, &(name, v)) in parts.iter().enumerate() {
+        let d = distribution(bbs.iter().map(|x| x.time.parts()[k].1));
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            name.replace('_', " "),
+            fmt_ns(v as f64),
+            100.0 * v as f64 / b.total.max(1) as f64,
+            fmt_ns(d.min as f64),
+            fmt_ns(d.median as f64),
+            fmt_ns(d.p90 as f64),
+            fmt_ns(d.max as f64)
+        )?;
+    }
+    let iso = isolate_compute(t, &opts.categories, None);
+    writeln!(
+        out,
+        "</table><p class=\"meta\">In a block, a part is time some group spends in it and no earlier part covers. Compute isolation, per block then summed (block length − union of its groups' waits): block-time {} − blocked {} = compute {} ({:.1}% of block-time); summing waits instead of uniting them would give {} blocked. Of the blocked time, {} ({:.1}%) had another group of the block computing: waits hidden behind the block's own math. Per block compute, min / median / p90 / max: {} / {} / {} / {}.</p>",
+        fmt_ns(iso.length_ns as f64),
+        fmt_ns(iso.blocked_ns as f64),
+        fmt_ns(iso.compute_ns as f64),
+        100.0 * iso.compute_ns as f64 / iso.length_ns.max(1) as f64,
+        fmt_ns(iso.wait_sum_ns as f64),
+        fmt_ns(iso.overlap_ns as f64),
+        100.0 * iso.overlap_ns as f64 / iso.blocked_ns.max(1) as f64,
+        fmt_ns(iso.compute_spread.min as f64),
+        fmt_ns(iso.compute_spread.median as f64),
+        fmt_ns(iso.compute_spread.p90 as f64),
+        fmt_ns(iso.compute_spread.max as f64)
+    )
+}
+
+/// Block lengths, slowest first, with the SM figures or why there are none.
+fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
+    let im = imbalance(t);
+    let mut bd: Vec<(String, u64)> = blocks(t)
+        .iter()
+        .map(|b| (format!("block {}", b.id), b.length()))
+        .collect();
+    bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let na = sm_figures_unavailable(t.source.format);
+    let sms = im
+        .sms
+        .as_ref()
+        .map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
+    let tail = im.tail.map_or(na.to_string(), |x| fmt_ns(x as f64));
+    writeln!(
+        out,
+        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
+        bars(&bd, im.blocks.median, 1000, 120, COLORS[0]),
+        fmt_ns(im.blocks.median as f64),
+        im.blocks.max_over_median,
+        esc(&sms),
+        esc(&tail)
+    )
 }
 
 /// Fraction of each SM's (or block's) lanes inside a top-level region, per time column.

@@ -3,16 +3,21 @@
 //! # Format
 //! A single HTML5 file, UTF-8, with inline CSS and inline SVG charts, no JavaScript and no
 //! external resources (it opens from disk, attaches to a bug report, renders offline). Per
-//! launch it has: a header line (format, grid, lanes, kernel length, drops, unmatched), the
-//! timeline breakdown as a stacked bar with the compute-isolation figures, a region table
+//! launch it has: a header line (format, grid, lanes, GPU wall time, drops, unmatched), the
+//! timeline breakdown per block summed over blocks (block-time, as `ikp analyze` reports
+//! it) as a stacked bar and a table with each part's spread across blocks, the
+//! compute-isolation figures (per block, summed), a region table
 //! (category, count, self time, self % of the lane time, cumulative %, inclusive time,
 //! mean, p50, p99; by self time, then a row `(outside any region)`, so `self %` sums to
 //! 100; terms in [`crate::definitions`]) with a note on its columns, a histogram per
 //! region in the table's order, a
 //! per-SM (per-block without SM ids) heat map of busy lanes over time, the block-duration
-//! imbalance chart with its median, the largest gaps, and, given annotations, the roofline.
+//! imbalance chart with its median and the SM figures ("n/a (why)" without SM ids), the
+//! largest gaps, and, given annotations, the roofline (a rate above the roof is a flagged
+//! row, not figures).
 //! With several launches, an `across` section first compares regions over all of them.
-//! Element ids are stable (`launch-N`, `regions-N`, `heatmap-N`, ...) for scripted checks.
+//! Element ids are stable (`launch-N`, `breakdown-N`, `breakdown-table-N`, `regions-N`,
+//! `heatmap-N`, ...) for scripted checks.
 
 mod html;
 pub mod plot;

@@ -5,8 +5,11 @@
 //! An .xlsx workbook, one set of sheets per launch (suffix `_N` when there are several):
 //! - `gpu_timeline`: `type`, `time ms`, `percent`: `computation_time`, `exposed_wait_time`,
 //!   `exposed_load_time`, `exposed_store_time`, `exposed_comm_time`, `exposed_other_time`,
-//!   `busy_time`, `idle_time`, `total_time`, then `total_<category>_time` (the union of that
-//!   category before exposure). computation + exposed_* + idle = total, exactly.
+//!   `busy_time`, `idle_time`, `total_time`, then `total_<category>_time` (per block, the
+//!   union of that category before exposure). All in block-time: each figure is the sum
+//!   over blocks of that figure for the block (see [`crate::analysis::blocks`]), and
+//!   `total_time` the sum of the block lengths, so `percent` is a share of block-time.
+//!   computation + exposed_* + idle = total, exactly.
 //! - `regions`: one row per span (up to the sheet's row limit): `lane`, `block`, `group`,
 //!   `sm`, `warp`, `name`, `category`, `payload`, `begin us` (from the launch start),
 //!   `dur us`, `self us`.
@@ -27,7 +30,9 @@
 //! definitions of [`crate::definitions`], the same figures as every other output.
 
 use super::ReportOptions;
-use crate::analysis::breakdown::{category_time, kernel_breakdown, region_categories, self_times};
+use crate::analysis::breakdown::{
+    block_time_breakdown, block_time_by_category, region_categories, self_times,
+};
 use crate::analysis::categories::Category;
 use crate::analysis::roofline::roofline;
 use crate::model::Trace;
@@ -73,7 +78,7 @@ pub fn xlsx_bytes(launches: &[(&str, &Trace)], opts: &ReportOptions) -> Result<V
 
 fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Result<(), XlsxError> {
     let cats = region_categories(t, &opts.categories);
-    let b = kernel_breakdown(t, &opts.categories);
+    let b = block_time_breakdown(t, &opts.categories);
     let ms = |ns: u64| ns as f64 / 1e6;
     let us = |ns: u64| ns as f64 / 1e3;
     let pct = |ns: u64| {
@@ -99,9 +104,9 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
         ("idle_time".into(), b.idle),
         ("total_time".into(), b.total),
     ];
-    let ct = category_time(t, 0..t.lanes.len(), &cats);
+    let by_cat = block_time_by_category(t, &opts.categories);
     for (k, c) in Category::ALL.iter().enumerate().skip(1) {
-        rows.push((format!("total_{}_time", c.name()), ct.sets[k].len()));
+        rows.push((format!("total_{}_time", c.name()), by_cat[k]));
     }
     for (r, (name, v)) in rows.iter().enumerate() {
         let r = r as u32 + 1;

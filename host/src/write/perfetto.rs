@@ -98,6 +98,18 @@
 //!    written, and not at all when no channel has both a `signal.` and a `wait.` region
 //!    ([`links::may_link`]): such traces are written byte for byte as before, by the same
 //!    event loop (the flow lookups are compiled out of it).
+//! 5. **Critical path** (only with [`PerfettoOptions::critical_path`]): after a launch's
+//!    lanes, a track `critical path · block B (slowest)` under the launch's root, first
+//!    among its children (`sibling_order_rank = -1`), holding the critical path of the
+//!    slowest block ([`links::critical_path`]) as slices on sequence 1 with absolute
+//!    timestamps and plain (not interned) names: one `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END`
+//!    pair per step, named after the step's region, category `critical_path`, debug
+//!    annotations `step` (1-based), `track` (`block B · group G (warp W, SM S)`),
+//!    `dur_ns` (the step's whole duration) and, for a wait released by another group's
+//!    signal, `waited_on` (`<signal region> from <track>`). Steps overlap (a wait begins
+//!    before what releases it), so each slice covers the step from the later of its begin
+//!    and the previous step's end: the slices tile the path without overlapping. Without
+//!    the option nothing of this is written.
 //!
 //! **Track UUIDs** are 1, 2, 3, ... in the order descriptors are written: the same input
 //! and options give byte-identical output.
@@ -121,6 +133,7 @@
 //!
 //! [`Source::time_base`]: crate::model::Source::time_base
 
+mod critical;
 mod enc;
 mod flows;
 
@@ -182,6 +195,10 @@ pub struct PerfettoOptions {
     pub launch_layout: LaunchLayout,
     /// Plain or compressed packets.
     pub compression: Compression,
+    /// Also draw the critical path of each launch's slowest block on a track of its own
+    /// (see the module's `# Format`, item 5). Needs the spans: [`write_perfetto_streamed`]
+    /// ignores it.
+    pub critical_path: bool,
 }
 
 /// One decoded buffer to write, with the label its root track gets (usually the file name).
@@ -219,6 +236,8 @@ pub struct PerfettoStats {
     pub counter_values: u64,
     /// Flows written: signal → wait links drawn as arrows (see the module's `# Format`).
     pub flows: u64,
+    /// Critical-path steps drawn on the critical-path tracks (0 unless asked for).
+    pub critical_path_steps: u64,
 }
 
 /// Why a Perfetto trace could not be written.
@@ -266,7 +285,10 @@ pub fn write_perfetto<W: io::Write>(
             (_, true) => format!("launch {k}"),
         };
         let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
-        w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+        let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+        if opts.critical_path {
+            w.critical_path_track(launch.trace, *clock, root)?;
+        }
         flow_base += launch.trace.spans.len() as u64;
     }
     w.finish()
@@ -873,7 +895,7 @@ impl<W: io::Write> Writer<W> {
         k: usize,
         by: GroupBy,
         mut lanes_from: Lanes<'_>,
-    ) -> Result<(), PerfettoError> {
+    ) -> Result<u64, PerfettoError> {
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
         self.prepare_names(
@@ -943,7 +965,7 @@ impl<W: io::Write> Writer<W> {
                 i = j;
             }
         }
-        Ok(())
+        Ok(root)
     }
 
     /// Builds the `interned_data` bytes of every region id the launch uses.

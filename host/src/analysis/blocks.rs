@@ -1,0 +1,138 @@
+//! Blocks: the unit every per-kernel figure is built from.
+//!
+//! A CUDA block owns its warp groups (its lanes) the way a core owns its threads in
+//! reference 004: they share one SM's resources and wait for each other. So "while one of
+//! them waits, the others may still compute" is a statement about one block, never about
+//! the GPU: two blocks on different SMs say nothing about each other's time. Analyses
+//! therefore work block by block first, and a kernel-level figure is a **sum over blocks**
+//! ("block-time"), whose shares are shares of the summed block lengths. The distribution
+//! across blocks ([`Distribution`]) says whether that sum hides a few outliers.
+//!
+//! The one whole-GPU figure kept is the **GPU wall time** ([`gpu_wall`]): the first stamp of
+//! any block to the last, which answers "how long did the launch take".
+
+use crate::model::{Ns, Trace};
+use std::collections::BTreeMap;
+
+/// One block's lanes and window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Linear block id.
+    pub id: u32,
+    /// Positions of its lanes in [`Trace::lanes`], ascending.
+    pub lanes: Vec<usize>,
+    /// Its lanes' first stamp (the earliest lane start).
+    pub start: Ns,
+    /// Its lanes' last stamp (the latest lane end), never before `start`.
+    pub end: Ns,
+}
+
+impl Block {
+    /// `end - start`: the block's length.
+    pub fn length(&self) -> Ns {
+        self.end - self.start
+    }
+}
+
+/// Every block that has a lane, by block id ascending.
+pub fn blocks(trace: &Trace) -> Vec<Block> {
+    let mut by_id: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (p, l) in trace.lanes.iter().enumerate() {
+        by_id.entry(l.block).or_default().push(p);
+    }
+    by_id
+        .into_iter()
+        .map(|(id, lanes)| {
+            let start = lanes
+                .iter()
+                .map(|&p| trace.lanes[p].start)
+                .min()
+                .unwrap_or(0);
+            let end = lanes
+                .iter()
+                .map(|&p| trace.lanes[p].end)
+                .max()
+                .unwrap_or(start)
+                .max(start);
+            Block {
+                id,
+                lanes,
+                start,
+                end,
+            }
+        })
+        .collect()
+}
+
+/// The slowest block: the longest, the lowest id among equals (the block analyses of a
+/// single block, such as the critical path, look at). `None` without lanes.
+pub fn slowest_block(trace: &Trace) -> Option<Block> {
+    blocks(trace)
+        .into_iter()
+        .min_by_key(|b| (std::cmp::Reverse(b.length()), b.id))
+}
+
+/// GPU wall time: first lane start to last lane end over the whole launch (0 without
+/// lanes). A whole-GPU figure: use it for "how long did the launch take", never as the
+/// denominator of a per-block share.
+pub fn gpu_wall(trace: &Trace) -> Ns {
+    let start = trace.lanes.iter().map(|l| l.start).min().unwrap_or(0);
+    let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(start);
+    end.saturating_sub(start)
+}
+
+/// How one figure spreads across blocks (or any set of keys), in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Distribution {
+    /// Smallest value.
+    pub min: Ns,
+    /// Lower median: the `⌈n/2⌉`-th smallest value.
+    pub median: Ns,
+    /// 90th percentile, nearest rank: the `⌈0.9·n⌉`-th smallest value.
+    pub p90: Ns,
+    /// Largest value.
+    pub max: Ns,
+}
+
+/// The distribution of `values`; all zero when there are none. Every figure is one of the
+/// values (nearest rank, no interpolation), so it can be traced back to a block.
+pub fn distribution(values: impl IntoIterator<Item = Ns>) -> Distribution {
+    let mut v: Vec<Ns> = values.into_iter().collect();
+    if v.is_empty() {
+        return Distribution::default();
+    }
+    v.sort_unstable();
+    let n = v.len();
+    let rank = |num: usize, den: usize| v[(n * num).div_ceil(den).max(1) - 1];
+    Distribution {
+        min: v[0],
+        median: rank(1, 2),
+        p90: rank(9, 10),
+        max: v[n - 1],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_distribution() {
+        assert_eq!(distribution([]), Distribution::default());
+        assert_eq!(
+            distribution([7]),
+            Distribution {
+                min: 7,
+                median: 7,
+                p90: 7,
+                max: 7
+            }
+        );
+        // 1..=10: lower median 5, p90 = 9th value, max 10.
+        let d = distribution((1..=10).rev());
+        assert_eq!((d.min, d.median, d.p90, d.max), (1, 5, 9, 10));
+        // 1..=11: median 6th = 6, p90 = ⌈9.9⌉ = 10th value.
+        let d = distribution(1..=11);
+        assert_eq!((d.median, d.p90), (6, 10));
+    }
+}
