@@ -71,6 +71,9 @@
 //! # Not region shares
 //!
 //! The timeline breakdown (`ikp analyze`, the report's "Where the time goes" bar, the
-//! xlsx `gpu_timeline` sheet) is another figure: wall time of the kernel window, with the
-//! lanes' self times merged by category as unions of intervals, so its percentages are of
-//! the kernel's length, not of lane time (see [`crate::analysis::breakdown`]).
+//! xlsx `gpu_timeline` sheet) is another figure: per block, the block's window (first to
+//! last stamp of its groups) split by category, the groups' self times merged as unions
+//! of intervals; then summed over blocks. Its percentages are of **block-time** (the sum of
+//! the blocks' lengths), not of lane time (see [`crate::analysis::breakdown`] and
+//! [`crate::analysis::kernel`]). Compute isolation is per block too: block length minus
+//! the union of its groups' waits.

@@ -4,7 +4,7 @@ use super::regions::region_table;
 use super::svg::{bars, esc, fmt_ns, heat_map, histogram, stacked_bar};
 use crate::analysis::blocks::{blocks, distribution, gpu_wall};
 use crate::analysis::breakdown::{block_breakdowns, region_categories, TimeBreakdown};
-use crate::analysis::categories::CategoryTable;
+use crate::analysis::categories::{Category, CategoryTable};
 use crate::analysis::gaps::gaps;
 use crate::analysis::imbalance::{imbalance, sm_figures_unavailable};
 use crate::analysis::isolation::isolate_compute;
@@ -31,6 +31,9 @@ pub struct ReportOptions {
     pub heat_columns: usize,
 }
 
+/// Histograms shown: the regions with the most self time.
+const HISTOGRAMS: usize = 12;
+
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1180px}\
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}\
 h3{font-size:15px;margin-top:22px}table{border-collapse:collapse;font-size:13px}\
@@ -39,9 +42,17 @@ td:first-child,th:first-child,td.l,th.l{text-align:left}td{font-variant-numeric:
 tr.outside td{color:#555;font-style:italic}.meta{color:#555;font-size:13px}\
 .hists{display:flex;flex-wrap:wrap;gap:18px}.hist{font-size:12px}";
 
+/// One colour per part of the breakdown, in [`TimeBreakdown::parts`] order: the first six
+/// are also the region categories, in [`Category::ALL`] order, so a region's histogram has
+/// the colour of its category in the breakdown.
 const COLORS: [&str; 7] = [
     "#4c78a8", "#e45756", "#f58518", "#72b7b2", "#b279a2", "#9d9d9d", "#eeeeee",
 ];
+
+/// The colour of category `c`, as in the breakdown's legend.
+fn category_color(c: Category) -> &'static str {
+    COLORS[Category::ALL.iter().position(|&x| x == c).unwrap_or(5)]
+}
 
 /// Writes the report for `launches` (label, trace) to `out`.
 pub fn write_html<W: Write>(
@@ -117,7 +128,10 @@ fn launch<W: Write>(
         out,
         "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
         esc(label),
-        src.format,
+        match src.format {
+            crate::model::WireFormat::Ikp => "ikp format",
+            crate::model::WireFormat::Tvm => "TVM format",
+        },
         src.version,
         src.grid[0],
         src.grid[1],
@@ -150,21 +164,25 @@ fn launch<W: Write>(
         .filter_map(|row| row.region)
         .map(|r| (r.region, &by_region[&r.region].0))
         .collect();
+    let shown = rows.len().min(HISTOGRAMS);
     writeln!(
         out,
-        "<h3>Durations</h3><div class=\"hists\" id=\"hists-{n}\">"
+        "<h3>Durations</h3><p class=\"meta\">Span durations of the {shown} regions with the most self time{}, in the table's order: whole spans (nested regions included), {} bins over each region's own range; bar height: share of the region's occurrences; colour: the region's category, as in the breakdown above.</p><div class=\"hists\" id=\"hists-{n}\">",
+        if rows.len() > shown { format!(" (of {})", rows.len()) } else { String::new() },
+        opts.hist_bins.max(1)
     )?;
-    for (k, (r, v)) in rows.iter().take(12).enumerate() {
+    for (r, v) in rows.iter().take(HISTOGRAMS) {
         writeln!(
             out,
-            "<div class=\"hist\"><b>{}</b> ({} occurrences)<br>{}</div>",
+            "<div class=\"hist\"><b>{}</b> ({} occurrences, {})<br>{}</div>",
             esc(&t.names.region(*r)),
             v.len(),
+            esc(cats[*r as usize].name()),
             histogram(
                 &stats::histogram(v, opts.hist_bins.max(1) as u32),
-                260,
+                270,
                 80,
-                COLORS[k % 6]
+                category_color(cats[*r as usize])
             )
         )?;
     }
@@ -180,10 +198,8 @@ fn launch<W: Write>(
             &rows_hm,
             1000,
             if rows_hm.len() > 60 { 4 } else { 10 },
-            &format!(
-                "time → ({} per column)",
-                fmt_ns((end - start) as f64 / cols as f64)
-            )
+            end - start,
+            &format!("of the {what}'s groups inside a top-level region")
         )
     )?;
 
@@ -304,11 +320,13 @@ fn breakdown_section<W: Write>(
 /// Block lengths, slowest first, with the SM figures or why there are none.
 fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
     let im = imbalance(t);
-    let mut bd: Vec<(String, u64)> = blocks(t)
-        .iter()
-        .map(|b| (format!("block {}", b.id), b.length()))
-        .collect();
+    let mut bd: Vec<(u32, u64)> = blocks(t).iter().map(|b| (b.id, b.length())).collect();
+    // Slowest first; ties by block id, so the order is the same on every run.
     bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let bd: Vec<(String, u64)> = bd
+        .into_iter()
+        .map(|(id, len)| (format!("block {id}"), len))
+        .collect();
     let na = sm_figures_unavailable(t.source.format);
     let sms = im
         .sms
@@ -318,7 +336,14 @@ fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<(
     writeln!(
         out,
         "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
-        bars(&bd, im.blocks.median, 1000, 120, COLORS[0]),
+        bars(
+            &bd,
+            ("median", im.blocks.median),
+            1000,
+            120,
+            COLORS[0],
+            "block length, one bar per block, slowest first (ties by block id)"
+        ),
         fmt_ns(im.blocks.median as f64),
         im.blocks.max_over_median,
         esc(&sms),

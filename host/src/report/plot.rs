@@ -10,7 +10,7 @@
 //!
 //! `<name>` keeps ASCII letters, digits, `-` and `_`; other characters become `_`.
 
-use super::svg::{esc, fmt_ns, histogram};
+use super::svg::{esc, fmt_ns, histogram, x_axis, y_axis, AXIS_W};
 use crate::model::Trace;
 use crate::stats::{self, durations_by_region};
 use std::collections::BTreeMap;
@@ -89,7 +89,7 @@ pub fn plots(trace: &Trace, bins: u32, top_blocks: usize) -> Vec<Plot> {
             file: format!("blocks_region_{r}_{}.svg", safe(&name)),
             svg: document(
                 &format!(
-                    "{name}: per-block distributions (top {} blocks)",
+                    "{name}: durations per block, {} blocks with the most occurrences (ties: by block id)",
                     blocks.len()
                 ),
                 &overlay(&blocks, h.min, h.max, bins),
@@ -122,11 +122,32 @@ fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
         .cloned()
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE);
-    let bw = w / bins as f64;
+    // The curves are drawn right of a y axis (share of each block's occurrences per bin).
+    let x0 = AXIS_W as f64;
+    let bw = (w - x0) / bins as f64;
     let mut s = String::new();
     let _ = write!(
         s,
-        "<rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#ccc\"/>"
+        "<rect x=\"{x0}\" y=\"0\" width=\"{}\" height=\"{h}\" fill=\"none\" stroke=\"#ccc\"/>",
+        w - x0
+    );
+    y_axis(
+        &mut s,
+        x0,
+        h,
+        peak,
+        &[(0.0, "0%".into()), (peak, format!("{:.0}%", 100.0 * peak))],
+    );
+    x_axis(
+        &mut s,
+        x0,
+        w,
+        h,
+        &[
+            (0.0, fmt_ns(lo as f64)),
+            (0.5, fmt_ns((lo + hi) as f64 / 2.0)),
+            (1.0, fmt_ns(hi as f64)),
+        ],
     );
     for (k, c) in curves.iter().enumerate() {
         let mut pts = String::new();
@@ -135,8 +156,8 @@ fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
             let _ = write!(
                 pts,
                 "{:.1},{y:.1} {:.1},{y:.1} ",
-                i as f64 * bw,
-                (i + 1) as f64 * bw
+                x0 + i as f64 * bw,
+                x0 + (i + 1) as f64 * bw
             );
         }
         let _ = write!(
@@ -146,14 +167,6 @@ fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
             pts.trim_end()
         );
     }
-    let _ = write!(
-        s,
-        "<text x=\"0\" y=\"{}\" font-size=\"10\">{}</text><text x=\"{w}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-        h + 12.0,
-        fmt_ns(lo as f64),
-        h + 12.0,
-        fmt_ns(hi as f64)
-    );
     for (k, (b, d)) in blocks.iter().enumerate() {
         let x = (k % 6) as f64 * 100.0;
         let y = h + 28.0 + (k / 6) as f64 * 14.0;
@@ -198,7 +211,8 @@ mod tests {
         // mma: durations 10, 20, 20, 20 over [10, 20] in 4 bins: 25% in bin 0, 75% in bin 3.
         assert!(p[0].svg.contains("4 occurrences"));
         assert!(
-            p[0].svg.contains(": 25.0%</title>") && p[0].svg.contains(": 75.0%</title>"),
+            p[0].svg.contains(": 25.0% of occurrences</title>")
+                && p[0].svg.contains(": 75.0% of occurrences</title>"),
             "{}",
             p[0].svg
         );

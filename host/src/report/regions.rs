@@ -49,7 +49,7 @@ pub(super) fn region_table<'a, W: Write>(
     }
     writeln!(
         out,
-        "</table><p class=\"meta\">self: time in the region itself, nested regions excluded. self %: its share of the lane time, {} over {} lanes (each from its first to its last stamp), so the column sums to 100 %; cum %: running sum. incl., mean, p50, p99: whole spans, nested regions included. (The timeline breakdown above is another figure: the kernel's wall time, lanes merged.)</p>",
+        "</table><p class=\"meta\">self: time in the region itself, nested regions excluded. self %: its share of the lane time, {} over {} lanes (each from its first to its last stamp), so the column sums to 100 %; cum %: running sum. incl., mean, p50, p99: whole spans, nested regions included. (The breakdown above is another figure: block-time, each block's groups merged.)</p>",
         fmt_ns(shares.lane_time as f64),
         shares.lanes
     )
