@@ -575,12 +575,29 @@ fn a_dash_is_standard_output_for_one_output_at_a_time() {
     let v: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("the summary JSON on stdout");
     assert_eq!(v["trace"], "attention.ikp");
+    assert_eq!(v["buffer"], "attention.ikp");
     assert!(!Path::new("-").exists(), "a file named - was written");
     // Beside a file output, which still gets its line.
     let csv = d.path().join("a.csv");
     let o = ikp(&["decode", s(&sample), "--chrome", "-", "--csv", s(&csv)]);
     assert!(o.status.success() && csv.is_file(), "{o:?}");
     assert!(serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok());
+    // With a Chrome trace file, `trace` names it and `buffer` still names the buffer.
+    let (chrome, summary) = (d.path().join("t.json"), d.path().join("s.json"));
+    let o = ikp(&[
+        "decode",
+        s(&sample),
+        "--chrome",
+        s(&chrome),
+        "--summary",
+        s(&summary),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(
+        (v["trace"].as_str(), v["buffer"].as_str()),
+        (Some("t.json"), Some("attention.ikp"))
+    );
     // Two outputs cannot share it; a directory cannot go there.
     for args in [
         ["--chrome", "-", "--csv", "-"],

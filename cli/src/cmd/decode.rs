@@ -276,8 +276,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         })?;
     }
     if let Some(p) = &a.summary {
+        let mut doc = write::summary::summarize(&trace, &opt, &trace_name);
+        doc.buffer = Some(write::file_name(&a.input.buf));
         emit(p, a.quiet, |mut w| {
-            write::summary::write_summary(&trace, &opt, &trace_name, &mut w)
+            write::summary::write_summary_doc(&doc, &mut w)
         })?;
     }
     if let Some(p) = &a.block_dists {

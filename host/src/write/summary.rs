@@ -5,6 +5,8 @@
 //! A pretty-printed JSON object. Durations are ns times [`TraceWriteOptions::scale`].
 //! ```text
 //! trace                 name of the Chrome trace written beside it (or the buffer)
+//! buffer                the buffer file it was decoded from (`ikp decode`; absent when
+//!                       a session wrote it from device memory)
 //! format                "ikp" | "tvm"
 //! displayTimeUnit       "ns"
 //! scale                 the scale
@@ -277,6 +279,10 @@ pub struct SummaryFilters {
 pub struct Summary {
     /// Trace name.
     pub trace: String,
+    /// The buffer file the summary was decoded from (`ikp decode` sets it; absent when the
+    /// buffer came straight from a session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<String>,
     /// Wire format.
     pub format: WireFormat,
     /// Always "ns".
@@ -469,6 +475,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         .collect();
     Summary {
         trace: trace_name.to_owned(),
+        buffer: None,
         format: trace.source.format,
         displayTimeUnit: "ns",
         scale: k,
@@ -525,8 +532,12 @@ pub fn write_summary<W: Write>(
     trace_name: &str,
     w: &mut W,
 ) -> io::Result<()> {
-    let s = summarize(trace, opt, trace_name);
-    serde_json::to_writer_pretty(&mut *w, &s)?;
+    write_summary_doc(&summarize(trace, opt, trace_name), w)
+}
+
+/// Writes a summary made by [`summarize`] (and completed, e.g. with its `buffer`) to `w`.
+pub fn write_summary_doc<W: Write>(s: &Summary, w: &mut W) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, s)?;
     w.write_all(b"\n")
 }
 
