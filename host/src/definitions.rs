@@ -68,6 +68,24 @@
 //! lanes weights each lane by how long it ran, as a sampling profiler weights each thread
 //! by its samples.
 //!
+//! # Block-time figures (`ikp analyze`, the report's "Where the time goes")
+//!
+//! - **Block length**: a block's first stamp to its last, over its groups (lanes).
+//! - **Block-time**: the block lengths, summed over blocks: the total of every kernel-level
+//!   share of `ikp analyze`. **GPU wall time** (first stamp of any block to the last) is
+//!   the launch's duration; no share is of it.
+//! - **Timeline breakdown** of a block: each instant of its window goes to the first of
+//!   compute, wait, load, store, comm, other that some group of the block is in (its self
+//!   time, by category), else to idle; the parts add up to the block length. The kernel's
+//!   breakdown is the blocks' summed.
+//! - **Compute isolation** of a block (reference 004 per block, the unit whose groups wait
+//!   concurrently): block length minus **blocked**, the union of its groups' wait self
+//!   time. Summed over blocks. **Overlap**: blocked time during which another group of
+//!   the block computes; it is why a warp-specialized kernel can be mostly "compute" in the
+//!   breakdown (some group computes) and mostly "blocked" in isolation (some group waits).
+//!
+//! The JSON fields are in the `# Format` of [`crate::analysis::kernel`].
+//!
 //! # Not region shares
 //!
 //! The timeline breakdown (`ikp analyze`, the report's "Where the time goes" bar, the

@@ -1,7 +1,8 @@
 //! Every analysis of one launch, gathered for `ikp analyze` (text and `--json`).
 //!
 //! Figures are computed **per block first** and summed ("block-time", see
-//! [`super::blocks`]); the only whole-GPU figure is `gpu_wall_ns`. A figure the input
+//! [`super::blocks`]; every term is defined in [`crate::definitions`]); the only whole-GPU
+//! figure is `gpu_wall_ns`. A figure the input
 //! cannot support is `null`, never a number made up from nothing (SM figures of a
 //! TVM-format buffer, which records no SM ids).
 //!
