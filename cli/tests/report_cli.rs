@@ -1,6 +1,8 @@
 //! `ikp analyze` and `ikp report` end to end on the shipped sample; the report is rendered
 //! in headless Chromium (Debian's package, installed by scripts/provision.sh) and must not be
 //! blank nor log anything to the console.
+#[path = "support/chromium.rs"]
+mod chromium;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -257,40 +259,18 @@ fn report_of_a_missing_buffer_fails_and_writes_nothing() {
 
 /// Renders `url` headless; returns (PNG path, console lines).
 fn render(url: &str, dir: &Path) -> (PathBuf, Vec<String>) {
-    let chromium = ["chromium", "/usr/bin/chromium"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("chromium is missing: run scripts/provision.sh (it installs Debian's chromium)");
     let png = dir.join("shot.png");
-    let o = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
+    let shot = format!("--screenshot={}", png.display());
+    let o = chromium::headless(
+        dir,
+        &[
             "--hide-scrollbars",
             "--enable-logging=stderr",
             "--v=0",
             "--window-size=1280,1600",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(url)
-        .output()
-        .expect("run chromium");
-    assert!(
-        o.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&o.stderr)
+            &shot,
+        ],
+        url,
     );
     let console = String::from_utf8_lossy(&o.stderr)
         .lines()

@@ -5,6 +5,8 @@
 //! (`--dump-dom`) and the `regions_summary` sheet of `ikp report --xlsx` — and check that
 //! they agree row by row on the shipped sample and on a TVM-format buffer, and that they
 //! show the figures worked out by hand for a hand-built buffer.
+#[path = "support/chromium.rs"]
+mod chromium;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -138,35 +140,7 @@ fn html_rows(dom: &str) -> Vec<Row> {
 
 /// The page as headless Chromium renders it.
 fn dump_dom(page: &Path, dir: &Path) -> String {
-    let chromium = ["chromium", "/usr/bin/chromium"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("chromium is missing: run scripts/provision.sh (it installs Debian's chromium)");
-    let o = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(
-        o.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = chromium::headless(dir, &["--dump-dom"], &format!("file://{}", page.display()));
     String::from_utf8(o.stdout).unwrap()
 }
 
