@@ -7,6 +7,8 @@
 //! show the figures worked out by hand for a hand-built buffer.
 #[path = "support/chromium.rs"]
 mod chromium;
+#[path = "../../host/tests/fixtures/nested_lanes.rs"]
+mod nested_lanes;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -314,50 +316,10 @@ fn tvm_buffer_shows_the_same_shares_everywhere() {
     check_agree(&outputs(&buf, d.path()));
 }
 
-/// Two blocks of two lanes (ns from the launch start):
-/// - lane 0 (0..1000): mainloop [100, 900) holds mma [200, 400), which holds wait
-///   [250, 300), and mma [500, 600);
-/// - lane 1 (0..500): wait the whole time;
-/// - lane 2 (2000..3000): softmax [2100, 2400);
-/// - lane 3 (2000..2500): no region.
+/// The hand-built buffer the library's share tests pin ([`nested_lanes::writer`], every
+/// lane), written to `path`.
 fn hand_built(path: &Path) {
-    use ikp_device::encoder::BufferWriter;
-    use ikp_device::{Layout, TimerMode};
-    let layout = Layout {
-        grid: [2, 1, 1],
-        groups_per_block: 2,
-        records_per_lane: 16,
-        timer: TimerMode::Globaltimer,
-        regions: ["mainloop", "mma", "wait", "softmax"]
-            .map(String::from)
-            .to_vec(),
-        counters: vec![],
-    };
-    let mut b = BufferWriter::new(layout).unwrap();
-    let t = |d: u64| 1_000_000 + d;
-    b.lane(0)
-        .init(0, 0, 0, t(0), 0)
-        .begin(0, 0, t(100))
-        .begin(1, 0, t(200))
-        .begin(2, 0, t(250))
-        .end(2, 0, t(300))
-        .end(1, 0, t(400))
-        .begin(1, 1, t(500))
-        .end(1, 1, t(600))
-        .end(0, 0, t(900))
-        .finalize(t(1000), 0);
-    b.lane(1)
-        .init(0, 4, 0, t(0), 0)
-        .begin(2, 0, t(0))
-        .end(2, 0, t(500))
-        .finalize(t(500), 0);
-    b.lane(2)
-        .init(1, 0, 0, t(2000), 0)
-        .begin(3, 0, t(2100))
-        .end(3, 0, t(2400))
-        .finalize(t(3000), 0);
-    b.lane(3).init(1, 4, 0, t(2000), 0).finalize(t(2500), 0);
-    std::fs::write(path, b.to_bytes()).unwrap();
+    std::fs::write(path, nested_lanes::writer(&[0, 1, 2, 3]).to_bytes()).unwrap();
 }
 
 #[test]

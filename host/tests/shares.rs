@@ -3,6 +3,8 @@
 //! outside any region. Each case checks `ikp_host::shares` and the summary JSON against
 //! figures worked out by hand and against a brute-force reference (`shares_oracle`); a
 //! property test holds the reference against arbitrary lane programs.
+#[path = "fixtures/nested_lanes.rs"]
+mod nested_lanes;
 mod shares_oracle;
 
 use ikp_device::encoder::BufferWriter;
@@ -11,63 +13,18 @@ use ikp_host::decode::{decode_words, DecodeOptions};
 use ikp_host::model::Trace;
 use ikp_host::shares::{Shares, OUTSIDE};
 use ikp_host::write::{summary, BlockFilter, TraceWriteOptions};
+use nested_lanes::{T0, WAIT};
 use proptest::prelude::*;
 use serde_json::Value;
 use shares_oracle::expected;
 
-const MAINLOOP: u32 = 0;
-const MMA: u32 = 1;
-const WAIT: u32 = 2;
-const SOFTMAX: u32 = 3;
-const T0: u64 = 1_000_000;
-
-/// Two blocks of two lanes; only the lanes in `which` run:
-/// - lane 0 (0..1000): mainloop [100, 900) holds mma [200, 400), which holds wait
-///   [250, 300), and mma [500, 600);
-/// - lane 1 (0..500): wait the whole time;
-/// - lane 2 (2000..3000): softmax [2100, 2400);
-/// - lane 3 (2000..2500): no region.
+/// The shared hand-built buffer ([`nested_lanes::writer`]), decoded.
 fn buffer(which: &[u64]) -> Trace {
-    let layout = Layout {
-        grid: [2, 1, 1],
-        groups_per_block: 2,
-        records_per_lane: 16,
-        timer: TimerMode::Globaltimer,
-        regions: ["mainloop", "mma", "wait", "softmax"]
-            .map(String::from)
-            .to_vec(),
-        counters: vec![],
-    };
-    let mut b = BufferWriter::new(layout).unwrap();
-    let t = |d: u64| T0 + d;
-    for &l in which {
-        let mut w = b.lane(l);
-        match l {
-            0 => w
-                .init(0, 0, 0, t(0), 0)
-                .begin(MAINLOOP, 0, t(100))
-                .begin(MMA, 0, t(200))
-                .begin(WAIT, 0, t(250))
-                .end(WAIT, 0, t(300))
-                .end(MMA, 0, t(400))
-                .begin(MMA, 1, t(500))
-                .end(MMA, 1, t(600))
-                .end(MAINLOOP, 0, t(900))
-                .finalize(t(1000), 0),
-            1 => w
-                .init(0, 4, 0, t(0), 0)
-                .begin(WAIT, 0, t(0))
-                .end(WAIT, 0, t(500))
-                .finalize(t(500), 0),
-            2 => w
-                .init(1, 0, 0, t(2000), 0)
-                .begin(SOFTMAX, 0, t(2100))
-                .end(SOFTMAX, 0, t(2400))
-                .finalize(t(3000), 0),
-            _ => w.init(1, 4, 0, t(2000), 0).finalize(t(2500), 0),
-        };
-    }
-    decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
+    decode_words(
+        &nested_lanes::writer(which).into_words(),
+        &DecodeOptions::default(),
+    )
+    .unwrap()
 }
 
 /// `(region, count, inclusive, self)` of every region, ascending by id.
