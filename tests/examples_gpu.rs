@@ -5,8 +5,9 @@
 //! failure.
 //!
 //! The checks themselves run without a GPU too: on buffers the reference encoder writes
-//! the way each kernel records (with the coarse timer ties some GPUs have), and on broken
-//! variants of them that the checks must reject.
+//! the way each kernel records (every stamp, the lanes' 64-bit start and end included, on
+//! the coarse timer some GPUs have, so ties are everywhere), and on broken variants of them
+//! that the checks must reject.
 // Each example carries its own copy of examples/common (as it does when built alone).
 #![allow(clippy::duplicate_mod)]
 #[path = "../examples/load_compute_store/main.rs"]
@@ -32,45 +33,15 @@ macro_rules! ensure {
     };
 }
 
-/// Nothing lost: every lane finalized, no drops, nothing unpaired or unknown.
+/// Nothing lost and nothing out of order (the checks every GPU trace of the bundle gets,
+/// `ikp_gpucheck::verify`), from the expected number of lanes.
 fn clean(trace: &Trace, lanes: usize) -> Result<(), String> {
     ensure!(
         trace.lanes.len() == lanes,
         "{} lanes recorded, expected {lanes}",
         trace.lanes.len()
     );
-    for l in &trace.lanes {
-        ensure!(l.finalized, "lane {} not finalized", l.id);
-        ensure!(
-            l.dropped == 0,
-            "lane {} dropped {} records",
-            l.id,
-            l.dropped
-        );
-    }
-    let d = &trace.diagnostics;
-    ensure!(
-        d.unfinalized_lanes == 0,
-        "{} unfinalized lanes",
-        d.unfinalized_lanes
-    );
-    ensure!(
-        d.unmatched_begin.is_empty(),
-        "unmatched begins {:?}",
-        d.unmatched_begin
-    );
-    ensure!(
-        d.unmatched_end.is_empty(),
-        "unmatched ends {:?}",
-        d.unmatched_end
-    );
-    ensure!(
-        d.after_finalize == 0 && d.unknown_records == 0,
-        "{} records after finalize, {} unknown",
-        d.after_finalize,
-        d.unknown_records
-    );
-    Ok(())
+    ikp_gpucheck::verify::clean_and_ordered(trace)
 }
 
 /// Total span time of `region` in `lane`.
@@ -305,14 +276,14 @@ fn synthetic_lcs(break_lane: Option<fn(&mut ikp::device::encoder::LaneWriter<'_>
     for b in 0..load_compute_store::BLOCKS as u64 {
         let mut l = w.lane(b);
         let s = T0 + 300 * b;
-        l.init(b as u32, 0, 2, s, 0);
+        l.init(b as u32, 0, 2, tick(s), 0);
         l.begin(0, 0, tick(s + 100)).end(0, 0, tick(s + 600));
         l.begin(1, 0, tick(s + 600)).end(1, 0, tick(s + 9_300));
         l.begin(2, 0, tick(s + 9_300));
         match (b, break_lane) {
             (2, Some(f)) => f(&mut l),
             _ => {
-                l.end(2, 0, tick(s + 9_400)).finalize(s + 9_500, 0);
+                l.end(2, 0, tick(s + 9_400)).finalize(tick(s + 9_500), 0);
             }
         }
     }
@@ -326,7 +297,7 @@ fn synthetic_ws(consumer_compute: u64, producer_waits: bool) -> Trace {
         let s = T0 + 500 * b as u64;
         {
             let mut p = w.lane((b * 2) as u64);
-            p.init(b, 0, 0, s, 0);
+            p.init(b, 0, 0, tick(s), 0);
             for t in 0..ex::TILES as u64 {
                 let at = s + t * consumer_compute.max(700);
                 p.begin(0, t as u32, tick(at))
@@ -335,10 +306,10 @@ fn synthetic_ws(consumer_compute: u64, producer_waits: bool) -> Trace {
             if producer_waits {
                 p.counter_add(1, 1234);
             }
-            p.finalize(s + ex::TILES as u64 * consumer_compute + 1000, 0);
+            p.finalize(tick(s + ex::TILES as u64 * consumer_compute + 1000), 0);
         }
         let mut c = w.lane((b * 2 + 1) as u64);
-        c.init(b, 1, 0, s, 0);
+        c.init(b, 1, 0, tick(s), 0);
         let mut total = 0;
         for t in 0..ex::TILES as u64 {
             let spins = if t == 0 { 40 } else { 0 };
@@ -349,7 +320,7 @@ fn synthetic_ws(consumer_compute: u64, producer_waits: bool) -> Trace {
                 .end(1, t as u32, tick(at + consumer_compute));
         }
         c.counter_add(0, total);
-        c.finalize(s + 700 + ex::TILES as u64 * consumer_compute + 100, 0);
+        c.finalize(tick(s + 700 + ex::TILES as u64 * consumer_compute + 100), 0);
     }
     decode(w)
 }
@@ -361,7 +332,7 @@ fn synthetic_persistent(blocks: u32, skip_tile: Option<u32>) -> Trace {
     for b in 0..blocks {
         let mut l = w.lane(b as u64);
         let mut at = T0 + 100 * b as u64;
-        l.init(b, 0, 0, at, 0);
+        l.init(b, 0, 0, tick(at), 0);
         for t in (b..tiles).step_by(blocks as usize) {
             if Some(t) == skip_tile {
                 continue;
@@ -377,7 +348,7 @@ fn synthetic_persistent(blocks: u32, skip_tile: Option<u32>) -> Trace {
             l.end(0, p, tick(at + 500 + work));
             at += 600 + work;
         }
-        l.finalize(at, 0);
+        l.finalize(tick(at), 0);
     }
     decode(w)
 }
@@ -395,7 +366,7 @@ fn checks_reject_lost_records_and_wrong_shapes() {
     let err = |r: Result<(), String>| r.expect_err("a broken trace passed the checks");
     // A lane that never finalizes, and one whose last end was dropped.
     let e = err(check_load_compute_store(&synthetic_lcs(Some(|_l| {}))));
-    assert!(e.contains("not finalized"), "{e}");
+    assert!(e.contains("never finalized"), "{e}");
     let e = err(check_load_compute_store(&synthetic_lcs(Some(|l| {
         l.finalize(T0 + 20_000, 0);
     }))));
