@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use ikp_host::analysis::blocks::gpu_wall;
 use ikp_host::decode::{load, DecodeOptions};
 use ikp_host::model::Trace;
 use serde_json::{json, Map, Value};
@@ -96,16 +97,9 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     )
     .figure("lanes", trace.lanes.len())
     .figure("spans", trace.spans.len())
-    .figure("kernel_us", kernel_us(&trace))
+    .figure("gpu_wall_us", gpu_wall(&trace) as f64 / 1e3)
     .figure("region_total_us", region_totals(&trace))
     .figure("perfetto_bytes", trace_bytes)
-}
-
-/// First lane start to last lane end, us.
-fn kernel_us(trace: &Trace) -> f64 {
-    let start = trace.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
-    end.saturating_sub(start) as f64 / 1e3
 }
 
 /// Summed span time per region, us.
