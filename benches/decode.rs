@@ -5,7 +5,7 @@
 //! - `decode/tvm_5M_parallel`: the same on the rayon pool.
 //! - `decode/native_5M_1core`: a native buffer of the same schedule (with counter samples).
 //! - `decode/*_1core_reuse`: the same, decoding into the trace of the previous iteration
-//!   (`decode_words_into`), so the output columns' pages are already mapped.
+//!   (`decode_into`), so the output columns' pages are already mapped.
 //! - `decode/{tvm,native}_1M_1core`: both formats at a quarter of the size.
 //! - `write/chrome_be`, `write/chrome_x`, `write/summary`, `write/csv`: writers of the
 //!   decoded 5 M-record trace into `io::sink()`; throughput in spans.
@@ -15,7 +15,7 @@
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use ikp::device::sample;
-use ikp::host::decode::{decode_words, decode_words_into, DecodeOptions};
+use ikp::host::decode::{decode, decode_into, DecodeOptions};
 use ikp::host::write::{self, TraceWriteOptions};
 use std::hint::black_box;
 use std::time::Duration;
@@ -43,8 +43,8 @@ fn native(blocks: u32, tiles: u32) -> Vec<u64> {
 }
 
 /// The one-thread decodes of the TVM and native buffers, measured with `M`: each into a
-/// fresh trace (`decode_words`: the kernel maps fresh pages for every column) and into a
-/// trace reused from the previous iteration (`decode_words_into`: as a tool decoding
+/// fresh trace (`decode`: the kernel maps fresh pages for every column) and into a
+/// trace reused from the previous iteration (`decode_into`: as a tool decoding
 /// launch after launch does).
 fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     let one = DecodeOptions {
@@ -56,11 +56,11 @@ fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     for (name, words) in [("tvm_5M", tvm), ("native_5M", &nat[..])] {
         g.throughput(Throughput::Elements(records_of(words, &one)));
         g.bench_function(format!("{name}_1core"), |b| {
-            b.iter(|| black_box(decode_words(black_box(words), &one).unwrap()))
+            b.iter(|| black_box(decode(black_box(words), &one).unwrap()))
         });
-        let mut t = decode_words(words, &one).unwrap();
+        let mut t = decode(words, &one).unwrap();
         g.bench_function(format!("{name}_1core_reuse"), |b| {
-            b.iter(|| decode_words_into(black_box(words), &one, black_box(&mut t)).unwrap())
+            b.iter(|| decode_into(black_box(words), &one, black_box(&mut t)).unwrap())
         });
     }
     // A quarter of the size (256 blocks, ~1.3 M records): the buffer and the model fit in
@@ -73,31 +73,31 @@ fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     for (name, words) in &small {
         g.throughput(Throughput::Elements(records_of(words, &one)));
         g.bench_function(format!("{name}_1core"), |b| {
-            b.iter(|| black_box(decode_words(black_box(words), &one).unwrap()))
+            b.iter(|| black_box(decode(black_box(words), &one).unwrap()))
         });
     }
 }
 
 /// Records in a buffer of either format (written records of its lanes).
 fn records_of(words: &[u64], opts: &DecodeOptions) -> u64 {
-    let t = decode_words(words, opts).unwrap();
+    let t = decode(words, opts).unwrap();
     t.lanes.iter().map(|l| l.written).sum()
 }
 
-fn decode(c: &mut Criterion) {
+fn decode_buffers(c: &mut Criterion) {
     let tvm = sample::attention_tvm(blocks(), TILES);
     let mut g = c.benchmark_group("decode");
     one_core(&mut g, &tvm);
     g.throughput(Throughput::Elements(records(&tvm)));
     g.bench_function("tvm_5M_parallel", |b| {
-        b.iter(|| black_box(decode_words(black_box(&tvm), &DecodeOptions::default()).unwrap()))
+        b.iter(|| black_box(decode(black_box(&tvm), &DecodeOptions::default()).unwrap()))
     });
     g.finish();
 }
 
 fn writers(c: &mut Criterion) {
     let tvm = sample::attention_tvm(blocks(), TILES);
-    let t = decode_words(&tvm, &DecodeOptions::default()).unwrap();
+    let t = decode(&tvm, &DecodeOptions::default()).unwrap();
     let mut g = c.benchmark_group("write");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     g.throughput(Throughput::Elements(t.spans.len() as u64));
@@ -107,16 +107,22 @@ fn writers(c: &mut Criterion) {
         ..Default::default()
     };
     g.bench_function("chrome_be", |b| {
-        b.iter(|| write::chrome::write_chrome(&t, &be, &mut std::io::sink()).unwrap())
+        b.iter(|| write::chrome::write_chrome(&mut std::io::sink(), &t, &be).unwrap())
     });
     g.bench_function("chrome_x", |b| {
-        b.iter(|| write::chrome::write_chrome(&t, &x, &mut std::io::sink()).unwrap())
+        b.iter(|| write::chrome::write_chrome(&mut std::io::sink(), &t, &x).unwrap())
     });
     g.bench_function("summary", |b| {
-        b.iter(|| write::summary::write_summary(&t, &be, "t.json", &mut std::io::sink()).unwrap())
+        b.iter(|| {
+            write::summary::write_summary(
+                &mut std::io::sink(),
+                &write::summary::summarize(&t, &be, "t.json"),
+            )
+            .unwrap()
+        })
     });
     g.bench_function("csv", |b| {
-        b.iter(|| write::csv::write_csv(&t, &be, &mut std::io::sink()).unwrap())
+        b.iter(|| write::csv::write_csv(&mut std::io::sink(), &t).unwrap())
     });
     g.finish();
 }
@@ -193,7 +199,7 @@ fn decode_cpu(c: &mut Criterion<CpuTime>) {
     g.finish();
 }
 
-criterion_group!(benches, decode, writers);
+criterion_group!(benches, decode_buffers, writers);
 criterion_group! {
     name = cpu;
     config = Criterion::default().with_measurement(CpuTime);

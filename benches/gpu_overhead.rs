@@ -37,13 +37,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::Criterion;
-use ikp::host::nvrtc::Arch;
-use ikp::host::overhead::{slowdowns, SlowdownStats};
-use ikp::host::session::cudarc::driver::{
+use ikp::host::cuda::cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
     PushKernelArg,
 };
-use ikp::host::session::{open_device, HostSession, IkpArg, SessionError};
+use ikp::host::cuda::{open_device, HostSession, IkpArg, SessionError};
+use ikp::host::overhead::{slowdowns, SlowdownStats};
+use ikp::host::Arch;
 use serde_json::{json, Value};
 use variants::{KernelSpec, TvmArg, Variant, KERNELS, SOURCE};
 
@@ -56,7 +56,7 @@ const LAUNCHES: usize = 5;
 
 fn drv(
     call: &'static str,
-) -> impl FnOnce(ikp::host::session::cudarc::driver::DriverError) -> SessionError {
+) -> impl FnOnce(ikp::host::cuda::cudarc::driver::DriverError) -> SessionError {
     move |e| SessionError::driver(call, e)
 }
 
@@ -571,7 +571,7 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(REPS);
     let stream = ctx.default_stream();
-    let arch = Arch::of_device(&ctx).map_err(drv("cuDeviceGetAttribute (compute capability)"))?;
+    let arch = Arch::of_device(&ctx)?;
     let sms = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(drv("cuDeviceGetAttribute (SM count)"))? as u32;

@@ -12,7 +12,7 @@ use criterion::{criterion_group, Criterion, Throughput};
 use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Trace, WireFormat,
 };
-use ikp_host::write::perfetto::{write_perfetto, Compression, Launch, PerfettoOptions};
+use ikp_host::{write_perfetto, Compression, Launch, PerfettoOptions};
 
 fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
     let mut spans = Spans::default();
@@ -82,6 +82,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             groups_per_block: groups,
             records_per_lane: 0,
             time_base,
+            block_filter: Default::default(),
         },
         names: Names {
             regions: ["tile", "load_kv", "mma", "store_o", "kv_ready"]

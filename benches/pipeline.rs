@@ -24,10 +24,10 @@ use std::time::Duration;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 use ikp::bench_support::native_attention;
 use ikp::device::sample;
-use ikp::host::decode::{decode_words, DecodeOptions, FormatChoice};
+use ikp::host::decode::{decode, DecodeOptions, FormatChoice};
 use ikp::host::model::Trace;
-use ikp::host::write::perfetto::{write_perfetto, Launch, PerfettoOptions};
 use ikp::host::write::{self, TraceWriteOptions};
+use ikp::host::{write_perfetto, Launch, PerfettoOptions};
 
 /// Blocks and tiles of the TVM buffer: 1024 blocks x 3 lanes, ~5 M records (40 MB).
 const TVM_SHAPE: (u32, u32) = (1024, 204);
@@ -84,10 +84,10 @@ fn decode_group(c: &mut Criterion, name: &str, words: &[u64], format: FormatChoi
     };
     let mut g = group(c, name, words);
     g.bench_function("decode_1thread", |b| {
-        b.iter(|| black_box(decode_words(black_box(words), &one).expect("decodes")))
+        b.iter(|| black_box(decode(black_box(words), &one).expect("decodes")))
     });
     g.bench_function("decode_pool", |b| {
-        b.iter(|| black_box(decode_words(black_box(words), &pool).expect("decodes")))
+        b.iter(|| black_box(decode(black_box(words), &pool).expect("decodes")))
     });
     baselines(&mut g, words);
     g.finish();
@@ -97,7 +97,7 @@ fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
     let opts = TraceWriteOptions::default();
     let mut g = group(c, "chrome", tvm);
     g.bench_function("write_chrome", |b| {
-        b.iter(|| write::chrome::write_chrome(trace, &opts, &mut std::io::sink()).expect("writes"))
+        b.iter(|| write::chrome::write_chrome(&mut std::io::sink(), trace, &opts).expect("writes"))
     });
     baselines(&mut g, tvm);
     g.finish();
@@ -119,8 +119,11 @@ fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
     let mut g = group(c, "summary", tvm);
     g.bench_function("write_summary", |b| {
         b.iter(|| {
-            write::summary::write_summary(trace, &opts, "t.json", &mut std::io::sink())
-                .expect("writes")
+            write::summary::write_summary(
+                &mut std::io::sink(),
+                &write::summary::summarize(trace, &opts, "t.json"),
+            )
+            .expect("writes")
         })
     });
     baselines(&mut g, tvm);
@@ -136,7 +139,7 @@ fn main() {
     };
     let native = native_attention(native_shape.0, native_shape.1).expect("valid layout");
     let tvm = sample::attention_tvm(tvm_shape.0, tvm_shape.1);
-    let trace = decode_words(
+    let trace = decode(
         &tvm,
         &DecodeOptions {
             format: FormatChoice::Tvm,

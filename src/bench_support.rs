@@ -48,7 +48,7 @@ mod tests {
     #[test]
     fn native_attention_decodes_to_the_schedule() {
         let words = native_attention(4, 3).unwrap();
-        let t = ikp_host::decode::decode_words(&words, &Default::default()).unwrap();
+        let t = ikp_host::decode::decode(&words, &Default::default()).unwrap();
         assert_eq!(t.lanes.len(), 12);
         assert!(t.lanes.iter().all(|l| l.finalized && l.dropped == 0));
         let begins: usize = (0..4)

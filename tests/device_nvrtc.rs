@@ -1,10 +1,13 @@
-//! Compiles the generated `ikp.cuh` with NVRTC (through `ikp::host::nvrtc`, the path ikp
+//! Compiles the generated `ikp.cuh` with NVRTC (through `ikp::host::cuda::nvrtc`, the path ikp
 //! takes at run time) together with the example kernels of the SASS fixtures
 //! (`ikp::host::sass::kernels::EXAMPLES`), for sm_80 and sm_90, and checks the PTX reads
 //! the special registers and uses the instructions the header promises, kernel by kernel.
 //! No GPU is needed; libnvrtc is (`scripts/provision.sh`, `source scripts/env.sh`).
-use ikp::host::nvrtc::{self, Arch, Compiler};
 use ikp::host::sass::kernels::EXAMPLES;
+use ikp::host::{
+    cuda::nvrtc::{self, Compiler},
+    Arch,
+};
 
 const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];
 

@@ -11,10 +11,10 @@
 //! `cargo test --test device_sass -- --nocapture` prints the table kept in BENCHMARKS.md
 //! (`ikp cost` prints the same table). The tools must be present: CI provisions them
 //! (`scripts/provision.sh`, `source scripts/env.sh`), so a missing tool fails the test.
-use ikp::host::nvrtc::Arch;
 use ikp::host::sass::cost::{ArchCost, Fence};
 use ikp::host::sass::parse::opcode_difference;
 use ikp::host::sass::{CostReport, CudaTools, SassCompiler};
+use ikp::host::Arch;
 use std::sync::OnceLock;
 
 const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];

@@ -20,9 +20,9 @@ mod session_support;
 mod warp_specialized;
 
 use ikp::device::encoder::BufferWriter;
-use ikp::host::decode::{decode_words, DecodeOptions};
 use ikp::host::model::{Lane, Trace};
-use ikp::host::session::TraceWriteOptions;
+use ikp::host::TraceWriteOptions;
+use ikp::host::{decode as decode_words, DecodeOptions};
 use session_support::gpu_or_skip;
 
 macro_rules! ensure {

@@ -1,4 +1,4 @@
-//! Every example kernel compiles with NVRTC through `ikp_host::nvrtc`, to PTX and to
+//! Every example kernel compiles with NVRTC through `ikp_host::cuda::nvrtc`, to PTX and to
 //! cubins for several architectures, instrumented and compiled out, and its host-side
 //! names match the ids the kernel uses. No GPU needed (CI cannot launch them; it can
 //! compile them).
@@ -14,7 +14,10 @@ mod persistent;
 mod warp_specialized;
 
 use ikp::device::Layout;
-use ikp::host::nvrtc::{self, Arch, Compiler};
+use ikp::host::{
+    cuda::nvrtc::{self, Compiler},
+    Arch,
+};
 
 struct Example {
     name: &'static str,

@@ -9,7 +9,7 @@ mod cuda_enums;
 #[path = "../benches/gpu_overhead/variants.rs"]
 mod variants;
 
-use ikp::host::nvrtc::{self, Arch};
+use ikp::host::{cuda::nvrtc, Arch};
 use std::collections::BTreeMap;
 use variants::{Variant, KERNELS, SOURCE};
 

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use ikp::device::{Layout, TimerMode};
-use ikp::host::nvrtc::{Arch, Compiler};
+use ikp::host::{cuda::nvrtc::Compiler, Arch};
 
 /// Source of every bench kernel (`kernels.cu`), with the instrumentation switches.
 pub const SOURCE: &str = include_str!("kernels.cu");

@@ -1,14 +1,18 @@
-//! `ikp`: the command-line front end. Thin: parses arguments, calls the libraries, maps
-//! errors to exit codes. Each subcommand lives in its own module under `cmd/`.
+//! `ikp`: the command-line front end. Thin: parses arguments, picks the outputs, calls the
+//! library, maps errors to exit codes. Each subcommand lives in its own module under
+//! `cmd/`; how buffers are read is [`input`], where outputs go is [`output`].
 //!
-//! Exit codes: 0 success; 1 error (bad input, unwritable output: the message names the
-//! file and the problem); 2 invalid command line (from clap, or a
-//! [`cmd::decode::UsageError`]: arguments that parse but do not go together, such as
-//! several buffers with `ikp decode --chrome`); 3 `ikp diff --fail-on-regression` found a
-//! regression.
+//! Exit codes: 0 success (also when a reader closed the pipe: `ikp summary BUF | head`);
+//! 1 error (bad input, unwritable output: the message names the file and the problem);
+//! 2 invalid command line (from clap, or an [`output::UsageError`]: arguments that parse
+//! but do not go together, such as several buffers with `ikp decode --chrome`); 3 `ikp
+//! diff --fail-on-regression` found a regression.
 use clap::{Parser, Subcommand};
 
+mod analysis_opts;
 mod cmd;
+mod input;
+mod output;
 
 /// ikp: an in-kernel profiler for CUDA.
 #[derive(Debug, Parser)]
@@ -65,7 +69,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => std::process::ExitCode::from(code),
         // A reader that went away (`ikp decode BUF --chrome - | head`) is not an error.
         Err(e) if broken_pipe(&e) => std::process::ExitCode::SUCCESS,
-        Err(e) if e.downcast_ref::<cmd::decode::UsageError>().is_some() => {
+        Err(e) if e.downcast_ref::<output::UsageError>().is_some() => {
             eprintln!("ikp: error: {e:#}\n\nFor more information, try '--help'.");
             std::process::ExitCode::from(2)
         }
@@ -81,5 +85,7 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<ikp_host::WriteError>()
+                .is_some_and(ikp_host::WriteError::is_broken_pipe)
     })
 }

@@ -1,9 +1,9 @@
 //! `ikp cost` end to end: the table it prints holds the library's own measurement (taken
 //! again here, not hard-coded), and a missing toolkit or a bad architecture is a clear
 //! error. Needs nvcc and cuobjdump (`scripts/provision.sh`, `source scripts/env.sh`).
-use ikp_host::nvrtc::Arch;
 use ikp_host::sass::cost::MODES;
 use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
+use ikp_host::Arch;
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 

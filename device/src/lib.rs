@@ -4,11 +4,13 @@
 //! - [`layout`]: the buffer header the host writes and the decoder validates;
 //! - [`encoder`]: a pure-Rust reference encoder that writes buffers as the device does;
 //! - [`sample`]: deterministic sample buffers (an attention-shaped kernel) for docs and tests;
+//! - [`tvm`]: the TVM / FlashInfer / warpscope wire format, which ikp also reads;
 //! - [`cuh`]: the CUDA device header `ikp.cuh`, generated from [`wire`].
 pub mod cuh;
 pub mod encoder;
 pub mod layout;
 pub mod sample;
+pub mod tvm;
 pub mod wire;
 
 pub use layout::{Header, Layout, LayoutError};

@@ -29,6 +29,7 @@
 
 use crate::encoder::{BufferWriter, LaneWriter};
 use crate::layout::{Layout, LayoutError};
+use crate::tvm;
 use crate::wire::lane_flags;
 use crate::TimerMode;
 
@@ -301,29 +302,24 @@ pub fn attention_tvm_seeded(blocks: u32, tiles: u32, seed: u64) -> Vec<u64> {
                 .enumerate()
                 .map(move |(g, (_, end, evs))| {
                     let lane = b * GROUPS + g as u32;
-                    let rec = |t: u64, ev: u32, ty: u32| {
-                        ((t as u32 as u64) << 32)
-                            | (lane as u64) << 12
-                            | ((ev as u64) << 2)
-                            | ty as u64
-                    };
+                    let rec = |t: u64, ev: u32, ty: u32| tvm::pack(t as u32, lane, ev, ty);
                     let mut v: Vec<u64> = evs
                         .iter()
                         .filter_map(|e| match *e {
-                            Ev::B(r, _, t) => Some(rec(t, r, 0)),
-                            Ev::E(r, _, t) => Some(rec(t, r, 1)),
-                            Ev::I(r, _, t) => Some(rec(t, r, 2)),
+                            Ev::B(r, _, t) => Some(rec(t, r, tvm::BEGIN)),
+                            Ev::E(r, _, t) => Some(rec(t, r, tvm::END)),
+                            Ev::I(r, _, t) => Some(rec(t, r, tvm::INSTANT)),
                             Ev::S(..) => None,
                         })
                         .collect();
-                    v.push(rec(end, 0, 3));
+                    v.push(rec(end, 0, tvm::FINALIZE));
                     v
                 })
         })
         .collect();
     let rows = lanes.iter().map(Vec::len).max().unwrap_or(0);
     let mut buf = vec![0u64; 1 + rows * stride];
-    buf[0] = (GROUPS as u64) << 32 | blocks as u64;
+    buf[0] = tvm::header(GROUPS, blocks);
     for (l, recs) in lanes.iter().enumerate() {
         for (k, &r) in recs.iter().enumerate() {
             buf[1 + l + k * stride] = r;

@@ -8,9 +8,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ikp::device::Layout;
-use ikp::host::nvrtc::{Arch, Compiler};
-use ikp::host::session::cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
-use ikp::host::session::{open_device, HostSession, SessionError, TraceWriteOptions};
+use ikp::host::cuda::cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
+use ikp::host::{cuda::nvrtc::Compiler, Arch};
+use ikp::host::{
+    cuda::{open_device, HostSession, SessionError},
+    TraceWriteOptions,
+};
 
 /// Boxed error of the launchers.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -22,8 +25,7 @@ pub fn load_kernel(
     name: &str,
     source: &str,
 ) -> Result<CudaFunction, BoxError> {
-    let arch = Arch::of_device(ctx)
-        .map_err(|e| SessionError::driver("cuDeviceGetAttribute (compute capability)", e))?;
+    let arch = Arch::of_device(ctx)?;
     let module = Compiler::new(arch)
         .cubin(&format!("{name}.cu"), source)?
         .load(ctx)?;
@@ -101,7 +103,7 @@ pub unsafe fn launch(
 /// Maps a cudarc driver error to the session's typed error.
 pub fn drv(
     call: &'static str,
-) -> impl FnOnce(ikp::host::session::cudarc::driver::DriverError) -> SessionError {
+) -> impl FnOnce(ikp::host::cuda::cudarc::driver::DriverError) -> SessionError {
     move |e| SessionError::driver(call, e)
 }
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::{BoxError, Launch};
 use ikp::device::{Layout, TimerMode};
-use ikp::host::session::cudarc::driver::CudaContext;
-use ikp::host::session::HostSession;
+use ikp::host::cuda::cudarc::driver::CudaContext;
+use ikp::host::cuda::HostSession;
 
 /// Kernel source; it includes `ikp.cuh`, which the NVRTC helper provides.
 pub const KERNEL: &str = include_str!("kernel.cu");

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::{drv, BoxError, Launch};
 use ikp::device::{Layout, TimerMode};
-use ikp::host::session::cudarc::driver::{sys::CUdevice_attribute, CudaContext};
-use ikp::host::session::HostSession;
+use ikp::host::cuda::cudarc::driver::{sys::CUdevice_attribute, CudaContext};
+use ikp::host::cuda::HostSession;
 
 /// Kernel source.
 pub const KERNEL: &str = include_str!("kernel.cu");

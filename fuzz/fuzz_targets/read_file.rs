@@ -2,7 +2,7 @@
 //! decode) and the names file (lines or JSON). Never panics, allocates within the bound.
 #![no_main]
 use ikp_fuzz::{check_bound, peak_of, Counting};
-use ikp_host::buffer::RawBuffer;
+use ikp_host::RawBuffer;
 use ikp_host::decode::{self, DecodeOptions};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;

@@ -103,14 +103,14 @@ pub fn words(data: &[u8]) -> Vec<u64> {
 /// The fuzz body of the decoder targets: `data` as words decoded as `format` on one
 /// thread must not panic and must stay within the allocation bound.
 pub fn decode_within_bound(data: &[u8], format: ikp_host::decode::FormatChoice, what: &str) {
-    use ikp_host::decode::{decode_words, DecodeOptions};
+    use ikp_host::decode::{decode, DecodeOptions};
     let w = words(data);
     let opts = DecodeOptions {
         format,
         single_threaded: true,
         ..Default::default()
     };
-    let (r, peak) = peak_of(|| decode_words(&w, &opts));
+    let (r, peak) = peak_of(|| decode(&w, &opts));
     check_bound(what, w.len() * 8, peak);
     drop(r);
 }

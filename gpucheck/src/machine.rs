@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use ikp_host::session::cudarc::driver::{sys, CudaContext};
-use ikp_host::session::{self, SessionError};
+use ikp_host::cuda::cudarc::driver::{sys, CudaContext};
+use ikp_host::cuda::{self, SessionError};
 use serde_json::{json, Map, Value};
 
 /// Whether ikp can run GPU checks here.
@@ -76,13 +76,13 @@ pub fn describe() -> (Availability, Map<String, Value>) {
         "host_cpus".into(),
         json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
     );
-    let count = session::device_count();
+    let count = cuda::device_count();
     let avail = classify(&count);
     m.insert(
         "libcuda".into(),
-        json!(session::driver_library().map(|p| p.display().to_string())),
+        json!(cuda::driver_library().map(|p| p.display().to_string())),
     );
-    if let Ok((major, minor)) = session::driver_version() {
+    if let Ok((major, minor)) = cuda::driver_version() {
         m.insert(
             "driver_cuda_version".into(),
             json!(format!("{major}.{minor}")),
@@ -107,7 +107,7 @@ pub fn describe() -> (Availability, Map<String, Value>) {
 }
 
 fn describe_device(m: &mut Map<String, Value>) {
-    let ctx = match session::open_device(0) {
+    let ctx = match cuda::open_device(0) {
         Ok(c) => c,
         Err(e) => {
             m.insert("gpu_unavailable".into(), json!(e.to_string()));
@@ -151,7 +151,7 @@ fn attribute(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Option<i32> {
 }
 
 fn describe_nvrtc(m: &mut Map<String, Value>) {
-    match ikp_host::nvrtc::library() {
+    match ikp_host::cuda::nvrtc::library() {
         Ok(lib) => {
             let (major, minor) = lib.version();
             m.insert("nvrtc_version".into(), json!(format!("{major}.{minor}")));
@@ -204,7 +204,7 @@ pub fn nvidia_smi() -> Option<Map<String, Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ikp_host::session::cudarc::driver::DriverError;
+    use ikp_host::cuda::cudarc::driver::DriverError;
 
     #[test]
     fn only_no_driver_and_no_device_mean_no_gpu() {

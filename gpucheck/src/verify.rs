@@ -98,7 +98,7 @@ mod tests {
     use super::*;
     use ikp_device::encoder::BufferWriter;
     use ikp_device::{Layout, TimerMode};
-    use ikp_host::decode::{decode_words, DecodeOptions};
+    use ikp_host::decode::{decode, DecodeOptions};
 
     fn layout() -> Layout {
         Layout {
@@ -127,7 +127,7 @@ mod tests {
                 .end(0, 0, 1_400);
             l.finalize(1_500, 0);
         }
-        decode_words(&w.into_words(), &DecodeOptions::default()).unwrap()
+        decode(&w.into_words(), &DecodeOptions::default()).unwrap()
     }
 
     #[test]

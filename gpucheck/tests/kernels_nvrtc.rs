@@ -4,7 +4,10 @@
 //! atomic. No GPU needed: a mistake here shows up before a GPU is lent.
 
 use ikp_gpucheck::gpu::SOURCE;
-use ikp_host::nvrtc::{self, Arch, Compiler};
+use ikp_host::{
+    cuda::nvrtc::{self, Compiler},
+    Arch,
+};
 
 /// (entry point, parameters) as the checks launch them.
 const ENTRIES: [(&str, usize); 5] = [

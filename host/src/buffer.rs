@@ -95,7 +95,7 @@ impl RawBuffer {
 /// decode could make it see inconsistent words, and a truncation ends the process with
 /// SIGBUS, as for any mapped file).
 #[derive(Debug)]
-pub struct MappedBuffer {
+pub(crate) struct MappedBuffer {
     /// Where the words came from.
     pub name: PathBuf,
     map: memmap2::Mmap,

@@ -4,7 +4,7 @@
 //! The terminal table of `ikp summary` ([`crate::write::table`]), the summary JSON
 //! ([`crate::write::summary`]), the HTML report's region table ([`crate::report`]) and
 //! the xlsx workbook ([`crate::report::xlsx`]) all link here and compute their figures
-//! with [`crate::shares`], so a region shows the same percentage in each of them.
+//! with [`crate::stats::Shares`], so a region shows the same percentage in each of them.
 //!
 //! # Terms
 //!
@@ -21,7 +21,7 @@
 //!   percentiles and histograms of a region are statistics of these whole-span
 //!   durations.
 //! - **Self time** of a span: its duration minus the durations of the spans directly
-//!   inside it in the same lane ([`crate::analysis::breakdown::self_times`]). Of a region
+//!   inside it in the same lane ([`crate::stats::self_times`]). Of a region
 //!   (`self_dur`, `self`, `self_time_ms`): that summed over its spans. Each nanosecond a
 //!   lane spends inside some region is the self time of exactly one span, the innermost
 //!   one open at that moment, so self times never count a nanosecond twice.

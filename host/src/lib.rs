@@ -1,29 +1,98 @@
-//! ikp-host: everything after the kernel ran.
+//! ikp-host: everything after an instrumented kernel ran.
 //!
-//! Data flows one way: [`buffer`] reads and validates raw bytes, [`decode`] turns them
-//! into the [`model::Trace`] (integer ns, struct of arrays), and [`stats`] and the
-//! writers of [`mod@write`] read the model. [`session`] and [`nvrtc`] are the GPU side of
-//! the host: allocation, launch argument and read-back through cudarc, and kernel
-//! compilation with an NVRTC library ikp finds and loads itself. [`sass`] measures what
-//! instrumentation sites cost in SASS (nvcc + cuobjdump), [`overhead`] what they cost in
-//! run time (slowdown statistics against an uninstrumented baseline).
+//! Load a buffer, decode it into a [`Trace`], write it as Perfetto, Chrome trace JSON, a
+//! summary JSON or CSV, analyse it, report on it:
 //!
-//! [`definitions`] says what the region times and percentages mean; [`shares`] computes
-//! them, once, for every output.
-pub mod analysis;
-pub mod buffer;
+//! ```
+//! # let dir = tempfile::tempdir()?;
+//! # let buf = dir.path().join("attention.ikp");
+//! # std::fs::write(&buf, ikp_device::sample::attention()?.to_bytes())?;
+//! use ikp_host::{atomic, load, write_perfetto, write_summary, summarize};
+//! use ikp_host::{DecodeOptions, Launch, PerfettoOptions, TraceWriteOptions};
+//!
+//! let trace = load(&buf, &DecodeOptions::default())?;
+//! let perfetto = dir.path().join("attention.trace");
+//! atomic::write_file(&perfetto, |w| {
+//!     write_perfetto(w, &[Launch::new("attention", &trace)], &PerfettoOptions::default())
+//! })?;
+//! let summary = summarize(&trace, &TraceWriteOptions::default(), "attention.trace");
+//! write_summary(std::io::stdout().lock(), &summary)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Layers
+//!
+//! Data flows one way, and the modules follow it:
+//!
+//! ```text
+//! buffer → decode (formats, streaming, block filter) → model → { stats, analysis } → { write, report }
+//! ```
+//!
+//! [`mod@decode`] turns raw little-endian `u64` words into the [`model`] (integer ns, struct of
+//! arrays, names by id); [`stats`] and [`analysis`] read the model; the writers of
+//! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
+//! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
+//! alone or several together. [`time`] holds the time types and every unit conversion;
+//! [`definitions`] says what each reported figure means.
+//!
+//! Beside the flow: [`cuda`] (cargo feature `cuda`, default on) is the GPU side of the
+//! host (the driver, [`HostSession`] for one instrumented launch, NVRTC); [`sass`]
+//! measures what instrumentation sites cost in SASS with nvcc and cuobjdump (no driver);
+//! [`overhead`] computes run-time slowdown statistics. [`Arch`] names a GPU architecture
+//! for both.
+//!
+//! # Features
+//!
+//! - `cuda` (default): [`cuda`], through cudarc. Without it nothing here links cudarc:
+//!   a decode / write / analysis build (`default-features = false`).
+//! - `xlsx` (default): the report workbook ([`report::write_xlsx`]), through
+//!   rust_xlsxwriter.
+#![warn(missing_docs)]
+
+mod arch;
+mod buffer;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod decode;
-pub mod definitions;
 pub mod model;
-pub mod nvrtc;
+pub mod time;
+
+pub mod analysis;
+pub mod definitions;
 pub mod overhead;
-mod proc_maps;
 pub mod report;
 pub mod sass;
-pub mod session;
-pub mod shares;
 pub mod stats;
 pub mod write;
 
 #[cfg(test)]
 mod testutil;
+
+pub use arch::{Arch, ArchError};
+pub use buffer::{BufferError, RawBuffer};
+pub use decode::{
+    decode, decode_buffer, decode_into, detect_file, detect_format, load, read_names, DecodeError,
+    DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration,
+    StreamedBuffer,
+};
+pub use model::{
+    BlockFilter, BlockFilterError, ClockCalibration, CounterSamples, DiagnosticCounts, Diagnostics,
+    Instants, Lane, Names, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
+};
+pub use time::{DurationNs, Timestamp};
+pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};
+pub use write::chrome::write_chrome;
+pub use write::csv::write_csv;
+pub use write::perfetto::{
+    write_perfetto, write_perfetto_streamed, Compression, GroupBy, LaunchLayout, PerfettoOptions,
+    PerfettoStats,
+};
+pub use write::summary::{block_dists, summarize, write_block_dists, write_summary, Summary};
+pub use write::table::write_table;
+pub use write::{
+    atomic, dists_path, file_name, summary_path, write_trace, Launch, TraceWriteOptions,
+    WriteError, WriteErrorKind,
+};
+
+#[cfg(feature = "cuda")]
+pub use cuda::{HostSession, SessionError};

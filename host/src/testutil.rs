@@ -34,6 +34,7 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
             groups_per_block: 4,
             records_per_lane: 1024,
             time_base: 0,
+            block_filter: BlockFilter::default(),
         },
         names: Names {
             regions: names.iter().map(|s| s.to_string()).collect(),

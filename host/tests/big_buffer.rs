@@ -93,7 +93,7 @@ fn generated_buffer_decodes_as_designed() {
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
         .collect();
-    let t = ikp_host::decode::decode_words(&words, &Default::default()).unwrap();
+    let t = ikp_host::decode::decode(&words, &Default::default()).unwrap();
     assert_eq!(t.lanes.len() as u64, lay.lane_count());
     assert!(t.diagnostics.unmatched_begin.is_empty() && t.diagnostics.unmatched_end.is_empty());
     assert_eq!(t.dropped(), 0);

@@ -1,15 +1,14 @@
 //! Decoder behaviour on hand-built buffers of both formats: pairing, unwrapping, clock
 //! conversion, diagnostics, and a clear error (never a panic) for every kind of bad input.
 use ikp_device::encoder::BufferWriter;
+use ikp_device::tvm::pack;
 use ikp_device::wire::{self, lane_flags};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::buffer::RawBuffer;
-use ikp_host::decode::tvm::pack;
 use ikp_host::decode::{
-    self, decode_words, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice,
-    NoCalibration,
+    self, decode, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice, NoCalibration,
 };
 use ikp_host::model::{Trace, WireFormat};
+use ikp_host::RawBuffer;
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
     Layout {
@@ -23,7 +22,7 @@ fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
 }
 
 fn dec(words: &[u64]) -> Trace {
-    decode_words(words, &DecodeOptions::default()).unwrap()
+    decode(words, &DecodeOptions::default()).unwrap()
 }
 
 /// `(region, depth, payload, begin, end)` of every span of lane position `p`.
@@ -300,7 +299,7 @@ fn a_clock_buffer_whose_lanes_all_end_within_one_tick_is_refused_with_the_reason
             .end(0, 0, 900)
             .finalize(7_000, 1_000);
     }
-    let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
+    let e = decode(&b.into_words(), &DecodeOptions::default()).unwrap_err();
     assert!(
         matches!(
             e,
@@ -342,7 +341,7 @@ fn clock_mode_converts_cycles_with_the_lanes_own_calibration() {
     b.lane(0)
         .init(0, 0, lane_flags::CLOCK, 10_000, 500)
         .begin(0, 0, 600);
-    let e = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap_err();
+    let e = decode(&b.into_words(), &DecodeOptions::default()).unwrap_err();
     assert!(
         matches!(e, DecodeError::NoClockCalibration(NoCalibration::NoPair)),
         "{e}"
@@ -471,7 +470,7 @@ fn tvm_lanes_far_from_the_shared_base_unwrap_forward_and_steps_back_are_clamped(
             single_threaded,
             ..Default::default()
         };
-        let t = decode_words(&words, &opts).unwrap();
+        let t = decode(&words, &opts).unwrap();
         assert_eq!(t.diagnostics.backward_steps, 4);
         let base = first(1) as u64;
         let start = |l: u32| base + first(l).wrapping_sub(first(1)) as u64;
@@ -516,7 +515,7 @@ fn tvm_long_lanes_pair_across_empty_slots_and_count_every_record_after_finalize(
             single_threaded,
             ..Default::default()
         };
-        let t = decode_words(&words, &opts).unwrap();
+        let t = decode(&words, &opts).unwrap();
         let d = &t.diagnostics;
         assert_eq!(d.after_finalize, (1099 - 10) + (1099 - 700));
         assert_eq!(d.unfinalized_lanes, 1);
@@ -527,7 +526,7 @@ fn tvm_long_lanes_pair_across_empty_slots_and_count_every_record_after_finalize(
         assert_eq!((inst(0), inst(1), inst(2)), (10, 698, 1097));
         // Into a used trace (on one thread, the decode that does not count first).
         let mut used = t.clone();
-        decode::decode_words_into(&words, &opts, &mut used).unwrap();
+        decode::decode_into(&words, &opts, &mut used).unwrap();
         assert_eq!(used, t);
     }
 }
@@ -542,7 +541,7 @@ fn names_file_names_tvm_regions() {
         }),
         ..Default::default()
     };
-    let t = decode_words(&words, &opts).unwrap();
+    let t = decode(&words, &opts).unwrap();
     assert_eq!(t.names.region(1), "compute");
     assert_eq!(t.names.region(3), "region_3");
 }
@@ -558,13 +557,13 @@ fn parallel_decode_equals_single_threaded_decode() {
         words.len() > 1 << 20,
         "large enough to be split into chunks"
     );
-    let a = decode_words(&words, &one).unwrap();
-    let b = decode_words(&words, &DecodeOptions::default()).unwrap();
+    let a = decode(&words, &one).unwrap();
+    let b = decode(&words, &DecodeOptions::default()).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.lanes.len(), 1200);
     assert!(a.diagnostics.unmatched_begin.is_empty() && a.diagnostics.unmatched_end.is_empty());
     let native = ikp_device::sample::attention().unwrap().into_words();
-    assert_eq!(decode_words(&native, &one).unwrap(), dec(&native));
+    assert_eq!(decode(&native, &one).unwrap(), dec(&native));
 }
 
 #[test]
@@ -631,10 +630,10 @@ fn decoding_into_a_used_trace_equals_a_fresh_decode() {
             &payloads,
         ];
         for words in order.into_iter().chain([&big_native, &big_tvm]) {
-            decode::decode_words_into(words, &opts, &mut t).unwrap();
-            assert_eq!(t, decode_words(words, &opts).unwrap());
+            decode::decode_into(words, &opts, &mut t).unwrap();
+            assert_eq!(t, decode(words, &opts).unwrap());
         }
-        assert!(decode::decode_words_into(&[7, 7], &opts, &mut t).is_err());
+        assert!(decode::decode_into(&[7, 7], &opts, &mut t).is_err());
         assert_eq!(t, Trace::default(), "an error leaves the trace empty");
     }
 }
@@ -647,7 +646,7 @@ fn forced_format_is_honoured() {
         ..Default::default()
     };
     // The ikp magic is not a usable TVM header.
-    let e = decode_words(&native, &opts).unwrap_err();
+    let e = decode(&native, &opts).unwrap_err();
     assert!(matches!(e, DecodeError::TvmHeader { .. }), "{e}");
     let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0)]]);
     let opts = DecodeOptions {
@@ -655,7 +654,7 @@ fn forced_format_is_honoured() {
         ..Default::default()
     };
     assert!(matches!(
-        decode_words(&words, &opts).unwrap_err(),
+        decode(&words, &opts).unwrap_err(),
         DecodeError::Header(_)
     ));
 }
@@ -762,9 +761,9 @@ fn garbage_records_never_panic() {
                 w[i] ^ (1 << (rnd() % 64))
             };
         }
-        let _ = decode_words(&w, &DecodeOptions::default());
+        let _ = decode(&w, &DecodeOptions::default());
         let mut t = vec![(3u64 << 32) | 4];
         t.extend((0..64).map(|_| if rnd() % 3 == 0 { 0 } else { rnd() }));
-        let _ = decode_words(&t, &DecodeOptions::default());
+        let _ = decode(&t, &DecodeOptions::default());
     }
 }

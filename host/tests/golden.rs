@@ -7,11 +7,12 @@
 mod shares_oracle;
 
 use ikp_device::encoder::BufferWriter;
+use ikp_device::tvm::pack;
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::tvm::pack;
-use ikp_host::decode::{decode_words, DecodeOptions};
+use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::{Names, Trace};
-use ikp_host::write::{self, BlockFilter, TraceWriteOptions};
+use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::{BlockFilter, WriteError};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -90,7 +91,7 @@ fn native() -> Trace {
         .begin(0, 0, t0 + 70)
         .begin(2, 0, t0 + 100)
         .end(2, 0, t0 + 400);
-    decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
+    decode(&b.into_words(), &DecodeOptions::default()).unwrap()
 }
 
 /// Clock mode, one block x three groups: lane 0 runs 2 ms (its own ratio, 1.5 GHz), lane
@@ -126,7 +127,7 @@ fn clock() -> Trace {
         .begin(1, 0, c + 90_600)
         .end(1, 0, c + 90_580) // 20 cycles back: clamped to the begin
         .end(0, 0, c + 93_000);
-    decode_words(&b.into_words(), &DecodeOptions::default()).unwrap()
+    decode(&b.into_words(), &DecodeOptions::default()).unwrap()
 }
 
 /// One block x two groups in the TVM format, names from a names file.
@@ -169,10 +170,10 @@ fn tvm() -> Trace {
         }),
         ..Default::default()
     };
-    decode_words(&w, &opts).unwrap()
+    decode(&w, &opts).unwrap()
 }
 
-fn out(f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Vec<u8> {
+fn out(f: impl FnOnce(&mut Vec<u8>) -> Result<(), WriteError>) -> Vec<u8> {
     let mut v = Vec::new();
     f(&mut v).unwrap();
     v
@@ -188,7 +189,7 @@ fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
     let v: Value = serde_json::from_slice(doc).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     let ev = v["traceEvents"].as_array().unwrap();
-    let lanes: Vec<_> = opt.block_filter.lanes(t).collect();
+    let lanes: Vec<_> = t.lanes.iter().collect();
     let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
     let n_inst: usize = lanes.iter().map(|l| l.instants.len()).sum();
     let ph = |p: &str| ev.iter().filter(|e| e["ph"] == p).count();
@@ -243,7 +244,7 @@ fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
 
 fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
     let v: Value = serde_json::from_slice(doc).unwrap();
-    let lanes: Vec<_> = opt.block_filter.lanes(t).collect();
+    let lanes: Vec<_> = t.lanes.iter().collect();
     let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
     let regions = v["regions"].as_array().unwrap();
     let count: u64 = regions.iter().map(|r| r["count"].as_u64().unwrap()).sum();
@@ -357,22 +358,21 @@ fn chrome_native_begin_end_by_sm() {
         emit_complete_events: false,
         ..Default::default()
     };
-    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
     check_chrome(&doc, &t, &opt);
     golden("native_chrome.json", &doc);
 }
 
 #[test]
 fn chrome_native_complete_events_by_block_filtered_and_scaled() {
-    let t = native();
+    let t = native().filter_blocks(&BlockFilter::new(vec![1]));
     let opt = TraceWriteOptions {
         emit_complete_events: true,
         group_by_smid: false,
-        block_filter: BlockFilter::new(vec![1]),
         scale: 2.0,
         ..Default::default()
     };
-    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
     check_chrome(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert!(v["traceEvents"]
@@ -391,7 +391,7 @@ fn chrome_tvm() {
         emit_complete_events: false,
         ..Default::default()
     };
-    let doc = out(|w| write::chrome::write_chrome(&t, &opt, w));
+    let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
     check_chrome(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let b = v["traceEvents"]
@@ -410,7 +410,9 @@ fn chrome_tvm() {
 fn summary_native() {
     let t = native();
     let opt = TraceWriteOptions::default();
-    let doc = out(|w| write::summary::write_summary(&t, &opt, "native.json", w));
+    let doc = out(|w| {
+        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "native.json"))
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["dropped"], 2);
@@ -423,14 +425,15 @@ fn summary_native() {
 
 #[test]
 fn summary_native_topk_and_filter() {
-    let t = native();
+    let t = native().filter_blocks(&BlockFilter::new(vec![0]));
     let opt = TraceWriteOptions {
         summary_topk_block_warp_per_region: 1,
         summary_hist_bins: 4,
-        block_filter: BlockFilter::new(vec![0]),
         ..Default::default()
     };
-    let doc = out(|w| write::summary::write_summary(&t, &opt, "native.json", w));
+    let doc = out(|w| {
+        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "native.json"))
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["block_filter"], serde_json::json!([0]));
@@ -445,7 +448,8 @@ fn summary_native_topk_and_filter() {
 fn summary_tvm() {
     let t = tvm();
     let opt = TraceWriteOptions::default();
-    let doc = out(|w| write::summary::write_summary(&t, &opt, "tvm.json", w));
+    let doc =
+        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "tvm.json")));
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["format"], "tvm");
@@ -467,7 +471,9 @@ fn summary_tvm() {
 fn summary_clock() {
     let t = clock();
     let opt = TraceWriteOptions::default();
-    let doc = out(|w| write::summary::write_summary(&t, &opt, "clock.json", w));
+    let doc = out(|w| {
+        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "clock.json"))
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["backward_steps"], 1);
@@ -495,7 +501,10 @@ fn block_distributions() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("native_block_region_dists");
-    write::summary::write_block_dists(&t, &opt, "native.json", &p).unwrap();
+    let mut outs = ikp_host::atomic::Outputs::new();
+    write::summary::write_block_dists(&mut outs, &p, &t, &opt, "native.json").unwrap();
+    assert!(!p.exists(), "the directory is in place only once committed");
+    outs.commit().unwrap();
     let index = std::fs::read(p.join("index.json")).unwrap();
     let v: Value = serde_json::from_slice(&index).unwrap();
     // Block 0 has the most span time (3825 ns against 1950 ns).
@@ -514,13 +523,12 @@ fn block_distributions() {
 #[test]
 fn csv_native_and_tvm() {
     let t = native();
-    let opt = TraceWriteOptions::default();
-    let doc = out(|w| write::csv::write_csv(&t, &opt, w));
+    let doc = out(|w| write::csv::write_csv(w, &t));
     check_csv(&doc, &t);
     assert!(String::from_utf8_lossy(&doc).contains(",\"mma,wgmma\","));
     golden("native_spans.csv", &doc);
     let t = tvm();
-    let doc = out(|w| write::csv::write_csv(&t, &opt, w));
+    let doc = out(|w| write::csv::write_csv(w, &t));
     check_csv(&doc, &t);
     // No warp or SM in the TVM format: empty fields.
     assert!(String::from_utf8_lossy(&doc)
@@ -534,7 +542,7 @@ fn csv_native_and_tvm() {
 #[test]
 fn table_native() {
     let t = native();
-    let doc = out(|w| write::table::write_table(&t, &TraceWriteOptions::default(), w));
+    let doc = out(|w| write::table::write_table(w, &t, &TraceWriteOptions::default()));
     let text = String::from_utf8(doc.clone()).unwrap();
     let rows: Vec<&str> = text.lines().skip(1).take(4).collect();
     // Sorted by self time: lane 0's and lane 2's loads make "load \"kv\"" the largest;
@@ -556,7 +564,7 @@ fn table_native() {
 #[test]
 fn table_clock() {
     let t = clock();
-    let doc = out(|w| write::table::write_table(&t, &TraceWriteOptions::default(), w));
+    let doc = out(|w| write::table::write_table(w, &t, &TraceWriteOptions::default()));
     let text = String::from_utf8(doc.clone()).unwrap();
     assert!(text.contains("backward steps 1"), "{text}");
     assert!(

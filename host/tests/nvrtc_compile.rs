@@ -12,8 +12,11 @@ mod session_support;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use ikp_host::nvrtc::{self, Arch, Compiler, FoundBy, NvrtcError, Target};
-use ikp_host::session::driver_version;
+use ikp_host::cuda::driver_version;
+use ikp_host::{
+    cuda::nvrtc::{self, Compiler, FoundBy, NvrtcError, Target},
+    Arch,
+};
 use session_support::*;
 
 /// Every part of the device API, so a header change that breaks any of it fails here.

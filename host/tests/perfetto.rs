@@ -9,14 +9,23 @@ use ikp_host::analysis::links::{critical_path_links, links, SignalEvent};
 use ikp_host::model::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
 };
-use ikp_host::write::perfetto::{
-    write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoError, PerfettoOptions,
-    PerfettoStats,
+use ikp_host::{
+    write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoOptions, PerfettoStats,
+    WriteErrorKind,
 };
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::{Counter_value_field, Name_field, Type};
 use proptest::prelude::*;
 use protobuf::Message;
+
+/// The options these tests check against: plain packets (the golden format; the library's
+/// default is compressed).
+fn plain_opts() -> PerfettoOptions {
+    PerfettoOptions {
+        compression: Compression::None,
+        ..PerfettoOptions::default()
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Building model traces directly.
@@ -49,6 +58,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             groups_per_block,
             records_per_lane: 0,
             time_base: 0,
+            block_filter: Default::default(),
         },
         names,
         lanes: Vec::new(),
@@ -899,7 +909,7 @@ fn check_flows(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
 fn small_trace_roundtrips_exactly() {
     let t = small_trace(1_700_000_000_000_000_000);
     let launches = [Launch::new("small.ikp", &t)];
-    let (bytes, stats) = roundtrip(&launches, &PerfettoOptions::default());
+    let (bytes, stats) = roundtrip(&launches, &plain_opts());
     assert_eq!(stats.slices, t.spans.len() as u64);
     assert_eq!(stats.instants, t.instants.len() as u64);
     let d = decode(&bytes);
@@ -935,7 +945,7 @@ fn group_by_block_and_several_launches() {
             let opts = PerfettoOptions {
                 group_by,
                 launch_layout: layout,
-                ..Default::default()
+                ..plain_opts()
             };
             let (bytes, _) = roundtrip(&launches, &opts);
             let d = decode(&bytes);
@@ -967,7 +977,7 @@ fn lanes_without_sm_group_by_block() {
         l.warp = None;
     }
     let launches = [Launch::new("tvm", &t)];
-    let (bytes, _) = roundtrip(&launches, &PerfettoOptions::default());
+    let (bytes, _) = roundtrip(&launches, &plain_opts());
     let d = decode(&bytes);
     assert!(d.tracks.values().any(|t| t.name == "block 1"));
     assert!(!d.tracks.values().any(|t| t.name.contains("active lanes")));
@@ -979,19 +989,19 @@ fn output_is_deterministic() {
     let launches = [Launch::new("x", &t), Launch::new("y", &t)];
     let mut a = Vec::new();
     let mut b = Vec::new();
-    write_perfetto(&mut a, &launches, &PerfettoOptions::default()).unwrap();
-    write_perfetto(&mut b, &launches, &PerfettoOptions::default()).unwrap();
+    write_perfetto(&mut a, &launches, &plain_opts()).unwrap();
+    write_perfetto(&mut b, &launches, &plain_opts()).unwrap();
     assert_eq!(a, b);
 }
 
 #[test]
 fn empty_inputs() {
     let t = build(1, Names::default(), Vec::new());
-    let (bytes, stats) = roundtrip(&[Launch::new("empty", &t)], &PerfettoOptions::default());
+    let (bytes, stats) = roundtrip(&[Launch::new("empty", &t)], &plain_opts());
     assert_eq!(stats.tracks, 1);
     assert!(!bytes.is_empty());
     let mut out = Vec::new();
-    let stats = write_perfetto(&mut out, &[], &PerfettoOptions::default()).unwrap();
+    let stats = write_perfetto(&mut out, &[], &plain_opts()).unwrap();
     assert_eq!((stats.bytes, out.len()), (0, 0));
 }
 
@@ -1003,7 +1013,7 @@ fn golden_small_trace() {
     let b = small_trace(7_000_000);
     let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
     let mut bytes = Vec::new();
-    write_perfetto(&mut bytes, &launches, &PerfettoOptions::default()).unwrap();
+    write_perfetto(&mut bytes, &launches, &plain_opts()).unwrap();
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_small.pftrace");
     if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
@@ -1018,7 +1028,7 @@ fn golden_small_trace() {
         bytes.len(),
         golden.len()
     );
-    check(&decode(&golden), &launches, &PerfettoOptions::default());
+    check(&decode(&golden), &launches, &plain_opts());
 }
 
 /// A writer that fails after `left` bytes.
@@ -1042,13 +1052,9 @@ impl std::io::Write for Failing {
 #[test]
 fn io_errors_are_reported() {
     let t = small_trace(0);
-    let err = write_perfetto(
-        Failing { left: 10 },
-        &[Launch::new("x", &t)],
-        &Default::default(),
-    )
-    .unwrap_err();
-    assert!(matches!(err, PerfettoError::Io(_)), "{err}");
+    let err =
+        write_perfetto(Failing { left: 10 }, &[Launch::new("x", &t)], &plain_opts()).unwrap_err();
+    assert!(matches!(err.kind, WriteErrorKind::Io(_)), "{err}");
     assert!(err.to_string().contains("disk full"));
 }
 
@@ -1102,21 +1108,17 @@ impl std::io::Write for Counting {
 fn packets_are_streamed_not_buffered_whole() {
     let t = big_trace(64, 2000);
     let mut w = Counting::default();
-    let stats = write_perfetto(&mut w, &[Launch::new("big", &t)], &Default::default()).unwrap();
+    let stats = write_perfetto(&mut w, &[Launch::new("big", &t)], &plain_opts()).unwrap();
     assert!(stats.bytes > 4 << 20, "trace too small to test streaming");
     assert!(w.writes >= 4, "{} writes", w.writes);
     assert!(w.largest < 2 << 20, "largest write {} bytes", w.largest);
-    check(
-        &decode(&w.bytes),
-        &[Launch::new("big", &t)],
-        &Default::default(),
-    );
+    check(&decode(&w.bytes), &[Launch::new("big", &t)], &plain_opts());
 
     // Compressed: bundles of whole packets, each below Perfetto's 512 KiB.
     let launches = [Launch::new("big", &t)];
     let opts = PerfettoOptions {
         compression: Compression::Deflate,
-        ..Default::default()
+        ..plain_opts()
     };
     let mut z = Counting::default();
     let zstats = write_perfetto(&mut z, &launches, &opts).unwrap();
@@ -1234,7 +1236,7 @@ proptest! {
 fn small_packets() -> PTrace {
     let t = small_trace(0);
     let mut bytes = Vec::new();
-    write_perfetto(&mut bytes, &[Launch::new("x", &t)], &Default::default()).unwrap();
+    write_perfetto(&mut bytes, &[Launch::new("x", &t)], &plain_opts()).unwrap();
     PTrace::parse_from_bytes(&bytes).unwrap()
 }
 
@@ -1289,7 +1291,7 @@ fn check_catches_a_shifted_timestamp() {
     let t = small_trace(0);
     let launches = [Launch::new("x", &t)];
     let mut bytes = Vec::new();
-    write_perfetto(&mut bytes, &launches, &Default::default()).unwrap();
+    write_perfetto(&mut bytes, &launches, &plain_opts()).unwrap();
     let mut p = PTrace::parse_from_bytes(&bytes).unwrap();
     let pkt = p
         .packet
@@ -1300,7 +1302,7 @@ fn check_catches_a_shifted_timestamp() {
     check(
         &decode(&p.write_to_bytes().unwrap()),
         &launches,
-        &Default::default(),
+        &plain_opts(),
     );
 }
 
@@ -1308,7 +1310,7 @@ fn check_catches_a_shifted_timestamp() {
 // Through the decoder: reference-encoder buffers and the shipped sample.
 
 fn decoded(words: &[u64]) -> Trace {
-    ikp_host::decode::decode_words(words, &Default::default()).expect("decode")
+    ikp_host::decode::decode(words, &Default::default()).expect("decode")
 }
 
 /// A buffer written by the reference encoder, as a kernel would: 3 blocks x 2 groups on
@@ -1357,7 +1359,7 @@ fn reference_encoder_buffers_through_the_decoder() {
     for group_by in [GroupBy::Sm, GroupBy::Block] {
         let opts = PerfettoOptions {
             group_by,
-            ..Default::default()
+            ..plain_opts()
         };
         roundtrip(&[Launch::new("a.bin", &a)], &opts);
         let (_, stats) = roundtrip(&[Launch::new("a.bin", &a), Launch::new("b.bin", &b)], &opts);
@@ -1376,15 +1378,15 @@ fn sample_path() -> PathBuf {
 fn shipped_sample_roundtrips_and_is_smaller_than_chrome_json() {
     let trace = ikp_host::decode::load(&sample_path(), &Default::default()).expect("sample");
     let launches = [Launch::new("attention.ikp", &trace)];
-    let (plain, stats) = roundtrip(&launches, &PerfettoOptions::default());
+    let (plain, stats) = roundtrip(&launches, &plain_opts());
     assert_eq!(stats.slices, trace.spans.len() as u64);
     let zopts = PerfettoOptions {
         compression: Compression::Deflate,
-        ..Default::default()
+        ..plain_opts()
     };
     let (deflated, _) = roundtrip(&launches, &zopts);
     let mut chrome = Vec::new();
-    ikp_host::write::chrome::write_chrome(&trace, &Default::default(), &mut chrome).unwrap();
+    ikp_host::write_chrome(&mut chrome, &trace, &Default::default()).unwrap();
     let ratio = |n: usize| chrome.len() as f64 / n as f64;
     eprintln!(
         "sample: {} spans; Chrome JSON {} bytes; Perfetto {} bytes ({:.2}x smaller), \
@@ -1489,7 +1491,7 @@ fn links_become_flow_arrows() {
     let l = links(&t);
     assert_eq!(l.len(), 5, "{l:?}");
     // The crossing wait went to an overlap track and is still the flow's destination.
-    let (bytes, stats) = roundtrip(&[Launch::new("links", &t)], &PerfettoOptions::default());
+    let (bytes, stats) = roundtrip(&[Launch::new("links", &t)], &plain_opts());
     assert_eq!(stats.flows, 5);
     let d = decode(&bytes);
     assert!(d.tracks.values().any(|t| t.name.contains("(overlap 1)")));
@@ -1506,7 +1508,7 @@ fn links_become_flow_arrows() {
             let opts = PerfettoOptions {
                 group_by,
                 compression,
-                ..Default::default()
+                ..plain_opts()
             };
             let (_, stats) = roundtrip(
                 &[
@@ -1524,7 +1526,7 @@ fn links_become_flow_arrows() {
 #[test]
 fn traces_without_signal_wait_regions_have_no_flow_ids() {
     let t = small_trace(0);
-    let (bytes, stats) = roundtrip(&[Launch::new("x", &t)], &PerfettoOptions::default());
+    let (bytes, stats) = roundtrip(&[Launch::new("x", &t)], &plain_opts());
     assert_eq!(stats.flows, 0);
     let d = decode(&bytes);
     assert!(d
@@ -1539,7 +1541,7 @@ fn traces_without_signal_wait_regions_have_no_flow_ids() {
         }
     }
     assert!(links(&t).is_empty());
-    let (_, stats) = roundtrip(&[Launch::new("x", &t)], &PerfettoOptions::default());
+    let (_, stats) = roundtrip(&[Launch::new("x", &t)], &plain_opts());
     assert_eq!(stats.flows, 0);
 }
 
@@ -1551,7 +1553,7 @@ fn golden_links_trace() {
     let b = links_trace(9_000);
     let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
     let mut bytes = Vec::new();
-    write_perfetto(&mut bytes, &launches, &PerfettoOptions::default()).unwrap();
+    write_perfetto(&mut bytes, &launches, &plain_opts()).unwrap();
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_links.pftrace");
     if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
@@ -1564,7 +1566,7 @@ fn golden_links_trace() {
         path.display()
     );
     let d = decode(&golden);
-    check(&d, &launches, &PerfettoOptions::default());
+    check(&d, &launches, &plain_opts());
     // The ids: spans of the launch before + wait span + 1.
     let mut ids: Vec<u64> = d
         .events
@@ -1627,39 +1629,31 @@ fn links_buffer() -> Vec<u64> {
 /// The streamed path draws the same flows, byte for byte, decoding a block at a time.
 #[test]
 fn streamed_flows_are_byte_identical_to_in_memory() {
-    use ikp_host::decode::native;
-    use ikp_host::write::perfetto::write_perfetto_streamed;
+    use ikp_host::{write_perfetto_streamed, StreamedBuffer};
     let words = links_buffer();
     let whole = decoded(&words);
     // The decoder pairs ends with the innermost open begin: the wait that crosses its
     // loop is left unmatched, and its link with it.
     assert_eq!(whole.diagnostics.unmatched_begin.len(), 1);
     assert_eq!(links(&whole).len(), 4);
-    let prep = native::prepare(&words, &Default::default(), &|_| {}).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("links.ikp");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&path, bytes).unwrap();
     for group_by in [GroupBy::Sm, GroupBy::Block] {
         let opts = PerfettoOptions {
             group_by,
-            ..Default::default()
+            ..plain_opts()
         };
         let (mem, stats) = roundtrip(&[Launch::new("links.ikp", &whole)], &opts);
         assert_eq!(stats.flows, 4);
-        let mut calls = Vec::new();
+        let buf = StreamedBuffer::open(&path, &Default::default()).unwrap();
         let mut streamed = Vec::new();
-        let (sstats, _) = write_perfetto_streamed(
-            &mut streamed,
-            "links.ikp",
-            prep.lane_count(),
-            |i| {
-                calls.push(i);
-                Ok(prep.decode_lanes(i..i + 1)?)
-            },
-            &opts,
-        )
-        .unwrap();
+        let (sstats, _) = write_perfetto_streamed(&mut streamed, "links.ikp", &buf, &opts).unwrap();
         assert!(mem == streamed, "{group_by:?}: streamed output differs");
         assert_eq!(sstats, stats);
         // First pass: every slot once; second: each block's used slots once.
-        assert_eq!(calls.len(), 6 + 5, "{calls:?}");
+        assert_eq!(buf.slot_decodes(), 6 + 5);
     }
 }
 
@@ -1671,7 +1665,7 @@ fn critical_path_track_tiles_the_slowest_blocks_path() {
     let launches = [Launch::new("links", &t)];
     let opts = PerfettoOptions {
         critical_path: true,
-        ..Default::default()
+        ..plain_opts()
     };
     let mut bytes = Vec::new();
     let stats = write_perfetto(&mut bytes, &launches, &opts).unwrap();
@@ -1731,7 +1725,7 @@ fn critical_path_track_tiles_the_slowest_blocks_path() {
     d.tracks.remove(&uuid);
     check(&d, &launches, &opts);
     let mut plain = Vec::new();
-    write_perfetto(&mut plain, &launches, &PerfettoOptions::default()).unwrap();
+    write_perfetto(&mut plain, &launches, &plain_opts()).unwrap();
     assert!(!decode(&plain)
         .tracks
         .values()

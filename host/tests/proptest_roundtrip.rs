@@ -15,9 +15,10 @@
 //! mode, a lane of at least `OWN_RATIO_MIN_NS` converts with its own ratio, the others with
 //! the ratio pooled over every lane.
 use ikp_device::encoder::BufferWriter;
+use ikp_device::tvm;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{self, decode_words, native::OWN_RATIO_MIN_NS, tvm, DecodeOptions};
+use ikp_host::decode::{self, decode, native::OWN_RATIO_MIN_NS, DecodeOptions};
 use ikp_host::model::{ClockCalibration, Trace, Unpaired};
 use proptest::prelude::*;
 
@@ -483,7 +484,7 @@ fn check_native(
         ));
     }
     let want_empty = want.is_empty();
-    let t = decode_words(&b.into_words(), &DecodeOptions::default())
+    let t = decode(&b.into_words(), &DecodeOptions::default())
         .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
     prop_assert_eq!(t.lanes.len(), want.len(), "listed lanes");
     let mut unknown = 0;
@@ -593,18 +594,18 @@ proptest! {
             let e = sorted(lane_expect(l as u32, &recs, first, 0, |x| x));
             want.push((l as u32, e, first, if *fin { end } else { mx }, *fin, recs.len() as u64 + *fin as u64));
         }
-        let t = decode_words(&w, &DecodeOptions::default())
+        let t = decode(&w, &DecodeOptions::default())
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
         prop_assert_eq!(t.diagnostics.backward_steps, backward);
         // The one-thread decodes agree with it: into fresh columns (which counts every
         // lane first, too), and into a used trace whose columns are too short (which
         // counts nothing and grows them).
         let one = DecodeOptions { single_threaded: true, ..Default::default() };
-        prop_assert_eq!(&decode_words(&w, &one).unwrap(), &t);
+        prop_assert_eq!(&decode(&w, &one).unwrap(), &t);
         let tiny = [1u64 << 32 | 1, tvm::pack(7, 0, 1, 0), tvm::pack(9, 0, 1, 1)];
-        let mut used = decode_words(&tiny, &one).unwrap();
+        let mut used = decode(&tiny, &one).unwrap();
         prop_assert_eq!(used.spans.len(), 1);
-        decode::decode_words_into(&w, &one, &mut used).unwrap();
+        decode::decode_into(&w, &one, &mut used).unwrap();
         prop_assert_eq!(&used, &t);
         // Times come back relative to the 2^32 period of the earliest first stamp.
         let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;

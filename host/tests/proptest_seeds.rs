@@ -4,9 +4,10 @@
 //! differ (a wire-format change must refresh the corpus: run it with
 //! `IKP_BLESS_CORPUS=1`), and checks that every seed decodes.
 use ikp_device::encoder::BufferWriter;
+use ikp_device::tvm::pack;
 use ikp_device::wire::lane_flags;
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{decode_words, tvm::pack, DecodeOptions};
+use ikp_host::decode::{decode, DecodeOptions};
 use std::path::PathBuf;
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode, nc: usize) -> Layout {
@@ -141,7 +142,7 @@ fn fuzz_seed_corpus_is_current() {
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
                 .collect();
-            decode_words(&w, &DecodeOptions::default())
+            decode(&w, &DecodeOptions::default())
                 .unwrap_or_else(|e| panic!("seed {target}/{name} does not decode: {e}"));
         }
         let p = root.join(target).join(name);

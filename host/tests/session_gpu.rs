@@ -6,12 +6,15 @@ mod session_support;
 use std::sync::Arc;
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::model::Trace;
-use ikp_host::nvrtc::{Arch, Compiler};
-use ikp_host::session::cudarc::driver::{
+use ikp_host::cuda::cudarc::driver::{
     CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
 };
-use ikp_host::session::{HostSession, SessionError, TraceWriteOptions};
+use ikp_host::model::Trace;
+use ikp_host::{cuda::nvrtc::Compiler, Arch};
+use ikp_host::{
+    cuda::{HostSession, SessionError},
+    TraceWriteOptions,
+};
 use session_support::gpu_or_skip;
 
 /// Two lanes per block (one per warp); each leader records `reps` spans of region 0 with
@@ -307,7 +310,7 @@ fn clock_mode_converts_cycles_to_the_nanoseconds_they_took() {
 fn the_gpu_tests_kernels_compile_for_ampere_and_hopper_without_a_gpu() {
     // The GPU tests above only compile their kernels on a GPU machine; compile them here
     // so a mistake shows up before one is lent.
-    ikp_host::nvrtc::probe().unwrap_or_else(|e| panic!("{e}"));
+    ikp_host::cuda::nvrtc::probe().unwrap_or_else(|e| panic!("{e}"));
     for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
         let cubin = Compiler::new(arch)
             .cubin("session_probe.cu", KERNEL)

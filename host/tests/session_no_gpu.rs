@@ -6,8 +6,8 @@
 //! typed error, not a cudarc panic, and the GPU tests' gate must skip only for "no GPU".
 mod session_support;
 
-use ikp_host::session::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
-use ikp_host::session::{
+use ikp_host::cuda::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
+use ikp_host::cuda::{
     device_count, driver_library, driver_version, open_device, probe_driver, HostSession, IkpArg,
     SessionError,
 };

@@ -1,6 +1,6 @@
 //! The definition of region shares (`ikp_host::definitions`) pinned on hand-built buffers
 //! written with `ikp_device::encoder::BufferWriter`: nested regions, two lanes, time
-//! outside any region. Each case checks `ikp_host::shares` and the summary JSON against
+//! outside any region. Each case checks `ikp_host::stats` and the summary JSON against
 //! figures worked out by hand and against a brute-force reference (`shares_oracle`); a
 //! property test holds the reference against arbitrary lane programs.
 #[path = "fixtures/nested_lanes.rs"]
@@ -9,10 +9,11 @@ mod shares_oracle;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{decode_words, DecodeOptions};
+use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::Trace;
-use ikp_host::shares::{Shares, OUTSIDE};
-use ikp_host::write::{summary, BlockFilter, TraceWriteOptions};
+use ikp_host::stats::{Shares, OUTSIDE};
+use ikp_host::write::{summary, TraceWriteOptions};
+use ikp_host::BlockFilter;
 use nested_lanes::{T0, WAIT};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -20,7 +21,7 @@ use shares_oracle::expected;
 
 /// The shared hand-built buffer ([`nested_lanes::writer`]), decoded.
 fn buffer(which: &[u64]) -> Trace {
-    decode_words(
+    decode(
         &nested_lanes::writer(which).into_words(),
         &DecodeOptions::default(),
     )
@@ -37,7 +38,7 @@ fn regions(s: &Shares) -> Vec<(u16, u64, u64, u64)> {
 
 /// Checks `s` against the brute-force reference for the lanes of `filter`.
 fn check_reference(t: &Trace, s: &Shares, filter: &BlockFilter) {
-    let e = expected(t, filter.lanes(t));
+    let e = expected(t, t.lanes.iter().filter(|l| filter.contains(l.block)));
     assert_eq!((s.lane_time, s.outside), (e.lane_time, e.outside));
     for r in &s.regions {
         assert_eq!(r.self_time, e.self_ns.get(&r.region).copied().unwrap_or(0));
@@ -50,12 +51,12 @@ fn check_reference(t: &Trace, s: &Shares, filter: &BlockFilter) {
 /// The summary JSON of the lanes of `filter`.
 fn summary_json(t: &Trace, filter: BlockFilter, scale: f64) -> Value {
     let opt = TraceWriteOptions {
-        block_filter: filter,
         scale,
         ..Default::default()
     };
+    let t = t.filter_blocks(&filter);
     let mut v = Vec::new();
-    summary::write_summary(t, &opt, "t.json", &mut v).unwrap();
+    summary::write_summary(&mut v, &summary::summarize(&t, &opt, "t.json")).unwrap();
     serde_json::from_slice(&v).unwrap()
 }
 
@@ -129,7 +130,7 @@ fn time_outside_any_region_is_a_share_of_its_own() {
     check_reference(&t, &all, &BlockFilter::default());
     // Block 1 alone: softmax 300 of 1000 + 500 ns, the rest (lane 3 entirely) outside.
     let f = BlockFilter::new(vec![1]);
-    let b1 = Shares::of(&t, f.lanes(&t));
+    let b1 = Shares::of(&t, t.lanes.iter().filter(|l| f.contains(l.block)));
     assert_eq!((b1.lanes, b1.lane_time, b1.outside), (2, 1500, 1200));
     assert_eq!(regions(&b1), [(3, 1, 300, 300)]);
     check_reference(&t, &b1, &f);
@@ -180,7 +181,7 @@ fn a_begin_never_closed_leaves_its_time_to_the_enclosing_span() {
         .end(1, 1, T0 + 50)
         .end(0, 0, T0 + 100)
         .finalize(T0 + 100, 0);
-    let t = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap();
+    let t = decode(&b.into_words(), &DecodeOptions::default()).unwrap();
     assert_eq!(t.diagnostics.unmatched_begin.len(), 1);
     let s = Shares::of(&t, &t.lanes);
     assert_eq!(regions(&s), [(0, 1, 100, 80), (1, 2, 20, 20)]);
@@ -235,7 +236,7 @@ proptest! {
                 w.finalize(t + gap, 0);
             }
         }
-        let t = decode_words(&b.into_words(), &DecodeOptions::default()).unwrap();
+        let t = decode(&b.into_words(), &DecodeOptions::default()).unwrap();
         let s = Shares::of(&t, &t.lanes);
         let e = expected(&t, &t.lanes);
         prop_assert_eq!((s.lane_time, s.outside), (e.lane_time, e.outside));

@@ -3,19 +3,21 @@
 //! and the critical path of the slowest block.
 //!
 //! The JSON is [`ikp_host::analysis::kernel::KernelAnalysis`]; its `# Format` documents
-//! every field. The text ([`super::analyze_text`]) shows the same figures.
-use super::analysis_opts::AnalysisOpts;
-use super::analyze_text;
-use super::decode::Input;
+//! every field. The text ([`ikp_host::write_analysis`]) shows the same figures.
+use crate::analysis_opts::AnalysisOpts;
+use crate::input::InputArgs;
+use crate::output::Outputs;
 use ikp_host::analysis::kernel::{self, KernelOptions};
-use ikp_host::write::atomic;
+use ikp_host::{write_analysis, AnalysisTextOptions};
 use std::path::PathBuf;
 
 /// Arguments of `ikp analyze`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The buffer file (ikp native or TVM format).
+    pub buf: PathBuf,
     #[command(flatten)]
-    pub input: Input,
+    pub input: InputArgs,
     #[command(flatten)]
     pub analysis: AnalysisOpts,
     /// Also write everything as JSON to this file (every critical-path step included).
@@ -32,7 +34,7 @@ pub struct Args {
 
 /// Runs `ikp analyze`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let trace = args.input.load()?;
+    let trace = args.input.load(&args.buf)?;
     let gpu = args.analysis.gpu()?;
     let opts = KernelOptions {
         categories: args.analysis.categories()?,
@@ -41,12 +43,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ns_per_iteration: args.ns_per_iteration,
     };
     let a = kernel::analyze(&trace, &opts);
-    let mut o = std::io::stdout().lock();
-    analyze_text::write(&mut o, &trace, &a, gpu, args.path_steps)?;
     if let Some(out) = &args.json {
-        atomic::write_file(out, |w| {
-            serde_json::to_writer_pretty(&mut *w, &a).map_err(std::io::Error::other)
-        })?;
+        let mut outs = Outputs::new(&[&args.buf], true);
+        outs.file(out, |w| Ok(serde_json::to_writer_pretty(w, &a)?))?;
+        outs.commit()?;
     }
+    let text = AnalysisTextOptions {
+        path_steps: args.path_steps,
+    };
+    write_analysis(std::io::stdout().lock(), &trace, &a, gpu, &text)?;
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! are compiled to cubins and disassembled, and the counts are differences between builds
 //! that differ in one site (see `ikp_host::sass::cost`).
 use anyhow::Context;
-use ikp_host::nvrtc::Arch;
 use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
+use ikp_host::Arch;
 
 /// Arguments of `ikp cost`.
 #[derive(Debug, clap::Args)]
@@ -32,7 +32,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         !args.arch.is_empty(),
         "--arch: give at least one architecture"
     );
-    let tools = CudaTools::discover()?;
+    let tools = CudaTools::discover().map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (in an ikp checkout, `bash scripts/provision.sh && source scripts/env.sh` provides both)"
+        )
+    })?;
     let compiler = SassCompiler::new(tools)?;
     let report = CostReport::measure(&compiler, &args.arch)
         .context("ikp cost: measuring the SASS cost of the instrumentation sites")?;

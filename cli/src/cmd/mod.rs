@@ -1,7 +1,5 @@
-//! One module per subcommand.
-pub mod analysis_opts;
+//! One module per subcommand: its arguments and the library calls that answer it.
 pub mod analyze;
-pub mod analyze_text;
 pub mod cost;
 pub mod decode;
 pub mod diff;

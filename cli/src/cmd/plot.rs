@@ -1,17 +1,17 @@
 //! `ikp plot BUF -o DIR`: SVG histograms per region and per-block overlays (see
-//! `ikp_host::report::plot` for the files written).
-use super::decode::Input;
-use anyhow::Context;
-use ikp_host::report::plot::plots;
-use ikp_host::write::atomic;
-use std::io::Write;
+//! [`ikp_host::report::plot`] for the files written), all of them or none.
+use crate::input::InputArgs;
+use crate::output::Outputs;
+use ikp_host::report::plots;
 use std::path::PathBuf;
 
 /// Arguments of `ikp plot`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The buffer file (ikp native or TVM format).
+    pub buf: PathBuf,
     #[command(flatten)]
-    pub input: Input,
+    pub input: InputArgs,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out-dir")]
     pub out_dir: PathBuf,
@@ -25,15 +25,15 @@ pub struct Args {
 
 /// Runs `ikp plot`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let trace = args.input.load()?;
-    std::fs::create_dir_all(&args.out_dir)
-        .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let trace = args.input.load(&args.buf)?;
     let charts = plots(&trace, args.bins, args.top_blocks);
+    let mut outs = Outputs::new(&[&args.buf], true);
     for p in &charts {
-        atomic::write_file(&args.out_dir.join(&p.file), |w| {
-            w.write_all(p.svg.as_bytes())
+        outs.file(&args.out_dir.join(&p.file), |w| {
+            Ok(w.write_all(p.svg.as_bytes())?)
         })?;
     }
+    outs.commit()?;
     println!("{} charts in {}", charts.len(), args.out_dir.display());
     Ok(())
 }

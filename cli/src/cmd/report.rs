@@ -1,13 +1,11 @@
 //! `ikp report BUF... -o DIR`: one self-contained HTML page (DIR/report.html) with the
 //! summary tables, histograms, SM heat map and imbalance chart of every launch, and with
-//! `--xlsx` the TraceLens-style workbook DIR/report.xlsx.
-use super::analysis_opts::AnalysisOpts;
-use super::decode::{Format, Input};
-use anyhow::Context;
-use ikp_host::report::xlsx::xlsx_bytes;
-use ikp_host::report::{write_html, ReportOptions};
-use ikp_host::write::atomic;
-use std::io::Write;
+//! `--xlsx` the TraceLens-style workbook DIR/report.xlsx; both or neither.
+use crate::analysis_opts::AnalysisOpts;
+use crate::input::InputArgs;
+use crate::output::Outputs;
+use ikp_host::report::{write_html, write_xlsx, ReportOptions};
+use ikp_host::Launch;
 use std::path::PathBuf;
 
 /// Arguments of `ikp report`.
@@ -16,15 +14,11 @@ pub struct Args {
     /// Buffers to report on, one launch each (ikp native or TVM format).
     #[arg(required = true)]
     pub bufs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Output directory; the page is DIR/report.html.
     #[arg(short = 'o', long = "out-dir")]
     pub out_dir: PathBuf,
-    /// Region names for TVM-format buffers (one per line, or JSON {"id": "name"}).
-    #[arg(long)]
-    pub names: Option<PathBuf>,
-    /// Wire format of the buffers.
-    #[arg(long, value_enum, default_value_t = Format::Auto)]
-    pub format: Format,
     /// Histogram bins.
     #[arg(long, default_value_t = 40)]
     pub hist_bins: usize,
@@ -38,16 +32,10 @@ pub struct Args {
 
 /// Runs `ikp report`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let traces = args
-        .bufs
-        .iter()
-        .map(|buf| Input::of(buf, args.names.clone(), args.format).load())
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let traces = args.input.load_all(&args.bufs)?;
     let labels: Vec<String> = args.bufs.iter().map(|p| p.display().to_string()).collect();
-    let launches: Vec<(&str, &_)> = labels
-        .iter()
-        .map(String::as_str)
-        .zip(traces.iter())
+    let launches: Vec<Launch> = (labels.iter().zip(&traces))
+        .map(|(l, t)| Launch::new(l, t))
         .collect();
     let opts = ReportOptions {
         categories: args.analysis.categories()?,
@@ -56,16 +44,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hist_bins: args.hist_bins,
         heat_columns: 200,
     };
-    std::fs::create_dir_all(&args.out_dir)
-        .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let path = args.out_dir.join("report.html");
-    atomic::write_file(&path, |w| write_html(w, &launches, &opts))?;
-    println!("{}", path.display());
-    if args.xlsx {
-        let bytes = xlsx_bytes(&launches, &opts).context("cannot build the xlsx workbook")?;
-        let path = args.out_dir.join("report.xlsx");
-        atomic::write_file(&path, |w| w.write_all(&bytes))?;
-        println!("{}", path.display());
+    let inputs: Vec<&std::path::Path> = args.bufs.iter().map(PathBuf::as_path).collect();
+    let mut outs = Outputs::new(&inputs, true);
+    let html = args.out_dir.join("report.html");
+    outs.file(&html, |w| write_html(w, &launches, &opts))?;
+    let xlsx = args.xlsx.then(|| args.out_dir.join("report.xlsx"));
+    if let Some(p) = &xlsx {
+        outs.file(p, |w| write_xlsx(w, &launches, &opts))?;
+    }
+    outs.commit()?;
+    for p in std::iter::once(&html).chain(&xlsx) {
+        println!("{}", p.display());
     }
     Ok(())
 }

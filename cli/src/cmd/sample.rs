@@ -2,7 +2,7 @@
 //! TVM-format one of any size for benchmarks), so every command can be tried without a GPU;
 //! `--seed N` writes another run of the same kernel, for `ikp diff`.
 use ikp_device::sample;
-use ikp_host::write::atomic;
+use ikp_host::atomic;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -1,22 +1,24 @@
 //! `ikp summary BUF`: the terminal table of where the time went.
-use super::decode::Input;
-use anyhow::Context;
-use ikp_host::write::{table, TraceWriteOptions};
+use crate::input::InputArgs;
+use ikp_host::{write_table, TraceWriteOptions};
+use std::path::PathBuf;
 
 /// Arguments of `ikp summary`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The buffer file (ikp native or TVM format).
+    pub buf: PathBuf,
     #[command(flatten)]
-    pub input: Input,
+    pub input: InputArgs,
 }
 
 /// Runs `ikp summary`.
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let opt = TraceWriteOptions {
-        block_filter: a.input.filter()?,
-        ..Default::default()
-    };
-    let trace = a.input.load()?;
-    let mut out = std::io::stdout().lock();
-    table::write_table(&trace, &opt, &mut out).context("writing to stdout")
+    let trace = a.input.load(&a.buf)?;
+    write_table(
+        std::io::stdout().lock(),
+        &trace,
+        &TraceWriteOptions::default(),
+    )?;
+    Ok(())
 }

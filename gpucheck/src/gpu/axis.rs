@@ -10,8 +10,8 @@
 //! read right after it within one tick plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
+use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use ikp_host::model::Trace;
-use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
 use serde_json::json;
 
 use super::{drv, median, round, timer, Error, Gpu};
@@ -159,7 +159,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
 mod tests {
     use super::*;
     use ikp_device::encoder::BufferWriter;
-    use ikp_host::decode::{decode_words, DecodeOptions};
+    use ikp_host::decode::{decode, DecodeOptions};
 
     /// A rendezvous trace of 4 lanes, 2 rounds at 10 us and 20 us; lane `off` is shifted.
     fn trace(offset_lane: u64, offset: u64) -> (Trace, Vec<u64>) {
@@ -185,7 +185,7 @@ mod tests {
             l.finalize(40_000, 0);
         }
         (
-            decode_words(&w.into_words(), &DecodeOptions::default()).unwrap(),
+            decode(&w.into_words(), &DecodeOptions::default()).unwrap(),
             raw,
         )
     }

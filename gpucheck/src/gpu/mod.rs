@@ -16,13 +16,13 @@ pub mod timing;
 use std::sync::Arc;
 
 use ikp_device::Layout;
-use ikp_host::model::Trace;
-use ikp_host::nvrtc::{Arch, Compiler};
-use ikp_host::session::cudarc::driver::{
+use ikp_host::cuda::cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
     ValidAsZeroBits,
 };
-use ikp_host::session::{open_device, HostSession};
+use ikp_host::cuda::{open_device, HostSession};
+use ikp_host::model::Trace;
+use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
 use crate::results::{Check, Status};
 
@@ -64,15 +64,14 @@ impl std::fmt::Debug for Gpu {
 pub type Error = String;
 
 fn drv(call: &'static str) -> impl FnOnce(DriverError) -> Error {
-    move |e| ikp_host::session::SessionError::driver(call, e).to_string()
+    move |e| ikp_host::cuda::SessionError::driver(call, e).to_string()
 }
 
 impl Gpu {
     /// Opens device 0 and compiles the checks' kernels for its exact architecture.
     pub fn open() -> Result<Gpu, Error> {
         let ctx = open_device(0).map_err(|e| e.to_string())?;
-        let arch =
-            Arch::of_device(&ctx).map_err(drv("cuDeviceGetAttribute (compute capability)"))?;
+        let arch = Arch::of_device(&ctx).map_err(|e| e.to_string())?;
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(drv("cuDeviceGetAttribute (SM count)"))? as u32;

@@ -11,8 +11,8 @@
 
 use ikp_device::wire::lane as seg;
 use ikp_device::{Header, Layout, TimerMode};
+use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use ikp_host::model::Trace;
-use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
 use serde_json::json;
 
 use super::{drv, Error, Gpu};
@@ -162,7 +162,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
 mod tests {
     use super::*;
     use ikp_device::encoder::BufferWriter;
-    use ikp_host::decode::{decode_words, DecodeOptions};
+    use ikp_host::decode::{decode, DecodeOptions};
 
     /// The buffer the kernel should write; `tamper` may change the words afterwards.
     fn buffer(tamper: impl Fn(&mut Vec<u64>)) -> (Trace, Vec<u64>) {
@@ -180,10 +180,7 @@ mod tests {
         }
         let mut words = w.into_words();
         tamper(&mut words);
-        (
-            decode_words(&words, &DecodeOptions::default()).unwrap(),
-            words,
-        )
+        (decode(&words, &DecodeOptions::default()).unwrap(), words)
     }
 
     #[test]

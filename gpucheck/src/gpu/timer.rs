@@ -6,7 +6,7 @@
 //! and keeps each value that differs from the one before. The tick is the median step
 //! between kept values, valid as long as a read takes less than a tick (checked).
 
-use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use serde_json::json;
 
 use super::{drv, median, round, Error, Gpu};

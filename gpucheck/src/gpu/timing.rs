@@ -23,8 +23,8 @@
 //! it must stay within two ticks plus 0.1 % of the time since the lane started, plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
+use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use ikp_host::model::Trace;
-use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
 use serde_json::{json, Value};
 
 use super::{drv, median, round, timer, Error, Gpu};

@@ -537,7 +537,7 @@ fn step_stats_follow_regions_across_launches() {
 
 #[test]
 fn self_time_excludes_direct_children_only() {
-    use super::breakdown::self_times;
+    use crate::stats::self_times;
     // loop [0,100) > {mma [10,50) > {inner [20,30)}, wait [60,70)}; then load [100,120).
     let t = trace(
         &["loop", "mma", "inner", "wait", "load"],

@@ -2,7 +2,7 @@
 //! buffer written by the reference encoder and decoded like any other. Every expected
 //! value is worked out by hand in the comments, not copied from the output.
 use super::kernel::{analyze, KernelOptions};
-use crate::decode::{decode_words, DecodeOptions};
+use crate::decode::{decode as decode_words, DecodeOptions};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{Layout, TimerMode};
 use serde_json::json;

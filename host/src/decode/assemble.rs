@@ -84,7 +84,7 @@ fn chunk_ranges(caps: &[Caps], parallel: bool) -> Vec<Range<usize>> {
 }
 
 /// Output columns of an earlier decode whose memory a decode may reuse
-/// ([`super::decode_words_into`]): writing into pages that are already mapped saves
+/// ([`super::decode_into`]): writing into pages that are already mapped saves
 /// the kernel's first-touch fault of every fresh page, which costs more than the walk
 /// itself on some machines (BENCHMARKS.md).
 #[derive(Debug, Default)]

@@ -1,17 +1,6 @@
 //! Per-lane record walk shared by both formats: stamp unwrapping, stack pairing, output.
 //!
-//! # Unwrapping
-//! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp
-//! of its lane (the lane's 64-bit anchor before the first): the 32-bit difference `d`
-//! (mod 2^32) is a step forward of `d` ticks when `d < 2^31`, and a step *backward* of
-//! `2^32 - d` ticks otherwise. A backward step is a timer that went back a little (a
-//! `%globaltimer` resync by the driver, say), not a forward jump of almost 2^32 ticks
-//! (4.29 s of globaltimer): the record gets the lane's latest time (times never go
-//! backwards within a lane), the lane's unwrapped time stays where it was, and the step is
-//! counted ([`Run::backward`], then `Diagnostics::backward_steps`), never an error. The
-//! records stamped before the timer is back at that time are backward steps too, each
-//! counted. So consecutive records of a lane must be less than 2^31 ticks apart (2.1 s
-//! of globaltimer, about 1 s of a 2 GHz clock).
+//! Stamps unwrap as the parent module's `# Unwrapping` says.
 //!
 //! A [`LaneWalk`] sees one lane's records in order. It writes spans, instants and samples
 //! into slices that [`super::assemble`] sized beforehand, so the hot loop does no

@@ -1,27 +1,51 @@
 //! Decoders: a raw buffer in either wire format becomes a [`Trace`].
 //!
 //! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
-//! - [`tvm`]: the TVM / FlashInfer / warpscope v1 format (`# Format` in that module).
+//! - [`tvm`]: the TVM / FlashInfer / warpscope v1 format (`ikp_device::tvm`).
+//! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
+//! - [`names`]: names files, for buffers that carry no names.
 //!
-//! Both share the per-lane machinery of [`lane`]: records are paired with a stack per lane
+//! Both share one per-lane walk: records are paired with a stack per lane
 //! (so nested and repeated regions pair correctly, unlike the peers' one open slot per
 //! event), 32-bit stamps are unwrapped into 64-bit ns, and everything that cannot be
 //! paired or placed is counted in [`crate::model::Diagnostics`], never dropped silently.
-//! [`assemble`] sizes the output tables before the walk (a counting pass), runs the walk in
-//! parallel over chunks of lanes for large buffers, then closes the holes left by
+//! The decoders size the output tables before the walk (a counting pass), run the walk in
+//! parallel over chunks of lanes for large buffers, then close the holes left by
 //! unmatched records, so the model is built without intermediate copies.
-//! [`decode_words_into`] does the same into the columns of a trace decoded before, which
+//! [`decode_into`] does the same into the columns of a trace decoded before, which
 //! saves the kernel the work of mapping fresh pages for every decode; on one thread, the
 //! TVM decoder then skips its counting pass and lays the lanes' rows one after the other.
+//!
+//! A block filter ([`DecodeOptions::blocks`]) is applied here, once, to the decoded model:
+//! every writer and analysis then sees the same lanes.
+//!
+//! # Unwrapping
+//! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp
+//! of its lane (the lane's 64-bit anchor before the first): the 32-bit difference `d`
+//! (mod 2^32) is a step forward of `d` ticks when `d < 2^31`, and a step *backward* of
+//! `2^32 - d` ticks otherwise. A backward step is a timer that went back a little (a
+//! `%globaltimer` resync by the driver, say), not a forward jump of almost 2^32 ticks
+//! (4.29 s of globaltimer): the record gets the lane's latest time (times never go
+//! backwards within a lane), the lane's unwrapped time stays where it was, and the step is
+//! counted (in [`Diagnostics::backward_steps`](crate::Diagnostics::backward_steps)), never an error. The
+//! records stamped before the timer is back at that time are backward steps too, each
+//! counted. So consecutive records of a lane must be less than 2^31 ticks apart (2.1 s
+//! of globaltimer, about 1 s of a 2 GHz clock).
+//!
 
-pub mod assemble;
-pub mod lane;
+mod assemble;
+mod lane;
 pub mod names;
 pub mod native;
+pub mod stream;
 pub mod tvm;
 
+pub use names::{read as read_names, NamesError};
+pub use native::OWN_RATIO_MIN_NS;
+pub use stream::StreamedBuffer;
+
 use crate::buffer::{BufferError, RawBuffer};
-use crate::model::{Names, Trace};
+use crate::model::{BlockFilter, Names, Trace, WireFormat};
 use std::path::{Path, PathBuf};
 
 /// Which wire format to decode a buffer as.
@@ -44,6 +68,9 @@ pub struct DecodeOptions {
     /// Names that replace the buffer's own (entry by entry: an empty string keeps the
     /// buffer's name). TVM-format buffers carry no names, so this is their only source.
     pub names: Option<Names>,
+    /// Only the lanes of these blocks (default: every block); recorded in the trace's
+    /// [`Source::block_filter`](crate::Source::block_filter).
+    pub blocks: BlockFilter,
     /// Walk lanes on the rayon pool when the buffer is large (default on). Off gives a
     /// strictly single-threaded decode (used by the one-core benchmark).
     pub single_threaded: bool,
@@ -56,7 +83,7 @@ pub enum DecodeError {
     #[error("ikp header: {0}")]
     Header(#[from] ikp_device::LayoutError),
     /// Neither format's header.
-    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor a TVM-format header (groups << 32 | blocks); use --format to force one")]
+    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor a TVM-format header (groups << 32 | blocks); choose the format explicitly to decode it anyway")]
     Unrecognized(u64),
     /// The TVM-format header (slot 0) is unusable.
     #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
@@ -97,6 +124,10 @@ pub enum DecodeError {
         "clock-mode buffer: cannot convert cycles to ns: {0} (ikp never assumes a clock frequency)"
     )]
     NoClockCalibration(NoCalibration),
+    /// Decoding lane by lane ([`StreamedBuffer`]) was asked of
+    /// what cannot be decoded that way.
+    #[error("cannot decode lane by lane: {0}")]
+    NotStreamable(&'static str),
 }
 
 /// Why a clock-mode buffer has no cycles-to-ns calibration (see [`native`], `# Clock
@@ -139,11 +170,7 @@ pub enum LoadErrorKind {
 }
 
 /// Which format `words` is in, honouring a forced choice.
-pub fn detect(
-    words: &[u64],
-    choice: FormatChoice,
-) -> Result<crate::model::WireFormat, DecodeError> {
-    use crate::model::WireFormat;
+pub fn detect_format(words: &[u64], choice: FormatChoice) -> Result<WireFormat, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
     match choice {
         FormatChoice::Ikp => Ok(WireFormat::Ikp),
@@ -154,17 +181,32 @@ pub fn detect(
     }
 }
 
-/// Decodes words in either format.
-pub fn decode_words(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+/// Which format the buffer file `path` is in, from its first word, honouring a forced
+/// choice: a cheap look before deciding how to decode it (whole, or lane by lane).
+pub fn detect_file(path: &Path, choice: FormatChoice) -> Result<WireFormat, LoadError> {
+    use std::io::Read;
+    let err = |kind: LoadErrorKind| LoadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let mut w0 = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut w0))
+        .map_err(|e| err(BufferError::Io(e).into()))?;
+    detect_format(&[u64::from_le_bytes(w0)], choice).map_err(|e| err(e.into()))
+}
+
+/// Decodes a buffer's words (in either format) into a [`Trace`].
+pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
     decode_reusing(words, opts, assemble::Recycled::default())
 }
 
-/// Decodes words in either format into `trace`, reusing the memory of its span, instant
-/// and sample columns: a tool that decodes launch after launch (or a benchmark) then
-/// writes into pages it already has instead of having the kernel map and zero fresh ones
-/// for every launch. The result equals [`decode_words`]'s. On error `trace` is left
-/// empty ([`Trace::default`]).
-pub fn decode_words_into(
+/// Decodes a buffer's words (in either format) into `trace`, reusing the memory of its
+/// span, instant and sample columns: a tool that decodes launch after launch (or a
+/// benchmark) then writes into pages it already has instead of having the kernel map and
+/// zero fresh ones for every launch. The result equals [`decode`]'s. On error `trace` is
+/// left empty ([`Trace::default`]).
+pub fn decode_into(
     words: &[u64],
     opts: &DecodeOptions,
     trace: &mut Trace,
@@ -184,19 +226,22 @@ fn decode_reusing(
     opts: &DecodeOptions,
     reuse: assemble::Recycled,
 ) -> Result<Trace, DecodeError> {
-    let mut trace = match detect(words, opts.format)? {
-        crate::model::WireFormat::Ikp => native::decode(words, opts, reuse)?,
-        crate::model::WireFormat::Tvm => tvm::decode(words, opts, reuse)?,
+    let mut trace = match detect_format(words, opts.format)? {
+        WireFormat::Ikp => native::decode(words, opts, reuse)?,
+        WireFormat::Tvm => tvm::decode(words, opts, reuse)?,
     };
     if let Some(n) = &opts.names {
         names::overlay(&mut trace.names, n);
+    }
+    if !opts.blocks.keeps_all() {
+        trace = trace.filter_blocks(&opts.blocks);
     }
     Ok(trace)
 }
 
 /// Decodes a buffer read with [`RawBuffer`]; errors name the buffer.
 pub fn decode_buffer(buf: &RawBuffer, opts: &DecodeOptions) -> Result<Trace, LoadError> {
-    decode_words(&buf.words, opts).map_err(|e| LoadError {
+    decode(&buf.words, opts).map_err(|e| LoadError {
         path: buf.name.clone(),
         kind: e.into(),
     })
@@ -210,7 +255,7 @@ pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
         kind: e.into(),
     };
     match crate::buffer::MappedBuffer::open(path) {
-        Ok(m) => decode_words(m.words(), opts).map_err(|e| LoadError {
+        Ok(m) => decode(m.words(), opts).map_err(|e| LoadError {
             path: path.to_path_buf(),
             kind: e.into(),
         }),

@@ -74,7 +74,7 @@ pub fn read(path: &Path) -> Result<Names, NamesError> {
 }
 
 /// Replaces `base`'s names with `over`'s, entry by entry (empty entries keep `base`'s).
-pub fn overlay(base: &mut Names, over: &Names) {
+pub(crate) fn overlay(base: &mut Names, over: &Names) {
     fn merge(b: &mut Vec<String>, o: &[String]) {
         if b.len() < o.len() {
             b.resize(o.len(), String::new());

@@ -6,7 +6,7 @@
 //! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
 //! Stamps unwrap from the lane's own 64-bit start stamp, each relative to the one before
 //! it; a stamp behind its predecessor is a backward step of the timer, clamped and counted
-//! in `backward_steps` ([`super::lane`], `# Unwrapping`). A finalized lane whose end
+//! in `backward_steps` ([`super`], `# Unwrapping`). A finalized lane whose end
 //! globaltimer is before its start globaltimer ends at its start, and counts as a
 //! backward step too (as does, in clock mode, an end clock64 before the start clock64).
 //!
@@ -65,9 +65,13 @@ struct LaneInfo {
 }
 
 /// Decodes a native buffer, reusing the memory of `reuse`'s columns.
-pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
+pub(crate) fn decode(
+    words: &[u64],
+    opts: &DecodeOptions,
+    reuse: Recycled,
+) -> Result<Trace, DecodeError> {
     let p = prepare(words, opts, &|_| {})?;
-    p.decode_lanes_reusing(0..p.lane_count(), reuse)
+    p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
 }
 
 /// Lanes inspected between two calls of [`prepare`]'s `inspected` callback: at least this
@@ -77,10 +81,10 @@ const INSPECT_CHUNK_WORDS: usize = 1 << 23;
 /// A native buffer whose header and every lane segment have been checked (the counting
 /// pass): its lanes can be walked all at once ([`decode`]) or range by range, in any
 /// order, by the streaming Perfetto path, which decodes one lane at a time so memory stays
-/// bounded by the largest lane. Walking a checked lane cannot fail.
+/// bounded by the largest lane. Walking a checked lane cannot fail, given the words that
+/// were checked.
 #[derive(Debug)]
-pub struct Prepared<'a> {
-    words: &'a [u64],
+pub(crate) struct Prepared {
     h: Header,
     infos: Vec<LaneInfo>,
     /// Clock mode: the pooled calibration, for lanes without their own.
@@ -91,11 +95,11 @@ pub struct Prepared<'a> {
 /// Checks the header and every lane segment of a native buffer. `inspected` is called with
 /// each range of words (whole lanes, ascending) once it has been read, so that a
 /// memory-mapped caller can drop those pages.
-pub fn prepare<'a>(
-    words: &'a [u64],
+pub(crate) fn prepare(
+    words: &[u64],
     opts: &DecodeOptions,
     inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
-) -> Result<Prepared<'a>, DecodeError> {
+) -> Result<Prepared, DecodeError> {
     let h = Header::parse(words)?;
     let n_lanes = h.layout.lane_count() as usize;
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
@@ -125,7 +129,6 @@ pub fn prepare<'a>(
         _ => None,
     };
     Ok(Prepared {
-        words,
         h,
         infos,
         clock,
@@ -133,31 +136,45 @@ pub fn prepare<'a>(
     })
 }
 
-impl Prepared<'_> {
+impl Prepared {
     /// Lane slots of the layout (lanes that never ran are slots without a lane).
-    pub fn lane_count(&self) -> usize {
+    pub(crate) fn lane_count(&self) -> usize {
         self.infos.len()
     }
 
     /// The words of lane slot `l`'s segment.
-    pub fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
+    pub(crate) fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
         self.h.lane_range(l as u64)
     }
 
-    /// Decodes lane slots `lanes` into a trace holding only those lanes (its
-    /// `time_base` is the earliest start among them). Decoding every slot in one call is
-    /// [`decode`].
-    pub fn decode_lanes(&self, lanes: std::ops::Range<usize>) -> Result<Trace, DecodeError> {
-        self.decode_lanes_reusing(lanes, Recycled::default())
+    /// Decodes lane slots `lanes` of `words` (the words [`prepare`] checked) into a trace
+    /// holding only those lanes (its `time_base` is the earliest start among them).
+    /// Decoding every slot in one call is [`decode`].
+    pub(crate) fn decode_lanes(
+        &self,
+        words: &[u64],
+        lanes: std::ops::Range<usize>,
+    ) -> Result<Trace, DecodeError> {
+        self.decode_lanes_reusing(words, lanes, Recycled::default())
+    }
+
+    /// The earliest start of any lane that ran: the time base of the whole launch.
+    pub(crate) fn time_base(&self) -> Ns {
+        (self.infos.iter())
+            .filter(|i| i.used)
+            .map(|i| i.start_gt)
+            .min()
+            .unwrap_or(0)
     }
 
     /// [`Prepared::decode_lanes`], reusing the memory of `reuse`'s columns.
     fn decode_lanes_reusing(
         &self,
+        words: &[u64],
         lanes: std::ops::Range<usize>,
         reuse: Recycled,
     ) -> Result<Trace, DecodeError> {
-        let (h, words, infos) = (&self.h, self.words, &self.infos[lanes.clone()]);
+        let (h, infos) = (&self.h, &self.infos[lanes.clone()]);
         let l_base = lanes.start;
         let clock = self.clock;
         let caps: Vec<Caps> = infos.iter().map(|i| i.caps).collect();
@@ -246,6 +263,7 @@ impl Prepared<'_> {
                 groups_per_block: groups,
                 records_per_lane: h.layout.records_per_lane,
                 time_base,
+                block_filter: Default::default(),
             },
             names: Names {
                 regions: h.layout.regions.clone(),

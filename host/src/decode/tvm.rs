@@ -1,18 +1,8 @@
 //! Decoder of the TVM / FlashInfer / warpscope v1 wire format.
 //!
-//! # Format
-//!
-//! An array of little-endian `u64` slots, zeroed before launch.
-//!
-//! ```text
-//! slot 0                  groups << 32 | blocks        (written by block 0, thread 0)
-//! slot 1 + lane + k * S   record k of lane `lane`      S = blocks * groups
-//! record                  globaltimer_lo << 32 | lane << 12 | event << 2 | type
-//! ```
-//! - `lane = block * groups + group` (20 bits), `event` a 10-bit id, `type` 0 = begin,
-//!   1 = end, 2 = instant, 3 = finalize. A zero slot is empty and skipped.
-//! - There are no names, no payload, no SM / warp ids and no drop counts in this format:
-//!   names come from a names file, the Chrome "warp" of a lane is its group.
+//! The format itself (slot 0, record packing) is specified in [`ikp_device::tvm`], `#
+//! Format`, which the decoder reads its fields through. Names come from a names file; the
+//! Chrome "warp" of a lane is its group.
 //!
 //! # Decoding rules
 //! - Every record must sit in its own lane's column: a record whose lane field differs
@@ -36,37 +26,25 @@ use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
+use ikp_device::tvm;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Bits of the lane field of a tag.
-pub const LANE_BITS: u32 = 20;
-/// Shift of the lane field.
-pub const LANE_SHIFT: u32 = 12;
-
 /// `groups, blocks` of slot 0 if they make a usable layout.
 fn header(w0: u64) -> Result<(u64, u64), &'static str> {
-    let (groups, blocks) = (w0 >> 32, w0 & 0xFFFF_FFFF);
+    let (groups, blocks) = tvm::unpack_header(w0);
     if groups == 0 || blocks == 0 {
         return Err("groups and blocks must both be at least 1");
     }
-    if groups * blocks > 1 << LANE_BITS {
+    if groups * blocks > tvm::MAX_LANES {
         return Err("blocks x groups exceeds the 2^20 lanes the 20-bit lane field can name");
     }
     Ok((groups, blocks))
 }
 
 /// Whether slot 0 reads as a TVM-format header (used by auto-detection).
-pub fn plausible_header(words: &[u64]) -> bool {
+pub(crate) fn plausible_header(words: &[u64]) -> bool {
     words.first().is_some_and(|&w| header(w).is_ok())
-}
-
-/// Packs a TVM-format record (for tests, samples and benchmarks).
-pub const fn pack(time_lo: u32, lane: u32, event: u32, kind: u32) -> u64 {
-    ((time_lo as u64) << 32)
-        | ((lane as u64) << LANE_SHIFT)
-        | ((event as u64 & 0x3FF) << 2)
-        | (kind as u64 & 3)
 }
 
 /// What the counting pass learned about one lane.
@@ -113,12 +91,6 @@ fn prefetch(w: &u64) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = w;
-}
-
-/// The lane field of a record.
-#[inline(always)]
-fn lane_of(w: u64) -> u64 {
-    (w >> LANE_SHIFT) & ((1 << LANE_BITS) - 1)
 }
 
 /// A transposed copy of up to [`STRIP_LANES`] lanes, all rows, each lane's slots in row
@@ -249,11 +221,12 @@ impl Strip {
         use std::arch::x86_64::*;
         let (n, st) = (lanes.len(), self.stride);
         let (n4, full) = (n / 4 * 4, self.full_rows(body, stride, &lanes));
-        let lane_field = _mm256_set1_epi64x((((1u64 << LANE_BITS) - 1) << LANE_SHIFT) as i64);
+        let lane_field =
+            _mm256_set1_epi64x((((1u64 << tvm::LANE_BITS) - 1) << tvm::LANE_SHIFT) as i64);
         // Per group of four lanes: its lane fields, and its empty slots (as sums of -1).
         let want: Vec<__m256i> = (0..n4 / 4)
             .map(|b| {
-                let l = |j: usize| (((lanes.start + 4 * b + j) as u64) << LANE_SHIFT) as i64;
+                let l = |j: usize| (((lanes.start + 4 * b + j) as u64) << tvm::LANE_SHIFT) as i64;
                 _mm256_setr_epi64x(l(0), l(1), l(2), l(3))
             })
             .collect();
@@ -359,7 +332,7 @@ impl Strip {
                 used += u;
                 begins += u & usize::from(w & 3 == 0);
                 insts += usize::from(w & 3 == 2);
-                wrong |= u & usize::from(lane_of(w) != lane);
+                wrong |= u & usize::from(tvm::lane_of(w) != lane);
             }
             self.records[i] += used;
         }
@@ -388,7 +361,7 @@ impl Strip {
                 let col = &self.words[i * self.stride..][..self.rows];
                 let r = col
                     .iter()
-                    .position(|&w| w != 0 && lane_of(w) != lane as u64)?;
+                    .position(|&w| w != 0 && tvm::lane_of(w) != lane as u64)?;
                 Some((r, lane))
             })
             .min()
@@ -431,7 +404,7 @@ fn misplaced(at: usize, w: u64, stride: usize) -> DecodeError {
     DecodeError::TvmLane {
         slot: at as u64 + 1,
         word: w,
-        found: lane_of(w),
+        found: tvm::lane_of(w),
         expected: (at % stride) as u64,
         stride: stride as u64,
     }
@@ -478,14 +451,14 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
             let w = row[l];
             let used = u64::from(w != 0);
             let kind = w & 3;
-            wrong |= used & u64::from(lane_of(w) != l as u64);
+            wrong |= used & u64::from(tvm::lane_of(w) != l as u64);
             b[l] += (used & u64::from(kind == 0)) as u32;
             i[l] += u32::from(kind == 2);
             c[l] += used as u32;
         }
         if wrong != 0 {
             let l = (0..m)
-                .find(|&l| row[l] != 0 && lane_of(row[l]) != l as u64)
+                .find(|&l| row[l] != 0 && tvm::lane_of(row[l]) != l as u64)
                 .expect("the row holds a misplaced record");
             let at = first + r * stride + l;
             return Err(misplaced(at, body[at], stride));
@@ -602,7 +575,11 @@ struct Body<'w> {
 /// output goes and can be walked at once; into fresh columns, so that they are allocated
 /// at their exact size (growing them would copy them, and the kernel's mapping of their
 /// new pages costs more than the counting).
-pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Trace, DecodeError> {
+pub(crate) fn decode(
+    words: &[u64],
+    opts: &DecodeOptions,
+    reuse: Recycled,
+) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
     let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
     let stride = (groups * blocks) as usize;
@@ -664,6 +641,7 @@ pub fn decode(words: &[u64], opts: &DecodeOptions, reuse: Recycled) -> Result<Tr
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,
             time_base,
+            block_filter: Default::default(),
         },
         names: Names::default(),
         lanes: asm.lanes,
@@ -770,7 +748,8 @@ fn shared_base(firsts: impl Iterator<Item = u32>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{count_rows, count_rows_any, pack, shared_base, Strip};
+    use super::{count_rows, count_rows_any, shared_base, Strip};
+    use ikp_device::tvm::pack;
 
     /// A body of `lanes` lanes (some records missing, some lanes ending early) cut off
     /// `short` slots before the end of its last row.

@@ -1,7 +1,7 @@
 //! Renders the report page (see the module `# Format` in [`super`]).
 
 use super::regions::region_table;
-use super::svg::{bars, esc, fmt_ns, heat_map, histogram, stacked_bar};
+use super::svg::{bars, esc, heat_map, histogram, stacked_bar};
 use crate::analysis::blocks::{blocks, distribution, gpu_wall};
 use crate::analysis::breakdown::{block_breakdowns, region_categories, TimeBreakdown};
 use crate::analysis::categories::{Category, CategoryTable};
@@ -11,8 +11,10 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::{Ns, Trace};
-use crate::shares::Shares;
+use crate::stats::Shares;
 use crate::stats::{self, dur_stats, durations_by_region, DurStats};
+use crate::time::format_duration;
+use crate::write::{Launch, WriteError};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -54,13 +56,23 @@ fn category_color(c: Category) -> &'static str {
     COLORS[Category::ALL.iter().position(|&x| x == c).unwrap_or(5)]
 }
 
-/// Writes the report for `launches` (label, trace) to `out`.
+/// Writes the report of `launches` to `out`.
 pub fn write_html<W: Write>(
     mut out: W,
-    launches: &[(&str, &Trace)],
+    launches: &[Launch<'_>],
     opts: &ReportOptions,
-) -> io::Result<()> {
-    let title = launches.iter().map(|l| l.0).collect::<Vec<_>>().join(", ");
+) -> Result<(), WriteError> {
+    page(&mut out, launches, opts)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn page<W: Write>(mut out: W, launches: &[Launch<'_>], opts: &ReportOptions) -> io::Result<()> {
+    let title = launches
+        .iter()
+        .map(|l| l.label)
+        .collect::<Vec<_>>()
+        .join(", ");
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ikp report: {}</title><style>{CSS}</style></head><body>\n<h1>ikp report</h1>\n",
@@ -69,19 +81,19 @@ pub fn write_html<W: Write>(
     if launches.len() > 1 {
         across(&mut out, launches)?;
     }
-    for (n, (label, trace)) in launches.iter().enumerate() {
+    for (n, Launch { label, trace }) in launches.iter().enumerate() {
         launch(&mut out, n, label, trace, opts)?;
     }
     writeln!(out, "</body></html>")
 }
 
 /// Per-region statistics over all launches (reference 003's step statistics).
-fn across<W: Write>(out: &mut W, launches: &[(&str, &Trace)]) -> io::Result<()> {
-    let traces: Vec<&Trace> = launches.iter().map(|l| l.1).collect();
+fn across<W: Write>(out: &mut W, launches: &[Launch<'_>]) -> io::Result<()> {
+    let traces: Vec<&Trace> = launches.iter().map(|l| l.trace).collect();
     let mut rows: Vec<_> = step_stats(&traces).into_iter().collect();
     rows.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(&b.0)));
     write!(out, "<section id=\"across\"><h2>Across {} launches</h2><table><tr><th>region</th><th>count</th><th>total</th><th>mean</th><th>min</th><th>max</th>", launches.len())?;
-    for (label, _) in launches {
+    for Launch { label, .. } in launches {
         write!(out, "<th>{}</th>", esc(label))?;
     }
     writeln!(out, "</tr>")?;
@@ -91,17 +103,17 @@ fn across<W: Write>(out: &mut W, launches: &[(&str, &Trace)]) -> io::Result<()> 
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             esc(&name),
             st.cnt,
-            fmt_ns(st.time as f64),
-            fmt_ns(st.avg),
-            fmt_ns(st.min_t as f64),
-            fmt_ns(st.max_t as f64)
+            format_duration(st.time as f64),
+            format_duration(st.avg),
+            format_duration(st.min_t as f64),
+            format_duration(st.max_t as f64)
         )?;
         for k in 0..launches.len() {
             match st.per_step.iter().find(|p| p.0 == k) {
                 Some(&(_, cnt, time)) => write!(
                     out,
                     "<td>{} ({cnt}×)</td>",
-                    fmt_ns(time as f64 / cnt as f64)
+                    format_duration(time as f64 / cnt as f64)
                 )?,
                 None => write!(out, "<td>–</td>")?,
             }
@@ -138,7 +150,7 @@ fn launch<W: Write>(
         src.grid[2],
         src.groups_per_block,
         t.lanes.len(),
-        fmt_ns((end - start) as f64),
+        format_duration((end - start) as f64),
         t.spans.len(),
         t.dropped(),
         t.diagnostics.unmatched_begin.len(),
@@ -216,9 +228,9 @@ fn launch<W: Write>(
                 esc(&t.names.region(x.from)),
                 esc(&t.names.region(x.to)),
                 x.count,
-                fmt_ns(x.total as f64),
-                fmt_ns(x.total as f64 / x.count.max(1) as f64),
-                fmt_ns(x.max as f64)
+                format_duration(x.total as f64),
+                format_duration(x.total as f64 / x.count.max(1) as f64),
+                format_duration(x.max as f64)
             )?;
         }
         writeln!(out, "</table>")?;
@@ -276,9 +288,9 @@ fn breakdown_section<W: Write>(
     writeln!(
         out,
         "<h3>Where the time goes</h3><p class=\"meta\">Block-time {}: the sum over {} blocks of each block's first-to-last stamp; shares are of it. GPU wall time (first to last stamp of any block): {}.</p><div id=\"breakdown-{n}\">{}</div>",
-        fmt_ns(b.total as f64),
+        format_duration(b.total as f64),
         bbs.len(),
-        fmt_ns(gpu_wall(t) as f64),
+        format_duration(gpu_wall(t) as f64),
         stacked_bar(&bar, 1000)
     )?;
     writeln!(
@@ -291,29 +303,29 @@ fn breakdown_section<W: Write>(
             out,
             "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             name.replace('_', " "),
-            fmt_ns(v as f64),
+            format_duration(v as f64),
             100.0 * v as f64 / b.total.max(1) as f64,
-            fmt_ns(d.min as f64),
-            fmt_ns(d.median as f64),
-            fmt_ns(d.p90 as f64),
-            fmt_ns(d.max as f64)
+            format_duration(d.min as f64),
+            format_duration(d.median as f64),
+            format_duration(d.p90 as f64),
+            format_duration(d.max as f64)
         )?;
     }
     let iso = isolate_compute(t, &opts.categories, None);
     writeln!(
         out,
         "</table><p class=\"meta\">In a block, a part is time some group spends in it and no earlier part covers. Compute isolation, per block then summed (block length − union of its groups' waits): block-time {} − blocked {} = compute {} ({:.1}% of block-time); summing waits instead of uniting them would give {} blocked. Of the blocked time, {} ({:.1}%) had another group of the block computing: waits hidden behind the block's own math. Per block compute, min / median / p90 / max: {} / {} / {} / {}.</p>",
-        fmt_ns(iso.length_ns as f64),
-        fmt_ns(iso.blocked_ns as f64),
-        fmt_ns(iso.compute_ns as f64),
+        format_duration(iso.length_ns as f64),
+        format_duration(iso.blocked_ns as f64),
+        format_duration(iso.compute_ns as f64),
         100.0 * iso.compute_ns as f64 / iso.length_ns.max(1) as f64,
-        fmt_ns(iso.wait_sum_ns as f64),
-        fmt_ns(iso.overlap_ns as f64),
+        format_duration(iso.wait_sum_ns as f64),
+        format_duration(iso.overlap_ns as f64),
         100.0 * iso.overlap_ns as f64 / iso.blocked_ns.max(1) as f64,
-        fmt_ns(iso.compute_spread.min as f64),
-        fmt_ns(iso.compute_spread.median as f64),
-        fmt_ns(iso.compute_spread.p90 as f64),
-        fmt_ns(iso.compute_spread.max as f64)
+        format_duration(iso.compute_spread.min as f64),
+        format_duration(iso.compute_spread.median as f64),
+        format_duration(iso.compute_spread.p90 as f64),
+        format_duration(iso.compute_spread.max as f64)
     )
 }
 
@@ -332,7 +344,9 @@ fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<(
         .sms
         .as_ref()
         .map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
-    let tail = im.tail.map_or(na.to_string(), |x| fmt_ns(x as f64));
+    let tail = im
+        .tail
+        .map_or(na.to_string(), |x| format_duration(x as f64));
     writeln!(
         out,
         "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
@@ -344,7 +358,7 @@ fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<(
             COLORS[0],
             "block length, one bar per block, slowest first (ties by block id)"
         ),
-        fmt_ns(im.blocks.median as f64),
+        format_duration(im.blocks.median as f64),
         im.blocks.max_over_median,
         esc(&sms),
         esc(&tail)

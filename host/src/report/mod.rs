@@ -22,15 +22,20 @@
 mod html;
 pub mod plot;
 mod regions;
-pub mod svg;
+mod svg;
+#[cfg(feature = "xlsx")]
 pub mod xlsx;
 
 pub use html::{write_html, ReportOptions};
+pub use plot::{plots, Plot};
+#[cfg(feature = "xlsx")]
+pub use xlsx::write_xlsx;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::{lane, trace};
+    use crate::write::Launch;
 
     #[test]
     fn report_has_every_section_and_escapes_names() {
@@ -50,7 +55,7 @@ mod tests {
             crate::analysis::roofline::parse_annotations(r#"{"mma": {"flops": 1e4}}"#).unwrap();
         opts.gpu = crate::analysis::roofline::preset("h100");
         let mut out = Vec::new();
-        write_html(&mut out, &[("run & co", &t)], &opts).unwrap();
+        write_html(&mut out, &[Launch::new("run & co", &t)], &opts).unwrap();
         let html = String::from_utf8(out).unwrap();
         for id in [
             "launch-0",
@@ -90,7 +95,12 @@ mod tests {
         assert_eq!(html.matches("<svg").count(), 1 + 3 + 1 + 1);
         assert!(!html.contains("id=\"across\""));
         let mut two = Vec::new();
-        write_html(&mut two, &[("a", &t), ("b", &t)], &opts).unwrap();
+        write_html(
+            &mut two,
+            &[Launch::new("a", &t), Launch::new("b", &t)],
+            &opts,
+        )
+        .unwrap();
         let two = String::from_utf8(two).unwrap();
         let across = &two[two.find("id=\"across\"").expect("across section")
             ..two.find("id=\"launch-0\"").unwrap()];

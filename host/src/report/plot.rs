@@ -10,9 +10,10 @@
 //!
 //! `<name>` keeps ASCII letters, digits, `-` and `_`; other characters become `_`.
 
-use super::svg::{esc, fmt_ns, histogram, x_axis, y_axis, AXIS_W};
+use super::svg::{esc, histogram, x_axis, y_axis, AXIS_W};
 use crate::model::Trace;
 use crate::stats::{self, durations_by_region};
+use crate::time::format_duration;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -63,9 +64,9 @@ pub fn plots(trace: &Trace, bins: u32, top_blocks: usize) -> Vec<Plot> {
                 &format!(
                     "{name}: {} occurrences, mean {}, p50 {}, p99 {}",
                     st.count,
-                    fmt_ns(st.mean),
-                    fmt_ns(st.percentiles[3]),
-                    fmt_ns(st.percentiles[7])
+                    format_duration(st.mean),
+                    format_duration(st.percentiles[3]),
+                    format_duration(st.percentiles[7])
                 ),
                 &histogram(&h, 600, 240, PALETTE[0]),
                 640,
@@ -144,9 +145,9 @@ fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
         w,
         h,
         &[
-            (0.0, fmt_ns(lo as f64)),
-            (0.5, fmt_ns((lo + hi) as f64 / 2.0)),
-            (1.0, fmt_ns(hi as f64)),
+            (0.0, format_duration(lo as f64)),
+            (0.5, format_duration((lo + hi) as f64 / 2.0)),
+            (1.0, format_duration(hi as f64)),
         ],
     );
     for (k, c) in curves.iter().enumerate() {

@@ -2,11 +2,12 @@
 //! and span statistics per region, then the time outside any region (columns defined in
 //! [`crate::definitions`]).
 
-use super::svg::{esc, fmt_ns};
+use super::svg::esc;
 use crate::analysis::categories::Category;
 use crate::model::Trace;
-use crate::shares::{Shares, OUTSIDE};
 use crate::stats::DurStats;
+use crate::stats::{Shares, OUTSIDE};
+use crate::time::format_duration;
 use std::io::{self, Write};
 
 /// Writes the table `regions-{n}` of `t`: one row per row of `shares` (in its order),
@@ -25,7 +26,7 @@ pub(super) fn region_table<'a, W: Write>(
     )?;
     for row in shares.rows() {
         let (pct, cum) = (100.0 * row.share, 100.0 * row.cumulative);
-        let self_time = fmt_ns(row.self_time as f64);
+        let self_time = format_duration(row.self_time as f64);
         match row.region {
             Some(r) => {
                 let st = stats(r.region);
@@ -35,10 +36,10 @@ pub(super) fn region_table<'a, W: Write>(
                     esc(&t.names.region(r.region)),
                     cats[r.region as usize].name(),
                     r.count,
-                    fmt_ns(r.inclusive as f64),
-                    fmt_ns(st.mean),
-                    fmt_ns(st.percentiles[3]),
-                    fmt_ns(st.percentiles[7])
+                    format_duration(r.inclusive as f64),
+                    format_duration(st.mean),
+                    format_duration(st.percentiles[3]),
+                    format_duration(st.percentiles[7])
                 )?;
             }
             None => writeln!(
@@ -50,7 +51,7 @@ pub(super) fn region_table<'a, W: Write>(
     writeln!(
         out,
         "</table><p class=\"meta\">self: time in the region itself, nested regions excluded. self %: its share of the lane time, {} over {} lanes (each from its first to its last stamp), so the column sums to 100 %; cum %: running sum. incl., mean, p50, p99: whole spans, nested regions included. (The breakdown above is another figure: block-time, each block's groups merged.)</p>",
-        fmt_ns(shares.lane_time as f64),
+        format_duration(shares.lane_time as f64),
         shares.lanes
     )
 }

@@ -1,6 +1,7 @@
 //! Tiny SVG chart builders for the HTML report: no JavaScript, no external assets, so the
 //! page is one self-contained file that renders identically everywhere.
 
+use crate::time::format_duration;
 use std::fmt::Write;
 
 /// Escapes text for XML / HTML.
@@ -19,19 +20,6 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Human-readable nanoseconds (`950 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`).
-pub fn fmt_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.1} µs", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.2} s", ns / 1e9)
-    }
-}
-
 /// A horizontal stacked bar of named parts with a legend.
 pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
     let total: u64 = parts.iter().map(|p| p.1).sum::<u64>().max(1);
@@ -46,7 +34,7 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
             s,
             r#"<rect x="{x:.2}" y="0" width="{w:.2}" height="28" fill="{color}"><title>{}: {} ({pct:.1}%)</title></rect>"#,
             esc(name),
-            fmt_ns(*v as f64)
+            format_duration(*v as f64)
         );
         x += w;
     }
@@ -151,8 +139,8 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
             AXIS_W as f64 + i as f64 * bw,
             ht - bh,
             (bw - 0.5).max(0.5),
-            fmt_ns(h.min as f64 + step * i as f64),
-            fmt_ns(h.min as f64 + step * (i + 1) as f64),
+            format_duration(h.min as f64 + step * i as f64),
+            format_duration(h.min as f64 + step * (i + 1) as f64),
             100.0 * p
         );
     }
@@ -170,9 +158,9 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
         w,
         ht,
         &[
-            (0.0, fmt_ns(h.min as f64)),
-            (0.5, fmt_ns(mid)),
-            (1.0, fmt_ns(h.max as f64)),
+            (0.0, format_duration(h.min as f64)),
+            (0.5, format_duration(mid)),
+            (1.0, format_duration(h.max as f64)),
         ],
     );
     s.push_str("</g></svg>");
@@ -228,14 +216,19 @@ pub fn heat_map(
         }
     }
     let ticks: Vec<(f64, String)> = (0..=4)
-        .map(|k| (k as f64 / 4.0, fmt_ns(span_ns as f64 * k as f64 / 4.0)))
+        .map(|k| {
+            (
+                k as f64 / 4.0,
+                format_duration(span_ns as f64 * k as f64 / 4.0),
+            )
+        })
         .collect();
     x_axis(&mut s, label_w, width as f64, map_h + 1.0, &ticks);
     let _ = write!(
         s,
         r#"<text x="{label_w}" y="{:.1}" font-size="10" fill="{INK}">time since the first stamp ({} per column)</text>"#,
         map_h + 28.0,
-        fmt_ns(span_ns as f64 / cols as f64)
+        format_duration(span_ns as f64 / cols as f64)
     );
     // Legend: the shading from 0 % to 100 %.
     let ly = map_h + 38.0;
@@ -285,7 +278,7 @@ pub fn bars(
             ht - h,
             (bw - 0.3).max(0.3),
             esc(label),
-            fmt_ns(*v as f64)
+            format_duration(*v as f64)
         );
     }
     let (ref_name, ref_v) = reference;
@@ -296,8 +289,8 @@ pub fn bars(
         peak,
         &[
             (0.0, "0".into()),
-            (peak, fmt_ns(peak)),
-            (ref_v as f64, fmt_ns(ref_v as f64)),
+            (peak, format_duration(peak)),
+            (ref_v as f64, format_duration(ref_v as f64)),
         ],
     );
     let _ = write!(
@@ -309,7 +302,7 @@ pub fn bars(
         s,
         r##"<line x1="{AXIS_W}" x2="{width}" y1="{y:.2}" y2="{y:.2}" stroke="#333" stroke-dasharray="4 3"><title>{} {}</title></line>"##,
         esc(ref_name),
-        fmt_ns(ref_v as f64)
+        format_duration(ref_v as f64)
     );
     let ly = ht + 20.0;
     // The second legend entry starts after the first one's text (about 6 px a character).
@@ -325,7 +318,7 @@ pub fn bars(
         ly - 4.0,
         x2 + 30,
         esc(ref_name),
-        fmt_ns(ref_v as f64)
+        format_duration(ref_v as f64)
     );
     s
 }
@@ -346,7 +339,7 @@ mod tests {
     fn a_histogram_has_both_axes_with_units() {
         let h = crate::stats::histogram(&[1_000, 1_000, 2_000, 3_000], 4);
         let t = texts(&histogram(&h, 300, 80, "#123456"));
-        assert_eq!(t, ["0%", "50%", "1.0 µs", "2.0 µs", "3.0 µs"]);
+        assert_eq!(t, ["0%", "50%", "1.00 µs", "2.00 µs", "3.00 µs"]);
     }
 
     #[test]
@@ -356,10 +349,10 @@ mod tests {
         let t = texts(&svg);
         assert_eq!(
             t[1..6],
-            ["0 ns", "1.0 µs", "2.0 µs", "3.0 µs", "4.0 µs"].map(String::from)
+            ["0 ns", "1.00 µs", "2.00 µs", "3.00 µs", "4.00 µs"].map(String::from)
         );
         assert!(
-            t.contains(&"time since the first stamp (1.0 µs per column)".to_owned()),
+            t.contains(&"time since the first stamp (1.00 µs per column)".to_owned()),
             "{t:?}"
         );
         assert!(

@@ -30,16 +30,17 @@
 //! definitions of [`crate::definitions`], the same figures as every other output.
 
 use super::ReportOptions;
-use crate::analysis::breakdown::{
-    block_time_breakdown, block_time_by_category, region_categories, self_times,
-};
+use crate::analysis::breakdown::{block_time_breakdown, block_time_by_category, region_categories};
 use crate::analysis::categories::Category;
 use crate::analysis::roofline::roofline;
 use crate::model::Trace;
-use crate::shares::{Shares, OUTSIDE};
 use crate::stats::dur_stats;
+use crate::stats::self_times;
+use crate::stats::{Shares, OUTSIDE};
+use crate::write::{Launch, WriteError};
 use rust_xlsxwriter::{Format, Workbook, Worksheet, XlsxError};
 use std::collections::BTreeMap;
+use std::io::Write;
 
 /// Rows an xlsx sheet holds.
 const MAX_ROWS: usize = 1_048_576;
@@ -62,10 +63,22 @@ fn sheet<'a>(
     wb.add_worksheet().set_name(format!("{name}{suffix}"))
 }
 
-/// Builds the workbook for `launches` and returns its bytes.
-pub fn xlsx_bytes(launches: &[(&str, &Trace)], opts: &ReportOptions) -> Result<Vec<u8>, XlsxError> {
+/// Writes the workbook of `launches` to `out`.
+pub fn write_xlsx<W: Write>(
+    mut out: W,
+    launches: &[Launch<'_>],
+    opts: &ReportOptions,
+) -> Result<(), WriteError> {
+    let bytes = workbook(launches, opts)?;
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The workbook's bytes (rust_xlsxwriter builds a whole zip in memory).
+fn workbook(launches: &[Launch<'_>], opts: &ReportOptions) -> Result<Vec<u8>, XlsxError> {
     let mut wb = Workbook::new();
-    for (n, (_, t)) in launches.iter().enumerate() {
+    for (n, Launch { trace: t, .. }) in launches.iter().enumerate() {
         let suffix = if launches.len() > 1 {
             format!("_{n}")
         } else {
@@ -331,7 +344,7 @@ mod tests {
             gpu: crate::analysis::roofline::preset("a100"),
             ..Default::default()
         };
-        let bytes = xlsx_bytes(&[("k", &t)], &opts).unwrap();
+        let bytes = workbook(&[Launch::new("k", &t)], &opts).unwrap();
         let mut z = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
         let mut wbx = String::new();
         z.by_name("xl/workbook.xml")

@@ -18,7 +18,7 @@
 //!   with a leader branch, rewritten from its documentation) measured like `record`.
 
 use super::{kernels, SassCompiler, SassError};
-use crate::nvrtc::Arch;
+use crate::arch::Arch;
 use std::fmt::Write as _;
 
 /// Records added per step when measuring a marginal cost.

@@ -41,16 +41,11 @@ pub mod kernels {
     pub const EXAMPLES: &str = include_str!("kernels/examples.cu");
 }
 
-/// What the repository's setup script provides, for error messages.
-pub const SETUP_HINT: &str =
-    "install the CUDA toolkit, or in the ikp repository run `bash scripts/provision.sh` \
-     and `source scripts/env.sh`";
-
 /// Why a SASS measurement could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SassError {
     /// A CUDA tool is neither in `IKP_CUDA_BIN` nor on `PATH`.
-    #[error("{tool} not found ({where_}): {SETUP_HINT}")]
+    #[error("{tool} not found ({where_}): install the CUDA toolkit, or set IKP_CUDA_BIN to the directory holding nvcc and cuobjdump")]
     ToolNotFound {
         /// The tool (`nvcc`, `cuobjdump`).
         tool: &'static str,

@@ -1,24 +1,250 @@
-//! All-or-nothing output files and directories.
+//! All-or-nothing output files and directories, one or several at a time.
 //!
 //! A writer that fails halfway (bad input found late, disk full) must not leave a
-//! truncated file that looks like a result. Output goes to a hidden temporary name in the
-//! target's own directory (so the final rename stays on one file system and is atomic),
-//! and is renamed over the target only when everything was written and flushed.
+//! truncated file that looks like a result, and a command that writes several outputs
+//! must not leave some of them behind when another fails. Each output goes to a hidden
+//! temporary name in its target's own directory (so the final rename stays on one file
+//! system and is atomic); [`Outputs::commit`] renames them all into place only once every
+//! one of them was written and flushed. Dropping an [`Outputs`] without committing removes
+//! its temporary files.
+//!
+//! Every writer of this crate fits: `atomic::write_file(path, |w| write_chrome(w, ..))`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Why an output could not be written: the path and the problem.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write {}: {error}", path.display())]
-pub struct WriteError {
-    /// The output path.
-    pub path: PathBuf,
-    /// The I/O problem (or the writer's own, as `io::ErrorKind::Other`). Shown in the
-    /// message rather than as an error source, so a printed chain says it once.
-    pub error: io::Error,
+use super::error::{WriteError, WriteErrorKind};
+
+/// Writes `path` through `fill`, atomically: on any error nothing is left at `path` (an
+/// existing file there is untouched) and the temporary file is removed.
+///
+/// An existing target that is not a regular file (`/dev/null`, a FIFO, a terminal) is
+/// written in place: renaming over it would replace the device with a file.
+pub fn write_file<T, E: Into<WriteError>>(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
+) -> Result<T, WriteError> {
+    let mut outs = Outputs::new();
+    let t = outs.file(path, fill)?;
+    outs.commit()?;
+    Ok(t)
+}
+
+/// Creates directory `dir` through `fill` (which receives a temporary directory to fill),
+/// atomically: the finished directory replaces any previous one at `dir` (the old one is
+/// moved aside first and deleted after); on error nothing changes.
+pub fn write_dir<T, E: Into<WriteError>>(
+    dir: &Path,
+    fill: impl FnOnce(&Path) -> Result<T, E>,
+) -> Result<T, WriteError> {
+    let mut outs = Outputs::new();
+    let t = outs.dir(dir, fill)?;
+    outs.commit()?;
+    Ok(t)
+}
+
+/// Outputs written now and put in place together by [`Outputs::commit`].
+///
+/// ```
+/// # let d = tempfile::tempdir().unwrap();
+/// # let (a, b) = (d.path().join("a.txt"), d.path().join("b.txt"));
+/// use ikp_host::atomic::Outputs;
+/// use std::io::Write;
+/// let mut outs = Outputs::new();
+/// outs.file(&a, |w| w.write_all(b"first"))?;
+/// let failed = outs.file(&b, |_| Err::<(), _>(std::io::Error::other("no")));
+/// assert!(failed.is_err());
+/// drop(outs); // not committed: neither file exists
+/// assert!(!a.exists() && !b.exists());
+/// # Ok::<(), ikp_host::WriteError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct Outputs {
+    staged: Vec<Staged>,
+}
+
+/// One output waiting for its rename.
+#[derive(Debug)]
+struct Staged {
+    target: PathBuf,
+    /// The temporary file or directory; `None` for a device written in place.
+    tmp: Option<PathBuf>,
+    dir: bool,
+}
+
+impl Outputs {
+    /// No outputs yet.
+    pub fn new() -> Outputs {
+        Outputs::default()
+    }
+
+    /// Writes the file `path` through `fill` into a temporary sibling (creating missing
+    /// directories above it), to be renamed into place by [`Outputs::commit`]. A device
+    /// (`/dev/null`, a FIFO) is written in place at once. On error the temporary file is
+    /// removed; the outputs staged before stay staged.
+    pub fn file<T, E: Into<WriteError>>(
+        &mut self,
+        path: &Path,
+        fill: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
+    ) -> Result<T, WriteError> {
+        self.check_new(path)?;
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            let mut w = BufWriter::with_capacity(
+                1 << 20,
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| WriteError::from(e).at(path))?,
+            );
+            let t = fill(&mut w).map_err(|e| e.into().at(path))?;
+            w.flush().map_err(|e| WriteError::from(e).at(path))?;
+            self.staged.push(Staged {
+                target: path.to_path_buf(),
+                tmp: None,
+                dir: false,
+            });
+            return Ok(t);
+        }
+        create_parent(path).map_err(|e| WriteError::from(e).at(path))?;
+        let tmp = temp_sibling(path);
+        let written = (|| {
+            let f = File::create_new(&tmp)?;
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            let t = fill(&mut w).map_err(Into::into)?;
+            w.flush()?;
+            drop(w.into_inner().map_err(|e| e.into_error())?);
+            Ok::<T, WriteError>(t)
+        })();
+        match written {
+            Ok(t) => {
+                self.staged.push(Staged {
+                    target: path.to_path_buf(),
+                    tmp: Some(tmp),
+                    dir: false,
+                });
+                Ok(t)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e.at(path))
+            }
+        }
+    }
+
+    /// Fills a temporary directory through `fill`, to replace `dir` whole at
+    /// [`Outputs::commit`]. On error the temporary directory is removed.
+    pub fn dir<T, E: Into<WriteError>>(
+        &mut self,
+        dir: &Path,
+        fill: impl FnOnce(&Path) -> Result<T, E>,
+    ) -> Result<T, WriteError> {
+        self.check_new(dir)?;
+        create_parent(dir).map_err(|e| WriteError::from(e).at(dir))?;
+        let tmp = temp_sibling(dir);
+        let written = (|| {
+            std::fs::create_dir(&tmp)?;
+            fill(&tmp).map_err(Into::into)
+        })();
+        match written {
+            Ok(t) => {
+                self.staged.push(Staged {
+                    target: dir.to_path_buf(),
+                    tmp: Some(tmp),
+                    dir: true,
+                });
+                Ok(t)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(e.at(dir))
+            }
+        }
+    }
+
+    /// The outputs staged so far, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.staged.iter().map(|s| s.target.as_path())
+    }
+
+    /// Renames every staged output into place, in the order they were staged. The renames
+    /// come after every output was written, so a failure while writing never leaves part
+    /// of a batch behind; a rename that fails (rare: the directory went away) stops there
+    /// and removes the outputs not yet renamed.
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        let staged = std::mem::take(&mut self.staged);
+        let mut rest = staged.into_iter();
+        while let Some(s) = rest.next() {
+            if let Err(e) = s.rename() {
+                for r in rest {
+                    r.discard();
+                }
+                return Err(WriteError::from(e).at(&s.target));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a second output at the same path in one batch (the later rename would
+    /// silently replace the earlier output).
+    fn check_new(&self, path: &Path) -> Result<(), WriteError> {
+        if self.staged.iter().any(|s| s.target == path) {
+            return Err(WriteError::from(WriteErrorKind::SamePath).at(path));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        for s in self.staged.drain(..) {
+            s.discard();
+        }
+    }
+}
+
+impl Staged {
+    fn rename(&self) -> io::Result<()> {
+        let Some(tmp) = &self.tmp else {
+            return Ok(()); // written in place
+        };
+        let result = if self.dir && self.target.exists() {
+            // A directory cannot be renamed over a non-empty one: move the old one aside,
+            // and back if the new one cannot take its place.
+            let old = temp_sibling(&self.target);
+            std::fs::rename(&self.target, &old).and_then(|()| {
+                match std::fs::rename(tmp, &self.target) {
+                    Ok(()) => {
+                        let _ = std::fs::remove_dir_all(&old);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        let _ = std::fs::rename(&old, &self.target);
+                        Err(e)
+                    }
+                }
+            })
+        } else {
+            std::fs::rename(tmp, &self.target)
+        };
+        if result.is_err() {
+            self.discard();
+        }
+        result
+    }
+
+    fn discard(&self) {
+        match (&self.tmp, self.dir) {
+            (Some(t), true) => {
+                let _ = std::fs::remove_dir_all(t);
+            }
+            (Some(t), false) => {
+                let _ = std::fs::remove_file(t);
+            }
+            (None, _) => {}
+        }
+    }
 }
 
 /// Creates the directories above an output path: `--chrome out/run.json` works on a fresh
@@ -39,78 +265,6 @@ fn temp_sibling(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.ikp-tmp-{}-{seq}", std::process::id()))
 }
 
-/// Writes `path` through `fill`, atomically: on any error nothing is left at `path` (an
-/// existing file there is untouched) and the temporary file is removed.
-///
-/// An existing target that is not a regular file (`/dev/null`, a FIFO, a terminal) is
-/// written in place: renaming over it would replace the device with a file.
-pub fn write_file<F>(path: &Path, fill: F) -> Result<(), WriteError>
-where
-    F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-{
-    let err = |error| WriteError {
-        path: path.to_path_buf(),
-        error,
-    };
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let direct = (|| {
-            let mut w = BufWriter::with_capacity(
-                1 << 20,
-                std::fs::OpenOptions::new().write(true).open(path)?,
-            );
-            fill(&mut w)?;
-            w.flush()
-        })();
-        return direct.map_err(err);
-    }
-    create_parent(path).map_err(err)?;
-    let tmp = temp_sibling(path);
-    let result = (|| {
-        let f = File::create_new(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
-        fill(&mut w)?;
-        w.flush()?;
-        drop(w.into_inner().map_err(|e| e.into_error())?);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(err)
-}
-
-/// Creates directory `dir` through `fill` (which receives a temporary directory to fill),
-/// atomically: the finished directory replaces any previous one at `dir` in one rename
-/// (the old one is moved aside first and deleted after); on error nothing changes.
-pub fn write_dir<F>(dir: &Path, fill: F) -> Result<(), WriteError>
-where
-    F: FnOnce(&Path) -> io::Result<()>,
-{
-    let err = |error| WriteError {
-        path: dir.to_path_buf(),
-        error,
-    };
-    create_parent(dir).map_err(err)?;
-    let tmp = temp_sibling(dir);
-    let result = (|| {
-        std::fs::create_dir(&tmp)?;
-        fill(&tmp)?;
-        if dir.exists() {
-            let old = temp_sibling(dir);
-            std::fs::rename(dir, &old)?;
-            std::fs::rename(&tmp, dir)?;
-            let _ = std::fs::remove_dir_all(&old);
-            Ok(())
-        } else {
-            std::fs::rename(&tmp, dir)
-        }
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    result.map_err(err)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,7 +276,7 @@ mod tests {
         write_file(&p, |w| w.write_all(b"first")).unwrap();
         let e = write_file(&p, |w| {
             w.write_all(b"partial")?;
-            Err(io::Error::other("boom"))
+            Err::<(), _>(io::Error::other("boom"))
         })
         .unwrap_err();
         assert!(e.to_string().contains("out.json") && e.to_string().contains("boom"));
@@ -133,7 +287,7 @@ mod tests {
             "temp file left behind"
         );
         let q = d.path().join("never.json");
-        assert!(write_file(&q, |_| Err(io::Error::other("x"))).is_err());
+        assert!(write_file(&q, |_| Err::<(), _>(io::Error::other("x"))).is_err());
         assert!(!q.exists());
     }
 
@@ -150,7 +304,7 @@ mod tests {
         assert!(d.path().join("more/dists/a").is_file());
         // A parent that is a file cannot be created: one clear message, no error chain.
         std::fs::write(d.path().join("file"), "").unwrap();
-        let e = write_file(&d.path().join("file/x.json"), |_| Ok(())).unwrap_err();
+        let e = write_file(&d.path().join("file/x.json"), |_| Ok::<(), io::Error>(())).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("file/x.json"), "{msg}");
         assert!(std::error::Error::source(&e).is_none());
@@ -175,8 +329,56 @@ mod tests {
         write_dir(&p, |t| std::fs::write(t.join("a.json"), "1")).unwrap();
         write_dir(&p, |t| std::fs::write(t.join("b.json"), "2")).unwrap();
         assert!(!p.join("a.json").exists() && p.join("b.json").exists());
-        assert!(write_dir(&p, |_| Err(io::Error::other("x"))).is_err());
+        assert!(write_dir(&p, |_| Err::<(), _>(io::Error::other("x"))).is_err());
         assert!(p.join("b.json").exists());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_batch_is_committed_whole_or_not_at_all() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            d.path().join("a.json"),
+            d.path().join("b.csv"),
+            d.path().join("dists"),
+        );
+        std::fs::write(&a, "old a").unwrap();
+        // The third output fails after two were written: nothing changes on disk.
+        let mut outs = Outputs::new();
+        outs.file(&a, |w| w.write_all(b"new a")).unwrap();
+        outs.dir(&c, |t| std::fs::write(t.join("x"), "1")).unwrap();
+        assert!(outs
+            .file(&b, |w| {
+                w.write_all(b"half")?;
+                Err::<(), _>(io::Error::other("late failure"))
+            })
+            .is_err());
+        drop(outs);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        assert!(!b.exists() && !c.exists());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        // All written: all renamed, in one commit.
+        let mut outs = Outputs::new();
+        outs.file(&a, |w| w.write_all(b"new a")).unwrap();
+        outs.file(&b, |w| w.write_all(b"b")).unwrap();
+        outs.dir(&c, |t| std::fs::write(t.join("x"), "1")).unwrap();
+        assert!(!b.exists(), "nothing is in place before the commit");
+        assert_eq!(outs.paths().count(), 3);
+        outs.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new a");
+        assert!(b.is_file() && c.join("x").is_file());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn one_path_twice_in_a_batch_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        let mut outs = Outputs::new();
+        outs.file(&a, |w| w.write_all(b"1")).unwrap();
+        let e = outs.file(&a, |w| w.write_all(b"2")).unwrap_err();
+        assert!(matches!(e.kind, WriteErrorKind::SamePath), "{e}");
+        outs.commit().unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"1");
     }
 }

@@ -37,7 +37,7 @@
 //! groups led from one warp) share a row.
 
 use super::json::{escape, push_scaled_us, push_u64};
-use super::TraceWriteOptions;
+use super::{TraceWriteOptions, WriteError};
 use crate::model::{Lane, Trace, WireFormat};
 use rayon::prelude::*;
 use std::io::{self, Write};
@@ -87,11 +87,16 @@ fn thread_name(l: &Lane, by_sm: bool, tvm: bool) -> String {
 /// Bytes of formatted events per parallel work item before it is handed to the writer.
 const BATCH_SPANS: usize = 1 << 15;
 
-/// Writes the Chrome trace of `trace` to `w`.
-pub fn write_chrome<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) -> io::Result<()> {
+/// Writes the Chrome trace of `trace` to `out`.
+pub fn write_chrome<W: Write>(
+    mut out: W,
+    trace: &Trace,
+    opt: &TraceWriteOptions,
+) -> Result<(), WriteError> {
+    let w = &mut out;
     let by_sm = opt.group_by_smid;
     let tvm = trace.source.format == WireFormat::Tvm;
-    let lanes: Vec<&Lane> = opt.block_filter.lanes(trace).collect();
+    let lanes: Vec<&Lane> = trace.lanes.iter().collect();
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
 
     // Metadata: one process name per pid, one thread name per row.
@@ -178,7 +183,9 @@ pub fn write_chrome<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W)
         }
         Ok::<(), io::Error>(())
     })?;
-    w.write_all(b"\n]}\n")
+    w.write_all(b"\n]}\n")?;
+    w.flush()?;
+    Ok(())
 }
 
 /// Per-trace constants of the event formatter.

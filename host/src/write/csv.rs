@@ -14,13 +14,11 @@
 //!   there.
 //! - `depth`: nesting depth within the lane (0 = outermost).
 //! - `name` is quoted (with doubled quotes) only if it contains a comma, quote or newline.
-//!
-//! Only the block filter of [`TraceWriteOptions`] applies.
 
 use super::json::push_u64;
-use super::TraceWriteOptions;
+use super::WriteError;
 use crate::model::Trace;
-use std::io::{self, Write};
+use std::io::Write;
 
 /// The header row.
 pub const HEADER: &str =
@@ -34,8 +32,9 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Writes the span CSV of `trace` to `w`.
-pub fn write_csv<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) -> io::Result<()> {
+/// Writes the span CSV of `trace` to `out`.
+pub fn write_csv<W: Write>(mut out: W, trace: &Trace) -> Result<(), WriteError> {
+    let w = &mut out;
     w.write_all(HEADER.as_bytes())?;
     let max_region = trace.spans.region.iter().copied().max();
     let names: Vec<String> = (0..max_region.map_or(0, |m| m as usize + 1))
@@ -44,7 +43,7 @@ pub fn write_csv<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) ->
     let s = &trace.spans;
     let base = trace.source.time_base;
     let mut b = Vec::with_capacity(1 << 20);
-    for l in opt.block_filter.lanes(trace) {
+    for l in &trace.lanes {
         let mut prefix = Vec::with_capacity(40);
         for v in [l.id, l.block, l.group] {
             push_u64(&mut prefix, v as u64);
@@ -78,5 +77,7 @@ pub fn write_csv<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) ->
             }
         }
     }
-    w.write_all(&b)
+    w.write_all(&b)?;
+    w.flush()?;
+    Ok(())
 }

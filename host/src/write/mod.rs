@@ -1,4 +1,9 @@
-//! Writers over `io::Write`: one module per output format.
+//! Writers: one module per output format, one convention for all of them.
+//!
+//! Every writer takes its sink first (`out: impl Write`), then what it writes (a
+//! [`Trace`], or [`Launch`]es for the formats that hold several), then its options, and
+//! returns [`WriteError`]. Writing to a file atomically, alone or together with other
+//! outputs, is [`atomic`]'s business: `atomic::write_file(path, |w| write_csv(w, &trace))`.
 //!
 //! - [`chrome`]: Chrome Trace Event JSON (chrome://tracing, Perfetto UI);
 //! - [`summary`]: summary JSON of region statistics, and the per-block distribution
@@ -6,76 +11,50 @@
 //! - [`csv`]: one row per span, for pandas / DuckDB;
 //! - [`table`]: the terminal table of `ikp summary`;
 //! - [`perfetto`]: native Perfetto protobuf;
-//! - [`atomic`]: all-or-nothing files and directories, used by every file output.
+//! - [`analysis_text`]: `ikp analyze`'s text and `ikp diff`'s table;
+//! - [`atomic`]: all-or-nothing files and directories, one or several at a time.
 //!
-//! [`TraceWriteOptions`] carries every option of the JSON writers, with the defaults of
-//! the in-kernel profiler this layout comes from, except where noted on the field.
+//! [`TraceWriteOptions`] carries every option of the Chrome, summary and table writers,
+//! with the defaults of the in-kernel profiler this layout comes from, except where noted
+//! on the field.
+pub mod analysis_text;
 pub mod atomic;
 pub mod chrome;
 pub mod csv;
-pub mod json;
+mod error;
+mod json;
 pub mod perfetto;
 pub mod summary;
 pub mod table;
 
-use crate::model::{Lane, Trace};
+pub use error::{WriteError, WriteErrorKind};
+
+use crate::model::Trace;
 use std::path::Path;
 
-/// Which blocks a writer includes; empty means all.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BlockFilter(Vec<u32>);
+/// One decoded launch and the label it is shown under (usually its buffer's file name),
+/// for the writers that put several launches in one output (Perfetto, the HTML report,
+/// the workbook).
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    /// Shown in the output's launch heading (the Perfetto root track, the report section).
+    pub label: &'a str,
+    /// The decoded trace.
+    pub trace: &'a Trace,
+}
 
-impl BlockFilter {
-    /// A filter of these blocks (sorted and deduplicated); empty = all.
-    pub fn new(mut blocks: Vec<u32>) -> BlockFilter {
-        blocks.sort_unstable();
-        blocks.dedup();
-        BlockFilter(blocks)
-    }
-
-    /// Parses `"0,1,4-7"` (ids and inclusive ranges, comma-separated).
-    pub fn parse(s: &str) -> Result<BlockFilter, String> {
-        let mut v = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let num = |x: &str| {
-                x.trim()
-                    .parse::<u32>()
-                    .map_err(|_| format!("{x:?} is not a block id (in block filter {s:?})"))
-            };
-            match part.split_once('-') {
-                Some((a, b)) => {
-                    let (a, b) = (num(a)?, num(b)?);
-                    if a > b || b - a >= 1 << 24 {
-                        return Err(format!("bad block range {part:?}"));
-                    }
-                    v.extend(a..=b);
-                }
-                None => v.push(num(part)?),
-            }
-        }
-        Ok(BlockFilter::new(v))
-    }
-
-    /// The blocks, ascending (empty = all).
-    pub fn blocks(&self) -> &[u32] {
-        &self.0
-    }
-
-    /// Whether `block` is included.
-    pub fn contains(&self, block: u32) -> bool {
-        self.0.is_empty() || self.0.binary_search(&block).is_ok()
-    }
-
-    /// The lanes of `trace` this filter includes.
-    pub fn lanes<'a>(&'a self, trace: &'a Trace) -> impl Iterator<Item = &'a Lane> + 'a {
-        trace.lanes.iter().filter(move |l| self.contains(l.block))
+impl<'a> Launch<'a> {
+    /// A launch labelled `label`.
+    pub fn new(label: &'a str, trace: &'a Trace) -> Self {
+        Launch { label, trace }
     }
 }
 
 /// Options of the Chrome trace and summary writers.
 ///
 /// Field names and defaults follow the in-kernel profiler whose output layout these
-/// writers reproduce (reference 001).
+/// writers reproduce (yao-jz/intra-kernel-profiler's `TraceWriteOptions`; see the
+/// repository's `docs/references.md`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceWriteOptions {
     /// Multiplier from ns to the reported unit (times in the Chrome trace, durations in the
@@ -104,8 +83,6 @@ pub struct TraceWriteOptions {
     pub block_region_topk_blocks: u32,
     /// Keep only the K regions with the largest total time per block file (0 = all).
     pub block_region_topk_regions_per_block: u32,
-    /// Blocks to include in every output (empty = all).
-    pub block_filter: BlockFilter,
 }
 
 impl Default for TraceWriteOptions {
@@ -122,7 +99,6 @@ impl Default for TraceWriteOptions {
             summary_topk_block_warp_per_region: 0,
             block_region_topk_blocks: 0,
             block_region_topk_regions_per_block: 0,
-            block_filter: BlockFilter::default(),
         }
     }
 }
@@ -145,23 +121,26 @@ fn sibling(p: &Path, suffix: &str) -> std::path::PathBuf {
 }
 
 /// Writes the Chrome trace at `path` and, as the options ask, the summary JSON at
-/// [`summary_path`] and the distribution directory at [`dists_path`]; each atomically.
+/// [`summary_path`] and the distribution directory at [`dists_path`]: all of them or, on
+/// error, none. Returns the paths written.
 pub fn write_trace(
-    trace: &Trace,
     path: &Path,
+    trace: &Trace,
     opt: &TraceWriteOptions,
-) -> Result<(), atomic::WriteError> {
-    atomic::write_file(path, |w| chrome::write_chrome(trace, opt, w))?;
+) -> Result<Vec<std::path::PathBuf>, WriteError> {
+    let mut outs = atomic::Outputs::new();
+    outs.file(path, |w| chrome::write_chrome(w, trace, opt))?;
     let name = file_name(path);
     if opt.emit_summary_json {
-        atomic::write_file(&summary_path(path), |w| {
-            summary::write_summary(trace, opt, &name, w)
-        })?;
+        let doc = summary::summarize(trace, opt, &name);
+        outs.file(&summary_path(path), |w| summary::write_summary(w, &doc))?;
         if opt.emit_block_region_distributions {
-            summary::write_block_dists(trace, opt, &name, &dists_path(path))?;
+            summary::write_block_dists(&mut outs, &dists_path(path), trace, opt, &name)?;
         }
     }
-    Ok(())
+    let written = outs.paths().map(Path::to_path_buf).collect();
+    outs.commit()?;
+    Ok(written)
 }
 
 /// The file name of `p` as a string (for the `trace` fields of the JSON outputs).
@@ -170,21 +149,4 @@ pub fn file_name(p: &Path) -> String {
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::BlockFilter;
-
-    #[test]
-    fn block_filter_parses_ids_and_ranges() {
-        let f = BlockFilter::parse("7, 0-2,1").unwrap();
-        assert_eq!(f.blocks(), [0, 1, 2, 7]);
-        assert!(f.contains(2) && !f.contains(3));
-        assert!(BlockFilter::parse("").unwrap().contains(12345));
-        assert!(BlockFilter::parse("3-1").is_err());
-        assert!(BlockFilter::parse("x")
-            .unwrap_err()
-            .contains("not a block id"));
-    }
 }

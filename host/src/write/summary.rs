@@ -74,11 +74,11 @@
 //! the largest total span time (listed in block order); `block_region_topk_regions_per_block
 //! = K` keeps each block's K regions with the largest total time (largest first).
 
-use super::atomic::{self, WriteError};
-use super::{BlockFilter, TraceWriteOptions};
-use crate::analysis::breakdown::self_times;
+use super::atomic::Outputs;
+use super::{TraceWriteOptions, WriteError};
 use crate::model::{Lane, Ns, Trace, WireFormat};
-use crate::shares::Shares;
+use crate::stats::self_times;
+use crate::stats::Shares;
 use crate::stats::{self, DurStats, PERCENTILES};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -377,16 +377,11 @@ fn lane_totals(shares: &Shares, k: f64) -> (f64, f64, f64) {
     )
 }
 
-fn in_filter<'a>(trace: &'a Trace, f: &'a BlockFilter) -> impl Iterator<Item = &'a Lane> + 'a {
-    f.lanes(trace)
-}
-
-/// Computes the summary of `trace` (lanes of the block filter only).
+/// Computes the summary of `trace`; `trace_name` fills the `trace` field.
 pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Summary {
     let k = opt.scale;
-    let f = &opt.block_filter;
-    let by_region = stats::durations_by_region(trace, in_filter(trace, f));
-    let shares = Shares::of(trace, in_filter(trace, f));
+    let by_region = stats::durations_by_region(trace, &trace.lanes);
+    let shares = Shares::of(trace, &trace.lanes);
     let regions = region_entries(trace, &by_region, &shares, opt.summary_hist_bins, k);
     let (lane_dur, outside_dur, outside_share) = lane_totals(&shares, k);
 
@@ -394,26 +389,18 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
     let mut unmatched: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
     let mut ub = 0;
     let mut ue = 0;
-    for u in d
-        .unmatched_begin
-        .iter()
-        .filter(|u| f.contains(block_of(trace, u.lane)))
-    {
+    for u in &d.unmatched_begin {
         unmatched.entry(u.region).or_default().0 += 1;
         ub += 1;
     }
-    for u in d
-        .unmatched_end
-        .iter()
-        .filter(|u| f.contains(block_of(trace, u.lane)))
-    {
+    for u in &d.unmatched_end {
         unmatched.entry(u.region).or_default().1 += 1;
         ue += 1;
     }
     let by_block_warp_regions = opt.summary_dump_by_block_warp.then(|| {
         let mut per: Vec<(u16, Vec<BlockWarpEntry>)> =
             by_region.iter().map(|(r, _)| (*r, Vec::new())).collect();
-        for l in in_filter(trace, f) {
+        for l in &trace.lanes {
             for (r, d) in stats::durations_by_region(trace, [l]) {
                 let slot = per.binary_search_by_key(&r, |p| p.0).expect("region seen");
                 per[slot].1.push(BlockWarpEntry {
@@ -461,8 +448,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
                 .collect(),
         )
     });
-    let lanes = in_filter(trace, f);
-    let dropped_by_lane: Vec<LaneDrops> = lanes
+    let dropped_by_lane: Vec<LaneDrops> = (trace.lanes.iter())
         .filter(|l| l.dropped > 0)
         .map(|l| LaneDrops {
             lane: l.id,
@@ -490,7 +476,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             own_ratio_lanes: c.own_ratio_lanes,
             pooled_ratio_lanes: c.pooled_ratio_lanes,
         }),
-        block_filter: f.blocks().to_vec(),
+        block_filter: trace.source.block_filter.blocks().to_vec(),
         unmatched_begin: ub,
         unmatched_end: ue,
         unmatched_by_region: unmatched
@@ -521,24 +507,13 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
     }
 }
 
-fn block_of(trace: &Trace, lane: u32) -> u32 {
-    lane / trace.source.groups_per_block.max(1)
-}
-
-/// Writes the summary JSON of `trace` to `w`; `trace_name` fills the `trace` field.
-pub fn write_summary<W: Write>(
-    trace: &Trace,
-    opt: &TraceWriteOptions,
-    trace_name: &str,
-    w: &mut W,
-) -> io::Result<()> {
-    write_summary_doc(&summarize(trace, opt, trace_name), w)
-}
-
-/// Writes a summary made by [`summarize`] (and completed, e.g. with its `buffer`) to `w`.
-pub fn write_summary_doc<W: Write>(s: &Summary, w: &mut W) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, s)?;
-    w.write_all(b"\n")
+/// Writes a summary made by [`summarize`] (and completed, e.g. with its `buffer`) to
+/// `out`.
+pub fn write_summary<W: Write>(mut out: W, summary: &Summary) -> Result<(), WriteError> {
+    serde_json::to_writer_pretty(&mut out, summary)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
 }
 
 /// `index.json` of the distribution directory.
@@ -590,7 +565,7 @@ pub fn block_dists(
     dir_name: &str,
 ) -> (DistIndex, Vec<BlockDist>) {
     let k = opt.scale;
-    let lanes: Vec<&Lane> = opt.block_filter.lanes(trace).collect();
+    let lanes: Vec<&Lane> = trace.lanes.iter().collect();
     let span_self = self_times(trace);
     // Lanes are ascending by id, so a block's lanes are contiguous.
     let mut blocks: Vec<(u32, u64, Shares, Vec<RegionEntry>)> = Vec::new();
@@ -647,16 +622,18 @@ pub fn block_dists(
     (index, files)
 }
 
-/// Writes the distribution directory `dir` atomically (replacing any previous one).
+/// Writes the distribution directory `dir` into the batch `outs` (it replaces any
+/// previous one when `outs` is committed).
 pub fn write_block_dists(
+    outs: &mut Outputs,
+    dir: &Path,
     trace: &Trace,
     opt: &TraceWriteOptions,
     trace_name: &str,
-    dir: &Path,
 ) -> Result<(), WriteError> {
     let dir_name = super::file_name(dir);
     let (index, files) = block_dists(trace, opt, trace_name, &dir_name);
-    atomic::write_dir(dir, |tmp| {
+    outs.dir(dir, |tmp| {
         let put = |name: String, v: &dyn erased::Json| -> io::Result<()> {
             let mut f = io::BufWriter::new(std::fs::File::create(tmp.join(name))?);
             v.write(&mut f)?;
@@ -667,7 +644,7 @@ pub fn write_block_dists(
         for b in &files {
             put(format!("block_{}.json", b.block), b)?;
         }
-        Ok(())
+        Ok::<(), io::Error>(())
     })
 }
 

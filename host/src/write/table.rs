@@ -22,34 +22,31 @@
 //! ```
 
 use super::summary::summarize;
-use super::TraceWriteOptions;
+use super::{TraceWriteOptions, WriteError};
 use crate::model::Trace;
-use crate::shares::{Shares, OUTSIDE};
+use crate::stats::{Shares, OUTSIDE};
+use crate::time::format_duration;
 use std::io::{self, Write};
 
-/// A duration in ns as a short human string.
-pub fn human_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a < 1e3 {
-        format!("{ns:.0} ns")
-    } else if a < 1e6 {
-        format!("{:.2} us", ns / 1e3)
-    } else if a < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
+/// Writes the table of `trace` to `out`.
+pub fn write_table<W: Write>(
+    mut out: W,
+    trace: &Trace,
+    opt: &TraceWriteOptions,
+) -> Result<(), WriteError> {
+    write_rows(&mut out, trace, opt)?;
+    out.flush()?;
+    Ok(())
 }
 
-/// Writes the table of `trace` to `w`.
-pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) -> io::Result<()> {
+fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io::Result<()> {
     let opt = TraceWriteOptions {
         summary_dump_by_block_warp: false,
         summary_hist_bins: 1,
         ..opt.clone()
     };
     let s = summarize(trace, &opt, "");
-    let shares = Shares::of(trace, opt.block_filter.lanes(trace));
+    let shares = Shares::of(trace, &trace.lanes);
     let k = opt.scale;
     let rows = shares.rows();
     let width = s
@@ -68,7 +65,7 @@ pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) 
     for row in &rows {
         let pct = format!("{:.1}", 100.0 * row.share);
         let cum = format!("{:.1}", 100.0 * row.cumulative);
-        let self_time = human_ns(row.self_time as f64 * k);
+        let self_time = format_duration(row.self_time as f64 * k);
         match row.region {
             Some(t) => {
                 let r = s
@@ -85,10 +82,10 @@ pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) 
                     self_time,
                     pct,
                     cum,
-                    human_ns(r.stats.total_dur),
-                    human_ns(r.stats.mean_dur),
-                    human_ns(r.stats.percentiles.0[3]),
-                    human_ns(r.stats.percentiles.0[7]),
+                    format_duration(r.stats.total_dur),
+                    format_duration(r.stats.mean_dur),
+                    format_duration(r.stats.percentiles.0[3]),
+                    format_duration(r.stats.percentiles.0[7]),
                 )?;
             }
             None => writeln!(
@@ -108,10 +105,10 @@ pub fn write_table<W: Write>(trace: &Trace, opt: &TraceWriteOptions, w: &mut W) 
     writeln!(
         w,
         "self %: share of the lane time, {} ({} lanes, each first to last stamp); the rows sum to 100",
-        human_ns(shares.lane_time as f64 * k),
+        format_duration(shares.lane_time as f64 * k),
         shares.lanes
     )?;
-    let lanes = opt.block_filter.lanes(trace).count();
+    let lanes = trace.lanes.len();
     let spans: u64 = s.regions.iter().map(|r| r.stats.count).sum();
     writeln!(w)?;
     writeln!(

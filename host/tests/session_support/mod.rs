@@ -271,18 +271,18 @@ pub fn skip(test: &str, why: &str) {
 /// present.
 pub fn gpu_or_skip(
     test: &str,
-) -> Option<std::sync::Arc<ikp_host::session::cudarc::driver::CudaContext>> {
+) -> Option<std::sync::Arc<ikp_host::cuda::cudarc::driver::CudaContext>> {
     let setting = std::env::var("IKP_GPU_TESTS").unwrap_or_default();
     if setting == "0" {
         skip(test, "IKP_GPU_TESTS=0");
         return None;
     }
-    let why = match ikp_host::session::device_count() {
+    let why = match ikp_host::cuda::device_count() {
         Ok(n) if n > 0 => {
-            return Some(ikp_host::session::open_device(0).unwrap_or_else(|e| panic!("{e}")))
+            return Some(ikp_host::cuda::open_device(0).unwrap_or_else(|e| panic!("{e}")))
         }
         Ok(_) => "the CUDA driver reports no device".to_owned(),
-        Err(ikp_host::session::SessionError::NoDriver { .. }) => {
+        Err(ikp_host::cuda::SessionError::NoDriver { .. }) => {
             "no CUDA driver library (libcuda.so.1) found".to_owned()
         }
         Err(e) => panic!("{test}: the CUDA driver is present but failed: {e}"),

@@ -1,5 +1,5 @@
 //! A brute-force reference for region self time and lane time, written from the definition
-//! in `ikp_host::definitions` and sharing no code with `ikp_host::shares`: each lane's
+//! in `ikp_host::definitions` and sharing no code with `ikp_host::stats`: each lane's
 //! time is cut at every stamp, and each piece goes to the innermost span open over it
 //! (the one that began last), or to the time outside any region.
 use ikp_host::model::{Lane, Trace};

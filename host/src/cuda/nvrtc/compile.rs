@@ -3,12 +3,11 @@
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::api::Program;
-use super::arch::Arch;
 use super::error::{NvrtcError, NvrtcStatus};
 use super::{header_name, library};
+use crate::arch::Arch;
 
 /// What to produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -279,15 +278,6 @@ impl Compiled {
             Image::Ptx(s) => cudarc::nvrtc::Ptx::from_src(s.clone()),
             Image::Cubin(b) => cudarc::nvrtc::Ptx::from_binary(b.clone()),
         }
-    }
-
-    /// Loads the image as a module into `ctx`.
-    pub fn load(
-        &self,
-        ctx: &Arc<cudarc::driver::CudaContext>,
-    ) -> Result<Arc<cudarc::driver::CudaModule>, crate::session::SessionError> {
-        ctx.load_module(self.to_cudarc())
-            .map_err(|e| crate::session::SessionError::driver("cuModuleLoadData", e))
     }
 
     /// Writes the image to `path` (`.ptx` or `.cubin`).

@@ -104,7 +104,7 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
             Ok((api, version)) => {
                 let path = if c.found_by == FoundBy::DynamicLoader {
                     let name = c.path.to_string_lossy();
-                    crate::proc_maps::mapped_library(&name).unwrap_or_else(|| c.path.clone())
+                    crate::cuda::proc_maps::mapped_library(&name).unwrap_or_else(|| c.path.clone())
                 } else {
                     c.path.clone()
                 };
@@ -142,8 +142,8 @@ pub fn library() -> Result<&'static NvrtcLibrary, NvrtcError> {
     static LOADED: OnceLock<Result<NvrtcLibrary, LoadFailure>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
-            let driver_major = crate::session::driver_version()
-                .ok()
+            let driver_major = crate::cuda::libcuda::version()
+                .and_then(Result::ok)
                 .map(|(major, _)| major);
             load(&search(&SearchEnv::from_process(), driver_major))
         })

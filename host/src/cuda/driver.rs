@@ -8,51 +8,41 @@
 //! NVRTC search.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{result, CudaContext, CudaModule};
 
-use super::SessionError;
+use super::error::SessionError;
+use super::libcuda;
+use super::nvrtc::Compiled;
+use crate::arch::Arch;
 
 /// Checks that the CUDA driver library (`libcuda.so.1` on Linux) can be loaded.
 pub fn probe_driver() -> Result<(), SessionError> {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: loading NVIDIA's driver library runs its initialisers, which have no
-    // preconditions; cudarc marks every dlopen unsafe for that reason.
-    let present = *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() });
-    if present {
+    if libcuda::present() {
         Ok(())
     } else {
         Err(SessionError::NoDriver {
-            searched: lib_candidates("cuda"),
+            searched: libcuda::candidates(),
         })
     }
 }
 
 /// The CUDA version the driver supports, `(major, minor)` (`cuDriverGetVersion`: 13.0
 /// for driver 580). Needs no device and no `cuInit`; [`SessionError::NoDriver`] without
-/// `libcuda`. The NVRTC loader uses it to avoid an NVRTC newer than the driver.
+/// `libcuda`. The NVRTC search uses it to avoid an NVRTC newer than the driver.
 pub fn driver_version() -> Result<(u32, u32), SessionError> {
     probe_driver()?;
-    let mut v: std::ffi::c_int = 0;
-    // SAFETY: probe_driver found libcuda, so cudarc's loader (same names, same order)
-    // loads it instead of panicking; `v` is valid for one write.
-    unsafe { sys::cuDriverGetVersion(&mut v) }
-        .result()
-        .map_err(|e| SessionError::driver("cuDriverGetVersion", e))?;
-    let v = v.max(0) as u32;
-    Ok((v / 1000, v % 1000 / 10))
+    libcuda::version()
+        .expect("probe_driver found the driver")
+        .map_err(|e| SessionError::driver("cuDriverGetVersion", e))
 }
 
 /// The `libcuda` file this process loaded, from `/proc/self/maps`; `None` without a
 /// driver or where the mappings cannot be read. Results files record it next to the
-/// NVRTC library ([`crate::nvrtc::library`]), so a measurement says which driver ran it.
+/// NVRTC library ([`super::nvrtc::library`]), so a measurement says which driver ran it.
 pub fn driver_library() -> Option<PathBuf> {
-    probe_driver().ok()?;
-    // probe_driver only checks that libcuda loads (and unloads it again); asking the
-    // driver something keeps cudarc's copy loaded, so the mapping is there to read.
-    driver_version().ok()?;
-    crate::proc_maps::mapped_library("libcuda.so")
+    libcuda::mapped_file()
 }
 
 fn init() -> Result<(), SessionError> {
@@ -89,13 +79,20 @@ pub fn open_device(ordinal: usize) -> Result<Arc<CudaContext>, SessionError> {
         .map_err(|e| SessionError::driver("CudaContext::new (retaining the primary context)", e))
 }
 
-/// The file names cudarc tries for `lib`, in its order, without repeats.
-fn lib_candidates(lib: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for name in cudarc::get_lib_name_candidates(lib) {
-        if !seen.contains(&name) {
-            seen.push(name);
-        }
+impl Arch {
+    /// The architecture of the device behind `ctx`.
+    pub fn of_device(ctx: &CudaContext) -> Result<Arch, SessionError> {
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| SessionError::driver("cuDeviceGetAttribute (compute capability)", e))?;
+        Ok(Arch::new(major as u32, minor as u32))
     }
-    seen
+}
+
+impl Compiled {
+    /// Loads the image as a module into `ctx`.
+    pub fn load(&self, ctx: &Arc<CudaContext>) -> Result<Arc<CudaModule>, SessionError> {
+        ctx.load_module(self.to_cudarc())
+            .map_err(|e| SessionError::driver("cuModuleLoadData", e))
+    }
 }

@@ -1,10 +1,16 @@
-//! GPU architectures as NVRTC names them (`sm_XY`, `compute_XY`), parsed from every
-//! spelling a user may type.
+//! GPU architectures as NVRTC and nvcc name them (`sm_XY`, `compute_XY`), parsed from
+//! every spelling a user may type.
+//!
+//! Plain data, outside the CUDA room: the SASS measurements ([`crate::sass`]) and the
+//! compilers of [`crate::cuda`] both take an [`Arch`], and only the latter needs a driver.
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::NvrtcError;
+/// An architecture string that did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot parse GPU architecture {0:?}: expected sm_XY, compute_XY (optional a/f suffix), XY or X.Y")]
+pub struct ArchError(pub String);
 
 /// A GPU architecture: compute capability `major.minor` plus an optional feature-set
 /// suffix (`a` for architecture-specific, `f` for family-specific features).
@@ -28,15 +34,7 @@ impl Arch {
         }
     }
 
-    /// The architecture of the device behind `ctx`.
-    pub fn of_device(
-        ctx: &cudarc::driver::CudaContext,
-    ) -> Result<Arch, cudarc::driver::DriverError> {
-        let (major, minor) = ctx.compute_capability()?;
-        Ok(Arch::new(major as u32, minor as u32))
-    }
-
-    /// `major * 10 + minor`, the number NVRTC lists in [`supported_archs`](super::supported_archs).
+    /// `major * 10 + minor`, the number NVRTC lists as a supported architecture.
     pub const fn number(self) -> u32 {
         self.major * 10 + self.minor
     }
@@ -63,11 +61,11 @@ impl fmt::Display for Arch {
 }
 
 impl FromStr for Arch {
-    type Err = NvrtcError;
+    type Err = ArchError;
 
     /// Accepts `sm_80`, `compute_90a`, `sm_100f`, `86` and `8.6`.
-    fn from_str(s: &str) -> Result<Arch, NvrtcError> {
-        let bad = || NvrtcError::BadArch(s.to_owned());
+    fn from_str(s: &str) -> Result<Arch, ArchError> {
+        let bad = || ArchError(s.to_owned());
         let t = s.trim();
         if let Some((ma, mi)) = t.split_once('.') {
             let major = ma.parse().map_err(|_| bad())?;
@@ -113,7 +111,7 @@ mod tests {
         assert_eq!(a.compute(), "compute_90a");
         for bad in ["", "sm_", "sm_8", "8.10", "sm_8x", "gfx90a", "x.y"] {
             assert!(
-                matches!(bad.parse::<Arch>(), Err(NvrtcError::BadArch(_))),
+                bad.parse::<Arch>() == Err(ArchError(bad.to_string())),
                 "{bad:?} parsed"
             );
         }

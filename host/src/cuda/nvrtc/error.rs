@@ -3,8 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::arch::Arch;
 use super::search::{ENV_VAR, NAMES};
+use crate::arch::Arch;
 
 /// A status returned by an NVRTC call (`nvrtcResult` in `nvrtc.h`).
 ///
@@ -155,9 +155,6 @@ pub enum NvrtcError {
         /// Supported `sm_XX`, comma separated.
         supported: String,
     },
-    /// An architecture string did not parse.
-    #[error("cannot parse GPU architecture {0:?}: expected sm_XY, compute_XY (optional a/f suffix), XY or X.Y")]
-    BadArch(String),
     /// Reading or writing an image file failed.
     #[error("{what} {path}: {source}")]
     Io {

@@ -1,9 +1,16 @@
-//! Duration statistics of paired regions: moments, exact percentiles, histograms.
+//! Statistics of a decoded trace: duration statistics of paired regions (moments, exact
+//! percentiles, histograms) and, in [`Shares`], self and inclusive time per region with
+//! the lane time they are shares of. Reads the model only; the analyses and writers build
+//! on it.
 //!
 //! Percentiles are exact: computed from every duration (sorted), not from a histogram,
 //! by linear interpolation between closest ranks (NumPy's default, Hyndman & Fan type
 //! 7): `p` maps to rank `h = p/100 * (n - 1)`, and the value is
 //! `x[floor h] + (h - floor h) * (x[floor h + 1] - x[floor h])`.
+
+mod shares;
+
+pub use shares::{lane_time, self_times, RegionTime, Row, Shares, OUTSIDE};
 
 use crate::model::{Lane, Trace};
 

@@ -1,4 +1,5 @@
-//! Options shared by `ikp analyze` and `ikp report`: category table, annotations, GPU.
+//! How to interpret regions (shared by `ikp analyze` and `ikp report`): category table,
+//! annotations, GPU.
 use anyhow::Context;
 use ikp_host::analysis::categories::CategoryTable;
 use ikp_host::analysis::roofline::{self, GpuPreset, Work};

@@ -2,7 +2,6 @@
 //! computation behind every region percentage ikp shows. The terms are defined in
 //! [`crate::definitions`].
 
-use crate::analysis::breakdown::self_times;
 use crate::model::{Lane, Ns, Trace};
 
 /// One region's time over the lanes of a [`Shares`].
@@ -146,3 +145,34 @@ impl Shares {
 
 /// The label of the row outside any region, as every output writes it.
 pub const OUTSIDE: &str = "(outside any region)";
+
+/// Self time of every span: its duration minus the durations of the spans directly nested
+/// in it (indexed like [`Trace::spans`]). Summed over a lane, self times never count a
+/// nanosecond twice, so percentages of their total add up to 100.
+pub fn self_times(trace: &Trace) -> Vec<Ns> {
+    let s = &trace.spans;
+    let mut out: Vec<Ns> = (0..s.len()).map(|i| s.dur(i)).collect();
+    for lane in &trace.lanes {
+        let mut stack: Vec<usize> = Vec::new();
+        for i in lane.spans.clone() {
+            // The parent is the nearest span up the stack (depths come from the decoder) that
+            // is still open. Depths alone are not enough: after a begin that was never
+            // closed, a span one level deeper follows that begin's closed sibling.
+            while stack
+                .last()
+                .is_some_and(|&p| s.depth[p] >= s.depth[i] || s.end[p] <= s.begin[i])
+            {
+                stack.pop();
+            }
+            if let Some(&p) = stack.last() {
+                // Clip: a child overrunning its parent only takes what overlaps.
+                let overlap = s.end[i]
+                    .min(s.end[p])
+                    .saturating_sub(s.begin[i].max(s.begin[p]));
+                out[p] = out[p].saturating_sub(overlap);
+            }
+            stack.push(i);
+        }
+    }
+    out
+}

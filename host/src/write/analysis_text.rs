@@ -1,13 +1,42 @@
-//! The text of `ikp analyze`: every figure of [`KernelAnalysis`] with one short line saying
-//! what it means, tracks named `block B · group G (warp W, SM S)`, figures the input
-//! cannot support shown as "n/a (why)".
-use ikp_host::analysis::blocks::Distribution;
-use ikp_host::analysis::critical::{PathStep, LONGEST_WAITS};
-use ikp_host::analysis::imbalance::sm_figures_unavailable;
-use ikp_host::analysis::kernel::KernelAnalysis;
-use ikp_host::analysis::roofline::GpuPreset;
-use ikp_host::model::Trace;
+//! Analyses as text: `ikp analyze`'s report of a [`KernelAnalysis`] and `ikp diff`'s table
+//! of a [`RunDiff`].
+//!
+//! # Format
+//!
+//! Plain text, one figure per line with a short clause saying what it means (block-time
+//! and its shares, the timeline breakdown with each part's spread across blocks, compute
+//! isolation, imbalance, the largest gaps, the number of signal / wait links, the critical
+//! path of the slowest block as a table of its longest steps, the roofline per annotated
+//! region). Tracks are named `block B · group G (warp W, SM S)`; a figure the input cannot
+//! support is shown as "n/a (why)". Times are integer ns. The JSON of the same analysis is
+//! [`crate::analysis::kernel`]'s `# Format`.
+//!
+//! The diff table has a line `kernel: A ns -> B ns (+x%)`, then a row per region (count,
+//! mean of A and B, change of the mean and of the median in percent, a flag), the regions
+//! only one run has, and the number of regressions.
+use crate::analysis::blocks::Distribution;
+use crate::analysis::critical::{PathStep, LONGEST_WAITS};
+use crate::analysis::diff::RunDiff;
+use crate::analysis::imbalance::sm_figures_unavailable;
+use crate::analysis::kernel::KernelAnalysis;
+use crate::analysis::roofline::GpuPreset;
+use crate::model::Trace;
+use crate::write::WriteError;
 use std::io::{self, Write};
+
+/// Options of [`write_analysis`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnalysisTextOptions {
+    /// Critical-path steps shown: the longest ones, in path order (the longest waits always
+    /// among them). Default 15.
+    pub path_steps: usize,
+}
+
+impl Default for AnalysisTextOptions {
+    fn default() -> Self {
+        AnalysisTextOptions { path_steps: 15 }
+    }
+}
 
 fn pct(part: u64, total: u64) -> f64 {
     100.0 * part as f64 / total.max(1) as f64
@@ -17,9 +46,21 @@ fn spread(d: &Distribution) -> String {
     format!("{} / {} / {} / {}", d.min, d.median, d.p90, d.max)
 }
 
-/// Writes the report of `a` (computed from `trace`); `path_steps` critical-path steps at
-/// most.
-pub fn write(
+/// Writes the text of the analysis `a` of `trace` (made with the roofline peaks of `gpu`)
+/// to `out`.
+pub fn write_analysis<W: Write>(
+    mut out: W,
+    trace: &Trace,
+    a: &KernelAnalysis,
+    gpu: &GpuPreset,
+    opts: &AnalysisTextOptions,
+) -> Result<(), WriteError> {
+    write_text(&mut out, trace, a, gpu, opts.path_steps)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn write_text(
     o: &mut impl Write,
     trace: &Trace,
     a: &KernelAnalysis,
@@ -63,7 +104,7 @@ pub fn write(
         if r.impossible {
             writeln!(
                 o,
-                "warning: roofline {}: the measured rate is {:.1} % of the {} roof, which no kernel reaches: check the annotation or the GPU preset (--gpu)",
+                "warning: roofline {}: the measured rate is {:.1} % of the {} roof, which no kernel reaches: check the annotation or the GPU preset",
                 r.name, r.percent_of_roof, gpu.name
             )?;
             continue;
@@ -111,7 +152,7 @@ fn isolation(o: &mut impl Write, a: &KernelAnalysis) -> io::Result<()> {
     let iso = &a.compute_isolation;
     writeln!(
         o,
-        "compute isolation, per block then summed: block length - union of its groups' waits (reference 004):"
+        "compute isolation, per block then summed: block length - union of its groups' waits:"
     )?;
     writeln!(
         o,
@@ -264,7 +305,50 @@ fn critical_path(o: &mut impl Write, a: &KernelAnalysis, n: usize) -> io::Result
     if rest > 0 {
         // No summed duration: a wait overlaps the steps it waits on, so the steps' sum is
         // not a time of the path (it can exceed the block's length).
-        writeln!(o, "  … {rest} more steps (every step is in --json)")?;
+        writeln!(o, "  … {rest} more steps (every step is in the JSON)")?;
     }
+    Ok(())
+}
+
+/// Writes the table of `d` (run A against run B) to `out`.
+pub fn write_diff<W: Write>(mut out: W, d: &RunDiff) -> Result<(), WriteError> {
+    let o = &mut out;
+    writeln!(
+        o,
+        "kernel: {} ns -> {} ns ({:+.1}%)",
+        d.kernel.0, d.kernel.1, d.kernel_change_pct
+    )?;
+    writeln!(
+        o,
+        "{:<24} {:>8} {:>8} {:>12} {:>12} {:>8} {:>8}  flag",
+        "region", "count A", "count B", "mean A", "mean B", "mean %", "p50 %"
+    )?;
+    for r in &d.regions {
+        let flag = if r.regression {
+            "REGRESSION"
+        } else if r.improvement {
+            "improved"
+        } else {
+            ""
+        };
+        writeln!(
+            o,
+            "{:<24} {:>8} {:>8} {:>12.1} {:>12.1} {:>+8.1} {:>+8.1}  {flag}",
+            r.name, r.count.0, r.count.1, r.mean.0, r.mean.1, r.mean_change_pct, r.p50_change_pct
+        )?;
+    }
+    for n in &d.added {
+        writeln!(o, "added:   {n}")?;
+    }
+    for n in &d.removed {
+        writeln!(o, "removed: {n}")?;
+    }
+    writeln!(
+        o,
+        "{} regression(s) beyond {}%",
+        d.regressions().count(),
+        d.threshold_pct
+    )?;
+    o.flush()?;
     Ok(())
 }

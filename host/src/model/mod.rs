@@ -16,6 +16,10 @@
 //!   never closed; a span at depth `d` is not an ancestor of a later span of depth `<= d`.
 //! - `Lane::spans` etc. give each lane's index range into those tables.
 
+mod filter;
+
+pub use filter::{BlockFilter, BlockFilterError};
+
 use std::ops::Range;
 
 /// Integer nanoseconds since an arbitrary epoch (the GPU's globaltimer epoch for native
@@ -55,6 +59,9 @@ pub struct Source {
     /// The smallest timestamp in the trace: writers that need small numbers (Chrome JSON)
     /// subtract it; it is never subtracted in this model.
     pub time_base: Ns,
+    /// The blocks this trace was restricted to when it was decoded (empty = every block
+    /// of the buffer); see [`Trace::filter_blocks`].
+    pub block_filter: BlockFilter,
 }
 
 /// How a clock-mode buffer's cycles were converted to ns (rules in
@@ -331,9 +338,64 @@ pub struct Diagnostics {
     /// Stamps behind their lane's latest time, each clamped to that time so that times
     /// never go backwards within a lane: timed records stamped up to 2^31 ticks before
     /// the record before them (a timer that stepped back, such as a `%globaltimer`
-    /// resync; see [`crate::decode::lane`]), and native lanes whose end globaltimer (or,
+    /// resync; see [`mod@crate::decode`], `# Unwrapping`), and native lanes whose end globaltimer (or,
     /// in clock mode, end clock64) is before their start.
     pub backward_steps: u64,
+}
+
+/// The problems of a decode as counts: what a tool reports in one line, and what a
+/// decode that never holds the whole trace (lane by lane) can still add up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiagnosticCounts {
+    /// Begins never closed.
+    pub unmatched_begin: u64,
+    /// Ends with no open begin.
+    pub unmatched_end: u64,
+    /// Records written after a lane's finalize.
+    pub after_finalize: u64,
+    /// Records of kinds this version does not know.
+    pub unknown_records: u64,
+    /// Stamps behind their lane's latest time, clamped.
+    pub backward_steps: u64,
+    /// Records dropped by full lanes.
+    pub dropped: u64,
+    /// Lanes decoded.
+    pub lanes: u64,
+}
+
+impl DiagnosticCounts {
+    /// Whether nothing went wrong (lanes are not a problem).
+    pub fn is_clean(&self) -> bool {
+        DiagnosticCounts { lanes: 0, ..*self } == DiagnosticCounts::default()
+    }
+}
+
+impl std::ops::AddAssign for DiagnosticCounts {
+    fn add_assign(&mut self, o: DiagnosticCounts) {
+        self.unmatched_begin += o.unmatched_begin;
+        self.unmatched_end += o.unmatched_end;
+        self.after_finalize += o.after_finalize;
+        self.unknown_records += o.unknown_records;
+        self.backward_steps += o.backward_steps;
+        self.dropped += o.dropped;
+        self.lanes += o.lanes;
+    }
+}
+
+impl std::fmt::Display for DiagnosticCounts {
+    /// `2 unmatched begins, 0 unmatched ends, ...`: every count but the lanes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} unmatched begins, {} unmatched ends, {} records after finalize, {} unknown records, {} backward timer steps (clamped), {} dropped records",
+            self.unmatched_begin,
+            self.unmatched_end,
+            self.after_finalize,
+            self.unknown_records,
+            self.backward_steps,
+            self.dropped
+        )
+    }
 }
 
 /// A decoded launch (the default is an empty trace with no lanes).
@@ -375,14 +437,24 @@ impl Trace {
         self.lanes.iter().map(|l| l.dropped).sum()
     }
 
-    /// A copy holding only the lanes of blocks for which `keep` is true, for writers that
-    /// take a whole trace (Perfetto). Times, names and [`Source`] (its `time_base`
-    /// included, so the kept events stay where they were on the launch's axis) are
-    /// unchanged; unpaired records are kept with their lanes; the counts that are not
-    /// per lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`,
-    /// `backward_steps`, and [`Source::clock`]) stay those of the whole launch.
-    pub fn filter_blocks(&self, keep: impl Fn(u32) -> bool) -> Trace {
-        let mut out = Trace {
+    /// The diagnostics as counts.
+    pub fn diagnostic_counts(&self) -> DiagnosticCounts {
+        let d = &self.diagnostics;
+        DiagnosticCounts {
+            unmatched_begin: d.unmatched_begin.len() as u64,
+            unmatched_end: d.unmatched_end.len() as u64,
+            after_finalize: d.after_finalize,
+            unknown_records: d.unknown_records,
+            backward_steps: d.backward_steps,
+            dropped: self.dropped(),
+            lanes: self.lanes.len() as u64,
+        }
+    }
+
+    /// A trace with the source, names and whole-launch diagnostics of `self` and no
+    /// lanes: what [`Trace::extend_lanes`] fills.
+    pub(crate) fn empty_like(&self) -> Trace {
+        Trace {
             source: self.source.clone(),
             names: self.names.clone(),
             lanes: Vec::new(),
@@ -395,64 +467,96 @@ impl Trace {
                 unmatched_end: Vec::new(),
                 ..self.diagnostics.clone()
             },
-        };
-        let (s, i, c) = (&self.spans, &self.instants, &self.samples);
-        for (pos, l) in self.lanes.iter().enumerate() {
-            if !keep(l.block) {
-                continue;
-            }
-            let (s0, i0, c0) = (out.spans.len(), out.instants.len(), out.samples.len());
-            for k in l.spans.clone() {
-                out.spans.push(
-                    s.lane[k],
-                    s.region[k],
-                    s.depth[k],
-                    s.payload[k],
-                    s.begin[k],
-                    s.end[k],
-                );
-            }
-            for k in l.instants.clone() {
-                out.instants
-                    .push(i.lane[k], i.region[k], i.payload[k], i.ts[k]);
-            }
-            for k in l.samples.clone() {
-                out.samples
-                    .push(c.lane[k], c.counter[k], c.ts[k], c.value[k]);
-            }
-            out.lanes.push(Lane {
-                spans: s0..out.spans.len(),
-                instants: i0..out.instants.len(),
-                samples: c0..out.samples.len(),
+        }
+    }
+
+    /// Appends the lanes of `src` at `positions` (ascending positions of
+    /// [`Trace::lanes`]), with their events, counter totals and unpaired records, as the
+    /// next lanes of `self`; `src` must have the same names (so the same counters). The
+    /// earlier of the two time bases is kept.
+    pub(crate) fn extend_lanes(&mut self, src: &Trace, positions: impl IntoIterator<Item = usize>) {
+        let (s, i, c) = (&src.spans, &src.instants, &src.samples);
+        let first_new = self.lanes.len();
+        for pos in positions {
+            let l = &src.lanes[pos];
+            let (s0, i0, c0) = (self.spans.len(), self.instants.len(), self.samples.len());
+            let d = &mut self.spans;
+            let r = l.spans.clone();
+            d.lane.extend_from_slice(&s.lane[r.clone()]);
+            d.region.extend_from_slice(&s.region[r.clone()]);
+            d.depth.extend_from_slice(&s.depth[r.clone()]);
+            d.payload.extend_from_slice(&s.payload[r.clone()]);
+            d.begin.extend_from_slice(&s.begin[r.clone()]);
+            d.end.extend_from_slice(&s.end[r]);
+            let d = &mut self.instants;
+            let r = l.instants.clone();
+            d.lane.extend_from_slice(&i.lane[r.clone()]);
+            d.region.extend_from_slice(&i.region[r.clone()]);
+            d.payload.extend_from_slice(&i.payload[r.clone()]);
+            d.ts.extend_from_slice(&i.ts[r]);
+            let d = &mut self.samples;
+            let r = l.samples.clone();
+            d.lane.extend_from_slice(&c.lane[r.clone()]);
+            d.counter.extend_from_slice(&c.counter[r.clone()]);
+            d.ts.extend_from_slice(&c.ts[r.clone()]);
+            d.value.extend_from_slice(&c.value[r]);
+            self.lanes.push(Lane {
+                spans: s0..self.spans.len(),
+                instants: i0..self.instants.len(),
+                samples: c0..self.samples.len(),
                 ..l.clone()
             });
-            out.counter_totals
-                .extend_from_slice(self.lane_counters(pos));
+            if src.counter_totals.len() == src.lanes.len() * src.n_counters() {
+                self.counter_totals
+                    .extend_from_slice(src.lane_counters(pos));
+            }
         }
-        let kept: std::collections::HashSet<u32> = out.lanes.iter().map(|l| l.id).collect();
-        let of_kept = |v: &[Unpaired]| -> Vec<Unpaired> {
-            v.iter()
-                .filter(|u| kept.contains(&u.lane))
-                .copied()
-                .collect()
-        };
-        out.diagnostics.unmatched_begin = of_kept(&self.diagnostics.unmatched_begin);
-        out.diagnostics.unmatched_end = of_kept(&self.diagnostics.unmatched_end);
+        let added: std::collections::HashSet<u32> =
+            self.lanes[first_new..].iter().map(|l| l.id).collect();
+        let d = &mut self.diagnostics;
+        for (to, from) in [
+            (&mut d.unmatched_begin, &src.diagnostics.unmatched_begin),
+            (&mut d.unmatched_end, &src.diagnostics.unmatched_end),
+        ] {
+            to.extend(from.iter().filter(|u| added.contains(&u.lane)));
+        }
+        self.source.time_base = self.source.time_base.min(src.source.time_base);
+    }
+
+    /// A copy holding only the lanes of the blocks `filter` keeps (`self` itself when it
+    /// keeps every block); [`Source::block_filter`] records the filter. Times, names and
+    /// the rest of [`Source`] (its `time_base` included, so the kept events stay where they
+    /// were on the launch's axis) are unchanged; unpaired records are kept with their
+    /// lanes; the counts that are not per lane (`after_finalize`, `unfinalized_lanes`,
+    /// `unknown_records`, `backward_steps`, and [`Source::clock`]) stay those of the whole
+    /// launch.
+    pub fn filter_blocks(&self, filter: &BlockFilter) -> Trace {
+        if filter.keeps_all() {
+            return self.clone();
+        }
+        let mut out = self.empty_like();
+        let kept = (self.lanes.iter().enumerate())
+            .filter(|(_, l)| filter.contains(l.block))
+            .map(|(pos, _)| pos);
+        out.extend_lanes(self, kept);
+        out.source.time_base = self.source.time_base;
+        out.source.block_filter = filter.clone();
         out
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::{decode_words, DecodeOptions};
+    use super::{BlockFilter, Source};
+    use crate::decode::{decode as decode_words, DecodeOptions};
 
     #[test]
     fn filter_blocks_keeps_exactly_the_lanes_of_those_blocks() {
         let words = ikp_device::sample::attention().unwrap().into_words();
         let t = decode_words(&words, &DecodeOptions::default()).unwrap();
         // Keeping every block is the identity.
-        assert_eq!(t.filter_blocks(|_| true), t);
-        let f = t.filter_blocks(|b| b == 1 || b == 5);
+        assert_eq!(t.filter_blocks(&BlockFilter::default()), t);
+        let f = t.filter_blocks(&BlockFilter::new(vec![5, 1]));
         assert_eq!(f.lanes.len(), 2 * t.source.groups_per_block as usize);
         for l in &f.lanes {
             assert!(l.block == 1 || l.block == 5);
@@ -486,7 +590,17 @@ mod tests {
             .map(|l| l.spans.len())
             .sum();
         assert_eq!(f.spans.len(), want);
-        assert_eq!(f.source, t.source);
-        assert!(t.filter_blocks(|_| false).lanes.is_empty());
+        assert_eq!(f.source.block_filter.blocks(), [1, 5]);
+        assert_eq!(
+            f.source,
+            Source {
+                block_filter: BlockFilter::new(vec![1, 5]),
+                ..t.source.clone()
+            }
+        );
+        assert!(t
+            .filter_blocks(&BlockFilter::new(vec![9999]))
+            .lanes
+            .is_empty());
     }
 }

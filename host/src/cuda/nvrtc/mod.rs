@@ -1,6 +1,6 @@
 //! Compiling instrumented kernels at run time with NVRTC.
 //!
-//! [`Compiler`] turns a kernel's CUDA C++ source into PTX or a cubin for one [`Arch`], with
+//! [`Compiler`] turns a kernel's CUDA C++ source into PTX or a cubin for one [`Arch`](crate::Arch), with
 //! the ikp device header available as `#include "ikp.cuh"` (handed to NVRTC in memory, so
 //! nothing is written to disk) and the compile-out switch `IKP_ENABLED` set from
 //! [`Compiler::profiling`]. Cubins let a kernel load for the exact architecture of the
@@ -35,7 +35,7 @@
 //! (whose major is read from the file it links to). Among the files of places 2 to 4 (or
 //! of an `IKP_NVRTC` directory), the CUDA major version decides before the order of the
 //! places: first the majors not newer than the driver's (`cuDriverGetVersion`, asked only
-//! after [`crate::session::probe_driver`] found a driver), highest first; then the newer
+//! after [`probe_driver`](crate::cuda::probe_driver) found a driver), highest first; then the newer
 //! majors, highest first; files of unknown major last. The order above breaks ties. The
 //! reason: a cubin (or PTX of a newer ISA) from an NVRTC newer than the driver may not
 //! load, so the newest NVRTC the driver can run beats an even newer one. Without a driver
@@ -43,7 +43,8 @@
 //! call that needs NVRTC.
 //!
 //! ```no_run
-//! use ikp_host::nvrtc::{self, Arch, Compiler};
+//! use ikp_host::cuda::nvrtc::{self, Compiler};
+//! use ikp_host::Arch;
 //! let src = r#"
 //!     #include "ikp.cuh"
 //!     extern "C" __global__ void k(ikp::Arg prof) { }
@@ -51,17 +52,15 @@
 //! println!("{}", nvrtc::library()?); // NVRTC 13.5 at /.../libnvrtc.so.13 (...)
 //! let cubin = Compiler::new(Arch::new(8, 0)).cubin("k.cu", src)?;
 //! assert!(!cubin.bytes().is_empty());
-//! # Ok::<(), ikp_host::nvrtc::NvrtcError>(())
+//! # Ok::<(), ikp_host::cuda::nvrtc::NvrtcError>(())
 //! ```
 
 mod api;
-mod arch;
 mod compile;
 mod error;
 mod loader;
 mod search;
 
-pub use arch::Arch;
 pub use compile::{Compiled, Compiler, Target};
 pub use error::{NvrtcError, NvrtcStatus};
 pub use loader::{library, NvrtcLibrary};

@@ -5,20 +5,16 @@
 //! per lane, region and counter names); [`HostSession::kernel_arg`] is the `ikp::Arg` to
 //! pass to the kernel; [`HostSession::read_back`] waits for the kernel and copies the
 //! buffer to the host. Then [`HostSession::save_buffer`] writes the raw file `ikp decode`
-//! reads, [`HostSession::decode`] gives the [`Trace`], and [`HostSession::write_trace`]
-//! writes the Chrome trace, its `_summary.json` and, when asked, the per-block region
-//! distributions.
-//!
-//! cudarc panics when `libcuda` is missing; [`open_device`] (and [`device_count`],
-//! [`probe_driver`]) check first and return [`SessionError::NoDriver`]. Without a GPU the
-//! driver answers `CUDA_ERROR_NO_DEVICE`, a [`SessionError::Driver`] for which
-//! [`SessionError::is_no_device`] holds.
+//! reads, [`HostSession::decode`] gives the [`Trace`], [`HostSession::write_perfetto`]
+//! writes the Perfetto trace, and [`HostSession::write_trace`] writes the Chrome trace,
+//! its `_summary.json` and, when asked, the per-block region distributions.
 //!
 //! ```no_run
 //! use ikp_device::{Layout, TimerMode};
-//! use ikp_host::nvrtc::{Arch, Compiler};
-//! use ikp_host::session::cudarc::driver::{LaunchConfig, PushKernelArg};
-//! use ikp_host::session::{open_device, HostSession, TraceWriteOptions};
+//! use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+//! use ikp_host::cuda::nvrtc::Compiler;
+//! use ikp_host::cuda::{open_device, HostSession};
+//! use ikp_host::{Arch, PerfettoOptions, TraceWriteOptions};
 //!
 //! const SRC: &str = r#"
 //!     #include "ikp.cuh"
@@ -49,118 +45,28 @@
 //! unsafe { stream.launch_builder(&kernel).arg(&arg).launch(cfg) }?;
 //! session.read_back()?;
 //! session.save_buffer("k.ikp")?;
+//! session.write_perfetto("k.trace", &PerfettoOptions::default())?;
 //! session.write_trace("k.json", &TraceWriteOptions::default())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod arg;
-mod driver;
 
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DriverError};
-use ikp_device::{Layout, LayoutError};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use ikp_device::Layout;
 
-use crate::decode::{decode_words, decode_words_into, DecodeError, DecodeOptions};
+use super::error::SessionError;
+use crate::decode::{decode, decode_into, DecodeOptions};
 use crate::model::Trace;
-use crate::write::atomic::{self, WriteError};
-pub use crate::write::TraceWriteOptions;
+use crate::write::perfetto::{write_perfetto, PerfettoOptions, PerfettoStats};
+use crate::write::{atomic, Launch, TraceWriteOptions};
 
 pub use arg::IkpArg;
-pub use driver::{device_count, driver_library, driver_version, open_device, probe_driver};
-
-/// The cudarc this crate is built against, for launchers that have no direct dependency.
-pub use cudarc;
-
-/// What went wrong on the GPU side of the host.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The CUDA driver library could not be loaded.
-    #[error(
-        "no CUDA driver found: libcuda could not be loaded (tried {}); install the NVIDIA \
-         driver, or put the directory holding libcuda.so.1 on LD_LIBRARY_PATH",
-        searched.join(", ")
-    )]
-    NoDriver {
-        /// Library names that were tried.
-        searched: Vec<String>,
-    },
-    /// A CUDA driver call failed; `name` is the CUresult name, e.g. `CUDA_ERROR_NO_DEVICE`.
-    #[error("CUDA driver call {call} failed with {name}: {description}")]
-    Driver {
-        /// The driver call (or cudarc operation) that failed.
-        call: &'static str,
-        /// The status code.
-        code: sys::CUresult,
-        /// The code's name.
-        name: String,
-        /// The driver's description of it.
-        description: String,
-    },
-    /// The requested device ordinal does not exist.
-    #[error("CUDA device {ordinal} requested but the driver reports {count} device(s)")]
-    NoSuchDevice {
-        /// Requested ordinal.
-        ordinal: usize,
-        /// Devices present.
-        count: usize,
-    },
-    /// The layout breaks a limit of the wire format.
-    #[error("invalid ikp layout: {0}")]
-    Layout(#[from] LayoutError),
-    /// The buffer is larger than this host can address.
-    #[error("ikp buffer of {words} words does not fit in this host's address space")]
-    TooLarge {
-        /// Words the layout needs.
-        words: u64,
-    },
-    /// A host copy of the buffer was needed before [`HostSession::read_back`] made one.
-    #[error("the ikp buffer has not been read back: call read_back() after the launch")]
-    NotReadBack,
-    /// Kernel compilation failed.
-    #[error(transparent)]
-    Nvrtc(#[from] crate::nvrtc::NvrtcError),
-    /// The read-back buffer did not decode (a kernel that wrote outside its lane, or
-    /// never ran).
-    #[error("decoding the read-back ikp buffer: {0}")]
-    Decode(#[from] DecodeError),
-    /// An output file could not be written.
-    #[error(transparent)]
-    Write(#[from] WriteError),
-}
-
-impl SessionError {
-    /// Wraps a cudarc driver error with the call that produced it.
-    pub fn driver(call: &'static str, e: DriverError) -> SessionError {
-        SessionError::Driver {
-            call,
-            code: e.0,
-            name: format!("{:?}", e.0),
-            // cuGetErrorString lives in libcuda: ask only if it loads (cudarc panics if not).
-            description: probe_driver()
-                .ok()
-                .and_then(|()| e.error_string().ok())
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "no description (cuGetErrorString unavailable)".into()),
-        }
-    }
-
-    /// The CUDA status code, for driver errors.
-    pub fn driver_code(&self) -> Option<sys::CUresult> {
-        match self {
-            SessionError::Driver { code, .. } => Some(*code),
-            _ => None,
-        }
-    }
-
-    /// Whether the driver answered `CUDA_ERROR_NO_DEVICE`.
-    pub fn is_no_device(&self) -> bool {
-        self.driver_code() == Some(sys::CUresult::CUDA_ERROR_NO_DEVICE)
-    }
-}
 
 /// One instrumented launch: the device buffer, its layout and, after the launch, its host
 /// copy.
@@ -299,15 +205,32 @@ impl HostSession {
     /// Decodes the read-back buffer into the trace model.
     pub fn decode(&self) -> Result<Trace, SessionError> {
         let words = self.words().ok_or(SessionError::NotReadBack)?;
-        Ok(decode_words(words, &DecodeOptions::default())?)
+        Ok(decode(words, &DecodeOptions::default())?)
     }
 
     /// Decodes the read-back buffer into `trace`, reusing its memory: in a loop of
     /// launches (`reset`, launch, `read_back`, `decode_into`) the decoder then writes into
-    /// pages it already has (see [`crate::decode::decode_words_into`]).
+    /// pages it already has (see [`crate::decode_into`]).
     pub fn decode_into(&self, trace: &mut Trace) -> Result<(), SessionError> {
         let words = self.words().ok_or(SessionError::NotReadBack)?;
-        Ok(decode_words_into(words, &DecodeOptions::default(), trace)?)
+        Ok(decode_into(words, &DecodeOptions::default(), trace)?)
+    }
+
+    /// Decodes the read-back buffer and writes it as a Perfetto trace at `path`
+    /// (atomically; see [`crate::write_perfetto`]), labelled with the file name. Returns
+    /// what was written and the decoded trace.
+    pub fn write_perfetto(
+        &self,
+        path: impl AsRef<Path>,
+        opts: &PerfettoOptions,
+    ) -> Result<(PerfettoStats, Trace), SessionError> {
+        let path = path.as_ref();
+        let trace = self.decode()?;
+        let label = crate::write::file_name(path);
+        let stats = atomic::write_file(path, |w| {
+            write_perfetto(w, &[Launch::new(&label, &trace)], opts)
+        })?;
+        Ok((stats, trace))
     }
 
     /// Decodes the read-back buffer and writes the Chrome trace at `path` and, as `opts`
@@ -321,7 +244,7 @@ impl HostSession {
     ) -> Result<WrittenTrace, SessionError> {
         let path = path.as_ref();
         let trace = self.decode()?;
-        crate::write::write_trace(&trace, path, opts)?;
+        crate::write::write_trace(path, &trace, opts)?;
         let summary = opts
             .emit_summary_json
             .then(|| crate::write::summary_path(path));

@@ -1,0 +1,97 @@
+//! What can go wrong on the GPU side of the host: [`SessionError`], for the driver, the
+//! device buffer and a session's outputs.
+
+use cudarc::driver::{sys, DriverError};
+use ikp_device::LayoutError;
+
+use super::libcuda;
+use super::nvrtc::NvrtcError;
+use crate::decode::DecodeError;
+use crate::write::WriteError;
+
+/// What went wrong on the GPU side of the host.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The CUDA driver library could not be loaded.
+    #[error(
+        "no CUDA driver found: libcuda could not be loaded (tried {}); install the NVIDIA \
+         driver, or put the directory holding libcuda.so.1 on LD_LIBRARY_PATH",
+        searched.join(", ")
+    )]
+    NoDriver {
+        /// Library names that were tried.
+        searched: Vec<String>,
+    },
+    /// A CUDA driver call failed; `name` is the CUresult name, e.g. `CUDA_ERROR_NO_DEVICE`.
+    #[error("CUDA driver call {call} failed with {name}: {description}")]
+    Driver {
+        /// The driver call (or cudarc operation) that failed.
+        call: &'static str,
+        /// The status code.
+        code: sys::CUresult,
+        /// The code's name.
+        name: String,
+        /// The driver's description of it.
+        description: String,
+    },
+    /// The requested device ordinal does not exist.
+    #[error("CUDA device {ordinal} requested but the driver reports {count} device(s)")]
+    NoSuchDevice {
+        /// Requested ordinal.
+        ordinal: usize,
+        /// Devices present.
+        count: usize,
+    },
+    /// The layout breaks a limit of the wire format.
+    #[error("invalid ikp layout: {0}")]
+    Layout(#[from] LayoutError),
+    /// The buffer is larger than this host can address.
+    #[error("ikp buffer of {words} words does not fit in this host's address space")]
+    TooLarge {
+        /// Words the layout needs.
+        words: u64,
+    },
+    /// A host copy of the buffer was needed before [`HostSession::read_back`](super::HostSession::read_back) made one.
+    #[error("the ikp buffer has not been read back: call read_back() after the launch")]
+    NotReadBack,
+    /// Kernel compilation failed.
+    #[error(transparent)]
+    Nvrtc(#[from] NvrtcError),
+    /// The read-back buffer did not decode (a kernel that wrote outside its lane, or
+    /// never ran).
+    #[error("decoding the read-back ikp buffer: {0}")]
+    Decode(#[from] DecodeError),
+    /// An output file could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+impl SessionError {
+    /// Wraps a cudarc driver error with the call that produced it.
+    pub fn driver(call: &'static str, e: DriverError) -> SessionError {
+        SessionError::Driver {
+            call,
+            code: e.0,
+            name: format!("{:?}", e.0),
+            // cuGetErrorString lives in libcuda: ask only if it loads (cudarc panics if not).
+            description: libcuda::present()
+                .then(|| e.error_string().ok())
+                .flatten()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "no description (cuGetErrorString unavailable)".into()),
+        }
+    }
+
+    /// The CUDA status code, for driver errors.
+    pub fn driver_code(&self) -> Option<sys::CUresult> {
+        match self {
+            SessionError::Driver { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether the driver answered `CUDA_ERROR_NO_DEVICE`.
+    pub fn is_no_device(&self) -> bool {
+        self.driver_code() == Some(sys::CUresult::CUDA_ERROR_NO_DEVICE)
+    }
+}
