@@ -7,6 +7,7 @@
 use anyhow::Context;
 use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
 use ikp_host::Arch;
+use std::io::Write;
 
 /// Arguments of `ikp cost`.
 #[derive(Debug, clap::Args)]
@@ -40,7 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let compiler = SassCompiler::new(tools)?;
     let report = CostReport::measure(&compiler, &args.arch)
         .context("ikp cost: measuring the SASS cost of the instrumentation sites")?;
-    print!("{}", report.markdown());
-    println!("{EXPLAINED}");
+    let mut o = std::io::stdout().lock();
+    write!(o, "{}", report.markdown())?;
+    writeln!(o, "{EXPLAINED}")?;
     Ok(())
 }

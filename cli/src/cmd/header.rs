@@ -3,6 +3,7 @@
 //! The header is generated from the wire format compiled into this binary, so the file it
 //! writes always matches what this `ikp` decodes.
 use anyhow::Context;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ikp header`.
@@ -22,7 +23,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.out_dir.display()
         )
     })?;
-    println!("{}", path.display());
+    writeln!(std::io::stdout(), "{}", path.display())?;
     Ok(())
 }
 

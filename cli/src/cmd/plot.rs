@@ -3,6 +3,7 @@
 use crate::input::InputArgs;
 use crate::output::Outputs;
 use ikp_host::report::plots;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ikp plot`.
@@ -34,6 +35,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
     }
     outs.commit()?;
-    println!("{} charts in {}", charts.len(), args.out_dir.display());
+    writeln!(
+        std::io::stdout(),
+        "{} charts in {}",
+        charts.len(),
+        args.out_dir.display()
+    )?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use crate::input::InputArgs;
 use crate::output::Outputs;
 use ikp_host::report::{write_html, write_xlsx, ReportOptions};
 use ikp_host::Launch;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ikp report`.
@@ -53,8 +54,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         outs.file(p, |w| write_xlsx(w, &launches, &opts))?;
     }
     outs.commit()?;
+    let mut o = std::io::stdout().lock();
     for p in std::iter::once(&html).chain(&xlsx) {
-        println!("{}", p.display());
+        writeln!(o, "{}", p.display())?;
     }
     Ok(())
 }

@@ -90,7 +90,14 @@ impl Outputs {
         fill: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
     ) -> Result<T, WriteError> {
         self.check_new(path)?;
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let meta = std::fs::metadata(path);
+        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+            // Found now rather than at the rename, after the outputs before it were put
+            // in place.
+            let e = io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
+            return Err(WriteError::from(e).at(path));
+        }
+        if meta.is_ok_and(|m| !m.is_file()) {
             let mut w = BufWriter::with_capacity(
                 1 << 20,
                 std::fs::OpenOptions::new()
@@ -368,6 +375,19 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "new a");
         assert!(b.is_file() && c.join("x").is_file());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn a_directory_in_the_way_of_a_file_fails_before_anything_is_renamed() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, dir) = (d.path().join("a"), d.path().join("dir"));
+        std::fs::create_dir(&dir).unwrap();
+        let mut outs = Outputs::new();
+        outs.file(&a, |w| w.write_all(b"1")).unwrap();
+        let e = outs.file(&dir, |w| w.write_all(b"2")).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        drop(outs);
+        assert!(!a.exists());
     }
 
     #[test]

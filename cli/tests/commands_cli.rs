@@ -1,0 +1,293 @@
+//! What every command shares: `--block-filter` restricts every output and figure to the
+//! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
+//! the outputs of one command are written all together or not at all.
+use ikp_host::analysis::kernel::{analyze, KernelOptions};
+use ikp_host::analysis::roofline;
+use ikp_host::report::{plots, write_html, ReportOptions};
+use ikp_host::{
+    write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, DecodeOptions,
+    Launch, Trace, TraceWriteOptions,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn ikp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ikp"))
+        .args(args)
+        .output()
+        .expect("run ikp")
+}
+
+fn ok(o: Output) -> Vec<u8> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o.stdout
+}
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The sample decoded as the CLI decodes it with `--block-filter LIST` (or without).
+fn load(buf: &Path, list: Option<&str>) -> Trace {
+    let opts = DecodeOptions {
+        blocks: list.map_or_else(BlockFilter::default, |l| BlockFilter::parse(l).unwrap()),
+        ..Default::default()
+    };
+    ikp_host::load(buf, &opts).unwrap()
+}
+
+fn bytes(f: impl FnOnce(&mut Vec<u8>) -> Result<(), ikp_host::WriteError>) -> Vec<u8> {
+    let mut v = Vec::new();
+    f(&mut v).unwrap();
+    v
+}
+
+const LIST: &str = "3,7-8";
+
+/// The filter is real: it keeps some lanes of the sample, not all of them.
+#[test]
+fn the_filter_used_here_keeps_some_lanes() {
+    let (all, some) = (load(&sample(), None), load(&sample(), Some(LIST)));
+    assert!(!some.lanes.is_empty() && some.lanes.len() < all.lanes.len());
+    assert!(some.lanes.iter().all(|l| [3, 7, 8].contains(&l.block)));
+}
+
+#[test]
+fn summary_honours_the_block_filter() {
+    let buf = sample();
+    let got = ok(ikp(&["summary", s(&buf), "--block-filter", LIST]));
+    let want = bytes(|w| write_table(w, &load(&buf, Some(LIST)), &Default::default()));
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+    let all = ok(ikp(&["summary", s(&buf)]));
+    let some = ok(ikp(&["summary", s(&buf), "--block-filter", LIST]));
+    assert_ne!(all, some);
+}
+
+#[test]
+fn analyze_honours_the_block_filter() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("a.json");
+    let text = ok(ikp(&[
+        "analyze",
+        s(&buf),
+        "--block-filter",
+        LIST,
+        "--json",
+        s(&json),
+    ]));
+    let t = load(&buf, Some(LIST));
+    let gpu = roofline::preset("h100").unwrap();
+    let opts = KernelOptions {
+        gpu: Some(gpu),
+        ..Default::default()
+    };
+    let a = analyze(&t, &opts);
+    assert_eq!(a.blocks, 3);
+    let want = bytes(|w| write_analysis(w, &t, &a, gpu, &AnalysisTextOptions::default()));
+    assert_eq!(
+        String::from_utf8(text).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v, serde_json::to_value(&a).unwrap());
+}
+
+#[test]
+fn diff_honours_the_block_filter() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.ikp"), d.path().join("b.ikp"));
+    ok(ikp(&["sample", s(&a)]));
+    ok(ikp(&["sample", s(&b), "--seed", "3"]));
+    let got = ok(ikp(&["diff", s(&a), s(&b), "--block-filter", LIST]));
+    let run = ikp_host::analysis::diff::diff(&load(&a, Some(LIST)), &load(&b, Some(LIST)), 5.0);
+    let want = bytes(|w| write_diff(w, &run));
+    assert_ne!(ok(ikp(&["diff", s(&a), s(&b)])), want);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+}
+
+#[test]
+fn report_honours_the_block_filter() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("r");
+    ok(ikp(&[
+        "report",
+        s(&buf),
+        "-o",
+        s(&out),
+        "--block-filter",
+        LIST,
+    ]));
+    let got = std::fs::read(out.join("report.html")).unwrap();
+    let t = load(&buf, Some(LIST));
+    let label = buf.display().to_string();
+    let opts = ReportOptions {
+        gpu: roofline::preset("h100"),
+        hist_bins: 40,
+        heat_columns: 200,
+        ..Default::default()
+    };
+    let want = bytes(|w| write_html(w, &[Launch::new(&label, &t)], &opts));
+    assert!(got == want, "the report is not that of the filtered trace");
+    let html = String::from_utf8(got).unwrap();
+    assert!(
+        html.contains("the sum over 3 blocks"),
+        "block-time of 3 blocks"
+    );
+}
+
+#[test]
+fn plot_honours_the_block_filter() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("p");
+    ok(ikp(&[
+        "plot",
+        s(&buf),
+        "-o",
+        s(&out),
+        "--block-filter",
+        LIST,
+    ]));
+    let want = plots(&load(&buf, Some(LIST)), 64, 8);
+    assert!(!want.is_empty());
+    for p in &want {
+        let got = std::fs::read_to_string(out.join(&p.file)).unwrap();
+        assert_eq!(got, p.svg, "{}", p.file);
+    }
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), want.len());
+    let all = plots(&load(&buf, None), 64, 8);
+    assert!(all.iter().zip(&want).any(|(a, b)| a.svg != b.svg));
+}
+
+/// `ikp decode` writes every output of the filtered trace (its summary names the filter).
+#[test]
+fn decode_honours_the_block_filter_in_every_output() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let (c, sm, v) = (
+        d.path().join("c.json"),
+        d.path().join("s.json"),
+        d.path().join("v.csv"),
+    );
+    ok(ikp(&[
+        "decode",
+        s(&buf),
+        "--block-filter",
+        LIST,
+        "--chrome",
+        s(&c),
+        "--summary",
+        s(&sm),
+        "--csv",
+        s(&v),
+    ]));
+    let t = load(&buf, Some(LIST));
+    let opt = TraceWriteOptions {
+        emit_block_region_distributions: false,
+        ..Default::default()
+    };
+    let chrome = bytes(|w| ikp_host::write_chrome(w, &t, &opt));
+    assert!(std::fs::read(&c).unwrap() == chrome, "chrome");
+    let csv = bytes(|w| ikp_host::write_csv(w, &t));
+    assert!(std::fs::read(&v).unwrap() == csv, "csv");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&sm).unwrap()).unwrap();
+    assert_eq!(summary["block_filter"], serde_json::json!([3, 7, 8]));
+    let n: u64 = t.lanes.iter().map(|l| l.spans.len() as u64).sum();
+    let counted: u64 = summary["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, n);
+}
+
+/// Runs `args` with a standard output whose reader is already gone.
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// `ikp analyze BUF | head -3` and the like: a closed pipe is not an error (ripgrep's
+/// rule), whatever the command writes to standard output.
+#[test]
+fn every_command_ends_quietly_with_status_0_on_a_closed_pipe() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let (r, p, h) = (d.path().join("r"), d.path().join("p"), d.path().join("h"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["summary", s(&buf)],
+        vec!["analyze", s(&buf)],
+        vec!["decode", s(&buf)],
+        vec!["decode", s(&buf), s(&buf)],
+        vec!["decode", s(&buf), "--summary", "-"],
+        vec!["decode", s(&buf), "--chrome", "-"],
+        vec!["diff", s(&buf), s(&buf)],
+        vec!["report", s(&buf), "-o", s(&r)],
+        vec!["plot", s(&buf), "-o", s(&p)],
+        vec!["header", "-o", s(&h)],
+    ];
+    for args in cases {
+        let o = with_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("error") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// The issue's case: a late failure (here the Perfetto path is a directory) after the
+/// Chrome trace, the summary and the CSV were written leaves none of them behind.
+#[test]
+fn outputs_of_one_command_are_written_together_or_not_at_all() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let (c, sm, v, p) = (
+        d.path().join("c.json"),
+        d.path().join("s.json"),
+        d.path().join("v.csv"),
+        d.path().join("p"),
+    );
+    std::fs::create_dir(&p).unwrap();
+    let o = ikp(&[
+        "decode",
+        s(&buf),
+        "--chrome",
+        s(&c),
+        "--summary",
+        s(&sm),
+        "--csv",
+        s(&v),
+        "--perfetto",
+        s(&p),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(s(&p)) && err.contains("directory"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("p")], "{left:?}");
+    assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0);
+}
