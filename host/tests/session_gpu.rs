@@ -193,6 +193,20 @@ fn session_round_trip_launch_read_back_decode_and_write() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     assert!(json.to_string().contains("\"sleep\""), "{json}");
+
+    // Perfetto: the file holds the same launch the library writes from the trace.
+    let pf = dir.path().join("probe.trace");
+    let (stats, written) = s.write_perfetto(&pf, &Default::default()).unwrap();
+    assert_eq!(written, trace);
+    assert_eq!(stats.slices, trace.spans.len() as u64);
+    let mut want = Vec::new();
+    ikp_host::write_perfetto(
+        &mut want,
+        &[ikp_host::Launch::new("probe.trace", &trace)],
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(std::fs::read(&pf).unwrap() == want, "probe.trace differs");
 }
 
 #[test]
