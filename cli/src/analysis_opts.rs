@@ -18,7 +18,7 @@ pub struct AnalysisOpts {
     #[arg(long, value_name = "FILE")]
     pub annotations: Option<PathBuf>,
     /// GPU whose peaks the roofline uses: a100, h100, h200, b200.
-    #[arg(long, default_value = "h100")]
+    #[arg(long, default_value = roofline::DEFAULT_GPU)]
     pub gpu: String,
 }
 

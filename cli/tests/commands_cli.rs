@@ -2,7 +2,6 @@
 //! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
 //! the outputs of one command are written all together or not at all.
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
-use ikp_host::analysis::roofline;
 use ikp_host::report::{plots, write_html, ReportOptions};
 use ikp_host::{
     write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, DecodeOptions,
@@ -84,11 +83,9 @@ fn analyze_honours_the_block_filter() {
         s(&json),
     ]));
     let t = load(&buf, Some(LIST));
-    let gpu = roofline::preset("h100").unwrap();
-    let opts = KernelOptions {
-        gpu: Some(gpu),
-        ..Default::default()
-    };
+    // The library's defaults are the command's.
+    let opts = KernelOptions::default();
+    let gpu = opts.gpu.unwrap();
     let a = analyze(&t, &opts);
     assert_eq!(a.blocks, 3);
     let want = bytes(|w| write_analysis(w, &t, &a, gpu, &AnalysisTextOptions::default()));
@@ -132,12 +129,7 @@ fn report_honours_the_block_filter() {
     let got = std::fs::read(out.join("report.html")).unwrap();
     let t = load(&buf, Some(LIST));
     let label = buf.display().to_string();
-    let opts = ReportOptions {
-        gpu: roofline::preset("h100"),
-        hist_bins: 40,
-        heat_columns: 200,
-        ..Default::default()
-    };
+    let opts = ReportOptions::default();
     let want = bytes(|w| write_html(w, &[Launch::new(&label, &t)], &opts));
     assert!(got == want, "the report is not that of the filtered trace");
     let html = String::from_utf8(got).unwrap();

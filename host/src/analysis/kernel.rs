@@ -78,17 +78,29 @@ use super::roofline::{roofline, GpuPreset, RegionRoofline, Work};
 use crate::model::{Ns, Trace, WireFormat};
 use std::collections::{BTreeMap, HashMap};
 
-/// What the analysis needs beyond the trace.
-#[derive(Clone, Debug, Default)]
+/// What the analysis needs beyond the trace. The defaults are `ikp analyze`'s.
+#[derive(Clone, Debug)]
 pub struct KernelOptions<'a> {
     /// Region categories.
     pub categories: CategoryTable,
     /// Work per region for the roofline (no roofline when empty).
     pub work: HashMap<String, Work>,
-    /// GPU whose peaks the roofline uses (no roofline without one).
+    /// GPU whose peaks the roofline uses (no roofline without one; default
+    /// [`roofline::DEFAULT_GPU`](super::roofline::DEFAULT_GPU)).
     pub gpu: Option<&'a GpuPreset>,
     /// ns per spin iteration for the counter estimate (fitted when `None`).
     pub ns_per_iteration: Option<f64>,
+}
+
+impl Default for KernelOptions<'_> {
+    fn default() -> Self {
+        KernelOptions {
+            categories: CategoryTable::default(),
+            work: HashMap::new(),
+            gpu: Some(super::roofline::default_preset()),
+            ns_per_iteration: None,
+        }
+    }
 }
 
 /// The critical path of one block.

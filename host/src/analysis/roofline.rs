@@ -93,6 +93,15 @@ pub fn preset(name: &str) -> Option<&'static GpuPreset> {
     PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
 }
 
+/// The preset the analyses and the report use unless told otherwise (`ikp --gpu`'s
+/// default too).
+pub const DEFAULT_GPU: &str = "h100";
+
+/// The [`DEFAULT_GPU`] preset.
+pub fn default_preset() -> &'static GpuPreset {
+    preset(DEFAULT_GPU).expect("the default GPU is a preset")
+}
+
 /// Work of one occurrence of a region.
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

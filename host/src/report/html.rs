@@ -8,7 +8,7 @@ use crate::analysis::categories::{Category, CategoryTable};
 use crate::analysis::gaps::gaps;
 use crate::analysis::imbalance::{imbalance, sm_figures_unavailable};
 use crate::analysis::isolation::isolate_compute;
-use crate::analysis::roofline::{roofline, GpuPreset, Work};
+use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::{Ns, Trace};
 use crate::stats::Shares;
@@ -18,19 +18,31 @@ use crate::write::{Launch, WriteError};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-/// What goes into the report beyond the traces.
-#[derive(Clone, Debug, Default)]
+/// What goes into the report beyond the traces. The defaults are `ikp report`'s.
+#[derive(Clone, Debug)]
 pub struct ReportOptions {
     /// Region categories (defaults from names when empty).
     pub categories: CategoryTable,
     /// Work per region for the roofline; no roofline section when empty.
     pub work: HashMap<String, Work>,
-    /// GPU whose peaks the roofline uses.
+    /// GPU whose peaks the roofline uses (default [`roofline::DEFAULT_GPU`]).
     pub gpu: Option<&'static GpuPreset>,
-    /// Histogram bins.
+    /// Histogram bins (default 40).
     pub hist_bins: usize,
-    /// Time columns of the heat map.
+    /// Time columns of the heat map (default 200).
     pub heat_columns: usize,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            categories: CategoryTable::default(),
+            work: HashMap::new(),
+            gpu: Some(roofline::default_preset()),
+            hist_bins: 40,
+            heat_columns: 200,
+        }
+    }
 }
 
 /// Histograms shown: the regions with the most self time.
