@@ -68,6 +68,7 @@ pub mod write;
 #[cfg(test)]
 mod testutil;
 
+pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
