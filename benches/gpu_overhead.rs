@@ -49,7 +49,8 @@ use variants::{KernelSpec, TvmArg, Variant, KERNELS, SOURCE};
 
 type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
-/// Repetitions of every build (reference 004 uses 30).
+/// Repetitions of every build (the tt-metal compute-isolation proposal, docs/references.md,
+/// uses 30).
 const REPS: usize = 30;
 /// Launches timed between one pair of events.
 const LAUNCHES: usize = 5;

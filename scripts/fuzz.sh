@@ -5,7 +5,8 @@
 #
 # cargo-fuzz needs nightly-only rustc flags (-Z sanitizer, sancov); the toolchain here is
 # stable, so RUSTC_BOOTSTRAP=1 unlocks them. cargo-fuzz is installed once from crates.io
-# (skipped when `cargo fuzz --version` works). Each target starts from its committed seed
+# into ~/.cargo/bin (skipped when `cargo fuzz --version` works); with IKP_NO_SYSTEM_INSTALL=1
+# it is not installed, and a machine without it skips the fuzz run, saying why. Each target starts from its committed seed
 # corpus (fuzz/corpus/<target>/, read only: new inputs go to target/fuzz-corpus/) and
 # fails on a panic, an allocation beyond the bound of fuzz/src/lib.rs, a run over
 # -timeout seconds (a hang) or over -rss_limit_mb. A crash input is saved under
@@ -16,7 +17,15 @@ cd "$root"
 secs=${1:-${IKP_FUZZ_SECONDS:-20}}
 export RUSTC_BOOTSTRAP=1
 if ! cargo fuzz --version >/dev/null 2>&1; then
-    cargo install cargo-fuzz --locked --version 0.13.2
+    case "${IKP_NO_SYSTEM_INSTALL:-}" in
+    ""|0) cargo install cargo-fuzz --locked --version 0.13.2 ;;
+    *)
+        echo "fuzz: SKIPPED: cargo-fuzz is not installed, and IKP_NO_SYSTEM_INSTALL=$IKP_NO_SYSTEM_INSTALL" \
+            "forbids installing it into ~/.cargo/bin (cargo install cargo-fuzz --locked --version 0.13.2" \
+            "provides it)"
+        exit 0
+        ;;
+    esac
 fi
 # Its own target dir: fuzz builds use different rustc flags than the test build.
 export CARGO_TARGET_DIR="${IKP_FUZZ_TARGET_DIR:-$root/target/fuzz}"

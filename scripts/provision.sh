@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs on a fresh machine, idempotently:
-#   * a Python venv (.venv) with the CUDA compiler wheels from PyPI: nvcc, ptxas,
-#     cuobjdump, nvdisasm and CUDA 13.5's libnvrtc.so.13 (nvidia-cuda-nvrtc, in
+# Installs what the test suite needs on a fresh machine, idempotently. Each item is skipped
+# when what it provides is already there:
+#   * a Python venv (.venv, in the checkout) with the CUDA compiler wheels from PyPI: nvcc,
+#     ptxas, cuobjdump, nvdisasm and CUDA 13.5's libnvrtc.so.13 (nvidia-cuda-nvrtc, in
 #     .venv/lib/python3*/site-packages/nvidia/cu13/lib), and CUDA 12.9's libnvrtc.so.12
 #     (nvidia-cuda-nvrtc-cu12, in .../nvidia/cuda_nvrtc/lib; env.sh points the tests at
-#     it, the NVRTC search tests find the CUDA 13 one through VIRTUAL_ENV);
-#   * Debian's non-free libcuda1 unpacked (not installed) into .deps/libcuda, a real
-#     driver library that answers CUDA_ERROR_NO_DEVICE on a machine without a GPU.
-#   * Debian's chromium, for the test that renders the HTML report headless.
-# Prints the environment to source as its last lines (see scripts/env.sh).
+#     it, the NVRTC search tests find the CUDA 13 one through VIRTUAL_ENV). Skipped when
+#     .venv/.ikp-cuda-wheels lists the same pins.
+#   * a real driver library, libcuda.so.1, that answers CUDA_ERROR_NO_DEVICE on a machine
+#     without a GPU: Debian's non-free libcuda1, downloaded with apt and unpacked (not
+#     installed) into .deps/libcuda. This adds the non-free component to the apt sources
+#     (/etc/apt/sources.list.d/ikp-non-free.sources) when no source has it, and runs
+#     apt-get update: both system-wide. Skipped when .deps/libcuda holds it already, or
+#     when IKP_LIBCUDA_DIR names a directory holding a libcuda.so.1 (env.sh keeps it).
+#   * Debian's chromium, for the tests that render the HTML report headless: installed
+#     system-wide with apt-get install. Skipped when `chromium` is on PATH or
+#     /usr/bin/chromium exists.
+# (cargo-fuzz is installed by scripts/fuzz.sh, into ~/.cargo/bin, when it is missing.)
+#
+# IKP_NO_SYSTEM_INSTALL=1: install nothing outside the checkout. The venv is still made
+# (it lives in the checkout); a missing libcuda or chromium stops the run with a message
+# naming each and how to provide it, instead of touching apt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv"
 deps="$root/.deps"
+case "${IKP_NO_SYSTEM_INSTALL:-}" in ""|0) local_only=false ;; *) local_only=true ;; esac
 mkdir -p "$deps"
 
 if [ ! -x "$venv/bin/python" ]; then
@@ -25,8 +38,28 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+missing=()
+
 # libcuda1 from Debian non-free: download and unpack, never install (no kernel module here).
-if [ ! -e "$deps/libcuda/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1" ]; then
+unpacked="$deps/libcuda/usr/lib/x86_64-linux-gnu/nvidia/current"
+if [ -n "${IKP_LIBCUDA_DIR:-}" ]; then
+  if [ ! -e "$IKP_LIBCUDA_DIR/libcuda.so.1" ]; then
+    echo "provision: IKP_LIBCUDA_DIR=$IKP_LIBCUDA_DIR holds no libcuda.so.1;" \
+      "point it at a directory that does, or unset it" >&2
+    exit 1
+  fi
+  libcuda_dir=$IKP_LIBCUDA_DIR
+elif [ -e "$unpacked/libcuda.so.1" ]; then
+  libcuda_dir=$unpacked
+elif $local_only; then
+  missing+=("libcuda.so.1 (the driver library the no-GPU tests load). Either set
+    IKP_LIBCUDA_DIR to a directory holding a libcuda.so.1 (a driver's, e.g.
+    /usr/lib/x86_64-linux-gnu; where the system has a driver, the test that simulates a
+    machine without one skips), or unpack Debian's libcuda1 without installing it (needs
+    the non-free component in the apt sources):
+      (cd \"\$(mktemp -d)\" && apt-get download libcuda1 && dpkg -x libcuda1_*.deb $deps/libcuda)")
+  libcuda_dir=
+else
   if ! grep -rqsw "non-free" /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null; then
     codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
     cat > /etc/apt/sources.list.d/ikp-non-free.sources <<SRC
@@ -43,10 +76,29 @@ SRC
   rm -rf "$deps/libcuda"
   dpkg -x "$tmp"/libcuda1_*.deb "$deps/libcuda"
   rm -rf "$tmp"
+  libcuda_dir=$unpacked
 fi
-# Headless Chromium renders the HTML report in its test (Debian's package, ~1.5 min cold).
-if ! command -v chromium >/dev/null 2>&1; then
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+# Headless Chromium renders the HTML report in its tests (Debian's package, ~1.5 min cold).
+# The tests run `chromium`, else /usr/bin/chromium.
+chromium_path() { command -v chromium 2>/dev/null || { [ -x /usr/bin/chromium ] && echo /usr/bin/chromium; }; }
+if ! chromium_path >/dev/null; then
+  if $local_only; then
+    missing+=("chromium (the report tests run it headless). Install it (Debian:
+    apt-get install chromium), or put a Chromium or Chrome binary on PATH under the name
+    chromium, e.g. ln -s \"\$(command -v google-chrome)\" ~/.local/bin/chromium")
+  else
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
 fi
-echo "provisioned: $venv, $deps/libcuda, $(command -v chromium)"
+
+if [ ${#missing[@]} -gt 0 ]; then
+  {
+    echo "provision: IKP_NO_SYSTEM_INSTALL=$IKP_NO_SYSTEM_INSTALL: nothing is installed outside the checkout, and the tests need:"
+    for m in "${missing[@]}"; do echo "  - $m"; done
+    echo "Provide them and run again, or run without IKP_NO_SYSTEM_INSTALL to let this script install them (README, \"What the test command installs\")."
+  } >&2
+  exit 1
+fi
+echo "provisioned: $venv, $libcuda_dir, $(chromium_path)"

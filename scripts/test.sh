@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command: provisions the CUDA wheels and libcuda (idempotent, ~10 s cold), then
-# runs the whole test suite. CI (.ci/run) calls exactly this.
+# The test command: provisions the CUDA wheels, libcuda and chromium (idempotent; README,
+# "What the test command installs"), then runs the whole test suite. CI (.ci/run) calls
+# exactly this. IKP_NO_SYSTEM_INSTALL=1: install nothing outside the checkout (provision.sh
+# stops, naming what is missing; fuzz.sh skips without cargo-fuzz).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -107,7 +107,8 @@ fn readme_command_on_the_sample() {
         .map(|r| r["count"].as_u64().unwrap())
         .sum();
     assert_eq!(rows as u64, spans);
-    // Complete events by default (reference 001): one "X" per span, no B/E pairs.
+    // Complete events by default (as in the yao-jz/intra-kernel-profiler trace format,
+    // docs/references.md): one "X" per span, no B/E pairs.
     let ph = |p: &str| events.iter().filter(|e| e["ph"] == p).count() as u64;
     assert_eq!((ph("X"), ph("B"), ph("E")), (spans, 0, 0));
 

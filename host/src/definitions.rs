@@ -78,11 +78,12 @@
 //!   compute, wait, load, store, comm, other that some group of the block is in (its self
 //!   time, by category), else to idle; the parts add up to the block length. The kernel's
 //!   breakdown is the blocks' summed.
-//! - **Compute isolation** of a block (reference 004 per block, the unit whose groups wait
-//!   concurrently): block length minus **blocked**, the union of its groups' wait self
-//!   time. Summed over blocks. **Overlap**: blocked time during which another group of
-//!   the block computes; it is why a warp-specialized kernel can be mostly "compute" in the
-//!   breakdown (some group computes) and mostly "blocked" in isolation (some group waits).
+//! - **Compute isolation** of a block (the tt-metal compute-isolation proposal,
+//!   docs/references.md, applied per block, the unit whose groups wait concurrently): block
+//!   length minus **blocked**, the union of its groups' wait self time. Summed over blocks.
+//!   **Overlap**: blocked time during which another group of the block computes; it is why
+//!   a warp-specialized kernel can be mostly "compute" in the breakdown (some group
+//!   computes) and mostly "blocked" in isolation (some group waits).
 //!
 //! The JSON fields are in the `# Format` of [`crate::analysis::kernel`].
 //!

@@ -1,12 +1,13 @@
 //! Blocks: the unit every per-kernel figure is built from.
 //!
-//! A CUDA block owns its warp groups (its lanes) the way a core owns its threads in
-//! reference 004: they share one SM's resources and wait for each other. So "while one of
-//! them waits, the others may still compute" is a statement about one block, never about
-//! the GPU: two blocks on different SMs say nothing about each other's time. Analyses
-//! therefore work block by block first, and a kernel-level figure is a **sum over blocks**
-//! ("block-time"), whose shares are shares of the summed block lengths. The distribution
-//! across blocks ([`Distribution`]) says whether that sum hides a few outliers.
+//! A CUDA block owns its warp groups (its lanes) the way a core owns its threads in the
+//! tt-metal compute-isolation proposal (docs/references.md): they share one SM's resources
+//! and wait for each other. So "while one of them waits, the others may still compute" is a
+//! statement about one block, never about the GPU: two blocks on different SMs say nothing
+//! about each other's time. Analyses therefore work block by block first, and a
+//! kernel-level figure is a **sum over blocks** ("block-time"), whose shares are shares of
+//! the summed block lengths. The distribution across blocks ([`Distribution`]) says whether
+//! that sum hides a few outliers.
 //!
 //! The one whole-GPU figure kept is the **GPU wall time** ([`gpu_wall`]): the first stamp of
 //! any block to the last, which answers "how long did the launch take".

@@ -1,9 +1,10 @@
 //! Region categories: what kind of work a region is.
 //!
 //! A region is categorised by, in order: an explicit [`CategoryTable`] entry; the prefix of
-//! a dotted name `category.name[.sub]` (the naming reference 003 uses for ops); keywords in
-//! the name (`tma`, `load` → load; `mma`, `gemm`, `softmax`, `rowmax` → compute; `wait`, `barrier`, `syncthreads` →
-//! wait; `store`, `epilogue` → store; `allreduce`, `nccl` → comm); else `other`.
+//! a dotted name `category.name[.sub]` (the op naming of the dPRO trace format,
+//! docs/references.md); keywords in the name (`tma`, `load` → load; `mma`, `gemm`,
+//! `softmax`, `rowmax` → compute; `wait`, `barrier`, `syncthreads` → wait; `store`,
+//! `epilogue` → store; `allreduce`, `nccl` → comm); else `other`.
 
 use std::collections::HashMap;
 

@@ -1,9 +1,9 @@
-//! Compute isolation as tt-metal proposes (reference 004), per block: `compute = length -
-//! blocked`, where a block's blocked time is the **union** of its lanes' waits, never their
-//! sum (the lanes of a block wait concurrently; summing would count that time twice and
-//! under-report compute).
+//! Compute isolation as the tt-metal compute-isolation proposal defines it
+//! (docs/references.md), per block: `compute = length - blocked`, where a block's blocked
+//! time is the **union** of its lanes' waits, never their sum (the lanes of a block wait
+//! concurrently; summing would count that time twice and under-report compute).
 //!
-//! Reference 004 defines the figure for one core whose threads wait at the same time; in a
+//! The proposal defines the figure for one core whose threads wait at the same time; in a
 //! CUDA kernel the unit whose threads (warp groups) wait for each other is the block. A
 //! union across blocks would be wrong the other way: one block waiting somewhere on the GPU
 //! would mark every other block's time as blocked. So each block gets its own figures, and

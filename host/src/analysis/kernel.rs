@@ -27,7 +27,8 @@
 //! - `breakdown_spread`: for each part name of `breakdown` (`compute`, `exposed_wait`, ...,
 //!   `idle`) and for `total`, its distribution across blocks: `{min, median, p90, max}` in
 //!   ns (lower median and nearest-rank p90: every figure is some block's value).
-//! - `compute_isolation`: reference 004's `compute = length - blocked`, per block:
+//! - `compute_isolation`: the tt-metal compute-isolation proposal's `compute = length -
+//!   blocked` (docs/references.md), per block:
 //!   - `length_ns`, `blocked_ns`, `compute_ns`: sums over `per_block`
 //!     (`length_ns == block_time_ns`, `compute_ns == length_ns - blocked_ns`);
 //!   - `overlap_ns`: sum over `per_block`;
@@ -131,7 +132,8 @@ pub struct KernelAnalysis {
     pub block_breakdowns: Vec<BlockBreakdown>,
     /// Per part of the breakdown (and `total`), its distribution across blocks.
     pub breakdown_spread: BTreeMap<&'static str, Distribution>,
-    /// Reference 004's compute isolation, per block and summed.
+    /// Compute isolation as in the tt-metal compute-isolation proposal
+    /// (docs/references.md), per block and summed.
     pub compute_isolation: ComputeIsolation,
     /// Stragglers and SM occupancy.
     pub imbalance: Imbalance,

@@ -6,7 +6,8 @@
 //! same block, channel and token issued from another lane at or before the wait's end: that
 //! signal is what released it. Links become flow arrows in timelines (the Perfetto writer
 //! draws one per link, see [`crate::write::perfetto`]) and edges of the block's dependency
-//! graph (reference 003's dependency graph, inside one kernel).
+//! graph (the dependency graph of the dPRO trace format, docs/references.md, inside one
+//! kernel).
 //!
 //! The critical path walks back from the block's last-ending leaf region (one with nothing
 //! nested in it): a linked wait's predecessor is the region that issued its signal, if the

@@ -4,7 +4,8 @@
 //! - [`intervals`]: union / intersection / difference of ns intervals;
 //! - [`breakdown`]: compute + exposed wait / memory + idle = total, per block and summed;
 //! - [`blocks`]: blocks, the unit of every per-kernel figure (sums over blocks);
-//! - [`isolation`]: compute = block length - union of its waits (reference 004), per block;
+//! - [`isolation`]: compute = block length - union of its waits (the tt-metal
+//!   compute-isolation proposal, docs/references.md), per block;
 //! - [`imbalance`]: stragglers per lane / block / SM, SM occupancy, last-wave tail;
 //! - [`gaps`]: bubbles between consecutive regions;
 //! - [`links`]: signal → wait links between lanes and the critical path of a block;

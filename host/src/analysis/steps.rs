@@ -1,6 +1,6 @@
-//! Per-region statistics over several launches (steps, ranks), keyed like reference 003's
-//! trace statistics: average, count, total time, min, max, first-seen order and the steps
-//! (launch indices) the region appears in.
+//! Per-region statistics over several launches (steps, ranks), keyed like the trace
+//! statistics of the dPRO trace format (docs/references.md): average, count, total time,
+//! min, max, first-seen order and the steps (launch indices) the region appears in.
 //!
 //! # Format (JSON, as written by `ikp report --steps-json` and [`steps_json`])
 //! ```json

@@ -99,7 +99,8 @@ fn page<W: Write>(mut out: W, launches: &[Launch<'_>], opts: &ReportOptions) -> 
     writeln!(out, "</body></html>")
 }
 
-/// Per-region statistics over all launches (reference 003's step statistics).
+/// Per-region statistics over all launches (the step statistics of the dPRO trace format,
+/// docs/references.md).
 fn across<W: Write>(out: &mut W, launches: &[Launch<'_>]) -> io::Result<()> {
     let traces: Vec<&Trace> = launches.iter().map(|l| l.trace).collect();
     let mut rows: Vec<_> = step_stats(&traces).into_iter().collect();

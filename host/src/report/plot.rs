@@ -1,6 +1,7 @@
-//! `ikp plot`: standalone SVG charts of duration distributions, the pictures reference 001's
-//! plot script draws: one histogram per region, and per region an overlay of the per-block
-//! distributions (top blocks by occurrences) to spot outlier blocks.
+//! `ikp plot`: standalone SVG charts of duration distributions, the pictures the plot
+//! script of yao-jz/intra-kernel-profiler draws (its trace format, docs/references.md): one
+//! histogram per region, and per region an overlay of the per-block distributions (top
+//! blocks by occurrences) to spot outlier blocks.
 //!
 //! # Format
 //! Files in the output directory, each a standalone SVG 1.1 document:

@@ -1,5 +1,5 @@
-//! `ikp report --xlsx`: the spreadsheet TraceLens users know (reference 000), inside one
-//! kernel, written with `rust_xlsxwriter`.
+//! `ikp report --xlsx`: the spreadsheet TraceLens users know (the TraceLens report column
+//! definitions, docs/references.md), inside one kernel, written with `rust_xlsxwriter`.
 //!
 //! # Format
 //! An .xlsx workbook, one set of sheets per launch (suffix `_N` when there are several):

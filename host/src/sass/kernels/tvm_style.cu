@@ -1,7 +1,8 @@
-// The record sequence of the TVM CudaProfiler, rewritten from its documented behaviour
-// (ikp reference notes, ref 002) to measure it the way ikp's own sites are measured:
-// per-thread write offset and tag (local scratch the compiler keeps in registers), a
-// leader-only `buf[off] = (globaltimer_lo << 32) | (tag | event_bits); off += stride;`,
+// The record sequence of the TVM CudaProfiler, rewritten from its documented behaviour (the
+// TVM CudaProfiler tutorial, docs/references.md) to measure it the way ikp's own sites are
+// measured: per-thread write offset and tag (local scratch the compiler keeps in
+// registers), a leader-only
+// `buf[off] = (globaltimer_lo << 32) | (tag | event_bits); off += stride;`,
 // and a block fence after a start / before an end on every thread. No capacity check,
 // no payload: event ids are compile-time constants.
 //
