@@ -132,9 +132,13 @@
 //! starts at 0, for side-by-side comparison. A single launch therefore starts at 0.
 //!
 //! [`Source::time_base`]: crate::model::Source::time_base
+//! [`links::links`]: crate::analysis::links::links
+//! [`links::may_link`]: crate::analysis::links::may_link
+//! [`links::critical_path`]: crate::analysis::links::critical_path
 
 mod critical;
 mod enc;
+mod feed;
 mod flows;
 
 use std::io;
@@ -151,10 +155,10 @@ use perfetto_protos::track_event::{EventCategory, TrackEventDefaults};
 use protobuf::{Message, MessageField};
 
 use super::{Launch, WriteError, WriteErrorKind};
-use crate::analysis::links;
-use crate::decode::{DecodeError, StreamedBuffer};
-use crate::model::{DiagnosticCounts, Lane, Ns, Trace};
+use crate::decode::StreamedBuffer;
+use crate::model::{Lane, Ns, Trace};
 use enc::SeqEncoder;
+use feed::Feed;
 use flows::{lane_flows, run_of, LaneFlows, LaunchFlows};
 
 /// How lanes are grouped into parent tracks.
@@ -257,164 +261,41 @@ pub fn write_perfetto<W: io::Write>(
     w.finish()
 }
 
-/// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, one lane
-/// slot at a time, so that memory stays bounded by the largest lane instead of the trace:
-/// the streaming path of `ikp decode --perfetto` for multi-GB buffers.
+/// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, so that
+/// memory stays bounded by the largest lane instead of the trace: the streaming path of
+/// `ikp decode --perfetto` for multi-GB buffers.
 ///
-/// Each slot is decoded twice: in slot order to learn the lanes and the time extent, then
-/// in track order to write the events. When
-/// the names allow signal → wait links (see [`crate::analysis::links`]), the second pass
-/// decodes a lane's whole block at once (links never leave a block), so memory is bounded
-/// by the largest block instead of the largest lane; a block whose lanes are split between
-/// groups (a lane without an SM) is decoded once per part. The output is byte-identical
-/// to [`write_perfetto`] of the whole trace decoded at once, flows included.
+/// The tracks are laid out from the buffer's outline ([`StreamedBuffer::outline`]: the
+/// lanes without their events, learnt as it was opened); then each lane is decoded once
+/// more, in track order, to write its events. When the names allow signal → wait links
+/// (see [`crate::analysis::links`]), a lane's whole block is decoded at once (links never
+/// leave a block), so memory is bounded by the largest block instead of the largest lane;
+/// a block whose lanes are split between groups (a lane without an SM) is decoded once
+/// per part. The output is byte-identical to [`write_perfetto`] of the trace decoded at
+/// once with the same options (block filter included), flows included. The diagnostics
+/// are the buffer's ([`StreamedBuffer::diagnostic_counts`]).
 pub fn write_perfetto_streamed<W: io::Write>(
     out: W,
     label: &str,
     buf: &StreamedBuffer,
     opts: &PerfettoOptions,
-) -> Result<(PerfettoStats, DiagnosticCounts), WriteError> {
-    let slot = |i: usize| buf.decode_slot(i);
-    let slots = buf.slots();
-    let mut skel: Option<Trace> = None;
-    let mut slot_of: Vec<usize> = Vec::new();
-    // Spans of the slots before each listed lane's: its first span's index in the whole
-    // trace, which flow ids are made of.
-    let mut span_base: Vec<u64> = Vec::new();
-    let mut spans = 0u64;
-    let mut ext: Option<(Ns, Ns)> = None;
-    let mut diag = DiagnosticCounts::default();
-    for i in 0..slots {
-        let mut t = slot(i).map_err(|e| WriteError::from(WriteErrorKind::Decode(e)))?;
-        let slot_spans = t.spans.len() as u64;
-        if let Some((lo, hi)) = event_extent(&t) {
-            ext = Some(ext.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-        }
-        diag += t.diagnostic_counts();
-        let lanes = std::mem::take(&mut t.lanes);
-        let sk = skel.get_or_insert_with(|| Trace {
-            lanes: Vec::new(),
-            spans: Default::default(),
-            instants: Default::default(),
-            samples: Default::default(),
-            counter_totals: Vec::new(),
-            diagnostics: Default::default(),
-            ..t
-        });
-        for mut l in lanes {
-            sk.source.time_base = if sk.lanes.is_empty() {
-                l.start
-            } else {
-                sk.source.time_base.min(l.start)
-            };
-            l.spans = 0..0;
-            l.instants = 0..0;
-            l.samples = 0..0;
-            sk.lanes.push(l);
-            slot_of.push(i);
-            span_base.push(spans);
-        }
-        spans += slot_spans;
-    }
+) -> Result<PerfettoStats, WriteError> {
+    let outline = buf.outline();
+    let launch = (label, buf.extent(), outline.source.time_base);
+    let clock = launch_clocks_of([launch].into_iter(), opts.launch_layout)?[0];
     let mut w = Writer::new(out, opts.compression);
-    let Some(skel) = skel else {
-        return Ok((w.finish()?, diag));
-    };
-    let tb = skel.source.time_base;
-    let ext = ext.map(|(lo, hi)| (lo.min(tb), hi));
-    let clock = launch_clocks_of([(label, ext, tb)].into_iter(), opts.launch_layout)?[0];
-    let mut feed = Feed {
-        slot,
-        lanes: &skel.lanes,
-        slot_of: &slot_of,
-        span_base: &span_base,
-        blocks: links::may_link(&skel.names),
-        cur: None,
-        cur_pos: 0..0,
-        flows: LaunchFlows::default(),
-    };
-    w.launch(
-        &skel,
-        clock,
-        label,
-        0,
-        opts.group_by,
-        Lanes::Streamed(&mut feed),
-    )?;
-    Ok((w.finish()?, diag))
+    let mut feed = Feed::new(buf);
+    let lanes = Lanes::Streamed(&mut feed);
+    w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
+    w.finish()
 }
 
 /// Where a launch's lanes come from.
-enum Lanes<'f> {
+enum Lanes<'f, 'b> {
     /// All in the trace given, with their flows.
     InMemory(LaunchFlows),
     /// Decoded on demand (the trace given holds the lanes without their events).
-    Streamed(&'f mut dyn LaneFeed),
-}
-
-/// Lanes decoded on demand, for [`write_perfetto_streamed`].
-trait LaneFeed {
-    /// A trace holding the skeleton's lane `pos`, the lane's position in it and its flows.
-    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), WriteError>;
-}
-
-/// The [`LaneFeed`] of [`write_perfetto_streamed`]: one slot at a time, or a block at a
-/// time when the names allow links.
-struct Feed<'a, F> {
-    slot: F,
-    /// The skeleton's lanes (without events).
-    lanes: &'a [Lane],
-    /// Slot of each skeleton lane.
-    slot_of: &'a [usize],
-    /// Index in the whole trace of each skeleton lane's first span.
-    span_base: &'a [u64],
-    /// Whether to decode whole blocks and draw their links.
-    blocks: bool,
-    /// The lanes decoded last, and the skeleton positions they are.
-    cur: Option<Trace>,
-    cur_pos: std::ops::Range<usize>,
-    /// Flows of `cur`'s lanes, by position in `cur`.
-    flows: LaunchFlows,
-}
-
-impl<F: FnMut(usize) -> Result<Trace, DecodeError>> Feed<'_, F> {
-    fn decode(&mut self, pos: usize) -> Result<Trace, WriteError> {
-        (self.slot)(self.slot_of[pos]).map_err(|e| WriteErrorKind::Decode(e).into())
-    }
-}
-
-impl<F: FnMut(usize) -> Result<Trace, DecodeError>> LaneFeed for Feed<'_, F> {
-    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), WriteError> {
-        if !self.cur_pos.contains(&pos) {
-            self.cur = None;
-            self.flows.clear();
-            if !self.blocks {
-                self.cur = Some(self.decode(pos)?);
-                self.cur_pos = pos..pos + 1;
-            } else {
-                // The block's lanes: the run of consecutive skeleton lanes of its block.
-                let block = |p: usize| self.lanes[p].block;
-                let (mut lo, mut hi) = (pos, pos + 1);
-                while lo > 0 && block(lo - 1) == block(pos) {
-                    lo -= 1;
-                }
-                while hi < self.lanes.len() && block(hi) == block(pos) {
-                    hi += 1;
-                }
-                let mut t = self.decode(lo)?;
-                for p in lo + 1..hi {
-                    let one = self.decode(p)?;
-                    t.extend_lanes(&one, 0..one.lanes.len());
-                }
-                self.flows = lane_flows(&t, self.span_base[lo]);
-                self.cur = Some(t);
-                self.cur_pos = lo..hi;
-            }
-        }
-        let t = self.cur.as_ref().expect("decoded above");
-        let k = pos - self.cur_pos.start;
-        Ok((t, k, self.flows.get(&k)))
-    }
+    Streamed(&'f mut Feed<'b>),
 }
 
 /// Sequence of track descriptors and of the active-lanes counters.
@@ -449,41 +330,6 @@ impl LaunchClock {
     }
 }
 
-/// The smallest and largest model time of a trace (lane bounds and every event).
-fn extent(trace: &Trace) -> Option<(Ns, Ns)> {
-    event_extent(trace).map(|(lo, hi)| (lo.min(trace.source.time_base), hi))
-}
-
-/// [`extent`] without the time base: combines over lanes decoded separately.
-fn event_extent(trace: &Trace) -> Option<(Ns, Ns)> {
-    let mut lo = u64::MAX;
-    let mut hi = 0u64;
-    for lane in &trace.lanes {
-        lo = lo.min(lane.start);
-        hi = hi.max(lane.end).max(lane.start);
-        if let Some(&b) = trace.spans.begin.get(lane.spans.start) {
-            // Spans are sorted by begin within a lane: the first one is the earliest.
-            if !lane.spans.is_empty() {
-                lo = lo.min(b);
-            }
-        }
-        for i in [lane.instants.start, lane.instants.end.wrapping_sub(1)] {
-            if lane.instants.contains(&i) {
-                lo = lo.min(trace.instants.ts[i]);
-                hi = hi.max(trace.instants.ts[i]);
-            }
-        }
-        for i in [lane.samples.start, lane.samples.end.wrapping_sub(1)] {
-            if lane.samples.contains(&i) {
-                lo = lo.min(trace.samples.ts[i]);
-                hi = hi.max(trace.samples.ts[i]);
-            }
-        }
-    }
-    hi = trace.spans.end.iter().fold(hi, |m, &e| m.max(e));
-    (lo != u64::MAX).then_some((lo, hi))
-}
-
 /// Each launch's time mapping (see the module's `# Time`).
 fn launch_clocks(
     launches: &[Launch<'_>],
@@ -492,12 +338,13 @@ fn launch_clocks(
     launch_clocks_of(
         launches
             .iter()
-            .map(|l| (l.label, extent(l.trace), l.trace.source.time_base)),
+            .map(|l| (l.label, l.trace.time_extent(), l.trace.source.time_base)),
         layout,
     )
 }
 
-/// [`launch_clocks`] from each launch's `(label, extent, time base)`.
+/// [`launch_clocks`] from each launch's `(label, time extent, time base)`: a launch
+/// starts at the earlier of its time base and its extent's start.
 fn launch_clocks_of<'a>(
     launches: impl Iterator<Item = (&'a str, Option<(Ns, Ns)>, Ns)>,
     layout: LaunchLayout,
@@ -505,7 +352,7 @@ fn launch_clocks_of<'a>(
     let mut offset: u64 = 0;
     let mut clocks = Vec::new();
     for (k, (label, ext, time_base)) in launches.enumerate() {
-        let (lo, hi) = ext.unwrap_or((time_base, 0));
+        let (lo, hi) = ext.map_or((time_base, 0), |(lo, hi)| (lo.min(time_base), hi));
         let len = hi.saturating_sub(lo);
         let overflow = || WriteErrorKind::TimeOverflow {
             launch: k,
@@ -792,7 +639,7 @@ impl<W: io::Write> Writer<W> {
         name: &str,
         k: usize,
         by: GroupBy,
-        mut lanes_from: Lanes<'_>,
+        mut lanes_from: Lanes<'_, '_>,
     ) -> Result<u64, WriteError> {
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
