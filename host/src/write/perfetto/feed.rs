@@ -44,7 +44,7 @@ impl<'a> Feed<'a> {
             } else {
                 pos..pos + 1
             };
-            // The lanes before go before the next are decoded.
+            // Free the run decoded before first: memory holds one run at a time.
             self.cur = Trace::default();
             self.cur_pos = 0..0;
             self.flows.clear();
