@@ -115,6 +115,43 @@ fn streamed_perfetto_is_byte_identical_to_in_memory() {
     }
 }
 
+/// `--block-filter` takes the streaming path too, with the bytes and warnings of the
+/// filtered trace decoded in memory: the whole launch's time axis (block 1 starts first)
+/// and its counts that are not per lane (block 1's backward step, whatever is kept).
+#[test]
+fn streamed_perfetto_with_a_block_filter_is_byte_identical_to_in_memory() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, bytes) in [("messy.ikp", messy(false)), ("clock.ikp", messy(true))] {
+        let buf = d.path().join(name);
+        std::fs::write(&buf, bytes).unwrap();
+        for blocks in ["0", "1,2", "2"] {
+            for group in ["sm", "block"] {
+                let out = |how: &str| d.path().join(format!("{name}.{blocks}.{group}.{how}"));
+                let (a, b) = (out("mem"), out("stream"));
+                let run = |p: &Path, stream: bool| {
+                    let mut v = vec!["decode", s(&buf), "--perfetto", s(p), "--group-by", group];
+                    v.extend(["--block-filter", blocks, "-q"]);
+                    if stream {
+                        v.push("--stream");
+                    }
+                    ikp(&v)
+                };
+                let (o1, o2) = (run(&a, false), run(&b, true));
+                assert!(o1.status.success() && o2.status.success(), "{o1:?} {o2:?}");
+                let (x, y) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+                assert!(!x.is_empty());
+                assert!(
+                    x == y,
+                    "{name} --block-filter {blocks} --group-by {group}: differs"
+                );
+                assert_eq!(o1.stderr, o2.stderr);
+                let err = String::from_utf8_lossy(&o1.stderr);
+                assert!(err.contains(", 1 backward timer steps (clamped),"), "{err}");
+            }
+        }
+    }
+}
+
 #[test]
 fn an_output_that_is_the_input_is_refused() {
     let d = tempfile::tempdir().unwrap();

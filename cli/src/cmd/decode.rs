@@ -13,8 +13,9 @@
 //! for, each buffer's summary table is printed under a `==> label <==` line.
 //!
 //! **Streaming**: a single native buffer of at least 1 GiB (or `--stream`) with `--perfetto`
-//! as the only output, no block filter and no critical-path track is decoded lane by lane
-//! from a memory map ([`ikp_host::StreamedBuffer`]), with the same bytes as in memory.
+//! as the only output and no critical-path track is decoded lane by lane from a memory map
+//! ([`ikp_host::StreamedBuffer`]), with the same bytes and warnings as in memory (with
+//! `--block-filter` too).
 //!
 //! Every file is written aside and put in place once every output was written (a failure
 //! leaves none of them), then named on stderr with its size unless `--quiet`. `-` as an
@@ -347,14 +348,14 @@ fn labels(bufs: &[&Path]) -> Vec<String> {
 }
 
 /// Whether `--perfetto` takes the streaming path: it is the only output, nothing needs the
-/// whole trace (a block filter, the critical path), and the buffer is a native one of at
-/// least [`STREAM_MIN_BYTES`] (or `--stream`).
+/// whole trace (the critical path does), and the buffer is a native one of at least
+/// [`STREAM_MIN_BYTES`] (or `--stream`).
 fn streamable(a: &Args) -> anyhow::Result<bool> {
     let only_perfetto = a
         .outputs()
         .iter()
         .all(|(f, p)| *f == "--perfetto" || p.is_none());
-    if !only_perfetto || a.perfetto_critical_path || a.input.block_filter.is_some() {
+    if !only_perfetto || a.perfetto_critical_path {
         return Ok(false);
     }
     let buf = &a.bufs[0];
@@ -373,14 +374,12 @@ fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<()> {
     let src = StreamedBuffer::open(buf, &a.input.options()?)?;
     let label = ikp_host::file_name(buf);
     let popts = a.perfetto_options();
-    let mut counts = DiagnosticCounts::default();
     let mut outs = Outputs::new(&a.inputs(), a.quiet);
     outs.file(p, |w| {
-        counts = write_perfetto_streamed(w, &label, &src, &popts)?.1;
-        Ok(())
+        write_perfetto_streamed(w, &label, &src, &popts).map(|_| ())
     })?;
     outs.commit()?;
-    warn(None, &counts);
+    warn(None, &src.diagnostic_counts());
     Ok(())
 }
 

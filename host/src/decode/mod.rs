@@ -16,8 +16,9 @@
 //! saves the kernel the work of mapping fresh pages for every decode; on one thread, the
 //! TVM decoder then skips its counting pass and lays the lanes' rows one after the other.
 //!
-//! A block filter ([`DecodeOptions::blocks`]) is applied here, once, to the decoded model:
-//! every writer and analysis then sees the same lanes.
+//! A block filter ([`DecodeOptions::blocks`]) is applied here, once, to the decoded model
+//! (by [`StreamedBuffer`] as it outlines the launch): every writer and analysis then sees
+//! the same lanes.
 //!
 //! # Unwrapping
 //! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp
@@ -124,10 +125,6 @@ pub enum DecodeError {
         "clock-mode buffer: cannot convert cycles to ns: {0} (ikp never assumes a clock frequency)"
     )]
     NoClockCalibration(NoCalibration),
-    /// Decoding lane by lane ([`StreamedBuffer`]) was asked of
-    /// what cannot be decoded that way.
-    #[error("cannot decode lane by lane: {0}")]
-    NotStreamable(&'static str),
 }
 
 /// Why a clock-mode buffer has no cycles-to-ns calibration (see [`native`], `# Clock

@@ -142,6 +142,12 @@ impl Prepared {
         self.infos.len()
     }
 
+    /// Whether the lane of slot `l` ran (init, or a record): a slot that did not decodes
+    /// to no lane, no event and no diagnostic.
+    pub(crate) fn lane_ran(&self, l: usize) -> bool {
+        self.infos[l].used
+    }
+
     /// The words of lane slot `l`'s segment.
     pub(crate) fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
         self.h.lane_range(l as u64)

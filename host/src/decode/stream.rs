@@ -3,42 +3,56 @@
 //!
 //! [`StreamedBuffer::open`] maps the file and checks its header and every lane segment
 //! (the counting pass of [`super::native`]), handing each checked range's pages back to
-//! the kernel as it goes; [`StreamedBuffer::decode_slot`] then decodes one lane slot at a
-//! time and releases its pages after use. Peak memory is bounded by the largest lane, not
-//! by the buffer. The TVM format interleaves its lanes record by record, so only native
-//! buffers stream.
+//! the kernel as it goes. It then decodes every lane that ran, one at a time, to learn
+//! what a writer needs before the first event: the launch without its events (source,
+//! names, lanes: [`StreamedBuffer::outline`]), the time extent of the lanes and their
+//! events, where each lane's spans start in the whole trace, and the diagnostic counts.
+//! [`StreamedBuffer::decode_lanes`] then decodes a run of the outline's lanes (one lane,
+//! or a block's) when asked, and releases their pages after use. Peak memory is bounded
+//! by the largest run decoded at once, not by the buffer. The TVM format interleaves its
+//! lanes record by record, so only native buffers stream.
+//!
+//! A block filter ([`DecodeOptions::blocks`]) keeps the lanes of its blocks with the
+//! results of [`Trace::filter_blocks`] on the whole decode: the whole launch's time base,
+//! and its counts that are not per lane (for which the first pass walks the other blocks'
+//! lanes too).
 
+use std::cell::Cell;
+use std::ops::Range;
 use std::path::Path;
 
 use super::native::{self, Prepared};
 use super::{names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind};
 use crate::buffer::MappedBuffer;
-use crate::model::{Names, Ns, Trace};
+use crate::model::{BlockFilter, DiagnosticCounts, Lane, Names, Ns, Trace};
 
-/// A native buffer file, checked, whose lane slots are decoded one at a time.
+/// A native buffer file, checked and outlined, whose lanes are decoded a run at a time.
 #[derive(Debug)]
 pub struct StreamedBuffer {
     map: MappedBuffer,
     prepared: Prepared,
     names: Option<Names>,
-    decodes: std::cell::Cell<u64>,
+    /// The launch without events (see [`StreamedBuffer::outline`]).
+    outline: Trace,
+    /// Slot of each outline lane.
+    slot_of: Vec<usize>,
+    /// Index of each outline lane's first span in the spans of the whole trace.
+    first_span: Vec<u64>,
+    extent: Option<(Ns, Ns)>,
+    diagnostics: DiagnosticCounts,
+    decodes: Cell<u64>,
 }
 
 impl StreamedBuffer {
-    /// Maps `path` and checks it as a native buffer (whatever `opts.format` says: only the
-    /// native format streams; a TVM-format file fails its header check). The names of
-    /// `opts` replace the buffer's own in every slot. A block filter cannot be applied
-    /// lane by lane and is refused.
+    /// Maps `path`, checks it as a native buffer (whatever `opts.format` says: only the
+    /// native format streams; a TVM-format file fails its header check) and outlines it,
+    /// decoding each lane once. The names of `opts` replace the buffer's own; its block
+    /// filter keeps the lanes of those blocks (see the module documentation).
     pub fn open(path: &Path, opts: &DecodeOptions) -> Result<StreamedBuffer, LoadError> {
         let err = |kind: LoadErrorKind| LoadError {
             path: path.to_path_buf(),
             kind,
         };
-        if !opts.blocks.keeps_all() {
-            return Err(err(LoadErrorKind::Decode(DecodeError::NotStreamable(
-                "a block filter applies to the decoded trace as a whole",
-            ))));
-        }
         let map = MappedBuffer::open(path).map_err(|e| err(e.into()))?;
         let opts = DecodeOptions {
             format: FormatChoice::Ikp,
@@ -46,12 +60,78 @@ impl StreamedBuffer {
         };
         let prepared =
             native::prepare(map.words(), &opts, &|r| map.release(r)).map_err(|e| err(e.into()))?;
-        Ok(StreamedBuffer {
+        let mut buf = StreamedBuffer {
             map,
             prepared,
             names: opts.names,
-            decodes: Default::default(),
-        })
+            outline: Trace::default(),
+            slot_of: Vec::new(),
+            first_span: Vec::new(),
+            extent: None,
+            diagnostics: DiagnosticCounts::default(),
+            decodes: Cell::new(0),
+        };
+        buf.outline_lanes(&opts.blocks).map_err(|e| err(e.into()))?;
+        Ok(buf)
+    }
+
+    /// The first pass: decodes each slot whose lane ran, keeps the lane (without its
+    /// events) if its block is kept, and adds up extents, span counts and diagnostics.
+    fn outline_lanes(&mut self, filter: &BlockFilter) -> Result<(), DecodeError> {
+        let mut outline = self.decode_slots(0..0)?;
+        outline.source.time_base = self.prepared.time_base();
+        outline.source.block_filter = filter.clone();
+        let mut spans = 0u64;
+        for s in 0..self.prepared.lane_count() {
+            if !self.prepared.lane_ran(s) {
+                continue;
+            }
+            let t = self.decode_slots(s..s + 1)?;
+            if !t.lanes.iter().all(|l| filter.contains(l.block)) {
+                // No lane, but the counts that are not per lane.
+                self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
+                continue;
+            }
+            self.diagnostics += t.diagnostic_counts();
+            if let Some((lo, hi)) = t.time_extent() {
+                self.extent = Some(
+                    self.extent
+                        .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
+                );
+            }
+            for l in &t.lanes {
+                outline.lanes.push(Lane {
+                    spans: 0..0,
+                    instants: 0..0,
+                    samples: 0..0,
+                    ..l.clone()
+                });
+                self.slot_of.push(s);
+                self.first_span.push(spans);
+            }
+            spans += t.spans.len() as u64;
+        }
+        self.outline = outline;
+        Ok(())
+    }
+
+    /// Decodes lane slots `slots` (names replaced), counts those whose lane ran, and hands
+    /// their pages back to the kernel.
+    fn decode_slots(&self, slots: Range<usize>) -> Result<Trace, DecodeError> {
+        let mut t = self
+            .prepared
+            .decode_lanes(self.map.words(), slots.clone())?;
+        let ran = slots.clone().filter(|&s| self.prepared.lane_ran(s)).count();
+        self.decodes.set(self.decodes.get() + ran as u64);
+        if !slots.is_empty() {
+            let words = self.prepared.lane_words(slots.start).start
+                ..self.prepared.lane_words(slots.end - 1).end;
+            self.map.release(words);
+        }
+        if let Some(n) = &self.names {
+            names::overlay(&mut t.names, n);
+        }
+        Ok(t)
     }
 
     /// The file.
@@ -59,35 +139,133 @@ impl StreamedBuffer {
         &self.map.name
     }
 
-    /// Lane slots of the layout (`blocks * groups`; a slot whose lane never ran decodes
-    /// to a trace without lanes). Slot `s` is group `s % groups` of block `s / groups`, so
-    /// the lanes of a block are in consecutive slots.
-    pub fn slots(&self) -> usize {
-        self.prepared.lane_count()
+    /// The launch without its events, as [`super::load`] with the same options would
+    /// decode it but for the events: its source (the whole launch's `time_base`), names,
+    /// and lanes (ascending by id), each with empty event ranges. Its diagnostics are
+    /// empty: they are [`StreamedBuffer::diagnostic_counts`].
+    pub fn outline(&self) -> &Trace {
+        &self.outline
     }
 
     /// The earliest start of any lane: the time base of the whole launch, as a decode of
-    /// the whole buffer has it.
+    /// the whole buffer has it (with or without a block filter).
     pub fn time_base(&self) -> Ns {
-        self.prepared.time_base()
+        self.outline.source.time_base
     }
 
-    /// Decodes lane slot `s` into a trace holding that lane alone (or no lane), its
-    /// `time_base` the lane's start, then hands the slot's pages back to the kernel.
-    pub fn decode_slot(&self, s: usize) -> Result<Trace, DecodeError> {
-        self.decodes.set(self.decodes.get() + 1);
-        let mut t = self.prepared.decode_lanes(self.map.words(), s..s + 1)?;
-        self.map.release(self.prepared.lane_words(s));
-        if let Some(n) = &self.names {
-            names::overlay(&mut t.names, n);
+    /// The earliest and latest time of the lanes' bounds and of their events, as those of
+    /// the whole (filtered) trace (`None` without lanes). The time base, which may be
+    /// earlier when a filter left out the first lane, is not included.
+    pub fn extent(&self) -> Option<(Ns, Ns)> {
+        self.extent
+    }
+
+    /// The diagnostic counts of the whole (filtered) trace.
+    pub fn diagnostic_counts(&self) -> DiagnosticCounts {
+        self.diagnostics
+    }
+
+    /// The index of outline lane `pos`'s first span among the spans of the whole
+    /// (filtered) trace: what ties a span of a run decoded alone to the whole trace.
+    pub fn first_span(&self, pos: usize) -> u64 {
+        self.first_span[pos]
+    }
+
+    /// Decodes the outline's lanes `positions` (a run of them, such as a block's lanes)
+    /// into a trace holding those lanes alone, at positions from 0, with their events;
+    /// its `time_base` is the earliest start among them. Their pages are handed back to
+    /// the kernel afterwards. Panics if `positions` are not the outline's.
+    pub fn decode_lanes(&self, positions: Range<usize>) -> Result<Trace, DecodeError> {
+        let slots = match positions.clone().last() {
+            Some(last) => self.slot_of[positions.start]..self.slot_of[last] + 1,
+            None => 0..0,
+        };
+        let mut t = self.decode_slots(slots)?;
+        let filter = &self.outline.source.block_filter;
+        if t.lanes.len() != positions.len() {
+            // Slots between the run's held lanes of blocks filtered out.
+            t = t.filter_blocks(filter);
         }
+        t.source.block_filter = filter.clone();
         Ok(t)
     }
 
-    /// How many slots were decoded so far (the work a lane-by-lane writer did: the
-    /// Perfetto writer decodes each slot once to lay out the tracks, then each used slot
-    /// once more, a block at a time, to write its events).
+    /// How many lane slots were decoded so far: [`StreamedBuffer::open`] decodes each
+    /// slot whose lane ran once, [`StreamedBuffer::decode_lanes`] those of its run again
+    /// (a slot whose lane never ran holds nothing and is never counted). The Perfetto
+    /// writer thus decodes each lane twice in all.
     pub fn slot_decodes(&self) -> u64 {
         self.decodes.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamedBuffer;
+    use crate::decode::{decode, DecodeOptions};
+    use crate::model::{BlockFilter, Lane};
+
+    /// The outline, extent, first spans and diagnostics are those of the whole decode,
+    /// and a decoded run holds exactly that run's lanes and events; with or without a
+    /// block filter, and with lanes that never ran (a filter on them keeps nothing).
+    #[test]
+    fn outline_and_runs_are_the_whole_decodes() {
+        let sample = ikp_device::sample::attention().unwrap();
+        let groups = sample.layout().groups_per_block as usize;
+        let words = sample.into_words();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("attention.ikp");
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        let no_events = |l: &Lane| Lane {
+            spans: 0..0,
+            instants: 0..0,
+            samples: 0..0,
+            ..l.clone()
+        };
+        for f in ["", "1,5", "3", "100000"] {
+            let opts = DecodeOptions {
+                blocks: BlockFilter::parse(f).unwrap(),
+                ..Default::default()
+            };
+            let whole = decode(&words, &opts).unwrap();
+            let buf = StreamedBuffer::open(&path, &opts).unwrap();
+            let o = buf.outline();
+            let lanes: Vec<Lane> = whole.lanes.iter().map(no_events).collect();
+            assert_eq!(o.lanes, lanes, "blocks {f:?}");
+            assert_eq!((&o.source, &o.names), (&whole.source, &whole.names));
+            assert_eq!(buf.extent(), whole.time_extent());
+            assert_eq!(buf.diagnostic_counts(), whole.diagnostic_counts());
+            // Opening decoded each lane that ran once: without a filter, each lane.
+            let opened = buf.slot_decodes();
+            if f.is_empty() {
+                assert_eq!(opened, whole.lanes.len() as u64);
+            }
+            // Runs of lanes: one lane, then a block's, then the whole outline.
+            let runs = [
+                0..o.lanes.len().min(1),
+                0..o.lanes.len().min(groups),
+                0..o.lanes.len(),
+            ];
+            let mut decoded = 0;
+            for run in runs {
+                let t = buf.decode_lanes(run.clone()).unwrap();
+                decoded += run.len() as u64;
+                let mut want = whole.empty_like();
+                want.extend_lanes(&whole, run.clone());
+                assert_eq!(t.lanes, want.lanes, "blocks {f:?}, run {run:?}");
+                assert_eq!((&t.spans, &t.instants), (&want.spans, &want.instants));
+                assert_eq!(t.samples, want.samples);
+                for p in run {
+                    assert_eq!(buf.first_span(p), whole.lanes[p].spans.start as u64);
+                }
+            }
+            // A run is decoded once, with the filtered-out lanes between its own.
+            if f.is_empty() {
+                assert_eq!(buf.slot_decodes(), opened + decoded);
+            } else {
+                assert!(buf.slot_decodes() >= opened + decoded);
+            }
+        }
     }
 }

@@ -451,6 +451,39 @@ impl Trace {
         }
     }
 
+    /// The earliest and latest time of the lanes' bounds and of their events (`None`
+    /// without lanes). The time base is left out, so the extents of traces holding
+    /// different lanes of one launch combine (min of the starts, max of the ends) into
+    /// the extent of the trace holding them all.
+    pub(crate) fn time_extent(&self) -> Option<(Ns, Ns)> {
+        let mut lo = u64::MAX;
+        let mut hi = 0u64;
+        for lane in &self.lanes {
+            lo = lo.min(lane.start);
+            hi = hi.max(lane.end).max(lane.start);
+            if let Some(&b) = self.spans.begin.get(lane.spans.start) {
+                // Spans are sorted by begin within a lane: the first one is the earliest.
+                if !lane.spans.is_empty() {
+                    lo = lo.min(b);
+                }
+            }
+            for i in [lane.instants.start, lane.instants.end.wrapping_sub(1)] {
+                if lane.instants.contains(&i) {
+                    lo = lo.min(self.instants.ts[i]);
+                    hi = hi.max(self.instants.ts[i]);
+                }
+            }
+            for i in [lane.samples.start, lane.samples.end.wrapping_sub(1)] {
+                if lane.samples.contains(&i) {
+                    lo = lo.min(self.samples.ts[i]);
+                    hi = hi.max(self.samples.ts[i]);
+                }
+            }
+        }
+        hi = self.spans.end.iter().fold(hi, |m, &e| m.max(e));
+        (lo != u64::MAX).then_some((lo, hi))
+    }
+
     /// A trace with the source, names and whole-launch diagnostics of `self` and no
     /// lanes: what [`Trace::extend_lanes`] fills.
     pub(crate) fn empty_like(&self) -> Trace {

@@ -132,10 +132,16 @@
 //! starts at 0, for side-by-side comparison. A single launch therefore starts at 0.
 //!
 //! [`Source::time_base`]: crate::model::Source::time_base
+//! [`links::links`]: crate::analysis::links::links
+//! [`links::may_link`]: crate::analysis::links::may_link
+//! [`links::critical_path`]: crate::analysis::links::critical_path
 
 mod critical;
 mod enc;
+mod events;
+mod feed;
 mod flows;
+mod sink;
 
 use std::io;
 
@@ -151,11 +157,12 @@ use perfetto_protos::track_event::{EventCategory, TrackEventDefaults};
 use protobuf::{Message, MessageField};
 
 use super::{Launch, WriteError, WriteErrorKind};
-use crate::analysis::links;
-use crate::decode::{DecodeError, StreamedBuffer};
-use crate::model::{DiagnosticCounts, Lane, Ns, Trace};
-use enc::SeqEncoder;
-use flows::{lane_flows, run_of, LaneFlows, LaunchFlows};
+use crate::decode::StreamedBuffer;
+use crate::model::{Lane, Ns, Trace};
+use events::{count_levels, LaneRun, LaneState, Regions};
+use feed::Feed;
+use flows::{lane_flows, LaneFlows, LaunchFlows};
+use sink::Sink;
 
 /// How lanes are grouped into parent tracks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -257,175 +264,47 @@ pub fn write_perfetto<W: io::Write>(
     w.finish()
 }
 
-/// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, one lane
-/// slot at a time, so that memory stays bounded by the largest lane instead of the trace:
-/// the streaming path of `ikp decode --perfetto` for multi-GB buffers.
+/// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, so that
+/// memory stays bounded by the largest lane instead of the trace: the streaming path of
+/// `ikp decode --perfetto` for multi-GB buffers.
 ///
-/// Each slot is decoded twice: in slot order to learn the lanes and the time extent, then
-/// in track order to write the events. When
-/// the names allow signal → wait links (see [`crate::analysis::links`]), the second pass
-/// decodes a lane's whole block at once (links never leave a block), so memory is bounded
-/// by the largest block instead of the largest lane; a block whose lanes are split between
-/// groups (a lane without an SM) is decoded once per part. The output is byte-identical
-/// to [`write_perfetto`] of the whole trace decoded at once, flows included.
+/// The tracks are laid out from the buffer's outline ([`StreamedBuffer::outline`]: the
+/// lanes without their events, learnt as it was opened); then each lane is decoded once
+/// more, in track order, to write its events. When the names allow signal → wait links
+/// (see [`crate::analysis::links`]), a lane's whole block is decoded at once (links never
+/// leave a block), so memory is bounded by the largest block instead of the largest lane;
+/// a block whose lanes are split between groups (a lane without an SM) is decoded once
+/// per part. The output is byte-identical to [`write_perfetto`] of the trace decoded at
+/// once with the same options (block filter included), flows included. The diagnostics
+/// are the buffer's ([`StreamedBuffer::diagnostic_counts`]).
 pub fn write_perfetto_streamed<W: io::Write>(
     out: W,
     label: &str,
     buf: &StreamedBuffer,
     opts: &PerfettoOptions,
-) -> Result<(PerfettoStats, DiagnosticCounts), WriteError> {
-    let slot = |i: usize| buf.decode_slot(i);
-    let slots = buf.slots();
-    let mut skel: Option<Trace> = None;
-    let mut slot_of: Vec<usize> = Vec::new();
-    // Spans of the slots before each listed lane's: its first span's index in the whole
-    // trace, which flow ids are made of.
-    let mut span_base: Vec<u64> = Vec::new();
-    let mut spans = 0u64;
-    let mut ext: Option<(Ns, Ns)> = None;
-    let mut diag = DiagnosticCounts::default();
-    for i in 0..slots {
-        let mut t = slot(i).map_err(|e| WriteError::from(WriteErrorKind::Decode(e)))?;
-        let slot_spans = t.spans.len() as u64;
-        if let Some((lo, hi)) = event_extent(&t) {
-            ext = Some(ext.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-        }
-        diag += t.diagnostic_counts();
-        let lanes = std::mem::take(&mut t.lanes);
-        let sk = skel.get_or_insert_with(|| Trace {
-            lanes: Vec::new(),
-            spans: Default::default(),
-            instants: Default::default(),
-            samples: Default::default(),
-            counter_totals: Vec::new(),
-            diagnostics: Default::default(),
-            ..t
-        });
-        for mut l in lanes {
-            sk.source.time_base = if sk.lanes.is_empty() {
-                l.start
-            } else {
-                sk.source.time_base.min(l.start)
-            };
-            l.spans = 0..0;
-            l.instants = 0..0;
-            l.samples = 0..0;
-            sk.lanes.push(l);
-            slot_of.push(i);
-            span_base.push(spans);
-        }
-        spans += slot_spans;
-    }
+) -> Result<PerfettoStats, WriteError> {
+    let outline = buf.outline();
+    let launch = (label, buf.extent(), outline.source.time_base);
+    let clock = launch_clocks_of([launch].into_iter(), opts.launch_layout)?[0];
     let mut w = Writer::new(out, opts.compression);
-    let Some(skel) = skel else {
-        return Ok((w.finish()?, diag));
-    };
-    let tb = skel.source.time_base;
-    let ext = ext.map(|(lo, hi)| (lo.min(tb), hi));
-    let clock = launch_clocks_of([(label, ext, tb)].into_iter(), opts.launch_layout)?[0];
-    let mut feed = Feed {
-        slot,
-        lanes: &skel.lanes,
-        slot_of: &slot_of,
-        span_base: &span_base,
-        blocks: links::may_link(&skel.names),
-        cur: None,
-        cur_pos: 0..0,
-        flows: LaunchFlows::default(),
-    };
-    w.launch(
-        &skel,
-        clock,
-        label,
-        0,
-        opts.group_by,
-        Lanes::Streamed(&mut feed),
-    )?;
-    Ok((w.finish()?, diag))
+    let mut feed = Feed::new(buf);
+    let lanes = Lanes::Streamed(&mut feed);
+    w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
+    w.finish()
 }
 
 /// Where a launch's lanes come from.
-enum Lanes<'f> {
+enum Lanes<'f, 'b> {
     /// All in the trace given, with their flows.
     InMemory(LaunchFlows),
     /// Decoded on demand (the trace given holds the lanes without their events).
-    Streamed(&'f mut dyn LaneFeed),
-}
-
-/// Lanes decoded on demand, for [`write_perfetto_streamed`].
-trait LaneFeed {
-    /// A trace holding the skeleton's lane `pos`, the lane's position in it and its flows.
-    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), WriteError>;
-}
-
-/// The [`LaneFeed`] of [`write_perfetto_streamed`]: one slot at a time, or a block at a
-/// time when the names allow links.
-struct Feed<'a, F> {
-    slot: F,
-    /// The skeleton's lanes (without events).
-    lanes: &'a [Lane],
-    /// Slot of each skeleton lane.
-    slot_of: &'a [usize],
-    /// Index in the whole trace of each skeleton lane's first span.
-    span_base: &'a [u64],
-    /// Whether to decode whole blocks and draw their links.
-    blocks: bool,
-    /// The lanes decoded last, and the skeleton positions they are.
-    cur: Option<Trace>,
-    cur_pos: std::ops::Range<usize>,
-    /// Flows of `cur`'s lanes, by position in `cur`.
-    flows: LaunchFlows,
-}
-
-impl<F: FnMut(usize) -> Result<Trace, DecodeError>> Feed<'_, F> {
-    fn decode(&mut self, pos: usize) -> Result<Trace, WriteError> {
-        (self.slot)(self.slot_of[pos]).map_err(|e| WriteErrorKind::Decode(e).into())
-    }
-}
-
-impl<F: FnMut(usize) -> Result<Trace, DecodeError>> LaneFeed for Feed<'_, F> {
-    fn get(&mut self, pos: usize) -> Result<(&Trace, usize, Option<&LaneFlows>), WriteError> {
-        if !self.cur_pos.contains(&pos) {
-            self.cur = None;
-            self.flows.clear();
-            if !self.blocks {
-                self.cur = Some(self.decode(pos)?);
-                self.cur_pos = pos..pos + 1;
-            } else {
-                // The block's lanes: the run of consecutive skeleton lanes of its block.
-                let block = |p: usize| self.lanes[p].block;
-                let (mut lo, mut hi) = (pos, pos + 1);
-                while lo > 0 && block(lo - 1) == block(pos) {
-                    lo -= 1;
-                }
-                while hi < self.lanes.len() && block(hi) == block(pos) {
-                    hi += 1;
-                }
-                let mut t = self.decode(lo)?;
-                for p in lo + 1..hi {
-                    let one = self.decode(p)?;
-                    t.extend_lanes(&one, 0..one.lanes.len());
-                }
-                self.flows = lane_flows(&t, self.span_base[lo]);
-                self.cur = Some(t);
-                self.cur_pos = lo..hi;
-            }
-        }
-        let t = self.cur.as_ref().expect("decoded above");
-        let k = pos - self.cur_pos.start;
-        Ok((t, k, self.flows.get(&k)))
-    }
+    Streamed(&'f mut Feed<'b>),
 }
 
 /// Sequence of track descriptors and of the active-lanes counters.
 const META_SEQ: u32 = 1;
 /// The sequence-scoped incremental clock each lane sequence defines.
 const LANE_CLOCK: u32 = 64;
-/// Output buffered before a write to the underlying writer.
-const FLUSH_AT: usize = 1 << 20;
-/// Uncompressed bytes per `compressed_packets` bundle: Perfetto asks for bundles below
-/// 512 KiB, and deflate never grows data by more than a few bytes per 16 KiB.
-const BUNDLE_AT: usize = 480 << 10;
 
 /// Interned category ids.
 const CAT_SPAN: u8 = 1;
@@ -449,41 +328,6 @@ impl LaunchClock {
     }
 }
 
-/// The smallest and largest model time of a trace (lane bounds and every event).
-fn extent(trace: &Trace) -> Option<(Ns, Ns)> {
-    event_extent(trace).map(|(lo, hi)| (lo.min(trace.source.time_base), hi))
-}
-
-/// [`extent`] without the time base: combines over lanes decoded separately.
-fn event_extent(trace: &Trace) -> Option<(Ns, Ns)> {
-    let mut lo = u64::MAX;
-    let mut hi = 0u64;
-    for lane in &trace.lanes {
-        lo = lo.min(lane.start);
-        hi = hi.max(lane.end).max(lane.start);
-        if let Some(&b) = trace.spans.begin.get(lane.spans.start) {
-            // Spans are sorted by begin within a lane: the first one is the earliest.
-            if !lane.spans.is_empty() {
-                lo = lo.min(b);
-            }
-        }
-        for i in [lane.instants.start, lane.instants.end.wrapping_sub(1)] {
-            if lane.instants.contains(&i) {
-                lo = lo.min(trace.instants.ts[i]);
-                hi = hi.max(trace.instants.ts[i]);
-            }
-        }
-        for i in [lane.samples.start, lane.samples.end.wrapping_sub(1)] {
-            if lane.samples.contains(&i) {
-                lo = lo.min(trace.samples.ts[i]);
-                hi = hi.max(trace.samples.ts[i]);
-            }
-        }
-    }
-    hi = trace.spans.end.iter().fold(hi, |m, &e| m.max(e));
-    (lo != u64::MAX).then_some((lo, hi))
-}
-
 /// Each launch's time mapping (see the module's `# Time`).
 fn launch_clocks(
     launches: &[Launch<'_>],
@@ -492,12 +336,13 @@ fn launch_clocks(
     launch_clocks_of(
         launches
             .iter()
-            .map(|l| (l.label, extent(l.trace), l.trace.source.time_base)),
+            .map(|l| (l.label, l.trace.time_extent(), l.trace.source.time_base)),
         layout,
     )
 }
 
-/// [`launch_clocks`] from each launch's `(label, extent, time base)`.
+/// [`launch_clocks`] from each launch's `(label, time extent, time base)`: a launch
+/// starts at the earlier of its time base and its extent's start.
 fn launch_clocks_of<'a>(
     launches: impl Iterator<Item = (&'a str, Option<(Ns, Ns)>, Ns)>,
     layout: LaunchLayout,
@@ -505,7 +350,7 @@ fn launch_clocks_of<'a>(
     let mut offset: u64 = 0;
     let mut clocks = Vec::new();
     for (k, (label, ext, time_base)) in launches.enumerate() {
-        let (lo, hi) = ext.unwrap_or((time_base, 0));
+        let (lo, hi) = ext.map_or((time_base, 0), |(lo, hi)| (lo.min(time_base), hi));
         let len = hi.saturating_sub(lo);
         let overflow = || WriteErrorKind::TimeOverflow {
             launch: k,
@@ -579,41 +424,31 @@ fn rank(r: usize) -> i32 {
     i32::try_from(r).unwrap_or(i32::MAX)
 }
 
-/// The streaming writer: output buffer, UUID and sequence counters, reused scratch space.
+/// The streaming writer: output, UUID and sequence counters, reused scratch space.
 struct Writer<W: io::Write> {
-    out: W,
-    /// Output buffer: `buf[..pos]` is pending; `buf.len()` is its fixed size.
-    buf: Vec<u8>,
-    pos: usize,
-    /// Framing scratch for packets built elsewhere.
-    frame: Vec<u8>,
-    /// The deflate stream state and output, when compressing.
-    deflate: Option<(flate2::Compress, Vec<u8>)>,
+    sink: Sink<W>,
     stats: PerfettoStats,
     next_uuid: u64,
     next_seq: u64,
-    /// Serialized scratch for crate-built packets.
+    /// Serialized scratch for crate-built packets, and their framing.
     scratch: Vec<u8>,
+    frame: Vec<u8>,
     /// Interned data every lane sequence starts with (categories, annotation names).
     base_interned: InternedData,
-    enc: SeqEncoder,
-    /// Per-level stacks of open slice end times (level 0 = the lane's own track).
-    levels: Vec<Vec<u64>>,
-    /// Track UUID per level (0 for level 0: the sequence's default track).
-    level_uuid: Vec<u64>,
-    /// Per-level stacks of the open slices' span indices (lane-local), in step with
-    /// `levels`: kept only for lanes with flows, to find the wait a slice end closes.
-    open_spans: Vec<Vec<usize>>,
-    /// Counter track UUID per counter id for the current lane (0 = none).
-    counter_uuid: Vec<u64>,
-    /// Sequence id that last interned region `r` (`interned_on[r]`).
-    interned_on: Vec<u64>,
-    /// `interned_data` field bytes interning region `r`'s name, per launch.
-    name_blobs: Vec<Box<[u8]>>,
-    /// Pre-encoded type, name and category of region `r`'s slices and instants.
-    heads: Vec<(enc::NameHead, enc::NameHead)>,
+    /// The current launch's region names, for the lane event loop.
+    regions: Regions,
+    /// The current lane's encoder, levels and tracks, for the lane event loop.
+    lane: LaneState,
     /// Scratch for active-lanes computations.
     edges: Vec<(u64, i8)>,
+}
+
+/// Where the next lane track of a group goes: the group's track, whether the group is a
+/// block, and the next sibling rank in it.
+struct GroupSlot {
+    uuid: u64,
+    in_block: bool,
+    rank: usize,
 }
 
 impl<W: io::Write> Writer<W> {
@@ -637,97 +472,22 @@ impl<W: io::Write> Writer<W> {
             base_interned.debug_annotation_names.push(n);
         }
         Writer {
-            out,
-            buf: vec![
-                0;
-                match compression {
-                    Compression::None => FLUSH_AT,
-                    Compression::Deflate => BUNDLE_AT,
-                }
-            ],
-            pos: 0,
-            frame: Vec::new(),
-            deflate: match compression {
-                Compression::None => None,
-                Compression::Deflate => Some((
-                    flate2::Compress::new(flate2::Compression::fast(), true),
-                    Vec::new(),
-                )),
-            },
+            sink: Sink::new(out, compression),
             stats: PerfettoStats::default(),
             next_uuid: 1,
             next_seq: META_SEQ as u64 + 1,
             scratch: Vec::new(),
+            frame: Vec::new(),
             base_interned,
-            enc: SeqEncoder::default(),
-            levels: Vec::new(),
-            level_uuid: Vec::new(),
-            open_spans: Vec::new(),
-            counter_uuid: Vec::new(),
-            interned_on: Vec::new(),
-            name_blobs: Vec::new(),
-            heads: Vec::new(),
+            regions: Regions::default(),
+            lane: LaneState::default(),
             edges: Vec::new(),
         }
     }
 
-    /// Writes the pending output (whole packets) to the writer, as one
-    /// `compressed_packets` bundle when compressing.
-    fn flush_buf(&mut self) -> io::Result<()> {
-        if self.pos == 0 {
-            return Ok(());
-        }
-        let Some((z, zbuf)) = &mut self.deflate else {
-            self.out.write_all(&self.buf[..self.pos])?;
-            self.stats.bytes += self.pos as u64;
-            self.pos = 0;
-            return Ok(());
-        };
-        let input = &self.buf[..self.pos];
-        z.reset();
-        zbuf.clear();
-        zbuf.reserve(input.len() + input.len() / 64 + 64);
-        loop {
-            let consumed = z.total_in() as usize;
-            let status = z
-                .compress_vec(&input[consumed..], zbuf, flate2::FlushCompress::Finish)
-                .map_err(io::Error::other)?;
-            match status {
-                flate2::Status::StreamEnd => break,
-                _ => zbuf.reserve(zbuf.len().max(4096)),
-            }
-        }
-        self.frame.clear();
-        enc::put_compressed_bundle(&mut self.frame, zbuf.len());
-        self.out.write_all(&self.frame)?;
-        self.out.write_all(zbuf)?;
-        self.stats.bytes += (self.frame.len() + zbuf.len()) as u64;
-        self.pos = 0;
-        Ok(())
-    }
-
-    /// Makes room for `n` more bytes in the buffer.
-    #[inline]
-    fn room(&mut self, n: usize) -> io::Result<()> {
-        if self.pos + n > self.buf.len() {
-            self.flush_buf()?;
-            if n > self.buf.len() {
-                self.buf.resize(n, 0);
-            }
-        }
-        Ok(())
-    }
-
-    fn put_bytes(&mut self, b: &[u8]) -> io::Result<()> {
-        self.room(b.len())?;
-        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
-        self.pos += b.len();
-        Ok(())
-    }
-
     fn finish(mut self) -> Result<PerfettoStats, WriteError> {
-        self.flush_buf()?;
-        self.out.flush()?;
+        self.sink.finish()?;
+        self.stats.bytes = self.sink.bytes;
         Ok(self.stats)
     }
 
@@ -738,9 +498,7 @@ impl<W: io::Write> Writer<W> {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         self.frame.clear();
         enc::put_packet(&mut self.frame, &self.scratch);
-        let frame = std::mem::take(&mut self.frame);
-        self.put_bytes(&frame)?;
-        self.frame = frame;
+        self.sink.put_bytes(&self.frame)?;
         self.stats.packets += 1;
         Ok(())
     }
@@ -792,11 +550,11 @@ impl<W: io::Write> Writer<W> {
         name: &str,
         k: usize,
         by: GroupBy,
-        mut lanes_from: Lanes<'_>,
+        mut lanes_from: Lanes<'_, '_>,
     ) -> Result<u64, WriteError> {
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
-        self.prepare_names(
+        self.regions.prepare(
             trace,
             matches!(lanes_from, Lanes::Streamed(_))
                 .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
@@ -811,14 +569,17 @@ impl<W: io::Write> Writer<W> {
                     None => format!("block {b}"),
                 },
             };
-            let group = self.track(root, gname, Some(rank(gi)), true, None)?;
-            let mut r = 0usize;
+            let uuid = self.track(root, gname, Some(rank(gi)), true, None)?;
+            let mut g = GroupSlot {
+                uuid,
+                in_block: matches!(key, GroupKey::Block(_)),
+                rank: 0,
+            };
             if let GroupKey::Sm(_) = key {
-                let t = self.counter_track(group, "active lanes".into(), 0)?;
-                r += 1;
+                let t = self.counter_track(uuid, "active lanes".into(), 0)?;
+                g.rank += 1;
                 self.active_lanes(trace, clock, lanes, t)?;
             }
-            let in_block = matches!(key, GroupKey::Block(_));
             for &pos in lanes {
                 match &mut lanes_from {
                     Lanes::InMemory(flows) => {
@@ -827,11 +588,11 @@ impl<W: io::Write> Writer<W> {
                         } else {
                             flows.get(&pos)
                         };
-                        self.lane(trace, clock, pos, fl, group, in_block, &mut r)?
+                        self.lane(trace, pos, fl, clock, &mut g)?
                     }
                     Lanes::Streamed(f) => {
                         let (t, p, fl) = f.get(pos)?;
-                        self.lane(t, clock, p, fl, group, in_block, &mut r)?;
+                        self.lane(t, p, fl, clock, &mut g)?;
                     }
                 }
             }
@@ -866,32 +627,6 @@ impl<W: io::Write> Writer<W> {
         Ok(root)
     }
 
-    /// Builds the `interned_data` bytes of every region id the launch uses.
-    fn prepare_names(&mut self, trace: &Trace, max: Option<usize>) {
-        let max = trace
-            .spans
-            .region
-            .iter()
-            .chain(&trace.instants.region)
-            .fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
-        self.name_blobs.clear();
-        self.name_blobs.extend(
-            (0..=max).map(|r| {
-                enc::interned_event_name(r as u64 + 1, &trace.names.region(r as u16)).into()
-            }),
-        );
-        self.heads.clear();
-        self.heads.extend((0..=max as u64).map(|r| {
-            (
-                enc::name_head(enc::ty::SLICE_BEGIN, r + 1, CAT_SPAN),
-                enc::name_head(enc::ty::INSTANT, r + 1, CAT_INSTANT),
-            )
-        }));
-        if self.interned_on.len() <= max {
-            self.interned_on.resize(max + 1, 0);
-        }
-    }
-
     /// The number of lanes between init and finalize, as a counter on `track`.
     fn active_lanes(
         &mut self,
@@ -916,9 +651,7 @@ impl<W: io::Write> Writer<W> {
             if edges.get(i + 1).is_none_or(|n| n.0 != t) {
                 self.frame.clear();
                 enc::put_absolute_counter(&mut self.frame, META_SEQ, t, track, value);
-                let frame = std::mem::take(&mut self.frame);
-                self.put_bytes(&frame)?;
-                self.frame = frame;
+                self.sink.put_bytes(&self.frame)?;
                 self.stats.packets += 1;
                 self.stats.counter_values += 1;
             }
@@ -927,53 +660,53 @@ impl<W: io::Write> Writer<W> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Writes lane `pos` of `trace` (with `flows`, if it has any) in group `g`: its track,
+    /// overlap and counter tracks, then its sequence of events.
     fn lane(
         &mut self,
         trace: &Trace,
-        clock: LaunchClock,
         pos: usize,
         flows: Option<&LaneFlows>,
-        group: u64,
-        in_block_group: bool,
-        r: &mut usize,
+        clock: LaunchClock,
+        g: &mut GroupSlot,
     ) -> Result<(), WriteError> {
         let lane = &trace.lanes[pos];
-        let name = lane_name(lane, in_block_group);
-        let lane_uuid = self.track(group, name.clone(), Some(rank(*r)), false, None)?;
-        *r += 1;
+        let name = lane_name(lane, g.in_block);
+        let lane_uuid = self.track(g.uuid, name.clone(), Some(rank(g.rank)), false, None)?;
+        g.rank += 1;
 
         // Overlap tracks, if spans cross.
-        let n_levels = count_levels(&mut self.levels, trace, clock, lane);
-        self.level_uuid.clear();
-        self.level_uuid.push(0);
+        let n_levels = count_levels(&mut self.lane.levels, trace, clock, lane);
+        self.lane.level_uuid.clear();
+        self.lane.level_uuid.push(0);
         for l in 1..n_levels {
             let u = self.track(
-                group,
+                g.uuid,
                 format!("{name} (overlap {l})"),
-                Some(rank(*r)),
+                Some(rank(g.rank)),
                 false,
                 None,
             )?;
-            *r += 1;
-            self.level_uuid.push(u);
+            g.rank += 1;
+            self.lane.level_uuid.push(u);
         }
 
         // Counter tracks, for the counters this lane sampled.
         let samples = &trace.samples;
-        self.counter_uuid.clear();
+        let counter_uuid = &mut self.lane.counter_uuid;
+        counter_uuid.clear();
         for i in lane.samples.clone() {
             let c = samples.counter[i] as usize;
-            if self.counter_uuid.len() <= c {
-                self.counter_uuid.resize(c + 1, 0);
+            if counter_uuid.len() <= c {
+                counter_uuid.resize(c + 1, 0);
             }
-            self.counter_uuid[c] = 1; // marks "used"; replaced by the UUID below
+            counter_uuid[c] = 1; // marks "used"; replaced by the UUID below
         }
-        for c in 0..self.counter_uuid.len() {
-            if self.counter_uuid[c] != 0 {
+        for c in 0..self.lane.counter_uuid.len() {
+            if self.lane.counter_uuid[c] != 0 {
                 let cname = format!("{name} · {}", trace.names.counter(c as u16));
-                self.counter_uuid[c] = self.counter_track(group, cname, rank(*r))?;
-                *r += 1;
+                self.lane.counter_uuid[c] = self.counter_track(g.uuid, cname, rank(g.rank))?;
+                g.rank += 1;
             }
         }
 
@@ -989,8 +722,50 @@ impl<W: io::Write> Writer<W> {
             return Ok(());
         };
         let t0 = clock.map(first);
+        let seq = self.open_sequence(lane_uuid, t0)?;
 
-        // Open the lane's sequence.
+        let mut ann: [(u8, u32); 3] = [(0, 0); 3];
+        let mut n_ann = 0;
+        if let Some(sm) = lane.sm {
+            ann[n_ann] = (ANN_SM, sm);
+            n_ann += 1;
+        }
+        ann[n_ann] = (ANN_BLOCK, lane.block);
+        ann[n_ann + 1] = (ANN_GROUP, lane.group);
+        let st = &mut self.lane;
+        st.enc.reset(seq as u32, t0, &ann[..n_ann + 2]);
+        for s in &mut st.levels[..n_levels] {
+            s.clear();
+        }
+        if st.open_spans.len() < n_levels {
+            st.open_spans.resize(n_levels, Vec::new());
+        }
+        for s in &mut st.open_spans[..n_levels] {
+            s.clear();
+        }
+
+        let mut run = LaneRun::new(trace, lane, clock, seq, flows);
+        let sink = &mut self.sink;
+        while let Some(need) = run.emit(
+            &mut self.lane,
+            &mut self.regions,
+            &mut sink.buf,
+            &mut sink.pos,
+        ) {
+            sink.room(need)?;
+        }
+        let c = &run.counts;
+        self.stats.packets += c.packets;
+        self.stats.slices += c.slices;
+        self.stats.instants += c.instants;
+        self.stats.counter_values += c.counter_values;
+        self.stats.flows += c.flows;
+        Ok(())
+    }
+
+    /// Opens the next lane sequence, its default track `track` and its incremental clock
+    /// at `t0` (the module's `# Format`, item 3), and returns its id.
+    fn open_sequence(&mut self, track: u64, t0: u64) -> Result<u64, WriteError> {
         let seq = self.next_seq;
         if seq > u32::MAX as u64 {
             return Err(WriteErrorKind::TooManySequences {
@@ -1007,7 +782,7 @@ impl<W: io::Write> Writer<W> {
         let mut defaults = TracePacketDefaults::new();
         defaults.set_timestamp_clock_id(LANE_CLOCK);
         let mut te_defaults = TrackEventDefaults::new();
-        te_defaults.set_track_uuid(lane_uuid);
+        te_defaults.set_track_uuid(track);
         defaults.track_event_defaults = MessageField::some(te_defaults);
         p.trace_packet_defaults = MessageField::some(defaults);
         p.interned_data = MessageField::some(self.base_interned.clone());
@@ -1023,358 +798,6 @@ impl<W: io::Write> Writer<W> {
         snap.clocks.push(c);
         p.set_clock_snapshot(snap);
         self.packet(&p)?;
-
-        let mut ann: [(u8, u32); 3] = [(0, 0); 3];
-        let mut n_ann = 0;
-        if let Some(sm) = lane.sm {
-            ann[n_ann] = (ANN_SM, sm);
-            n_ann += 1;
-        }
-        ann[n_ann] = (ANN_BLOCK, lane.block);
-        ann[n_ann + 1] = (ANN_GROUP, lane.group);
-        self.enc.reset(seq as u32, t0, &ann[..n_ann + 2]);
-
-        let ev = LaneEvents::new(trace, lane, clock);
-        let mut run = LaneRun::default();
-        for st in &mut self.levels[..n_levels] {
-            st.clear();
-        }
-        if self.open_spans.len() < n_levels {
-            self.open_spans.resize(n_levels, Vec::new());
-        }
-        for st in &mut self.open_spans[..n_levels] {
-            st.clear();
-        }
-        let no_flows = LaneFlows::default();
-        let mut counts = Counts::default();
-        loop {
-            let mut fl = FlowRun {
-                flows: flows.unwrap_or(&no_flows),
-                open: &mut self.open_spans[..n_levels],
-            };
-            macro_rules! emit {
-                ($flows:literal) => {
-                    emit_lane::<$flows>(
-                        &ev,
-                        &mut run,
-                        &mut self.levels[..n_levels],
-                        &mut self.enc,
-                        &mut self.buf,
-                        &mut self.pos,
-                        &self.name_blobs,
-                        &self.heads,
-                        &mut self.interned_on,
-                        seq,
-                        &self.level_uuid,
-                        &self.counter_uuid,
-                        &mut counts,
-                        &mut fl,
-                    )
-                };
-            }
-            // Lanes without flows (every lane of a trace without signal / wait regions)
-            // run the loop compiled without the flow lookups.
-            let need = if flows.is_some() {
-                emit!(true)
-            } else {
-                emit!(false)
-            };
-            let Some(need) = need else { break };
-            self.flush_buf()?;
-            if need > self.buf.len() {
-                self.buf.resize(need, 0);
-            }
-        }
-        self.stats.packets += counts.packets;
-        self.stats.slices += counts.slices;
-        self.stats.instants += counts.instants;
-        self.stats.counter_values += counts.counter_values;
-        self.stats.flows += counts.flows;
-        Ok(())
+        Ok(seq)
     }
-}
-
-/// Places a span ending at `e` on the first level where it nests (all ends `<=` its begin
-/// already popped); adds a level if none fits. Returns the level.
-#[inline]
-fn place(levels: &mut Vec<Vec<u64>>, e: u64) -> usize {
-    for (l, st) in levels.iter_mut().enumerate() {
-        if st.last().is_none_or(|&top| top >= e) {
-            st.push(e);
-            return l;
-        }
-    }
-    levels.push(vec![e]);
-    levels.len() - 1
-}
-
-/// The number of levels a lane's spans need so that each level nests; leaves `levels`
-/// with at least that many (cleared) stacks.
-fn count_levels(
-    levels: &mut Vec<Vec<u64>>,
-    trace: &Trace,
-    clock: LaunchClock,
-    lane: &Lane,
-) -> usize {
-    let sp = &trace.spans;
-    for st in levels.iter_mut() {
-        st.clear();
-    }
-    if levels.is_empty() {
-        levels.push(Vec::new());
-    }
-    // Fast path: the spans nest (one stack of open ends suffices). The shift is the same
-    // for all times of a launch, so model times compare as mapped ones do.
-    let (begin, end) = (&sp.begin[lane.spans.clone()], &sp.end[lane.spans.clone()]);
-    let st = &mut levels[0];
-    let nested = begin.iter().zip(end).all(|(&b, &e)| {
-        while st.last().is_some_and(|&top| top <= b) {
-            st.pop();
-        }
-        let fits = st.last().is_none_or(|&top| top >= e);
-        st.push(e);
-        fits
-    });
-    st.clear();
-    if nested {
-        return 1;
-    }
-    let mut n = 1;
-    for i in lane.spans.clone() {
-        let b = clock.map(sp.begin[i]);
-        for st in levels.iter_mut() {
-            while st.last().is_some_and(|&top| top <= b) {
-                st.pop();
-            }
-        }
-        n = n.max(place(levels, clock.map(sp.end[i])) + 1);
-    }
-    for st in levels.iter_mut() {
-        st.clear();
-    }
-    n
-}
-
-/// One lane's event columns, as sub-slices, and its time shift.
-struct LaneEvents<'a> {
-    shift: u64,
-    begin: &'a [Ns],
-    end: &'a [Ns],
-    region: &'a [u16],
-    payload: &'a [u32],
-    i_ts: &'a [Ns],
-    i_region: &'a [u16],
-    i_payload: &'a [u32],
-    c_ts: &'a [Ns],
-    c_counter: &'a [u16],
-    c_value: &'a [u32],
-}
-
-impl<'a> LaneEvents<'a> {
-    fn new(trace: &'a Trace, lane: &Lane, clock: LaunchClock) -> Self {
-        let (s, i, c) = (
-            lane.spans.clone(),
-            lane.instants.clone(),
-            lane.samples.clone(),
-        );
-        LaneEvents {
-            shift: clock.shift,
-            begin: &trace.spans.begin[s.clone()],
-            end: &trace.spans.end[s.clone()],
-            region: &trace.spans.region[s.clone()],
-            payload: &trace.spans.payload[s],
-            i_ts: &trace.instants.ts[i.clone()],
-            i_region: &trace.instants.region[i.clone()],
-            i_payload: &trace.instants.payload[i],
-            c_ts: &trace.samples.ts[c.clone()],
-            c_counter: &trace.samples.counter[c.clone()],
-            c_value: &trace.samples.value[c],
-        }
-    }
-}
-
-/// Where a lane's event merge stands: the next span, instant and sample, and the next
-/// entries of the lane's span and instant flow lists.
-#[derive(Debug, Default)]
-struct LaneRun {
-    si: usize,
-    ii: usize,
-    ci: usize,
-    so: usize,
-    io: usize,
-}
-
-/// Events written, by kind.
-#[derive(Debug, Default)]
-struct Counts {
-    packets: u64,
-    slices: u64,
-    instants: u64,
-    counter_values: u64,
-    flows: u64,
-}
-
-/// A lane's flows and the span indices of its open slices, for [`emit_lane`].
-struct FlowRun<'a> {
-    flows: &'a LaneFlows,
-    open: &'a mut [Vec<usize>],
-}
-
-/// Writes a lane's events in time order (see the module's `# Format` for ties) into
-/// `buf[*pos..]`, until done (`None`) or the buffer needs flushing (`Some(bytes needed)`;
-/// call again after flushing). `levels` holds one cleared stack per level the lane needs.
-/// With `FLOWS`, signal events start their flows and linked waits' ends terminate theirs
-/// (`fl`); without, `fl` is not touched and the loop is the plain one.
-#[allow(clippy::too_many_arguments)]
-fn emit_lane<const FLOWS: bool>(
-    ev: &LaneEvents<'_>,
-    run: &mut LaneRun,
-    levels: &mut [Vec<u64>],
-    enc: &mut SeqEncoder,
-    buf: &mut [u8],
-    pos: &mut usize,
-    blobs: &[Box<[u8]>],
-    heads: &[(enc::NameHead, enc::NameHead)],
-    interned_on: &mut [u64],
-    seq: u64,
-    level_uuid: &[u64],
-    counter_uuid: &[u64],
-    counts: &mut Counts,
-    fl: &mut FlowRun<'_>,
-) -> Option<usize> {
-    let shift = ev.shift;
-    let at = |col: &[Ns], i: usize| col.get(i).map_or(u64::MAX, |&t| t.wrapping_add(shift));
-    let (mut si, mut ii, mut ci) = (run.si, run.ii, run.ci);
-    let (mut so, mut io) = (run.so, run.io);
-    let mut p = *pos;
-    let mut need = None;
-    let mut c = Counts::default();
-    let single = levels.len() == 1;
-    let (mut nb, mut ni, mut nc) = (at(ev.begin, si), at(ev.i_ts, ii), at(ev.c_ts, ci));
-    loop {
-        if p + enc::MAX_EVENT_BYTES > buf.len() {
-            need = Some(enc::MAX_EVENT_BYTES);
-            break;
-        }
-        // Earliest pending slice end: the top of each level's stack.
-        let (ne, nl) = if single {
-            (levels[0].last().copied().unwrap_or(u64::MAX), 0)
-        } else {
-            let mut m = (u64::MAX, 0);
-            for (l, st) in levels.iter().enumerate() {
-                if let Some(&top) = st.last() {
-                    if top < m.0 {
-                        m = (top, l);
-                    }
-                }
-            }
-            m
-        };
-        let other = nb.min(ni).min(nc);
-        if ne <= other && ne != u64::MAX {
-            levels[nl].pop();
-            let flow = if FLOWS {
-                let i = fl.open[nl].pop().expect("open spans in step with levels");
-                let f = fl.flows;
-                f.in_span.binary_search(&i).ok().map(|k| f.in_span_id[k])
-            } else {
-                None
-            };
-            p = match flow {
-                Some(id) => enc.end_flow(buf, p, ne, level_uuid[nl], id),
-                None => enc.end(buf, p, ne, level_uuid[nl]),
-            };
-        } else if other == u64::MAX {
-            break;
-        } else if nb == other || ni == other {
-            let is_span = nb == other;
-            let (r, payload) = if is_span {
-                (ev.region[si], ev.payload[si])
-            } else {
-                (ev.i_region[ii], ev.i_payload[ii])
-            };
-            // The flows this event starts (signal events).
-            let (ids, next_o): (&[u64], usize) = if !FLOWS {
-                (&[], 0)
-            } else if is_span {
-                let k = run_of(&fl.flows.out_span, so, si);
-                (&fl.flows.out_span_id[k.clone()], k.end)
-            } else {
-                let k = run_of(&fl.flows.out_instant, io, ii);
-                (&fl.flows.out_instant_id[k.clone()], k.end)
-            };
-            let extra = if FLOWS { enc::flows_room(ids.len()) } else { 0 };
-            let r = r as usize;
-            let blob: &[u8] = if interned_on[r] != seq {
-                let b = &blobs[r];
-                if p + enc::MAX_EVENT_BYTES + b.len() + extra > buf.len() {
-                    need = Some(enc::MAX_EVENT_BYTES + b.len() + extra);
-                    break;
-                }
-                interned_on[r] = seq;
-                b
-            } else {
-                if FLOWS && p + enc::MAX_EVENT_BYTES + extra > buf.len() {
-                    need = Some(enc::MAX_EVENT_BYTES + extra);
-                    break;
-                }
-                &[]
-            };
-            if is_span {
-                let e = ev.end[si].wrapping_add(shift);
-                let level = if single {
-                    levels[0].push(e);
-                    0
-                } else {
-                    let l = levels
-                        .iter()
-                        .position(|st| st.last().is_none_or(|&top| top >= e));
-                    let l = l.expect("count_levels sized the levels");
-                    levels[l].push(e);
-                    l
-                };
-                if FLOWS {
-                    fl.open[level].push(si);
-                }
-                let (head, track) = (&heads[r].0, level_uuid[level]);
-                p = if FLOWS && !ids.is_empty() {
-                    so = next_o;
-                    c.flows += ids.len() as u64;
-                    enc.named_flows(buf, p, head, nb, track, ANN_PAYLOAD, payload, blob, ids)
-                } else {
-                    enc.named(buf, p, head, nb, track, ANN_PAYLOAD, payload, blob)
-                };
-                c.slices += 1;
-                si += 1;
-                nb = at(ev.begin, si);
-            } else {
-                let head = &heads[r].1;
-                p = if FLOWS && !ids.is_empty() {
-                    io = next_o;
-                    c.flows += ids.len() as u64;
-                    enc.named_flows(buf, p, head, ni, 0, ANN_PAYLOAD, payload, blob, ids)
-                } else {
-                    enc.named(buf, p, head, ni, 0, ANN_PAYLOAD, payload, blob)
-                };
-                c.instants += 1;
-                ii += 1;
-                ni = at(ev.i_ts, ii);
-            }
-        } else {
-            let track = counter_uuid[ev.c_counter[ci] as usize];
-            p = enc.counter(buf, p, nc, track, ev.c_value[ci]);
-            c.counter_values += 1;
-            ci += 1;
-            nc = at(ev.c_ts, ci);
-        }
-        c.packets += 1;
-    }
-    *run = LaneRun { si, ii, ci, so, io };
-    *pos = p;
-    counts.packets += c.packets;
-    counts.slices += c.slices;
-    counts.instants += c.instants;
-    counts.counter_values += c.counter_values;
-    counts.flows += c.flows;
-    need
 }
