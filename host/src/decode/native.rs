@@ -75,8 +75,10 @@
 //!    genuine launch has no 18 min stretch with no lane open, unless it records only a
 //!    short part of blocks that each run for longer than that, wave after wave.
 //!
-//! Each rule is O(lanes) (the third sorts the lanes only when they span more than its
-//! bound). A stamp corrupted by less than the bounds is a plausible stamp and cannot be
+//! The rules cost O(lanes), never O(records): the first is checked lane by lane in the
+//! counting pass, which also notes the lanes' extent, so that the third looks at the
+//! lanes again (and sorts them) only when they span more than its bound; the second takes
+//! a pass and a median in clock mode. A stamp corrupted by less than the bounds is a plausible stamp and cannot be
 //! told from one: its lane is decoded, and one corrupted stamp word moves the GPU wall
 //! time by at most [`LANE_SPAN_MAX_NS`]. TVM-format stamps are 32 bits, bounded by their
 //! unwrapping, so only native lanes are set aside.
@@ -124,6 +126,16 @@ impl LaneInfo {
     fn end(&self) -> u64 {
         self.end_gt.max(self.start_gt)
     }
+
+    /// How far the lane's interval is known to reach: its end, or for a lane that never
+    /// finalized its start (its last record is only known after the walk).
+    fn reach(&self) -> u64 {
+        if self.finalized {
+            self.end()
+        } else {
+            self.start_gt
+        }
+    }
 }
 
 /// Decodes a native buffer, reusing the memory of `reuse`'s columns.
@@ -152,6 +164,8 @@ pub(crate) struct Prepared {
     /// Clock mode: the pooled calibration, for lanes without their own.
     clock: Option<ClockCalibration>,
     parallel: bool,
+    /// Lanes set aside (so that a sound buffer's decode looks for none).
+    set_aside: usize,
 }
 
 /// Checks the header and every lane segment of a native buffer. `inspected` is called with
@@ -167,6 +181,7 @@ pub(crate) fn prepare(
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
     let per_chunk = (INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize).max(1);
     let mut infos: Vec<LaneInfo> = Vec::with_capacity(n_lanes);
+    let mut seen = Seen::default();
     let mut l0 = 0;
     while l0 < n_lanes {
         let l1 = (l0 + per_chunk).min(n_lanes);
@@ -175,19 +190,26 @@ pub(crate) fn prepare(
                 .into_par_iter()
                 .map(|l| inspect(&h, words, l))
                 .collect::<Result<_, _>>()?;
+            part.iter().for_each(|i| seen.note(i));
             infos.extend(part);
         } else {
             for l in l0..l1 {
-                infos.push(inspect(&h, words, l)?);
+                let i = inspect(&h, words, l)?;
+                seen.note(&i);
+                infos.push(i);
             }
         }
         inspected(h.lane_range(l0 as u64).start..h.lane_range(l1 as u64 - 1).end);
         l0 = l1;
     }
+    let mut set_aside = seen.set_aside;
     if h.layout.timer == TimerMode::Clock {
-        set_aside_clock(&mut infos);
+        set_aside += set_aside_clock(&mut infos);
     }
-    set_aside_apart(&mut infos);
+    // Lanes that all lie within the gap are one group (no pass over them needed).
+    if seen.hi.saturating_sub(seen.lo) > LAUNCH_GAP_MAX_NS {
+        set_aside += set_aside_apart(&mut infos);
+    }
     let clock = match h.layout.timer {
         TimerMode::Clock if infos.iter().any(LaneInfo::live) => {
             Some(calibration(&infos).map_err(DecodeError::NoClockCalibration)?)
@@ -199,7 +221,39 @@ pub(crate) fn prepare(
         infos,
         clock,
         parallel,
+        set_aside,
     })
+}
+
+/// What the counting pass notes of each lane as it goes, so that a sound buffer needs no
+/// further pass over its lanes for `# Lanes set aside` (module docs).
+#[derive(Debug)]
+struct Seen {
+    /// Earliest start and latest [`LaneInfo::reach`] of the lanes not set aside.
+    lo: u64,
+    hi: u64,
+    /// Lanes set aside (by rule 1, the only one applied lane by lane).
+    set_aside: usize,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen {
+            lo: u64::MAX,
+            hi: 0,
+            set_aside: 0,
+        }
+    }
+}
+
+impl Seen {
+    fn note(&mut self, i: &LaneInfo) {
+        if i.live() {
+            (self.lo, self.hi) = (self.lo.min(i.start_gt), self.hi.max(i.reach()));
+        } else if i.set_aside.is_some() {
+            self.set_aside += 1;
+        }
+    }
 }
 
 impl Prepared {
@@ -321,8 +375,11 @@ impl Prepared {
             counter_totals.extend_from_slice(&seg[t..t + nc]);
         }
         let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-        let set_aside = (infos.iter().enumerate())
+        // A sound buffer has none to look for (one pass less over many lanes).
+        let with_set_aside = if self.set_aside > 0 { infos } else { &[] };
+        let set_aside = (with_set_aside.iter().enumerate())
             .filter_map(|(k, i)| {
+                let reason = i.set_aside?;
                 let l = (l_base + k) as u32;
                 Some(SetAsideLane {
                     lane: l,
@@ -336,7 +393,7 @@ impl Prepared {
                     end: i.finalized.then_some(i.end_gt),
                     start_clock: i.start_clk,
                     end_clock: i.finalized.then_some(i.end_clk),
-                    reason: i.set_aside?,
+                    reason,
                 })
             })
             .collect();
@@ -531,8 +588,8 @@ pub const CLOCK_DISAGREEMENT_MAX: u64 = 16;
 pub const CLOCK_SLACK_NS: u64 = 1 << 12;
 
 /// Rule 2 of `# Lanes set aside` (module docs): sets aside the finalized lanes whose
-/// clock64 and globaltimer intervals disagree at the launch's clock rate.
-fn set_aside_clock(infos: &mut [LaneInfo]) {
+/// clock64 and globaltimer intervals disagree at the launch's clock rate; how many.
+fn set_aside_clock(infos: &mut [LaneInfo]) -> usize {
     let ratio = |(ns, cycles): (u64, u64)| ns as f64 / cycles as f64;
     let pairs = || infos.iter().filter_map(pair);
     let mut rates: Vec<f64> = (pairs())
@@ -543,7 +600,7 @@ fn set_aside_clock(infos: &mut [LaneInfo]) {
         rates = pairs().filter(|&(ns, _)| ns > 0).map(ratio).collect();
     }
     if rates.is_empty() {
-        return;
+        return 0;
     }
     let mid = (rates.len() - 1) / 2;
     let rate = *rates.select_nth_unstable_by(mid, f64::total_cmp).1;
@@ -554,30 +611,27 @@ fn set_aside_clock(infos: &mut [LaneInfo]) {
     };
     let (n, agreeing) = pairs().fold((0, 0), |(n, a), p| (n + 1, a + usize::from(agrees(p))));
     if 2 * agreeing <= n {
-        return;
+        return 0;
     }
     for i in infos.iter_mut() {
         if pair(i).is_some_and(|p| !agrees(p)) {
             i.set_aside = Some(SetAsideReason::Clock);
         }
     }
+    n - agreeing
 }
 
 /// Rule 3 of `# Lanes set aside` (module docs): keeps the largest group of lanes whose
-/// intervals are linked by gaps of at most [`LAUNCH_GAP_MAX_NS`], sets aside the others.
-fn set_aside_apart(infos: &mut [LaneInfo]) {
-    let reach = |i: &LaneInfo| if i.finalized { i.end() } else { i.start_gt };
-    let (lo, hi) = (infos.iter().filter(|i| i.live())).fold((u64::MAX, 0), |(lo, hi), i| {
-        (lo.min(i.start_gt), hi.max(reach(i)))
-    });
-    // The usual case, a launch shorter than the gap (or no lane): one group.
-    if hi.saturating_sub(lo) <= LAUNCH_GAP_MAX_NS {
-        return;
-    }
+/// intervals are linked by gaps of at most [`LAUNCH_GAP_MAX_NS`], sets aside the others;
+/// how many.
+fn set_aside_apart(infos: &mut [LaneInfo]) -> usize {
     let mut by_start: Vec<(u64, u64, usize)> = (infos.iter().enumerate())
         .filter(|(_, i)| i.live())
-        .map(|(l, i)| (i.start_gt, reach(i), l))
+        .map(|(l, i)| (i.start_gt, i.reach(), l))
         .collect();
+    if by_start.is_empty() {
+        return 0;
+    }
     by_start.sort_unstable();
     let (mut best, mut first, mut end) = (0..0, 0, by_start[0].1);
     for k in 1..=by_start.len() {
@@ -600,6 +654,7 @@ fn set_aside_apart(infos: &mut [LaneInfo]) {
             infos[l].set_aside = Some(SetAsideReason::Apart);
         }
     }
+    by_start.len() - best.len()
 }
 
 /// `(ns, cycles)` elapsed between a decoded finalized lane's start and end, if both

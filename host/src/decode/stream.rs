@@ -66,14 +66,18 @@ impl StreamedBuffer {
         self.prepared.lane_count()
     }
 
-    /// The earliest start of any lane: the time base of the whole launch, as a decode of
-    /// the whole buffer has it.
+    /// The earliest start of any lane decoded (lanes set aside excepted): the time base of
+    /// the whole launch, as a decode of the whole buffer has it.
     pub fn time_base(&self) -> Ns {
         self.prepared.time_base()
     }
 
     /// Decodes lane slot `s` into a trace holding that lane alone (or no lane), its
-    /// `time_base` the lane's start, then hands the slot's pages back to the kernel.
+    /// `time_base` the lane's start, then hands the slot's pages back to the kernel. A
+    /// lane set aside by the counting pass (see [`super::native`], `# Lanes set aside`)
+    /// is no lane of its slot's trace but its entry in
+    /// [`Diagnostics::set_aside`](crate::model::Diagnostics::set_aside), as in a decode of
+    /// the whole buffer.
     pub fn decode_slot(&self, s: usize) -> Result<Trace, DecodeError> {
         self.decodes.set(self.decodes.get() + 1);
         let mut t = self.prepared.decode_lanes(self.map.words(), s..s + 1)?;
