@@ -64,6 +64,47 @@ fn messy(clock: bool) -> Vec<u8> {
     b.to_bytes()
 }
 
+/// Buffers with lanes whose stamps cannot belong to the launch (set aside by the
+/// decoder): the sample with one lane's start 544 years late and another lane moved 2^41
+/// ns away whole; or, in clock mode, a launch with one lane's end clock64 corrupted.
+fn corrupted(clock: bool) -> Vec<u8> {
+    use ikp_device::wire::lane;
+    let mut words = if clock {
+        let mut b = BufferWriter::new(Layout {
+            grid: [3, 1, 1],
+            groups_per_block: 2,
+            records_per_lane: 4,
+            timer: TimerMode::Clock,
+            regions: vec!["step".into()],
+            counters: vec![],
+        })
+        .unwrap();
+        for l in 0..6u64 {
+            let (gt, clk) = (5_000 + l * 100, 70_000 + l * 3);
+            b.lane(l)
+                .init(l as u32, 0, lane_flags::CLOCK, gt, clk)
+                .begin(0, 0, clk + 300)
+                .end(0, 0, clk + 3_000)
+                .finalize(gt + 2_000_000, clk + 3_000_000);
+        }
+        b.into_words()
+    } else {
+        ikp_device::sample::attention().unwrap().into_words()
+    };
+    let h = ikp_device::Header::parse(&words).unwrap();
+    let trailer =
+        |l: u64| h.lane_range(l).start + (lane::EVENTS + h.layout.records_per_lane) as usize;
+    if clock {
+        words[trailer(3) + lane::T_END_CLK as usize] |= 1 << 60;
+    } else {
+        words[h.lane_range(100).start] =
+            words[h.lane_range(100).start].wrapping_add(17_175_002_975_966_379_653);
+        words[h.lane_range(7).start] += 1 << 41;
+        words[trailer(7)] += 1 << 41;
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
 #[test]
 fn streamed_perfetto_is_byte_identical_to_in_memory() {
     let d = tempfile::tempdir().unwrap();
@@ -74,6 +115,8 @@ fn streamed_perfetto_is_byte_identical_to_in_memory() {
             "attention.ikp",
             ikp_device::sample::attention().unwrap().to_bytes(),
         ),
+        ("corrupted.ikp", corrupted(false)),
+        ("corrupted_clock.ikp", corrupted(true)),
     ];
     for (name, bytes) in cases {
         let buf = d.path().join(name);
@@ -107,10 +150,21 @@ fn streamed_perfetto_is_byte_identical_to_in_memory() {
             assert!(x == y, "{name} --group-by {group}: streamed output differs");
             // Same warnings too.
             assert_eq!(o1.stderr, o2.stderr);
-            if name != "attention.ikp" {
-                let err = String::from_utf8_lossy(&o1.stderr);
+            let err = String::from_utf8_lossy(&o1.stderr);
+            if name.starts_with("messy") || name.starts_with("clock") {
                 assert!(err.contains(", 1 backward timer steps (clamped),"), "{err}");
             }
+            // The lanes set aside are counted and named alike on both paths.
+            let set_aside = match name {
+                "corrupted.ikp" => "2 lanes set aside, their stamps not of this launch: block 2 · group 1 (warp ",
+                "corrupted_clock.ikp" => "1 lanes set aside, their stamps not of this launch: block 1 · group 1 (warp 0, SM 3) (",
+                _ => "lanes set aside",
+            };
+            assert_eq!(
+                err.contains(set_aside),
+                name.starts_with("corrupted"),
+                "{err}"
+            );
         }
     }
 }

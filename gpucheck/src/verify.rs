@@ -1,6 +1,7 @@
 //! What every trace recorded on a GPU must satisfy, whatever the kernel: every lane
 //! finalized, nothing dropped, unpaired, unknown or written after finalize, no timer stamp
-//! that stepped back (the decoder clamps and counts them), and each
+//! that stepped back (the decoder clamps and counts them), no lane set aside as not of
+//! the launch (a real launch must never trip those rules), and each
 //! lane's spans in order (begins never go back, ends never precede their begins, nested
 //! spans lie inside their parents).
 
@@ -35,6 +36,15 @@ pub fn clean_and_ordered(trace: &Trace) -> Result<(), String> {
         return Err(format!(
             "{} timer stamps stepped back (clamped by the decoder)",
             d.backward_steps
+        ));
+    }
+    if let Some(s) = d.set_aside.first() {
+        return Err(format!(
+            "{} lanes set aside as not of the launch (first: lane {}, {}: {})",
+            d.set_aside.len(),
+            s.lane,
+            s.track.name(),
+            s.reason.describe()
         ));
     }
     if d.after_finalize > 0 || d.unknown_records > 0 {

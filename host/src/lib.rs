@@ -78,7 +78,8 @@ pub use decode::{
 };
 pub use model::{
     BlockFilter, BlockFilterError, ClockCalibration, CounterSamples, DiagnosticCounts, Diagnostics,
-    Instants, Lane, Names, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
+    Instants, Lane, Names, SetAsideLane, SetAsideReason, Source, Spans, Trace, TrackId, Unpaired,
+    WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

@@ -3,7 +3,10 @@
 //! and the critical path of the slowest block.
 //!
 //! The JSON is [`ikp_host::analysis::kernel::KernelAnalysis`]; its `# Format` documents
-//! every field. The text ([`ikp_host::write_analysis`]) shows the same figures.
+//! every field. The text ([`ikp_host::write_analysis`]) shows the same figures. Lanes the
+//! decoder set aside (stamps that cannot belong to the launch, see
+//! [`ikp_host::Diagnostics::set_aside`]) are in none of them; a warning on stderr names
+//! them.
 use crate::analysis_opts::AnalysisOpts;
 use crate::input::InputArgs;
 use crate::output::Outputs;
@@ -52,5 +55,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         path_steps: args.path_steps,
     };
     write_analysis(std::io::stdout().lock(), &trace, &a, gpu, &text)?;
+    let counts = trace.diagnostic_counts();
+    if counts.set_aside > 0 {
+        eprintln!(
+            "ikp: warning: {}; they are in none of these figures (`ikp decode --summary` lists them)",
+            counts.set_aside_phrase()
+        );
+    }
     Ok(())
 }

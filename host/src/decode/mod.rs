@@ -42,7 +42,9 @@ pub mod stream;
 pub mod tvm;
 
 pub use names::{read as read_names, NamesError};
-pub use native::OWN_RATIO_MIN_NS;
+pub use native::{
+    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, OWN_RATIO_MIN_NS,
+};
 pub use stream::StreamedBuffer;
 
 use crate::buffer::{BufferError, RawBuffer};

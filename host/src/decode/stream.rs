@@ -12,6 +12,10 @@
 //! by the largest run decoded at once, not by the buffer. The TVM format interleaves its
 //! lanes record by record, so only native buffers stream.
 //!
+//! Lanes whose stamps cannot belong to the launch (see [`super::native`], `# Lanes set
+//! aside`) are set aside by the counting pass as in a decode of the whole buffer: never in
+//! the outline, counted and named in the diagnostic counts.
+//!
 //! A block filter ([`DecodeOptions::blocks`]) keeps the lanes of its blocks with the
 //! results of [`Trace::filter_blocks`] on the whole decode: the whole launch's time base,
 //! and its counts that are not per lane (for which the first pass walks the other blocks'
@@ -147,8 +151,9 @@ impl StreamedBuffer {
         &self.outline
     }
 
-    /// The earliest start of any lane: the time base of the whole launch, as a decode of
-    /// the whole buffer has it (with or without a block filter).
+    /// The earliest start of any lane decoded (lanes set aside excepted): the time base of
+    /// the whole launch, as a decode of the whole buffer has it (with or without a block
+    /// filter).
     pub fn time_base(&self) -> Ns {
         self.outline.source.time_base
     }
@@ -162,7 +167,7 @@ impl StreamedBuffer {
 
     /// The diagnostic counts of the whole (filtered) trace.
     pub fn diagnostic_counts(&self) -> DiagnosticCounts {
-        self.diagnostics
+        self.diagnostics.clone()
     }
 
     /// The index of outline lane `pos`'s first span among the spans of the whole

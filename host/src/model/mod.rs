@@ -81,7 +81,8 @@ pub struct ClockCalibration {
     /// clock64 cycles summed over the same intervals (non-zero).
     pub pooled_cycles: u64,
     /// Finalized lanes whose (clock64, globaltimer) pairs are in the pool: every finalized
-    /// lane whose end stamps are not before its start stamps.
+    /// lane whose end stamps are not before its start stamps, except those set aside
+    /// ([`Diagnostics::set_aside`]).
     pub pool_lanes: u64,
     /// Lanes converted with their own ratio: a globaltimer span of at least
     /// [`crate::decode::native::OWN_RATIO_MIN_NS`].
@@ -322,7 +323,71 @@ pub struct Unpaired {
     pub ts: Ns,
 }
 
+/// Why a native lane was set aside ([`Diagnostics::set_aside`]; the rule is in
+/// [`crate::decode::native`], `# Lanes set aside`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetAsideReason {
+    /// Its end `%globaltimer` is more than
+    /// [`LANE_SPAN_MAX_NS`](crate::decode::native::LANE_SPAN_MAX_NS) after (or before) its
+    /// start.
+    Span,
+    /// Its stamps lie more than
+    /// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) away from the
+    /// launch's lanes (the largest group of lanes linked by smaller gaps).
+    Apart,
+    /// Clock mode: its clock64 interval, at the clock rate of the launch's other lanes,
+    /// disagrees with its globaltimer interval (more than
+    /// [`CLOCK_DISAGREEMENT_MAX`](crate::decode::native::CLOCK_DISAGREEMENT_MAX) times,
+    /// beyond a few ticks).
+    Clock,
+}
+
+impl SetAsideReason {
+    /// A short phrase for user-facing text.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SetAsideReason::Span => "its end stamp is implausibly far from its start",
+            SetAsideReason::Apart => "its stamps are far from every other lane's",
+            SetAsideReason::Clock => "its clock64 and globaltimer intervals disagree",
+        }
+    }
+}
+
+/// A native lane that ran but was not decoded, because its stamps cannot belong to the
+/// same launch as the others' (a corrupted buffer): kept here, named, so that it is
+/// neither lost silently nor turned into absurd figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetAsideLane {
+    /// Lane index (`block * groups_per_block + group`).
+    pub lane: u32,
+    /// Where it sits, in user terms.
+    pub track: TrackId,
+    /// Its start `%globaltimer`, as written.
+    pub start: Ns,
+    /// Its end `%globaltimer`, as written (`None`: it never ran finalize).
+    pub end: Option<Ns>,
+    /// Its start clock64, as written.
+    pub start_clock: u64,
+    /// Its end clock64, as written (`None`: it never ran finalize).
+    pub end_clock: Option<u64>,
+    /// Which rule set it aside.
+    pub reason: SetAsideReason,
+}
+
 /// What went wrong inside an otherwise readable buffer.
+///
+/// Native lanes whose stamps cannot belong to the same launch as the others are **set
+/// aside** ([`Diagnostics::set_aside`]) rather than decoded: a lane whose end is more than
+/// [`LANE_SPAN_MAX_NS`](crate::decode::native::LANE_SPAN_MAX_NS) (about 4.9 h) from its
+/// start; a lane more than
+/// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) (about 18 min) away
+/// from the largest group of lanes linked by smaller gaps between their init-to-finalize
+/// intervals; in clock mode, a lane whose clock64 and globaltimer intervals disagree at
+/// the clock rate of the others. The bounds lie far beyond the launches ikp profiles, so
+/// that a genuine launch (persistent lanes, many waves, lanes that start late) keeps
+/// every lane; the rules, why the bounds are safe, and the only launches they would cut
+/// are in [`crate::decode::native`], `# Lanes set aside`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
     /// Begins never closed (the lane ended, or an end for an outer region came first).
@@ -341,11 +406,15 @@ pub struct Diagnostics {
     /// resync; see [`mod@crate::decode`], `# Unwrapping`), and native lanes whose end globaltimer (or,
     /// in clock mode, end clock64) is before their start.
     pub backward_steps: u64,
+    /// Native lanes not decoded because their stamps cannot belong to this launch,
+    /// ascending by lane. They are not in [`Trace::lanes`], and none of their records or
+    /// counts is in the trace.
+    pub set_aside: Vec<SetAsideLane>,
 }
 
 /// The problems of a decode as counts: what a tool reports in one line, and what a
 /// decode that never holds the whole trace (lane by lane) can still add up.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiagnosticCounts {
     /// Begins never closed.
     pub unmatched_begin: u64,
@@ -361,12 +430,26 @@ pub struct DiagnosticCounts {
     pub dropped: u64,
     /// Lanes decoded.
     pub lanes: u64,
+    /// Lanes set aside ([`Diagnostics::set_aside`]).
+    pub set_aside: u64,
+    /// The first [`DiagnosticCounts::NAMED`] of them, in lane order.
+    pub set_aside_named: Vec<TrackId>,
 }
 
 impl DiagnosticCounts {
+    /// How many set-aside lanes are named (the one line stays short).
+    pub const NAMED: usize = 3;
+
     /// Whether nothing went wrong (lanes are not a problem).
     pub fn is_clean(&self) -> bool {
-        DiagnosticCounts { lanes: 0, ..*self } == DiagnosticCounts::default()
+        let d = self;
+        (
+            d.unmatched_begin,
+            d.unmatched_end,
+            d.after_finalize,
+            d.unknown_records,
+        ) == (0, 0, 0, 0)
+            && (d.backward_steps, d.dropped, d.set_aside) == (0, 0, 0)
     }
 }
 
@@ -379,11 +462,15 @@ impl std::ops::AddAssign for DiagnosticCounts {
         self.backward_steps += o.backward_steps;
         self.dropped += o.dropped;
         self.lanes += o.lanes;
+        self.set_aside += o.set_aside;
+        let room = Self::NAMED.saturating_sub(self.set_aside_named.len());
+        (self.set_aside_named).extend(o.set_aside_named.into_iter().take(room));
     }
 }
 
 impl std::fmt::Display for DiagnosticCounts {
-    /// `2 unmatched begins, 0 unmatched ends, ...`: every count but the lanes.
+    /// `2 unmatched begins, 0 unmatched ends, ...`: every count but the lanes; then, if any
+    /// lane was set aside, how many and the first few by name.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -394,7 +481,32 @@ impl std::fmt::Display for DiagnosticCounts {
             self.unknown_records,
             self.backward_steps,
             self.dropped
-        )
+        )?;
+        if self.set_aside > 0 {
+            write!(f, ", {}", self.set_aside_phrase())?;
+        }
+        Ok(())
+    }
+}
+
+impl DiagnosticCounts {
+    /// `2 lanes set aside, their stamps not of this launch: block 5 · group 1 (warp 4, SM
+    /// 10); block 9 · group 0 (warp 0, SM 3)`, naming the first [`DiagnosticCounts::NAMED`]
+    /// (the end of the [`Display`](std::fmt::Display) line when any was set aside).
+    pub fn set_aside_phrase(&self) -> String {
+        let names: Vec<String> = self.set_aside_named.iter().map(TrackId::name).collect();
+        let mut s = format!(
+            "{} lanes set aside, their stamps not of this launch: {}",
+            self.set_aside,
+            names.join("; ")
+        );
+        let more = self
+            .set_aside
+            .saturating_sub(self.set_aside_named.len() as u64);
+        if more > 0 {
+            s.push_str(&format!("; and {more} more"));
+        }
+        s
     }
 }
 
@@ -405,7 +517,8 @@ pub struct Trace {
     pub source: Source,
     /// Region and counter names.
     pub names: Names,
-    /// Lanes that recorded anything (ran init, or wrote a record), ascending by id.
+    /// Lanes that recorded anything (ran init, or wrote a record), ascending by id; not
+    /// those set aside ([`Diagnostics::set_aside`]).
     pub lanes: Vec<Lane>,
     /// Paired regions.
     pub spans: Spans,
@@ -448,6 +561,11 @@ impl Trace {
             backward_steps: d.backward_steps,
             dropped: self.dropped(),
             lanes: self.lanes.len() as u64,
+            set_aside: d.set_aside.len() as u64,
+            set_aside_named: (d.set_aside.iter())
+                .take(DiagnosticCounts::NAMED)
+                .map(|s| s.track)
+                .collect(),
         }
     }
 
@@ -498,6 +616,7 @@ impl Trace {
             diagnostics: Diagnostics {
                 unmatched_begin: Vec::new(),
                 unmatched_end: Vec::new(),
+                set_aside: Vec::new(),
                 ..self.diagnostics.clone()
             },
         }
@@ -560,9 +679,9 @@ impl Trace {
     /// keeps every block); [`Source::block_filter`] records the filter. Times, names and
     /// the rest of [`Source`] (its `time_base` included, so the kept events stay where they
     /// were on the launch's axis) are unchanged; unpaired records are kept with their
-    /// lanes; the counts that are not per lane (`after_finalize`, `unfinalized_lanes`,
-    /// `unknown_records`, `backward_steps`, and [`Source::clock`]) stay those of the whole
-    /// launch.
+    /// lanes, and so are the lanes set aside of those blocks; the counts that are not per
+    /// lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`, `backward_steps`,
+    /// and [`Source::clock`]) stay those of the whole launch.
     pub fn filter_blocks(&self, filter: &BlockFilter) -> Trace {
         if filter.keeps_all() {
             return self.clone();
@@ -572,6 +691,10 @@ impl Trace {
             .filter(|(_, l)| filter.contains(l.block))
             .map(|(pos, _)| pos);
         out.extend_lanes(self, kept);
+        out.diagnostics.set_aside = (self.diagnostics.set_aside.iter())
+            .filter(|s| filter.contains(s.track.block))
+            .copied()
+            .collect();
         out.source.time_base = self.source.time_base;
         out.source.block_filter = filter.clone();
         out

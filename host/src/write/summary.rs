@@ -28,6 +28,10 @@
 //!                       that time (should be 0)
 //! dropped               records lanes could not write (segment full), summed
 //! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
+//! set_aside_lanes       [{lane, block, group, warp, sm, start, end, start_clock,
+//!                       end_clock, reason}] for native lanes whose stamps cannot belong
+//!                       to this launch, which were not decoded (absent when there are
+//!                       none; see below)
 //! percentile_method     how percentiles were computed (exact, see below)
 //! filters               {summary_hist_bins, summary_topk_block_warp_per_region}
 //! lane_dur              lane time: the lanes' first-to-last-stamp times, summed
@@ -45,6 +49,16 @@
 //! with their own ratio, `pooled_ratio_lanes` with the pooled one. Like
 //! `after_finalize`, `unfinalized_lanes`, `unknown_records` and `backward_steps`, it
 //! describes the whole buffer, whatever the block filter.
+//!
+//! A **set_aside_lanes** entry ([`crate::model::SetAsideLane`]) gives the lane's stamps
+//! as written: `start` and `end` its `%globaltimer` ns at init and finalize,
+//! `start_clock` and `end_clock` its clock64 cycles (`end` and `end_clock` are null for a
+//! lane that never finalized), and `reason` the rule that set it aside
+//! ([`crate::decode::native`], `# Lanes set aside`): `"span"` (its end is more than
+//! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes)
+//! or `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
+//! launch's clock rate). Such a lane is in no other figure of the summary. The list is
+//! restricted to the blocks of `block_filter`.
 //!
 //! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`
 //! (inclusive time), `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`,
@@ -76,7 +90,7 @@
 
 use super::atomic::Outputs;
 use super::{TraceWriteOptions, WriteError};
-use crate::model::{Lane, Ns, Trace, WireFormat};
+use crate::model::{Lane, Ns, SetAsideReason, Trace, WireFormat};
 use crate::stats::self_times;
 use crate::stats::Shares;
 use crate::stats::{self, DurStats, PERCENTILES};
@@ -247,6 +261,31 @@ pub struct LaneDrops {
     pub dropped: u64,
 }
 
+/// A lane set aside (see [`crate::model::SetAsideLane`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneSetAside {
+    /// Lane id.
+    pub lane: u32,
+    /// Block.
+    pub block: u32,
+    /// Group.
+    pub group: u32,
+    /// Warp, if known.
+    pub warp: Option<u32>,
+    /// SM, if known.
+    pub sm: Option<u32>,
+    /// Start globaltimer, as written.
+    pub start: u64,
+    /// End globaltimer, as written (null: never finalized).
+    pub end: Option<u64>,
+    /// Start clock64, as written.
+    pub start_clock: u64,
+    /// End clock64, as written (null: never finalized).
+    pub end_clock: Option<u64>,
+    /// The rule that set it aside.
+    pub reason: SetAsideReason,
+}
+
 /// The clock-mode calibration (see [`crate::model::ClockCalibration`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClockSummary {
@@ -317,6 +356,10 @@ pub struct Summary {
     pub dropped: u64,
     /// Dropped per lane.
     pub dropped_by_lane: Vec<LaneDrops>,
+    /// Lanes set aside (absent when none, so that the summary of a sound buffer keeps
+    /// its shape).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside_lanes: Vec<LaneSetAside>,
     /// Percentile method.
     pub percentile_method: &'static str,
     /// Filters.
@@ -494,6 +537,20 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         backward_steps: d.backward_steps,
         dropped: dropped_by_lane.iter().map(|l| l.dropped).sum(),
         dropped_by_lane,
+        set_aside_lanes: (d.set_aside.iter())
+            .map(|s| LaneSetAside {
+                lane: s.lane,
+                block: s.track.block,
+                group: s.track.group,
+                warp: s.track.warp,
+                sm: s.track.sm,
+                start: s.start,
+                end: s.end,
+                start_clock: s.start_clock,
+                end_clock: s.end_clock,
+                reason: s.reason,
+            })
+            .collect(),
         percentile_method: PERCENTILE_METHOD,
         filters: SummaryFilters {
             summary_hist_bins: opt.summary_hist_bins,

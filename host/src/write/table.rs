@@ -20,6 +20,14 @@
 //! ```text
 //! clock 1500.00 MHz pooled over 4 lanes (3000 ns / 4500 cycles); 1 lanes on their own ratio, 3 on the pooled one
 //! ```
+//! Lines on unmatched records by region and on drops follow. Last, when native lanes were
+//! set aside (their stamps cannot belong to this launch; see [`crate::decode::native`],
+//! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
+//! rule that set them aside:
+//! ```text
+//! 1 lanes set aside, not decoded: their stamps cannot belong to this launch
+//!   block 5 · group 1 (warp 4, SM 10): its end stamp is implausibly far from its start
+//! ```
 
 use super::summary::summarize;
 use super::{TraceWriteOptions, WriteError};
@@ -27,6 +35,9 @@ use crate::model::Trace;
 use crate::stats::{Shares, OUTSIDE};
 use crate::time::format_duration;
 use std::io::{self, Write};
+
+/// Set-aside lanes the table names, one line each.
+const SET_ASIDE_LISTED: usize = 8;
 
 /// Writes the table of `trace` to `out`.
 pub fn write_table<W: Write>(
@@ -160,6 +171,20 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             worst.group,
             worst.dropped
         )?;
+    }
+    if !trace.diagnostics.set_aside.is_empty() {
+        let all = &trace.diagnostics.set_aside;
+        writeln!(
+            w,
+            "{} lanes set aside, not decoded: their stamps cannot belong to this launch",
+            all.len()
+        )?;
+        for l in all.iter().take(SET_ASIDE_LISTED) {
+            writeln!(w, "  {}: {}", l.track.name(), l.reason.describe())?;
+        }
+        if all.len() > SET_ASIDE_LISTED {
+            writeln!(w, "  and {} more", all.len() - SET_ASIDE_LISTED)?;
+        }
     }
     Ok(())
 }
