@@ -1,18 +1,25 @@
 //! Hand-built traces for unit tests of the analyses and the report.
 use crate::model::*;
+use crate::time::Timestamp;
 
 /// One lane of a test trace: `(block, group, sm, start, end, spans, samples)` where spans are
 /// `(region, begin, end)` properly nested and samples `(counter, ts, iterations)`.
 pub(crate) struct L {
     pub(crate) block: u32,
     pub(crate) sm: u32,
-    pub(crate) start: Ns,
-    pub(crate) end: Ns,
-    pub(crate) spans: Vec<(u16, Ns, Ns)>,
-    pub(crate) samples: Vec<(u16, Ns, u32)>,
+    pub(crate) start: Timestamp,
+    pub(crate) end: Timestamp,
+    pub(crate) spans: Vec<(u16, Timestamp, Timestamp)>,
+    pub(crate) samples: Vec<(u16, Timestamp, u32)>,
 }
 
-pub(crate) fn lane(block: u32, sm: u32, start: Ns, end: Ns, spans: &[(u16, Ns, Ns)]) -> L {
+pub(crate) fn lane(
+    block: u32,
+    sm: u32,
+    start: Timestamp,
+    end: Timestamp,
+    spans: &[(u16, Timestamp, Timestamp)],
+) -> L {
     L {
         block,
         sm,
@@ -55,7 +62,7 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
         let mut spans = l.spans.clone();
         spans.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
         let s0 = t.spans.len();
-        let mut open: Vec<Ns> = vec![];
+        let mut open: Vec<Timestamp> = vec![];
         for (r, b, e) in spans {
             while open.last().is_some_and(|&end| end <= b) {
                 open.pop();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use ikp_host::analysis::blocks::slowest_block;
 use ikp_host::analysis::links::{critical_path_links, links, SignalEvent};
 use ikp_host::model::{
-    CounterSamples, Diagnostics, Instants, Lane, Names, Ns, Source, Spans, Trace, WireFormat,
+    CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Timestamp, Trace, WireFormat,
 };
 use ikp_host::{
     write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoOptions, PerfettoStats,
@@ -36,14 +36,14 @@ struct LaneSpec {
     group: u32,
     sm: Option<u32>,
     warp: Option<u32>,
-    start: Ns,
-    end: Ns,
+    start: Timestamp,
+    end: Timestamp,
     /// (region, payload, begin, end)
-    spans: Vec<(u16, u32, Ns, Ns)>,
+    spans: Vec<(u16, u32, Timestamp, Timestamp)>,
     /// (region, payload, ts)
-    instants: Vec<(u16, u32, Ns)>,
+    instants: Vec<(u16, u32, Timestamp)>,
     /// (counter, ts, value)
-    samples: Vec<(u16, Ns, u32)>,
+    samples: Vec<(u16, Timestamp, u32)>,
 }
 
 fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace {
@@ -76,7 +76,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
         l.instants.sort_by_key(|i| i.2);
         l.samples.sort_by_key(|s| s.1);
         let s0 = t.spans.len();
-        let mut open: Vec<Ns> = Vec::new();
+        let mut open: Vec<Timestamp> = Vec::new();
         for &(r, p, b, e) in &l.spans {
             while open.last().is_some_and(|&end| end <= b) {
                 open.pop();
@@ -126,7 +126,7 @@ fn names(regions: &[&str], counters: &[&str]) -> Names {
 
 /// A small trace with nesting, crossing spans, instants, samples, two SMs and a lane
 /// without events.
-fn small_trace(t0: Ns) -> Trace {
+fn small_trace(t0: Timestamp) -> Trace {
     let lanes = vec![
         LaneSpec {
             block: 0,
@@ -632,7 +632,7 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
     for (k, l) in launches.iter().enumerate() {
         let t = l.trace;
         let root = root_name(launches, k);
-        let map = |x: Ns| x as i64 + shifts[k];
+        let map = |x: Timestamp| x as i64 + shifts[k];
         for lane in &t.lanes {
             let (g, block_group) = group_name(t, lane, opts.group_by);
             let ln = lane_name(lane, block_group);
@@ -858,7 +858,7 @@ fn check_flows(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
     for (k, l) in launches.iter().enumerate() {
         let t = l.trace;
         let root = root_name(launches, k);
-        let map = |x: Ns| x as i64 + shifts[k];
+        let map = |x: Timestamp| x as i64 + shifts[k];
         let path = |id: u32| {
             let lane = t.lanes.iter().find(|l| l.id == id).unwrap();
             let (g, block_group) = group_name(t, lane, opts.group_by);
@@ -1181,7 +1181,7 @@ fn arb_trace() -> impl Strategy<Value = Trace> {
             .into_iter()
             .filter(|l| seen.insert((l.block, l.group)))
             .map(|mut l| {
-                let sh = |x: &mut Ns| *x += t0;
+                let sh = |x: &mut Timestamp| *x += t0;
                 sh(&mut l.start);
                 sh(&mut l.end);
                 l.spans.iter_mut().for_each(|s| {
@@ -1434,12 +1434,12 @@ const LINK_REGIONS: [&str; 7] = [
 ///   signal is on its own lane (no link).
 ///
 /// Links: 5, the `kv` instant of token 1 starting two flows.
-fn links_trace(t0: Ns) -> Trace {
+fn links_trace(t0: Timestamp) -> Trace {
     let lane = |block: u32,
                 group: u32,
-                spans: Vec<(u16, u32, Ns, Ns)>,
-                instants: Vec<(u16, u32, Ns)>,
-                end: Ns| LaneSpec {
+                spans: Vec<(u16, u32, Timestamp, Timestamp)>,
+                instants: Vec<(u16, u32, Timestamp)>,
+                end: Timestamp| LaneSpec {
         block,
         group,
         sm: Some(4 - 2 * block),
@@ -1601,7 +1601,7 @@ fn links_buffer() -> Vec<u64> {
     .unwrap();
     for l in &t.lanes {
         // Records in time order: at equal times ends, then begins, then instants.
-        let mut recs: Vec<(Ns, u8, u32, u32)> = Vec::new();
+        let mut recs: Vec<(Timestamp, u8, u32, u32)> = Vec::new();
         for i in l.spans.clone() {
             let (r, p) = (t.spans.region[i] as u32, t.spans.payload[i]);
             recs.push((t.spans.begin[i], 1, r, p));

@@ -12,7 +12,8 @@
 //! The one whole-GPU figure kept is the **GPU wall time** ([`gpu_wall`]): the first stamp of
 //! any block to the last, which answers "how long did the launch take".
 
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::{DurationNs, Timestamp};
 use std::collections::BTreeMap;
 
 /// One block's lanes and window.
@@ -23,14 +24,14 @@ pub struct Block {
     /// Positions of its lanes in [`Trace::lanes`], ascending.
     pub lanes: Vec<usize>,
     /// Its lanes' first stamp (the earliest lane start).
-    pub start: Ns,
+    pub start: Timestamp,
     /// Its lanes' last stamp (the latest lane end), never before `start`.
-    pub end: Ns,
+    pub end: Timestamp,
 }
 
 impl Block {
     /// `end - start`: the block's length.
-    pub fn length(&self) -> Ns {
+    pub fn length(&self) -> DurationNs {
         self.end - self.start
     }
 }
@@ -76,7 +77,7 @@ pub fn slowest_block(trace: &Trace) -> Option<Block> {
 /// GPU wall time: first lane start to last lane end over the whole launch (0 without
 /// lanes). A whole-GPU figure: use it for "how long did the launch take", never as the
 /// denominator of a per-block share.
-pub fn gpu_wall(trace: &Trace) -> Ns {
+pub fn gpu_wall(trace: &Trace) -> DurationNs {
     let start = trace.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(start);
     end.saturating_sub(start)
@@ -86,19 +87,19 @@ pub fn gpu_wall(trace: &Trace) -> Ns {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Distribution {
     /// Smallest value.
-    pub min: Ns,
+    pub min: DurationNs,
     /// Lower median: the `⌈n/2⌉`-th smallest value.
-    pub median: Ns,
+    pub median: DurationNs,
     /// 90th percentile, nearest rank: the `⌈0.9·n⌉`-th smallest value.
-    pub p90: Ns,
+    pub p90: DurationNs,
     /// Largest value.
-    pub max: Ns,
+    pub max: DurationNs,
 }
 
 /// The distribution of `values`; all zero when there are none. Every figure is one of the
 /// values (nearest rank, no interpolation), so it can be traced back to a block.
-pub fn distribution(values: impl IntoIterator<Item = Ns>) -> Distribution {
-    let mut v: Vec<Ns> = values.into_iter().collect();
+pub fn distribution(values: impl IntoIterator<Item = DurationNs>) -> Distribution {
+    let mut v: Vec<DurationNs> = values.into_iter().collect();
     if v.is_empty() {
         return Distribution::default();
     }

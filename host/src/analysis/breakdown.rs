@@ -16,33 +16,34 @@
 use super::blocks::{blocks, Block};
 use super::categories::{Category, CategoryTable};
 use super::intervals::IntervalSet;
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::{DurationNs, Timestamp};
 
 /// Time split into disjoint parts: one block's window, or a sum of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TimeBreakdown {
     /// Length: the block's first to last stamp (for a sum, the block-time).
-    pub total: Ns,
+    pub total: DurationNs,
     /// Time some lane of the block computes.
-    pub compute: Ns,
+    pub compute: DurationNs,
     /// Time some lane of the block waits and none computes.
-    pub exposed_wait: Ns,
+    pub exposed_wait: DurationNs,
     /// Time some lane loads and none computes or waits.
-    pub exposed_load: Ns,
+    pub exposed_load: DurationNs,
     /// Time some lane stores and none computes, waits or loads.
-    pub exposed_store: Ns,
+    pub exposed_store: DurationNs,
     /// Time some lane communicates and none of the above.
-    pub exposed_comm: Ns,
+    pub exposed_comm: DurationNs,
     /// Time only uncategorised regions run.
-    pub exposed_other: Ns,
+    pub exposed_other: DurationNs,
     /// Time no lane of the block is inside any region.
-    pub idle: Ns,
+    pub idle: DurationNs,
 }
 
 impl TimeBreakdown {
     /// The parts with their names as the text and JSON use them, in priority order,
     /// idle last; their values add up to `total`.
-    pub fn parts(&self) -> [(&'static str, Ns); 7] {
+    pub fn parts(&self) -> [(&'static str, DurationNs); 7] {
         [
             ("compute", self.compute),
             ("exposed_wait", self.exposed_wait),
@@ -83,7 +84,7 @@ pub struct BlockBreakdown {
     /// Linear block id.
     pub block: u32,
     /// The block's first stamp (same time base as the trace).
-    pub start: Ns,
+    pub start: Timestamp,
     /// Its parts; `total` is the block's length.
     #[serde(flatten)]
     pub time: TimeBreakdown,
@@ -112,12 +113,18 @@ pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> 
 }
 
 /// Self-time intervals of one lane, per category (unsorted, may be appended to `out`).
-fn lane_self_time(trace: &Trace, lane_pos: usize, cats: &[Category], out: &mut [Vec<(Ns, Ns)>; 6]) {
+fn lane_self_time(
+    trace: &Trace,
+    lane_pos: usize,
+    cats: &[Category],
+    out: &mut [Vec<(Timestamp, Timestamp)>; 6],
+) {
     let s = &trace.spans;
     let idx = |c: Category| Category::ALL.iter().position(|&x| x == c).unwrap_or(5);
     // Stack of open spans: (end, category index, cursor = first unattributed ns).
-    let mut stack: Vec<(Ns, usize, Ns)> = Vec::new();
-    let pop = |stack: &mut Vec<(Ns, usize, Ns)>, out: &mut [Vec<(Ns, Ns)>; 6]| {
+    let mut stack: Vec<(Timestamp, usize, Timestamp)> = Vec::new();
+    let pop = |stack: &mut Vec<(Timestamp, usize, Timestamp)>,
+               out: &mut [Vec<(Timestamp, Timestamp)>; 6]| {
         let (end, c, cur) = stack.pop().expect("non-empty stack");
         if end > cur {
             out[c].push((cur, end));
@@ -150,7 +157,7 @@ pub fn category_time(
     lane_positions: impl IntoIterator<Item = usize>,
     cats: &[Category],
 ) -> CategoryTime {
-    let mut raw: [Vec<(Ns, Ns)>; 6] = Default::default();
+    let mut raw: [Vec<(Timestamp, Timestamp)>; 6] = Default::default();
     for p in lane_positions {
         lane_self_time(trace, p, cats, &mut raw);
     }
@@ -159,10 +166,10 @@ pub fn category_time(
     }
 }
 
-fn breakdown_of(window: (Ns, Ns), ct: &CategoryTime) -> TimeBreakdown {
+fn breakdown_of(window: (Timestamp, Timestamp), ct: &CategoryTime) -> TimeBreakdown {
     let win = IntervalSet::span(window.0, window.1);
     let mut covered = IntervalSet::new();
-    let mut parts = [0 as Ns; 6];
+    let mut parts = [0 as DurationNs; 6];
     for (k, set) in ct.sets.iter().enumerate() {
         let exposed = set.intersect(&win).subtract(&covered);
         parts[k] = exposed.len();
@@ -208,9 +215,9 @@ pub fn block_time_breakdown(trace: &Trace, table: &CategoryTable) -> TimeBreakdo
 /// Per category, the sum over blocks of the union of that category's self time in the
 /// block (before exposure: categories may overlap one another), indexed like
 /// [`Category::ALL`]. The "total time of a category" in block-time.
-pub fn block_time_by_category(trace: &Trace, table: &CategoryTable) -> [Ns; 6] {
+pub fn block_time_by_category(trace: &Trace, table: &CategoryTable) -> [DurationNs; 6] {
     let cats = region_categories(trace, table);
-    let mut out = [0 as Ns; 6];
+    let mut out = [0 as DurationNs; 6];
     for b in blocks(trace) {
         let win = IntervalSet::span(b.start, b.end);
         let ct = category_time(trace, b.lanes.iter().copied(), &cats);

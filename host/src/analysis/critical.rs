@@ -21,7 +21,8 @@
 use super::categories::{Category, CategoryTable};
 use super::links::{critical_path_links, Link, SignalEvent};
 use crate::analysis::breakdown::region_categories;
-use crate::model::{Ns, Trace, TrackId};
+use crate::model::{Trace, TrackId};
+use crate::time::{DurationNs, Timestamp};
 use std::collections::HashMap;
 
 /// How many of the longest wait steps are marked.
@@ -38,7 +39,7 @@ pub struct WaitedOn {
     /// The signal's region name.
     pub region: String,
     /// Signal time.
-    pub signal_ns: Ns,
+    pub signal_ns: Timestamp,
 }
 
 /// One step of a critical path.
@@ -56,11 +57,11 @@ pub struct PathStep {
     /// Region category.
     pub category: Category,
     /// Begin time.
-    pub start_ns: Ns,
+    pub start_ns: Timestamp,
     /// Begin time minus the block's first stamp.
-    pub offset_ns: Ns,
+    pub offset_ns: DurationNs,
     /// Duration.
-    pub dur_ns: Ns,
+    pub dur_ns: DurationNs,
     /// The signal that released it, if it was a wait held up by another group.
     pub waited_on: Option<WaitedOn>,
     /// Whether it is one of the [`LONGEST_WAITS`] longest wait steps of the path.

@@ -5,8 +5,9 @@
 //! quantile (median only) from raising a flag. Regions present in one run only are listed
 //! as added or removed. Kernel length (first lane start to last lane end) is compared too.
 
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
 use crate::stats::{dur_stats, durations_by_region, DurStats};
+use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
 /// One region in both runs.
@@ -23,7 +24,7 @@ pub struct RegionDiff {
     /// p99 in A and B, ns.
     pub p99: (f64, f64),
     /// Total in A and B, ns.
-    pub total: (Ns, Ns),
+    pub total: (DurationNs, DurationNs),
     /// Relative change of the mean, percent (B vs A).
     pub mean_change_pct: f64,
     /// Relative change of the median, percent.
@@ -38,7 +39,7 @@ pub struct RegionDiff {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RunDiff {
     /// Kernel length of A and B, ns.
-    pub kernel: (Ns, Ns),
+    pub kernel: (DurationNs, DurationNs),
     /// Relative change of the kernel length, percent.
     pub kernel_change_pct: f64,
     /// Regions in both, by name.
@@ -77,7 +78,7 @@ fn by_name(t: &Trace) -> BTreeMap<String, DurStats> {
         .collect()
 }
 
-fn kernel_length(t: &Trace) -> Ns {
+fn kernel_length(t: &Trace) -> DurationNs {
     let s = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     t.lanes
         .iter()

@@ -1,7 +1,8 @@
 //! Bubbles: idle time between consecutive top-level regions of a lane, by region pair.
 //! A large `load → mma` gap says the consumer starts late after its data arrived.
 
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
 /// Gaps between one ordered pair of regions.
@@ -14,9 +15,9 @@ pub struct GapStats {
     /// Number of such transitions (including zero-length gaps).
     pub count: u64,
     /// Sum of the gaps.
-    pub total: Ns,
+    pub total: DurationNs,
     /// Longest gap.
-    pub max: Ns,
+    pub max: DurationNs,
 }
 
 /// Gaps between consecutive depth-0 regions in every lane, by `(from, to)` pair, sorted by

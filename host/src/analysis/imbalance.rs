@@ -6,7 +6,8 @@
 
 use super::blocks::{blocks, distribution};
 use super::intervals::IntervalSet;
-use crate::model::{Ns, Trace, WireFormat};
+use crate::model::{Trace, WireFormat};
+use crate::time::{DurationNs, Timestamp};
 use std::collections::BTreeMap;
 
 /// How durations spread over a set of keys (lanes, blocks or SMs).
@@ -15,23 +16,23 @@ pub struct Spread {
     /// Number of keys.
     pub count: usize,
     /// Shortest duration.
-    pub min: Ns,
+    pub min: DurationNs,
     /// Median duration (lower median for an even count).
-    pub median: Ns,
+    pub median: DurationNs,
     /// 90th percentile (nearest rank, see [`distribution`]).
-    pub p90: Ns,
+    pub p90: DurationNs,
     /// Longest duration.
-    pub max: Ns,
+    pub max: DurationNs,
     /// `max / median` (1.0 = perfectly balanced; 0 when the median is 0).
     pub max_over_median: f64,
     /// The slowest keys, slowest first, at most [`TOP`].
-    pub slowest: Vec<(u32, Ns)>,
+    pub slowest: Vec<(u32, DurationNs)>,
 }
 
 /// How many stragglers a [`Spread`] lists.
 pub const TOP: usize = 5;
 
-fn spread(mut v: Vec<(u32, Ns)>) -> Spread {
+fn spread(mut v: Vec<(u32, DurationNs)>) -> Spread {
     if v.is_empty() {
         return Spread::default();
     }
@@ -65,11 +66,11 @@ pub struct Imbalance {
     pub sms: Option<Spread>,
     /// Number of SMs with a lane alive, as change points `(time, active SMs)`, ascending;
     /// empty without SM ids.
-    pub sm_occupancy: Vec<(Ns, u32)>,
+    pub sm_occupancy: Vec<(Timestamp, u32)>,
     /// Time from the last moment at least half the peak number of SMs were active to the
     /// kernel's end: how long the last wave's stragglers keep the GPU underused. `None`
     /// without SM ids.
-    pub tail: Option<Ns>,
+    pub tail: Option<DurationNs>,
 }
 
 /// What user-facing text shows in place of an SM figure the trace cannot support.
@@ -89,7 +90,7 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
             .map(|l| (l.id, l.end.saturating_sub(l.start)))
             .collect(),
     );
-    let mut sm_lives: BTreeMap<u32, Vec<(Ns, Ns)>> = BTreeMap::new();
+    let mut sm_lives: BTreeMap<u32, Vec<(Timestamp, Timestamp)>> = BTreeMap::new();
     for l in &trace.lanes {
         if let Some(sm) = l.sm {
             sm_lives.entry(sm).or_default().push((l.start, l.end));
@@ -104,7 +105,7 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
     let sms = has_sms.then(|| spread(sm_sets.iter().map(|(sm, s)| (*sm, s.len())).collect()));
 
     // Occupancy: +1 / -1 events at each SM's busy runs.
-    let mut events: Vec<(Ns, i64)> = Vec::new();
+    let mut events: Vec<(Timestamp, i64)> = Vec::new();
     for (_, set) in &sm_sets {
         for &(s, e) in set.runs() {
             events.push((s, 1));
@@ -112,7 +113,7 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
         }
     }
     events.sort_unstable();
-    let mut sm_occupancy: Vec<(Ns, u32)> = Vec::new();
+    let mut sm_occupancy: Vec<(Timestamp, u32)> = Vec::new();
     let mut active = 0i64;
     for (t, d) in events {
         active += d;

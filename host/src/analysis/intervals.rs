@@ -3,13 +3,12 @@
 //! Overlapping activity must be counted once (two lanes waiting at the same time block the
 //! kernel for that time once, not twice), so time categories are unions of intervals and
 //! "exposed" time is a set difference, never a sum of durations.
-
-use crate::model::Ns;
+use crate::time::{DurationNs, Timestamp};
 
 /// A set of disjoint, sorted, non-empty half-open intervals `[start, end)`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IntervalSet {
-    runs: Vec<(Ns, Ns)>,
+    runs: Vec<(Timestamp, Timestamp)>,
 }
 
 impl IntervalSet {
@@ -19,10 +18,10 @@ impl IntervalSet {
     }
 
     /// The union of arbitrary (possibly overlapping, unsorted, empty) intervals.
-    pub fn from_unsorted(mut v: Vec<(Ns, Ns)>) -> Self {
+    pub fn from_unsorted(mut v: Vec<(Timestamp, Timestamp)>) -> Self {
         v.retain(|&(s, e)| e > s);
         v.sort_unstable();
-        let mut runs: Vec<(Ns, Ns)> = Vec::with_capacity(v.len());
+        let mut runs: Vec<(Timestamp, Timestamp)> = Vec::with_capacity(v.len());
         for (s, e) in v {
             match runs.last_mut() {
                 Some(last) if s <= last.1 => last.1 = last.1.max(e),
@@ -33,12 +32,12 @@ impl IntervalSet {
     }
 
     /// The single interval `[start, end)` (empty if `end <= start`).
-    pub fn span(start: Ns, end: Ns) -> Self {
+    pub fn span(start: Timestamp, end: Timestamp) -> Self {
         Self::from_unsorted(vec![(start, end)])
     }
 
     /// The disjoint runs, ascending.
-    pub fn runs(&self) -> &[(Ns, Ns)] {
+    pub fn runs(&self) -> &[(Timestamp, Timestamp)] {
         &self.runs
     }
 
@@ -48,7 +47,7 @@ impl IntervalSet {
     }
 
     /// Total covered length.
-    pub fn len(&self) -> Ns {
+    pub fn len(&self) -> DurationNs {
         self.runs.iter().map(|&(s, e)| e - s).sum()
     }
 
@@ -114,11 +113,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn naive_len(pred: impl Fn(Ns) -> bool, hi: Ns) -> Ns {
-        (0..hi).filter(|&t| pred(t)).count() as Ns
+    fn naive_len(pred: impl Fn(Timestamp) -> bool, hi: Timestamp) -> DurationNs {
+        (0..hi).filter(|&t| pred(t)).count() as DurationNs
     }
 
-    fn contains(v: &[(Ns, Ns)], t: Ns) -> bool {
+    fn contains(v: &[(Timestamp, Timestamp)], t: Timestamp) -> bool {
         v.iter().any(|&(s, e)| s <= t && t < e)
     }
 

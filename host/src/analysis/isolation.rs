@@ -19,7 +19,8 @@ use super::blocks::{blocks, distribution, Block, Distribution};
 use super::breakdown::{category_time, region_categories};
 use super::categories::{Category, CategoryTable};
 use super::intervals::IntervalSet;
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::DurationNs;
 
 /// Compute isolation of one block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -27,36 +28,36 @@ pub struct BlockIsolation {
     /// Linear block id.
     pub block: u32,
     /// The block's length: its lanes' first to last stamp.
-    pub length_ns: Ns,
+    pub length_ns: DurationNs,
     /// Union of the block's wait-category self time, clipped to its window.
-    pub blocked_ns: Ns,
+    pub blocked_ns: DurationNs,
     /// `length_ns - blocked_ns`.
-    pub compute_ns: Ns,
+    pub compute_ns: DurationNs,
     /// The part of `blocked_ns` during which another group of the block computes: time
     /// the block's waits are hidden behind its own math (warp specialization). It is why
     /// `compute_ns` can be far below the breakdown's compute for the same block.
-    pub overlap_ns: Ns,
+    pub overlap_ns: DurationNs,
     /// Blocked time estimated from the block's counter samples (each sample becomes the
     /// interval of `iterations x rate` ending at its timestamp; intervals unioned and
     /// clipped to the window), if a rate is known and the trace has samples.
-    pub blocked_from_counters_ns: Option<Ns>,
+    pub blocked_from_counters_ns: Option<DurationNs>,
 }
 
 /// Compute isolation of a kernel: per block, and summed over blocks.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ComputeIsolation {
     /// Block-time: the sum of the blocks' lengths.
-    pub length_ns: Ns,
+    pub length_ns: DurationNs,
     /// Sum of the blocks' `blocked_ns`.
-    pub blocked_ns: Ns,
+    pub blocked_ns: DurationNs,
     /// Sum of the blocks' `compute_ns` (= `length_ns - blocked_ns`).
-    pub compute_ns: Ns,
+    pub compute_ns: DurationNs,
     /// Sum of the blocks' `overlap_ns`.
-    pub overlap_ns: Ns,
+    pub overlap_ns: DurationNs,
     /// The (wrong) sum of all wait durations, for contrast with the unions.
-    pub wait_sum_ns: Ns,
+    pub wait_sum_ns: DurationNs,
     /// Sum of the blocks' `blocked_from_counters_ns`, if known.
-    pub blocked_from_counters_ns: Option<Ns>,
+    pub blocked_from_counters_ns: Option<DurationNs>,
     /// The rate the counter estimate used, ns per spin iteration.
     pub ns_per_iteration: Option<f64>,
     /// How `compute_ns` spreads across blocks.
@@ -148,7 +149,7 @@ pub fn isolate_block(
             .flat_map(|&p| trace.lanes[p].samples.clone())
             .map(|k| {
                 let ts = trace.samples.ts[k];
-                let len = (trace.samples.value[k] as f64 * r).round() as Ns;
+                let len = (trace.samples.value[k] as f64 * r).round() as DurationNs;
                 (ts.saturating_sub(len), ts)
             })
             .collect();

@@ -76,7 +76,8 @@ use super::imbalance::{imbalance, Imbalance};
 use super::isolation::{isolate_compute, ComputeIsolation};
 use super::links::{links, Link};
 use super::roofline::{roofline, GpuPreset, RegionRoofline, Work};
-use crate::model::{Ns, Trace, WireFormat};
+use crate::model::{Trace, WireFormat};
+use crate::time::DurationNs;
 use std::collections::{BTreeMap, HashMap};
 
 /// What the analysis needs beyond the trace. The defaults are `ikp analyze`'s.
@@ -110,7 +111,7 @@ pub struct CriticalPath {
     /// The block (the slowest one); `None` without blocks.
     pub block: Option<u32>,
     /// The block's length.
-    pub length_ns: Ns,
+    pub length_ns: DurationNs,
     /// Its steps, first to last.
     pub steps: Vec<PathStep>,
 }
@@ -121,11 +122,11 @@ pub struct KernelAnalysis {
     /// Wire format of the buffer.
     pub format: WireFormat,
     /// First stamp to last stamp over the whole launch.
-    pub gpu_wall_ns: Ns,
+    pub gpu_wall_ns: DurationNs,
     /// Blocks that recorded anything.
     pub blocks: usize,
     /// Sum of the blocks' lengths.
-    pub block_time_ns: Ns,
+    pub block_time_ns: DurationNs,
     /// Sum of `block_breakdowns`.
     pub breakdown: TimeBreakdown,
     /// Per block.

@@ -15,7 +15,8 @@
 //! predecessor is the previous leaf of its lane (a wait whose signal was already there
 //! when it began waited on nothing but its own lane).
 
-use crate::model::{Names, Ns, Trace};
+use crate::model::{Names, Trace};
+use crate::time::Timestamp;
 use std::collections::HashMap;
 
 /// The event that issued a signal.
@@ -36,7 +37,7 @@ pub struct Link {
     /// Lane that signalled.
     pub from_lane: u32,
     /// Signal time.
-    pub from_ts: Ns,
+    pub from_ts: Timestamp,
     /// The signalling event.
     pub from: SignalEvent,
     /// Lane that waited.
@@ -44,7 +45,7 @@ pub struct Link {
     /// Index of the wait span in [`Trace::spans`].
     pub to_span: usize,
     /// The wait's end (when it was released).
-    pub to_ts: Ns,
+    pub to_ts: Timestamp,
     /// Shared token (payload).
     pub token: u32,
 }
@@ -85,7 +86,7 @@ pub fn links(trace: &Trace) -> Vec<Link> {
         .collect();
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
     // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
-    type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Ns, u32, SignalEvent)>>;
+    type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Timestamp, u32, SignalEvent)>>;
     let mut signals: Signals<'_> = HashMap::new();
     for lane in &trace.lanes {
         for i in lane.instants.clone() {
@@ -170,7 +171,7 @@ pub fn critical_path_links<'a>(
     // The leaf of `lane` that began last at or before `ts`, one that began exactly at `ts`
     // only if it also ended there (a zero-length signal span): a leaf that starts at the
     // signal's time cannot have issued it (with a coarse timer such ties are common).
-    let at = |lane: u32, ts: Ns| -> Option<usize> {
+    let at = |lane: u32, ts: Timestamp| -> Option<usize> {
         let v = per_lane.get(&lane)?;
         let mut k = v.partition_point(|&i| s.begin[i] <= ts);
         while k > 0 && s.begin[v[k - 1]] == ts && s.end[v[k - 1]] > ts {

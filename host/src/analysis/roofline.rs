@@ -16,7 +16,8 @@
 //! `per_payload` (multiply by each occurrence's payload) to false.
 
 use super::intervals::IntervalSet;
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::{DurationNs, Timestamp};
 use std::collections::{BTreeMap, HashMap};
 
 /// Numeric type of a region's math, selecting the peak to compare with.
@@ -139,7 +140,7 @@ pub struct RegionRoofline {
     /// Total bytes.
     pub bytes: f64,
     /// SM-time the region ran (ns summed over SMs).
-    pub sm_time_ns: Ns,
+    pub sm_time_ns: DurationNs,
     /// Achieved whole-GPU-equivalent TFLOP/s.
     pub tflops: f64,
     /// Achieved whole-GPU-equivalent TB/s.
@@ -157,7 +158,7 @@ pub struct RegionRoofline {
 }
 
 /// Per region while accumulating: count, FLOPs, bytes, and its intervals per SM.
-type Acc = (u64, f64, f64, BTreeMap<u32, Vec<(Ns, Ns)>>);
+type Acc = (u64, f64, f64, BTreeMap<u32, Vec<(Timestamp, Timestamp)>>);
 
 /// Roofline of every annotated region of `trace` on `gpu`, by region id.
 pub fn roofline(
@@ -190,7 +191,7 @@ pub fn roofline(
         .map(|(region, (count, flops, bytes, per_unit))| {
             let name = trace.names.region(region).into_owned();
             let dtype = work.get(&name).map(|w| w.dtype).unwrap_or_default();
-            let sm_time: Ns = per_unit
+            let sm_time: DurationNs = per_unit
                 .into_values()
                 .map(|v| IntervalSet::from_unsorted(v).len())
                 .sum();

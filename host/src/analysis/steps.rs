@@ -10,7 +10,8 @@
 //! Times are integer ns except `avg` (ns, float). `id` is the order in which regions were
 //! first met (launch order, then region id).
 
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
+use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
 /// Statistics of one region over all launches.
@@ -21,18 +22,18 @@ pub struct StepStat {
     /// Occurrences.
     pub cnt: u64,
     /// Total duration, ns.
-    pub time: Ns,
+    pub time: DurationNs,
     /// Shortest, ns.
-    pub min_t: Ns,
+    pub min_t: DurationNs,
     /// Longest, ns.
-    pub max_t: Ns,
+    pub max_t: DurationNs,
     /// First-seen order.
     pub id: usize,
     /// Launch indices the region occurs in, ascending.
     pub step_ids: Vec<usize>,
     /// Per launch: `(launch index, count, total ns)`.
     #[serde(skip)]
-    pub per_step: Vec<(usize, u64, Ns)>,
+    pub per_step: Vec<(usize, u64, DurationNs)>,
 }
 
 /// Statistics by region name over `launches` (in launch order).
@@ -40,12 +41,13 @@ pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
     let mut out: BTreeMap<String, StepStat> = BTreeMap::new();
     let mut next_id = 0;
     for (step, t) in launches.iter().enumerate() {
-        let mut per_region: BTreeMap<u16, (u64, Ns, Ns, Ns)> = BTreeMap::new();
+        let mut per_region: BTreeMap<u16, (u64, DurationNs, DurationNs, DurationNs)> =
+            BTreeMap::new();
         for i in 0..t.spans.len() {
             let d = t.spans.dur(i);
             let e = per_region
                 .entry(t.spans.region[i])
-                .or_insert((0, 0, Ns::MAX, 0));
+                .or_insert((0, 0, DurationNs::MAX, 0));
             e.0 += 1;
             e.1 += d;
             e.2 = e.2.min(d);
@@ -59,7 +61,7 @@ pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
                     avg: 0.0,
                     cnt: 0,
                     time: 0,
-                    min_t: Ns::MAX,
+                    min_t: DurationNs::MAX,
                     max_t: 0,
                     id: next_id - 1,
                     step_ids: vec![],

@@ -6,9 +6,10 @@ use super::imbalance::imbalance;
 use super::isolation::{fit_ns_per_iteration, isolate_compute};
 use crate::model::*;
 use crate::testutil::{lane, trace};
+use crate::time::DurationNs;
 use proptest::prelude::*;
 
-fn sum(b: &TimeBreakdown) -> Ns {
+fn sum(b: &TimeBreakdown) -> DurationNs {
     b.compute
         + b.exposed_wait
         + b.exposed_load
@@ -556,7 +557,7 @@ fn self_time_excludes_direct_children_only() {
         )],
     );
     assert_eq!(self_times(&t), vec![100 - 40 - 10, 40 - 10, 10, 10, 20]);
-    let total: Ns = self_times(&t).iter().sum();
+    let total: DurationNs = self_times(&t).iter().sum();
     assert_eq!(total, 120);
 }
 

@@ -9,13 +9,14 @@
 //! sort; the slot of a begin that is never closed is marked with [`HOLE`] and removed by
 //! the compaction.
 
-use crate::model::{Ns, Unpaired};
+use crate::model::Unpaired;
+use crate::time::Timestamp;
 
 /// Converts a lane's unwrapped 64-bit ticks to ns. A type parameter of [`LaneWalk`] rather
 /// than an enum, so the globaltimer walk (the common case) carries no conversion at all.
 pub trait Clock: Copy {
     /// The time of `ticks`.
-    fn ns(self, ticks: u64) -> Ns;
+    fn ns(self, ticks: u64) -> Timestamp;
 }
 
 /// Ticks are already ns (globaltimer).
@@ -24,7 +25,7 @@ pub struct Globaltimer;
 
 impl Clock for Globaltimer {
     #[inline(always)]
-    fn ns(self, ticks: u64) -> Ns {
+    fn ns(self, ticks: u64) -> Timestamp {
         ticks
     }
 }
@@ -46,7 +47,7 @@ pub struct Cycles {
 
 impl Clock for Cycles {
     #[inline]
-    fn ns(self, ticks: u64) -> Ns {
+    fn ns(self, ticks: u64) -> Timestamp {
         let d = ticks.wrapping_sub(self.clk0) as u128;
         self.gt0
             .wrapping_add((d * self.num as u128 / self.den as u128) as u64)
@@ -65,9 +66,9 @@ pub struct ChunkOut<'a> {
     /// Span payloads.
     pub s_payload: &'a mut [u32],
     /// Span begins.
-    pub s_begin: &'a mut [Ns],
+    pub s_begin: &'a mut [Timestamp],
     /// Span ends.
-    pub s_end: &'a mut [Ns],
+    pub s_end: &'a mut [Timestamp],
     /// Instant lane ids.
     pub i_lane: &'a mut [u32],
     /// Instant regions.
@@ -75,13 +76,13 @@ pub struct ChunkOut<'a> {
     /// Instant payloads.
     pub i_payload: &'a mut [u32],
     /// Instant times.
-    pub i_ts: &'a mut [Ns],
+    pub i_ts: &'a mut [Timestamp],
     /// Sample lane ids.
     pub c_lane: &'a mut [u32],
     /// Sample counter ids.
     pub c_counter: &'a mut [u16],
     /// Sample times.
-    pub c_ts: &'a mut [Ns],
+    pub c_ts: &'a mut [Timestamp],
     /// Sample values.
     pub c_value: &'a mut [u32],
     /// Begins never closed.
@@ -110,8 +111,8 @@ struct SpanCols<'o> {
     region: &'o mut [u16],
     depth: &'o mut [u16],
     payload: &'o mut [u32],
-    begin: &'o mut [Ns],
-    end: &'o mut [Ns],
+    begin: &'o mut [Timestamp],
+    end: &'o mut [Timestamp],
 }
 
 /// [`SpanCols`] of a [`ChunkOut`], borrowing only its span fields (a macro, so that the
@@ -137,7 +138,7 @@ const NONE: usize = usize::MAX;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Run {
     /// TVM format: index (in the words given) and time of the lane's finalize record.
-    pub finalize: Option<(usize, Ns)>,
+    pub finalize: Option<(usize, Timestamp)>,
     /// ikp format: meta records of an unknown kind or counter id.
     pub unknown: u64,
     /// Timed records whose stamp was behind the lane's latest one (see the module's
@@ -161,7 +162,7 @@ pub struct LaneWalk<C> {
     prev_ticks: u64,
     clock: C,
     /// Time of the last timed record (the lane start before any).
-    pub last_ns: Ns,
+    pub last_ns: Timestamp,
     /// Output cursor (relative to the chunk).
     pub cur: Cursor,
     /// Slot of the innermost open begin, or [`NONE`].
@@ -369,7 +370,7 @@ impl Unmatched<'_> {
         depth: usize,
         region: u16,
         payload: u32,
-        t: Ns,
+        t: Timestamp,
     ) -> (usize, usize) {
         let mut k = top;
         while k != NONE && s.region[k] != region {

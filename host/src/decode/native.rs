@@ -87,9 +87,10 @@ use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions, NoCalibration};
 use crate::model::{
-    ClockCalibration, Diagnostics, Lane, Names, Ns, SetAsideLane, SetAsideReason, Source, Trace,
+    ClockCalibration, Diagnostics, Lane, Names, SetAsideLane, SetAsideReason, Source, Trace,
     TrackId, WireFormat,
 };
+use crate::time::Timestamp;
 use ikp_device::wire::{self, lane, Kind};
 use ikp_device::{Header, TimerMode};
 use rayon::prelude::*;
@@ -285,7 +286,7 @@ impl Prepared {
     }
 
     /// The earliest start of any lane decoded: the time base of the whole launch.
-    pub(crate) fn time_base(&self) -> Ns {
+    pub(crate) fn time_base(&self) -> Timestamp {
         (self.infos.iter())
             .filter(|i| i.live())
             .map(|i| i.start_gt)
@@ -520,7 +521,7 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
 
 /// What walking one native lane left.
 struct Walked {
-    last_ns: Ns,
+    last_ns: Timestamp,
     cur: Cursor,
     unknown: u64,
     backward: u64,

@@ -21,6 +21,7 @@
 //! and its counts that are not per lane (for which the first pass walks the other blocks'
 //! lanes too).
 
+use crate::time::Timestamp;
 use std::cell::Cell;
 use std::ops::Range;
 use std::path::Path;
@@ -28,7 +29,7 @@ use std::path::Path;
 use super::native::{self, Prepared};
 use super::{names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind};
 use crate::buffer::MappedBuffer;
-use crate::model::{BlockFilter, DiagnosticCounts, Lane, Names, Ns, Trace};
+use crate::model::{BlockFilter, DiagnosticCounts, Lane, Names, Trace};
 
 /// A native buffer file, checked and outlined, whose lanes are decoded a run at a time.
 #[derive(Debug)]
@@ -42,7 +43,7 @@ pub struct StreamedBuffer {
     slot_of: Vec<usize>,
     /// Index of each outline lane's first span in the spans of the whole trace.
     first_span: Vec<u64>,
-    extent: Option<(Ns, Ns)>,
+    extent: Option<(Timestamp, Timestamp)>,
     diagnostics: DiagnosticCounts,
     decodes: Cell<u64>,
 }
@@ -154,14 +155,14 @@ impl StreamedBuffer {
     /// The earliest start of any lane decoded (lanes set aside excepted): the time base of
     /// the whole launch, as a decode of the whole buffer has it (with or without a block
     /// filter).
-    pub fn time_base(&self) -> Ns {
+    pub fn time_base(&self) -> Timestamp {
         self.outline.source.time_base
     }
 
     /// The earliest and latest time of the lanes' bounds and of their events, as those of
     /// the whole (filtered) trace (`None` without lanes). The time base, which may be
     /// earlier when a filter left out the first lane, is not included.
-    pub fn extent(&self) -> Option<(Ns, Ns)> {
+    pub fn extent(&self) -> Option<(Timestamp, Timestamp)> {
         self.extent
     }
 

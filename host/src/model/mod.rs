@@ -1,7 +1,8 @@
 //! The decoded trace: what every writer and analysis reads.
 //!
-//! Time is integer nanoseconds ([`Ns`]) on one absolute axis per launch (the GPU's
-//! `%globaltimer`), converted to other units only by writers. Events are stored as
+//! Time is integer nanoseconds on one absolute axis per launch (the GPU's `%globaltimer`):
+//! points in time are [`Timestamp`]s, lengths [`DurationNs`] (see [`crate::time`], where
+//! every conversion to other units is made). Events are stored as
 //! struct-of-arrays tables, names by id: a 100 M-record buffer decodes into flat vectors,
 //! not 100 M heap objects, and names are resolved only when a writer needs them.
 //!
@@ -20,11 +21,8 @@ mod filter;
 
 pub use filter::{BlockFilter, BlockFilterError};
 
+pub use crate::time::{DurationNs, Timestamp};
 use std::ops::Range;
-
-/// Integer nanoseconds since an arbitrary epoch (the GPU's globaltimer epoch for native
-/// buffers; see [`Source::time_base`]).
-pub type Ns = u64;
 
 /// Which wire format a buffer was in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
@@ -58,7 +56,7 @@ pub struct Source {
     pub records_per_lane: u32,
     /// The smallest timestamp in the trace: writers that need small numbers (Chrome JSON)
     /// subtract it; it is never subtracted in this model.
-    pub time_base: Ns,
+    pub time_base: Timestamp,
     /// The blocks this trace was restricted to when it was decoded (empty = every block
     /// of the buffer); see [`Trace::filter_blocks`].
     pub block_filter: BlockFilter,
@@ -140,9 +138,9 @@ pub struct Lane {
     /// Leader's warp within the block (native buffers only).
     pub warp: Option<u32>,
     /// Lane start (init) in ns, if the format records it; else its first record's time.
-    pub start: Ns,
+    pub start: Timestamp,
     /// Lane end (finalize) in ns, if finalized; else its last record's time.
-    pub end: Ns,
+    pub end: Timestamp,
     /// Whether the lane ran finalize.
     pub finalized: bool,
     /// Records the lane wrote into its buffer.
@@ -211,9 +209,9 @@ pub struct Spans {
     /// Payload of the begin record.
     pub payload: Vec<u32>,
     /// Begin time.
-    pub begin: Vec<Ns>,
+    pub begin: Vec<Timestamp>,
     /// End time (`>= begin`).
-    pub end: Vec<Ns>,
+    pub end: Vec<Timestamp>,
 }
 
 impl Spans {
@@ -228,12 +226,20 @@ impl Spans {
     }
 
     /// Duration of span `i`.
-    pub fn dur(&self, i: usize) -> Ns {
+    pub fn dur(&self, i: usize) -> DurationNs {
         self.end[i] - self.begin[i]
     }
 
     /// Appends one span.
-    pub fn push(&mut self, lane: u32, region: u16, depth: u16, payload: u32, begin: Ns, end: Ns) {
+    pub fn push(
+        &mut self,
+        lane: u32,
+        region: u16,
+        depth: u16,
+        payload: u32,
+        begin: Timestamp,
+        end: Timestamp,
+    ) {
         debug_assert!(end >= begin);
         self.lane.push(lane);
         self.region.push(region);
@@ -254,7 +260,7 @@ pub struct Instants {
     /// Payload.
     pub payload: Vec<u32>,
     /// Time.
-    pub ts: Vec<Ns>,
+    pub ts: Vec<Timestamp>,
 }
 
 impl Instants {
@@ -269,7 +275,7 @@ impl Instants {
     }
 
     /// Appends one instant.
-    pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Ns) {
+    pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Timestamp) {
         self.lane.push(lane);
         self.region.push(region);
         self.payload.push(payload);
@@ -285,7 +291,7 @@ pub struct CounterSamples {
     /// Counter id.
     pub counter: Vec<u16>,
     /// Time of the record before the sample (the end of the wait it follows).
-    pub ts: Vec<Ns>,
+    pub ts: Vec<Timestamp>,
     /// Spin iterations of that wait.
     pub value: Vec<u32>,
 }
@@ -302,7 +308,7 @@ impl CounterSamples {
     }
 
     /// Appends one sample.
-    pub fn push(&mut self, lane: u32, counter: u16, ts: Ns, value: u32) {
+    pub fn push(&mut self, lane: u32, counter: u16, ts: Timestamp, value: u32) {
         self.lane.push(lane);
         self.counter.push(counter);
         self.ts.push(ts);
@@ -320,7 +326,7 @@ pub struct Unpaired {
     /// Payload.
     pub payload: u32,
     /// Time.
-    pub ts: Ns,
+    pub ts: Timestamp,
 }
 
 /// Why a native lane was set aside ([`Diagnostics::set_aside`]; the rule is in
@@ -364,9 +370,9 @@ pub struct SetAsideLane {
     /// Where it sits, in user terms.
     pub track: TrackId,
     /// Its start `%globaltimer`, as written.
-    pub start: Ns,
+    pub start: Timestamp,
     /// Its end `%globaltimer`, as written (`None`: it never ran finalize).
-    pub end: Option<Ns>,
+    pub end: Option<Timestamp>,
     /// Its start clock64, as written.
     pub start_clock: u64,
     /// Its end clock64, as written (`None`: it never ran finalize).
@@ -573,7 +579,7 @@ impl Trace {
     /// without lanes). The time base is left out, so the extents of traces holding
     /// different lanes of one launch combine (min of the starts, max of the ends) into
     /// the extent of the trace holding them all.
-    pub(crate) fn time_extent(&self) -> Option<(Ns, Ns)> {
+    pub(crate) fn time_extent(&self) -> Option<(Timestamp, Timestamp)> {
         let mut lo = u64::MAX;
         let mut hi = 0u64;
         for lane in &self.lanes {

@@ -10,10 +10,10 @@ use crate::analysis::imbalance::{imbalance, sm_figures_unavailable};
 use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
-use crate::model::{Ns, Trace};
+use crate::model::Trace;
 use crate::stats::Shares;
 use crate::stats::{self, dur_stats, durations_by_region, DurStats};
-use crate::time::format_duration;
+use crate::time::{format_duration, Timestamp};
 use crate::write::{Launch, WriteError};
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -381,8 +381,8 @@ fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<(
 /// Fraction of each SM's (or block's) lanes inside a top-level region, per time column.
 fn heat_rows(
     t: &Trace,
-    start: Ns,
-    end: Ns,
+    start: Timestamp,
+    end: Timestamp,
     cols: usize,
 ) -> (Vec<(String, Vec<f64>)>, &'static str) {
     let by_sm = t.lanes.iter().all(|l| l.sm.is_some()) && !t.lanes.is_empty();

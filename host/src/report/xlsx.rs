@@ -37,6 +37,7 @@ use crate::model::Trace;
 use crate::stats::dur_stats;
 use crate::stats::self_times;
 use crate::stats::{Shares, OUTSIDE};
+use crate::time;
 use crate::write::{Launch, WriteError};
 use rust_xlsxwriter::{Format, Workbook, Worksheet, XlsxError};
 use std::collections::BTreeMap;
@@ -92,8 +93,8 @@ fn workbook(launches: &[Launch<'_>], opts: &ReportOptions) -> Result<Vec<u8>, Xl
 fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Result<(), XlsxError> {
     let cats = region_categories(t, &opts.categories);
     let b = block_time_breakdown(t, &opts.categories);
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let us = |ns: u64| ns as f64 / 1e3;
+    let ms = |ns: u64| time::ms(ns as f64);
+    let us = |ns: u64| time::us(ns as f64);
     let pct = |ns: u64| {
         if b.total == 0 {
             0.0
@@ -269,9 +270,9 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
         ws.write_number(r, 1, *payload as f64)?;
         ws.write_number(r, 2, st.count as f64)?;
         ws.write_number(r, 3, us(st.total))?;
-        ws.write_number(r, 4, st.mean / 1e3)?;
-        ws.write_number(r, 5, st.percentiles[3] / 1e3)?;
-        ws.write_number(r, 6, st.var_pop.sqrt() / 1e3)?;
+        ws.write_number(r, 4, time::us(st.mean))?;
+        ws.write_number(r, 5, time::us(st.percentiles[3]))?;
+        ws.write_number(r, 6, time::us(st.var_pop.sqrt()))?;
         ws.write_number(r, 7, us(st.min))?;
         ws.write_number(r, 8, us(st.max))?;
     }

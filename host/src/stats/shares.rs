@@ -2,7 +2,8 @@
 //! computation behind every region percentage ikp shows. The terms are defined in
 //! [`crate::definitions`].
 
-use crate::model::{Lane, Ns, Trace};
+use crate::model::{Lane, Trace};
+use crate::time::DurationNs;
 
 /// One region's time over the lanes of a [`Shares`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,9 +13,9 @@ pub struct RegionTime {
     /// Spans of the region.
     pub count: u64,
     /// Inclusive time: the spans' durations, summed.
-    pub inclusive: Ns,
+    pub inclusive: DurationNs,
     /// Self time: the spans' self times, summed.
-    pub self_time: Ns,
+    pub self_time: DurationNs,
 }
 
 /// Region times of a set of lanes, with the lane time they are shares of.
@@ -26,9 +27,9 @@ pub struct Shares {
     pub lanes: u64,
     /// Lane time: each lane's first-to-last-stamp time, summed (a lane counts at least
     /// the self time of its spans, which nested spans never exceed).
-    pub lane_time: Ns,
+    pub lane_time: DurationNs,
     /// Lane time in no region.
-    pub outside: Ns,
+    pub outside: DurationNs,
     /// Regions with at least one span, ascending by id.
     pub regions: Vec<RegionTime>,
 }
@@ -39,7 +40,7 @@ pub struct Row<'a> {
     /// The region, or `None` for the row outside any region.
     pub region: Option<&'a RegionTime>,
     /// Self time of the row.
-    pub self_time: Ns,
+    pub self_time: DurationNs,
     /// `self_time` as a fraction of the lane time.
     pub share: f64,
     /// The rows' self times up to and including this one, as a fraction of the lane time.
@@ -48,7 +49,7 @@ pub struct Row<'a> {
 
 /// A lane's time: from its first stamp to its last (its start and end, widened to cover
 /// its spans should any stamp of theirs lie outside).
-pub fn lane_time(trace: &Trace, lane: &Lane) -> Ns {
+pub fn lane_time(trace: &Trace, lane: &Lane) -> DurationNs {
     let s = &trace.spans;
     let r = lane.spans.clone();
     let first = s.begin[r.clone()]
@@ -64,14 +65,14 @@ impl Shares {
     /// (as [`self_times`] returns them, computed once for several calls).
     pub fn new<'a>(
         trace: &Trace,
-        span_self: &[Ns],
+        span_self: &[DurationNs],
         lanes: impl IntoIterator<Item = &'a Lane>,
     ) -> Shares {
         let s = &trace.spans;
         let mut by_id: Vec<RegionTime> = Vec::new();
         let mut out = Shares::default();
         for lane in lanes {
-            let mut inside: Ns = 0;
+            let mut inside: DurationNs = 0;
             for i in lane.spans.clone() {
                 let r = s.region[i] as usize;
                 if by_id.len() <= r {
@@ -103,7 +104,7 @@ impl Shares {
     }
 
     /// `ns` as a fraction of the lane time (0 when there is no lane time).
-    pub fn share(&self, ns: Ns) -> f64 {
+    pub fn share(&self, ns: DurationNs) -> f64 {
         if self.lane_time == 0 {
             0.0
         } else {
@@ -124,7 +125,7 @@ impl Shares {
     pub fn rows(&self) -> Vec<Row<'_>> {
         let mut ranked: Vec<&RegionTime> = self.regions.iter().collect();
         ranked.sort_by(|a, b| b.self_time.cmp(&a.self_time).then(a.region.cmp(&b.region)));
-        let mut sum: Ns = 0;
+        let mut sum: DurationNs = 0;
         let mut row = |region, self_time| {
             sum += self_time;
             Row {
@@ -149,9 +150,9 @@ pub const OUTSIDE: &str = "(outside any region)";
 /// Self time of every span: its duration minus the durations of the spans directly nested
 /// in it (indexed like [`Trace::spans`]). Summed over a lane, self times never count a
 /// nanosecond twice, so percentages of their total add up to 100.
-pub fn self_times(trace: &Trace) -> Vec<Ns> {
+pub fn self_times(trace: &Trace) -> Vec<DurationNs> {
     let s = &trace.spans;
-    let mut out: Vec<Ns> = (0..s.len()).map(|i| s.dur(i)).collect();
+    let mut out: Vec<DurationNs> = (0..s.len()).map(|i| s.dur(i)).collect();
     for lane in &trace.lanes {
         let mut stack: Vec<usize> = Vec::new();
         for i in lane.spans.clone() {

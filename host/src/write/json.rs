@@ -23,7 +23,8 @@ pub fn push_u64(b: &mut Vec<u8>, v: u64) {
     b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-/// Appends `ns` as microseconds with exactly three decimals (ns precision, no rounding).
+/// Appends `ns` as microseconds with exactly three decimals (ns precision, no rounding):
+/// the exact integer form of [`crate::time::us`], for the Chrome trace's hot loop.
 #[inline]
 pub fn push_us(b: &mut Vec<u8>, ns: u64) {
     push_u64(b, ns / 1000);
@@ -43,7 +44,7 @@ pub fn push_scaled_us(b: &mut Vec<u8>, ns: u64, scale: f64) {
         push_us(b, ns);
     } else {
         use std::io::Write;
-        let _ = write!(b, "{:.3}", ns as f64 * scale / 1000.0);
+        let _ = write!(b, "{:.3}", crate::time::us(crate::time::scaled(ns, scale)));
     }
 }
 

@@ -143,6 +143,7 @@ mod feed;
 mod flows;
 mod sink;
 
+use crate::time::Timestamp;
 use std::io;
 
 use perfetto_protos::builtin_clock::BuiltinClock;
@@ -158,7 +159,7 @@ use protobuf::{Message, MessageField};
 
 use super::{Launch, WriteError, WriteErrorKind};
 use crate::decode::StreamedBuffer;
-use crate::model::{Lane, Ns, Trace};
+use crate::model::{Lane, Trace};
 use events::{count_levels, LaneRun, LaneState, Regions};
 use feed::Feed;
 use flows::{lane_flows, LaneFlows, LaunchFlows};
@@ -323,7 +324,7 @@ struct LaunchClock {
 
 impl LaunchClock {
     #[inline]
-    fn map(self, t: Ns) -> u64 {
+    fn map(self, t: Timestamp) -> u64 {
         t.wrapping_add(self.shift)
     }
 }
@@ -344,7 +345,7 @@ fn launch_clocks(
 /// [`launch_clocks`] from each launch's `(label, time extent, time base)`: a launch
 /// starts at the earlier of its time base and its extent's start.
 fn launch_clocks_of<'a>(
-    launches: impl Iterator<Item = (&'a str, Option<(Ns, Ns)>, Ns)>,
+    launches: impl Iterator<Item = (&'a str, Option<(Timestamp, Timestamp)>, Timestamp)>,
     layout: LaunchLayout,
 ) -> Result<Vec<LaunchClock>, WriteError> {
     let mut offset: u64 = 0;

@@ -90,10 +90,11 @@
 
 use super::atomic::Outputs;
 use super::{TraceWriteOptions, WriteError};
-use crate::model::{Lane, Ns, SetAsideReason, Trace, WireFormat};
+use crate::model::{Lane, SetAsideReason, Trace, WireFormat};
 use crate::stats::self_times;
 use crate::stats::Shares;
 use crate::stats::{self, DurStats, PERCENTILES};
+use crate::time::{scaled, DurationNs};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -159,13 +160,13 @@ impl Stats {
     pub fn from_ns(s: &DurStats, k: f64) -> Stats {
         Stats {
             count: s.count,
-            total_dur: s.total as f64 * k,
+            total_dur: scaled(s.total, k),
             mean_dur: s.mean * k,
             cv_dur: s.cv,
             var_dur_pop: s.var_pop * k * k,
             var_dur_sample: s.var_sample * k * k,
-            min_dur: s.min as f64 * k,
-            max_dur: s.max as f64 * k,
+            min_dur: scaled(s.min, k),
+            max_dur: scaled(s.max, k),
             percentiles: Percentiles(s.percentiles.map(|p| p * k)),
         }
     }
@@ -381,8 +382,8 @@ fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
     let h = stats::histogram(sorted, bins);
     Hist {
         bins: h.bins,
-        min: h.min as f64 * k,
-        max: h.max as f64 * k,
+        min: scaled(h.min, k),
+        max: scaled(h.max, k),
         prob: h.prob,
     }
 }
@@ -402,7 +403,7 @@ fn region_entries(
                 region: *r,
                 name: trace.names.region(*r).into_owned(),
                 stats: Stats::from_ns(&stats::dur_stats(d), k),
-                self_dur: self_ns as f64 * k,
+                self_dur: scaled(self_ns, k),
                 self_share: shares.share(self_ns),
                 hist: hist(d, bins, k),
             }
@@ -412,10 +413,10 @@ fn region_entries(
 
 /// Lane time, time outside any region and its share, in output units.
 fn lane_totals(shares: &Shares, k: f64) -> (f64, f64, f64) {
-    let scaled = |ns: Ns| ns as f64 * k;
+    let in_unit = |ns: DurationNs| scaled(ns, k);
     (
-        scaled(shares.lane_time),
-        scaled(shares.outside),
+        in_unit(shares.lane_time),
+        in_unit(shares.outside),
         shares.share(shares.outside),
     )
 }

@@ -33,7 +33,7 @@ use super::summary::summarize;
 use super::{TraceWriteOptions, WriteError};
 use crate::model::Trace;
 use crate::stats::{Shares, OUTSIDE};
-use crate::time::format_duration;
+use crate::time::{format_duration, scaled};
 use std::io::{self, Write};
 
 /// Set-aside lanes the table names, one line each.
@@ -76,7 +76,7 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
     for row in &rows {
         let pct = format!("{:.1}", 100.0 * row.share);
         let cum = format!("{:.1}", 100.0 * row.cumulative);
-        let self_time = format_duration(row.self_time as f64 * k);
+        let self_time = format_duration(scaled(row.self_time, k));
         match row.region {
             Some(t) => {
                 let r = s

@@ -6,7 +6,8 @@
 use super::enc::{self, NameHead, SeqEncoder};
 use super::flows::{run_of, LaneFlows};
 use super::{LaunchClock, ANN_PAYLOAD, CAT_INSTANT, CAT_SPAN};
-use crate::model::{Lane, Ns, Trace};
+use crate::model::{Lane, Trace};
+use crate::time::Timestamp;
 
 /// A launch's region names, pre-encoded, and which sequence interned each one last.
 #[derive(Debug, Default)]
@@ -77,14 +78,14 @@ pub(super) struct Counts {
 /// One lane's event columns, as sub-slices, and its time shift.
 struct LaneEvents<'a> {
     shift: u64,
-    begin: &'a [Ns],
-    end: &'a [Ns],
+    begin: &'a [Timestamp],
+    end: &'a [Timestamp],
     region: &'a [u16],
     payload: &'a [u32],
-    i_ts: &'a [Ns],
+    i_ts: &'a [Timestamp],
     i_region: &'a [u16],
     i_payload: &'a [u32],
-    c_ts: &'a [Ns],
+    c_ts: &'a [Timestamp],
     c_counter: &'a [u16],
     c_value: &'a [u32],
 }
@@ -273,7 +274,7 @@ fn emit_lane<const FLOWS: bool>(
     let flows = run.flows.unwrap_or(&NO_FLOWS);
     let seq = run.seq;
     let shift = ev.shift;
-    let at = |col: &[Ns], i: usize| col.get(i).map_or(u64::MAX, |&t| t.wrapping_add(shift));
+    let at = |col: &[Timestamp], i: usize| col.get(i).map_or(u64::MAX, |&t| t.wrapping_add(shift));
     let (mut si, mut ii, mut ci) = (run.si, run.ii, run.ci);
     let (mut so, mut io) = (run.so, run.io);
     let mut p = *pos;
