@@ -2,7 +2,9 @@
 //! arguments, turned into the library's decode options, and the flag hints the library's
 //! errors do not carry.
 use anyhow::Context;
-use ikp_host::{BlockFilter, DecodeError, DecodeOptions, FormatChoice, LoadErrorKind, Trace};
+use ikp_host::{
+    BlockFilter, DecodeError, DecodeOptions, DiagnosticCounts, FormatChoice, LoadErrorKind, Trace,
+};
 use std::path::{Path, PathBuf};
 
 /// Wire format choice on the command line.
@@ -60,20 +62,63 @@ impl InputArgs {
         }
     }
 
-    /// Reads and decodes one buffer.
+    /// Reads and decodes one buffer, with a warning line if it had problems.
     pub fn load(&self, buf: &Path) -> anyhow::Result<Trace> {
-        load(buf, &self.options()?)
+        let t = load(buf, &self.options()?)?;
+        warn(None, &t.diagnostic_counts());
+        Ok(t)
     }
 
-    /// Reads and decodes several buffers with the same options, one after the other.
+    /// Reads and decodes several buffers with the same options, one after the other, with
+    /// a warning line for each that had problems, naming it by its [`labels`].
     pub fn load_all(&self, bufs: &[PathBuf]) -> anyhow::Result<Vec<Trace>> {
         let opts = self.options()?;
-        bufs.iter().map(|b| load(b, &opts)).collect()
+        let traces = bufs
+            .iter()
+            .map(|b| load(b, &opts))
+            .collect::<anyhow::Result<Vec<Trace>>>()?;
+        for (label, t) in labels(bufs).iter().zip(&traces) {
+            warn(Some(label), &t.diagnostic_counts());
+        }
+        Ok(traces)
     }
 }
 
+/// One stderr line when a buffer had problems worth knowing about (naming the buffer by
+/// its label when there are several).
+pub fn warn(label: Option<&str>, counts: &DiagnosticCounts) {
+    if counts.is_clean() {
+        return;
+    }
+    let whose = label.map(|l| format!("{l}: ")).unwrap_or_default();
+    eprintln!("ikp: warning: {whose}{counts} (see the summary for which regions and lanes)");
+}
+
+/// Launch labels of several buffers: each one's file name; where file names coincide, the
+/// path as given; a path given more than once gets " (2)", " (3)", ... after the first.
+pub fn labels(bufs: &[PathBuf]) -> Vec<String> {
+    let names: Vec<String> = bufs.iter().map(|p| ikp_host::file_name(p)).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(bufs.len());
+    for (n, p) in names.iter().zip(bufs) {
+        let base = if names.iter().filter(|m| *m == n).count() > 1 {
+            p.display().to_string()
+        } else {
+            n.clone()
+        };
+        let mut label = base.clone();
+        let mut k = 2;
+        while !seen.insert(label.clone()) {
+            label = format!("{base} ({k})");
+            k += 1;
+        }
+        out.push(label);
+    }
+    out
+}
+
 /// [`ikp_host::load`], with the command-line hint for a buffer of no known format.
-pub fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
+fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
     ikp_host::load(buf, opts).map_err(|e| {
         if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
             anyhow::anyhow!("{e} (--format ikp or --format tvm forces one)")

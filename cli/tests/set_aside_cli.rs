@@ -80,7 +80,7 @@ fn analyze_gives_the_launch_s_figures_and_names_the_lane_set_aside() {
     assert_eq!(text, String::from_utf8(b.stdout).unwrap());
     let err = String::from_utf8(a.stderr).unwrap();
     let want = format!(
-        "ikp: warning: 1 lanes set aside, their stamps not of this launch: {};",
+        ", 1 lane set aside, its stamps not of this launch: {} (see the summary",
         lane_name()
     );
     assert!(err.contains(&want), "{err}");
@@ -116,7 +116,7 @@ fn decode_writes_every_output_and_names_the_lane_set_aside() {
         let err = String::from_utf8(o.stderr).unwrap();
         if buf == &corrupted {
             let want = format!(
-                ", 1 lanes set aside, their stamps not of this launch: {} (see the summary",
+                ", 1 lane set aside, its stamps not of this launch: {} (see the summary",
                 lane_name()
             );
             assert!(err.contains(&want), "{err}");
@@ -163,8 +163,32 @@ fn the_summary_table_lists_the_lane_set_aside() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
     let want = format!(
-        "1 lanes set aside, not decoded: their stamps cannot belong to this launch\n  {}: its end stamp is implausibly far from its start\n",
+        "1 lane set aside, not decoded: its stamps cannot belong to this launch\n  {}: its end stamp is implausibly far from its start\n",
         lane_name()
     );
     assert!(text.ends_with(&want), "{text}");
+}
+
+/// The report says which lane was set aside, above the figures it is not part of; the
+/// figures are those of the buffer without that lane.
+#[test]
+fn report_names_the_lane_set_aside() {
+    let d = tempfile::tempdir().unwrap();
+    let (corrupted, removed) = buffers(d.path());
+    let html = |buf: &Path| {
+        let out = buf.parent().unwrap().join("report");
+        let o = ikp(&["report", s(buf), "-o", s(&out)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(out.join("report.html")).unwrap()
+    };
+    let (a, b) = (html(&corrupted), html(&removed));
+    let note = format!(
+        "<p class=\"meta\" id=\"set-aside-0\"><strong>1 lane set aside, its stamps not of this launch: {}</strong>",
+        lane_name()
+    );
+    assert!(a.contains(&note), "no set-aside note");
+    assert!(!b.contains("set-aside-0"));
+    // Apart from the note and the paths in the headings, the same page.
+    let body = |h: &str| h[h.find("id=\"breakdown-0\"").unwrap()..].to_owned();
+    assert_eq!(body(&a), body(&b));
 }

@@ -96,7 +96,7 @@ fn the_issue_s_start_stamp_544_years_away_sets_its_lane_aside() {
     // The one-line diagnostics name the lane.
     let line = t.diagnostic_counts().to_string();
     let want = format!(
-        ", 1 lanes set aside, their stamps not of this launch: {}",
+        ", 1 lane set aside, its stamps not of this launch: {}",
         orig.track().name()
     );
     assert!(line.ends_with(&want), "{line}");

@@ -55,12 +55,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         path_steps: args.path_steps,
     };
     write_analysis(std::io::stdout().lock(), &trace, &a, gpu, &text)?;
-    let counts = trace.diagnostic_counts();
-    if counts.set_aside > 0 {
-        eprintln!(
-            "ikp: warning: {}; they are in none of these figures (`ikp decode --summary` lists them)",
-            counts.set_aside_phrase()
-        );
-    }
     Ok(())
 }

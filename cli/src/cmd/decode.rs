@@ -20,13 +20,13 @@
 //! Every file is written aside and put in place once every output was written (a failure
 //! leaves none of them), then named on stderr with its size unless `--quiet`. `-` as an
 //! output path is standard output, for one output at a time.
-use crate::input::InputArgs;
+use crate::input::{labels, warn, InputArgs};
 use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
     write_block_dists, write_chrome, write_csv, write_perfetto, write_perfetto_streamed,
-    write_summary, write_table, DiagnosticCounts, Launch, PerfettoOptions, StreamedBuffer,
-    TraceWriteOptions, WireFormat,
+    write_summary, write_table, Launch, PerfettoOptions, StreamedBuffer, TraceWriteOptions,
+    WireFormat,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -240,7 +240,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         write_table(std::io::stdout().lock(), &trace, &opt)?;
         eprintln!("ikp decode: no output asked for (--chrome, --summary, --csv, --perfetto, --block-dists); printed the summary table");
     }
-    warn(None, &trace.diagnostic_counts());
     Ok(())
 }
 
@@ -299,7 +298,7 @@ fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
 /// Every buffer is decoded, one after the other, before anything is written.
 fn run_several(a: &Args) -> anyhow::Result<()> {
     let traces = a.input.load_all(&a.bufs)?;
-    let labels = labels(&a.inputs());
+    let labels = labels(&a.bufs);
     if let Some(p) = &a.perfetto {
         let launches: Vec<Launch> = (labels.iter().zip(&traces))
             .map(|(l, t)| Launch::new(l, t))
@@ -318,33 +317,7 @@ fn run_several(a: &Args) -> anyhow::Result<()> {
         }
         eprintln!("ikp decode: no output asked for (--perfetto takes several buffers); printed the summary tables");
     }
-    for (l, t) in labels.iter().zip(&traces) {
-        warn(Some(l), &t.diagnostic_counts());
-    }
     Ok(())
-}
-
-/// Launch labels of several buffers: each one's file name; where file names coincide, the
-/// path as given; a path given more than once gets " (2)", " (3)", ... after the first.
-fn labels(bufs: &[&Path]) -> Vec<String> {
-    let names: Vec<String> = bufs.iter().map(|p| ikp_host::file_name(p)).collect();
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::with_capacity(bufs.len());
-    for (n, p) in names.iter().zip(bufs) {
-        let base = if names.iter().filter(|m| *m == n).count() > 1 {
-            p.display().to_string()
-        } else {
-            n.clone()
-        };
-        let mut label = base.clone();
-        let mut k = 2;
-        while !seen.insert(label.clone()) {
-            label = format!("{base} ({k})");
-            k += 1;
-        }
-        out.push(label);
-    }
-    out
 }
 
 /// Whether `--perfetto` takes the streaming path: it is the only output, nothing needs the
@@ -381,14 +354,4 @@ fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<()> {
     outs.commit()?;
     warn(None, &src.diagnostic_counts());
     Ok(())
-}
-
-/// One stderr line when a buffer had problems worth knowing about (naming the buffer by
-/// its label when there are several).
-fn warn(label: Option<&str>, counts: &DiagnosticCounts) {
-    if counts.is_clean() {
-        return;
-    }
-    let whose = label.map(|l| format!("{l}: ")).unwrap_or_default();
-    eprintln!("ikp: warning: {whose}{counts} (see the summary for which regions and lanes)");
 }

@@ -30,10 +30,8 @@ pub const REGRESSION_EXIT: u8 = 3;
 
 /// Runs `ikp diff`; `Ok(true)` when a regression was found.
 pub fn run(args: Args) -> anyhow::Result<bool> {
-    let opts = args.input.options()?;
-    let a = crate::input::load(&args.a, &opts)?;
-    let b = crate::input::load(&args.b, &opts)?;
-    let d = diff(&a, &b, args.threshold);
+    let runs = args.input.load_all(&[args.a.clone(), args.b.clone()])?;
+    let d = diff(&runs[0], &runs[1], args.threshold);
     if let Some(out) = &args.json {
         let mut outs = Outputs::new(&[&args.a, &args.b], true);
         outs.file(out, |w| Ok(serde_json::to_writer_pretty(w, &d)?))?;

@@ -501,8 +501,13 @@ impl DiagnosticCounts {
     /// (the end of the [`Display`](std::fmt::Display) line when any was set aside).
     pub fn set_aside_phrase(&self) -> String {
         let names: Vec<String> = self.set_aside_named.iter().map(TrackId::name).collect();
+        let (lanes, their) = if self.set_aside == 1 {
+            ("lane", "its")
+        } else {
+            ("lanes", "their")
+        };
         let mut s = format!(
-            "{} lanes set aside, their stamps not of this launch: {}",
+            "{} {lanes} set aside, {their} stamps not of this launch: {}",
             self.set_aside,
             names.join("; ")
         );

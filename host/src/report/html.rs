@@ -163,12 +163,20 @@ fn launch<W: Write>(
         src.grid[2],
         src.groups_per_block,
         t.lanes.len(),
-        format_duration((end - start) as f64),
+        format_duration(gpu_wall(t) as f64),
         t.spans.len(),
         t.dropped(),
         t.diagnostics.unmatched_begin.len(),
         t.diagnostics.unmatched_end.len()
     )?;
+    let counts = t.diagnostic_counts();
+    if counts.set_aside > 0 {
+        writeln!(
+            out,
+            "<p class=\"meta\" id=\"set-aside-{n}\"><strong>{}</strong>: not decoded, in none of the figures below.</p>",
+            esc(&counts.set_aside_phrase())
+        )?;
+    }
 
     breakdown_section(out, n, t, opts)?;
 

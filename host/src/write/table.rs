@@ -25,7 +25,7 @@
 //! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
 //! rule that set them aside:
 //! ```text
-//! 1 lanes set aside, not decoded: their stamps cannot belong to this launch
+//! 1 lane set aside, not decoded: its stamps cannot belong to this launch
 //!   block 5 · group 1 (warp 4, SM 10): its end stamp is implausibly far from its start
 //! ```
 
@@ -174,9 +174,14 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
     }
     if !trace.diagnostics.set_aside.is_empty() {
         let all = &trace.diagnostics.set_aside;
+        let (lanes, their) = if all.len() == 1 {
+            ("lane", "its")
+        } else {
+            ("lanes", "their")
+        };
         writeln!(
             w,
-            "{} lanes set aside, not decoded: their stamps cannot belong to this launch",
+            "{} {lanes} set aside, not decoded: {their} stamps cannot belong to this launch",
             all.len()
         )?;
         for l in all.iter().take(SET_ASIDE_LISTED) {
