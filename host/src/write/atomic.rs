@@ -124,20 +124,7 @@ impl Outputs {
             drop(w.into_inner().map_err(|e| e.into_error())?);
             Ok::<T, WriteError>(t)
         })();
-        match written {
-            Ok(t) => {
-                self.staged.push(Staged {
-                    target: path.to_path_buf(),
-                    tmp: Some(tmp),
-                    dir: false,
-                });
-                Ok(t)
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(e.at(path))
-            }
-        }
+        self.keep(path, tmp, false, written)
     }
 
     /// Fills a temporary directory through `fill`, to replace `dir` whole at
@@ -154,18 +141,30 @@ impl Outputs {
             std::fs::create_dir(&tmp)?;
             fill(&tmp).map_err(Into::into)
         })();
+        self.keep(dir, tmp, true, written)
+    }
+
+    /// Stages `tmp` for `target` if it was `written`, else removes it.
+    fn keep<T>(
+        &mut self,
+        target: &Path,
+        tmp: PathBuf,
+        dir: bool,
+        written: Result<T, WriteError>,
+    ) -> Result<T, WriteError> {
+        let staged = Staged {
+            target: target.to_path_buf(),
+            tmp: Some(tmp),
+            dir,
+        };
         match written {
             Ok(t) => {
-                self.staged.push(Staged {
-                    target: dir.to_path_buf(),
-                    tmp: Some(tmp),
-                    dir: true,
-                });
+                self.staged.push(staged);
                 Ok(t)
             }
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Err(e.at(dir))
+                staged.discard();
+                Err(e.at(target))
             }
         }
     }
