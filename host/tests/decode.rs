@@ -80,7 +80,7 @@ fn unmatched_records_are_counted_with_their_regions() {
         .init(0, 0, 0, 100, 0)
         .end(1, 0, 105) // end without begin
         .begin(0, 0, 110)
-        .begin(1, 5, 120) // closed by the outer end: unmatched
+        .begin(1, 5, 120) // outlives the region it began in and never ends: unmatched
         .end(0, 0, 130)
         .begin(2, 0, 140) // never closed
         .finalize(200, 0);
@@ -91,6 +91,162 @@ fn unmatched_records_are_counted_with_their_regions() {
     assert_eq!((d.unmatched_end[0].region, d.unmatched_end[0].ts), (1, 105));
     let ub: Vec<(u16, u64)> = d.unmatched_begin.iter().map(|u| (u.region, u.ts)).collect();
     assert_eq!(ub, [(1, 120), (2, 140)]);
+}
+
+/// Lane 0 of a one-lane buffer holding `prog` (`(begin?, region, time)`), in the native
+/// format (each begin's payload is its index in `prog`) and in the TVM format.
+fn one_lane_both_formats(prog: &[(bool, u32, u32)]) -> [Trace; 2] {
+    let mut b = BufferWriter::new(layout(1, 1, 64, TimerMode::Globaltimer)).unwrap();
+    let mut l = b.lane(0);
+    l.init(0, 0, 0, 5, 0);
+    let mut tvm_lane = Vec::new();
+    for (k, &(begin, region, t)) in prog.iter().enumerate() {
+        if begin {
+            l.begin(region, k as u32, t as u64);
+        } else {
+            l.end(region, 0, t as u64);
+        }
+        tvm_lane.push(pack(t, 0, region, u32::from(!begin)));
+    }
+    l.finalize(1000, 0);
+    tvm_lane.push(pack(1000, 0, 0, 3));
+    [dec(&b.into_words()), dec(&tvm(1, 1, &[tvm_lane]))]
+}
+
+#[test]
+fn an_end_closes_the_innermost_open_region_of_its_id_and_overlapping_regions_stay_open() {
+    // Each case: the program, then the spans as `(region, depth, begin, end)`, the
+    // unmatched begins and the unmatched ends as `(region, time)`.
+    type Case = (
+        Vec<(bool, u32, u32)>,
+        Vec<(u16, u16, u64, u64)>,
+        Vec<(u16, u64)>,
+        Vec<(u16, u64)>,
+    );
+    let (b, e) = (true, false);
+    let cases: Vec<Case> = vec![
+        // Begin A, begin B, end A, end B: both pair; a later begin is at depth 0 again.
+        (
+            vec![
+                (b, 1, 10),
+                (b, 2, 20),
+                (e, 1, 30),
+                (e, 2, 40),
+                (b, 3, 50),
+                (e, 3, 60),
+            ],
+            vec![(1, 0, 10, 30), (2, 1, 20, 40), (3, 0, 50, 60)],
+            vec![],
+            vec![],
+        ),
+        // A B C, ended A C B.
+        (
+            vec![
+                (b, 1, 10),
+                (b, 2, 20),
+                (b, 3, 30),
+                (e, 1, 40),
+                (e, 3, 50),
+                (e, 2, 60),
+                (b, 4, 70),
+                (e, 4, 80),
+            ],
+            vec![
+                (1, 0, 10, 40),
+                (2, 1, 20, 60),
+                (3, 2, 30, 50),
+                (4, 0, 70, 80),
+            ],
+            vec![],
+            vec![],
+        ),
+        // A region begun inside B after B's parent A ended is one level below B.
+        (
+            vec![
+                (b, 1, 10),
+                (b, 2, 20),
+                (e, 1, 30),
+                (b, 3, 40),
+                (e, 3, 50),
+                (e, 2, 60),
+                (b, 4, 70),
+                (e, 4, 80),
+            ],
+            vec![
+                (1, 0, 10, 30),
+                (2, 1, 20, 60),
+                (3, 2, 40, 50),
+                (4, 0, 70, 80),
+            ],
+            vec![],
+            vec![],
+        ),
+        // A repeat of A inside A pairs innermost first, also under another open region.
+        (
+            vec![
+                (b, 1, 10),
+                (b, 1, 20),
+                (b, 2, 30),
+                (e, 1, 40),
+                (e, 1, 50),
+                (e, 2, 60),
+                (b, 3, 70),
+                (e, 3, 80),
+            ],
+            vec![
+                (1, 0, 10, 50),
+                (1, 1, 20, 40),
+                (2, 2, 30, 60),
+                (3, 0, 70, 80),
+            ],
+            vec![],
+            vec![],
+        ),
+        // An end of an id never begun, while others are open (one of them overlapping
+        // the region it began in), pairs with nothing and changes nothing.
+        (
+            vec![
+                (b, 1, 10),
+                (b, 2, 20),
+                (e, 5, 25),
+                (e, 1, 30),
+                (e, 5, 40),
+                (e, 2, 50),
+            ],
+            vec![(1, 0, 10, 30), (2, 1, 20, 50)],
+            vec![],
+            vec![(5, 25), (5, 40)],
+        ),
+        // A region left open after the one it began in ended is unmatched at the lane's
+        // end; regions begun inside it pair.
+        (
+            vec![(b, 1, 10), (b, 2, 20), (e, 1, 30), (b, 3, 40), (e, 3, 50)],
+            vec![(1, 0, 10, 30), (3, 2, 40, 50)],
+            vec![(2, 20)],
+            vec![],
+        ),
+    ];
+    for (prog, want, want_ub, want_ue) in cases {
+        let [native, tvm] = one_lane_both_formats(&prog);
+        for t in [&native, &tvm] {
+            let got: Vec<_> = spans(t, 0)
+                .into_iter()
+                .map(|(r, d, _, b, e)| (r, d, b, e))
+                .collect();
+            assert_eq!(got, want, "{:?}: {prog:?}", t.source.format);
+            let d = &t.diagnostics;
+            let ub: Vec<_> = d.unmatched_begin.iter().map(|u| (u.region, u.ts)).collect();
+            let ue: Vec<_> = d.unmatched_end.iter().map(|u| (u.region, u.ts)).collect();
+            assert_eq!((ub, ue), (want_ub.clone(), want_ue.clone()), "{prog:?}");
+        }
+        // A span's payload is its begin's (native format).
+        for (k, &(r, _, at, _)) in want.iter().enumerate() {
+            let i = prog
+                .iter()
+                .position(|&(x, y, t)| x && y == r as u32 && t as u64 == at);
+            assert_eq!(native.spans.payload[k], i.unwrap() as u32);
+        }
+    }
 }
 
 #[test]

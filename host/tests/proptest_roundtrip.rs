@@ -8,9 +8,11 @@
 //! counters that a small reference model of the pairing rules predicts.
 //!
 //! The model is the documented contract, written independently of the decoder: an end
-//! closes the innermost open begin of its region, begins opened inside it and still open
-//! are unmatched, as are begins still open at the end of the lane and ends with no open
-//! begin; a counter sample takes the time of the record before it (the lane start if none);
+//! closes the innermost open begin of its region, and begins opened after it that are still
+//! open stay open (overlapping regions); a span's depth is 0 when nothing was open at its
+//! begin, else one more than the depth of the innermost open begin; begins still open at
+//! the end of the lane and ends with no open begin of their region are unmatched; a
+//! counter sample takes the time of the record before it (the lane start if none);
 //! a stamp behind the lane's latest one gets that latest time and is counted; in clock
 //! mode, a lane of at least `OWN_RATIO_MIN_NS` converts with its own ratio, the others with
 //! the ratio pooled over every lane.
@@ -31,8 +33,9 @@ enum Op {
         payload: u32,
         dt: i64,
     },
-    /// Closes the open begin at `pick % depth` (counted from the bottom of the stack), or
-    /// is a stray end of `region` when nothing is open.
+    /// Closes the open begin at `pick / 4 % open` (counted from the bottom of the stack),
+    /// or, when nothing is open or `pick % 4 == 0`, is an end of `region` (a stray end if
+    /// no begin of `region` is open).
     End {
         pick: usize,
         region: u16,
@@ -179,16 +182,15 @@ fn records_of(p: &LaneProg, anchor: u64, n_counters: u32) -> Encoded {
             }
             Op::End { pick, region, dt } => {
                 let (lo, at) = step(&mut t, &mut mx, &mut out.back, dt);
-                let r = if open.is_empty() {
+                let r = if open.is_empty() || pick % 4 == 0 {
                     region
                 } else {
-                    let i = pick % open.len();
-                    let r = open[i];
-                    // Mirror the pairing: the innermost open `r` closes, above it is dropped.
-                    let j = open.iter().rposition(|&o| o == r).unwrap();
-                    open.truncate(j);
-                    r
+                    open[pick / 4 % open.len()]
                 };
+                // Mirror the pairing: the innermost open `r` closes, the rest stay open.
+                if let Some(j) = open.iter().rposition(|&o| o == r) {
+                    open.remove(j);
+                }
                 out.records.push((Kind::End, r as u32, 0, lo, at));
             }
             Op::Instant {
@@ -236,14 +238,18 @@ struct Expect {
 /// The reference model of the pairing: `recs` are the lane's timed records.
 fn model(lane: u32, recs: &[(Kind, u32, u32, u32, u64)], ns: impl Fn(u64) -> u64) -> Expect {
     let mut e = Expect::default();
-    let mut open: Vec<(u16, u32, u64)> = Vec::new();
+    // Open begins, innermost last: (region, payload, time, depth, record index).
+    let mut open: Vec<(u16, u32, u64, u16, usize)> = Vec::new();
+    // Spans with the index of their begin record: the trace lists them in that order.
+    let mut spans = Vec::new();
     let mut last;
-    for &(kind, region, payload, _, ticks) in recs {
+    for (k, &(kind, region, payload, _, ticks)) in recs.iter().enumerate() {
         let r = region as u16;
         match kind {
             Kind::Begin => {
                 last = ns(ticks);
-                open.push((r, payload, last));
+                let depth = open.last().map_or(0, |o| o.3 + 1);
+                open.push((r, payload, last, depth, k));
             }
             Kind::End => {
                 last = ns(ticks);
@@ -255,16 +261,8 @@ fn model(lane: u32, recs: &[(Kind, u32, u32, u32, u64)], ns: impl Fn(u64) -> u64
                         ts: last,
                     }),
                     Some(i) => {
-                        for o in open.drain(i + 1..) {
-                            e.unmatched_begin.push(Unpaired {
-                                lane,
-                                region: o.0,
-                                payload: o.1,
-                                ts: o.2,
-                            });
-                        }
-                        let o = open.pop().unwrap();
-                        e.spans.push((r, i as u16, o.1, o.2, last));
+                        let o = open.remove(i);
+                        spans.push((o.4, (r, o.3, o.1, o.2, last)));
                     }
                 }
             }
@@ -275,6 +273,8 @@ fn model(lane: u32, recs: &[(Kind, u32, u32, u32, u64)], ns: impl Fn(u64) -> u64
             Kind::Meta => unreachable!("lane_expect takes the meta records out"),
         }
     }
+    spans.sort_by_key(|s| s.0);
+    e.spans = spans.into_iter().map(|s| s.1).collect();
     for o in open {
         e.unmatched_begin.push(Unpaired {
             lane,
@@ -323,12 +323,11 @@ fn lane_expect(
 fn got(t: &Trace, p: usize) -> Expect {
     let l = &t.lanes[p];
     let (s, i, c) = (&t.spans, &t.instants, &t.samples);
-    let mut spans: Vec<_> = l
+    let spans: Vec<_> = l
         .spans
         .clone()
         .map(|k| (s.region[k], s.depth[k], s.payload[k], s.begin[k], s.end[k]))
         .collect();
-    spans.sort();
     let d = &t.diagnostics;
     let mut ub: Vec<Unpaired> = d
         .unmatched_begin
@@ -365,8 +364,9 @@ fn got(t: &Trace, p: usize) -> Expect {
     }
 }
 
+/// `e` with its unmatched records in the order [`got`] sorts them (spans stay in begin
+/// order).
 fn sorted(mut e: Expect) -> Expect {
-    e.spans.sort();
     e.unmatched_begin
         .sort_by_key(|u| (u.ts, u.region, u.payload));
     e.unmatched_end.sort_by_key(|u| (u.ts, u.region, u.payload));
@@ -568,7 +568,7 @@ proptest! {
     #[test]
     fn tvm_programs_roundtrip(
         lanes in prop::collection::vec(
-            (0u32..1 << 20, prop::collection::vec((0u8..3, 0u16..4, prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0]), 1..24), any::<bool>()),
+            (0u32..1 << 20, prop::collection::vec((0u8..4, 0u16..4, prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0]), 1..24), any::<bool>()),
             1..5),
         groups in 1u32..3,
     ) {
@@ -592,15 +592,14 @@ proptest! {
                 if t as u32 == 0 { t += 1; } // an all-zero slot would read as empty
                 backward += u64::from(k > 0 && t < mx);
                 mx = mx.max(t);
+                // Kind 1 ends an open region (any of them), 3 ends `ev` (open or not).
                 let (kind, ev) = match kind {
-                    1 if !open.is_empty() => {
-                        let r = open[ev as usize % open.len()];
-                        let j = open.iter().rposition(|&o| o == r).unwrap();
-                        open.truncate(j);
+                    0 => { open.push(ev); (Kind::Begin, ev) }
+                    1 | 3 => {
+                        let r = if kind == 1 && !open.is_empty() { open[ev as usize % open.len()] } else { ev };
+                        if let Some(j) = open.iter().rposition(|&o| o == r) { open.remove(j); }
                         (Kind::End, r)
                     }
-                    0 => { open.push(ev); (Kind::Begin, ev) }
-                    1 => (Kind::End, ev),
                     _ => (Kind::Instant, ev),
                 };
                 recs.push((kind, ev as u32, 0, t as u32, mx));

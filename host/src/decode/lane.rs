@@ -8,6 +8,21 @@
 //! spans come out in begin order (parents before the spans nested in them) without a
 //! sort; the slot of a begin that is never closed is marked with [`HOLE`] and removed by
 //! the compaction.
+//!
+//! # Pairing
+//! An end closes the innermost open begin of its region (`ikp.cuh`: "closes the innermost
+//! open region with the same id"); the begins opened after that one and still open stay
+//! open (the regions overlap rather than nest) and are closed by their own ends. An end
+//! with no open begin of its region is unmatched; so is a begin still open when the lane
+//! ends. When regions nest, the begin an end closes is always the innermost open one (the
+//! top of the stack), which the hot path pairs; only overlapping regions and unmatched
+//! ends take the cold path ([`end_cold`]).
+//!
+//! A span's depth is 0 when no begin of its lane was open at its begin, else one more than
+//! the depth of the innermost open one (so every region open at a span's begin has a
+//! smaller depth). With nested regions that is the span's position in the stack; a
+//! region that began inside one that has closed since keeps its depth, and the regions
+//! begun inside it are deeper still.
 
 use crate::model::Unpaired;
 use crate::time::Timestamp;
@@ -105,6 +120,15 @@ pub struct Cursor {
 /// Depth value marking the slot of a begin that was never closed.
 pub const HOLE: u16 = u16::MAX;
 
+/// Set in the region cell of an open begin whose end must take the cold path, because the
+/// hot path's `depth -= 1` would give the next begin a wrong depth there: its link (see
+/// [`LaneWalk`]) no longer names the begin that was innermost when it began, which was
+/// closed from under it, or (beyond the depth a `u16` records) its depth is not known
+/// exactly. [`end_cold`] sets the next begin's depth from the begin it links to. Region
+/// ids have 10 bits, so a flagged cell never equals a record's region.
+const COLD_END: u16 = 0x8000;
+const _: () = assert!(ikp_device::wire::REGION_MASK < COLD_END as u32);
+
 /// The span columns of a chunk, resliced to one common length.
 struct SpanCols<'o> {
     lane: &'o mut [u32],
@@ -153,7 +177,14 @@ pub struct Run {
 /// are all 0, are filled for a whole run afterwards) and parks the slot of the enclosing
 /// open begin in its `end` cell; the matching end reads that link back and overwrites it
 /// with its time. So a begin / end pair costs six stores (five in the TVM format) and two
-/// loads, with no stack to grow.
+/// loads, with no stack to grow. The open begins form a list linked through those cells,
+/// innermost first, so closing a begin below the innermost one (overlapping regions, the
+/// module's `# Pairing`) only relinks the begin above it ([`end_cold`]).
+///
+/// `depth` is the depth of the next begin: one more than the innermost open begin's. The
+/// hot path's end decrements it, which is right as long as every open begin links to the
+/// begin that was innermost when it began (one level up); a begin relinked by
+/// [`end_cold`] is marked [`COLD_END`] so that its end recomputes the depth instead.
 #[derive(Debug)]
 pub struct LaneWalk<C> {
     /// Lane id.
@@ -167,7 +198,7 @@ pub struct LaneWalk<C> {
     pub cur: Cursor,
     /// Slot of the innermost open begin, or [`NONE`].
     top: usize,
-    /// Open begins.
+    /// Depth of the next begin (0 with none open; see the struct's docs).
     depth: usize,
 }
 
@@ -229,10 +260,7 @@ impl<C: Clock> LaneWalk<C> {
             &mut out.c_ts[..n],
             &mut out.c_value[..n],
         );
-        let mut unmatched = Unmatched {
-            begin: &mut out.unmatched_begin,
-            end: &mut out.unmatched_end,
-        };
+        let unmatched_end = &mut out.unmatched_end;
         // The span columns as locals, not fields of a struct whose address the cold path
         // takes: that would keep every pointer and length in memory, reloaded per record.
         let SpanCols {
@@ -293,18 +321,14 @@ impl<C: Clock> LaneWalk<C> {
                 depth += 1;
                 cur.span = k + 1;
             } else if tag & 2 == 0 {
-                // `top` is NONE (out of bounds) when no begin is open.
+                // `top` is NONE (out of bounds) when no begin is open; a COLD_END top
+                // never matches.
                 if s_region.get(top) == Some(&region) {
                     let parent = s_end[top] as usize;
                     s_end[top] = t;
                     top = parent;
                     depth -= 1;
                 } else {
-                    if TVM {
-                        // The run's payloads are filled at its end, but an unmatched
-                        // begin of this run may be reported now.
-                        s_payload[first.span..cur.span].fill(0);
-                    }
                     let s = &mut SpanCols {
                         lane: &mut *s_lane,
                         region: &mut *s_region,
@@ -313,7 +337,8 @@ impl<C: Clock> LaneWalk<C> {
                         begin: &mut *s_begin,
                         end: &mut *s_end,
                     };
-                    (top, depth) = unmatched.end(lane, s, top, depth, region, payload, t);
+                    let end = (region, payload, t);
+                    (top, depth) = end_cold(lane, s, top, depth, end, unmatched_end);
                 }
             } else {
                 let k = cur.inst;
@@ -343,62 +368,72 @@ impl<C: Clock> LaneWalk<C> {
     /// Ends the walk: begins still open are unmatched (reported outermost first).
     pub fn finish(&mut self, out: &mut ChunkOut<'_>) {
         let s = &mut span_cols!(out);
-        let open = holes(s, self.top, NONE);
+        let open = holes(s, self.top);
         report(self.lane, s, &open, &mut out.unmatched_begin);
         (self.top, self.depth) = (NONE, 0);
     }
 }
 
-/// Where unmatched records are reported.
-struct Unmatched<'u> {
-    begin: &'u mut Vec<Unpaired>,
-    end: &'u mut Vec<Unpaired>,
-}
-
-impl Unmatched<'_> {
-    /// An end whose region is not the innermost open one: it closes a deeper begin of its
-    /// region (the begins above it become unmatched) or, with none open, is unmatched.
-    /// Returns the new `(top, depth)`.
-    #[cold]
-    #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn end(
-        &mut self,
-        lane: u32,
-        s: &mut SpanCols<'_>,
-        top: usize,
-        depth: usize,
-        region: u16,
-        payload: u32,
-        t: Timestamp,
-    ) -> (usize, usize) {
-        let mut k = top;
-        while k != NONE && s.region[k] != region {
-            k = s.end[k] as usize;
-        }
-        if k == NONE {
-            self.end.push(Unpaired {
-                lane,
-                region,
-                payload,
-                ts: t,
-            });
-            return (top, depth);
-        }
-        let above = holes(s, top, k);
-        report(lane, s, &above, self.begin);
-        let parent = s.end[k] as usize;
-        s.end[k] = t;
-        (parent, depth - above.len() - 1)
+/// An end that the hot path did not pair, because the innermost open begin is not of its
+/// region or is marked [`COLD_END`]. `end` is its `(region, payload, time)`. It closes the
+/// innermost open begin of its region, if any: one below the innermost open begin is
+/// unlinked, and the begin above it now links to its parent and is marked [`COLD_END`];
+/// an innermost begin is closed as the hot path does, but the depth of the next begin is
+/// recomputed from its parent's. With no open begin of its region the end is unmatched.
+/// Returns the new `(top, depth)`.
+#[cold]
+#[inline(never)]
+fn end_cold(
+    lane: u32,
+    s: &mut SpanCols<'_>,
+    top: usize,
+    depth: usize,
+    end: (u16, u32, Timestamp),
+    unmatched_end: &mut Vec<Unpaired>,
+) -> (usize, usize) {
+    let (region, payload, t) = end;
+    let (mut above, mut k) = (NONE, top);
+    while k != NONE && s.region[k] & !COLD_END != region {
+        above = k;
+        k = s.end[k] as usize;
     }
+    if k == NONE {
+        unmatched_end.push(Unpaired {
+            lane,
+            region,
+            payload,
+            ts: t,
+        });
+        return (top, depth);
+    }
+    let parent = s.end[k] as usize;
+    s.region[k] = region;
+    s.end[k] = t;
+    if above != NONE {
+        s.end[above] = parent as u64;
+        s.region[above] |= COLD_END;
+        return (top, depth);
+    }
+    // `k` was the innermost: the next begin goes one level below its parent. A parent's
+    // depth at the cap may be smaller than its true depth: the next begin then takes
+    // `k`'s, also beyond the cap (so recorded the same), and the parent's end comes here
+    // too, until a parent below the cap gives the exact depth again.
+    let next = match parent {
+        NONE => 0,
+        p if s.depth[p] < HOLE - 1 => s.depth[p] as usize + 1,
+        p => {
+            s.region[p] |= COLD_END;
+            depth - 1
+        }
+    };
+    (parent, next)
 }
 
-/// Marks the open begins from `top` down to (not including) `stop` as holes; returns
-/// their slots, innermost first.
-fn holes(s: &mut SpanCols<'_>, top: usize, stop: usize) -> Vec<usize> {
+/// Marks the open begins from `top` down as holes; returns their slots, innermost first.
+fn holes(s: &mut SpanCols<'_>, top: usize) -> Vec<usize> {
     let mut v = Vec::new();
     let mut k = top;
-    while k != stop {
+    while k != NONE {
         v.push(k);
         s.depth[k] = HOLE;
         k = s.end[k] as usize;
@@ -410,7 +445,7 @@ fn holes(s: &mut SpanCols<'_>, top: usize, stop: usize) -> Vec<usize> {
 fn report(lane: u32, s: &SpanCols<'_>, slots: &[usize], to: &mut Vec<Unpaired>) {
     to.extend(slots.iter().rev().map(|&k| Unpaired {
         lane,
-        region: s.region[k],
+        region: s.region[k] & !COLD_END,
         payload: s.payload[k],
         ts: s.begin[k],
     }));
@@ -502,6 +537,47 @@ mod tests {
         assert_eq!(spans, [(a + 8, top + 4)]);
         assert_eq!(inst, [top + 4, top + 4, top + 0x10]);
         assert_eq!(last, top + 0x10);
+    }
+
+    #[test]
+    fn overlapping_ends_beyond_the_depth_cap_keep_depths_capped_and_exact_below_it() {
+        // 70 000 nested begins of region 0 (deeper than a u16 records), region 1 begun on
+        // top, the innermost region 0 ended under it, then region 1 and every region 0:
+        // all pair, and a begin with nothing open is at depth 0 again.
+        let n = 70_000u32;
+        let mut words: Vec<u64> = (0..n).map(|k| rec(Kind::Begin, 0, k)).collect();
+        words.push(rec(Kind::Begin, 1, n));
+        words.push(rec(Kind::End, 0, n + 1));
+        words.push(rec(Kind::End, 1, n + 2));
+        words.extend((0..n - 1).map(|k| rec(Kind::End, 0, n + 3 + k)));
+        words.push(rec(Kind::Begin, 2, 2 * n + 2));
+        words.push(rec(Kind::End, 2, 2 * n + 3));
+        let mut cols = Cols::new(words.len());
+        let mut out = cols.out();
+        let mut w = LaneWalk::new(0, 0, Globaltimer, Cursor::default());
+        w.run::<false>(&words, 0, &mut out);
+        w.finish(&mut out);
+        assert!(out.unmatched_begin.is_empty() && out.unmatched_end.is_empty());
+        let k = n as usize;
+        assert_eq!(w.cur.span, k + 2);
+        let d = |i: usize| out.s_depth[i];
+        let cap = super::HOLE - 1;
+        assert_eq!(
+            (d(0), d(cap as usize - 1), d(cap as usize)),
+            (0, cap - 1, cap)
+        );
+        assert_eq!((d(k - 1), d(k)), (cap, cap));
+        assert_eq!(d(k + 1), 0, "nothing was open at the last begin");
+        // The innermost region 0 ended under region 1; the outermost ended last.
+        let (b, e) = (&out.s_begin, &out.s_end);
+        assert_eq!((b[k - 1], e[k - 1]), (n as u64 - 1, n as u64 + 1));
+        assert_eq!((b[k], e[k]), (n as u64, n as u64 + 2));
+        assert_eq!(e[0], 2 * n as u64 + 1);
+        assert!(
+            out.s_region[..k].iter().all(|&r| r == 0),
+            "no flag left in a row"
+        );
+        assert_eq!(out.s_region[k..k + 2], [1, 2]);
     }
 
     #[test]

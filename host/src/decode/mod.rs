@@ -5,10 +5,9 @@
 //! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
 //!
-//! Both share one per-lane walk: records are paired with a stack per lane
-//! (so nested and repeated regions pair correctly, unlike the peers' one open slot per
-//! event), 32-bit stamps are unwrapped into 64-bit ns, and everything that cannot be
-//! paired or placed is counted in [`crate::model::Diagnostics`], never dropped silently.
+//! Both share one per-lane walk: 32-bit stamps are unwrapped into 64-bit ns, records are
+//! paired (`# Pairing`), and everything that cannot be paired or placed is counted in
+//! [`crate::model::Diagnostics`], never dropped silently.
 //! The decoders size the output tables before the walk (a counting pass), run the walk in
 //! parallel over chunks of lanes for large buffers, then close the holes left by
 //! unmatched records, so the model is built without intermediate copies.
@@ -19,6 +18,20 @@
 //! A block filter ([`DecodeOptions::blocks`]) is applied here, once, to the decoded model
 //! (by [`StreamedBuffer`] as it outlines the launch): every writer and analysis then sees
 //! the same lanes.
+//!
+//! # Pairing
+//! As `ikp.cuh` documents it, an end closes the innermost open region with the same id,
+//! in both formats. Regions opened after that one and still open stay open: regions of a
+//! lane may overlap (begin A, begin B, end A, end B gives A and B, as when a leader issues
+//! asynchronous work), not only nest, and each closes when its own end comes. A region
+//! repeated inside itself pairs innermost first (which the peers' decoders, with one open
+//! begin per event and lane, cannot pair). An end with no open begin of its id and a begin
+//! still open when its lane ends are unmatched
+//! ([`Diagnostics::unmatched_end`](crate::Diagnostics::unmatched_end),
+//! [`Diagnostics::unmatched_begin`](crate::Diagnostics::unmatched_begin)). A span's
+//! [`depth`](crate::model::Spans::depth) is 0 when nothing was open at its begin, else one
+//! more than the depth of the innermost region open then. Nested regions pair on a hot
+//! path; an end that closes a region other than the innermost open one takes a cold one.
 //!
 //! # Unwrapping
 //! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp

@@ -8,13 +8,21 @@
 //!
 //! # Ordering invariants (established by the decoders, relied upon by writers)
 //! - [`Spans`], [`Instants`] and [`CounterSamples`] are grouped by lane, lanes ascending.
-//! - Within a lane, spans are sorted by `(begin asc, end desc)`, so a parent comes before
-//!   the spans nested in it; instants and samples are sorted by time. (Decoders emit
-//!   spans in the order of their begin records, which is this order; the one tie it
-//!   leaves open, a zero-length span and a sibling beginning at the same ns, keeps record
-//!   order.)
-//! - `Spans::depth` is the pairing stack position at the begin, counting begins that were
-//!   never closed; a span at depth `d` is not an ancestor of a later span of depth `<= d`.
+//! - Within a lane, spans are in the order of their begin records: sorted by begin, so a
+//!   parent comes before the spans begun inside it; instants and samples are sorted by
+//!   time. Where regions nest, this is the order `(begin asc, end desc)`; the ties that
+//!   order leaves open keep record order: a zero-length span and a sibling beginning at
+//!   the same ns, and two regions beginning at the same ns where the first ends first
+//!   (they overlap).
+//! - Spans of a lane nest or overlap: a region may end before regions begun inside it
+//!   (see [`crate::decode`], `# Pairing`). Writers that need nested intervals place
+//!   overlapping spans on rows of their own.
+//! - `Spans::depth` is 0 for a span begun with no region of its lane open (begins never
+//!   closed count as open), else one more than the depth of the innermost region open at
+//!   its begin. So every region open at a span's begin has a smaller depth: a span at
+//!   depth `d` is not open at the begin of a later span of depth `<= d`. Where regions
+//!   nest, the depth is the span's position in the pairing stack. Depths deeper than
+//!   65534 are recorded as 65534.
 //! - `Lane::spans` etc. give each lane's index range into those tables.
 
 mod filter;
@@ -204,7 +212,8 @@ pub struct Spans {
     pub lane: Vec<u32>,
     /// Region id.
     pub region: Vec<u16>,
-    /// Nesting depth within the lane (0 = outermost).
+    /// Nesting depth within the lane: 0 = no region open at the begin, else one more
+    /// than the innermost open region's (module docs, `# Ordering invariants`).
     pub depth: Vec<u16>,
     /// Payload of the begin record.
     pub payload: Vec<u32>,
@@ -396,7 +405,7 @@ pub struct SetAsideLane {
 /// are in [`crate::decode::native`], `# Lanes set aside`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
-    /// Begins never closed (the lane ended, or an end for an outer region came first).
+    /// Begins never closed: still open when the lane ended.
     pub unmatched_begin: Vec<Unpaired>,
     /// Ends with no open begin of the same region.
     pub unmatched_end: Vec<Unpaired>,
