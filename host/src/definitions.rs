@@ -9,10 +9,13 @@
 //! # Terms
 //!
 //! - **Lane**: the records of one leader thread (one block, or one warp group of a block).
-//! - **Span**: one paired begin and end of a region in a lane. Spans of a lane nest: a
-//!   span that begins while another one is open is inside it, and the innermost open span
-//!   encloses it *directly*. A begin that is never closed, or an end without a begin, makes
-//!   no span (they are counted as unmatched).
+//! - **Span**: one paired begin and end of a region in a lane (an end closes the innermost
+//!   open region with its id). A span that begins while another one is open began inside
+//!   it, *directly* inside the innermost open one (the one begun last). Spans of a lane
+//!   usually nest, but need not: a region may end while a region begun inside it is still
+//!   open (begin `load`, begin `wait`, end `load`, end `wait`), and then the two
+//!   **overlap**. A begin that is never closed, or an end without a begin, makes no span
+//!   (they are counted as unmatched).
 //! - **Inclusive time** of a region (`total_dur` in the summary JSON, `incl.` in the
 //!   terminal table and the HTML report, `inclusive_time_ms` in the xlsx): the durations
 //!   of its spans, summed. It includes the time of every region nested inside, so the
@@ -20,11 +23,16 @@
 //!   region nested in itself counts the inner time twice. The mean, minimum, maximum,
 //!   percentiles and histograms of a region are statistics of these whole-span
 //!   durations.
-//! - **Self time** of a span: its duration minus the durations of the spans directly
-//!   inside it in the same lane ([`crate::stats::self_times`]). Of a region
-//!   (`self_dur`, `self`, `self_time_ms`): that summed over its spans. Each nanosecond a
-//!   lane spends inside some region is the self time of exactly one span, the innermost
-//!   one open at that moment, so self times never count a nanosecond twice.
+//! - **Self time** of a span: the time it is the innermost open span of its lane, the open
+//!   one that began last ([`crate::stats::self_times`]). Of a region (`self_dur`, `self`,
+//!   `self_time_ms`): that summed over its spans. Each nanosecond a lane spends inside
+//!   some region is the self time of exactly one span, so self times never count a
+//!   nanosecond twice. Where spans nest, a span's self time is its duration minus the
+//!   durations of the spans directly inside it. Where two overlap, the time both are open
+//!   is the self time of the one that began later (or of what began inside it): with
+//!   `load` over [0, 40) and a `wait` begun inside it over [20, 60), `load` has 20 ns of
+//!   self time ([0, 20)) and `wait` 40 ns ([20, 60)); a region enclosing both gets its
+//!   time back only once the `wait` has ended too.
 //! - **Lane time** (`lane_dur`): the sum, over the lanes reported, of each lane's time
 //!   from its first stamp to its last: from its init record to its finalize record (a
 //!   TVM-format lane starts at its first record; a lane that never finalized ends at its

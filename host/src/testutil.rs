@@ -3,7 +3,7 @@ use crate::model::*;
 use crate::time::Timestamp;
 
 /// One lane of a test trace: `(block, group, sm, start, end, spans, samples)` where spans are
-/// `(region, begin, end)` properly nested and samples `(counter, ts, iterations)`.
+/// `(region, begin, end)`, nested or overlapping, and samples `(counter, ts, iterations)`.
 pub(crate) struct L {
     pub(crate) block: u32,
     pub(crate) sm: u32,
@@ -62,13 +62,15 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
         let mut spans = l.spans.clone();
         spans.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
         let s0 = t.spans.len();
-        let mut open: Vec<Timestamp> = vec![];
+        // Depths as the decoder gives them: one more than the innermost (last listed)
+        // span still open at the begin.
+        let mut listed: Vec<(Timestamp, u16)> = vec![];
         for (r, b, e) in spans {
-            while open.last().is_some_and(|&end| end <= b) {
-                open.pop();
-            }
-            t.spans.push(id, r, open.len() as u16, 0, b, e);
-            open.push(e);
+            let depth = (listed.iter().rev())
+                .find(|p| p.0 > b)
+                .map_or(0, |p| p.1 + 1);
+            t.spans.push(id, r, depth, 0, b, e);
+            listed.push((e, depth));
         }
         let k0 = t.samples.len();
         for (c, ts, v) in l.samples {

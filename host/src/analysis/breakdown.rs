@@ -1,7 +1,9 @@
 //! Timeline breakdown: where each block's time goes, and the sum over blocks.
 //!
-//! Every instant of a lane's time belongs to its innermost open region ("self time"), so a
-//! `wait` nested in a `mainloop` counts as waiting, not twice. Across the lanes of **one
+//! Every instant of a lane's time belongs to its innermost open region, the open one that
+//! began last ("self time", [`crate::stats::self_intervals`]), so a `wait` nested in a
+//! `mainloop` counts as waiting, not twice, and so does a `wait` begun inside a `load` and
+//! still open after the load ended. Across the lanes of **one
 //! block**, each category's self time is a union of intervals; categories are then made
 //! disjoint by priority (compute, wait, load, store, comm, other: each keeps only the time
 //! no earlier category covers, its "exposed" time), and what is left of the block's window
@@ -17,6 +19,7 @@ use super::blocks::{blocks, Block};
 use super::categories::{Category, CategoryTable};
 use super::intervals::IntervalSet;
 use crate::model::Trace;
+use crate::stats::self_intervals;
 use crate::time::{DurationNs, Timestamp};
 
 /// Time split into disjoint parts: one block's window, or a sum of them.
@@ -112,43 +115,20 @@ pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> 
         .collect()
 }
 
-/// Self-time intervals of one lane, per category (unsorted, may be appended to `out`).
+/// Self-time intervals of one lane, per category (unsorted, may be appended to `out`):
+/// [`self_intervals`], so the breakdown and the region shares agree on what is whose.
 fn lane_self_time(
     trace: &Trace,
     lane_pos: usize,
     cats: &[Category],
+    stack: &mut Vec<(usize, Timestamp)>,
     out: &mut [Vec<(Timestamp, Timestamp)>; 6],
 ) {
-    let s = &trace.spans;
     let idx = |c: Category| Category::ALL.iter().position(|&x| x == c).unwrap_or(5);
-    // Stack of open spans: (end, category index, cursor = first unattributed ns).
-    let mut stack: Vec<(Timestamp, usize, Timestamp)> = Vec::new();
-    let pop = |stack: &mut Vec<(Timestamp, usize, Timestamp)>,
-               out: &mut [Vec<(Timestamp, Timestamp)>; 6]| {
-        let (end, c, cur) = stack.pop().expect("non-empty stack");
-        if end > cur {
-            out[c].push((cur, end));
-        }
-        if let Some(parent) = stack.last_mut() {
-            parent.2 = parent.2.max(end);
-        }
-    };
-    for i in trace.lanes[lane_pos].spans.clone() {
-        let (b, e) = (s.begin[i], s.end[i]);
-        while stack.last().is_some_and(|t| t.0 <= b) {
-            pop(&mut stack, out);
-        }
-        if let Some(parent) = stack.last_mut() {
-            if b > parent.2 {
-                out[parent.1].push((parent.2, b));
-            }
-            parent.2 = parent.2.max(b);
-        }
-        stack.push((e, idx(cats[s.region[i] as usize]), b));
-    }
-    while !stack.is_empty() {
-        pop(&mut stack, out);
-    }
+    let region = &trace.spans.region;
+    self_intervals(trace, &trace.lanes[lane_pos], stack, |i, from, to| {
+        out[idx(cats[region[i] as usize])].push((from, to));
+    });
 }
 
 /// Unions of self time per category over the lanes at `lane_positions`.
@@ -158,8 +138,9 @@ pub fn category_time(
     cats: &[Category],
 ) -> CategoryTime {
     let mut raw: [Vec<(Timestamp, Timestamp)>; 6] = Default::default();
+    let mut stack = Vec::new();
     for p in lane_positions {
-        lane_self_time(trace, p, cats, &mut raw);
+        lane_self_time(trace, p, cats, &mut stack, &mut raw);
     }
     CategoryTime {
         sets: raw.map(IntervalSet::from_unsorted),

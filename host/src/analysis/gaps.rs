@@ -1,5 +1,11 @@
 //! Bubbles: idle time between consecutive top-level regions of a lane, by region pair.
 //! A large `load → mma` gap says the consumer starts late after its data arrived.
+//!
+//! A top-level region is one begun with no region of its lane open (depth 0). A gap runs
+//! from the latest end of the lane's regions begun before the next top-level one (a region
+//! begun inside the previous top-level region may outlive it: the lane is not idle until
+//! it ends too) to that region's begin; it is between the previous top-level region and
+//! the next.
 
 use crate::model::Trace;
 use crate::time::DurationNs;
@@ -27,9 +33,17 @@ pub fn gaps(trace: &Trace) -> Vec<GapStats> {
     let mut by_pair: BTreeMap<(u16, u16), GapStats> = BTreeMap::new();
     for lane in &trace.lanes {
         let mut prev: Option<usize> = None;
-        for i in lane.spans.clone().filter(|&i| s.depth[i] == 0) {
+        // The latest end of the spans before `i`: where nested, the previous top-level
+        // span's.
+        let mut reach = 0;
+        for i in lane.spans.clone() {
+            let end = reach;
+            reach = reach.max(s.end[i]);
+            if s.depth[i] != 0 {
+                continue;
+            }
             if let Some(p) = prev {
-                let gap = s.begin[i].saturating_sub(s.end[p]);
+                let gap = s.begin[i].saturating_sub(end);
                 let g = by_pair
                     .entry((s.region[p], s.region[i]))
                     .or_insert_with(|| GapStats {

@@ -155,8 +155,10 @@ pub fn critical_path_links<'a>(
     links: &'a [Link],
 ) -> Vec<(usize, Option<&'a Link>)> {
     let s = &trace.spans;
-    // Leaves of each lane, ascending: spans are sorted (begin asc, end desc), so a span's
-    // children directly follow it; a leaf is not followed by a deeper span.
+    // Leaves of each lane, ascending: spans are in begin order, and a span is followed by
+    // a deeper one when that one began while it was open (one begun after it closed is no
+    // deeper, unless a begin never closed lies between them); a leaf is not. No two leaves
+    // of a lane overlap, so they also end in this order.
     let leaves = |r: std::ops::Range<usize>| -> Vec<usize> {
         r.clone()
             .filter(|&i| i + 1 >= r.end || s.depth[i + 1] <= s.depth[i])

@@ -62,6 +62,25 @@ fn nested_time_goes_to_the_innermost_region() {
 }
 
 #[test]
+fn a_region_outliving_the_one_it_began_in_keeps_its_time() {
+    // mma [0,100) holds load [10,30), and wait [20,50) begun inside the load outlives it:
+    // self time mma [0,10) + [50,100), load [10,20), wait [20,50) (the later region's,
+    // where two overlap); the mma does not get back [30,50) when the load ends.
+    let t = trace(
+        &["mma", "load", "wait"],
+        vec![lane(0, 0, 0, 100, &[(0, 0, 100), (1, 10, 30), (2, 20, 50)])],
+    );
+    assert_eq!(t.spans.depth, [0, 1, 2]);
+    let b = block_time_breakdown(&t, &CategoryTable::default());
+    assert_eq!(
+        (b.compute, b.exposed_wait, b.exposed_load, b.idle),
+        (60, 30, 10, 0)
+    );
+    assert_eq!(sum(&b), b.total);
+    assert_eq!(crate::stats::self_times(&t), [60, 10, 30]);
+}
+
+#[test]
 fn concurrent_waits_of_one_block_count_once() {
     // Block 0, two groups: g0 waits [10,30) then computes [30,100); g1 waits [20,40) then
     // computes [40,90). Blocked = [10,40) = 30 (the sum of waits would be 40), compute =
@@ -247,6 +266,19 @@ fn gaps_are_grouped_by_region_pair() {
         (0, 1, 2, 12, 7)
     );
     assert_eq!((g[1].from, g[1].to, g[1].count, g[1].total), (1, 0, 1, 0));
+}
+
+#[test]
+fn a_gap_starts_when_the_last_region_open_ends() {
+    // load [0,10) with a wait [5,30) begun inside it that outlives it, then mma [40,50):
+    // the lane is idle over [30,40), not [10,40); the gap is still load -> mma.
+    let t = trace(
+        &["load", "wait", "mma"],
+        vec![lane(0, 0, 0, 60, &[(0, 0, 10), (1, 5, 30), (2, 40, 50)])],
+    );
+    let g = gaps(&t);
+    assert_eq!(g.len(), 1);
+    assert_eq!((g[0].from, g[0].to, g[0].count, g[0].total), (0, 2, 1, 10));
 }
 
 proptest! {

@@ -232,7 +232,7 @@ fn launch<W: Write>(
             1000,
             if rows_hm.len() > 60 { 4 } else { 10 },
             end - start,
-            &format!("of the {what}'s groups inside a top-level region")
+            &format!("of the {what}'s groups inside some region")
         )
     )?;
 
@@ -386,7 +386,7 @@ fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<(
     )
 }
 
-/// Fraction of each SM's (or block's) lanes inside a top-level region, per time column.
+/// Fraction of each SM's (or block's) lanes inside some region, per time column.
 fn heat_rows(
     t: &Trace,
     start: Timestamp,
@@ -405,17 +405,30 @@ fn heat_rows(
     for l in &t.lanes {
         let row = index[&key(l)];
         lanes_per[row] += 1;
-        for i in l.spans.clone().filter(|&i| t.spans.depth[i] == 0) {
-            let (b, e) = (
-                (t.spans.begin[i] - start) as f64,
-                (t.spans.end[i] - start) as f64,
-            );
+        let mut fill = |(b, e): (Timestamp, Timestamp)| {
+            let (b, e) = ((b - start) as f64, (e - start) as f64);
             let (c0, c1) = ((b / width) as usize, ((e / width) as usize).min(cols - 1));
             for (c, cell) in busy[row].iter_mut().enumerate().take(c1 + 1).skip(c0) {
                 let (lo, hi) = (c as f64 * width, (c + 1) as f64 * width);
                 *cell += (e.min(hi) - b.max(lo)).max(0.0) / width;
             }
+        };
+        // The lane's time inside some region: its spans merged (in begin order, a span
+        // that begins before the merged stretch ends extends it), so a region outliving
+        // the top-level one it began in counts too. Nested spans merge into their
+        // top-level span.
+        let mut cur: Option<(Timestamp, Timestamp)> = None;
+        for i in l.spans.clone() {
+            let (b, e) = (t.spans.begin[i], t.spans.end[i]);
+            match cur {
+                Some((cb, ce)) if b < ce => cur = Some((cb, ce.max(e))),
+                _ => {
+                    cur.map(&mut fill);
+                    cur = Some((b, e));
+                }
+            }
         }
+        cur.map(fill);
     }
     let rows = keys
         .iter()
@@ -434,4 +447,27 @@ fn heat_rows(
         })
         .collect();
     (rows, if by_sm { "SM" } else { "block" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::heat_rows;
+    use crate::testutil::{lane, trace};
+
+    #[test]
+    fn a_lane_is_busy_while_any_region_is_open() {
+        // SM 0: load [0,10) with a wait [5,30) begun inside it that outlives it, and an
+        // mma [20,25) inside the wait; SM 1 idle. Columns of 10 ns.
+        let t = trace(
+            &["load", "wait", "mma"],
+            vec![
+                lane(0, 0, 0, 40, &[(0, 0, 10), (1, 5, 30), (2, 20, 25)]),
+                lane(1, 1, 0, 40, &[]),
+            ],
+        );
+        let (rows, what) = heat_rows(&t, 0, 40, 4);
+        assert_eq!(what, "SM");
+        assert_eq!(rows[0], ("SM 0".to_string(), vec![1.0, 1.0, 1.0, 0.0]));
+        assert_eq!(rows[1], ("SM 1".to_string(), vec![0.0; 4]));
+    }
 }

@@ -10,7 +10,7 @@
 
 mod shares;
 
-pub use shares::{lane_time, self_times, RegionTime, Row, Shares, OUTSIDE};
+pub use shares::{lane_time, self_intervals, self_times, RegionTime, Row, Shares, OUTSIDE};
 
 use crate::model::{Lane, Trace};
 

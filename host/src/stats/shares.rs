@@ -2,8 +2,8 @@
 //! computation behind every region percentage ikp shows. The terms are defined in
 //! [`crate::definitions`].
 
-use crate::model::{Lane, Trace};
-use crate::time::DurationNs;
+use crate::model::{Lane, Spans, Trace};
+use crate::time::{DurationNs, Timestamp};
 
 /// One region's time over the lanes of a [`Shares`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,33 +147,141 @@ impl Shares {
 /// The label of the row outside any region, as every output writes it.
 pub const OUTSIDE: &str = "(outside any region)";
 
-/// Self time of every span: its duration minus the durations of the spans directly nested
-/// in it (indexed like [`Trace::spans`]). Summed over a lane, self times never count a
-/// nanosecond twice, so percentages of their total add up to 100.
+/// Self time of every span (indexed like [`Trace::spans`]): the time it is the innermost
+/// open region of its lane, the open one that began last ([`self_intervals`]). A span
+/// nested in another takes its own time from it (its duration minus the durations of the
+/// spans directly nested in it, clipped to it); where two regions overlap (one ends
+/// while a region begun inside it is still open), the time both are open is the later
+/// one's. Summed over a lane, self times never count a nanosecond twice, so percentages
+/// of their total add up to 100.
 pub fn self_times(trace: &Trace) -> Vec<DurationNs> {
-    let s = &trace.spans;
-    let mut out: Vec<DurationNs> = (0..s.len()).map(|i| s.dur(i)).collect();
+    let mut out: Vec<DurationNs> = vec![0; trace.spans.len()];
+    let mut stack = Vec::new();
     for lane in &trace.lanes {
-        let mut stack: Vec<usize> = Vec::new();
-        for i in lane.spans.clone() {
-            // The parent is the nearest span up the stack (depths come from the decoder) that
-            // is still open. Depths alone are not enough: after a begin that was never
-            // closed, a span one level deeper follows that begin's closed sibling.
-            while stack
-                .last()
-                .is_some_and(|&p| s.depth[p] >= s.depth[i] || s.end[p] <= s.begin[i])
-            {
-                stack.pop();
-            }
-            if let Some(&p) = stack.last() {
-                // Clip: a child overrunning its parent only takes what overlaps.
-                let overlap = s.end[i]
-                    .min(s.end[p])
-                    .saturating_sub(s.begin[i].max(s.begin[p]));
-                out[p] = out[p].saturating_sub(overlap);
-            }
-            stack.push(i);
-        }
+        self_intervals(trace, lane, &mut stack, |i, from, to| out[i] += to - from);
     }
     out
+}
+
+/// Calls `f(span, from, to)` for every stretch `[from, to)` (non-empty) of `lane`'s time
+/// that is `span`'s self time: each nanosecond inside some span of the lane goes to the
+/// open span listed last (spans are in begin order, so the one that began last, the
+/// later record on a tie), and no nanosecond goes to two spans. `stack` is scratch space.
+///
+/// One pass over the spans with a stack of open ones, each with a cursor (the time up to
+/// which it has had its self time): a span gets the stretch from its cursor to the next
+/// begin while it is on top, and when it is popped (at a begin after its end) the rest up
+/// to its end; its cursor then moves the cursor of the span under it past its end. A
+/// span that ended while one begun after it was open (overlap) stays in the stack under
+/// it, and gets nothing more: its cursor is past its end by then.
+pub fn self_intervals(
+    trace: &Trace,
+    lane: &Lane,
+    stack: &mut Vec<(usize, Timestamp)>,
+    mut f: impl FnMut(usize, Timestamp, Timestamp),
+) {
+    let s = &trace.spans;
+    stack.clear();
+    for i in lane.spans.clone() {
+        let b = s.begin[i];
+        while stack.last().is_some_and(|&(j, _)| s.end[j] <= b) {
+            pop(s, stack, &mut f);
+        }
+        if let Some(p) = stack.last_mut() {
+            if b > p.1 {
+                f(p.0, p.1, b);
+            }
+            p.1 = p.1.max(b);
+        }
+        stack.push((i, b));
+    }
+    while !stack.is_empty() {
+        pop(s, stack, &mut f);
+    }
+}
+
+/// Pops the top span of [`self_intervals`]' stack: the rest of its self time, then the
+/// cursor of the span under it.
+fn pop<F: FnMut(usize, Timestamp, Timestamp)>(
+    s: &Spans,
+    stack: &mut Vec<(usize, Timestamp)>,
+    f: &mut F,
+) {
+    let (j, cur) = stack.pop().expect("a span on the stack");
+    let end = s.end[j];
+    if end > cur {
+        f(j, cur, end);
+    }
+    if let Some(p) = stack.last_mut() {
+        p.1 = p.1.max(end).max(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{self_intervals, self_times};
+    use crate::testutil::{lane, trace};
+    use proptest::prelude::*;
+
+    #[test]
+    fn overlapping_regions_time_goes_to_the_one_begun_last() {
+        // a [0, 10) with b [5, 15) begun inside it and ending after it; then p [20, 120)
+        // holding x [30, 50) and y [40, 70), begun inside x and outliving it, and z
+        // [55, 60) begun inside y after x ended.
+        let spans = [
+            (0, 0, 10),
+            (1, 5, 15),
+            (2, 20, 120),
+            (3, 30, 50),
+            (4, 40, 70),
+            (5, 55, 60),
+        ];
+        let t = trace(&["a", "b", "p", "x", "y", "z"], vec![lane(0, 0, 0, 130, &spans)]);
+        assert_eq!(
+            self_times(&t),
+            [5, 10, 100 - 40, 10, 30 - 5, 5],
+            "a keeps [0, 5); p keeps [20, 30) and [70, 120); y all but z"
+        );
+        let mut v = Vec::new();
+        self_intervals(&t, &t.lanes[0], &mut Vec::new(), |i, a, b| v.push((i, a, b)));
+        v.sort_by_key(|x| x.1);
+        let want = [
+            (0, 0, 5),
+            (1, 5, 15),
+            (2, 20, 30),
+            (3, 30, 40),
+            (4, 40, 55),
+            (5, 55, 60),
+            (4, 60, 70),
+            (2, 70, 120),
+        ];
+        assert_eq!(v, want);
+    }
+
+    proptest! {
+        /// Any spans in begin order, nested, overlapping or apart: each nanosecond is the
+        /// self time of the open span listed last, found by looking at every nanosecond.
+        #[test]
+        fn self_time_is_the_time_a_span_is_the_last_begun_open_one(
+            raw in prop::collection::vec((0u64..60, 0u64..30), 0..12),
+        ) {
+            let mut spans: Vec<(u16, u64, u64)> = (raw.iter().enumerate())
+                .map(|(k, &(b, d))| (k as u16, b, b + d))
+                .collect();
+            spans.sort_by_key(|s| s.1);
+            let mut t = trace(&[], vec![lane(0, 0, 0, 100, &[])]);
+            // As listed (`trace` would reorder them by `(begin, end desc)`).
+            for &(r, b, e) in &spans {
+                t.spans.push(t.lanes[0].id, r, 0, 0, b, e);
+            }
+            t.lanes[0].spans = 0..spans.len();
+            let mut want = vec![0u64; spans.len()];
+            for ns in 0..100u64 {
+                if let Some(i) = (0..spans.len()).rev().find(|&i| spans[i].1 <= ns && ns < spans[i].2) {
+                    want[i] += 1;
+                }
+            }
+            prop_assert_eq!(self_times(&t), want);
+        }
+    }
 }

@@ -12,7 +12,9 @@
 //!   origin as the Chrome trace); `dur_ns = end_ns - begin_ns`. Scale is not applied.
 //! - `warp`, `sm`: empty for TVM-format buffers (which do not record them); `payload` is 0
 //!   there.
-//! - `depth`: nesting depth within the lane (0 = outermost).
+//! - `depth`: nesting depth within the lane: 0 for a span begun with no region open, else
+//!   one more than the innermost region open at its begin (regions may overlap: see
+//!   [`crate::model`], `# Ordering invariants`).
 //! - `name` is quoted (with doubled quotes) only if it contains a comma, quote or newline.
 
 use super::json::push_u64;
