@@ -1,6 +1,7 @@
 //! Golden files of every text output (Chrome JSON in both event styles and groupings,
 //! summary JSON, block distributions, CSV, terminal table) for a small native buffer and a
-//! small TVM-format buffer. `IKP_BLESS=1 cargo test --test golden` rewrites them.
+//! small TVM-format buffer, and of the Chrome JSON and summary of a native buffer whose
+//! regions overlap. `IKP_BLESS=1 cargo test --test golden` rewrites them.
 //!
 //! Each test also re-parses its output and checks its meaning against the decoded trace,
 //! so a blessed file that is wrong fails too.
@@ -91,6 +92,58 @@ fn native() -> Trace {
         .begin(0, 0, t0 + 70)
         .begin(2, 0, t0 + 100)
         .end(2, 0, t0 + 400);
+    decode(&b.into_words(), &DecodeOptions::default()).unwrap()
+}
+
+/// One block x two lanes whose regions overlap as well as nest. Lane 0: `mainloop` holds a
+/// `load` and a `wait` begun inside the load that outlives it, with an `mma` begun inside
+/// the wait after the load ended. Lane 1: `load`, `wait`, `mma` begun in turn and ended in
+/// the same order (a staircase: three rows), then a `load` holding an `mma` repeated in
+/// itself, an instant and a counter sample.
+fn overlapping() -> Trace {
+    let layout = Layout {
+        grid: [1, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 24,
+        timer: TimerMode::Globaltimer,
+        regions: vec![
+            "mainloop".into(),
+            "load".into(),
+            "wait".into(),
+            "mma".into(),
+        ],
+        counters: vec!["kv_wait".into()],
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    let t0 = 2_000_000u64;
+    b.lane(0)
+        .init(3, 0, 0, t0, 0)
+        .begin(0, 0, t0 + 10)
+        .begin(1, 1, t0 + 100)
+        .begin(2, 2, t0 + 200)
+        .end(1, 0, t0 + 300)
+        .begin(3, 3, t0 + 350)
+        .end(3, 0, t0 + 450)
+        .end(2, 0, t0 + 500)
+        .end(0, 0, t0 + 1000)
+        .finalize(t0 + 1100, 0);
+    b.lane(1)
+        .init(3, 4, 0, t0 + 5, 0)
+        .begin(1, 4, t0 + 10)
+        .begin(2, 5, t0 + 20)
+        .begin(3, 6, t0 + 30)
+        .end(1, 0, t0 + 400)
+        .end(2, 0, t0 + 500)
+        .counter_sample(0, 9)
+        .end(3, 0, t0 + 600)
+        .begin(1, 7, t0 + 700)
+        .begin(3, 8, t0 + 710)
+        .begin(3, 9, t0 + 720)
+        .end(3, 0, t0 + 730)
+        .instant(2, 1, t0 + 735)
+        .end(3, 0, t0 + 740)
+        .end(1, 0, t0 + 800)
+        .finalize(t0 + 900, 0);
     decode(&b.into_words(), &DecodeOptions::default()).unwrap()
 }
 
@@ -207,8 +260,26 @@ fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
     let mut durs: Vec<u64> = Vec::new();
     if opt.emit_complete_events {
         assert_eq!((ph("X"), ph("B"), ph("E")), (n_spans, 0, 0));
+        // Each row's X events nest: in file order (begin order) an event lies within
+        // every earlier one of its row that has not ended by its begin (touching ends are
+        // not crossings).
+        let mut open: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
         for e in ev.iter().filter(|e| e["ph"] == "X") {
             durs.push((us(&e["dur"]) * 1000.0).round() as u64);
+            let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            assert!(names.contains_key(&key), "event on an unnamed row {key:?}");
+            let (b, end) = (us(&e["ts"]), us(&e["ts"]) + us(&e["dur"]));
+            let stack = open.entry(key).or_default();
+            while stack.last().is_some_and(|&(_, pe)| pe <= b) {
+                stack.pop();
+            }
+            if let Some(&(pb, pe)) = stack.last() {
+                assert!(
+                    pb <= b && end <= pe + 1e-9,
+                    "{e} crosses [{pb}, {pe}] on {key:?}"
+                );
+            }
+            stack.push((b, end));
         }
     } else {
         assert_eq!((ph("B"), ph("E"), ph("X")), (n_spans, n_spans, 0));
@@ -285,7 +356,9 @@ fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
         let own = e.self_ns.get(&id).copied().unwrap_or(0);
         assert_eq!(us(&r["self_dur"]), own as f64 * k);
         assert_eq!(us(&r["total_dur"]), e.inclusive[&id] as f64 * k);
-        assert_eq!(us(&r["self_share"]), own as f64 / e.lane_time as f64);
+        // serde_json may read a float back one ulp off.
+        let share = own as f64 / e.lane_time as f64;
+        assert!((us(&r["self_share"]) - share).abs() <= 2.0 * f64::EPSILON * share);
         shares += us(&r["self_share"]);
     }
     assert!((shares - 1.0).abs() < 1e-12, "shares sum to {shares}");
@@ -404,6 +477,111 @@ fn chrome_tvm() {
     assert_eq!(b["args"], serde_json::json!({"block": 0, "group": 0}));
     assert_eq!(b["name"], "kernel");
     golden("tvm_chrome.json", &doc);
+}
+
+/// `(pid, tid) -> name` of every `thread_name` event of Chrome trace `v`.
+fn thread_names(v: &Value) -> HashMap<(u64, u64), String> {
+    (v["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            (key, e["args"]["name"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn chrome_overlapping_regions_go_to_overlap_rows_of_their_lane() {
+    let t = overlapping();
+    assert!(t.diagnostics.unmatched_begin.is_empty() && t.diagnostics.unmatched_end.is_empty());
+    // B/E by SM (pid = SM 3, tid = block << 6 | warp), X by block (pid = block 0, tid =
+    // warp * 32).
+    for (complete, by_sm) in [(false, true), (true, false)] {
+        let opt = TraceWriteOptions {
+            emit_complete_events: complete,
+            group_by_smid: by_sm,
+            ..Default::default()
+        };
+        let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
+        check_chrome(&doc, &t, &opt);
+        let v: Value = serde_json::from_slice(&doc).unwrap();
+        // Lane 0 (warp 0) needs one overlap row, lane 1 (warp 4) two: tid + n * 10^12.
+        let step = 1_000_000_000_000u64;
+        let (pid, tid1, prefix) = if by_sm {
+            (3, 4, "block 0 ")
+        } else {
+            (0, 128, "")
+        };
+        let name = |w: u32| format!("{prefix}warp {w}");
+        let mut want: Vec<((u64, u64), String)> = vec![
+            ((pid, 0), name(0)),
+            ((pid, tid1), name(4)),
+            ((pid, step), format!("{} (overlap 1)", name(0))),
+            ((pid, step + tid1), format!("{} (overlap 1)", name(4))),
+            ((pid, 2 * step + tid1), format!("{} (overlap 2)", name(4))),
+        ];
+        want.sort();
+        let mut got: Vec<_> = thread_names(&v).into_iter().collect();
+        got.sort();
+        assert_eq!(got, want);
+        // Each span is on the first row where it nests: lane 0's wait (which outlives the
+        // load on the lane's row) on row 1, the mma begun inside it after the load ended
+        // back on the lane's row (in the mainloop); lane 1's wait and mma on rows 1 and 2.
+        let row_of = |name: &str, ts: f64| -> u64 {
+            let e = (v["traceEvents"].as_array().unwrap().iter())
+                .find(|e| {
+                    e["name"] == name && (e["ph"] == "B" || e["ph"] == "X") && us(&e["ts"]) == ts
+                })
+                .unwrap_or_else(|| panic!("no {name} at {ts}"));
+            e["tid"].as_u64().unwrap()
+        };
+        let base = t.source.time_base;
+        let at = |ns: u64| (2_000_000 + ns - base) as f64 / 1000.0;
+        assert_eq!(row_of("load", at(100)), 0);
+        assert_eq!(row_of("wait", at(200)), step);
+        assert_eq!(row_of("mma", at(350)), 0);
+        assert_eq!(row_of("load", at(10)), tid1);
+        assert_eq!(row_of("wait", at(20)), step + tid1);
+        assert_eq!(row_of("mma", at(30)), 2 * step + tid1);
+        assert_eq!(
+            row_of("mma", at(720)),
+            tid1,
+            "nested spans stay on the lane's row"
+        );
+        golden(
+            if complete {
+                "overlap_chrome_x_by_block.json"
+            } else {
+                "overlap_chrome.json"
+            },
+            &doc,
+        );
+    }
+}
+
+#[test]
+fn summary_overlapping() {
+    let t = overlapping();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "overlap.json"))
+    });
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    let self_of = |name: &str| {
+        (v["regions"].as_array().unwrap().iter())
+            .find(|r| r["name"] == name)
+            .map(|r| us(&r["self_dur"]))
+            .unwrap()
+    };
+    // Time goes to the open region begun last. Lane 0: mainloop [10,100) + [500,1000),
+    // load [100,200), wait [200,350) + [450,500), mma [350,450). Lane 1: load [10,20) +
+    // [700,710) + [740,800), wait [20,30), mma [30,600) + [710,740).
+    assert_eq!(self_of("mainloop"), 590.0);
+    assert_eq!(self_of("load"), 100.0 + 10.0 + 10.0 + 60.0);
+    assert_eq!(self_of("wait"), 200.0 + 10.0);
+    assert_eq!(self_of("mma"), 100.0 + 570.0 + 30.0);
+    golden("overlap_summary.json", &doc);
 }
 
 #[test]

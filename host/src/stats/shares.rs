@@ -236,14 +236,19 @@ mod tests {
             (4, 40, 70),
             (5, 55, 60),
         ];
-        let t = trace(&["a", "b", "p", "x", "y", "z"], vec![lane(0, 0, 0, 130, &spans)]);
+        let t = trace(
+            &["a", "b", "p", "x", "y", "z"],
+            vec![lane(0, 0, 0, 130, &spans)],
+        );
         assert_eq!(
             self_times(&t),
             [5, 10, 100 - 40, 10, 30 - 5, 5],
             "a keeps [0, 5); p keeps [20, 30) and [70, 120); y all but z"
         );
         let mut v = Vec::new();
-        self_intervals(&t, &t.lanes[0], &mut Vec::new(), |i, a, b| v.push((i, a, b)));
+        self_intervals(&t, &t.lanes[0], &mut Vec::new(), |i, a, b| {
+            v.push((i, a, b))
+        });
         v.sort_by_key(|x| x.1);
         let want = [
             (0, 0, 5),

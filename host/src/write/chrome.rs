@@ -35,6 +35,18 @@
 //! TVM-format lanes have no SM and no warp: "warp" is the lane's group, and by-SM grouping
 //! uses the block as pid (`block N` process). Two lanes with the same (pid, tid) (e.g. two
 //! groups led from one warp) share a row.
+//!
+//! **Overlapping spans.** A thread's spans must nest for viewers to draw them (and for its
+//! `B`/`E` pairs to pair). Spans of a lane that overlap instead (a region that ends while
+//! one begun inside it is still open: see [`crate::model`]) go to **overlap rows**: each
+//! span goes to the first row of its lane where it nests (the lane's own row first; the
+//! Perfetto writer places spans on its "overlap n" tracks by the same rule), so every row
+//! nests. Overlap row `n` (1, 2, ...) of the lane with tid `T` has the same pid and tid
+//! `T + n * 1000000000000` (above every lane's tid, and exact in a JavaScript number up to
+//! n = 9007), named `<thread name> (overlap n)` by its own `thread_name` metadata event;
+//! it holds only spans (instants and counters stay on the lane's row). A lane whose spans
+//! nest has no overlap rows. Lanes sharing a row share its overlap rows too; spans are
+//! placed lane by lane, so it is only each lane's spans that are guaranteed to nest there.
 
 use super::json::{escape, push_scaled_us, push_u64};
 use super::{TraceWriteOptions, WriteError};
@@ -51,6 +63,76 @@ struct Row {
 
 fn warp_of(l: &Lane) -> u32 {
     l.warp.unwrap_or(l.group)
+}
+
+/// Tid of overlap row `n` of the row with tid `tid` (module docs, `# Format`).
+fn overlap_tid(tid: u64, n: u32) -> u64 {
+    tid + n as u64 * OVERLAP_TID_STEP
+}
+
+/// The tid step between a lane's row and its overlap rows: a round decimal number above
+/// every lane tid (`block << 6 | warp` < 2^38 for u32 blocks and warps below 2^32).
+const OVERLAP_TID_STEP: u64 = 1_000_000_000_000;
+
+/// The row of each span of `lane` (0 = the lane's own, `n` = overlap row `n`), or `None`
+/// when its spans nest (all on the lane's row). A span goes to the first row where it
+/// nests: after the spans ending at or before its begin are done, the row's innermost
+/// open span ends no earlier than it.
+fn span_rows(trace: &Trace, lane: &Lane) -> Option<Vec<u32>> {
+    let s = &trace.spans;
+    let r = lane.spans.clone();
+    let mut open: Vec<u64> = Vec::new();
+    let nested = (s.begin[r.clone()].iter().zip(&s.end[r.clone()])).all(|(&b, &e)| {
+        while open.last().is_some_and(|&top| top <= b) {
+            open.pop();
+        }
+        let fits = open.last().is_none_or(|&top| top >= e);
+        open.push(e);
+        fits
+    });
+    if nested {
+        return None;
+    }
+    let mut rows: Vec<Vec<u64>> = Vec::new();
+    let out = r
+        .map(|i| {
+            let (b, e) = (s.begin[i], s.end[i]);
+            for st in rows.iter_mut() {
+                while st.last().is_some_and(|&top| top <= b) {
+                    st.pop();
+                }
+            }
+            let k = match rows
+                .iter()
+                .position(|st| st.last().is_none_or(|&top| top >= e))
+            {
+                Some(k) => k,
+                None => {
+                    rows.push(Vec::new());
+                    rows.len() - 1
+                }
+            };
+            rows[k].push(e);
+            k as u32
+        })
+        .collect();
+    Some(out)
+}
+
+/// A lane to write, with the rows of its spans ([`span_rows`]).
+struct LaneRows<'a> {
+    lane: &'a Lane,
+    rows: Option<Vec<u32>>,
+}
+
+impl LaneRows<'_> {
+    /// Rows the lane's spans use (at least 1).
+    fn n_rows(&self) -> u32 {
+        self.rows
+            .as_ref()
+            .and_then(|r| r.iter().max())
+            .map_or(1, |m| m + 1)
+    }
 }
 
 fn row(l: &Lane, by_sm: bool) -> Row {
@@ -96,17 +178,30 @@ pub fn write_chrome<W: Write>(
     let w = &mut out;
     let by_sm = opt.group_by_smid;
     let tvm = trace.source.format == WireFormat::Tvm;
-    let lanes: Vec<&Lane> = trace.lanes.iter().collect();
+    let lanes: Vec<LaneRows<'_>> = (trace.lanes.par_iter())
+        .map(|lane| LaneRows {
+            lane,
+            rows: span_rows(trace, lane),
+        })
+        .collect();
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
 
-    // Metadata: one process name per pid, one thread name per row.
-    let mut rows: Vec<(Row, &Lane)> = lanes.iter().map(|l| (row(l, by_sm), *l)).collect();
+    // Metadata: one process name per pid, one thread name per row (overlap rows after the
+    // lanes' rows of their pid).
+    let mut rows: Vec<(Row, &Lane, u32)> = Vec::new();
+    for l in &lanes {
+        let r = row(l.lane, by_sm);
+        rows.extend((0..l.n_rows()).map(|n| {
+            let tid = overlap_tid(r.tid, n);
+            (Row { tid, ..r }, l.lane, n)
+        }));
+    }
     rows.sort_by_key(|r| r.0);
     rows.dedup_by_key(|r| r.0);
     let mut first = true;
     let mut last_pid = None;
     let mut b = Vec::with_capacity(1 << 16);
-    for (r, l) in &rows {
+    for &(r, l, n) in &rows {
         if last_pid != Some(r.pid) {
             last_pid = Some(r.pid);
             if !first {
@@ -124,17 +219,22 @@ pub fn write_chrome<W: Write>(
         b.extend_from_slice(b",\"tid\":");
         push_u64(&mut b, r.tid);
         b.extend_from_slice(b",\"args\":{\"name\":\"");
-        b.extend_from_slice(escape(&thread_name(l, by_sm, tvm)).as_bytes());
+        let mut name = thread_name(l, by_sm, tvm);
+        if n > 0 {
+            name.push_str(&format!(" (overlap {n})"));
+        }
+        b.extend_from_slice(escape(&name).as_bytes());
         b.extend_from_slice(b"\"}}");
     }
     w.write_all(&b)?;
 
     // Events: lanes formatted in parallel batches, written in lane order.
     let ctx = Ctx::new(trace, opt, tvm);
-    let mut groups: Vec<&[&Lane]> = Vec::new();
+    let mut groups: Vec<&[LaneRows<'_>]> = Vec::new();
     let mut start = 0;
     let mut acc = 0;
     for (i, l) in lanes.iter().enumerate() {
+        let l = l.lane;
         acc += l.spans.len() + l.instants.len() + l.samples.len() + 1;
         if acc >= BATCH_SPANS {
             groups.push(&lanes[start..=i]);
@@ -230,10 +330,10 @@ impl<'a> Ctx<'a> {
         push_scaled_us(b, t - self.trace.source.time_base, self.opt.scale);
     }
 
-    fn lanes(&self, lanes: &[&Lane], b: &mut Vec<u8>) {
+    fn lanes(&self, lanes: &[LaneRows<'_>], b: &mut Vec<u8>) {
         let n: usize = lanes
             .iter()
-            .map(|l| l.spans.len() * 2 + l.instants.len())
+            .map(|l| l.lane.spans.len() * 2 + l.lane.instants.len())
             .sum();
         b.reserve(n * 80 + 256);
         for l in lanes {
@@ -241,14 +341,36 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn lane(&self, b: &mut Vec<u8>, l: &Lane) {
+    fn lane(&self, b: &mut Vec<u8>, lr: &LaneRows<'_>) {
+        let l = lr.lane;
         let r = row(l, self.opt.group_by_smid);
-        // `,"pid":P,"tid":T` and the constant part of args.
-        let mut ids = Vec::with_capacity(48);
-        ids.extend_from_slice(b",\"pid\":");
-        push_u64(&mut ids, r.pid);
-        ids.extend_from_slice(b",\"tid\":");
-        push_u64(&mut ids, r.tid);
+        // `,"pid":P,"tid":T` of the lane's row and of its overlap rows, and the constant
+        // part of args.
+        let ids_of = |tid: u64| {
+            let mut ids = Vec::with_capacity(48);
+            ids.extend_from_slice(b",\"pid\":");
+            push_u64(&mut ids, r.pid);
+            ids.extend_from_slice(b",\"tid\":");
+            push_u64(&mut ids, tid);
+            ids
+        };
+        let ids = ids_of(r.tid);
+        let row_ids: Vec<Vec<u8>> = (1..lr.n_rows())
+            .map(|n| ids_of(overlap_tid(r.tid, n)))
+            .collect();
+        let row_of = |i: usize| {
+            lr.rows
+                .as_ref()
+                .map_or(0, |v| v[i - l.spans.start] as usize)
+        };
+        let row_ids = |n: usize| {
+            if n == 0 {
+                &ids[..]
+            } else {
+                &row_ids[n - 1][..]
+            }
+        };
+        let span_ids = |i: usize| row_ids(row_of(i));
         let mut args = Vec::with_capacity(64);
         if self.tvm {
             args.extend_from_slice(b",\"args\":{\"block\":");
@@ -280,24 +402,26 @@ impl<'a> Ctx<'a> {
                 self.ts(b, s.begin[i]);
                 b.extend_from_slice(b",\"dur\":");
                 push_scaled_us(b, s.end[i] - s.begin[i], self.opt.scale);
-                b.extend_from_slice(&ids);
+                b.extend_from_slice(span_ids(i));
                 push_args(b, s.payload[i]);
             }
         } else {
-            // B/E: close open spans that are not ancestors of the next one. A span at the
-            // same or a deeper stack position, or one ending before the next ends, cannot
-            // contain it; what stays open always contains the next span in time.
-            let mut open: Vec<(u64, u16)> = Vec::new();
-            let close = |b: &mut Vec<u8>, end: u64| {
+            // B/E, per row: close the row's open spans that are not ancestors of the next
+            // one. A span of the same or a greater depth, or one ending before the next
+            // ends, cannot contain it (every span open at a begin has a smaller depth);
+            // what stays open always contains the next span in time.
+            let mut open: Vec<Vec<(u64, u16)>> = vec![Vec::new(); lr.n_rows() as usize];
+            let close = |b: &mut Vec<u8>, end: u64, ids: &[u8]| {
                 b.extend_from_slice(b",\n{\"ph\":\"E\",\"ts\":");
                 self.ts(b, end);
-                b.extend_from_slice(&ids);
+                b.extend_from_slice(ids);
                 b.push(b'}');
             };
             for i in l.spans.clone() {
+                let (open, ids) = (&mut open[row_of(i)], span_ids(i));
                 while let Some(&(end, depth)) = open.last() {
                     if depth >= s.depth[i] || end < s.end[i] {
-                        close(b, end);
+                        close(b, end, ids);
                         open.pop();
                     } else {
                         break;
@@ -307,12 +431,14 @@ impl<'a> Ctx<'a> {
                 b.extend_from_slice(&self.region_names[s.region[i] as usize]);
                 b.extend_from_slice(b",\"ph\":\"B\",\"ts\":");
                 self.ts(b, s.begin[i]);
-                b.extend_from_slice(&ids);
+                b.extend_from_slice(ids);
                 push_args(b, s.payload[i]);
                 open.push((s.end[i], s.depth[i]));
             }
-            while let Some((end, _)) = open.pop() {
-                close(b, end);
+            for (n, open) in open.iter_mut().enumerate() {
+                while let Some((end, _)) = open.pop() {
+                    close(b, end, row_ids(n));
+                }
             }
         }
         let ins = &self.trace.instants;
