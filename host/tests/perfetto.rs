@@ -1367,6 +1367,109 @@ fn reference_encoder_buffers_through_the_decoder() {
     }
 }
 
+/// One lane per program (`(begin?, region, time)`), in the native format and in the TVM
+/// format, decoded.
+fn overlapping_buffers(progs: &[&[(bool, u32, u32)]]) -> [Trace; 2] {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::layout::Layout;
+    let layout = Layout {
+        grid: [1, 1, 1],
+        groups_per_block: progs.len() as u32,
+        records_per_lane: 32,
+        timer: Default::default(),
+        regions: ["a", "b", "c"].map(String::from).to_vec(),
+        counters: vec![],
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    let stride = progs.len();
+    let rows = progs.iter().map(|p| p.len() + 1).max().unwrap();
+    let mut tvm = vec![0u64; 1 + stride * rows];
+    tvm[0] = (stride as u64) << 32 | 1;
+    for (l, prog) in progs.iter().enumerate() {
+        let mut w = b.lane(l as u64);
+        w.init(0, l as u32, 0, 1, 0);
+        for (k, &(begin, region, t)) in prog.iter().enumerate() {
+            if begin {
+                w.begin(region, 0, t as u64);
+            } else {
+                w.end(region, 0, t as u64);
+            }
+            let kind = u32::from(!begin);
+            tvm[1 + l + k * stride] = ikp_device::tvm::pack(t, l as u32, region, kind);
+        }
+        w.finalize(1000, 0);
+        tvm[1 + l + prog.len() * stride] = ikp_device::tvm::pack(1000, l as u32, 0, 3);
+    }
+    [decoded(&b.into_words()), decoded(&tvm)]
+}
+
+#[test]
+fn overlapping_regions_of_both_formats_go_to_overlap_tracks() {
+    let (b, e) = (true, false);
+    // Lane 0: begin a, begin b, end a, end b. Lane 1: a b c ended a c b (c nests in b).
+    // Lane 2: a b c ended a b c (a staircase: two overlap tracks). Lane 3 nests.
+    let progs: [&[(bool, u32, u32)]; 4] = [
+        &[(b, 0, 10), (b, 1, 20), (e, 0, 30), (e, 1, 40)],
+        &[
+            (b, 0, 10),
+            (b, 1, 20),
+            (b, 2, 30),
+            (e, 0, 40),
+            (e, 2, 50),
+            (e, 1, 60),
+        ],
+        &[
+            (b, 0, 10),
+            (b, 1, 20),
+            (b, 2, 30),
+            (e, 0, 40),
+            (e, 1, 50),
+            (e, 2, 60),
+        ],
+        &[(b, 0, 10), (b, 1, 20), (e, 1, 30), (e, 0, 40)],
+    ];
+    for t in overlapping_buffers(&progs) {
+        assert_eq!(t.spans.len(), 10, "{:?}: every span pairs", t.source.format);
+        let (bytes, stats) = roundtrip(&[Launch::new("overlap.ikp", &t)], &plain_opts());
+        assert_eq!(stats.slices, 10);
+        let d = decode(&bytes);
+        // (lane, track suffix, slice) of every slice, each track's slices nesting (the
+        // decoder of this test pairs them per track).
+        let mut got: Vec<(String, String)> = d
+            .slices()
+            .into_iter()
+            .map(|s| {
+                let track = d.tracks[&s.track].name.clone();
+                let lane = track.split(" (overlap ").next().unwrap().to_string();
+                let row = track[lane.len()..].to_string();
+                (format!("{lane}{row}"), format!("{}@{}", s.name, s.ts))
+            })
+            .collect();
+        got.sort();
+        let lane = |g: usize| {
+            let l = &t.lanes[g];
+            lane_name(l, group_name(&t, l, plain_opts().group_by).1)
+        };
+        let base = t.source.time_base as i64;
+        let at = |r: u16, ts: i64| format!("{}@{}", t.names.region(r), ts - base);
+        let over = |g: usize, n: u32| format!("{} (overlap {n})", lane(g));
+        let mut want = vec![
+            (lane(0), at(0, 10)),
+            (over(0, 1), at(1, 20)),
+            (lane(1), at(0, 10)),
+            (over(1, 1), at(1, 20)),
+            (over(1, 1), at(2, 30)),
+            (lane(2), at(0, 10)),
+            (over(2, 1), at(1, 20)),
+            (over(2, 2), at(2, 30)),
+            (lane(3), at(0, 10)),
+            (lane(3), at(1, 20)),
+        ];
+        want.sort();
+        assert_eq!(got, want, "{:?}", t.source.format);
+    }
+}
+
 fn sample_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp")
 }
@@ -1632,10 +1735,21 @@ fn streamed_flows_are_byte_identical_to_in_memory() {
     use ikp_host::{write_perfetto_streamed, StreamedBuffer};
     let words = links_buffer();
     let whole = decoded(&words);
-    // The decoder pairs ends with the innermost open begin: the wait that crosses its
-    // loop is left unmatched, and its link with it.
-    assert_eq!(whole.diagnostics.unmatched_begin.len(), 1);
-    assert_eq!(links(&whole).len(), 4);
+    // An end closes the innermost open begin of its region: the wait that crosses its
+    // loop pairs too, so the buffer decodes to the spans of the trace it was written from,
+    // with all 5 links.
+    let t = links_trace(1_000_000);
+    assert!(whole.diagnostics.unmatched_begin.is_empty());
+    let spans = |t: &Trace| {
+        (
+            t.spans.region.clone(),
+            t.spans.begin.clone(),
+            t.spans.end.clone(),
+        )
+    };
+    assert_eq!(spans(&whole), spans(&t));
+    assert_eq!(links(&whole), links(&t));
+    assert_eq!(links(&whole).len(), 5);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("links.ikp");
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -1646,7 +1760,7 @@ fn streamed_flows_are_byte_identical_to_in_memory() {
             ..plain_opts()
         };
         let (mem, stats) = roundtrip(&[Launch::new("links.ikp", &whole)], &opts);
-        assert_eq!(stats.flows, 4);
+        assert_eq!(stats.flows, 5);
         let buf = StreamedBuffer::open(&path, &Default::default()).unwrap();
         let mut streamed = Vec::new();
         let sstats = write_perfetto_streamed(&mut streamed, "links.ikp", &buf, &opts).unwrap();
