@@ -1,7 +1,7 @@
 //! `ikp decode` / `ikp summary` / `ikp sample` end to end: the README's main command on the
 //! shipped sample, the TVM format with a names file, bad input (clear error naming the
 //! file, non-zero exit, no output file left behind), several buffers into one Perfetto
-//! trace, and Perfetto compression.
+//! trace, Perfetto compression, and overlapping regions in the Chrome trace.
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
@@ -656,4 +656,127 @@ fn sample_with_a_seed_is_another_run_of_the_same_kernel() {
         text.contains("mainloop") && text.contains("kernel:"),
         "{text}"
     );
+}
+
+/// Whether the Chrome trace `v` keeps every (pid, tid)'s spans nested: X events in file
+/// order each within every earlier one of its row not ended by its begin; B/E pairs in
+/// time order per row. Returns the spans (X events, or B/E pairs) found.
+fn nested_per_row(v: &Value) -> usize {
+    let key = |e: &Value| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+    let ts = |e: &Value| e["ts"].as_f64().unwrap();
+    let mut open: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
+    let mut begun: HashMap<(u64, u64), usize> = HashMap::new();
+    let mut last: HashMap<(u64, u64), f64> = HashMap::new();
+    let mut spans = 0;
+    for e in v["traceEvents"].as_array().unwrap() {
+        match e["ph"].as_str().unwrap() {
+            "X" => {
+                let (b, end) = (ts(e), ts(e) + e["dur"].as_f64().unwrap());
+                let stack = open.entry(key(e)).or_default();
+                while stack.last().is_some_and(|&(_, pe)| pe <= b) {
+                    stack.pop();
+                }
+                if let Some(&(pb, pe)) = stack.last() {
+                    assert!(pb <= b && end <= pe, "{e} crosses [{pb}, {pe}]");
+                }
+                stack.push((b, end));
+                spans += 1;
+            }
+            "B" | "E" => {
+                let t = last.entry(key(e)).or_insert(f64::MIN);
+                assert!(ts(e) >= *t, "{e}: time goes backwards on its row");
+                *t = ts(e);
+                let n = begun.entry(key(e)).or_default();
+                if e["ph"] == "B" {
+                    *n += 1;
+                } else {
+                    *n = n.checked_sub(1).expect("E without B");
+                    spans += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(begun.values().all(|&n| n == 0), "B without E");
+    spans
+}
+
+#[test]
+fn decode_chrome_keeps_overlapping_regions_nested_per_thread() {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::tvm::pack;
+    use ikp_device::{Layout, TimerMode};
+    // Begin A, begin B, end A, end B (one lane); A B C ended A C B then A B C ended A B C
+    // (the other).
+    let (b, e) = (true, false);
+    let progs: [&[(bool, u32, u32)]; 2] = [
+        &[(b, 0, 10), (b, 1, 20), (e, 0, 30), (e, 1, 40)],
+        &[
+            (b, 0, 10),
+            (b, 1, 20),
+            (b, 2, 30),
+            (e, 0, 40),
+            (e, 2, 50),
+            (e, 1, 60),
+            (b, 0, 110),
+            (b, 1, 120),
+            (b, 2, 130),
+            (e, 0, 140),
+            (e, 1, 150),
+            (e, 2, 160),
+        ],
+    ];
+    let layout = Layout {
+        grid: [1, 1, 1],
+        groups_per_block: 2,
+        records_per_lane: 16,
+        timer: TimerMode::Globaltimer,
+        regions: ["a", "b", "c"].map(String::from).to_vec(),
+        counters: vec![],
+    };
+    let mut w = BufferWriter::new(layout).unwrap();
+    let mut tvm = vec![0u64; 1 + 2 * 13];
+    tvm[0] = 2 << 32 | 1;
+    for (l, prog) in progs.iter().enumerate() {
+        let mut lane = w.lane(l as u64);
+        lane.init(0, l as u32 * 4, 0, 5, 0);
+        for (k, &(begin, region, t)) in prog.iter().enumerate() {
+            if begin {
+                lane.begin(region, 0, t as u64);
+            } else {
+                lane.end(region, 0, t as u64);
+            }
+            tvm[1 + l + 2 * k] = pack(t, l as u32, region, u32::from(!begin));
+        }
+        lane.finalize(200, 0);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let bytes = |w: &[u64]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let bufs = [
+        ("native.ikp", bytes(&w.into_words())),
+        ("tvm.bin", bytes(&tvm)),
+    ];
+    for (name, data) in bufs {
+        let buf = d.path().join(name);
+        std::fs::write(&buf, data).unwrap();
+        for begin_end in [false, true] {
+            let out = d.path().join(format!("{name}.{begin_end}.json"));
+            let mut args = vec!["decode", s(&buf), "--chrome", s(&out)];
+            if begin_end {
+                args.push("--begin-end");
+            }
+            let o = ikp(&args);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(!stderr.contains("unmatched"), "{name}: {stderr}");
+            let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            assert_eq!(nested_per_row(&v), 8, "{name}, B/E {begin_end}: every span");
+            // The second lane's staircase needs two overlap rows, the first lane one.
+            let overlap_rows = (v["traceEvents"].as_array().unwrap().iter())
+                .filter(|e| e["name"] == "thread_name")
+                .filter(|e| e["args"]["name"].as_str().unwrap().contains("(overlap "))
+                .count();
+            assert_eq!(overlap_rows, 3, "{name}");
+        }
+    }
 }
