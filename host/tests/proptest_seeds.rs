@@ -1,8 +1,8 @@
 //! The fuzz seed corpus (`fuzz/corpus/<target>/`): small buffers from the reference
 //! encoder and the sample generator, committed so the CI fuzz run starts from valid
-//! inputs of every feature. This test regenerates them and fails if the committed files
-//! differ (a wire-format change must refresh the corpus: run it with
-//! `IKP_BLESS_CORPUS=1`), and checks that every seed decodes.
+//! inputs of every feature (overlapping regions included). This test regenerates them and
+//! fails if the committed files differ (a wire-format change must refresh the corpus: run
+//! it with `IKP_BLESS_CORPUS=1`), and checks that every seed decodes.
 use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;
 use ikp_device::wire::lane_flags;
@@ -78,6 +78,27 @@ fn native_seeds() -> Vec<(&'static str, Vec<u8>)> {
             .finalize(12_000, 2_000);
     }
     out.push(("clock.ikp", b.to_bytes()));
+    // Overlapping regions (an end closing a region begun before others still open), a
+    // stray end while regions are open, a region left open under one that ended.
+    let mut b = BufferWriter::new(layout(1, 1, 16, TimerMode::Globaltimer, 0)).unwrap();
+    b.lane(0)
+        .init(0, 0, 0, 3000, 0)
+        .begin(0, 0, 3010)
+        .begin(1, 1, 3020)
+        .end(0, 0, 3030)
+        .end(1, 0, 3040)
+        .begin(0, 2, 3050)
+        .begin(1, 3, 3060)
+        .begin(2, 4, 3070)
+        .end(0, 0, 3080)
+        .end(3, 0, 3085)
+        .end(2, 0, 3090)
+        .end(1, 0, 3100)
+        .begin(0, 5, 3110)
+        .begin(1, 6, 3120)
+        .end(0, 0, 3130)
+        .finalize(3200, 0);
+    out.push(("overlap.ikp", b.to_bytes()));
     // The sample kernel buffer.
     out.push((
         "attention.ikp",
@@ -104,8 +125,27 @@ fn tvm_seeds() -> Vec<(&'static str, Vec<u8>)> {
             w[1 + l as usize + k * s] = *r;
         }
     }
+    // One lane: begin A, begin B, end A, end B; then A B C ended A C B.
+    let recs = [
+        (0, 0),
+        (1, 0),
+        (0, 1),
+        (1, 1),
+        (0, 0),
+        (1, 0),
+        (2, 0),
+        (0, 1),
+        (2, 1),
+        (1, 1),
+    ];
+    let mut o = vec![1u64 << 32 | 1];
+    o.extend(
+        (recs.iter().enumerate()).map(|(k, &(ev, kind))| pack(50 + 10 * k as u32, 0, ev, kind)),
+    );
+    o.push(pack(200, 0, 0, 3));
     vec![
         ("nested.tvm", bytes(&w)),
+        ("overlap.tvm", bytes(&o)),
         (
             "attention.tvm",
             bytes(&ikp_device::sample::attention_tvm(2, 3)),
