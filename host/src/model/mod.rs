@@ -15,7 +15,7 @@
 //!   the same ns, and two regions beginning at the same ns where the first ends first
 //!   (they overlap).
 //! - Spans of a lane nest or overlap: a region may end before regions begun inside it
-//!   (see [`crate::decode`], `# Pairing`). Writers that need nested intervals place
+//!   (see [`mod@crate::decode`], `# Pairing`). Writers that need nested intervals place
 //!   overlapping spans on rows of their own.
 //! - `Spans::depth` is 0 for a span begun with no region of its lane open (begins never
 //!   closed count as open), else one more than the depth of the innermost region open at
