@@ -95,7 +95,8 @@ pub fn write_chrome<W: Write>(
 ) -> Result<(), WriteError> {
     let w = &mut out;
     let by_sm = opt.group_by_smid;
-    let tvm = trace.source.format == WireFormat::Tvm;
+    // Lanes of the TVM family are groups; the native format's leaders are warps.
+    let tvm = trace.source.format != WireFormat::Ikp;
     let lanes: Vec<&Lane> = trace.lanes.iter().collect();
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
 
