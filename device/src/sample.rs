@@ -392,7 +392,7 @@ pub fn mpk(workers: u32, layers: u32) -> Vec<u64> {
     ];
     let mut out = tvm::Slots::new(1, workers + MPK_SCHEDULERS);
     for w in 0..workers {
-        let mut rng = Rng(0x9E37_79B9 ^ (w as u64 + 1) * 0x1000_0001);
+        let mut rng = Rng(0x9E37_79B9 ^ ((w as u64 + 1) * 0x1000_0001));
         let mut t = T0 + 40 * w as u64;
         let mut n = 0u32;
         let mut region = |ty: u32, base: u64, t: &mut u64, out: &mut tvm::Slots| {
@@ -408,7 +408,7 @@ pub fn mpk(workers: u32, layers: u32) -> Vec<u64> {
             for (k, &(ty, base)) in LAYER.iter().enumerate() {
                 region(ty, base, &mut t, &mut out);
                 // The worker whose task completes an event schedules it.
-                if (w + l + k as u32) % 3 == 0 {
+                if (w + l + k as u32).is_multiple_of(3) {
                     region(201, 200, &mut t, &mut out);
                 }
             }

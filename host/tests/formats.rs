@@ -234,7 +234,11 @@ fn flashinfer_lanes_carry_their_sm_and_group_by_it() {
     }
     // No finalize in the format: no lane is reported unfinalized.
     assert_eq!(t.diagnostics.unfinalized_lanes, 0);
-    assert!(t.diagnostic_counts().is_clean(), "{}", t.diagnostic_counts());
+    assert!(
+        t.diagnostic_counts().is_clean(),
+        "{}",
+        t.diagnostic_counts()
+    );
     // The SM figures are available: two blocks per SM.
     let im = ikp_host::analysis::imbalance::imbalance(&t);
     let sms = im.sms.expect("SM ids");
@@ -252,8 +256,7 @@ fn flashinfer_errors_name_the_header_block_type_or_sm_that_is_wrong() {
         let mut w = vec![groups << 32 | blocks];
         w.extend_from_slice(recs);
         forced(&w, WireFormat::FlashInfer)
-            .err()
-            .expect("an error")
+            .expect_err("an error")
             .to_string()
     };
     let e = f(4097, 1, &[]);
@@ -287,7 +290,11 @@ fn mirage_event_numbers_are_payloads_and_scheduler_lanes_are_absent() {
     assert_eq!(t.source.grid, [8 + sample::MPK_SCHEDULERS, 1, 1]);
     assert_eq!(t.lanes.len(), 8, "the scheduler blocks recorded nothing");
     assert!(t.lanes.iter().all(|l| l.sm.is_none() && !l.finalized));
-    assert!(t.diagnostic_counts().is_clean(), "{}", t.diagnostic_counts());
+    assert!(
+        t.diagnostic_counts().is_clean(),
+        "{}",
+        t.diagnostic_counts()
+    );
     for l in &t.lanes {
         // The n-th region of a worker carries n, in begin order.
         let payloads: Vec<u32> = l.spans.clone().map(|k| t.spans.payload[k]).collect();
@@ -319,5 +326,8 @@ fn mirage_errors_name_the_header_lane_or_type_that_is_wrong() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("is of type 3, which Mirage MPK's profiler never writes"), "{e}");
+    assert!(
+        e.contains("is of type 3, which Mirage MPK's profiler never writes"),
+        "{e}"
+    );
 }
