@@ -1,10 +1,12 @@
 //! Decoder of the TVM family of formats: TVM / warpscope, FlashInfer with SM ids, Mirage
-//! MPK ([`super::family`]).
+//! MPK.
 //!
 //! They share one slot layout (slot 0, a column of slots per lane), specified in
 //! [`ikp_device::tvm`], `# Format`; each packs the record's tag its own way
-//! ([`ikp_device::flashinfer`], [`ikp_device::mirage`]). The decoder is generic over
-//! [`Family`], which says where the fields are. Names come from a names file; the Chrome
+//! ([`ikp_device::flashinfer`], [`ikp_device::mirage`]). The decoder is generic over the
+//! tag layout (where a format keeps the field naming the slot, the SM and the payload, and
+//! whether type 3 finalizes: the `Family` trait of `decode/family.rs`), so each format's
+//! hot loops are compiled for its own fields. Names come from a names file; the Chrome
 //! "warp" of a lane is its group.
 //!
 //! # Decoding rules
