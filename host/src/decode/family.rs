@@ -268,16 +268,32 @@ pub(crate) fn fits<L: Family>(p: &Probe<'_>) -> Result<(), String> {
     let (groups, blocks) =
         header::<L>(p.head.first().copied().unwrap_or(0)).map_err(|e| reason(&e))?;
     let (groups, stride) = (groups as usize, (groups * blocks) as usize);
-    // Each lane's first record seen, for the SM check.
+    // Each lane's first record seen, for the SM check (formats with SM ids only).
     let mut firsts = std::collections::HashMap::new();
-    let head = p.head.iter().copied().enumerate().skip(1);
-    let tail = (p.tail.iter().copied().enumerate()).map(|(i, w)| (p.tail_at + i, w));
-    for (i, w) in head.chain(tail).filter(|&(_, w)| w != 0) {
-        let lane = (i - 1) % stride;
-        let first = *firsts.entry(lane).or_insert(w);
-        if !allowed::<L>(w, lane, first, groups) {
-            return Err(reason(&L::bad_record(i - 1, w, first, groups, stride)));
+    let mut check = |at: usize, words: &[u64]| {
+        // The lane of `words[0]`, counted up rather than divided for each word.
+        let mut lane = (at - 1) % stride;
+        for (i, &w) in words.iter().enumerate() {
+            if w != 0 {
+                let first = if L::SM_MASK != 0 {
+                    *firsts.entry(lane).or_insert(w)
+                } else {
+                    0
+                };
+                if !allowed::<L>(w, lane, first, groups) {
+                    return Err(reason(&L::bad_record(at + i - 1, w, first, groups, stride)));
+                }
+            }
+            lane += 1;
+            if lane == stride {
+                lane = 0;
+            }
         }
+        Ok(())
+    };
+    check(1, p.head.get(1..).unwrap_or(&[]))?;
+    if !p.tail.is_empty() {
+        check(p.tail_at, p.tail)?;
     }
     Ok(())
 }
