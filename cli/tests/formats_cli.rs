@@ -164,6 +164,23 @@ fn decode_writes_every_output_for_each_format_chosen_or_detected() {
                 .filter(|e| e["name"] == "process_name")
                 .map(|e| e["args"]["name"].as_str().unwrap())
                 .collect();
+            // Span args: the lane's SM where it has one, the payload (Mirage's event
+            // number) where the format has one.
+            let x = (c["traceEvents"].as_array().unwrap().iter())
+                .find(|e| e["ph"] == "X")
+                .unwrap();
+            let mut keys: Vec<&str> = x["args"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            if has_sm {
+                assert_eq!(keys, ["block", "group", "sm"]);
+            } else {
+                assert_eq!(keys, ["block", "group", "payload"]);
+            }
             if has_sm {
                 // 8 blocks, two per SM.
                 assert_eq!(procs, ["sm 0", "sm 3", "sm 6", "sm 9"]);

@@ -77,7 +77,8 @@ pub struct Source {
     /// Clock mode: the cycles-to-ns calibration the decoder used (`None` for globaltimer
     /// stamps). Computed over the whole buffer, also in a trace of some of its lanes.
     pub clock: Option<ClockCalibration>,
-    /// Grid dimensions in blocks; TVM-format buffers only know the block count (`[n, 1, 1]`).
+    /// Grid dimensions in blocks; the TVM family's buffers only know the block count
+    /// (`[n, 1, 1]`).
     pub grid: [u32; 3],
     /// Lanes (groups) per block.
     pub groups_per_block: u32,
