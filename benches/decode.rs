@@ -3,6 +3,10 @@
 //! - `decode/tvm_5M_1core`: a ~5 M-record TVM-format buffer decoded into the model on one
 //!   thread (`DecodeOptions::single_threaded`); throughput in records.
 //! - `decode/tvm_5M_parallel`: the same on the rayon pool.
+//! - `decode/flashinfer_4M_1core`, `decode/flashinfer_4M_parallel`: the same schedule in
+//!   FlashInfer's format (SM ids in every record; no finalize records, and its instants
+//!   overwritten by the next record as FlashInfer's device code does, so 4.2 M
+//!   records), through the same generic decoder.
 //! - `decode/native_5M_1core`: a native buffer of the same schedule (with counter samples).
 //! - `decode/*_1core_reuse`: the same, decoding into the trace of the previous iteration
 //!   (`decode_into`), so the output columns' pages are already mapped.
@@ -42,18 +46,22 @@ fn native(blocks: u32, tiles: u32) -> Vec<u64> {
     ikp::bench_support::native_attention(blocks, tiles).expect("a valid layout")
 }
 
-/// The one-thread decodes of the TVM and native buffers, measured with `M`: each into a
+/// The one-thread decodes of the TVM, FlashInfer and native buffers, measured with `M`: each into a
 /// fresh trace (`decode`: the kernel maps fresh pages for every column) and into a
 /// trace reused from the previous iteration (`decode_into`: as a tool decoding
 /// launch after launch does).
-fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
+fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64], fi: &[u64]) {
     let one = DecodeOptions {
         single_threaded: true,
         ..Default::default()
     };
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     let nat = native(blocks(), TILES);
-    for (name, words) in [("tvm_5M", tvm), ("native_5M", &nat[..])] {
+    for (name, words) in [
+        ("tvm_5M", tvm),
+        ("flashinfer_4M", fi),
+        ("native_5M", &nat[..]),
+    ] {
         g.throughput(Throughput::Elements(records_of(words, &one)));
         g.bench_function(format!("{name}_1core"), |b| {
             b.iter(|| black_box(decode(black_box(words), &one).unwrap()))
@@ -78,7 +86,7 @@ fn one_core<M: Measurement>(g: &mut BenchmarkGroup<'_, M>, tvm: &[u64]) {
     }
 }
 
-/// Records in a buffer of either format (written records of its lanes).
+/// Records in a buffer of any format (written records of its lanes).
 fn records_of(words: &[u64], opts: &DecodeOptions) -> u64 {
     let t = decode(words, opts).unwrap();
     t.lanes.iter().map(|l| l.written).sum()
@@ -86,12 +94,15 @@ fn records_of(words: &[u64], opts: &DecodeOptions) -> u64 {
 
 fn decode_buffers(c: &mut Criterion) {
     let tvm = sample::attention_tvm(blocks(), TILES);
+    let fi = sample::attention_flashinfer(blocks(), TILES);
     let mut g = c.benchmark_group("decode");
-    one_core(&mut g, &tvm);
-    g.throughput(Throughput::Elements(records(&tvm)));
-    g.bench_function("tvm_5M_parallel", |b| {
-        b.iter(|| black_box(decode(black_box(&tvm), &DecodeOptions::default()).unwrap()))
-    });
+    one_core(&mut g, &tvm, &fi);
+    for (name, words) in [("tvm_5M_parallel", &tvm), ("flashinfer_4M_parallel", &fi)] {
+        g.throughput(Throughput::Elements(records(words)));
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(decode(black_box(words), &DecodeOptions::default()).unwrap()))
+        });
+    }
     g.finish();
 }
 
@@ -194,8 +205,9 @@ impl Measurement for CpuTime {
 
 fn decode_cpu(c: &mut Criterion<CpuTime>) {
     let tvm = sample::attention_tvm(blocks(), TILES);
+    let fi = sample::attention_flashinfer(blocks(), TILES);
     let mut g = c.benchmark_group("decode_cpu");
-    one_core(&mut g, &tvm);
+    one_core(&mut g, &tvm, &fi);
     g.finish();
 }
 

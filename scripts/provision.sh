@@ -7,6 +7,12 @@
 #     (nvidia-cuda-nvrtc-cu12, in .../nvidia/cuda_nvrtc/lib; env.sh points the tests at
 #     it, the NVRTC search tests find the CUDA 13 one through VIRTUAL_ENV). Skipped when
 #     .venv/.ikp-cuda-wheels lists the same pins.
+#   * the peers' decoders the comparison tests run (host/tests/peer_decoders.rs): warpscope
+#     (PyPI, pure Python, with numpy) in .venv, skipped when .venv/.ikp-peer-decoders lists
+#     the same pins; and FlashInfer's Python exporter, the one file
+#     flashinfer/profiler/__init__.py taken from the pinned flashinfer-python wheel (a
+#     62 MB download, nothing installed) into .deps/flashinfer-python-<version>/, skipped
+#     when that file is there.
 #   * a real driver library, libcuda.so.1, that answers CUDA_ERROR_NO_DEVICE on a machine
 #     without a GPU: Debian's non-free libcuda1, downloaded with apt and unpacked (not
 #     installed) into .deps/libcuda. This adds the non-free component to the apt sources
@@ -36,6 +42,23 @@ stamp="$venv/.ikp-cuda-wheels"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $want
   echo "$want" > "$stamp"
+fi
+
+peers="warpscope==0.1.0"
+pstamp="$venv/.ikp-peer-decoders"
+if [ ! -f "$pstamp" ] || [ "$(cat "$pstamp")" != "$peers" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $peers
+  echo "$peers" > "$pstamp"
+fi
+fi_version=0.7.2.post1
+fi_file="$deps/flashinfer-python-$fi_version/flashinfer/profiler/__init__.py"
+if [ ! -f "$fi_file" ]; then
+  tmp=$(mktemp -d)
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$tmp" \
+    "flashinfer-python==$fi_version"
+  "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+    "$tmp"/flashinfer_python-*.whl flashinfer/profiler/__init__.py "$deps/flashinfer-python-$fi_version"
+  rm -rf "$tmp"
 fi
 
 missing=()

@@ -4,25 +4,32 @@
 use anyhow::Context;
 use ikp_host::{
     BlockFilter, DecodeError, DecodeOptions, DiagnosticCounts, FormatChoice, LoadErrorKind, Trace,
+    WireFormat,
 };
 use std::path::{Path, PathBuf};
 
 /// Wire format choice on the command line.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
-    /// Detect from the first word.
+    /// The one format the buffer fits (an error lists them when several do).
     Auto,
     /// ikp native format.
     Ikp,
-    /// TVM / FlashInfer / warpscope format.
+    /// TVM / warpscope format (and FlashInfer's before it recorded SM ids).
     Tvm,
+    /// FlashInfer's format with SM ids (include/flashinfer/profiler.cuh).
+    #[value(name = "flashinfer")]
+    FlashInfer,
+    /// Mirage's persistent-kernel (MPK) format.
+    Mirage,
 }
 
 /// How to decode the buffers (flattened into every command that reads one).
 #[derive(Debug, clap::Args)]
 pub struct InputArgs {
     /// Region names: one per line, or a JSON object {"id": "name"}. Required to name the
-    /// regions of TVM-format buffers; overrides the buffer's own names.
+    /// regions of TVM-, FlashInfer- and Mirage-format buffers; overrides the buffer's own
+    /// names.
     #[arg(long)]
     pub names: Option<PathBuf>,
     /// Wire format of the buffer.
@@ -59,6 +66,8 @@ impl InputArgs {
             Format::Auto => FormatChoice::Auto,
             Format::Ikp => FormatChoice::Ikp,
             Format::Tvm => FormatChoice::Tvm,
+            Format::FlashInfer => FormatChoice::FlashInfer,
+            Format::Mirage => FormatChoice::Mirage,
         }
     }
 
@@ -117,13 +126,22 @@ pub fn labels(bufs: &[PathBuf]) -> Vec<String> {
     out
 }
 
-/// [`ikp_host::load`], with the command-line hint for a buffer of no known format.
+/// [`ikp_host::load`], with the command-line hint for a buffer that fits several formats.
 fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
     ikp_host::load(buf, opts).map_err(|e| {
-        if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
-            anyhow::anyhow!("{e} (--format ikp or --format tvm forces one)")
+        if let LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) = &e.kind {
+            anyhow::anyhow!("{e} ({})", format_hint(fits))
         } else {
             e.into()
         }
     })
+}
+
+/// `--format a or --format b chooses one`.
+fn format_hint(formats: &[WireFormat]) -> String {
+    let flags: Vec<String> = formats
+        .iter()
+        .map(|f| format!("--format {}", f.name()))
+        .collect();
+    format!("{} chooses one", flags.join(" or "))
 }

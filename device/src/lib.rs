@@ -4,11 +4,15 @@
 //! - [`layout`]: the buffer header the host writes and the decoder validates;
 //! - [`encoder`]: a pure-Rust reference encoder that writes buffers as the device does;
 //! - [`sample`]: deterministic sample buffers (an attention-shaped kernel) for docs and tests;
-//! - [`tvm`]: the TVM / FlashInfer / warpscope wire format, which ikp also reads;
+//! - [`tvm`]: the TVM / warpscope wire format, which ikp also reads, and its slot layout;
+//! - [`flashinfer`], [`mirage`]: the peers' repackings of the TVM tag (SM ids; event
+//!   numbers), which ikp also reads;
 //! - [`cuh`]: the CUDA device header `ikp.cuh`, generated from [`wire`].
 pub mod cuh;
 pub mod encoder;
+pub mod flashinfer;
 pub mod layout;
+pub mod mirage;
 pub mod sample;
 pub mod tvm;
 pub mod wire;

@@ -25,7 +25,9 @@
 //!
 //! [`attention`] writes the buffer with the reference encoder (`samples/attention.ikp` in
 //! the repository is its output, checked by a test); [`attention_tvm`] writes the same
-//! schedule in the TVM / FlashInfer / warpscope format, at any size (benchmarks).
+//! schedule in the TVM / warpscope format, at any size (benchmarks), and
+//! [`attention_flashinfer`] in FlashInfer's; [`mpk`] writes a persistent kernel's run in
+//! Mirage's MPK format.
 
 use crate::encoder::{BufferWriter, LaneWriter};
 use crate::layout::{Layout, LayoutError};
@@ -283,7 +285,7 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
     Ok(w)
 }
 
-/// The same schedule in the TVM / FlashInfer / warpscope wire format, `blocks` blocks of
+/// The same schedule in the TVM / warpscope wire format, `blocks` blocks of
 /// `tiles` KV tiles each (`24 * tiles + 8` records per block from 2 tiles on, in
 /// `3 * (10 * tiles + 3)` words: lanes are padded to the longest). Counter samples and payloads do not exist in
 /// that format and are left out (so the signal / wait tokens are lost); every lane ends
@@ -326,6 +328,94 @@ pub fn attention_tvm_seeded(blocks: u32, tiles: u32, seed: u64) -> Vec<u64> {
         }
     }
     buf
+}
+
+/// The same schedule as FlashInfer's profiler writes it ([`crate::flashinfer`]): each
+/// record carries its block's SM ([`sm_of`]) and its block index, there is no finalize
+/// record, and an instant is overwritten by the lane's next record (FlashInfer does not
+/// advance the write pointer after one), so of the signals only a lane's last record
+/// would survive. Payloads and counter samples do not exist in the format.
+pub fn attention_flashinfer(blocks: u32, tiles: u32) -> Vec<u64> {
+    use crate::flashinfer::{pack, BEGIN, END, INSTANT};
+    let mut out = tvm::Slots::new(GROUPS, blocks);
+    for b in 0..blocks {
+        for (g, (_, _, evs)) in block_schedule(b, tiles).into_iter().enumerate() {
+            let lane = b * GROUPS + g as u32;
+            let rec = |t: u64, ev: u32, ty: u32| pack(t as u32, sm_of(b), b, ev, ty);
+            for e in evs {
+                match e {
+                    Ev::B(r, _, t) => out.push(lane, rec(t, r, BEGIN)),
+                    Ev::E(r, _, t) => out.push(lane, rec(t, r, END)),
+                    Ev::I(r, _, t) => out.store(lane, rec(t, r, INSTANT)),
+                    Ev::S(..) => {}
+                }
+            }
+        }
+    }
+    out.into_words()
+}
+
+/// Task types of the [`mpk`] sample and their names, as Mirage's persistent kernel numbers
+/// them (`python/mirage/mpk/profiler_persistent.py`): the event ids of its records.
+pub const MPK_TASKS: [(u32, &str); 9] = [
+    (10, "TASK_BEGIN_TASK_GRAPH"),
+    (101, "TASK_EMBEDDING"),
+    (103, "TASK_ATTENTION_1"),
+    (105, "TASK_SILU_MUL_LINEAR"),
+    (108, "TASK_LINEAR_WITH_RESIDUAL"),
+    (109, "TASK_ARGMAX"),
+    (119, "TASK_RMS_NORM"),
+    (120, "TASK_LINEAR"),
+    (201, "TASK_SCHD_EVENTS"),
+];
+
+/// Scheduler blocks of the [`mpk`] sample's grid: they run in the same launch as the
+/// workers but record nothing.
+pub const MPK_SCHEDULERS: u32 = 2;
+
+/// A run of Mirage's persistent kernel as its profiler writes it ([`crate::mirage`]):
+/// `workers` worker blocks (one lane each) and [`MPK_SCHEDULERS`] scheduler blocks that
+/// record nothing, each worker running an embedding, `layers` decoder layers of six
+/// tasks and an argmax, with a `TASK_SCHD_EVENTS` region after some tasks. Every region
+/// carries the worker's task count at its begin, as `task_counter` does (so begin and end
+/// agree and the count rises by one per region). The launch starts just before
+/// globaltimer_lo wraps. Ids and names in [`MPK_TASKS`].
+pub fn mpk(workers: u32, layers: u32) -> Vec<u64> {
+    use crate::mirage::{pack, BEGIN, END};
+    const LAYER: [(u32, u64); 6] = [
+        (119, 900),
+        (120, 2_400),
+        (103, 3_100),
+        (108, 1_800),
+        (119, 850),
+        (105, 4_200),
+    ];
+    let mut out = tvm::Slots::new(1, workers + MPK_SCHEDULERS);
+    for w in 0..workers {
+        let mut rng = Rng(0x9E37_79B9 ^ ((w as u64 + 1) * 0x1000_0001));
+        let mut t = T0 + 40 * w as u64;
+        let mut n = 0u32;
+        let mut region = |ty: u32, base: u64, t: &mut u64, out: &mut tvm::Slots| {
+            let d = rng.dur(base, base / 8);
+            out.push(w, pack(*t as u32, w, ty, n, BEGIN));
+            out.push(w, pack((*t + d) as u32, w, ty, n, END));
+            n += 1;
+            *t += d + 60;
+        };
+        region(10, 30, &mut t, &mut out);
+        region(101, 1_500, &mut t, &mut out);
+        for l in 0..layers {
+            for (k, &(ty, base)) in LAYER.iter().enumerate() {
+                region(ty, base, &mut t, &mut out);
+                // The worker whose task completes an event schedules it.
+                if (w + l + k as u32).is_multiple_of(3) {
+                    region(201, 200, &mut t, &mut out);
+                }
+            }
+        }
+        region(109, 700, &mut t, &mut out);
+    }
+    out.into_words()
 }
 
 #[cfg(test)]
@@ -416,5 +506,69 @@ mod tests {
             assert_eq!(x.2.len(), y.2.len(), "same records");
         }
         assert_ne!(attention_tvm(4, 3), attention_tvm_seeded(4, 3, 7));
+    }
+
+    #[test]
+    fn flashinfer_sample_keeps_the_tvm_records_but_instants_not_last_in_their_lane() {
+        let (tvm_words, fi) = (attention_tvm(3, 4), attention_flashinfer(3, 4));
+        assert_eq!(fi[0], tvm_words[0]);
+        let stride = 9;
+        for lane in 0..stride {
+            let col = |w: &[u64]| -> Vec<u64> {
+                w[1 + lane..]
+                    .iter()
+                    .step_by(stride)
+                    .copied()
+                    .filter(|&x| x != 0)
+                    .collect()
+            };
+            // TVM's begins and ends (stamps and events equal), and its last record before
+            // the finalize if that is an instant: no other instant survives.
+            let t = col(&tvm_words);
+            let last = t[t.len() - 2];
+            let mut want: Vec<(u64, u64)> = t
+                .iter()
+                .filter(|&&w| w & 3 < 2)
+                .map(|&w| (w >> 32, w & 0xFFF))
+                .collect();
+            if last & 3 == 2 {
+                want.push((last >> 32, last & 0xFFF));
+            }
+            let got: Vec<u64> = col(&fi);
+            let block = lane as u32 / GROUPS;
+            let got_pairs: Vec<(u64, u64)> = got.iter().map(|&w| (w >> 32, w & 0xFFF)).collect();
+            assert_eq!(got_pairs, want, "lane {lane}");
+            for &w in &got {
+                assert_eq!(crate::flashinfer::block_of(w), block as u64);
+                assert_eq!(crate::flashinfer::sm_of(w), sm_of(block));
+            }
+        }
+    }
+
+    #[test]
+    fn mpk_sample_counts_tasks_per_worker_and_leaves_scheduler_lanes_empty() {
+        use crate::mirage::{event_no_of, lane_of};
+        let w = mpk(4, 2);
+        let stride = 4 + MPK_SCHEDULERS as usize;
+        assert_eq!(w[0], tvm::header(1, stride as u32));
+        for lane in 0..stride {
+            let recs: Vec<u64> = w[1 + lane..]
+                .iter()
+                .step_by(stride)
+                .copied()
+                .filter(|&x| x != 0)
+                .collect();
+            if lane >= 4 {
+                assert!(recs.is_empty());
+                continue;
+            }
+            // Begin and end of the n-th region carry n.
+            for (k, &r) in recs.iter().enumerate() {
+                assert_eq!(lane_of(r), lane as u64);
+                assert_eq!(event_no_of(r), k as u32 / 2);
+                assert_eq!(r & 3, k as u64 % 2);
+            }
+            assert!(recs.len() >= 2 * (2 + 2 * 6 + 1));
+        }
     }
 }

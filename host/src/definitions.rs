@@ -35,7 +35,7 @@
 //!   time back only once the `wait` has ended too.
 //! - **Lane time** (`lane_dur`): the sum, over the lanes reported, of each lane's time
 //!   from its first stamp to its last: from its init record to its finalize record (a
-//!   TVM-format lane starts at its first record; a lane that never finalized ends at its
+//!   TVM-family lane starts at its first record; a lane that never finalized ends at its
 //!   last record). It is thread time, not wall time: two lanes running side by side for
 //!   10 us make 20 us of lane time.
 //! - **Outside any region** (`outside_dur`, the `(outside any region)` row): the lane time

@@ -72,9 +72,9 @@ pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
-    decode, decode_buffer, decode_into, detect_file, detect_format, load, read_names, DecodeError,
-    DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration,
-    StreamedBuffer,
+    candidate_formats, decode, decode_buffer, decode_into, detect_file, detect_format, load,
+    read_names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError,
+    NoCalibration, StreamedBuffer,
 };
 pub use model::{
     BlockFilter, BlockFilterError, ClockCalibration, CounterSamples, DiagnosticCounts, Diagnostics,

@@ -689,12 +689,14 @@ fn tvm_long_lanes_pair_across_empty_slots_and_count_every_record_after_finalize(
 
 #[test]
 fn names_file_names_tvm_regions() {
+    // One lane without a finalize: it would fit the FlashInfer and Mirage formats too.
     let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0), pack(9, 0, 1, 1)]]);
     let opts = DecodeOptions {
         names: Some(ikp_host::model::Names {
             regions: decode::names::parse("load\ncompute\n").unwrap(),
             counters: vec![],
         }),
+        format: FormatChoice::Tvm,
         ..Default::default()
     };
     let t = decode(&words, &opts).unwrap();

@@ -751,3 +751,61 @@ fn table_clock() {
     );
     golden("clock_table.txt", &doc);
 }
+
+/// A shipped sample of the TVM family's other formats, decoded with its names file.
+fn shipped(buf: &str, names: &str) -> Trace {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let opts = DecodeOptions {
+        names: Some(ikp_host::read_names(&root.join(names)).unwrap()),
+        ..Default::default()
+    };
+    ikp_host::load(&root.join(buf), &opts).unwrap()
+}
+
+#[test]
+fn summary_and_csv_of_the_flashinfer_sample() {
+    let t = shipped(
+        "samples/attention_flashinfer.bin",
+        "samples/attention_names.txt",
+    );
+    let opt = TraceWriteOptions::default();
+    let doc =
+        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "fi.json")));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["format"], "flashinfer");
+    assert_eq!(
+        (v["blocks"].as_u64(), v["warps_per_block"].as_u64()),
+        (Some(8), Some(3))
+    );
+    golden("flashinfer_summary.json", &doc);
+    let doc = out(|w| write::csv::write_csv(w, &t));
+    check_csv(&doc, &t);
+    // Lane 0 is block 0, group 0, on SM 0 (`sample::sm_of`): the SM column is filled.
+    let row = String::from_utf8_lossy(&doc)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(row.starts_with("0,0,0,,0,"), "{row}");
+    golden("flashinfer_spans.csv", &doc);
+}
+
+#[test]
+fn summary_and_csv_of_the_mirage_sample() {
+    let t = shipped("samples/mpk_mirage.bin", "samples/mpk_names.json");
+    let opt = TraceWriteOptions::default();
+    let doc =
+        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "mpk.json")));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["format"], "mirage");
+    let names: Vec<&str> = (v["regions"].as_array().unwrap().iter())
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"TASK_SCHD_EVENTS"), "{names:?}");
+    golden("mirage_summary.json", &doc);
+    let doc = out(|w| write::csv::write_csv(w, &t));
+    check_csv(&doc, &t);
+    golden("mirage_spans.csv", &doc);
+}

@@ -3,9 +3,10 @@
 //! timestamps that cross the 2^32 wrap, timers that step back a little, lanes that
 //! overflow their capacity and drop, lanes that never finalize or never run) are written
 //! with
-//! `ikp_device::encoder::BufferWriter` (or, for the TVM format, with `tvm::pack` into its
-//! column layout) and must decode to exactly the spans, instants, samples, drops and
-//! counters that a small reference model of the pairing rules predicts.
+//! `ikp_device::encoder::BufferWriter` (or, for the TVM family, with each format's `pack`
+//! into the column layout, `tvm::Slots`, as the peers' device code writes them) and must
+//! decode to exactly the spans, instants, samples, drops and counters that a small
+//! reference model of the pairing rules predicts.
 //!
 //! The model is the documented contract, written independently of the decoder: an end
 //! closes the innermost open begin of its region, and begins opened after it that are still
@@ -17,11 +18,11 @@
 //! mode, a lane of at least `OWN_RATIO_MIN_NS` converts with its own ratio, the others with
 //! the ratio pooled over every lane.
 use ikp_device::encoder::BufferWriter;
-use ikp_device::tvm;
 use ikp_device::wire::{self, lane_flags, Kind};
+use ikp_device::{flashinfer, mirage, tvm};
 use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::{self, decode, native::OWN_RATIO_MIN_NS, DecodeOptions};
-use ikp_host::model::{ClockCalibration, Trace, Unpaired};
+use ikp_host::model::{ClockCalibration, Trace, Unpaired, WireFormat};
 use proptest::prelude::*;
 
 /// One step of a lane program. `dt` is the time since the previous timed record (ticks;
@@ -538,6 +539,231 @@ fn check_native(
     Ok(())
 }
 
+/// Lanes of a TVM-family launch: each lane's start after the base, its records as
+/// `(kind, event, dt, event number)` (kind 0 begin, 1 end, 2 instant), and whether it
+/// finalizes (TVM only).
+type FamilyLanes = Vec<(u32, Vec<(u8, u16, i64, u32)>, bool)>;
+
+fn family_lanes() -> impl Strategy<Value = FamilyLanes> {
+    let ev = prop_oneof![8 => 0u16..4, 1 => Just(511u16)];
+    let dt = prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0];
+    let no = prop_oneof![3 => 0u32..8, 1 => Just((1u32 << mirage::EVENT_NO_BITS) - 1)];
+    // Kinds: 0 begins, 1 ends an open region (any of them: regions overlap), 2 is an
+    // instant, 3 ends `ev` whether it is open or not.
+    let rec = (0u8..4, ev, dt, no);
+    prop::collection::vec(
+        (
+            0u32..1 << 20,
+            prop::collection::vec(rec, 1..24),
+            any::<bool>(),
+        ),
+        1..5,
+    )
+}
+
+/// SM ids of up to 5 blocks.
+fn sms() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::vec(prop_oneof![0u32..4, 0u32..256], 5)
+}
+
+/// Writes `lanes` in format `fmt` as its device code does (`tvm::Slots`, each format's
+/// `pack`), decodes the buffer, and checks every lane against the reference model.
+fn check_family(
+    fmt: WireFormat,
+    lanes: &FamilyLanes,
+    groups: u32,
+    sms: &[u32],
+) -> Result<(), TestCaseError> {
+    let stride = lanes.len().div_ceil(groups as usize) * groups as usize;
+    let blocks = stride as u32 / groups;
+    let mut w = tvm::Slots::new(groups, blocks);
+    // Lanes start just before a wrap, within 2^31 ns of each other, so the shared base is
+    // the earliest.
+    let base: u64 = 0xFFFF_0000;
+    let mut want = Vec::new();
+    let mut backward = 0;
+    for (l, (start, ops, fin)) in lanes.iter().enumerate() {
+        let (lane, block) = (l as u32, l as u32 / groups);
+        let sm = sms[block as usize];
+        let finalizes = *fin && fmt == WireFormat::Tvm;
+        // The records the device writes: `(kind, event, event number, timer)`; in the
+        // formats whose instants do not advance the write pointer, an instant followed by
+        // another record is overwritten.
+        let mut t = base + *start as u64;
+        let mut open: Vec<u16> = vec![];
+        let mut written: Vec<(Kind, u16, u32, u64)> = Vec::new();
+        for (k, &(kind, ev, dt, no)) in ops.iter().enumerate() {
+            if k > 0 {
+                t = t.saturating_add_signed(dt);
+            }
+            if fmt != WireFormat::Tvm && written.last().is_some_and(|r| r.0 == Kind::Instant) {
+                // The instant is overwritten: this record follows the one before it, and
+                // must be less than 2^31 ns after it (if it is the lane's first, the lanes'
+                // first stamps must stay within 2^31 ns of each other).
+                written.pop();
+                let prev = written.last().map_or(base + *start as u64, |r| r.3);
+                t = t.min(prev + (1 << 30));
+            }
+            if t as u32 == 0 {
+                t += 1; // an all-zero slot would read as empty
+            }
+            let (kind, ev) = match kind {
+                0 => {
+                    open.push(ev);
+                    (Kind::Begin, ev)
+                }
+                1 | 3 => {
+                    let r = if kind == 1 && !open.is_empty() {
+                        open[ev as usize % open.len()]
+                    } else {
+                        ev
+                    };
+                    // The innermost open region of that id closes; those begun after it
+                    // stay open.
+                    if let Some(j) = open.iter().rposition(|&o| o == r) {
+                        open.remove(j);
+                    }
+                    (Kind::End, r)
+                }
+                _ => (Kind::Instant, ev),
+            };
+            let (ty, no) = (kind as u32, no & ((1 << mirage::EVENT_NO_BITS) - 1));
+            let lo = t as u32;
+            match fmt {
+                WireFormat::Tvm => w.push(lane, tvm::pack(lo, lane, ev as u32, ty)),
+                WireFormat::FlashInfer if kind == Kind::Instant => {
+                    w.store(lane, flashinfer::pack(lo, sm, block, ev as u32, ty))
+                }
+                WireFormat::FlashInfer => {
+                    w.push(lane, flashinfer::pack(lo, sm, block, ev as u32, ty))
+                }
+                WireFormat::Mirage if kind == Kind::Instant => {
+                    w.store(lane, mirage::pack(lo, lane, ev as u32, no, ty))
+                }
+                WireFormat::Mirage => w.push(lane, mirage::pack(lo, lane, ev as u32, no, ty)),
+                WireFormat::Ikp => unreachable!(),
+            }
+            written.push((kind, ev, no, t));
+        }
+        // `mx` is the lane's latest stamp (a stamp behind it is clamped).
+        let mut mx = 0;
+        let mut recs = Vec::new();
+        for (k, &(kind, ev, no, t)) in written.iter().enumerate() {
+            backward += u64::from(k > 0 && t < mx);
+            mx = mx.max(t);
+            let payload = if fmt == WireFormat::Mirage { no } else { 0 };
+            recs.push((kind, ev as u32, payload, t as u32, mx));
+        }
+        let end = mx + 10;
+        if finalizes {
+            w.push(lane, tvm::pack(end as u32, lane, 0, tvm::FINALIZE));
+        }
+        let first = recs[0].4;
+        let e = sorted(lane_expect(lane, &recs, first, 0, |x| x));
+        let sm = (fmt == WireFormat::FlashInfer).then_some(sm);
+        let n = recs.len() as u64 + finalizes as u64;
+        want.push((
+            lane,
+            e,
+            first,
+            if finalizes { end } else { mx },
+            finalizes,
+            n,
+            sm,
+        ));
+    }
+    let w = w.into_words();
+    let forced = DecodeOptions {
+        format: fmt.choice(),
+        ..Default::default()
+    };
+    let t = decode(&w, &forced).map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
+    prop_assert_eq!(t.source.format, fmt);
+    prop_assert_eq!(t.diagnostics.backward_steps, backward);
+    let unfinalized = want
+        .iter()
+        .filter(|w| fmt == WireFormat::Tvm && !w.4)
+        .count();
+    prop_assert_eq!(t.diagnostics.unfinalized_lanes, unfinalized as u64);
+    // Auto-detection never picks another format: the buffer's own format fits, and it
+    // is chosen unless another fits too.
+    let fits = decode::candidate_formats(&w);
+    prop_assert!(
+        fits.iter().any(|(f, r)| *f == fmt && r.is_ok()),
+        "{:?}",
+        fits
+    );
+    match decode(&w, &DecodeOptions::default()) {
+        Ok(auto) => prop_assert_eq!(&auto, &t),
+        Err(decode::DecodeError::Ambiguous(several)) => prop_assert!(several.contains(&fmt)),
+        Err(e) => prop_assert!(false, "auto-detection failed: {}", e),
+    }
+    // The one-thread decodes agree with it: into fresh columns (which counts every
+    // lane first, too), and into a used trace whose columns are too short (which
+    // counts nothing and grows them).
+    let one = DecodeOptions {
+        single_threaded: true,
+        ..forced.clone()
+    };
+    prop_assert_eq!(&decode(&w, &one).unwrap(), &t);
+    let tiny = [1u64 << 32 | 1, tvm::pack(7, 0, 1, 0), tvm::pack(9, 0, 1, 1)];
+    let tiny_opts = DecodeOptions {
+        single_threaded: true,
+        format: decode::FormatChoice::Tvm,
+        ..Default::default()
+    };
+    let mut used = decode(&tiny, &tiny_opts).unwrap();
+    prop_assert_eq!(used.spans.len(), 1);
+    decode::decode_into(&w, &one, &mut used).unwrap();
+    prop_assert_eq!(&used, &t);
+    // Times come back relative to the 2^32 period of the earliest first stamp.
+    let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;
+    prop_assert_eq!(t.lanes.len(), want.len());
+    for (p, (id, mut e, start, end, fin, written, sm)) in want.into_iter().enumerate() {
+        for s in &mut e.spans {
+            s.3 -= shift;
+            s.4 -= shift;
+        }
+        for i in &mut e.instants {
+            i.2 -= shift;
+        }
+        for u in e.unmatched_begin.iter_mut().chain(&mut e.unmatched_end) {
+            u.ts -= shift;
+        }
+        let l = &t.lanes[p];
+        prop_assert_eq!(
+            (l.id, l.block, l.group, l.sm),
+            (id, id / groups, id % groups, sm)
+        );
+        prop_assert_eq!(
+            (l.start, l.end, l.finalized, l.written, l.dropped),
+            (start - shift, end - shift, fin, written, 0)
+        );
+        let g = got(&t, p);
+        prop_assert_eq!(&g.spans, &e.spans);
+        prop_assert_eq!(&g.instants, &e.instants);
+        prop_assert_eq!(&g.unmatched_begin, &e.unmatched_begin);
+        prop_assert_eq!(&g.unmatched_end, &e.unmatched_end);
+    }
+    Ok(())
+}
+
+/// The forced choice of a format.
+trait Choice {
+    fn choice(self) -> decode::FormatChoice;
+}
+
+impl Choice for WireFormat {
+    fn choice(self) -> decode::FormatChoice {
+        match self {
+            WireFormat::Ikp => decode::FormatChoice::Ikp,
+            WireFormat::Tvm => decode::FormatChoice::Tvm,
+            WireFormat::FlashInfer => decode::FormatChoice::FlashInfer,
+            WireFormat::Mirage => decode::FormatChoice::Mirage,
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -566,84 +792,21 @@ proptest! {
     /// TVM format (column layout, no payloads, ids, drops or counters): spans, instants,
     /// finalize, the unwrap against the shared base and clamped steps back come back.
     #[test]
-    fn tvm_programs_roundtrip(
-        lanes in prop::collection::vec(
-            (0u32..1 << 20, prop::collection::vec((0u8..4, 0u16..4, prop_oneof![3 => 0i64..1 << 31, 1 => -3_000i64..0]), 1..24), any::<bool>()),
-            1..5),
-        groups in 1u32..3,
-    ) {
-        // All lanes start within 2^31 of each other so the shared base is the earliest.
-        let stride = lanes.len().div_ceil(groups as usize) * groups as usize;
-        let blocks = stride as u32 / groups;
-        let rows = lanes.iter().map(|l| l.1.len() + 1).max().unwrap();
-        let mut w = vec![0u64; 1 + stride * rows];
-        w[0] = (groups as u64) << 32 | blocks as u64;
-        let base: u64 = 0xFFFF_0000; // lanes start just before a wrap
-        let mut want = Vec::new();
-        let mut backward = 0;
-        for (l, (start, ops, fin)) in lanes.iter().enumerate() {
-            // `t` is the timer, `mx` the lane's latest stamp (a stamp behind it is clamped).
-            let mut t = base + *start as u64;
-            let mut mx = 0;
-            let mut recs = Vec::new();
-            let mut open: Vec<u16> = vec![];
-            for (k, &(kind, ev, dt)) in ops.iter().enumerate() {
-                if k > 0 { t = t.saturating_add_signed(dt); }
-                if t as u32 == 0 { t += 1; } // an all-zero slot would read as empty
-                backward += u64::from(k > 0 && t < mx);
-                mx = mx.max(t);
-                // Kind 1 ends an open region (any of them), 3 ends `ev` (open or not).
-                let (kind, ev) = match kind {
-                    0 => { open.push(ev); (Kind::Begin, ev) }
-                    1 | 3 => {
-                        let r = if kind == 1 && !open.is_empty() { open[ev as usize % open.len()] } else { ev };
-                        if let Some(j) = open.iter().rposition(|&o| o == r) { open.remove(j); }
-                        (Kind::End, r)
-                    }
-                    _ => (Kind::Instant, ev),
-                };
-                recs.push((kind, ev as u32, 0, t as u32, mx));
-                w[1 + l + k * stride] = tvm::pack(t as u32, l as u32, ev as u32, kind as u32);
-            }
-            let end = mx + 10;
-            if *fin {
-                w[1 + l + ops.len() * stride] = tvm::pack(end as u32, l as u32, 0, 3);
-            }
-            let first = recs[0].4;
-            let e = sorted(lane_expect(l as u32, &recs, first, 0, |x| x));
-            want.push((l as u32, e, first, if *fin { end } else { mx }, *fin, recs.len() as u64 + *fin as u64));
-        }
-        let t = decode(&w, &DecodeOptions::default())
-            .map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
-        prop_assert_eq!(t.diagnostics.backward_steps, backward);
-        // The one-thread decodes agree with it: into fresh columns (which counts every
-        // lane first, too), and into a used trace whose columns are too short (which
-        // counts nothing and grows them).
-        let one = DecodeOptions { single_threaded: true, ..Default::default() };
-        prop_assert_eq!(&decode(&w, &one).unwrap(), &t);
-        let tiny = [1u64 << 32 | 1, tvm::pack(7, 0, 1, 0), tvm::pack(9, 0, 1, 1)];
-        let mut used = decode(&tiny, &one).unwrap();
-        prop_assert_eq!(used.spans.len(), 1);
-        decode::decode_into(&w, &one, &mut used).unwrap();
-        prop_assert_eq!(&used, &t);
-        // Times come back relative to the 2^32 period of the earliest first stamp.
-        let shift = want.iter().map(|w| w.2).min().unwrap() & !0xFFFF_FFFF;
-        let want: Vec<_> = want.into_iter().map(|(id, mut e, start, end, fin, n)| {
-            for s in &mut e.spans { s.3 -= shift; s.4 -= shift; }
-            for i in &mut e.instants { i.2 -= shift; }
-            for u in e.unmatched_begin.iter_mut().chain(&mut e.unmatched_end) { u.ts -= shift; }
-            (id, e, start - shift, end - shift, fin, n)
-        }).collect();
-        prop_assert_eq!(t.lanes.len(), want.len());
-        for (p, (id, e, start, end, fin, written)) in want.into_iter().enumerate() {
-            let l = &t.lanes[p];
-            prop_assert_eq!((l.id, l.block, l.group), (id, id / groups, id % groups));
-            prop_assert_eq!((l.start, l.end, l.finalized, l.written, l.dropped), (start, end, fin, written, 0));
-            let g = got(&t, p);
-            prop_assert_eq!(&g.spans, &e.spans);
-            prop_assert_eq!(&g.instants, &e.instants);
-            prop_assert_eq!(&g.unmatched_begin, &e.unmatched_begin);
-            prop_assert_eq!(&g.unmatched_end, &e.unmatched_end);
-        }
+    fn tvm_programs_roundtrip(lanes in family_lanes(), groups in 1u32..3, sms in sms()) {
+        check_family(WireFormat::Tvm, &lanes, groups, &sms)?;
+    }
+
+    /// FlashInfer's format: the same, with each block's SM on its lanes, no finalize, and
+    /// instants overwritten by their lane's next record as FlashInfer's device code does.
+    #[test]
+    fn flashinfer_programs_roundtrip(lanes in family_lanes(), groups in 1u32..3, sms in sms()) {
+        check_family(WireFormat::FlashInfer, &lanes, groups, &sms)?;
+    }
+
+    /// Mirage's MPK format: the same as FlashInfer's without SM ids, with each record's
+    /// event number as its payload.
+    #[test]
+    fn mirage_programs_roundtrip(lanes in family_lanes(), groups in 1u32..3, sms in sms()) {
+        check_family(WireFormat::Mirage, &lanes, groups, &sms)?;
     }
 }

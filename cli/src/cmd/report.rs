@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// Arguments of `ikp report`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Buffers to report on, one launch each (ikp native or TVM format).
+    /// Buffers to report on, one launch each (ikp native, TVM, FlashInfer or Mirage format).
     #[arg(required = true)]
     pub bufs: Vec<PathBuf>,
     #[command(flatten)]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// Output file.
     pub out: PathBuf,
-    /// Write the TVM / FlashInfer / warpscope format with this many blocks (3 lanes each)
+    /// Write the TVM / warpscope format with this many blocks (3 lanes each)
     /// instead of the native sample.
     #[arg(long, value_name = "BLOCKS")]
     pub tvm_blocks: Option<u32>,

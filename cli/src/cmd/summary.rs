@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Arguments of `ikp summary`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The buffer file (ikp native or TVM format).
+    /// The buffer file (ikp native, TVM, FlashInfer or Mirage format).
     pub buf: PathBuf,
     #[command(flatten)]
     pub input: InputArgs,

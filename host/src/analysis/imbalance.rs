@@ -77,7 +77,8 @@ pub struct Imbalance {
 pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
     match format {
         WireFormat::Tvm => "n/a (the TVM format records no SM ids)",
-        WireFormat::Ikp => "n/a (no lane recorded an SM id)",
+        WireFormat::Mirage => "n/a (the Mirage MPK format records no SM ids)",
+        WireFormat::Ikp | WireFormat::FlashInfer => "n/a (no lane recorded an SM id)",
     }
 }
 

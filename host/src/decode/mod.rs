@@ -1,11 +1,13 @@
-//! Decoders: a raw buffer in either wire format becomes a [`Trace`].
+//! Decoders: a raw buffer in any of the wire formats ikp reads becomes a [`Trace`].
 //!
 //! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
-//! - [`tvm`]: the TVM / FlashInfer / warpscope v1 format (`ikp_device::tvm`).
+//! - [`tvm`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer with SM
+//!   ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one slot
+//!   layout with three packings of the tag (`family`).
 //! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
 //!
-//! Both share one per-lane walk: 32-bit stamps are unwrapped into 64-bit ns, records are
+//! All share one per-lane walk: 32-bit stamps are unwrapped into 64-bit ns, records are
 //! paired (`# Pairing`), and everything that cannot be paired or placed is counted in
 //! [`crate::model::Diagnostics`], never dropped silently.
 //! The decoders size the output tables before the walk (a counting pass), run the walk in
@@ -46,8 +48,21 @@
 //! counted. So consecutive records of a lane must be less than 2^31 ticks apart (2.1 s
 //! of globaltimer, about 1 s of a 2 GHz clock).
 //!
+//! # Detection
+//! [`FormatChoice::Auto`] tries every format of a table, each with a cheap, strict test
+//! of what a buffer of it must look like (the ikp magic; or a usable slot 0 and records
+//! whose slot fields, types and SM ids agree with their slots, in the first
+//! [`PROBE_HEAD_WORDS`] words and the [`PROBE_TAIL_WORDS`] words before the trailing
+//! empty slots). It picks a format only when exactly one fits. Otherwise the error lists
+//! the formats that fit ([`DecodeError::Ambiguous`]: a TVM buffer of one group per block
+//! whose probed records hold no finalize, say, also reads as FlashInfer with every block
+//! on SM 0), or, when none does, why each does not ([`DecodeError::Unrecognized`]: the
+//! first word that disagrees). A forced format checks every record as it decodes, so a
+//! wrong choice fails with the first record that disagrees.
+//!
 
 mod assemble;
+mod family;
 mod lane;
 pub mod names;
 pub mod native;
@@ -67,13 +82,30 @@ use std::path::{Path, PathBuf};
 /// Which wire format to decode a buffer as.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FormatChoice {
-    /// ikp if word 0 is the ikp magic, else TVM if word 0 is a plausible TVM header.
+    /// The one format the buffer fits (module docs, `# Detection`).
     #[default]
     Auto,
     /// The ikp native format.
     Ikp,
-    /// The TVM / FlashInfer / warpscope v1 format.
+    /// The TVM / warpscope v1 format.
     Tvm,
+    /// FlashInfer's format with SM ids.
+    FlashInfer,
+    /// Mirage's persistent-kernel (MPK) format.
+    Mirage,
+}
+
+impl FormatChoice {
+    /// The format forced, if any.
+    pub fn forced(self) -> Option<WireFormat> {
+        match self {
+            FormatChoice::Auto => None,
+            FormatChoice::Ikp => Some(WireFormat::Ikp),
+            FormatChoice::Tvm => Some(WireFormat::Tvm),
+            FormatChoice::FlashInfer => Some(WireFormat::FlashInfer),
+            FormatChoice::Mirage => Some(WireFormat::Mirage),
+        }
+    }
 }
 
 /// How to decode.
@@ -98,9 +130,13 @@ pub enum DecodeError {
     /// The native header is invalid (bad magic, newer version, truncated, absurd fields).
     #[error("ikp header: {0}")]
     Header(#[from] ikp_device::LayoutError),
-    /// Neither format's header.
-    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor a TVM-format header (groups << 32 | blocks); choose the format explicitly to decode it anyway")]
-    Unrecognized(u64),
+    /// The buffer fits none of the formats (module docs, `# Detection`): why not, format
+    /// by format.
+    #[error("unrecognized buffer: it fits none of the formats ikp reads: {}", misfits(.0))]
+    Unrecognized(Vec<(WireFormat, String)>),
+    /// The buffer fits more than one format (module docs, `# Detection`).
+    #[error("the buffer fits {} formats: {}; choose one explicitly", .0.len(), format_list(.0))]
+    Ambiguous(Vec<WireFormat>),
     /// The TVM-format header (slot 0) is unusable.
     #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
     TvmHeader {
@@ -122,6 +158,30 @@ pub enum DecodeError {
         expected: u64,
         /// blocks x groups.
         stride: u64,
+    },
+    /// Slot 0 of a FlashInfer- or Mirage-format buffer is unusable.
+    #[error("{format}-format header (slot 0 = {word:#018x}): {why}")]
+    SlotHeader {
+        /// The format.
+        format: WireFormat,
+        /// Slot 0.
+        word: u64,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A record of a FlashInfer- or Mirage-format buffer that its slot does not allow: it
+    /// names another slot, has a type the format never writes, or (FlashInfer) another SM
+    /// than the rest of its lane.
+    #[error("{format} format: slot {slot}: record {word:#018x} {why}")]
+    Record {
+        /// The format.
+        format: WireFormat,
+        /// Word index.
+        slot: u64,
+        /// The record.
+        word: u64,
+        /// What is wrong.
+        why: String,
     },
     /// A native lane segment is inconsistent (garbage).
     #[error("lane {lane} (words {first}..{end}): {why}")]
@@ -181,39 +241,162 @@ pub enum LoadErrorKind {
     Decode(#[from] DecodeError),
 }
 
-/// Which format `words` is in, honouring a forced choice.
-pub fn detect_format(words: &[u64], choice: FormatChoice) -> Result<WireFormat, DecodeError> {
-    let w0 = words.first().copied().unwrap_or(0);
-    match choice {
-        FormatChoice::Ikp => Ok(WireFormat::Ikp),
-        FormatChoice::Tvm => Ok(WireFormat::Tvm),
-        FormatChoice::Auto if w0 == ikp_device::wire::MAGIC => Ok(WireFormat::Ikp),
-        FormatChoice::Auto if tvm::plausible_header(words) => Ok(WireFormat::Tvm),
-        FormatChoice::Auto => Err(DecodeError::Unrecognized(w0)),
+/// `format: why; format: why`.
+fn misfits(why: &[(WireFormat, String)]) -> String {
+    let each: Vec<String> = why.iter().map(|(f, w)| format!("{f}: {w}")).collect();
+    each.join("; ")
+}
+
+/// `a, b and c`.
+fn format_list(formats: &[WireFormat]) -> String {
+    let names: Vec<String> = formats.iter().map(|f| f.to_string()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
     }
 }
 
-/// Which format the buffer file `path` is in, from its first word, honouring a forced
-/// choice: a cheap look before deciding how to decode it (whole, or lane by lane).
+/// Words at the start of a buffer that detection reads (512 KiB).
+pub const PROBE_HEAD_WORDS: usize = 1 << 16;
+/// Words before a buffer's trailing empty slots that detection reads: each lane's last
+/// records, where TVM's finalize records are. They are looked for in the last
+/// [`PROBE_TAIL_SCAN_WORDS`] words only.
+pub const PROBE_TAIL_WORDS: usize = 1 << 12;
+/// How far back from a buffer's end detection looks for its last record (8 MiB).
+pub const PROBE_TAIL_SCAN_WORDS: usize = 1 << 20;
+
+/// The words auto-detection reads: a bounded head and tail of the buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Probe<'w> {
+    /// The first words (word 0 first).
+    pub head: &'w [u64],
+    /// Words ending at the last non-zero word, after the head.
+    pub tail: &'w [u64],
+    /// Index of `tail[0]` in the buffer.
+    pub tail_at: usize,
+}
+
+impl<'w> Probe<'w> {
+    /// The probe of a buffer's words.
+    pub fn of(words: &'w [u64]) -> Probe<'w> {
+        let head = &words[..words.len().min(PROBE_HEAD_WORDS)];
+        let scan_from = words
+            .len()
+            .saturating_sub(PROBE_TAIL_SCAN_WORDS)
+            .max(head.len());
+        let end = words[scan_from..]
+            .iter()
+            .rposition(|&w| w != 0)
+            .map_or(scan_from, |i| scan_from + i + 1);
+        let tail_at = end.saturating_sub(PROBE_TAIL_WORDS).max(scan_from);
+        Probe {
+            head,
+            tail: &words[tail_at..end],
+            tail_at,
+        }
+    }
+}
+
+/// One format auto-detection can pick, and its test ([`Probe`]): cheap (it reads the
+/// probe only) and strict (a buffer of another format fails it). A misfit says why.
+struct Detect {
+    format: WireFormat,
+    fits: fn(&Probe<'_>) -> Result<(), String>,
+}
+
+/// Every format auto-detection tries, in the order errors list them.
+const DETECT: [Detect; 4] = [
+    Detect {
+        format: WireFormat::Ikp,
+        fits: native_fits,
+    },
+    Detect {
+        format: WireFormat::Tvm,
+        fits: family::fits::<family::Tvm>,
+    },
+    Detect {
+        format: WireFormat::FlashInfer,
+        fits: family::fits::<family::FlashInfer>,
+    },
+    Detect {
+        format: WireFormat::Mirage,
+        fits: family::fits::<family::Mirage>,
+    },
+];
+
+/// Whether the probe starts with the ikp magic.
+fn native_fits(p: &Probe<'_>) -> Result<(), String> {
+    match p.head.first() {
+        Some(&ikp_device::wire::MAGIC) => Ok(()),
+        w0 => Err(format!(
+            "word 0 is {:#018x}, not the ikp magic",
+            w0.copied().unwrap_or(0)
+        )),
+    }
+}
+
+/// For each format auto-detection tries, in table order: whether `words` could be in it,
+/// or why not (module docs, `# Detection`).
+pub fn candidate_formats(words: &[u64]) -> Vec<(WireFormat, Result<(), String>)> {
+    let p = Probe::of(words);
+    DETECT.iter().map(|d| (d.format, (d.fits)(&p))).collect()
+}
+
+/// Which format `words` is in, honouring a forced choice: with [`FormatChoice::Auto`],
+/// the one format that fits, or an error listing those that do (none: [`Unrecognized`];
+/// several: [`Ambiguous`]).
+///
+/// [`Unrecognized`]: DecodeError::Unrecognized
+/// [`Ambiguous`]: DecodeError::Ambiguous
+pub fn detect_format(words: &[u64], choice: FormatChoice) -> Result<WireFormat, DecodeError> {
+    if let Some(f) = choice.forced() {
+        return Ok(f);
+    }
+    let all = candidate_formats(words);
+    let fit: Vec<WireFormat> = (all.iter().filter(|(_, f)| f.is_ok()))
+        .map(|&(f, _)| f)
+        .collect();
+    match fit[..] {
+        [one] => Ok(one),
+        [] => Err(DecodeError::Unrecognized(
+            all.into_iter()
+                .filter_map(|(f, r)| Some((f, r.err()?)))
+                .collect(),
+        )),
+        _ => Err(DecodeError::Ambiguous(fit)),
+    }
+}
+
+/// Which format the buffer file `path` is in, honouring a forced choice: a cheap look
+/// before deciding how to decode it (whole, or lane by lane). Reads only the probe's
+/// words of a regular file (it is mapped); other inputs are read whole.
 pub fn detect_file(path: &Path, choice: FormatChoice) -> Result<WireFormat, LoadError> {
-    use std::io::Read;
     let err = |kind: LoadErrorKind| LoadError {
         path: path.to_path_buf(),
         kind,
     };
-    let mut w0 = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut w0))
-        .map_err(|e| err(BufferError::Io(e).into()))?;
-    detect_format(&[u64::from_le_bytes(w0)], choice).map_err(|e| err(e.into()))
+    if let Some(f) = choice.forced() {
+        // The file must still be readable, as when detecting.
+        std::fs::File::open(path).map_err(|e| err(BufferError::Io(e).into()))?;
+        return Ok(f);
+    }
+    let found = match crate::buffer::MappedBuffer::open(path) {
+        Ok(m) => detect_format(m.words(), choice),
+        Err(BufferError::Io(_)) => {
+            let b = RawBuffer::read(path).map_err(|e| err(e.into()))?;
+            detect_format(&b.words, choice)
+        }
+        Err(e) => return Err(err(e.into())),
+    };
+    found.map_err(|e| err(e.into()))
 }
 
-/// Decodes a buffer's words (in either format) into a [`Trace`].
+/// Decodes a buffer's words (in any format ikp reads) into a [`Trace`].
 pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
     decode_reusing(words, opts, assemble::Recycled::default())
 }
 
-/// Decodes a buffer's words (in either format) into `trace`, reusing the memory of its
+/// Decodes a buffer's words (in any format ikp reads) into `trace`, reusing the memory of its
 /// span, instant and sample columns: a tool that decodes launch after launch (or a
 /// benchmark) then writes into pages it already has instead of having the kernel map and
 /// zero fresh ones for every launch. The result equals [`decode`]'s. On error `trace` is
@@ -240,7 +423,9 @@ fn decode_reusing(
 ) -> Result<Trace, DecodeError> {
     let mut trace = match detect_format(words, opts.format)? {
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
-        WireFormat::Tvm => tvm::decode(words, opts, reuse)?,
+        WireFormat::Tvm => tvm::decode::<family::Tvm>(words, opts, reuse)?,
+        WireFormat::FlashInfer => tvm::decode::<family::FlashInfer>(words, opts, reuse)?,
+        WireFormat::Mirage => tvm::decode::<family::Mirage>(words, opts, reuse)?,
     };
     if let Some(n) = &opts.names {
         names::overlay(&mut trace.names, n);

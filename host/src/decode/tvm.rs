@@ -1,13 +1,25 @@
-//! Decoder of the TVM / FlashInfer / warpscope v1 wire format.
+//! Decoder of the TVM family of formats: TVM / warpscope, FlashInfer with SM ids, Mirage
+//! MPK.
 //!
-//! The format itself (slot 0, record packing) is specified in [`ikp_device::tvm`], `#
-//! Format`, which the decoder reads its fields through. Names come from a names file; the
-//! Chrome "warp" of a lane is its group.
+//! They share one slot layout (slot 0, a column of slots per lane), specified in
+//! [`ikp_device::tvm`], `# Format`; each packs the record's tag its own way
+//! ([`ikp_device::flashinfer`], [`ikp_device::mirage`]). The decoder is generic over the
+//! tag layout (where a format keeps the field naming the slot, the SM and the payload, and
+//! whether type 3 finalizes: the `Family` trait of `decode/family.rs`), so each format's
+//! hot loops are compiled for its own fields. Names come from a names file; the Chrome
+//! "warp" of a lane is its group.
 //!
 //! # Decoding rules
-//! - Every record must sit in its own lane's column: a record whose lane field differs
-//!   from the lane its slot belongs to (including lane ids past `blocks * groups`) is an
-//!   error, so a wrong stride or garbage is never decoded into plausible nonsense.
+//! - Every record must sit in its own lane's column: a record whose slot field (TVM's and
+//!   Mirage's lane, FlashInfer's block) differs from what the layout puts in its slot
+//!   (including ids past the layout's) is an error, so a wrong stride, a wrong format or
+//!   garbage is never decoded into plausible nonsense. So is a record of type 3 in a
+//!   format without finalize (FlashInfer, Mirage).
+//! - FlashInfer: a lane's SM is the SM field of its first record, and every later record
+//!   of the lane must carry the same (the device reads `%smid` once, when the lane
+//!   starts): a lane whose records disagree is an error naming the record, not a lane
+//!   split over two SMs.
+//! - Mirage: the event number is each span's and instant's payload.
 //! - All lanes share one base: the lanes' first stamps are placed on the 2^32 circle and
 //!   the base is the first stamp after the largest gap, so lanes that start on both sides
 //!   of a wrap keep their true order. A lane starts at its first stamp, read forward from
@@ -20,31 +32,43 @@
 //!   within a lane) and counted in `backward_steps`, never an error (`lane`'s
 //!   `# Unwrapping`). So a lane's consecutive records must be less than 2^31 ns (2.1 s)
 //!   apart.
-//! - Records after a lane's finalize are counted in `after_finalize` and not decoded.
+//! - TVM: records after a lane's finalize are counted in `after_finalize` and not
+//!   decoded, and a lane without one is counted in `unfinalized_lanes`. The other formats
+//!   have no finalize record: their lanes end at their last record and are not counted.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
+use super::family::{self, allowed, Family};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::{DecodeError, DecodeOptions};
-use crate::model::{Lane, Names, Source, Trace, WireFormat};
-use ikp_device::tvm;
+use crate::model::{Lane, Names, Source, Trace};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// `groups, blocks` of slot 0 if they make a usable layout.
-fn header(w0: u64) -> Result<(u64, u64), &'static str> {
-    let (groups, blocks) = tvm::unpack_header(w0);
-    if groups == 0 || blocks == 0 {
-        return Err("groups and blocks must both be at least 1");
-    }
-    if groups * blocks > tvm::MAX_LANES {
-        return Err("blocks x groups exceeds the 2^20 lanes the 20-bit lane field can name");
-    }
-    Ok((groups, blocks))
+/// What the records of each lane must carry in the bits its format checks: what the
+/// layout puts in its slot and, in a format with SM ids, the SM of its first record.
+#[derive(Clone, Copy, Debug)]
+struct Expect<'a> {
+    groups: usize,
+    /// Each lane's first record (0 for an empty lane).
+    firsts: &'a [u64],
 }
 
-/// Whether slot 0 reads as a TVM-format header (used by auto-detection).
-pub(crate) fn plausible_header(words: &[u64]) -> bool {
-    words.first().is_some_and(|&w| header(w).is_ok())
+impl Expect<'_> {
+    /// The first record of `lane` as far as the checks need it (nothing without SM ids).
+    #[inline(always)]
+    fn first<L: Family>(&self, lane: usize) -> u64 {
+        if L::SM_MASK != 0 {
+            self.firsts[lane]
+        } else {
+            0
+        }
+    }
+
+    /// The bits under `L::SLOT_MASK | L::SM_MASK` every record of `lane` carries.
+    #[inline(always)]
+    fn bits<L: Family>(&self, lane: usize) -> u64 {
+        L::slot_bits(lane, self.groups) | (self.first::<L>(lane) & L::SM_MASK)
+    }
 }
 
 /// What the counting pass learned about one lane.
@@ -116,7 +140,8 @@ struct Strip {
     /// Begins and instants of all lanes of the last gather.
     begins: usize,
     insts: usize,
-    /// Whether the last gather saw a record that does not name the lane of its slot.
+    /// Whether the last gather saw a record its slot does not allow
+    /// ([`family::allowed`]).
     misplaced: bool,
     /// Per lane of the last [`Strip::scan`]: slots up to its last record.
     ends: Vec<usize>,
@@ -143,17 +168,23 @@ impl Strip {
 
     /// Gathers every slot of lanes `lanes` (at most [`STRIP_LANES`]), empty slots
     /// included, prefetching [`PREFETCH_ROWS`] rows ahead, and tallies each lane's
-    /// records, all lanes' begins and instants, and whether every record names its lane
-    /// (with AVX2, while the slots are in registers). Out of line, like the walk, so
-    /// neither loop shares its registers with the other.
+    /// records, all lanes' begins and instants, and whether every record is allowed in
+    /// its slot (with AVX2, while the slots are in registers). Out of line, like the walk,
+    /// so neither loop shares its registers with the other.
     #[inline(never)]
-    fn gather(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+    fn gather<L: Family>(
+        &mut self,
+        body: &[u64],
+        stride: usize,
+        lanes: Range<usize>,
+        exp: &Expect<'_>,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { self.gather_avx2(body, stride, lanes) };
+            return unsafe { self.gather_avx2::<L>(body, stride, lanes, exp) };
         }
-        self.gather_any(body, stride, lanes)
+        self.gather_any::<L>(body, stride, lanes, exp)
     }
 
     /// Prefetches the `n` slots at `lo` (a row's slots of a strip) in the four rows that
@@ -181,7 +212,13 @@ impl Strip {
     /// The portable body of [`Strip::gather`]. Slots move in 4 x 4 blocks (four rows of
     /// four lanes in, four lanes of four rows out); ragged edges go one slot at a time.
     /// The tallies are taken from the strip afterwards.
-    fn gather_any(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+    fn gather_any<L: Family>(
+        &mut self,
+        body: &[u64],
+        stride: usize,
+        lanes: Range<usize>,
+        exp: &Expect<'_>,
+    ) {
         let (n, st) = (lanes.len(), self.stride);
         let full = self.full_rows(body, stride, &lanes);
         let t = &mut self.words[..n * st];
@@ -208,7 +245,7 @@ impl Strip {
         self.gather_rest(body, stride, &lanes, full);
         (self.records, self.begins, self.insts) = (vec![0; n], 0, 0);
         self.misplaced = false;
-        self.tally(lanes.start, 0..n, 0..self.rows);
+        self.tally::<L>(lanes.start, 0..n, 0..self.rows, exp);
     }
 
     /// [`Strip::gather`] with AVX2 intrinsics: a 4 x 4 block is four loads, eight
@@ -217,16 +254,22 @@ impl Strip {
     /// four go through [`Strip::gather_rest`] and [`Strip::tally`].
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn gather_avx2(&mut self, body: &[u64], stride: usize, lanes: Range<usize>) {
+    fn gather_avx2<L: Family>(
+        &mut self,
+        body: &[u64],
+        stride: usize,
+        lanes: Range<usize>,
+        exp: &Expect<'_>,
+    ) {
         use std::arch::x86_64::*;
         let (n, st) = (lanes.len(), self.stride);
         let (n4, full) = (n / 4 * 4, self.full_rows(body, stride, &lanes));
-        let lane_field =
-            _mm256_set1_epi64x((((1u64 << tvm::LANE_BITS) - 1) << tvm::LANE_SHIFT) as i64);
-        // Per group of four lanes: its lane fields, and its empty slots (as sums of -1).
+        let lane_field = _mm256_set1_epi64x((L::SLOT_MASK | L::SM_MASK) as i64);
+        // Per group of four lanes: the bits its records carry, and its empty slots (as
+        // sums of -1).
         let want: Vec<__m256i> = (0..n4 / 4)
             .map(|b| {
-                let l = |j: usize| (((lanes.start + 4 * b + j) as u64) << tvm::LANE_SHIFT) as i64;
+                let l = |j: usize| exp.bits::<L>(lanes.start + 4 * b + j) as i64;
                 _mm256_setr_epi64x(l(0), l(1), l(2), l(3))
             })
             .collect();
@@ -260,6 +303,10 @@ impl Strip {
                     insts = _mm256_add_epi64(insts, _mm256_cmpeq_epi64(k, inst));
                     let off = _mm256_and_si256(_mm256_xor_si256(v, want[b]), lane_field);
                     wrong = _mm256_or_si256(wrong, _mm256_andnot_si256(z, off));
+                    if !L::FINALIZE {
+                        // A record of type 3 (an empty slot's type is 0).
+                        wrong = _mm256_or_si256(wrong, _mm256_cmpeq_epi64(k, kind));
+                    }
                 }
                 empty[b] = e;
                 let lo01 = _mm256_unpacklo_epi64(x[0], x[1]);
@@ -302,8 +349,8 @@ impl Strip {
         self.begins = minus(begins).iter().sum();
         self.insts = minus(insts).iter().sum();
         self.misplaced = _mm256_testz_si256(wrong, wrong) == 0;
-        self.tally(lanes.start, 0..n4, full..self.rows);
-        self.tally(lanes.start, n4..n, 0..self.rows);
+        self.tally::<L>(lanes.start, 0..n4, full..self.rows, exp);
+        self.tally::<L>(lanes.start, n4..n, 0..self.rows, exp);
     }
 
     /// Gathers rows `full..` of `lanes` one slot at a time (a slot past the body's end
@@ -319,20 +366,30 @@ impl Strip {
     }
 
     /// Adds the records, begins and instants in rows `rows` of the gathered lanes at
-    /// indices `lanes` (lane ids from `first`) to the tallies, and notes records that do
-    /// not name their lane. Branch-free per slot, so that it vectorizes.
+    /// indices `lanes` (lane ids from `first`) to the tallies, and notes records their
+    /// slot does not allow. Branch-free per slot, so that it vectorizes.
     #[inline(always)]
-    fn tally(&mut self, first: usize, lanes: Range<usize>, rows: Range<usize>) {
+    fn tally<L: Family>(
+        &mut self,
+        first: usize,
+        lanes: Range<usize>,
+        rows: Range<usize>,
+        exp: &Expect<'_>,
+    ) {
         let (mut wrong, mut begins, mut insts) = (0usize, 0usize, 0usize);
+        let mask = L::SLOT_MASK | L::SM_MASK;
         for i in lanes {
-            let lane = (first + i) as u64;
+            let want = exp.bits::<L>(first + i);
             let mut used = 0;
             for &w in &self.words[i * self.stride..][rows.clone()] {
                 let u = usize::from(w != 0);
                 used += u;
                 begins += u & usize::from(w & 3 == 0);
                 insts += usize::from(w & 3 == 2);
-                wrong |= u & usize::from(tvm::lane_of(w) != lane);
+                wrong |= u & usize::from((w ^ want) & mask != 0);
+                if !L::FINALIZE {
+                    wrong |= usize::from(w & 3 == 3);
+                }
             }
             self.records[i] += used;
         }
@@ -341,9 +398,14 @@ impl Strip {
     }
 
     /// Checks that each record of the gathered lanes (`lanes`, as given to the last
-    /// [`Strip::gather`]) names its lane, and notes where each lane's records end and
-    /// whether it has holes, for [`Strip::lane`].
-    fn scan(&mut self, lanes: Range<usize>, stride: usize) -> Result<(), DecodeError> {
+    /// [`Strip::gather`]) is allowed in its slot, and notes where each lane's records end
+    /// and whether it has holes, for [`Strip::lane`].
+    fn scan<L: Family>(
+        &mut self,
+        lanes: Range<usize>,
+        stride: usize,
+        exp: &Expect<'_>,
+    ) -> Result<(), DecodeError> {
         self.ends.clear();
         self.holes.clear();
         for i in 0..lanes.len() {
@@ -356,18 +418,24 @@ impl Strip {
             return Ok(());
         }
         // The first misplaced record in memory order.
+        let ok = |w: u64, lane: usize| allowed::<L>(w, lane, exp.first::<L>(lane), exp.groups);
         let (r, lane) = (lanes.clone().enumerate())
             .filter_map(|(i, lane)| {
                 let col = &self.words[i * self.stride..][..self.rows];
-                let r = col
-                    .iter()
-                    .position(|&w| w != 0 && tvm::lane_of(w) != lane as u64)?;
+                let r = col.iter().position(|&w| w != 0 && !ok(w, lane))?;
                 Some((r, lane))
             })
             .min()
             .expect("the strip holds a misplaced record");
         let w = self.words[(lane - lanes.start) * self.stride + r];
-        Err(misplaced(r * stride + lane, w, stride))
+        let first = exp.first::<L>(lane);
+        Err(L::bad_record(
+            r * stride + lane,
+            w,
+            first,
+            exp.groups,
+            stride,
+        ))
     }
 
     /// Rows of each table that the lanes of the last gather fill at most: a begin
@@ -383,7 +451,7 @@ impl Strip {
     /// The records of the `i`-th lane of the last [`Strip::scan`]: its gathered slots
     /// up to its last record, without the empty ones (compacted in place, only when the
     /// lane has any: they are rare between records).
-    fn lane(&mut self, i: usize) -> &[u64] {
+    fn lane(&mut self, i: usize) -> &mut [u64] {
         let col = &mut self.words[i * self.stride..][..self.ends[i]];
         if !self.holes[i] {
             return col;
@@ -394,43 +462,54 @@ impl Strip {
             col[k] = w;
             k += usize::from(w != 0);
         }
-        &col[..k]
+        &mut col[..k]
     }
 }
 
-/// The error for record `w`, found at index `at` of the body (slot `at + 1`), which does
-/// not name the lane of its slot.
-fn misplaced(at: usize, w: u64, stride: usize) -> DecodeError {
-    DecodeError::TvmLane {
-        slot: at as u64 + 1,
-        word: w,
-        found: tvm::lane_of(w),
-        expected: (at % stride) as u64,
-        stride: stride as u64,
-    }
+/// Whether record `w` in the column of `lane` has the slot bits and the type its format
+/// allows (the counting pass's checks: the SM is checked by the gather).
+#[inline(always)]
+fn in_its_slot<L: Family>(w: u64, lane: usize, groups: usize) -> bool {
+    allowed::<L>(w, lane, w, groups)
 }
 
 /// The counting pass over rows `rows` (all lanes, in memory order): per lane, its begins,
-/// instants and records. Checks that every record sits in its own lane's column.
-fn count_rows(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
+/// instants and records. Checks that every record sits in its own lane's column and has
+/// a type its format writes.
+fn count_rows<L: Family>(
+    body: &[u64],
+    stride: usize,
+    groups: usize,
+    rows: Range<usize>,
+) -> Result<Tally, DecodeError> {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { count_rows_avx2(body, stride, rows) };
+        return unsafe { count_rows_avx2::<L>(body, stride, groups, rows) };
     }
-    count_rows_any(body, stride, rows)
+    count_rows_any::<L>(body, stride, groups, rows)
 }
 
 /// [`count_rows_any`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn count_rows_avx2(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
-    count_rows_any(body, stride, rows)
+fn count_rows_avx2<L: Family>(
+    body: &[u64],
+    stride: usize,
+    groups: usize,
+    rows: Range<usize>,
+) -> Result<Tally, DecodeError> {
+    count_rows_any::<L>(body, stride, groups, rows)
 }
 
 /// The portable body of [`count_rows`].
 #[inline(always)]
-fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tally, DecodeError> {
+fn count_rows_any<L: Family>(
+    body: &[u64],
+    stride: usize,
+    groups: usize,
+    rows: Range<usize>,
+) -> Result<Tally, DecodeError> {
     // Lanes past the end of a short body have no slot: a header may claim up to 2^20 lanes
     // over a few words, and the counts are sized by what the body can hold.
     let n = stride.min(body.len());
@@ -439,6 +518,13 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
         insts: vec![0; n],
         records: vec![0; n],
     };
+    // Slot bits that depend on the block are read from a table: a division per slot
+    // would not vectorize.
+    let table: Vec<u64> = if L::BY_BLOCK {
+        (0..n).map(|l| L::slot_bits(l, groups)).collect()
+    } else {
+        Vec::new()
+    };
     let first = rows.start * stride;
     let end = (rows.end * stride).min(body.len());
     for (r, row) in body[first..end].chunks(stride).enumerate() {
@@ -446,22 +532,31 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
         // only in a row known to hold one.
         let m = row.len();
         let (b, i, c) = (&mut t.begins[..m], &mut t.insts[..m], &mut t.records[..m]);
+        let tab = if L::BY_BLOCK { &table[..m] } else { &[][..] };
         let mut wrong = 0u64;
         for l in 0..m {
             let w = row[l];
             let used = u64::from(w != 0);
             let kind = w & 3;
-            wrong |= used & u64::from(tvm::lane_of(w) != l as u64);
+            let want = if L::BY_BLOCK {
+                tab[l]
+            } else {
+                L::slot_bits(l, groups)
+            };
+            wrong |= used & u64::from((w ^ want) & L::SLOT_MASK != 0);
+            if !L::FINALIZE {
+                wrong |= u64::from(kind == 3);
+            }
             b[l] += (used & u64::from(kind == 0)) as u32;
             i[l] += u32::from(kind == 2);
             c[l] += used as u32;
         }
         if wrong != 0 {
             let l = (0..m)
-                .find(|&l| row[l] != 0 && tvm::lane_of(row[l]) != l as u64)
+                .find(|&l| row[l] != 0 && !in_its_slot::<L>(row[l], l, groups))
                 .expect("the row holds a misplaced record");
             let at = first + r * stride + l;
-            return Err(misplaced(at, body[at], stride));
+            return Err(L::bad_record(at, body[at], body[at], groups, stride));
         }
     }
     Ok(t)
@@ -469,7 +564,12 @@ fn count_rows_any(body: &[u64], stride: usize, rows: Range<usize>) -> Result<Tal
 
 /// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
 /// rows whose counts are then added up).
-fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, DecodeError> {
+fn count<L: Family>(
+    body: &[u64],
+    stride: usize,
+    groups: usize,
+    parallel: bool,
+) -> Result<Vec<Count>, DecodeError> {
     let rows = body.len().div_ceil(stride);
     let parallel = parallel && body.len() >= assemble::PARALLEL_MIN_RECORDS && rows >= 2;
     let bands = if parallel {
@@ -481,7 +581,7 @@ fn count(body: &[u64], stride: usize, parallel: bool) -> Result<Vec<Count>, Deco
         .div_ceil(bands.min(rows).max(1))
         .clamp(1, BAND_ROWS_MAX);
     let starts: Vec<usize> = (0..rows).step_by(step).collect();
-    let band = |r0: usize| count_rows(body, stride, r0..(r0 + step).min(rows));
+    let band = |r0: usize| count_rows::<L>(body, stride, groups, r0..(r0 + step).min(rows));
     let parts: Vec<Tally> = if parallel {
         starts.into_par_iter().map(band).collect::<Result<_, _>>()?
     } else {
@@ -514,17 +614,12 @@ fn used_len(words: &[u64]) -> usize {
     0
 }
 
-/// The first stamp of each of the first `n` lanes (`None` for an empty lane), looking
-/// only for the lanes for which `maybe` holds (the others are known to be empty). Rows
-/// are read in memory order until every lane looked for has shown a record: row 0 alone,
+/// The first record of each of the first `n` lanes (0 for an empty lane), looking only
+/// for the lanes for which `maybe` holds (the others are known to be empty). Rows are
+/// read in memory order until every lane looked for has shown a record: row 0 alone,
 /// unless some lanes start late or are empty.
-fn first_stamps(
-    body: &[u64],
-    stride: usize,
-    n: usize,
-    maybe: impl Fn(usize) -> bool,
-) -> Vec<Option<u32>> {
-    let mut first = vec![None; n];
+fn first_records(body: &[u64], stride: usize, n: usize, maybe: impl Fn(usize) -> bool) -> Vec<u64> {
+    let mut first = vec![0; n];
     let mut missing: Vec<usize> = (0..n).filter(|&l| maybe(l)).collect();
     for row in body.chunks(stride) {
         if missing.is_empty() {
@@ -532,7 +627,7 @@ fn first_stamps(
         }
         missing.retain(|&l| match row.get(l) {
             Some(&w) if w != 0 => {
-                first[l] = Some((w >> 32) as u32);
+                first[l] = w;
                 false
             }
             _ => true,
@@ -554,7 +649,7 @@ fn caps(counts: &[Count]) -> Vec<Caps> {
         .collect()
 }
 
-/// A TVM-format buffer's body and what every lane's walk needs to know about it.
+/// A buffer's body and what every lane's walk needs to know about it.
 #[derive(Clone, Copy, Debug)]
 struct Body<'w> {
     words: &'w [u64],
@@ -565,7 +660,7 @@ struct Body<'w> {
     base: u64,
 }
 
-/// Decodes a TVM-format buffer, reusing the memory of `reuse`'s columns.
+/// Decodes a buffer of format `L`, reusing the memory of `reuse`'s columns.
 ///
 /// Lanes are gathered 32 at a time into a strip of all their rows and walked from there.
 /// On one thread into a used trace, each lane's output goes right after the previous
@@ -575,13 +670,13 @@ struct Body<'w> {
 /// output goes and can be walked at once; into fresh columns, so that they are allocated
 /// at their exact size (growing them would copy them, and the kernel's mapping of their
 /// new pages costs more than the counting).
-pub(crate) fn decode(
+pub(crate) fn decode<L: Family>(
     words: &[u64],
     opts: &DecodeOptions,
     reuse: Recycled,
 ) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
-    let (groups, blocks) = header(w0).map_err(|why| DecodeError::TvmHeader { word: w0, why })?;
+    let (groups, blocks) = family::header::<L>(w0)?;
     let stride = (groups * blocks) as usize;
     // Rows below the last record are left out: buffers are often sized for more records
     // than the kernel wrote, and reading them backwards until a record is faster than
@@ -599,32 +694,44 @@ pub(crate) fn decode(
     };
 
     let parallel = !opts.single_threaded;
+    let stamps = |firsts: &[u64]| {
+        let used = firsts.iter().filter(|&&w| w != 0);
+        shared_base(used.map(|&w| (w >> 32) as u32))
+    };
     let asm = if !parallel && !reuse.is_empty() {
-        let firsts = first_stamps(body.words, stride, n_lanes, |_| true);
-        body.base = shared_base(firsts.into_iter().flatten());
+        let firsts = first_records(body.words, stride, n_lanes, |_| true);
+        body.base = stamps(&firsts);
+        let exp = Expect {
+            groups: body.groups,
+            firsts: &firsts,
+        };
         let mut out = assemble::Stream::new(reuse);
         let mut strip = Strip::new(body.rows, n_lanes);
         for lanes in strips(0..n_lanes) {
-            strip.gather(body.words, stride, lanes.clone());
-            strip.scan(lanes.clone(), stride)?;
+            strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
+            strip.scan::<L>(lanes.clone(), stride, &exp)?;
             out.chunk(strip.room(), |at, out| {
                 let mut w = Walked::new(at);
-                walk_strip(&body, &mut strip, lanes, out, &mut w);
+                walk_strip::<L>(&body, &mut strip, lanes, out, &mut w);
                 Ok((w.cur, w.done))
             })?;
         }
         out.finish()
     } else {
-        let counts = count(body.words, stride, parallel)?;
-        let firsts = first_stamps(body.words, stride, n_lanes, |l| counts[l].records > 0);
-        body.base = shared_base(firsts.into_iter().flatten());
+        let counts = count::<L>(body.words, stride, body.groups, parallel)?;
+        let firsts = first_records(body.words, stride, n_lanes, |l| counts[l].records > 0);
+        body.base = stamps(&firsts);
+        let exp = Expect {
+            groups: body.groups,
+            firsts: &firsts,
+        };
         assemble::run(&caps(&counts), parallel, reuse, |chunk| {
             let mut strip = Strip::new(body.rows, chunk.lanes.len());
             let mut w = Walked::new(chunk.base);
             for lanes in strips(chunk.lanes.clone()) {
-                strip.gather(body.words, stride, lanes.clone());
-                strip.scan(lanes.clone(), stride)?;
-                walk_strip(&body, &mut strip, lanes, &mut chunk.out, &mut w);
+                strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
+                strip.scan::<L>(lanes.clone(), stride, &exp)?;
+                walk_strip::<L>(&body, &mut strip, lanes, &mut chunk.out, &mut w);
             }
             Ok(w.done)
         })?
@@ -633,7 +740,7 @@ pub(crate) fn decode(
     let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     Ok(Trace {
         source: Source {
-            format: WireFormat::Tvm,
+            format: L::FORMAT,
             version: 1,
             timer: ikp_device::TimerMode::Globaltimer,
             clock: None,
@@ -674,7 +781,7 @@ impl Walked {
 
 /// Walks lanes `lanes`, gathered and scanned in `strip`, each in one run, laying each
 /// lane's output in `out` right after the previous lane's.
-fn walk_strip(
+fn walk_strip<L: Family>(
     body: &Body<'_>,
     strip: &mut Strip,
     lanes: Range<usize>,
@@ -691,21 +798,27 @@ fn walk_strip(
         // The lane's first stamp unwrapped forward from the shared base (which may be
         // more than 2^31 ns before it); the walk unwraps the rest from there.
         let t0 = base + ((first >> 32) as u32).wrapping_sub(base as u32) as u64;
+        let sm = L::sm(first);
+        if L::PAYLOAD {
+            recs.iter_mut().for_each(|r| *r = L::walk_word(*r));
+        }
         let mut walk = LaneWalk::new(l as u32, t0, Globaltimer, w.cur);
-        let run = walk_run(&mut walk, recs, out);
+        let run = walk_run::<L>(&mut walk, recs, out);
         let fin = run.finalize;
         if let Some((j, _)) = fin {
             w.done.diag.after_finalize += (recs.len() - j - 1) as u64;
         }
         w.done.diag.backward_steps += run.backward;
         walk.finish(out);
-        w.done.diag.unfinalized_lanes += u64::from(fin.is_none());
+        if L::FINALIZE {
+            w.done.diag.unfinalized_lanes += u64::from(fin.is_none());
+        }
         let (at, start) = (w.at, w.cur);
         w.done.lanes.push(Lane {
             id: l as u32,
             block: (l / body.groups) as u32,
             group: (l % body.groups) as u32,
-            sm: None,
+            sm,
             warp: None,
             start: t0,
             end: fin.map_or(walk.last_ns, |(_, t)| t),
@@ -720,10 +833,16 @@ fn walk_strip(
     }
 }
 
-/// One lane's records (out of line: the walk keeps its state in registers).
+/// One lane's records (out of line: the walk keeps its state in registers). A format
+/// with payloads is walked as ikp records ([`Family::walk_word`]); the others as TVM's,
+/// whose type 3 finalizes (the gather has rejected type 3 where it is not written).
 #[inline(never)]
-fn walk_run(w: &mut LaneWalk<Globaltimer>, recs: &[u64], out: &mut ChunkOut<'_>) -> Run {
-    w.run::<true>(recs, 0, out)
+fn walk_run<L: Family>(w: &mut LaneWalk<Globaltimer>, recs: &[u64], out: &mut ChunkOut<'_>) -> Run {
+    if L::PAYLOAD {
+        w.run::<false>(recs, 0, out)
+    } else {
+        w.run::<true>(recs, 0, out)
+    }
 }
 
 /// The first stamp after the largest gap between the lanes' first stamps on the 2^32
@@ -748,7 +867,8 @@ fn shared_base(firsts: impl Iterator<Item = u32>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{count_rows, count_rows_any, shared_base, Strip};
+    use super::{count_rows, count_rows_any, shared_base, Expect, Strip};
+    use crate::decode::family::Tvm;
     use ikp_device::tvm::pack;
 
     /// A body of `lanes` lanes (some records missing, some lanes ending early) cut off
@@ -776,17 +896,20 @@ mod tests {
         // past the body's end; both the dispatching and the portable paths are checked.
         for (lanes, rows, short) in [(7, 9, 3), (4, 4, 0), (130, 13, 5), (1, 6, 0), (9, 1, 2)] {
             let body = ragged(lanes, rows, short);
+            let exp = Expect {
+                groups: 1,
+                firsts: &[],
+            };
             for portable in [false, true] {
                 let mut strip = Strip::new(rows, lanes);
                 for g in (0..lanes).step_by(super::STRIP_LANES) {
                     let ls = g..(g + super::STRIP_LANES).min(lanes);
                     if portable {
-                        strip.gather_any(&body, lanes, ls.clone());
-                        strip.scan(ls.clone(), lanes).unwrap();
+                        strip.gather_any::<Tvm>(&body, lanes, ls.clone(), &exp);
                     } else {
-                        strip.gather(&body, lanes, ls.clone());
-                        strip.scan(ls.clone(), lanes).unwrap();
+                        strip.gather::<Tvm>(&body, lanes, ls.clone(), &exp);
                     }
+                    strip.scan::<Tvm>(ls.clone(), lanes, &exp).unwrap();
                     // Room for each begin and instant of the strip.
                     let mut room = (0, 0, 0);
                     for l in ls.clone() {
@@ -816,13 +939,12 @@ mod tests {
                             && (bad[k] >> 12) as usize & 0xFFFFF != k % lanes
                     })
                     .unwrap();
-                let e = if portable {
-                    strip.gather_any(&bad, lanes, 0..n);
-                    strip.scan(0..n, lanes)
+                if portable {
+                    strip.gather_any::<Tvm>(&bad, lanes, 0..n, &exp);
                 } else {
-                    strip.gather(&bad, lanes, 0..n);
-                    strip.scan(0..n, lanes)
-                };
+                    strip.gather::<Tvm>(&bad, lanes, 0..n, &exp);
+                }
+                let e = strip.scan::<Tvm>(0..n, lanes, &exp);
                 let e = e.unwrap_err().to_string();
                 assert!(e.starts_with(&format!("slot {}: ", k + 1)), "{e}");
             }
@@ -834,8 +956,8 @@ mod tests {
         for (lanes, rows, short) in [(7, 9, 3), (130, 13, 5), (1, 6, 0)] {
             let mut body = ragged(lanes, rows, short);
             let all = 0..rows;
-            let t = count_rows(&body, lanes, all.clone()).unwrap();
-            let p = count_rows_any(&body, lanes, all.clone()).unwrap();
+            let t = count_rows::<Tvm>(&body, lanes, 1, all.clone()).unwrap();
+            let p = count_rows_any::<Tvm>(&body, lanes, 1, all.clone()).unwrap();
             for l in 0..lanes {
                 let recs: Vec<u64> = body[l..].iter().step_by(lanes).copied().collect();
                 let of = |k: u64| recs.iter().filter(|&&w| w != 0 && w & 3 == k).count() as u32;
@@ -852,8 +974,64 @@ mod tests {
             // A record in the next lane's column.
             let k = body.len() - 1 - (body.len() - 1) % lanes;
             body[k] = pack(5, (lanes as u32 + 1) % (1 << 20), 0, 0);
-            assert!(count_rows(&body, lanes, all.clone()).is_err());
-            assert!(count_rows_any(&body, lanes, all).is_err());
+            assert!(count_rows::<Tvm>(&body, lanes, 1, all.clone()).is_err());
+            assert!(count_rows_any::<Tvm>(&body, lanes, 1, all).is_err());
+        }
+    }
+
+    #[test]
+    fn flashinfer_gather_and_count_find_a_wrong_block_a_type_3_and_a_second_sm() {
+        use crate::decode::family::FlashInfer;
+        use ikp_device::flashinfer::{pack as fpack, BEGIN, END};
+        // 11 blocks x 3 groups (lanes past a group of four and a strip's edge), 9 rows.
+        let (blocks, groups, rows) = (11usize, 3usize, 9usize);
+        let stride = blocks * groups;
+        let sm = |l: usize| (l / groups * 7 % 132) as u32;
+        let body: Vec<u64> = (0..rows * stride)
+            .map(|k| {
+                let (r, l) = (k / stride, k % stride);
+                let kind = if r % 2 == 0 { BEGIN } else { END };
+                fpack(100 + r as u32, sm(l), (l / groups) as u32, 1, kind)
+            })
+            .collect();
+        let firsts: Vec<u64> = body[..stride].to_vec();
+        let exp = Expect {
+            groups,
+            firsts: &firsts,
+        };
+        let all = 0..rows;
+        let counted = count_rows::<FlashInfer>(&body, stride, groups, all.clone()).unwrap();
+        assert_eq!(counted.records, vec![rows as u32; stride]);
+        let lane = 29; // block 9, group 2: in the strip's last, ragged group of lanes
+        let at = 4 * stride + lane;
+        for (word, what, counting) in [
+            (fpack(104, sm(lane), 8, 1, END), "names block 8", true),
+            (fpack(104, sm(lane), 9, 1, 3), "is of type 3", true),
+            (fpack(104, sm(lane) + 1, 9, 1, END), "says SM", false),
+        ] {
+            let mut bad = body.clone();
+            bad[at] = word;
+            let c = count_rows::<FlashInfer>(&bad, stride, groups, all.clone());
+            let p = count_rows_any::<FlashInfer>(&bad, stride, groups, all.clone());
+            assert_eq!((c.is_err(), p.is_err()), (counting, counting), "{what}");
+            for portable in [false, true] {
+                let mut strip = Strip::new(rows, stride);
+                let ls = 0..stride.min(super::STRIP_LANES);
+                if portable {
+                    strip.gather_any::<FlashInfer>(&bad, stride, ls.clone(), &exp);
+                } else {
+                    strip.gather::<FlashInfer>(&bad, stride, ls.clone(), &exp);
+                }
+                let e = strip
+                    .scan::<FlashInfer>(ls, stride, &exp)
+                    .unwrap_err()
+                    .to_string();
+                let want = format!(
+                    "FlashInfer format: slot {}: record {word:#018x} {what}",
+                    at + 1
+                );
+                assert!(e.starts_with(&want), "{e}");
+            }
         }
     }
 
@@ -885,7 +1063,7 @@ mod tests {
                     r.spans.begin = Vec::with_capacity(4);
                     r.instants.ts = Vec::with_capacity(4);
                 }
-                let t = super::decode(&words, &opts, r).unwrap();
+                let t = super::decode::<Tvm>(&words, &opts, r).unwrap();
                 let starts: Vec<u64> = t.lanes.iter().map(|l| l.start).collect();
                 assert_eq!(starts, [10, s(1) as u64, s(2) as u64]);
                 let spans: Vec<(u64, u64)> =

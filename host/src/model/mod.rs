@@ -39,8 +39,37 @@ pub enum WireFormat {
     /// ikp native wire format.
     #[default]
     Ikp,
-    /// The TVM / FlashInfer / warpscope v1 format.
+    /// The TVM / warpscope v1 format (also FlashInfer's before it recorded SM ids).
     Tvm,
+    /// FlashInfer's profiler format with SM ids (`ikp_device::flashinfer`).
+    FlashInfer,
+    /// Mirage's persistent-kernel (MPK) profiler format (`ikp_device::mirage`).
+    Mirage,
+}
+
+impl WireFormat {
+    /// The format's name in machine-readable outputs and on the command line (`tvm`,
+    /// `flashinfer`, ...), as the summary JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WireFormat::Ikp => "ikp",
+            WireFormat::Tvm => "tvm",
+            WireFormat::FlashInfer => "flashinfer",
+            WireFormat::Mirage => "mirage",
+        }
+    }
+}
+
+/// The format's name for people (`TVM`, `FlashInfer`, `Mirage MPK`).
+impl std::fmt::Display for WireFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WireFormat::Ikp => "ikp",
+            WireFormat::Tvm => "TVM",
+            WireFormat::FlashInfer => "FlashInfer",
+            WireFormat::Mirage => "Mirage MPK",
+        })
+    }
 }
 
 /// What the trace was decoded from.
@@ -48,7 +77,7 @@ pub enum WireFormat {
 pub struct Source {
     /// Wire format of the buffer.
     pub format: WireFormat,
-    /// Wire format version (1 for TVM-format buffers).
+    /// Wire format version (1 for the TVM family's buffers).
     pub version: u32,
     /// Whether device timestamps were globaltimer ns or SM cycles (cycles are converted to
     /// ns per lane before they reach this model; [`Source::clock`] says how).
@@ -56,7 +85,8 @@ pub struct Source {
     /// Clock mode: the cycles-to-ns calibration the decoder used (`None` for globaltimer
     /// stamps). Computed over the whole buffer, also in a trace of some of its lanes.
     pub clock: Option<ClockCalibration>,
-    /// Grid dimensions in blocks; TVM-format buffers only know the block count (`[n, 1, 1]`).
+    /// Grid dimensions in blocks; the TVM family's buffers only know the block count
+    /// (`[n, 1, 1]`).
     pub grid: [u32; 3],
     /// Lanes (groups) per block.
     pub groups_per_block: u32,
@@ -141,7 +171,7 @@ pub struct Lane {
     pub block: u32,
     /// Group within the block.
     pub group: u32,
-    /// SM the leader ran on (native buffers only).
+    /// SM the leader ran on (native and FlashInfer buffers).
     pub sm: Option<u32>,
     /// Leader's warp within the block (native buffers only).
     pub warp: Option<u32>,

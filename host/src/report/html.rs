@@ -153,10 +153,7 @@ fn launch<W: Write>(
         out,
         "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
         esc(label),
-        match src.format {
-            crate::model::WireFormat::Ikp => "ikp format",
-            crate::model::WireFormat::Tvm => "TVM format",
-        },
+        format!("{} format", src.format),
         src.version,
         src.grid[0],
         src.grid[1],

@@ -23,7 +23,9 @@
 //!    `{"name":"wait_full","ph":"C","ts":..,"pid":..,"args":{"block 2 warp 2":17}}`.
 //!
 //! `args` of spans and instants: native lanes `{"sm":3,"block":2,"warp":2,"payload":5}`;
-//! TVM-format lanes `{"block":2,"group":1}` (no SM, warp or payload in that format).
+//! TVM-format lanes `{"block":2,"group":1}` (no SM, warp or payload in that format);
+//! FlashInfer-format lanes `{"sm":3,"block":2,"group":1}`; Mirage-format lanes
+//! `{"block":2,"group":0,"payload":7}` (the event number).
 //!
 //! pid / tid mapping ([`TraceWriteOptions::group_by_smid`]):
 //!
@@ -32,8 +34,8 @@
 //! | by SM (default) | SM id | `block << 6 \| warp` | `sm N` / `block B warp W` |
 //! | by block | block | `warp * 32` | `block B` / `warp W` |
 //!
-//! TVM-format lanes have no SM and no warp: "warp" is the lane's group, and by-SM grouping
-//! uses the block as pid (`block N` process). Two lanes with the same (pid, tid) (e.g. two
+//! Lanes of the TVM family have no warp: "warp" is the lane's group. Without an SM (TVM,
+//! Mirage), by-SM grouping uses the block as pid (`block N` process). Two lanes with the same (pid, tid) (e.g. two
 //! groups led from one warp) share a row.
 //!
 //! **Overlapping spans.** A thread's spans must nest for viewers to draw them (and for its
@@ -177,7 +179,8 @@ pub fn write_chrome<W: Write>(
 ) -> Result<(), WriteError> {
     let w = &mut out;
     let by_sm = opt.group_by_smid;
-    let tvm = trace.source.format == WireFormat::Tvm;
+    // Lanes of the TVM family are groups; the native format's leaders are warps.
+    let tvm = trace.source.format != WireFormat::Ikp;
     let lanes: Vec<LaneRows<'_>> = (trace.lanes.par_iter())
         .map(|lane| LaneRows {
             lane,
@@ -293,6 +296,8 @@ struct Ctx<'a> {
     trace: &'a Trace,
     opt: &'a TraceWriteOptions,
     tvm: bool,
+    /// Whether spans and instants carry a payload (native and Mirage formats).
+    payload: bool,
     /// `"name":"<escaped>"` per region id.
     region_names: Vec<Vec<u8>>,
     counter_names: Vec<Vec<u8>>,
@@ -316,10 +321,12 @@ impl<'a> Ctx<'a> {
                 format!("\"name\":\"{}\"", escape(&trace.names.counter(c as u16))).into_bytes()
             })
             .collect();
+        let payload = matches!(trace.source.format, WireFormat::Ikp | WireFormat::Mirage);
         Ctx {
             trace,
             opt,
             tvm,
+            payload,
             region_names,
             counter_names,
         }
@@ -373,10 +380,19 @@ impl<'a> Ctx<'a> {
         let span_ids = |i: usize| row_ids(row_of(i));
         let mut args = Vec::with_capacity(64);
         if self.tvm {
-            args.extend_from_slice(b",\"args\":{\"block\":");
+            args.extend_from_slice(b",\"args\":{");
+            if let Some(sm) = l.sm {
+                args.extend_from_slice(b"\"sm\":");
+                push_u64(&mut args, sm as u64);
+                args.push(b',');
+            }
+            args.extend_from_slice(b"\"block\":");
             push_u64(&mut args, l.block as u64);
             args.extend_from_slice(b",\"group\":");
             push_u64(&mut args, l.group as u64);
+            if self.payload {
+                args.extend_from_slice(b",\"payload\":");
+            }
         } else {
             args.extend_from_slice(b",\"args\":{\"sm\":");
             push_u64(&mut args, l.sm.unwrap_or(0) as u64);
@@ -389,7 +405,7 @@ impl<'a> Ctx<'a> {
         let s = &self.trace.spans;
         let push_args = |b: &mut Vec<u8>, payload: u32| {
             b.extend_from_slice(&args);
-            if !self.tvm {
+            if self.payload {
                 push_u64(b, payload as u64);
             }
             b.extend_from_slice(b"}}");

@@ -10,8 +10,9 @@
 //! ```
 //! - `begin_ns` / `end_ns`: integer ns relative to the trace's earliest stamp (the same
 //!   origin as the Chrome trace); `dur_ns = end_ns - begin_ns`. Scale is not applied.
-//! - `warp`, `sm`: empty for TVM-format buffers (which do not record them); `payload` is 0
-//!   there.
+//! - `warp`, `sm`: empty where the format does not record them (no warp in the TVM
+//!   family; no SM in the TVM and Mirage formats); `payload` is 0 in the TVM and FlashInfer
+//!   formats, the event number in Mirage's.
 //! - `depth`: nesting depth within the lane: 0 for a span begun with no region open, else
 //!   one more than the innermost region open at its begin (regions may overlap: see
 //!   [`crate::model`], `# Ordering invariants`).

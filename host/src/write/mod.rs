@@ -64,7 +64,8 @@ pub struct TraceWriteOptions {
     /// faster to load than the `B`/`E` pairs written when `false`.
     pub emit_complete_events: bool,
     /// `pid` = SM and `tid` = `block << 6 | warp` (true, default), or `pid` = block and
-    /// `tid` = `warp * 32` (false). TVM-format lanes have no SM: `pid` is the block.
+    /// `tid` = `warp * 32` (false). Lanes without an SM (TVM, Mirage formats): `pid` is
+    /// the block.
     pub group_by_smid: bool,
     /// Whether [`write_trace`] writes the summary JSON beside the trace. Default true.
     pub emit_summary_json: bool,

@@ -31,7 +31,7 @@
 //!    ```
 //!    Every parent sets `child_ordering = EXPLICIT` and every child a `sibling_order_rank`,
 //!    so SMs, blocks and lanes sort numerically (SM 2 before SM 10), and a lane's overlap
-//!    and counter tracks sit right after it. Lanes without an SM (TVM-format buffers) are
+//!    and counter tracks sit right after it. Lanes without an SM (TVM and Mirage buffers) are
 //!    grouped by block whatever the grouping asked for.
 //! 2. **Active-lanes counter values** of a group right after its descriptors: absolute
 //!    timestamps on sequence 1, `TYPE_COUNTER` events, one per distinct start / end time.

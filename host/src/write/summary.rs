@@ -7,7 +7,7 @@
 //! trace                 name of the Chrome trace written beside it (or the buffer)
 //! buffer                the buffer file it was decoded from (`ikp decode`; absent when
 //!                       a session wrote it from device memory)
-//! format                "ikp" | "tvm"
+//! format                "ikp" | "tvm" | "flashinfer" | "mirage"
 //! displayTimeUnit       "ns"
 //! scale                 the scale
 //! blocks                blocks in the grid

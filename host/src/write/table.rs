@@ -125,10 +125,7 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
     writeln!(
         w,
         "{lanes} lanes, {spans} spans ({} format, {} blocks x {} groups)",
-        match s.format {
-            crate::model::WireFormat::Ikp => "ikp",
-            crate::model::WireFormat::Tvm => "tvm",
-        },
+        s.format.name(),
         s.blocks,
         s.warps_per_block
     )?;

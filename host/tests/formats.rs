@@ -1,0 +1,333 @@
+//! The formats of the TVM family beside the native one: FlashInfer's SM ids and Mirage's
+//! event numbers decoded into the model, their header and record checks, and
+//! auto-detection on every pair of formats (each buffer fits its own format alone, a
+//! forced wrong format fails on the first word that disagrees, and buffers that fit
+//! several formats are refused with the list).
+use ikp_device::{flashinfer as fi, mirage, sample, tvm};
+use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
+use ikp_host::model::{Trace, WireFormat};
+
+const FORMATS: [WireFormat; 4] = [
+    WireFormat::Ikp,
+    WireFormat::Tvm,
+    WireFormat::FlashInfer,
+    WireFormat::Mirage,
+];
+
+fn choice(f: WireFormat) -> FormatChoice {
+    match f {
+        WireFormat::Ikp => FormatChoice::Ikp,
+        WireFormat::Tvm => FormatChoice::Tvm,
+        WireFormat::FlashInfer => FormatChoice::FlashInfer,
+        WireFormat::Mirage => FormatChoice::Mirage,
+    }
+}
+
+fn forced(words: &[u64], f: WireFormat) -> Result<Trace, DecodeError> {
+    let opts = DecodeOptions {
+        format: choice(f),
+        ..Default::default()
+    };
+    decode(words, &opts)
+}
+
+/// A buffer of each format, from the samples.
+fn buffers() -> Vec<(WireFormat, Vec<u64>)> {
+    vec![
+        (WireFormat::Ikp, sample::attention().unwrap().into_words()),
+        (WireFormat::Tvm, sample::attention_tvm(8, 3)),
+        (WireFormat::FlashInfer, sample::attention_flashinfer(8, 3)),
+        (WireFormat::Mirage, sample::mpk(8, 2)),
+    ]
+}
+
+/// The formats a buffer fits.
+fn fits(words: &[u64]) -> Vec<WireFormat> {
+    (decode::candidate_formats(words).into_iter())
+        .filter(|(_, r)| r.is_ok())
+        .map(|(f, _)| f)
+        .collect()
+}
+
+/// Slots of `blocks * groups` lanes, each lane's records in its column.
+fn slots(groups: u32, blocks: u32, lanes: &[Vec<u64>]) -> Vec<u64> {
+    let mut s = tvm::Slots::new(groups, blocks);
+    for (l, recs) in lanes.iter().enumerate() {
+        for &r in recs {
+            s.push(l as u32, r);
+        }
+    }
+    s.into_words()
+}
+
+#[test]
+fn every_format_fits_alone_and_every_wrong_choice_fails_on_a_named_word() {
+    let dir = tempfile::tempdir().unwrap();
+    for (f, words) in buffers() {
+        assert_eq!(fits(&words), [f], "{f}");
+        let t = decode(&words, &DecodeOptions::default()).unwrap();
+        assert_eq!(t.source.format, f);
+        assert!(!t.spans.is_empty());
+        // The file-based look agrees with the in-memory one.
+        let p = dir.path().join(format!("{}.bin", f.name()));
+        std::fs::write(&p, bytemuck_bytes(&words)).unwrap();
+        assert_eq!(
+            decode::detect_file(&p, FormatChoice::Auto).unwrap(),
+            f,
+            "{f}"
+        );
+        for other in FORMATS.into_iter().filter(|&o| o != f) {
+            let e = forced(&words, other)
+                .err()
+                .unwrap_or_else(|| panic!("{f} buffer decoded as {other}"));
+            let msg = e.to_string();
+            // Where the buffer disagrees: the native header, slot 0, or a record's slot.
+            let named = match other {
+                WireFormat::Ikp => msg.starts_with("ikp header: "),
+                _ => msg.contains("slot 0 = ") || msg.contains(" record 0x"),
+            };
+            assert!(named, "{f} as {other}: {msg}");
+            // And the misfit auto-detection reports says the same.
+            let why = decode::candidate_formats(&words)
+                .into_iter()
+                .find(|(g, _)| *g == other)
+                .unwrap()
+                .1
+                .unwrap_err();
+            assert!(!why.is_empty());
+        }
+    }
+}
+
+fn bytemuck_bytes(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Every pair of formats of the family that one buffer can fit, and the three together,
+/// are refused with the list; the native format shares no buffer with the others (its
+/// magic is no usable slot 0 of theirs).
+///
+/// TVM and Mirage never fit without FlashInfer: for a lane `L` with records, TVM needs
+/// bits 12..32 to be `L` and Mirage bits 11..19, so bits 12..19 hold both `L` and `L >> 1`,
+/// so `L = 0`, the block-0 lane FlashInfer also accepts (and neither writes type 3, has
+/// more than 4096 blocks or lets a lane's bits 24..32 vary).
+#[test]
+fn buffers_that_fit_several_formats_are_refused_with_the_list() {
+    let tvm_rec = |t, l, e, k| tvm::pack(t, l, e, k);
+    // One lane, no finalize, event ids below 512: all three.
+    let one = slots(1, 1, &[vec![tvm_rec(10, 0, 1, 0), tvm_rec(20, 0, 1, 1)]]);
+    // Two blocks of one group, no finalize: TVM, or FlashInfer with both blocks on SM 0.
+    let two = slots(
+        1,
+        2,
+        &[
+            vec![tvm_rec(10, 0, 1, 0), tvm_rec(20, 0, 1, 1)],
+            vec![tvm_rec(11, 1, 1, 0), tvm_rec(21, 1, 1, 1)],
+        ],
+    );
+    // One block on SM 1, whose bits 24..32 read as Mirage's event number 32 (bits 12..19
+    // are 0): FlashInfer or Mirage, not TVM (its lane field would be 4096).
+    let fm = slots(
+        1,
+        1,
+        &[vec![
+            fi::pack(10, 1, 0, 2, fi::BEGIN),
+            fi::pack(20, 1, 0, 2, fi::END),
+        ]],
+    );
+    use WireFormat::*;
+    for (words, want) in [
+        (&one, vec![Tvm, FlashInfer, Mirage]),
+        (&two, vec![Tvm, FlashInfer]),
+        (&fm, vec![FlashInfer, Mirage]),
+    ] {
+        assert_eq!(fits(words), want);
+        let e = decode(words, &DecodeOptions::default()).unwrap_err();
+        assert!(matches!(&e, DecodeError::Ambiguous(v) if *v == want), "{e}");
+        // Each candidate decodes when chosen, into spans at the same times (their other
+        // fields may differ: Mirage reads FlashInfer's SM as an event number).
+        let times: Vec<_> = want
+            .iter()
+            .map(|&f| {
+                let s = forced(words, f).unwrap().spans;
+                (s.begin, s.end)
+            })
+            .collect();
+        assert!(times.windows(2).all(|p| p[0] == p[1]));
+        assert!(!times[0].0.is_empty());
+    }
+    let e = decode(&one, &DecodeOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "the buffer fits 3 formats: TVM, FlashInfer and Mirage MPK; choose one explicitly"
+    );
+    // A TVM finalize in the probe rules out the formats that have none: a TVM buffer of
+    // one group per block is TVM's alone once its lanes finalize.
+    let fin = slots(
+        1,
+        2,
+        &[
+            vec![tvm_rec(10, 0, 1, 0), tvm_rec(30, 0, 0, tvm::FINALIZE)],
+            vec![tvm_rec(11, 1, 1, 0), tvm_rec(31, 1, 0, tvm::FINALIZE)],
+        ],
+    );
+    assert_eq!(fits(&fin), [Tvm]);
+}
+
+/// A finalize far from the head is found in the probe's tail; without it the buffer is
+/// ambiguous.
+#[test]
+fn the_probe_reads_the_records_before_the_trailing_empty_slots() {
+    let rows = decode::PROBE_HEAD_WORDS / 2 + 100;
+    let lane = |l: u32, fin: bool| -> Vec<u64> {
+        let mut v: Vec<u64> = (0..rows as u32)
+            .map(|k| tvm::pack(100 + k, l, 1, k % 2))
+            .collect();
+        if fin {
+            v.push(tvm::pack(100 + rows as u32, l, 0, tvm::FINALIZE));
+        }
+        v
+    };
+    let mut with = slots(1, 2, &[lane(0, true), lane(1, true)]);
+    // Room for more records than were written: trailing empty slots.
+    with.extend(std::iter::repeat_n(0, 5000));
+    assert_eq!(fits(&with), [WireFormat::Tvm]);
+    let without = slots(1, 2, &[lane(0, false), lane(1, false)]);
+    assert_eq!(fits(&without), [WireFormat::Tvm, WireFormat::FlashInfer]);
+}
+
+#[test]
+fn a_buffer_of_no_format_says_why_for_each() {
+    let words = [
+        1u64 << 32 | 2,
+        tvm::pack(1, 0, 0, 0),
+        tvm::pack(1, 9, 0, 0) | 1 << 11,
+    ];
+    let e = decode(&words, &DecodeOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("unrecognized buffer: it fits none of the formats ikp reads: ikp: word 0 is 0x0000000100000002, not the ikp magic; TVM: slot 2: record "),
+        "{e}"
+    );
+    for part in [
+        "(lane id out of range)",
+        "; FlashInfer: slot 2: record ",
+        "names block 9, but the layout",
+        "; Mirage MPK: slot 2: record ",
+    ] {
+        assert!(e.contains(part), "{part:?} in {e}");
+    }
+}
+
+#[test]
+fn flashinfer_lanes_carry_their_sm_and_group_by_it() {
+    let words = sample::attention_flashinfer(8, 3);
+    let t = forced(&words, WireFormat::FlashInfer).unwrap();
+    assert_eq!((t.source.grid, t.source.groups_per_block), ([8, 1, 1], 3));
+    assert_eq!(t.lanes.len(), 24);
+    for l in &t.lanes {
+        assert_eq!(l.sm, Some(sample::sm_of(l.block)), "lane {}", l.id);
+        assert!(!l.finalized);
+    }
+    // No finalize in the format: no lane is reported unfinalized.
+    assert_eq!(t.diagnostics.unfinalized_lanes, 0);
+    assert!(
+        t.diagnostic_counts().is_clean(),
+        "{}",
+        t.diagnostic_counts()
+    );
+    // The SM figures are available: two blocks per SM.
+    let im = ikp_host::analysis::imbalance::imbalance(&t);
+    let sms = im.sms.expect("SM ids");
+    assert_eq!(sms.count, 4);
+    // The same records as the TVM sample's begins and ends, paired the same way.
+    let tv = forced(&sample::attention_tvm(8, 3), WireFormat::Tvm).unwrap();
+    assert_eq!(t.spans.begin, tv.spans.begin);
+    assert_eq!(t.spans.end, tv.spans.end);
+    assert_eq!(t.spans.region, tv.spans.region);
+}
+
+#[test]
+fn flashinfer_errors_name_the_header_block_type_or_sm_that_is_wrong() {
+    let f = |blocks: u64, groups: u64, recs: &[u64]| {
+        let mut w = vec![groups << 32 | blocks];
+        w.extend_from_slice(recs);
+        forced(&w, WireFormat::FlashInfer)
+            .expect_err("an error")
+            .to_string()
+    };
+    let e = f(4097, 1, &[]);
+    assert!(e.starts_with("FlashInfer-format header (slot 0 = 0x0000000100001001): more than the 4096 blocks the 12-bit block field can name"), "{e}");
+    // 4096 blocks are fine.
+    let mut w = vec![1u64 << 32 | 4096];
+    w.resize(1 + 4096, 0);
+    w[4096] = fi::pack(5, 3, 4095, 1, fi::BEGIN);
+    let t = forced(&w, WireFormat::FlashInfer).unwrap();
+    assert_eq!((t.lanes[0].block, t.lanes[0].sm), (4095, Some(3)));
+    // Two groups: lane 3 is block 1, group 1; a record naming block 2 there.
+    let e = f(2, 2, &[0, 0, 0, fi::pack(5, 0, 2, 1, fi::BEGIN)]);
+    assert_eq!(e, "FlashInfer format: slot 4: record 0x0000000500002004 names block 2, but the layout (stride 4 = blocks x groups, 2 groups) puts block 1, group 1 there (block id out of range)");
+    let e = f(1, 1, &[fi::pack(5, 0, 0, 1, 3)]);
+    assert!(e.contains("slot 1: record 0x0000000500000007 is of type 3, which FlashInfer's profiler never writes"), "{e}");
+    let e = f(
+        1,
+        1,
+        &[
+            fi::pack(5, 7, 0, 1, fi::BEGIN),
+            fi::pack(9, 8, 0, 1, fi::END),
+        ],
+    );
+    assert_eq!(e, "FlashInfer format: slot 2: record 0x0000000908000005 says SM 8, but the first record of its lane (block 0, group 0) says SM 7: a lane's records all carry the SM its block ran on");
+}
+
+#[test]
+fn mirage_event_numbers_are_payloads_and_scheduler_lanes_are_absent() {
+    let words = sample::mpk(8, 2);
+    let t = forced(&words, WireFormat::Mirage).unwrap();
+    assert_eq!(t.source.grid, [8 + sample::MPK_SCHEDULERS, 1, 1]);
+    assert_eq!(t.lanes.len(), 8, "the scheduler blocks recorded nothing");
+    assert!(t.lanes.iter().all(|l| l.sm.is_none() && !l.finalized));
+    assert!(
+        t.diagnostic_counts().is_clean(),
+        "{}",
+        t.diagnostic_counts()
+    );
+    for l in &t.lanes {
+        // The n-th region of a worker carries n, in begin order.
+        let payloads: Vec<u32> = l.spans.clone().map(|k| t.spans.payload[k]).collect();
+        let n = payloads.len() as u32;
+        assert_eq!(payloads, (0..n).collect::<Vec<_>>(), "lane {}", l.id);
+        let regions: Vec<u16> = l.spans.clone().map(|k| t.spans.region[k]).collect();
+        assert_eq!(regions[..2], [10, 101]);
+        assert_eq!(*regions.last().unwrap(), 109);
+    }
+}
+
+#[test]
+fn mirage_errors_name_the_header_lane_or_type_that_is_wrong() {
+    let e = forced(&[1u64 << 32 | 257], WireFormat::Mirage)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("Mirage MPK-format header (slot 0 = 0x0000000100000101): blocks x groups exceeds the 256 lanes"), "{e}");
+    assert!(forced(&[1u64 << 32 | 256], WireFormat::Mirage).is_ok());
+    let e = forced(
+        &[1u64 << 32 | 2, mirage::pack(5, 1, 3, 0, mirage::BEGIN)],
+        WireFormat::Mirage,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, "Mirage MPK format: slot 1: record 0x000000050000080c names lane 1, but the layout (stride 2 = blocks x groups) puts lane 0 there");
+    let e = forced(
+        &[1u64 << 32 | 2, mirage::pack(5, 0, 3, 0, 3)],
+        WireFormat::Mirage,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("is of type 3, which Mirage MPK's profiler never writes"),
+        "{e}"
+    );
+}
