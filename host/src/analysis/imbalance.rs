@@ -77,7 +77,9 @@ pub struct Imbalance {
 pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
     match format {
         WireFormat::Tvm => "n/a (the TVM format records no SM ids)",
-        WireFormat::Ikp => "n/a (no lane recorded an SM id)",
+        WireFormat::Ikp | WireFormat::YaoJz | WireFormat::Proton => {
+            "n/a (no lane recorded an SM id)"
+        }
     }
 }
 

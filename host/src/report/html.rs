@@ -156,6 +156,8 @@ fn launch<W: Write>(
         match src.format {
             crate::model::WireFormat::Ikp => "ikp format",
             crate::model::WireFormat::Tvm => "TVM format",
+            crate::model::WireFormat::YaoJz => "yao-jz ring dump",
+            crate::model::WireFormat::Proton => "Proton trace",
         },
         src.version,
         src.grid[0],
@@ -175,6 +177,14 @@ fn launch<W: Write>(
             out,
             "<p class=\"meta\" id=\"set-aside-{n}\"><strong>{}</strong>: not decoded, in none of the figures below.</p>",
             esc(&counts.set_aside_phrase())
+        )?;
+    }
+
+    if let Some(c) = &src.assumed_clock {
+        writeln!(
+            out,
+            "<p class=\"meta\">Cycles converted to ns at <strong>{}</strong>: every time below scales with the ratio of the real clock to it.</p>",
+            esc(&c.describe())
         )?;
     }
 

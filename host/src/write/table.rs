@@ -128,6 +128,8 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
         match s.format {
             crate::model::WireFormat::Ikp => "ikp",
             crate::model::WireFormat::Tvm => "tvm",
+            crate::model::WireFormat::YaoJz => "yao-jz",
+            crate::model::WireFormat::Proton => "Proton",
         },
         s.blocks,
         s.warps_per_block
@@ -147,6 +149,13 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             c.pooled_cycles,
             c.own_ratio_lanes,
             c.pooled_ratio_lanes
+        )?;
+    }
+    if let Some(c) = &trace.source.assumed_clock {
+        writeln!(
+            w,
+            "cycles converted to ns at {}: durations scale with the ratio of the real clock to it",
+            c.describe()
         )?;
     }
     for u in &s.unmatched_by_region {
