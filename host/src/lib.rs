@@ -72,14 +72,14 @@ pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
-    decode, decode_buffer, decode_into, detect_file, detect_format, load, read_names, DecodeError,
-    DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration,
+    decode, decode_buffer, decode_bytes, decode_into, detect_file, detect_format, load, read_names,
+    DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration,
     StreamedBuffer,
 };
 pub use model::{
-    BlockFilter, BlockFilterError, ClockCalibration, CounterSamples, DiagnosticCounts, Diagnostics,
-    Instants, Lane, Names, SetAsideLane, SetAsideReason, Source, Spans, Trace, TrackId, Unpaired,
-    WireFormat,
+    AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
+    DiagnosticCounts, Diagnostics, Instants, Lane, Names, SetAsideLane, SetAsideReason, Source,
+    Spans, Trace, TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

@@ -1,7 +1,13 @@
-//! Decoders: a raw buffer in either wire format becomes a [`Trace`].
+//! Decoders: a raw buffer in either wire format, or a peer profiler's output, becomes a
+//! [`Trace`].
 //!
 //! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
 //! - [`tvm`]: the TVM / FlashInfer / warpscope v1 format (`ikp_device::tvm`).
+//! - [`yaojz`]: yao-jz/intra-kernel-profiler's per-warp rings, in a dump file with a
+//!   small header.
+//! - [`proton`]: Proton's (Triton) intra-kernel Chrome trace: JSON text, not `u64` words,
+//!   so it is told apart by its first bytes before any word is read ([`load`],
+//!   [`detect_file`], [`decode_bytes`]).
 //! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
 //!
@@ -38,8 +44,11 @@ mod assemble;
 mod lane;
 pub mod names;
 pub mod native;
+mod peer;
+pub mod proton;
 pub mod stream;
 pub mod tvm;
+pub mod yaojz;
 
 pub use names::{read as read_names, NamesError};
 pub use native::{
@@ -54,13 +63,18 @@ use std::path::{Path, PathBuf};
 /// Which wire format to decode a buffer as.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FormatChoice {
-    /// ikp if word 0 is the ikp magic, else TVM if word 0 is a plausible TVM header.
+    /// Proton if the first bytes are JSON text, else ikp or yao-jz if word 0 is its magic,
+    /// else TVM if word 0 is a plausible TVM header.
     #[default]
     Auto,
     /// The ikp native format.
     Ikp,
     /// The TVM / FlashInfer / warpscope v1 format.
     Tvm,
+    /// A yao-jz/intra-kernel-profiler ring dump ([`yaojz`]).
+    YaoJz,
+    /// A Proton intra-kernel Chrome trace ([`proton`]).
+    Proton,
 }
 
 /// How to decode.
@@ -77,6 +91,9 @@ pub struct DecodeOptions {
     /// Walk lanes on the rayon pool when the buffer is large (default on). Off gives a
     /// strictly single-threaded decode (used by the one-core benchmark).
     pub single_threaded: bool,
+    /// Proton traces: the GPU's clock rate in MHz, to convert their cycle counts to ns
+    /// (default: the 1000 MHz Proton's writer assumed). Other formats ignore it.
+    pub proton_clock_mhz: Option<f64>,
 }
 
 /// Why a buffer could not be decoded. Positions are word indices into the buffer.
@@ -85,9 +102,15 @@ pub enum DecodeError {
     /// The native header is invalid (bad magic, newer version, truncated, absurd fields).
     #[error("ikp header: {0}")]
     Header(#[from] ikp_device::LayoutError),
-    /// Neither format's header.
-    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor a TVM-format header (groups << 32 | blocks); choose the format explicitly to decode it anyway")]
+    /// No known format's header.
+    #[error("unrecognized buffer: word 0 is {0:#018x}, neither the ikp magic nor the yao-jz ring dump magic nor a TVM-format header (groups << 32 | blocks), and the buffer is not JSON text; choose the format explicitly to decode it anyway")]
     Unrecognized(u64),
+    /// A yao-jz ring dump that cannot be decoded.
+    #[error("yao-jz ring dump: {0}")]
+    YaoJz(#[from] yaojz::YaoJzError),
+    /// A Proton trace that cannot be decoded.
+    #[error("Proton trace: {0}")]
+    Proton(#[from] proton::ProtonError),
     /// The TVM-format header (slot 0) is unusable.
     #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
     TvmHeader {
@@ -171,28 +194,44 @@ pub enum LoadErrorKind {
 /// Which format `words` is in, honouring a forced choice.
 pub fn detect_format(words: &[u64], choice: FormatChoice) -> Result<WireFormat, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
+    let head =
+        &bytemuck::cast_slice::<u64, u8>(words)[..(words.len() * 8).min(proton::SNIFF_BYTES)];
     match choice {
         FormatChoice::Ikp => Ok(WireFormat::Ikp),
         FormatChoice::Tvm => Ok(WireFormat::Tvm),
+        FormatChoice::YaoJz => Ok(WireFormat::YaoJz),
+        FormatChoice::Proton => Ok(WireFormat::Proton),
         FormatChoice::Auto if w0 == ikp_device::wire::MAGIC => Ok(WireFormat::Ikp),
+        FormatChoice::Auto if w0 == yaojz::MAGIC => Ok(WireFormat::YaoJz),
+        FormatChoice::Auto if proton::looks_like_json(head) => Ok(WireFormat::Proton),
         FormatChoice::Auto if tvm::plausible_header(words) => Ok(WireFormat::Tvm),
         FormatChoice::Auto => Err(DecodeError::Unrecognized(w0)),
     }
 }
 
-/// Which format the buffer file `path` is in, from its first word, honouring a forced
-/// choice: a cheap look before deciding how to decode it (whole, or lane by lane).
+/// Which format the file `path` is in, from its first bytes, honouring a forced choice: a
+/// cheap look before deciding how to decode it (whole, or lane by lane).
 pub fn detect_file(path: &Path, choice: FormatChoice) -> Result<WireFormat, LoadError> {
     use std::io::Read;
     let err = |kind: LoadErrorKind| LoadError {
         path: path.to_path_buf(),
         kind,
     };
-    let mut w0 = [0u8; 8];
+    let mut head = Vec::with_capacity(proton::SNIFF_BYTES);
     std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut w0))
+        .and_then(|f| f.take(proton::SNIFF_BYTES as u64).read_to_end(&mut head))
         .map_err(|e| err(BufferError::Io(e).into()))?;
-    detect_format(&[u64::from_le_bytes(w0)], choice).map_err(|e| err(e.into()))
+    if choice == FormatChoice::Auto && proton::looks_like_json(&head) {
+        return Ok(WireFormat::Proton);
+    }
+    let Some(w0) = head.first_chunk::<8>() else {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("{} bytes, less than one u64 word", head.len()),
+        );
+        return Err(err(BufferError::Io(e).into()));
+    };
+    detect_format(&[u64::from_le_bytes(*w0)], choice).map_err(|e| err(e.into()))
 }
 
 /// Decodes a buffer's words (in either format) into a [`Trace`].
@@ -225,17 +264,56 @@ fn decode_reusing(
     opts: &DecodeOptions,
     reuse: assemble::Recycled,
 ) -> Result<Trace, DecodeError> {
-    let mut trace = match detect_format(words, opts.format)? {
+    let trace = match detect_format(words, opts.format)? {
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
         WireFormat::Tvm => tvm::decode(words, opts, reuse)?,
+        WireFormat::YaoJz => yaojz::decode(words, opts)?,
+        // JSON text held in words (a caller padded it to whole words with zeros).
+        WireFormat::Proton => {
+            let bytes: &[u8] = bytemuck::cast_slice(words);
+            let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            proton::decode(&bytes[..end], opts)?
+        }
     };
+    Ok(finish(trace, opts))
+}
+
+/// What every decoder's trace goes through: the names given, then the block filter.
+fn finish(mut trace: Trace, opts: &DecodeOptions) -> Trace {
     if let Some(n) = &opts.names {
         names::overlay(&mut trace.names, n);
     }
     if !opts.blocks.keeps_all() {
         trace = trace.filter_blocks(&opts.blocks);
     }
-    Ok(trace)
+    trace
+}
+
+/// Decodes a buffer held as bytes, in any format: JSON text (a Proton trace) is parsed as
+/// such, anything else must be a whole number of little-endian `u64` words.
+pub fn decode_bytes(bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    decode_named(Path::new("(bytes)"), bytes, opts)
+}
+
+/// [`decode_bytes`], errors naming `path`.
+fn decode_named(path: &Path, bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    let head = &bytes[..bytes.len().min(proton::SNIFF_BYTES)];
+    let json = match opts.format {
+        FormatChoice::Proton => true,
+        FormatChoice::Auto => proton::looks_like_json(head),
+        _ => false,
+    };
+    if json {
+        return (proton::decode(bytes, opts).map(|t| finish(t, opts))).map_err(|e| LoadError {
+            path: path.to_path_buf(),
+            kind: DecodeError::from(e).into(),
+        });
+    }
+    let buf = RawBuffer::from_bytes(path, bytes).map_err(|e| LoadError {
+        path: path.to_path_buf(),
+        kind: e.into(),
+    })?;
+    decode_buffer(&buf, opts)
 }
 
 /// Decodes a buffer read with [`RawBuffer`]; errors name the buffer.
@@ -247,12 +325,27 @@ pub fn decode_buffer(buf: &RawBuffer, opts: &DecodeOptions) -> Result<Trace, Loa
 }
 
 /// Reads and decodes a file: memory-mapped (never copied) when it is a regular file,
-/// read into memory otherwise (a pipe). The raw words are released before returning.
+/// read into memory otherwise (a pipe). The raw words are released before returning. A
+/// Proton trace (JSON text: by its first bytes, or when chosen) is read whole and parsed;
+/// the checks of a word buffer (a whole number of words) apply to the binary formats only.
 pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
     let err = |e: BufferError| LoadError {
         path: path.to_path_buf(),
         kind: e.into(),
     };
+    // A pipe is read once, whole (a look at its first bytes would consume them).
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let json = match opts.format {
+        FormatChoice::Proton => true,
+        FormatChoice::Auto => {
+            regular && detect_file(path, opts.format).is_ok_and(|f| f == WireFormat::Proton)
+        }
+        _ => false,
+    };
+    if json || !regular {
+        let bytes = std::fs::read(path).map_err(|e| err(BufferError::Io(e)))?;
+        return decode_named(path, &bytes, opts);
+    }
     match crate::buffer::MappedBuffer::open(path) {
         Ok(m) => decode(m.words(), opts).map_err(|e| LoadError {
             path: path.to_path_buf(),
