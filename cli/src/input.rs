@@ -10,12 +10,16 @@ use std::path::{Path, PathBuf};
 /// Wire format choice on the command line.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
-    /// Detect from the first word.
+    /// Detect from the first bytes.
     Auto,
     /// ikp native format.
     Ikp,
     /// TVM / FlashInfer / warpscope format.
     Tvm,
+    /// yao-jz/intra-kernel-profiler ring dump (header, counters, events).
+    YaoJz,
+    /// Proton (Triton) intra-kernel Chrome trace JSON.
+    Proton,
 }
 
 /// How to decode the buffers (flattened into every command that reads one).
@@ -32,6 +36,10 @@ pub struct InputArgs {
     /// their lanes.
     #[arg(long, value_name = "LIST")]
     pub block_filter: Option<String>,
+    /// Proton traces: the GPU's clock rate in MHz, to convert their cycles to ns (default:
+    /// the 1000 MHz Proton assumes, stated in the outputs).
+    #[arg(long, value_name = "MHZ")]
+    pub proton_clock_mhz: Option<f64>,
 }
 
 impl InputArgs {
@@ -50,6 +58,7 @@ impl InputArgs {
             names,
             blocks,
             single_threaded: false,
+            proton_clock_mhz: self.proton_clock_mhz,
         })
     }
 
@@ -59,6 +68,8 @@ impl InputArgs {
             Format::Auto => FormatChoice::Auto,
             Format::Ikp => FormatChoice::Ikp,
             Format::Tvm => FormatChoice::Tvm,
+            Format::YaoJz => FormatChoice::YaoJz,
+            Format::Proton => FormatChoice::Proton,
         }
     }
 
@@ -121,7 +132,7 @@ pub fn labels(bufs: &[PathBuf]) -> Vec<String> {
 fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
     ikp_host::load(buf, opts).map_err(|e| {
         if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
-            anyhow::anyhow!("{e} (--format ikp or --format tvm forces one)")
+            anyhow::anyhow!("{e} (--format ikp, tvm, yao-jz or proton forces one)")
         } else {
             e.into()
         }
