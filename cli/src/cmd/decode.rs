@@ -62,7 +62,7 @@ pub enum PerfettoCompression {
 /// Arguments of `ikp decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The buffers (ikp native or TVM format). Several go into one --perfetto trace, a
+    /// The buffers (ikp native or TVM format, a yao-jz ring dump, a Proton trace). Several go into one --perfetto trace, a
     /// launch per buffer, in the order given, labelled with the file names; the other
     /// outputs take one buffer.
     #[arg(required = true, value_name = "BUF")]

@@ -183,7 +183,7 @@ fn launch<W: Write>(
     if let Some(c) = &src.assumed_clock {
         writeln!(
             out,
-            "<p class=\"meta\">Cycles converted to ns at <strong>{}</strong>: every time below scales with the ratio of the real clock to it.</p>",
+            "<p class=\"meta\">Cycles converted to ns at <strong>{}</strong>: durations scale with the ratio of the real clock to it.</p>",
             esc(&c.describe())
         )?;
     }
