@@ -28,7 +28,8 @@
 //! buffer → decode (formats, streaming, block filter) → model → { stats, analysis } → { write, report }
 //! ```
 //!
-//! [`mod@decode`] turns raw little-endian `u64` words into the [`model`] (integer ns, struct of
+//! [`mod@decode`] turns raw little-endian `u64` words (or another profiler's output: a
+//! yao-jz ring dump, a Proton Chrome trace) into the [`model`] (integer ns, struct of
 //! arrays, names by id); [`stats`] and [`analysis`] read the model; the writers of
 //! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
