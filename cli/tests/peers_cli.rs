@@ -190,7 +190,7 @@ fn a_wrong_format_fails_naming_the_file_and_leaves_no_output() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out.json");
     // JSON text read as words fails on its length, or else on its first word.
-    let json_as_words = if std::fs::metadata(&proton).unwrap().len() % 8 == 0 {
+    let json_as_words = if std::fs::metadata(&proton).unwrap().len().is_multiple_of(8) {
         ("not the dump magic", "TVM-format header")
     } else {
         ("not a multiple of 8", "not a multiple of 8")

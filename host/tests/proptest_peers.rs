@@ -149,6 +149,10 @@ fn got(t: &Trace, p: usize) -> Expect {
     }
 }
 
+/// A flushed warp: its slot, SM, records overwritten, and records kept `(ts, region,
+/// type)`.
+type KeptWarp = (u32, u32, u64, Vec<(u64, u16, u16)>);
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -162,7 +166,7 @@ proptest! {
         let wpb = s.warps_per_block;
         let t0 = 1u64 << 60;
         // The kept records of each flushed warp, straight from its program.
-        let mut want: Vec<(u32, u32, u64, Vec<(u64, u16, u16)>)> = Vec::new();
+        let mut want: Vec<KeptWarp> = Vec::new();
         for (slot, p) in warps.iter().enumerate() {
             let (block, warp) = (slot as u32 / wpb, slot as u32 % wpb);
             let mut w = yaojz::Warp::init(cap, wpb, block, warp, p.smid);
