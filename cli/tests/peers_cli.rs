@@ -1,5 +1,6 @@
 //! Other profilers' outputs through every command: the shipped yao-jz ring dump (with its
-//! names file) and Proton trace decode to Perfetto, Chrome, summary and CSV, and go
+//! names file) and Proton trace decode to Perfetto, Chrome, summary, CSV and block
+//! distributions, and go
 //! through `summary`, `analyze` and `report`, detected or named with `--format`; Proton's
 //! clock is stated and can be given; a wrong `--format` fails naming the file.
 use perfetto_protos::trace::Trace as PTrace;
@@ -65,6 +66,7 @@ fn decode_writes_every_output_detected_or_named() {
             let d = tempfile::tempdir().unwrap();
             let (perfetto, chrome) = (d.path().join("k.trace"), d.path().join("k.json"));
             let (summary, csv) = (d.path().join("k_summary.json"), d.path().join("k.csv"));
+            let dists = d.path().join("k_dists");
             let mut args: Vec<String> = vec!["decode".into(), s(&buf).into()];
             if named {
                 args.extend(["--format".into(), format.into()]);
@@ -75,6 +77,7 @@ fn decode_writes_every_output_detected_or_named() {
                 ("--chrome", &chrome),
                 ("--summary", &summary),
                 ("--csv", &csv),
+                ("--block-dists", &dists),
             ] {
                 args.extend([flag.into(), s(p).into()]);
             }
@@ -99,6 +102,9 @@ fn decode_writes_every_output_detected_or_named() {
             assert_eq!(count as usize, spans);
             let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
             assert_eq!(rows, spans + 1);
+            let idx: Value =
+                serde_json::from_slice(&std::fs::read(dists.join("index.json")).unwrap()).unwrap();
+            assert_eq!(idx["blocks"], serde_json::json!([0, 1, 2, 3]), "{format}");
             // The names file names yao-jz's regions; Proton's come from the trace.
             let names: Vec<&str> = (v["regions"].as_array().unwrap().iter())
                 .map(|r| r["name"].as_str().unwrap())
