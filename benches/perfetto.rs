@@ -78,6 +78,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             version: 1,
             timer: Default::default(),
             clock: None,
+            assumed_clock: None,
             grid: [blocks, 1, 1],
             groups_per_block: groups,
             records_per_lane: 0,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bounded fuzz run of the decoders and the file reader (called by scripts/test.sh).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20 (3 targets: about a minute)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20 (5 targets: about two minutes)
 #
 # cargo-fuzz needs nightly-only rustc flags (-Z sanitizer, sancov); the toolchain here is
 # stable, so RUSTC_BOOTSTRAP=1 unlocks them. cargo-fuzz is installed once from crates.io
@@ -29,7 +29,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 # Its own target dir: fuzz builds use different rustc flags than the test build.
 export CARGO_TARGET_DIR="${IKP_FUZZ_TARGET_DIR:-$root/target/fuzz}"
-targets=(decode_native decode_tvm read_file)
+targets=(decode_native decode_tvm decode_yaojz decode_proton read_file)
 # No sanitizer: the decoders are safe Rust (the findings sought are panics, allocation and
 # hangs), and an ASan build of the whole dependency tree triples the build time.
 cargo fuzz build --sanitizer none --release

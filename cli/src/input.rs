@@ -22,6 +22,10 @@ pub enum Format {
     FlashInfer,
     /// Mirage's persistent-kernel (MPK) format.
     Mirage,
+    /// yao-jz/intra-kernel-profiler ring dump (header, counters, events).
+    YaoJz,
+    /// Proton (Triton) intra-kernel Chrome trace JSON.
+    Proton,
 }
 
 /// How to decode the buffers (flattened into every command that reads one).
@@ -39,6 +43,10 @@ pub struct InputArgs {
     /// their lanes.
     #[arg(long, value_name = "LIST")]
     pub block_filter: Option<String>,
+    /// Proton traces: the GPU's clock rate in MHz, to convert their cycles to ns (default:
+    /// the 1000 MHz Proton assumes, stated in the outputs).
+    #[arg(long, value_name = "MHZ")]
+    pub proton_clock_mhz: Option<f64>,
 }
 
 impl InputArgs {
@@ -57,6 +65,7 @@ impl InputArgs {
             names,
             blocks,
             single_threaded: false,
+            proton_clock_mhz: self.proton_clock_mhz,
         })
     }
 
@@ -68,6 +77,8 @@ impl InputArgs {
             Format::Tvm => FormatChoice::Tvm,
             Format::FlashInfer => FormatChoice::FlashInfer,
             Format::Mirage => FormatChoice::Mirage,
+            Format::YaoJz => FormatChoice::YaoJz,
+            Format::Proton => FormatChoice::Proton,
         }
     }
 
@@ -131,6 +142,10 @@ fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
     ikp_host::load(buf, opts).map_err(|e| {
         if let LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) = &e.kind {
             anyhow::anyhow!("{e} ({})", format_hint(fits))
+        } else if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
+            anyhow::anyhow!(
+                "{e} (--format ikp, tvm, flashinfer, mirage, yao-jz or proton forces one)"
+            )
         } else {
             e.into()
         }

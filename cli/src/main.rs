@@ -26,8 +26,9 @@ struct Cli {
 enum Command {
     /// Write the device header ikp.cuh into a directory (for nvcc users).
     Header(cmd::header::Args),
-    /// Decode a buffer (ikp, TVM, FlashInfer or Mirage format) into Perfetto, Chrome
-    /// trace, summary JSON or CSV; several buffers into one Perfetto trace.
+    /// Decode a buffer (ikp, TVM, FlashInfer, Mirage or yao-jz format, or a Proton trace)
+    /// into Perfetto, Chrome trace, summary JSON or CSV; several buffers into one Perfetto
+    /// trace.
     Decode(cmd::decode::Args),
     /// Print a table of regions by self time, its share of the lane time and inclusive time,
     /// with unmatched and dropped counts.

@@ -12,6 +12,11 @@
 //! - per native lane (at least 6 words = 48 bytes): its inspection (`LaneInfo`, ~130
 //!   bytes), its `Lane` (~110 bytes) and, during the CLI's streamed Perfetto path, a
 //!   skeleton copy: under 8 x the segment.
+//! - per Proton event (a JSON object of at least 60 bytes with the fields the decoder
+//!   requires): its record (40 bytes), sorted row (32) and span (28), and, for a new scope
+//!   name, the name kept twice with its map entry: under 4 x the event, 8 x with the
+//!   vectors' growth. A yao-jz event (16 bytes) is at most a pairing row (32 bytes), a span
+//!   (28) and an unmatched record (24): with the vectors' growth, under 12 x the event.
 //!
 //! The two do not add up on the same input bytes beyond 16 x (a byte is either a record
 //! or lane overhead), so [`K`] = 24 leaves headroom, and [`C`] covers size-independent

@@ -1,8 +1,9 @@
 //! Reading raw buffers: a file (or bytes) becomes a validated little-endian `u64` view.
 //!
-//! Both wire formats are arrays of little-endian `u64` words, so the only checks that
+//! The binary formats are arrays of little-endian `u64` words, so the only checks that
 //! belong here are the ones that do not depend on the format: the input is not empty and
-//! its length is a whole number of words. Everything else is the decoders' job.
+//! its length is a whole number of words. Everything else is the decoders' job. (A Proton
+//! trace is JSON text: [`crate::decode::load`] reads it without these checks.)
 //!
 //! [`RawBuffer`] owns its words; [`MappedBuffer`] maps a file instead, so a multi-GB
 //! buffer is never copied into memory, and can hand pages it has finished with back to

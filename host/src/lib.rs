@@ -28,7 +28,8 @@
 //! buffer → decode (formats, streaming, block filter) → model → { stats, analysis } → { write, report }
 //! ```
 //!
-//! [`mod@decode`] turns raw little-endian `u64` words into the [`model`] (integer ns, struct of
+//! [`mod@decode`] turns raw little-endian `u64` words (or another profiler's output: a
+//! yao-jz ring dump, a Proton Chrome trace) into the [`model`] (integer ns, struct of
 //! arrays, names by id); [`stats`] and [`analysis`] read the model; the writers of
 //! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
@@ -72,14 +73,14 @@ pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
-    candidate_formats, decode, decode_buffer, decode_into, detect_file, detect_format, load,
-    read_names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind, NamesError,
-    NoCalibration, StreamedBuffer,
+    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
+    detect_format, load, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,
+    LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
 };
 pub use model::{
-    BlockFilter, BlockFilterError, ClockCalibration, CounterSamples, DiagnosticCounts, Diagnostics,
-    Instants, Lane, Names, SetAsideLane, SetAsideReason, Source, Spans, Trace, TrackId, Unpaired,
-    WireFormat,
+    AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
+    DiagnosticCounts, Diagnostics, Instants, Lane, Names, SetAsideLane, SetAsideReason, Source,
+    Spans, Trace, TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

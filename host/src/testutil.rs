@@ -37,6 +37,7 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
             version: 1,
             timer: ikp_device::TimerMode::Globaltimer,
             clock: None,
+            assumed_clock: None,
             grid: [lanes.iter().map(|l| l.block + 1).max().unwrap_or(1), 1, 1],
             groups_per_block: 4,
             records_per_lane: 1024,

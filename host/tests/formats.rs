@@ -7,25 +7,18 @@ use ikp_device::{flashinfer as fi, mirage, sample, tvm};
 use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
 use ikp_host::model::{Trace, WireFormat};
 
-const FORMATS: [WireFormat; 4] = [
+const FORMATS: [WireFormat; 6] = [
     WireFormat::Ikp,
     WireFormat::Tvm,
     WireFormat::FlashInfer,
     WireFormat::Mirage,
+    WireFormat::YaoJz,
+    WireFormat::Proton,
 ];
-
-fn choice(f: WireFormat) -> FormatChoice {
-    match f {
-        WireFormat::Ikp => FormatChoice::Ikp,
-        WireFormat::Tvm => FormatChoice::Tvm,
-        WireFormat::FlashInfer => FormatChoice::FlashInfer,
-        WireFormat::Mirage => FormatChoice::Mirage,
-    }
-}
 
 fn forced(words: &[u64], f: WireFormat) -> Result<Trace, DecodeError> {
     let opts = DecodeOptions {
-        format: choice(f),
+        format: f.into(),
         ..Default::default()
     };
     decode(words, &opts)
@@ -38,7 +31,22 @@ fn buffers() -> Vec<(WireFormat, Vec<u64>)> {
         (WireFormat::Tvm, sample::attention_tvm(8, 3)),
         (WireFormat::FlashInfer, sample::attention_flashinfer(8, 3)),
         (WireFormat::Mirage, sample::mpk(8, 2)),
+        (WireFormat::YaoJz, shipped("yaojz_attention.yjz")),
+        (WireFormat::Proton, shipped("proton_attn_fwd.chrome_trace")),
     ]
+}
+
+/// A shipped sample's bytes as words (text padded with zeros to a whole word, as a caller
+/// holding a Proton trace in a word buffer does).
+fn shipped(name: &str) -> Vec<u64> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../samples")
+        .join(name);
+    let mut b = std::fs::read(p).unwrap();
+    b.resize(b.len().div_ceil(8) * 8, 0);
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// The formats a buffer fits.
@@ -84,6 +92,8 @@ fn every_format_fits_alone_and_every_wrong_choice_fails_on_a_named_word() {
             // Where the buffer disagrees: the native header, slot 0, or a record's slot.
             let named = match other {
                 WireFormat::Ikp => msg.starts_with("ikp header: "),
+                WireFormat::YaoJz => msg.starts_with("yao-jz ring dump: "),
+                WireFormat::Proton => msg.starts_with("Proton trace: "),
                 _ => msg.contains("slot 0 = ") || msg.contains(" record 0x"),
             };
             assert!(named, "{f} as {other}: {msg}");

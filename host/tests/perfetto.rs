@@ -54,6 +54,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             version: 1,
             timer: Default::default(),
             clock: None,
+            assumed_clock: None,
             grid: [lanes.iter().map(|l| l.block + 1).max().unwrap_or(0), 1, 1],
             groups_per_block,
             records_per_lane: 0,

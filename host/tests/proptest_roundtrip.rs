@@ -641,7 +641,7 @@ fn check_family(
                     w.store(lane, mirage::pack(lo, lane, ev as u32, no, ty))
                 }
                 WireFormat::Mirage => w.push(lane, mirage::pack(lo, lane, ev as u32, no, ty)),
-                WireFormat::Ikp => unreachable!(),
+                _ => unreachable!("{fmt} is not of the TVM family"),
             }
             written.push((kind, ev, no, t));
         }
@@ -674,7 +674,7 @@ fn check_family(
     }
     let w = w.into_words();
     let forced = DecodeOptions {
-        format: fmt.choice(),
+        format: fmt.into(),
         ..Default::default()
     };
     let t = decode(&w, &forced).map_err(|e| TestCaseError::fail(format!("decode failed: {e}")))?;
@@ -746,22 +746,6 @@ fn check_family(
         prop_assert_eq!(&g.unmatched_end, &e.unmatched_end);
     }
     Ok(())
-}
-
-/// The forced choice of a format.
-trait Choice {
-    fn choice(self) -> decode::FormatChoice;
-}
-
-impl Choice for WireFormat {
-    fn choice(self) -> decode::FormatChoice {
-        match self {
-            WireFormat::Ikp => decode::FormatChoice::Ikp,
-            WireFormat::Tvm => decode::FormatChoice::Tvm,
-            WireFormat::FlashInfer => decode::FormatChoice::FlashInfer,
-            WireFormat::Mirage => decode::FormatChoice::Mirage,
-        }
-    }
 }
 
 proptest! {

@@ -62,9 +62,9 @@ pub enum PerfettoCompression {
 /// Arguments of `ikp decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The buffers (ikp native, TVM, FlashInfer or Mirage format). Several go into one
-    /// --perfetto trace, a launch per buffer, in the order given, labelled with the file
-    /// names; the other outputs take one buffer.
+    /// The buffers (ikp native, TVM, FlashInfer or Mirage format, a yao-jz ring dump, a
+    /// Proton trace). Several go into one --perfetto trace, a launch per buffer, in the
+    /// order given, labelled with the file names; the other outputs take one buffer.
     #[arg(required = true, value_name = "BUF")]
     pub bufs: Vec<PathBuf>,
     #[command(flatten)]

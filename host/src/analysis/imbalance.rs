@@ -78,7 +78,9 @@ pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
     match format {
         WireFormat::Tvm => "n/a (the TVM format records no SM ids)",
         WireFormat::Mirage => "n/a (the Mirage MPK format records no SM ids)",
-        WireFormat::Ikp | WireFormat::FlashInfer => "n/a (no lane recorded an SM id)",
+        WireFormat::Ikp | WireFormat::FlashInfer | WireFormat::YaoJz | WireFormat::Proton => {
+            "n/a (no lane recorded an SM id)"
+        }
     }
 }
 

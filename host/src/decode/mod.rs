@@ -1,9 +1,15 @@
-//! Decoders: a raw buffer in any of the wire formats ikp reads becomes a [`Trace`].
+//! Decoders: a raw buffer in any of the wire formats ikp reads, or a peer profiler's
+//! output, becomes a [`Trace`].
 //!
 //! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
 //! - [`tvm`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer with SM
 //!   ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one slot
 //!   layout with three packings of the tag (`family`).
+//! - [`yaojz`]: yao-jz/intra-kernel-profiler's per-warp rings, in a dump file with a
+//!   small header.
+//! - [`proton`]: Proton's (Triton) intra-kernel Chrome trace: JSON text, not `u64` words,
+//!   so it is told apart by its first bytes before any word is read ([`load`],
+//!   [`detect_file`], [`decode_bytes`]).
 //! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
 //!
@@ -66,8 +72,11 @@ mod family;
 mod lane;
 pub mod names;
 pub mod native;
+mod peer;
+pub mod proton;
 pub mod stream;
 pub mod tvm;
+pub mod yaojz;
 
 pub use names::{read as read_names, NamesError};
 pub use native::{
@@ -93,6 +102,24 @@ pub enum FormatChoice {
     FlashInfer,
     /// Mirage's persistent-kernel (MPK) format.
     Mirage,
+    /// A yao-jz/intra-kernel-profiler ring dump ([`yaojz`]).
+    YaoJz,
+    /// A Proton intra-kernel Chrome trace ([`proton`]).
+    Proton,
+}
+
+impl From<WireFormat> for FormatChoice {
+    /// The choice that forces `f`.
+    fn from(f: WireFormat) -> FormatChoice {
+        match f {
+            WireFormat::Ikp => FormatChoice::Ikp,
+            WireFormat::Tvm => FormatChoice::Tvm,
+            WireFormat::FlashInfer => FormatChoice::FlashInfer,
+            WireFormat::Mirage => FormatChoice::Mirage,
+            WireFormat::YaoJz => FormatChoice::YaoJz,
+            WireFormat::Proton => FormatChoice::Proton,
+        }
+    }
 }
 
 impl FormatChoice {
@@ -104,6 +131,8 @@ impl FormatChoice {
             FormatChoice::Tvm => Some(WireFormat::Tvm),
             FormatChoice::FlashInfer => Some(WireFormat::FlashInfer),
             FormatChoice::Mirage => Some(WireFormat::Mirage),
+            FormatChoice::YaoJz => Some(WireFormat::YaoJz),
+            FormatChoice::Proton => Some(WireFormat::Proton),
         }
     }
 }
@@ -122,6 +151,9 @@ pub struct DecodeOptions {
     /// Walk lanes on the rayon pool when the buffer is large (default on). Off gives a
     /// strictly single-threaded decode (used by the one-core benchmark).
     pub single_threaded: bool,
+    /// Proton traces: the GPU's clock rate in MHz, to convert their cycle counts to ns
+    /// (default: the 1000 MHz Proton's writer assumed). Other formats ignore it.
+    pub proton_clock_mhz: Option<f64>,
 }
 
 /// Why a buffer could not be decoded. Positions are word indices into the buffer.
@@ -137,6 +169,12 @@ pub enum DecodeError {
     /// The buffer fits more than one format (module docs, `# Detection`).
     #[error("the buffer fits {} formats: {}; choose one explicitly", .0.len(), format_list(.0))]
     Ambiguous(Vec<WireFormat>),
+    /// A yao-jz ring dump that cannot be decoded.
+    #[error("yao-jz ring dump: {0}")]
+    YaoJz(#[from] yaojz::YaoJzError),
+    /// A Proton trace that cannot be decoded.
+    #[error("Proton trace: {0}")]
+    Proton(#[from] proton::ProtonError),
     /// The TVM-format header (slot 0) is unusable.
     #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
     TvmHeader {
@@ -305,7 +343,7 @@ struct Detect {
 }
 
 /// Every format auto-detection tries, in the order errors list them.
-const DETECT: [Detect; 4] = [
+const DETECT: [Detect; 6] = [
     Detect {
         format: WireFormat::Ikp,
         fits: native_fits,
@@ -322,6 +360,14 @@ const DETECT: [Detect; 4] = [
         format: WireFormat::Mirage,
         fits: family::fits::<family::Mirage>,
     },
+    Detect {
+        format: WireFormat::YaoJz,
+        fits: yaojz_fits,
+    },
+    Detect {
+        format: WireFormat::Proton,
+        fits: proton_fits,
+    },
 ];
 
 /// Whether the probe starts with the ikp magic.
@@ -332,6 +378,24 @@ fn native_fits(p: &Probe<'_>) -> Result<(), String> {
             "word 0 is {:#018x}, not the ikp magic",
             w0.copied().unwrap_or(0)
         )),
+    }
+}
+
+/// Whether the probe starts with the yao-jz ring dump magic.
+fn yaojz_fits(p: &Probe<'_>) -> Result<(), String> {
+    match p.head.first() {
+        Some(&yaojz::MAGIC) => Ok(()),
+        _ => Err("word 0 is not the ring dump magic".into()),
+    }
+}
+
+/// Whether the probe's first bytes are JSON text (a Proton trace held in words).
+fn proton_fits(p: &Probe<'_>) -> Result<(), String> {
+    let bytes: &[u8] = bytemuck::cast_slice(p.head);
+    if proton::looks_like_json(&bytes[..bytes.len().min(proton::SNIFF_BYTES)]) {
+        Ok(())
+    } else {
+        Err("the first bytes are not JSON text".into())
     }
 }
 
@@ -380,6 +444,11 @@ pub fn detect_file(path: &Path, choice: FormatChoice) -> Result<WireFormat, Load
         std::fs::File::open(path).map_err(|e| err(BufferError::Io(e).into()))?;
         return Ok(f);
     }
+    // JSON text (a Proton trace) is not a whole number of words: look at its first bytes
+    // before mapping it.
+    if starts_as_json(path).map_err(|e| err(BufferError::Io(e).into()))? {
+        return Ok(WireFormat::Proton);
+    }
     let found = match crate::buffer::MappedBuffer::open(path) {
         Ok(m) => detect_format(m.words(), choice),
         Err(BufferError::Io(_)) => {
@@ -421,19 +490,58 @@ fn decode_reusing(
     opts: &DecodeOptions,
     reuse: assemble::Recycled,
 ) -> Result<Trace, DecodeError> {
-    let mut trace = match detect_format(words, opts.format)? {
+    let trace = match detect_format(words, opts.format)? {
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
         WireFormat::Tvm => tvm::decode::<family::Tvm>(words, opts, reuse)?,
         WireFormat::FlashInfer => tvm::decode::<family::FlashInfer>(words, opts, reuse)?,
         WireFormat::Mirage => tvm::decode::<family::Mirage>(words, opts, reuse)?,
+        WireFormat::YaoJz => yaojz::decode(words, opts)?,
+        // JSON text held in words (a caller padded it to whole words with zeros).
+        WireFormat::Proton => {
+            let bytes: &[u8] = bytemuck::cast_slice(words);
+            let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            proton::decode(&bytes[..end], opts)?
+        }
     };
+    Ok(finish(trace, opts))
+}
+
+/// What every decoder's trace goes through: the names given, then the block filter.
+fn finish(mut trace: Trace, opts: &DecodeOptions) -> Trace {
     if let Some(n) = &opts.names {
         names::overlay(&mut trace.names, n);
     }
     if !opts.blocks.keeps_all() {
         trace = trace.filter_blocks(&opts.blocks);
     }
-    Ok(trace)
+    trace
+}
+
+/// Decodes a buffer held as bytes, in any format: JSON text (a Proton trace) is parsed as
+/// such, anything else must be a whole number of little-endian `u64` words.
+pub fn decode_bytes(bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    decode_named(Path::new("(bytes)"), bytes, opts)
+}
+
+/// [`decode_bytes`], errors naming `path`.
+fn decode_named(path: &Path, bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, LoadError> {
+    let head = &bytes[..bytes.len().min(proton::SNIFF_BYTES)];
+    let json = match opts.format {
+        FormatChoice::Proton => true,
+        FormatChoice::Auto => proton::looks_like_json(head),
+        _ => false,
+    };
+    if json {
+        return (proton::decode(bytes, opts).map(|t| finish(t, opts))).map_err(|e| LoadError {
+            path: path.to_path_buf(),
+            kind: DecodeError::from(e).into(),
+        });
+    }
+    let buf = RawBuffer::from_bytes(path, bytes).map_err(|e| LoadError {
+        path: path.to_path_buf(),
+        kind: e.into(),
+    })?;
+    decode_buffer(&buf, opts)
 }
 
 /// Decodes a buffer read with [`RawBuffer`]; errors name the buffer.
@@ -444,13 +552,36 @@ pub fn decode_buffer(buf: &RawBuffer, opts: &DecodeOptions) -> Result<Trace, Loa
     })
 }
 
+/// Whether the file's first bytes are JSON text (a Proton trace), read without mapping it.
+fn starts_as_json(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(proton::SNIFF_BYTES);
+    std::fs::File::open(path)?
+        .take(proton::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)?;
+    Ok(proton::looks_like_json(&head))
+}
+
 /// Reads and decodes a file: memory-mapped (never copied) when it is a regular file,
-/// read into memory otherwise (a pipe). The raw words are released before returning.
+/// read into memory otherwise (a pipe). The raw words are released before returning. A
+/// Proton trace (JSON text: by its first bytes, or when chosen) is read whole and parsed;
+/// the checks of a word buffer (a whole number of words) apply to the binary formats only.
 pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
     let err = |e: BufferError| LoadError {
         path: path.to_path_buf(),
         kind: e.into(),
     };
+    // A pipe is read once, whole (a look at its first bytes would consume them).
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let json = match opts.format {
+        FormatChoice::Proton => true,
+        FormatChoice::Auto => regular && starts_as_json(path).unwrap_or(false),
+        _ => false,
+    };
+    if json || !regular {
+        let bytes = std::fs::read(path).map_err(|e| err(BufferError::Io(e)))?;
+        return decode_named(path, &bytes, opts);
+    }
     match crate::buffer::MappedBuffer::open(path) {
         Ok(m) => decode(m.words(), opts).map_err(|e| LoadError {
             path: path.to_path_buf(),

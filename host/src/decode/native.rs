@@ -410,6 +410,7 @@ impl Prepared {
                 version: h.version,
                 timer: h.layout.timer,
                 clock: self.clock,
+                assumed_clock: None,
                 grid: h.layout.grid,
                 groups_per_block: groups,
                 records_per_lane: h.layout.records_per_lane,

@@ -50,7 +50,7 @@ pub struct StreamedBuffer {
 
 impl StreamedBuffer {
     /// Maps `path`, checks it as a native buffer (whatever `opts.format` says: only the
-    /// native format streams; a TVM-format file fails its header check) and outlines it,
+    /// native format streams; a file of another format fails its header check) and outlines it,
     /// decoding each lane once. The names of `opts` replace the buffer's own; its block
     /// filter keeps the lanes of those blocks (see the module documentation).
     pub fn open(path: &Path, opts: &DecodeOptions) -> Result<StreamedBuffer, LoadError> {

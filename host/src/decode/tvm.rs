@@ -744,6 +744,7 @@ pub(crate) fn decode<L: Family>(
             version: 1,
             timer: ikp_device::TimerMode::Globaltimer,
             clock: None,
+            assumed_clock: None,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,

@@ -45,6 +45,12 @@ pub enum WireFormat {
     FlashInfer,
     /// Mirage's persistent-kernel (MPK) profiler format (`ikp_device::mirage`).
     Mirage,
+    /// yao-jz/intra-kernel-profiler's per-warp ring buffers, in the dump file
+    /// [`crate::decode::yaojz`] describes.
+    #[serde(rename = "yao-jz")]
+    YaoJz,
+    /// Proton's (Triton) intra-kernel Chrome trace ([`crate::decode::proton`]).
+    Proton,
 }
 
 impl WireFormat {
@@ -56,11 +62,13 @@ impl WireFormat {
             WireFormat::Tvm => "tvm",
             WireFormat::FlashInfer => "flashinfer",
             WireFormat::Mirage => "mirage",
+            WireFormat::YaoJz => "yao-jz",
+            WireFormat::Proton => "proton",
         }
     }
 }
 
-/// The format's name for people (`TVM`, `FlashInfer`, `Mirage MPK`).
+/// The format's name for people (`TVM`, `FlashInfer`, `Mirage MPK`, `yao-jz`, `Proton`).
 impl std::fmt::Display for WireFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -68,6 +76,8 @@ impl std::fmt::Display for WireFormat {
             WireFormat::Tvm => "TVM",
             WireFormat::FlashInfer => "FlashInfer",
             WireFormat::Mirage => "Mirage MPK",
+            WireFormat::YaoJz => "yao-jz",
+            WireFormat::Proton => "Proton",
         })
     }
 }
@@ -85,6 +95,9 @@ pub struct Source {
     /// Clock mode: the cycles-to-ns calibration the decoder used (`None` for globaltimer
     /// stamps). Computed over the whole buffer, also in a trace of some of its lanes.
     pub clock: Option<ClockCalibration>,
+    /// Cycles converted to ns at a rate nothing in the file measured (Proton traces): the
+    /// rate, and whether the user gave it. `None` for every other format.
+    pub assumed_clock: Option<AssumedClock>,
     /// Grid dimensions in blocks; the TVM family's buffers only know the block count
     /// (`[n, 1, 1]`).
     pub grid: [u32; 3],
@@ -132,6 +145,36 @@ impl ClockCalibration {
     /// The pooled clock rate in MHz (cycles per us).
     pub fn pooled_mhz(&self) -> f64 {
         self.pooled_cycles as f64 * 1e3 / self.pooled_ns as f64
+    }
+}
+
+/// A clock rate that cycles were converted to ns at without being measured: every
+/// duration is off by the ratio of the GPU's real clock to it, so outputs state it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AssumedClock {
+    /// The rate, kHz (cycles per ms): whole kHz express any rate a user knows to 4
+    /// significant digits of MHz without a float in the model.
+    pub khz: u64,
+    /// Whether the user gave it ([`crate::DecodeOptions::proton_clock_mhz`]); `false`:
+    /// the rate the writing tool itself assumed (Proton: 1000 MHz).
+    pub given: bool,
+}
+
+impl AssumedClock {
+    /// The rate in MHz.
+    pub fn mhz(&self) -> f64 {
+        self.khz as f64 / 1e3
+    }
+
+    /// `1000 MHz (assumed by the tool, not measured)` or `1410 MHz (given, not
+    /// measured)`: how every output states it.
+    pub fn describe(&self) -> String {
+        let whose = if self.given {
+            "given"
+        } else {
+            "assumed by the tool"
+        };
+        format!("{} MHz ({whose}, not measured)", self.mhz())
     }
 }
 

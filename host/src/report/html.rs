@@ -175,6 +175,14 @@ fn launch<W: Write>(
         )?;
     }
 
+    if let Some(c) = &src.assumed_clock {
+        writeln!(
+            out,
+            "<p class=\"meta\">Cycles converted to ns at <strong>{}</strong>: durations scale with the ratio of the real clock to it.</p>",
+            esc(&c.describe())
+        )?;
+    }
+
     breakdown_section(out, n, t, opts)?;
 
     // Regions, by self time; the histograms follow the table's order.

@@ -68,6 +68,13 @@ fn write_text(
     path_steps: usize,
 ) -> io::Result<()> {
     let bt = a.block_time_ns;
+    if let Some(c) = &trace.source.assumed_clock {
+        writeln!(
+            o,
+            "cycles converted to ns at {}: durations scale with the ratio of the real clock to it",
+            c.describe()
+        )?;
+    }
     writeln!(
         o,
         "GPU wall time {} ns: first to last stamp of any block ({} blocks)",

@@ -7,7 +7,7 @@
 //! trace                 name of the Chrome trace written beside it (or the buffer)
 //! buffer                the buffer file it was decoded from (`ikp decode`; absent when
 //!                       a session wrote it from device memory)
-//! format                "ikp" | "tvm" | "flashinfer" | "mirage"
+//! format                "ikp" | "tvm" | "flashinfer" | "mirage" | "yao-jz" | "proton"
 //! displayTimeUnit       "ns"
 //! scale                 the scale
 //! blocks                blocks in the grid
@@ -16,6 +16,9 @@
 //! clock                 null (globaltimer stamps), or clock mode's cycles-to-ns
 //!                       calibration: {pooled_mhz, pooled_ns, pooled_cycles, pool_lanes,
 //!                       own_ratio_lanes, pooled_ratio_lanes} (see below)
+//! assumed_clock         Proton traces only (absent otherwise): {mhz, given}, the clock
+//!                       rate cycles were converted to ns at, never measured: Proton's
+//!                       own 1000 MHz (`given` false) or the rate the user gave
 //! block_filter          blocks included ([] = all)
 //! unmatched_begin       begins never closed, summed (should be 0)
 //! unmatched_end         ends without an open begin, summed (should be 0)
@@ -304,6 +307,15 @@ pub struct ClockSummary {
     pub pooled_ratio_lanes: u64,
 }
 
+/// A clock rate that was not measured (see [`crate::model::AssumedClock`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssumedClockSummary {
+    /// The rate, MHz.
+    pub mhz: f64,
+    /// Whether the user gave it (false: the writing tool's own assumption).
+    pub given: bool,
+}
+
 /// Filters in effect.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryFilters {
@@ -337,6 +349,10 @@ pub struct Summary {
     pub per_warp_cap: u32,
     /// Clock-mode calibration (null for globaltimer stamps).
     pub clock: Option<ClockSummary>,
+    /// The clock rate cycles were converted at without a measurement (Proton traces only;
+    /// absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assumed_clock: Option<AssumedClockSummary>,
     /// Included blocks (empty = all).
     pub block_filter: Vec<u32>,
     /// Unmatched begins.
@@ -519,6 +535,10 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             pool_lanes: c.pool_lanes,
             own_ratio_lanes: c.own_ratio_lanes,
             pooled_ratio_lanes: c.pooled_ratio_lanes,
+        }),
+        assumed_clock: (trace.source.assumed_clock).map(|c| AssumedClockSummary {
+            mhz: c.mhz(),
+            given: c.given,
         }),
         block_filter: trace.source.block_filter.blocks().to_vec(),
         unmatched_begin: ub,

@@ -146,6 +146,13 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             c.pooled_ratio_lanes
         )?;
     }
+    if let Some(c) = &trace.source.assumed_clock {
+        writeln!(
+            w,
+            "cycles converted to ns at {}: durations scale with the ratio of the real clock to it",
+            c.describe()
+        )?;
+    }
     for u in &s.unmatched_by_region {
         writeln!(
             w,
