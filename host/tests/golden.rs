@@ -7,6 +7,8 @@
 //! so a blessed file that is wrong fails too.
 mod shares_oracle;
 
+mod golden_check;
+
 use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;
 use ikp_device::{Layout, TimerMode};
@@ -24,23 +26,7 @@ fn golden_dir() -> PathBuf {
 
 /// Compares `got` with the golden file `name`, or rewrites it under `IKP_BLESS=1`.
 fn golden(name: &str, got: &[u8]) {
-    let p = golden_dir().join(name);
-    if std::env::var_os("IKP_BLESS").is_some() {
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, got).unwrap();
-        return;
-    }
-    let want = std::fs::read(&p)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with IKP_BLESS=1 to create)", p.display()));
-    if want != got {
-        let (w, g) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
-        let line = w.lines().zip(g.lines()).position(|(a, b)| a != b);
-        panic!(
-            "{} differs from the output (first differing line {:?}); IKP_BLESS=1 to accept",
-            p.display(),
-            line.map(|i| i + 1)
-        );
-    }
+    golden_check::check(&golden_dir().join(name), got);
 }
 
 /// Two blocks x two lanes: nesting, repeats, an instant, counter samples, an unmatched

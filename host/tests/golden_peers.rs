@@ -5,6 +5,7 @@
 //!
 //! Each test also checks the decode's meaning against the program the sample was made
 //! from, so a blessed file that is wrong fails too.
+mod golden_check;
 mod peers;
 mod shares_oracle;
 
@@ -20,30 +21,10 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn bless() -> bool {
-    std::env::var_os("IKP_BLESS").is_some()
-}
-
 /// Compares `got` with the file `rel` (from the repository root), or rewrites it under
 /// `IKP_BLESS=1`.
 fn golden(rel: &str, got: &[u8]) {
-    let p = repo().join(rel);
-    if bless() {
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, got).unwrap();
-        return;
-    }
-    let want = std::fs::read(&p)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with IKP_BLESS=1 to create)", p.display()));
-    if want != got {
-        let (w, g) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
-        let line = w.lines().zip(g.lines()).position(|(a, b)| a != b);
-        panic!(
-            "{} differs from the output (first differing line {:?}); IKP_BLESS=1 to accept",
-            p.display(),
-            line.map(|i| i + 1)
-        );
-    }
+    golden_check::check(&repo().join(rel), got);
 }
 
 /// The decoded model, every field, times relative to the time base.
