@@ -6,16 +6,26 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each phase's wall time goes to stderr, so a slow CI run says where the minutes went.
+phase_start=$SECONDS
+phase() {
+    echo "test.sh: $1 took $((SECONDS - phase_start)) s" >&2
+    phase_start=$SECONDS
+}
 bash scripts/provision.sh
+phase provision
 # shellcheck source=env.sh
 source scripts/env.sh
 # The log feeds the count of skipped GPU tests printed last.
 mkdir -p target
 log=target/test-log.txt
 cargo test --workspace --all-targets --locked "$@" 2>&1 | tee "$log"
+phase "cargo test"
 cargo test --workspace --doc --locked
+phase doctests
 # The formats are specified in rustdoc: broken links there fail the run.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+phase "cargo doc"
 # The decode / write / analysis build of the library (README, "The library"): without its
 # default features it must link neither cudarc nor the xlsx writer, and compile with its
 # tests.
@@ -25,9 +35,11 @@ if cargo tree -p ikp-host --no-default-features -e normal --locked --prefix none
   exit 1
 fi
 cargo check -p ikp-host --no-default-features --all-targets --locked --quiet
+phase "no-default-features build"
 # Bounded fuzz run of the decoders and the file reader over the committed seed corpus
 # (about a minute after the first build); IKP_SKIP_FUZZ=1 skips it.
 [ -n "${IKP_SKIP_FUZZ:-}" ] || bash scripts/fuzz.sh
+phase fuzz
 # The GPU bundle (README, "On a GPU"): built and run on every run so it cannot rot. Here,
 # without a GPU, every check is skipped with its reason and the run exits 0; a required
 # GPU (IKP_GPU_TESTS=1) must turn that into a failure. IKP_SKIP_GPU_BUNDLE=1 skips this.
@@ -38,7 +50,9 @@ if [ -z "${IKP_SKIP_GPU_BUNDLE:-}" ]; then
     echo "gpu bundle: IKP_GPU_TESTS=1 did not make a run without a GPU fail" >&2
     exit 1
   fi
+  phase "gpu bundle"
 fi
+echo "test.sh: total $SECONDS s" >&2
 # Last line: the tests that skipped (libtest counts them as passed), and why.
 skips=$(grep -o 'SKIPPED [A-Za-z0-9_:]*: .*' "$log" || true)
 if [ -z "$skips" ]; then
