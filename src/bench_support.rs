@@ -26,6 +26,7 @@ pub fn native_attention(blocks: u32, tiles: u32) -> Result<Vec<u64>, LayoutError
         timer: TimerMode::Globaltimer,
         regions: sample::REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: sample::COUNTERS.iter().map(|s| s.to_string()).collect(),
+        ..Layout::default()
     };
     let mut w = BufferWriter::new(layout)?;
     for (b, lanes) in sched.into_iter().enumerate() {

@@ -94,7 +94,7 @@ fn require_nvrtc() {
 }
 
 fn param_decl(name: &str, index: usize) -> String {
-    format!(".param .align 8 .b8 {name}_param_{index}[32]")
+    format!(".param .align 8 .b8 {name}_param_{index}[40]")
 }
 
 /// The `enum : unsigned { A = 0, B = 1 }` of `source` whose first name is `first`.

@@ -169,6 +169,7 @@ impl KernelSpec {
             timer: TimerMode::Globaltimer,
             regions: self.regions.iter().map(|s| s.to_string()).collect(),
             counters: self.counters.iter().map(|s| s.to_string()).collect(),
+            ..Layout::default()
         }
     }
 }

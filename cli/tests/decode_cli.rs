@@ -733,6 +733,7 @@ fn decode_chrome_keeps_overlapping_regions_nested_per_thread() {
         timer: TimerMode::Globaltimer,
         regions: ["a", "b", "c"].map(String::from).to_vec(),
         counters: vec![],
+        ..Layout::default()
     };
     let mut w = BufferWriter::new(layout).unwrap();
     let mut tvm = vec![0u64; 1 + 2 * 13];

@@ -33,6 +33,7 @@ fn messy(clock: bool) -> Vec<u8> {
         },
         regions: vec!["outer".into(), "inner".into()],
         counters: vec!["spin".into()],
+        ..Layout::default()
     })
     .unwrap();
     let f = if clock { lane_flags::CLOCK } else { 0 };
@@ -77,6 +78,7 @@ fn corrupted(clock: bool) -> Vec<u8> {
             timer: TimerMode::Clock,
             regions: vec!["step".into()],
             counters: vec![],
+            ..Layout::default()
         })
         .unwrap();
         for l in 0..6u64 {

@@ -364,6 +364,7 @@ fn small_buffer(path: &Path, mma_ns: u64) {
         timer: TimerMode::Globaltimer,
         regions: vec!["mma".into(), "load".into()],
         counters: vec![],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let mut lane = b.lane(0);

@@ -1,4 +1,4 @@
-// ikp.cuh: the ikp in-kernel profiler, device side. Wire format v1.
+// ikp.cuh: the ikp in-kernel profiler, device side. Wire format v2.
 //
 // GENERATED from the ikp wire format (ikp_device::cuh::source()); do not edit. Write a copy
 // with `ikp header -o DIR`. In the ikp repository, `IKP_BLESS=1 cargo test -p ikp-device
@@ -36,8 +36,8 @@
 // Fence::Block adds one block fence on every thread. A wait-loop tick is one register add.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
-#ifndef IKP_CUH_V1
-#define IKP_CUH_V1
+#ifndef IKP_CUH_V2
+#define IKP_CUH_V2
 
 // ---------------------------------------------------------------------------------------
 // Switches.
@@ -70,9 +70,9 @@
 namespace ikp {
 
 // Format identity.
-constexpr unsigned FORMAT_VERSION = 1u;  // wire format this header writes
+constexpr unsigned FORMAT_VERSION = 2u;  // wire format this header writes
 constexpr unsigned long long MAGIC = 0x4543415254504b49ull;  // word 0 of every buffer ("IKPTRACE" little-endian), written by the host
-constexpr unsigned HEADER_FIXED_WORDS = 8u;  // fixed buffer-header words before the name table (host side)
+constexpr unsigned HEADER_FIXED_WORDS = 12u;  // fixed buffer-header words before the name table (host side)
 
 // Event record: time (or meta value) << TIME_SHIFT | payload << PAYLOAD_SHIFT | region << REGION_SHIFT | kind.
 constexpr unsigned KIND_BEGIN = 0u;  // opens a region
@@ -97,15 +97,15 @@ constexpr unsigned MAX_COUNTERS = 0x100u;  // largest number of wait counters
 constexpr unsigned LANE_START_GT = 0u;  // 64-bit %globaltimer at init
 constexpr unsigned LANE_START_CLK = 1u;  // 64-bit %clock64 at init
 constexpr unsigned LANE_IDS = 2u;  // LANE_MARK << IDS_MARK_SHIFT | flags << IDS_FLAGS_SHIFT | warp << IDS_WARP_SHIFT | smid
-constexpr unsigned LANE_EVENTS = 3u;  // first event record
-constexpr unsigned LANE_PROLOGUE_WORDS = 3u;  // words before the records
+constexpr unsigned LANE_EVENTS = 4u;  // first event record
+constexpr unsigned LANE_PROLOGUE_WORDS = 4u;  // words before the records
 constexpr unsigned TRAILER_END_GT = 0u;  // after the records: 64-bit %globaltimer at finalize
 constexpr unsigned TRAILER_END_CLK = 1u;  // after the records: 64-bit %clock64 at finalize
 constexpr unsigned TRAILER_COUNT = 2u;  // after the records: dropped << COUNT_DROPPED_SHIFT | written
 constexpr unsigned COUNT_DROPPED_SHIFT = 32u;  // shift of the dropped count in the count word
 constexpr unsigned TRAILER_COUNTERS = 3u;  // after the records: first wait-counter total
 constexpr unsigned TRAILER_WORDS = 3u;  // trailer words before the counters
-constexpr unsigned LANE_FIXED_WORDS = 6u;  // prologue + trailer words
+constexpr unsigned LANE_FIXED_WORDS = 7u;  // prologue + trailer words
 
 // The lane IDS word.
 constexpr unsigned LANE_MARK = 0x494b50u;  // ASCII "IKP": a lane that ran init
@@ -138,14 +138,16 @@ enum class Fence : unsigned { None = 0u, Block = 1u };
 /// kernel parameter; the host fills it (ikp_device::wire::KernelArg, same layout).
 struct Arg {
   unsigned long long buf;  // device address of word 0 of the buffer
-  unsigned lane_base;  // word index of lane 0's segment (= header words)
+  unsigned lane_base;  // word index of epoch 0's lane 0 segment (header words + lane_count launch counters)
   unsigned lane_stride;  // words per lane segment
   unsigned records_per_lane;  // event records per lane; more are counted as dropped
   unsigned groups_per_block;  // lanes (groups) per block
   unsigned lane_count;  // number of lanes; lanes at or past it never write
   unsigned n_counters;  // number of wait counters in each lane's trailer
+  unsigned epochs;  // segments per lane (launches recorded); 1: every launch writes epoch 0
+  unsigned reserved;  // zero
 };
-static_assert(sizeof(Arg) == 32, "ikp::Arg must match the host's KernelArg");
+static_assert(sizeof(Arg) == 40, "ikp::Arg must match the host's KernelArg");
 static_assert(alignof(Arg) == 8, "ikp::Arg must match the host's KernelArg");
 #if !defined(__CUDACC_RTC__)
 static_assert(__builtin_offsetof(Arg, buf) == 0, "ikp::Arg field offset");
@@ -155,6 +157,8 @@ static_assert(__builtin_offsetof(Arg, records_per_lane) == 16, "ikp::Arg field o
 static_assert(__builtin_offsetof(Arg, groups_per_block) == 20, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, lane_count) == 24, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, n_counters) == 28, "ikp::Arg field offset");
+static_assert(__builtin_offsetof(Arg, epochs) == 32, "ikp::Arg field offset");
+static_assert(__builtin_offsetof(Arg, reserved) == 36, "ikp::Arg field offset");
 #endif
 
 }  // namespace ikp
@@ -555,4 +559,4 @@ class Scope {
   } while (0)
 
 #endif  // IKP_DEVICE_API
-#endif  // IKP_CUH_V1
+#endif  // IKP_CUH_V2

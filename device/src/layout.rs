@@ -5,9 +5,13 @@
 //! [`Header::parse`] validates and decodes it, refusing anything that would make a reader
 //! allocate or index beyond the buffer.
 
-use crate::wire::{self, hdr, TimerMode};
+use crate::wire::{self, hdr, header_flags, Overflow, TimerMode};
 
 /// What the host knows about an instrumented launch.
+///
+/// `Layout::default()` is one block of one lane with 64 records, globaltimer stamps,
+/// drop-newest, one epoch, no names, no async regions and no clock sync: struct literals
+/// name what they change and end in `..Layout::default()`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Grid dimensions `(x, y, z)` in blocks.
@@ -22,6 +26,69 @@ pub struct Layout {
     pub regions: Vec<String>,
     /// Wait-counter names, indexed by counter id.
     pub counters: Vec<String>,
+    /// What a full lane does (a ring needs a power-of-two `records_per_lane`).
+    pub overflow: Overflow,
+    /// Launches the buffer records, one segment per lane each (at least 1).
+    pub epochs: u32,
+    /// Region ids recorded as async ranges (begin and end may be in different lanes; the
+    /// payload is the token that pairs them). Each below `regions.len()`.
+    pub async_regions: Vec<u32>,
+    /// The host-clock mapping taken before launch, if any.
+    pub clock_sync: Option<ClockSync>,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            grid: [1, 1, 1],
+            groups_per_block: 1,
+            records_per_lane: 64,
+            timer: TimerMode::Globaltimer,
+            regions: Vec::new(),
+            counters: Vec::new(),
+            overflow: Overflow::DropNewest,
+            epochs: 1,
+            async_regions: Vec::new(),
+            clock_sync: None,
+        }
+    }
+}
+
+/// One reading of the host's clocks and the GPU's `%globaltimer` taken together (header
+/// words 8..=11 of [`crate::wire`]): device time `g` is host realtime
+/// `g - device_globaltimer_ns + host_realtime_ns`, within `round_trip_ns / 2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClockSync {
+    /// Host `CLOCK_REALTIME`, ns since the Unix epoch (non-zero).
+    pub host_realtime_ns: u64,
+    /// Host `CLOCK_MONOTONIC`, ns, read with the realtime clock.
+    pub host_monotonic_ns: u64,
+    /// The GPU's `%globaltimer`, ns (non-zero).
+    pub device_globaltimer_ns: u64,
+    /// The kept reading's round trip, ns: the mapping's error is at most half of it.
+    pub round_trip_ns: u32,
+    /// Readings taken (the one with the shortest round trip was kept).
+    pub samples: u32,
+}
+
+impl ClockSync {
+    /// Host realtime ns of device globaltimer ns `g` (saturating at the ends of `u64`).
+    pub fn device_to_realtime(&self, g: u64) -> u64 {
+        map_clock(g, self.device_globaltimer_ns, self.host_realtime_ns)
+    }
+
+    /// Host monotonic ns of device globaltimer ns `g` (saturating at the ends of `u64`).
+    pub fn device_to_monotonic(&self, g: u64) -> u64 {
+        map_clock(g, self.device_globaltimer_ns, self.host_monotonic_ns)
+    }
+}
+
+fn map_clock(g: u64, from: u64, to: u64) -> u64 {
+    if g >= from {
+        to.saturating_add(g - from)
+    } else {
+        to.saturating_sub(from - g)
+    }
 }
 
 /// Why a layout or header is unusable.
@@ -43,6 +110,18 @@ pub enum LayoutError {
     /// Version 0 never existed.
     #[error("buffer has invalid wire format version 0")]
     ZeroVersion,
+    /// Written by an ikp before the current wire format (version 1 had no epochs, rings,
+    /// async ranges or record cost; no release wrote it).
+    #[error(
+        "buffer has wire format version {found}, which this ikp no longer reads (it reads \
+         version {supported}): record it again with this ikp's ikp.cuh"
+    )]
+    OlderVersion {
+        /// Version in the buffer.
+        found: u32,
+        /// [`wire::FORMAT_VERSION`].
+        supported: u32,
+    },
     /// Fewer words than the header says it has.
     #[error("buffer is truncated: {need} words needed, {have} present")]
     Truncated {
@@ -86,6 +165,16 @@ impl Layout {
         wire::lane_stride(self.records_per_lane, self.counters.len() as u32)
     }
 
+    /// Words of the async-region bitmap.
+    fn bitmap_words(&self) -> u64 {
+        (self.regions.len() as u64).div_ceil(64)
+    }
+
+    /// Whether region `id` is an async range.
+    pub fn is_async(&self, id: u32) -> bool {
+        self.async_regions.contains(&id)
+    }
+
     fn names_blob(&self) -> Vec<u8> {
         let mut blob = Vec::new();
         for n in self.regions.iter().chain(&self.counters) {
@@ -117,6 +206,43 @@ impl Layout {
                 "must be 1..=2^28",
             ));
         }
+        if self.overflow == Overflow::Ring && !self.records_per_lane.is_power_of_two() {
+            return Err(field(
+                "records_per_lane",
+                self.records_per_lane as u64,
+                "a ring needs a power of two",
+            ));
+        }
+        if self.epochs == 0 || self.epochs > wire::MAX_EPOCHS {
+            return Err(field("epochs", self.epochs as u64, "must be 1..=65536"));
+        }
+        if self.lane_count() * self.epochs as u64 > wire::MAX_LANES as u64 {
+            return Err(field(
+                "epochs",
+                self.epochs as u64,
+                "epochs x lanes is more segments than the format allows",
+            ));
+        }
+        if let Some(&r) = self
+            .async_regions
+            .iter()
+            .find(|&&r| r as usize >= self.regions.len())
+        {
+            return Err(field(
+                "async_regions",
+                r as u64,
+                "an async region must be one of the named regions",
+            ));
+        }
+        if let Some(s) = &self.clock_sync {
+            if s.host_realtime_ns == 0 || s.device_globaltimer_ns == 0 || s.samples == 0 {
+                return Err(field(
+                    "clock_sync",
+                    0,
+                    "a clock sync has non-zero host realtime, device time and samples",
+                ));
+            }
+        }
         if self.regions.len() > wire::MAX_REGIONS as usize {
             return Err(field(
                 "n_regions",
@@ -145,14 +271,22 @@ impl Layout {
         Ok(())
     }
 
-    /// Words of the header including the padded name table (= word index of lane 0).
+    /// Words of the header including the async bitmap and the padded name table (= word
+    /// index of the first launch counter).
     pub fn header_len(&self) -> u64 {
-        wire::HEADER_FIXED_WORDS as u64 + (self.names_blob().len() as u64).div_ceil(8)
+        wire::HEADER_FIXED_WORDS as u64
+            + self.bitmap_words()
+            + (self.names_blob().len() as u64).div_ceil(8)
+    }
+
+    /// Word index of epoch 0's lane 0 segment (after the launch counters).
+    pub fn lane_base(&self) -> u64 {
+        self.header_len() + self.lane_count()
     }
 
     /// Words of the whole buffer.
     pub fn buffer_words(&self) -> u64 {
-        self.header_len() + self.lane_count() * self.lane_stride()
+        self.lane_base() + self.epochs as u64 * self.lane_count() * self.lane_stride()
     }
 
     /// Encodes the header (fixed words and name table).
@@ -161,19 +295,36 @@ impl Layout {
         let blob = self.names_blob();
         let header_len = self.header_len();
         let mut w = vec![0u64; header_len as usize];
+        let flags = match self.overflow {
+            Overflow::DropNewest => 0,
+            Overflow::Ring => header_flags::RING as u64,
+        };
         w[hdr::MAGIC] = wire::MAGIC;
         w[hdr::VERSION] = (header_len << 32) | wire::FORMAT_VERSION as u64;
         w[hdr::LANES] = ((self.records_per_lane as u64) << 32) | self.lane_count();
         w[hdr::GROUPS] = ((self.counters.len() as u64) << 48)
+            | (flags << 40)
             | ((self.timer as u64) << 32)
             | self.groups_per_block as u64;
         w[hdr::GRID_XY] = ((self.grid[1] as u64) << 32) | self.grid[0] as u64;
         w[hdr::GRID_Z] = ((self.regions.len() as u64) << 32) | self.grid[2] as u64;
         w[hdr::STRIDE] = ((blob.len() as u64) << 32) | self.lane_stride();
+        w[hdr::EPOCHS] = self.epochs as u64;
+        if let Some(s) = &self.clock_sync {
+            w[hdr::SYNC_REALTIME] = s.host_realtime_ns;
+            w[hdr::SYNC_MONOTONIC] = s.host_monotonic_ns;
+            w[hdr::SYNC_GLOBALTIMER] = s.device_globaltimer_ns;
+            w[hdr::SYNC_ROUND_TRIP] =
+                ((s.samples as u64) << wire::SYNC_SAMPLES_SHIFT) | s.round_trip_ns as u64;
+        }
+        for &r in &self.async_regions {
+            w[hdr::ASYNC_BITMAP + r as usize / 64] |= 1 << (r % 64);
+        }
+        let names = hdr::ASYNC_BITMAP + self.bitmap_words() as usize;
         for (i, chunk) in blob.chunks(8).enumerate() {
             let mut b = [0u8; 8];
             b[..chunk.len()].copy_from_slice(chunk);
-            w[hdr::NAMES + i] = u64::from_le_bytes(b);
+            w[names + i] = u64::from_le_bytes(b);
         }
         Ok(w)
     }
@@ -182,12 +333,14 @@ impl Layout {
     pub fn kernel_arg(&self, buf: u64) -> wire::KernelArg {
         wire::KernelArg {
             buf,
-            lane_base: self.header_len() as u32,
+            lane_base: self.lane_base() as u32,
             lane_stride: self.lane_stride() as u32,
             records_per_lane: self.records_per_lane,
             groups_per_block: self.groups_per_block,
             lane_count: self.lane_count() as u32,
             n_counters: self.counters.len() as u32,
+            epochs: self.epochs,
+            reserved: 0,
         }
     }
 }
@@ -199,7 +352,9 @@ pub struct Header {
     pub version: u32,
     /// The launch layout, names included.
     pub layout: Layout,
-    /// Word index of lane 0.
+    /// Word index of the first launch counter (= header words).
+    pub counters_base: u64,
+    /// Word index of epoch 0's lane 0 segment.
     pub lane_base: u64,
     /// Words per lane segment.
     pub lane_stride: u64,
@@ -232,6 +387,12 @@ impl Header {
         if version == 0 {
             return Err(LayoutError::ZeroVersion);
         }
+        if version < wire::FORMAT_VERSION {
+            return Err(LayoutError::OlderVersion {
+                found: version,
+                supported: wire::FORMAT_VERSION,
+            });
+        }
         if version > wire::FORMAT_VERSION {
             return Err(LayoutError::NewerVersion {
                 found: version,
@@ -255,20 +416,39 @@ impl Header {
             timer_id as u64,
             "unknown timer mode",
         ))?;
-        if flags != 0 {
+        if flags & !header_flags::ALL != 0 {
             return Err(field(
                 "flags",
                 flags as u64,
-                "no header flags are defined in v1",
+                "a header flag this version does not define",
             ));
         }
-        if words[hdr::RESERVED] != 0 {
+        if hi(hdr::EPOCHS) != 0 {
             return Err(field(
                 "reserved",
-                words[hdr::RESERVED],
-                "must be zero in v1",
+                words[hdr::EPOCHS],
+                "the high half of word 7 must be zero",
             ));
         }
+        let epochs = lo(hdr::EPOCHS);
+        if epochs == 0 || epochs > wire::MAX_EPOCHS {
+            return Err(field("epochs", epochs as u64, "must be 1..=65536"));
+        }
+        let clock_sync = match (
+            words[hdr::SYNC_REALTIME],
+            words[hdr::SYNC_MONOTONIC],
+            words[hdr::SYNC_GLOBALTIMER],
+            words[hdr::SYNC_ROUND_TRIP],
+        ) {
+            (0, 0, 0, 0) => None,
+            (realtime, monotonic, gt, rt) => Some(ClockSync {
+                host_realtime_ns: realtime,
+                host_monotonic_ns: monotonic,
+                device_globaltimer_ns: gt,
+                round_trip_ns: rt as u32,
+                samples: (rt >> wire::SYNC_SAMPLES_SHIFT) as u32,
+            }),
+        };
         if names_bytes > wire::MAX_NAMES_BYTES as u64 {
             return Err(field(
                 "names_bytes",
@@ -276,12 +456,22 @@ impl Header {
                 "name table larger than 1 MiB",
             ));
         }
-        if header_len != need_fixed + names_bytes.div_ceil(8) {
+        if n_regions > wire::MAX_REGIONS {
+            return Err(field("n_regions", n_regions as u64, "at most 1024 regions"));
+        }
+        let bitmap_words = (n_regions as u64).div_ceil(64);
+        if header_len != need_fixed + bitmap_words + names_bytes.div_ceil(8) {
             return Err(field(
                 "header_words",
                 header_len,
-                "does not match the name table size",
+                "does not match the async bitmap and name table sizes",
             ));
+        }
+        if have < header_len {
+            return Err(LayoutError::Truncated {
+                need: header_len,
+                have,
+            });
         }
         if n_counters > wire::MAX_COUNTERS {
             return Err(field(
@@ -289,11 +479,6 @@ impl Header {
                 n_counters as u64,
                 "at most 256 counters",
             ));
-        }
-        // Checked before the name vector is sized from it (found by fuzzing: a 4 M
-        // region count in an 864-byte buffer allocated 99 MB).
-        if n_regions > wire::MAX_REGIONS {
-            return Err(field("n_regions", n_regions as u64, "at most 1024 regions"));
         }
         if records_per_lane == 0 || records_per_lane > wire::MAX_RECORDS_PER_LANE {
             return Err(field(
@@ -323,7 +508,11 @@ impl Header {
                 "is not grid blocks x groups_per_block",
             ));
         }
-        let need = header_len + lane_count * lane_stride;
+        // In u128: epochs x lanes x stride can pass 2^64 in a hostile header.
+        let need = (header_len as u128
+            + lane_count as u128
+            + epochs as u128 * lane_count as u128 * lane_stride as u128)
+            .min(u64::MAX as u128) as u64;
         if have < need {
             return Err(LayoutError::Truncated { need, have });
         }
@@ -334,9 +523,25 @@ impl Header {
                 "longer than the header declares",
             ));
         }
+        // Async bitmap: bits past n_regions must be clear.
+        let bitmap = &words[hdr::ASYNC_BITMAP..hdr::ASYNC_BITMAP + bitmap_words as usize];
+        let mut async_regions = Vec::new();
+        for (i, &w) in bitmap.iter().enumerate() {
+            for b in 0..64u32 {
+                if w >> b & 1 == 1 {
+                    async_regions.push(i as u32 * 64 + b);
+                }
+            }
+        }
+        if async_regions.last().is_some_and(|&r| r >= n_regions) {
+            return Err(LayoutError::Names(
+                "the async bitmap marks a region past n_regions",
+            ));
+        }
         // Name table.
+        let names_at = hdr::ASYNC_BITMAP + bitmap_words as usize;
         let mut blob = Vec::with_capacity(names_bytes as usize);
-        for w in &words[hdr::NAMES..header_len as usize] {
+        for w in &words[names_at..header_len as usize] {
             blob.extend_from_slice(&w.to_le_bytes());
         }
         if blob[names_bytes as usize..].iter().any(|&b| b != 0) {
@@ -370,19 +575,40 @@ impl Header {
             timer,
             regions: names,
             counters,
+            overflow: if flags & header_flags::RING != 0 {
+                Overflow::Ring
+            } else {
+                Overflow::DropNewest
+            },
+            epochs,
+            async_regions,
+            clock_sync,
         };
         layout.validate()?;
         Ok(Header {
             version,
             layout,
-            lane_base: header_len,
+            counters_base: header_len,
+            lane_base: header_len + lane_count,
             lane_stride,
         })
     }
 
-    /// Word range of lane `lane`'s segment.
+    /// Word range of lane `lane`'s segment in epoch 0 (the whole buffer's lanes when it
+    /// records one launch).
     pub fn lane_range(&self, lane: u64) -> std::ops::Range<usize> {
-        let start = (self.lane_base + lane * self.lane_stride) as usize;
+        self.segment_range(0, lane)
+    }
+
+    /// Word range of lane `lane`'s segment in epoch `epoch`.
+    pub fn segment_range(&self, epoch: u32, lane: u64) -> std::ops::Range<usize> {
+        let seg = epoch as u64 * self.layout.lane_count() + lane;
+        let start = (self.lane_base + seg * self.lane_stride) as usize;
         start..start + self.lane_stride as usize
+    }
+
+    /// Word index of lane `lane`'s launch counter.
+    pub fn launch_counter(&self, lane: u64) -> usize {
+        (self.counters_base + lane) as usize
     }
 }

@@ -1,6 +1,6 @@
 //! ikp-device: everything the GPU side and the host must agree on.
 //!
-//! - [`wire`]: the native wire format v1 (constants, bit diagram, pack / unpack, version);
+//! - [`wire`]: the native wire format v2 (constants, bit diagram, pack / unpack, version);
 //! - [`layout`]: the buffer header the host writes and the decoder validates;
 //! - [`encoder`]: a pure-Rust reference encoder that writes buffers as the device does;
 //! - [`sample`]: deterministic sample buffers (an attention-shaped kernel) for docs and tests;
@@ -17,5 +17,5 @@ pub mod sample;
 pub mod tvm;
 pub mod wire;
 
-pub use layout::{Header, Layout, LayoutError};
-pub use wire::{KernelArg, Kind, TimerMode, FORMAT_VERSION};
+pub use layout::{ClockSync, Header, Layout, LayoutError};
+pub use wire::{KernelArg, Kind, Overflow, TimerMode, FORMAT_VERSION};

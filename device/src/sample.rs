@@ -260,6 +260,7 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
         timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: COUNTERS.iter().map(|s| s.to_string()).collect(),
+        ..Layout::default()
     };
     let mut w = BufferWriter::new(layout)?;
     for b in 0..BLOCKS {

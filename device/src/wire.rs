@@ -1,4 +1,4 @@
-//! The ikp native wire format, version 1: the one source of truth.
+//! The ikp native wire format, version 2: the one source of truth.
 //!
 //! The device header (`ikp.cuh`), the host decoder and the reference encoder all take
 //! their constants from this module; nothing about the layout is written down twice.
@@ -6,42 +6,77 @@
 //! # Format
 //!
 //! A buffer is a little-endian array of `u64` words, zeroed by the host, then filled with a
-//! **buffer header** (written by the host before launch) followed by one fixed-size **lane
-//! segment** per lane. A lane is one `(block, group)` pair with exactly one writing thread,
-//! its leader: `lane = linear_block_id * groups_per_block + group`, where
-//! `linear_block_id = x + grid_x * (y + grid_y * z)`.
+//! **buffer header** (written by the host before the first launch), one **launch counter**
+//! per lane, and `epochs` x `lane_count` fixed-size **lane segments**. A lane is one
+//! `(block, group)` pair with exactly one writing thread, its leader:
+//! `lane = linear_block_id * groups_per_block + group`, where
+//! `linear_block_id = x + grid_x * (y + grid_y * z)`. An **epoch** is one launch of the
+//! kernel into the same buffer (a launch loop, a CUDA Graph replayed N times): lane `l`
+//! of epoch `e` writes segment `e * lane_count + l`.
 //!
 //! ## Buffer header
 //!
 //! ```text
 //! word  bits 63..32                         bits 31..0
 //!  0    MAGIC ("IKPTRACE" as a little-endian u64, all 64 bits)
-//!  1    header_words (= first lane word)     version (FORMAT_VERSION)
+//!  1    header_words (= first launch-counter word)  version (FORMAT_VERSION)
 //!  2    records_per_lane                     lane_count
 //!  3    n_counters << 16 | flags << 8 | timer groups_per_block
 //!  4    grid_y                               grid_x
 //!  5    n_regions                            grid_z
 //!  6    names_bytes                          lane_stride (words per lane segment)
-//!  7    reserved, 0
-//!  8..  name table: n_regions region names then n_counters counter names, each UTF-8 and
+//!  7    reserved, 0                          epochs (segments per lane, >= 1)
+//!  8    host CLOCK_REALTIME ns at the clock sync          (0: no sync)
+//!  9    host CLOCK_MONOTONIC ns at the clock sync
+//! 10    device %globaltimer ns at the clock sync
+//! 11    sync samples                         sync round trip, ns (the error bound is half)
+//! 12..  async-region bitmap: ceil(n_regions / 64) words, bit r of word r / 64 set when
+//!       region r is an async range (its payload is a token; see below)
+//! then  name table: n_regions region names then n_counters counter names, each UTF-8 and
 //!       NUL-terminated, zero-padded to a whole word
 //! ```
+//! Header flags ([`header_flags`]): `RING`, the lanes of this launch record as rings.
+//!
+//! The **clock sync** (words 8..=11) maps the GPU's `%globaltimer` to the host's clocks:
+//! the host read both host clocks and the GPU's `%globaltimer` together, `samples` times,
+//! and kept the reading with the shortest round trip, so that device time `g` is host
+//! realtime `g - word10 + word8` within `round_trip / 2`. All four words are zero when no
+//! sync was taken.
+//!
+//! ## Launch counters (`lane_count` words from `header_words`)
+//!
+//! With `epochs > 1`, a lane's leader takes its epoch at init by an atomic increment of
+//! its launch counter (the value before the increment); a lane whose epoch is `epochs` or
+//! more records nothing, and its counter says how many launches there were. With
+//! `epochs == 1` the counters are not touched (every launch writes epoch 0).
 //!
 //! ## Lane segment (`lane_stride = LANE_FIXED_WORDS + records_per_lane + n_counters` words)
+//!
+//! Segments start at `lane_base = header_words + lane_count`.
 //!
 //! ```text
 //! +0  start %globaltimer, 64-bit ns                 written by the leader at init
 //! +1  start clock64 (cycles)                         written by the leader at init
 //! +2  LANE_MARK << 40 | flags << 32 | warp << 16 | smid   written at init
-//! +3  records_per_lane event records                 written in order, never past the end
-//! +3+R+0  end %globaltimer, 64-bit ns                written at finalize
-//! +3+R+1  end clock64                                 written at finalize
-//! +3+R+2  dropped << 32 | written                     written at finalize
-//! +3+R+3  n_counters wait-counter totals (u64)        atomically accumulated while running
+//! +3  record cost: cycles (low 32) of one record, the least of CALIB_DELTAS back-to-back
+//!     records timed with clock64 at init; 0: not measured
+//! +4  records_per_lane event records                 written in order
+//! +4+R+0  end %globaltimer, 64-bit ns                written at finalize
+//! +4+R+1  end clock64                                 written at finalize
+//! +4+R+2  dropped << 32 | written                     written at finalize
+//! +4+R+3  n_counters wait-counter totals (u64)        atomically accumulated while running
 //! ```
-//! A zero `+2` word means the lane never ran `init`; a zero `+3+R+0` word means it never
+//! A zero `+2` word means the lane never ran `init`; a zero `+4+R+0` word means it never
 //! ran `finalize`. `warp` is the leader's linear thread index / 32 (warp within the block).
-//! When a lane's event area is full, further records are counted in `dropped`, not written.
+//!
+//! **Overflow.** A lane counts every record it attempts (a 32-bit cursor). By default
+//! (drop-newest) a full lane writes no more: `written = min(cursor, R)` and the rest are
+//! `dropped`. A **ring** lane (lane flag `RING`, header flag `RING`, `R` a power of two)
+//! writes record `i` at index `i mod R`, so it keeps the newest `R`: `written` is then the
+//! records present and `dropped` the records overwritten; the oldest present record is at
+//! index `(written + dropped) mod R`, and the ring wrapped `(written + dropped) / R` times.
+//! (The cursor is 32 bits: past 2^32 records the position stays right, as `R` divides
+//! 2^32, but the overwritten count is modulo 2^32.)
 //!
 //! ## Event record
 //!
@@ -57,10 +92,15 @@
 //!   time as long as consecutive records are less than 2^31 ticks apart; a stamp up to
 //!   2^31 ticks behind the one before is read as the timer stepping back (a `%globaltimer`
 //!   resync), which the decoder clamps and counts instead of reading as a jump of almost
-//!   2^32 ticks.
+//!   2^32 ticks. (A ring lane that wrapped unwraps back from its end stamp instead.)
 //! - `kind`: [`Kind`]: begin, end, instant or meta.
 //! - `region`: region id, an index into the name table (`0..MAX_REGIONS`).
 //! - `payload`: user value (tile index, stage, iteration), `0..=MAX_PAYLOAD`.
+//!
+//! **Async ranges.** Begin and end records of a region marked in the async-region bitmap
+//! are not paired within their lane: their payload is a token, and an end closes the
+//! earliest open begin of the same region and token in the whole launch, whichever lane
+//! wrote it (a TMA load issued by a producer warp, its completion seen by a consumer).
 //!
 //! A **meta** record carries no timestamp: its high half is a 32-bit value and its
 //! `region` field selects the meta kind ([`MetaKind`]). `MetaKind::CounterSample`
@@ -70,16 +110,18 @@
 //! ## Versioning
 //! [`FORMAT_VERSION`] changes with every layout change; [`layout_fingerprint`] hashes every
 //! constant of this module and a test pins it against the version, so a change without a
-//! version bump fails the test suite. A decoder refuses a buffer whose version is newer.
+//! version bump fails the test suite. A decoder refuses a buffer whose version is newer
+//! ("upgrade ikp"), and one of version 1 (written before epochs, rings, async ranges and
+//! the record cost; no ikp release wrote it), naming the version.
 
 /// Version of the wire format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// `b"IKPTRACE"` read as a little-endian `u64`: word 0 of every native buffer.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"IKPTRACE");
 
 /// Words of the fixed part of the buffer header, before the name table.
-pub const HEADER_FIXED_WORDS: u32 = 8;
+pub const HEADER_FIXED_WORDS: u32 = 12;
 
 /// Header word indices.
 pub mod hdr {
@@ -97,10 +139,18 @@ pub mod hdr {
     pub const GRID_Z: usize = 5;
     /// `names_bytes << 32 | lane_stride`.
     pub const STRIDE: usize = 6;
-    /// Reserved, zero in v1.
-    pub const RESERVED: usize = 7;
-    /// First word of the name table.
-    pub const NAMES: usize = 8;
+    /// `reserved << 32 | epochs`.
+    pub const EPOCHS: usize = 7;
+    /// Host `CLOCK_REALTIME` ns at the clock sync (0: no sync).
+    pub const SYNC_REALTIME: usize = 8;
+    /// Host `CLOCK_MONOTONIC` ns at the clock sync.
+    pub const SYNC_MONOTONIC: usize = 9;
+    /// Device `%globaltimer` ns at the clock sync.
+    pub const SYNC_GLOBALTIMER: usize = 10;
+    /// `samples << 32 | round_trip_ns` of the clock sync.
+    pub const SYNC_ROUND_TRIP: usize = 11;
+    /// First word of the async-region bitmap (then the name table).
+    pub const ASYNC_BITMAP: usize = 12;
 }
 
 /// Lane segment word offsets.
@@ -111,10 +161,12 @@ pub mod lane {
     pub const START_CLK: u32 = 1;
     /// `LANE_MARK << 40 | flags << 32 | warp << 16 | smid`.
     pub const IDS: u32 = 2;
+    /// Cycles of one record measured at init (low 32 bits; 0: not measured).
+    pub const CALIB: u32 = 3;
     /// First event record.
-    pub const EVENTS: u32 = 3;
+    pub const EVENTS: u32 = 4;
     /// Words before the events.
-    pub const PROLOGUE_WORDS: u32 = 3;
+    pub const PROLOGUE_WORDS: u32 = 4;
     /// Trailer, relative to the end of the event area: 64-bit `%globaltimer` at finalize.
     pub const T_END_GT: u32 = 0;
     /// Trailer: 64-bit `clock64` at finalize.
@@ -149,7 +201,23 @@ pub mod lane_flags {
     pub const CLOCK: u32 = 1 << 0;
     /// The handle fences the block around each record.
     pub const BLOCK_FENCE: u32 = 1 << 1;
+    /// The lane records as a ring (keeps the newest records; needs the header's `RING`).
+    pub const RING: u32 = 1 << 2;
 }
+
+/// Flags of the buffer header (word 3, bits 47..40).
+pub mod header_flags {
+    /// The launch's lanes record as rings: `records_per_lane` is a power of two.
+    pub const RING: u32 = 1 << 0;
+    /// Every flag this version defines.
+    pub const ALL: u32 = RING;
+}
+
+/// Back-to-back records a lane times at init to measure the cost of one record; the least
+/// delta is stored in the lane's `CALIB` word.
+pub const CALIB_DELTAS: u32 = 3;
+/// Shift of the sync sample count in header word 11.
+pub const SYNC_SAMPLES_SHIFT: u32 = 32;
 
 /// Bits of the record kind.
 pub const KIND_BITS: u32 = 2;
@@ -177,6 +245,8 @@ pub const MAX_PAYLOAD: u32 = PAYLOAD_MASK;
 pub const MAX_COUNTERS: u32 = 256;
 /// Largest number of lanes a header may declare.
 pub const MAX_LANES: u32 = 1 << 26;
+/// Largest number of epochs (launches) a header may declare.
+pub const MAX_EPOCHS: u32 = 1 << 16;
 /// Largest records per lane a header may declare.
 pub const MAX_RECORDS_PER_LANE: u32 = 1 << 28;
 /// Largest name table, in bytes.
@@ -250,6 +320,18 @@ impl TimerMode {
             _ => None,
         }
     }
+}
+
+/// What a lane does once its `records_per_lane` records are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Overflow {
+    /// Keep the oldest records; count the rest as dropped (the default: the start of a
+    /// kernel, and the order of its regions, stay whole).
+    #[default]
+    DropNewest,
+    /// Keep the newest records, overwriting the oldest (the end of a long or persistent
+    /// kernel); `records_per_lane` must be a power of two.
+    Ring,
 }
 
 /// Packs a tag (the low 32 bits of a record). Fields are masked, never bled into neighbours.
@@ -342,7 +424,7 @@ pub const fn lane_stride(records_per_lane: u32, n_counters: u32) -> u64 {
 /// A hash of every layout constant. Pinned per version by a test: change a constant and
 /// you must bump [`FORMAT_VERSION`] and re-pin.
 pub const fn layout_fingerprint() -> u64 {
-    let parts: [u64; 32] = [
+    let parts: [u64; 40] = [
         MAGIC,
         HEADER_FIXED_WORDS as u64,
         hdr::MAGIC as u64,
@@ -352,8 +434,16 @@ pub const fn layout_fingerprint() -> u64 {
         hdr::GRID_XY as u64,
         hdr::GRID_Z as u64,
         hdr::STRIDE as u64,
-        hdr::RESERVED as u64,
-        hdr::NAMES as u64,
+        hdr::EPOCHS as u64,
+        hdr::SYNC_REALTIME as u64,
+        hdr::SYNC_MONOTONIC as u64,
+        hdr::SYNC_GLOBALTIMER as u64,
+        hdr::SYNC_ROUND_TRIP as u64,
+        hdr::ASYNC_BITMAP as u64,
+        header_flags::RING as u64,
+        CALIB_DELTAS as u64,
+        SYNC_SAMPLES_SHIFT as u64,
+        lane::CALIB as u64,
         lane::START_GT as u64,
         lane::START_CLK as u64,
         lane::IDS as u64,
@@ -365,7 +455,9 @@ pub const fn layout_fingerprint() -> u64 {
         LANE_MARK as u64,
         IDS_MARK_SHIFT as u64 | (IDS_FLAGS_SHIFT as u64) << 8 | (IDS_WARP_SHIFT as u64) << 16,
         IDS_FIELD_MASK as u64,
-        lane_flags::CLOCK as u64 | (lane_flags::BLOCK_FENCE as u64) << 8,
+        lane_flags::CLOCK as u64
+            | (lane_flags::BLOCK_FENCE as u64) << 8
+            | (lane_flags::RING as u64) << 16,
         KIND_BITS as u64,
         REGION_BITS as u64,
         PAYLOAD_BITS as u64,
@@ -376,7 +468,7 @@ pub const fn layout_fingerprint() -> u64 {
             | (Kind::Meta as u64) << 24,
         MetaKind::CounterSample as u64,
         TimerMode::Globaltimer as u64 | (TimerMode::Clock as u64) << 8,
-        MAX_COUNTERS as u64,
+        MAX_COUNTERS as u64 | (MAX_EPOCHS as u64) << 32,
         std::mem::size_of::<KernelArg>() as u64,
     ];
     // FNV-1a over the little-endian bytes.
@@ -395,13 +487,14 @@ pub const fn layout_fingerprint() -> u64 {
 }
 
 /// The kernel argument: how a lane finds its segment. Passed by value to the kernel as
-/// `ikp::Arg` (same layout, `#[repr(C)]`, 32 bytes, generated into `ikp.cuh`).
+/// `ikp::Arg` (same layout, `#[repr(C)]`, 40 bytes, generated into `ikp.cuh`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KernelArg {
     /// Device address of word 0 of the buffer.
     pub buf: u64,
-    /// Word index of lane 0's segment (= `header_words`).
+    /// Word index of epoch 0's lane 0 segment (`header_words + lane_count`; the launch
+    /// counters are the `lane_count` words before it).
     pub lane_base: u32,
     /// Words per lane segment.
     pub lane_stride: u32,
@@ -413,7 +506,11 @@ pub struct KernelArg {
     pub lane_count: u32,
     /// Number of wait counters.
     pub n_counters: u32,
+    /// Segments per lane: launches this buffer records (1: every launch writes epoch 0).
+    pub epochs: u32,
+    /// Zero (keeps the struct a whole number of 8-byte words).
+    pub reserved: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<KernelArg>() == 32);
+const _: () = assert!(std::mem::size_of::<KernelArg>() == 40);
 const _: () = assert!(std::mem::align_of::<KernelArg>() == 8);

@@ -36,6 +36,7 @@ fn layout() -> Layout {
             .map(String::from)
             .to_vec(),
         counters: ["wait_full", "wait_empty"].map(String::from).to_vec(),
+        ..Layout::default()
     }
 }
 

@@ -36,6 +36,7 @@ pub fn layout() -> Layout {
         timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: vec![],
+        ..Layout::default()
     }
 }
 

@@ -43,6 +43,7 @@ pub fn layout(blocks: u32, tiles: u32) -> Layout {
         timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: vec![],
+        ..Layout::default()
     }
 }
 

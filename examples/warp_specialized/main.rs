@@ -48,6 +48,7 @@ pub fn layout() -> Layout {
         timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: COUNTERS.iter().map(|s| s.to_string()).collect(),
+        ..Layout::default()
     }
 }
 

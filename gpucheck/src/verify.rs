@@ -118,6 +118,7 @@ mod tests {
             timer: TimerMode::Globaltimer,
             regions: vec!["outer".into(), "inner".into()],
             counters: vec![],
+            ..Layout::default()
         }
     }
 

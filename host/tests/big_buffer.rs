@@ -23,6 +23,7 @@ fn layout(bytes: u64) -> Layout {
         timer: TimerMode::Globaltimer,
         regions: vec!["tile".into(), "load".into(), "mma".into(), "wait".into()],
         counters: vec!["spin".into()],
+        ..Layout::default()
     }
 }
 
@@ -36,12 +37,13 @@ fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
     seg.push(start);
     seg.push(0);
     seg.push(wire::pack_ids((l % 132) as u32, (l % 8) as u32, 0));
+    seg.push(0); // record cost: not measured
     let mut t = start;
     let rec = |seg: &mut Vec<u64>, k: Kind, r: u32, p: u32, lo: u32| {
         seg.push(wire::pack_record(lo, wire::pack_tag(k, r, p)))
     };
     let mut tile = 0u32;
-    while seg.len() - 3 + 10 <= cap {
+    while seg.len() - 4 + 10 <= cap {
         let step = 50 + (l * 7 + tile as u64 * 13) % 400;
         rec(seg, Kind::Begin, 0, tile & wire::PAYLOAD_MASK, t as u32);
         t += step;
@@ -61,8 +63,8 @@ fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
         }
         tile += 1;
     }
-    let written = seg.len() - 3;
-    seg.resize(3 + cap, 0);
+    let written = seg.len() - 4;
+    seg.resize(4 + cap, 0);
     seg.push(t + 100);
     seg.push(0);
     seg.push(wire::pack_count(written as u32, 0));
@@ -72,6 +74,8 @@ fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
 fn write(out: &mut impl Write, lay: &Layout) -> std::io::Result<()> {
     let header = lay.header_words().unwrap();
     let mut bytes: Vec<u8> = header.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // One epoch: the launch counters stay zero.
+    bytes.resize(bytes.len() + lay.lane_count() as usize * 8, 0);
     out.write_all(&bytes)?;
     let mut seg = Vec::new();
     for l in 0..lay.lane_count() {

@@ -18,6 +18,7 @@ fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
         timer,
         regions: vec!["outer".into(), "inner".into(), "mark".into()],
         counters: vec!["spin".into()],
+        ..Layout::default()
     }
 }
 
@@ -850,8 +851,8 @@ fn bad_inputs_get_clear_errors() {
     set(&mut ids, header_len + 2, 0xDEAD_BEEF);
     cases.push(("ids", ids, "lacks the lane mark"));
     let mut trailer = good.clone();
-    let stride = 6 + cap + 2;
-    set(&mut trailer, header_len + 3 + cap + 2, 5000);
+    let stride = 7 + cap + 2;
+    set(&mut trailer, header_len + 4 + cap + 2, 5000);
     cases.push(("trailer", trailer, &more));
     let mut ghost = good.clone();
     let last_lane = header_len + 191 * stride;

@@ -39,6 +39,7 @@ fn native() -> Trace {
         timer: TimerMode::Globaltimer,
         regions: vec!["mainloop".into(), "load \"kv\"".into(), "mma,wgmma".into()],
         counters: vec!["kv_wait".into()],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let t0 = 1_000_000u64;
@@ -99,6 +100,7 @@ fn overlapping() -> Trace {
             "mma".into(),
         ],
         counters: vec!["kv_wait".into()],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let t0 = 2_000_000u64;
@@ -144,6 +146,7 @@ fn clock() -> Trace {
         timer: TimerMode::Clock,
         regions: vec!["mainloop".into(), "mma".into()],
         counters: vec![],
+        ..Layout::default()
     };
     let f = ikp_device::wire::lane_flags::CLOCK;
     let mut b = BufferWriter::new(layout).unwrap();

@@ -121,10 +121,10 @@ fn the_whole_device_api_compiles_to_ptx_with_the_header_in_memory() {
         oldest.compute()
     );
     assert!(text.contains(".entry api_tour("), "kernel entry missing");
-    // ikp::Arg is passed by value: one 32-byte, 8-aligned parameter, like IkpArg.
+    // ikp::Arg is passed by value: one 40-byte, 8-aligned parameter, like IkpArg.
     assert!(
-        text.contains(".param .align 8 .b8 api_tour_param_2[32]"),
-        "ikp::Arg parameter is not 32 bytes aligned 8:\n{}",
+        text.contains(".param .align 8 .b8 api_tour_param_2[40]"),
+        "ikp::Arg parameter is not 40 bytes aligned 8:\n{}",
         text.lines()
             .filter(|l| l.contains(".param"))
             .collect::<Vec<_>>()
@@ -204,7 +204,7 @@ fn compiling_out_removes_every_marker_but_keeps_the_signature() {
         on.contains("%smid") && on.contains("membar.cta"),
         "control: instrumented PTX"
     );
-    assert!(off.contains(".param .align 8 .b8 api_tour_param_2[32]"));
+    assert!(off.contains(".param .align 8 .b8 api_tour_param_2[40]"));
     // The wait loops themselves stay: they are the kernel's own synchronisation.
     assert!(
         off.contains("ld.volatile"),

@@ -1327,6 +1327,7 @@ fn encoded_buffer(t0: u64) -> Vec<u64> {
         timer: Default::default(),
         regions: ["tile", "load", "mma", "ready"].map(String::from).to_vec(),
         counters: vec!["kv_wait".into()],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     for lane in 0..5u64 {
@@ -1380,6 +1381,7 @@ fn overlapping_buffers(progs: &[&[(bool, u32, u32)]]) -> [Trace; 2] {
         timer: Default::default(),
         regions: ["a", "b", "c"].map(String::from).to_vec(),
         counters: vec![],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let stride = progs.len();
@@ -1701,6 +1703,7 @@ fn links_buffer() -> Vec<u64> {
         timer: Default::default(),
         regions: LINK_REGIONS.map(String::from).to_vec(),
         counters: vec![],
+        ..Layout::default()
     })
     .unwrap();
     for l in &t.lanes {
@@ -1787,6 +1790,7 @@ fn streamed_block_filter_is_byte_identical_to_in_memory() {
             timer: Default::default(),
             regions: vec!["r".into()],
             counters: vec![],
+            ..ikp_device::Layout::default()
         };
         ikp_device::encoder::BufferWriter::new(layout)
             .unwrap()

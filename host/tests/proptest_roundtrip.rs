@@ -393,6 +393,7 @@ fn check_native(
         },
         regions: vec!["a".into(), "b".into(), "".into()],
         counters: (0..n_counters).map(|c| format!("c{c}")).collect(),
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     let flags = if clock { lane_flags::CLOCK } else { 0 };

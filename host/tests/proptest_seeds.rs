@@ -18,6 +18,7 @@ fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode, nc: usize) -> La
         timer,
         regions: vec!["outer".into(), "inner".into(), "mark".into()],
         counters: (0..nc).map(|c| format!("spin{c}")).collect(),
+        ..Layout::default()
     }
 }
 

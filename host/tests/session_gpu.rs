@@ -74,6 +74,7 @@ fn layout(records_per_lane: u32) -> Layout {
         timer: TimerMode::Globaltimer,
         regions: vec!["sleep".into(), "mark".into()],
         counters: vec!["block_sum".into()],
+        ..Layout::default()
     }
 }
 

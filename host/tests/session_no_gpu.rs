@@ -151,7 +151,7 @@ fn assert_device_repr<T: DeviceRepr>() {}
 #[test]
 fn ikp_arg_has_the_layout_of_kernel_arg() {
     assert_device_repr::<IkpArg>();
-    assert_eq!(std::mem::size_of::<IkpArg>(), 32);
+    assert_eq!(std::mem::size_of::<IkpArg>(), 40);
     assert_eq!(std::mem::align_of::<IkpArg>(), 8);
     let layout = ikp_device::Layout {
         grid: [3, 2, 1],
@@ -160,22 +160,28 @@ fn ikp_arg_has_the_layout_of_kernel_arg() {
         timer: ikp_device::TimerMode::Globaltimer,
         regions: vec!["a".into(), "b".into()],
         counters: vec!["w".into()],
+        ..ikp_device::Layout::default()
     };
     let arg = IkpArg::from(layout.kernel_arg(0x7f00_dead_beef_0000));
     // The bytes the driver copies into the parameter space, field by field at the offsets
     // of ikp::Arg.
-    let bytes: [u8; 32] = unsafe { std::mem::transmute(arg) };
+    let bytes: [u8; 40] = unsafe { std::mem::transmute(arg) };
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     assert_eq!(
         u64::from_le_bytes(bytes[..8].try_into().unwrap()),
         0x7f00_dead_beef_0000
     );
-    assert_eq!(u32_at(8) as u64, layout.header_len());
+    assert_eq!(
+        u32_at(8) as u64,
+        layout.header_len() + 12,
+        "after the launch counters"
+    );
     assert_eq!(u32_at(12) as u64, layout.lane_stride());
     assert_eq!(u32_at(16), 10);
     assert_eq!(u32_at(20), 2);
     assert_eq!(u32_at(24), 12);
     assert_eq!(u32_at(28), 1);
+    assert_eq!((u32_at(32), u32_at(36)), (1, 0), "epochs, reserved");
     assert_eq!(arg.lane_count, 12, "Deref to KernelArg");
 }
 

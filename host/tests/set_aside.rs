@@ -131,6 +131,7 @@ fn small_launch(n: u64, t0: u64, open: &[u64]) -> Vec<u64> {
         timer: TimerMode::Globaltimer,
         regions: vec!["work".into(), "mark".into()],
         counters: vec![],
+        ..Layout::default()
     })
     .unwrap();
     for l in 0..n {
@@ -189,6 +190,7 @@ fn clock_launch(n: u64, t0: u64, short: &[u64]) -> Vec<u64> {
         timer: TimerMode::Clock,
         regions: vec!["step".into()],
         counters: vec![],
+        ..Layout::default()
     })
     .unwrap();
     for l in 0..n {
@@ -255,6 +257,7 @@ fn long_launch(timer: TimerMode, t0: u64, lanes: &[(u64, u64, bool)]) -> Vec<u64
         timer,
         regions: vec!["work".into()],
         counters: vec![],
+        ..Layout::default()
     })
     .unwrap();
     let flags = match timer {

@@ -169,6 +169,7 @@ fn a_begin_never_closed_leaves_its_time_to_the_enclosing_span() {
         timer: TimerMode::Globaltimer,
         regions: ["loop", "mma", "wait"].map(String::from).to_vec(),
         counters: vec![],
+        ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
     b.lane(0)
@@ -213,6 +214,7 @@ proptest! {
             timer: TimerMode::Globaltimer,
             regions: vec!["a".into(), "b".into(), "c".into()],
             counters: vec![],
+            ..Layout::default()
         };
         let mut b = BufferWriter::new(layout).unwrap();
         for (l, (ops, gap, fin)) in progs.iter().enumerate() {

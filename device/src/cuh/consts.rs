@@ -194,12 +194,14 @@ macro_rules! arg_fields {
 fn arg_field_list() -> Vec<Field> {
     arg_fields! {
         buf: "device address of word 0 of the buffer",
-        lane_base: "word index of lane 0's segment (= header words)",
+        lane_base: "word index of epoch 0's lane 0 segment (header words + lane_count launch counters)",
         lane_stride: "words per lane segment",
         records_per_lane: "event records per lane; more are counted as dropped",
         groups_per_block: "lanes (groups) per block",
         lane_count: "number of lanes; lanes at or past it never write",
         n_counters: "number of wait counters in each lane's trailer",
+        epochs: "segments per lane (launches recorded); 1: every launch writes epoch 0",
+        reserved: "zero",
     }
 }
 

@@ -114,8 +114,10 @@ mod tests {
     fn source_is_ascii_and_guarded() {
         let s = source();
         assert!(s.is_ascii(), "NVRTC sources should stay ASCII");
+        let guard = format!("IKP_CUH_V{}", crate::wire::FORMAT_VERSION);
         assert!(
-            s.contains("#ifndef IKP_CUH_V1") && s.trim_end().ends_with("#endif  // IKP_CUH_V1")
+            s.contains(&format!("#ifndef {guard}"))
+                && s.trim_end().ends_with(&format!("#endif  // {guard}"))
         );
         assert!(
             !s.lines().any(|l| l.trim_start().starts_with("#include")),

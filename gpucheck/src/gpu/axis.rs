@@ -100,6 +100,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         timer: TimerMode::Globaltimer,
         regions: vec!["met".into()],
         counters: vec![],
+        ..Layout::default()
     })?;
     let mut arrived = gpu.zeros::<u32>(1)?;
     let mut raw = gpu.zeros::<u64>((blocks * ROUNDS) as usize)?;
@@ -170,6 +171,7 @@ mod tests {
             timer: TimerMode::Globaltimer,
             regions: vec!["met".into()],
             counters: vec![],
+            ..Layout::default()
         };
         let mut w = BufferWriter::new(layout).unwrap();
         let mut raw = vec![0; 8];

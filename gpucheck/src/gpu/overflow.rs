@@ -41,6 +41,7 @@ pub fn layout() -> Layout {
         timer: TimerMode::Globaltimer,
         regions: vec!["mark".into()],
         counters: vec!["attempts".into()],
+        ..Layout::default()
     }
 }
 

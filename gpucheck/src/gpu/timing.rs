@@ -271,6 +271,7 @@ fn launch(
         timer,
         regions: vec!["spin".into()],
         counters: vec![],
+        ..Layout::default()
     })?;
     let dev_targets = gpu.upload(targets)?;
     let mut truth = gpu.zeros::<u64>(blocks as usize * n * TRUTH)?;

@@ -25,6 +25,7 @@ fn buffer() -> Vec<u64> {
             .map(String::from)
             .to_vec(),
         counters: vec![],
+        ..Layout::default()
     })
     .unwrap();
     b.lane(0)

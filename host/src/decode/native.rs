@@ -728,6 +728,7 @@ mod tests {
             timer: TimerMode::Globaltimer,
             regions: vec![],
             counters: vec![],
+            ..Layout::default()
         })
         .unwrap();
         let t0 = 1u64 << 50;
@@ -880,6 +881,7 @@ mod tests {
                 timer,
                 regions: vec![],
                 counters: vec![],
+                ..Layout::default()
             })
             .unwrap();
             let f = if timer == TimerMode::Clock {

@@ -5,7 +5,7 @@ use ikp_device::KernelArg;
 
 /// The ikp kernel argument as passed to a launch: the device's `ikp::Arg`.
 ///
-/// `#[repr(transparent)]` over [`KernelArg`], itself `#[repr(C)]` (32 bytes, 8-aligned),
+/// `#[repr(transparent)]` over [`KernelArg`], itself `#[repr(C)]` (40 bytes, 8-aligned),
 /// so it has exactly the layout of `ikp::Arg` in `ikp.cuh`. Push it by reference:
 /// `launch_builder(&f).arg(&session.kernel_arg())`.
 #[repr(transparent)]
@@ -30,5 +30,5 @@ impl std::ops::Deref for IkpArg {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<IkpArg>() == 32);
+const _: () = assert!(std::mem::size_of::<IkpArg>() == 40);
 const _: () = assert!(std::mem::align_of::<IkpArg>() == 8);

@@ -37,6 +37,7 @@
 //!     timer: TimerMode::Globaltimer,
 //!     regions: vec!["work".into()],
 //!     counters: vec![],
+//!     ..Layout::default()
 //! };
 //! let mut session = HostSession::new(&stream, layout)?;
 //! let arg = session.kernel_arg();
