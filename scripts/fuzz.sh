@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bounded fuzz run of the decoders and the file reader (called by scripts/test.sh).
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 20 (5 targets: about two minutes)
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 10 (5 targets: under a minute)
 #
 # cargo-fuzz needs nightly-only rustc flags (-Z sanitizer, sancov); the toolchain here is
 # stable, so RUSTC_BOOTSTRAP=1 unlocks them. cargo-fuzz is installed once from crates.io
@@ -14,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-secs=${1:-${IKP_FUZZ_SECONDS:-20}}
+secs=${1:-${IKP_FUZZ_SECONDS:-10}}
 export RUSTC_BOOTSTRAP=1
 if ! cargo fuzz --version >/dev/null 2>&1; then
     case "${IKP_NO_SYSTEM_INSTALL:-}" in
