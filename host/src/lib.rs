@@ -52,6 +52,7 @@
 
 mod arch;
 mod buffer;
+pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
@@ -72,6 +73,7 @@ mod testutil;
 pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
+pub use clock_sync::{ClockSync, HostClock};
 pub use decode::{
     candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
     detect_format, load, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,

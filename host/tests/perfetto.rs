@@ -60,6 +60,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             records_per_lane: 0,
             time_base: 0,
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names,
         lanes: Vec::new(),
