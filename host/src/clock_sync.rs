@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn keeps_the_shortest_round_trip_paired_with_its_midpoints() {
         let rs = [
-            reading((1_000, 500), 9_000, (1_400, 900)), // 400
+            reading((1_000, 500), 9_000, (1_400, 900)),      // 400
             reading((2_000, 1_500), 10_050, (2_101, 1_601)), // 101: the best
             reading((3_000, 2_500), 11_000, (3_200, 2_700)), // 200
         ];
@@ -181,12 +181,12 @@ mod tests {
     #[test]
     fn unusable_readings_are_skipped_but_counted() {
         let rs = [
-            reading((1_000, 100), 0, (1_001, 101)),      // no device time
-            reading((5_000, 100), 7, (4_000, 102)),      // realtime stepped back
-            reading((1_000, 300), 8, (1_002, 299)),      // monotonic went back
-            reading((0, 100), 9, (3, 103)),              // no realtime
+            reading((1_000, 100), 0, (1_001, 101)),       // no device time
+            reading((5_000, 100), 7, (4_000, 102)),       // realtime stepped back
+            reading((1_000, 300), 8, (1_002, 299)),       // monotonic went back
+            reading((0, 100), 9, (3, 103)),               // no realtime
             reading((1_000, 0), 10, (1_000, 1u64 << 33)), // round trip over 32 bits
-            reading((7_000, 700), 11, (7_050, 750)),     // the only usable one
+            reading((7_000, 700), 11, (7_050, 750)),      // the only usable one
         ];
         let s = select(&rs).unwrap();
         assert_eq!(s.device_globaltimer_ns, 11);

@@ -56,6 +56,7 @@ pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
+pub mod merge;
 pub mod model;
 pub mod time;
 

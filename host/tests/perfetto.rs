@@ -2026,12 +2026,20 @@ fn relative_layouts_get_host_clock_snapshots() {
     let plain_a = small_trace(1_000_000);
     let mut with = Vec::new();
     let mut without = Vec::new();
-    write_perfetto(&mut with, &[Launch::new("a", &plain_a), Launch::new("b", &plain_b)], &seq)
-        .unwrap();
+    write_perfetto(
+        &mut with,
+        &[Launch::new("a", &plain_a), Launch::new("b", &plain_b)],
+        &seq,
+    )
+    .unwrap();
     let mut a2 = a.clone();
     a2.source.clock_sync = None;
-    write_perfetto(&mut without, &[Launch::new("a", &a2), Launch::new("b", &plain_b)], &seq)
-        .unwrap();
+    write_perfetto(
+        &mut without,
+        &[Launch::new("a", &a2), Launch::new("b", &plain_b)],
+        &seq,
+    )
+    .unwrap();
     assert!(with == without);
     assert!(decode(&with).host_snapshots.is_empty());
 }
@@ -2087,8 +2095,14 @@ fn synced_buffer_streams_on_the_host_clock() {
     assert_eq!(t.source.clock_sync, Some(sync));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ikp");
-    std::fs::write(&path, words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>())
-        .unwrap();
+    std::fs::write(
+        &path,
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
     for host_clock in [None, Some(HostClock::Realtime)] {
         let opts = PerfettoOptions {
             host_clock,
@@ -2120,8 +2134,8 @@ fn golden_host_clock_trace() {
     };
     let mut bytes = Vec::new();
     write_perfetto(&mut bytes, &launches, &opts).unwrap();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/perfetto_host_clock.pftrace");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_host_clock.pftrace");
     if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, &bytes).unwrap();
     }

@@ -163,6 +163,7 @@ mod enc;
 mod events;
 mod feed;
 mod flows;
+mod host;
 mod sink;
 
 use crate::clock_sync::{ClockSync, HostClock};
@@ -274,24 +275,58 @@ pub fn write_perfetto<W: io::Write>(
 ) -> Result<PerfettoStats, WriteError> {
     let clocks = launch_clocks(launches, opts)?;
     let mut w = Writer::new(out, opts.compression);
-    // Flow ids of launch k start after the span indices of the launches before it.
-    let mut flow_base = 0u64;
-    let mut snapshots = Snapshots::new(opts);
-    for (k, (launch, clock)) in launches.iter().zip(&clocks).enumerate() {
-        snapshots.write(&mut w, &launch.trace.source, *clock)?;
-        let name = match (launches.len(), launch.label.is_empty()) {
-            (1, false) => launch.label.to_string(),
-            (_, false) => format!("launch {k}: {}", launch.label),
-            (_, true) => format!("launch {k}"),
-        };
-        let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
-        let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
-        if opts.critical_path {
-            w.critical_path_track(launch.trace, *clock, root)?;
-        }
-        flow_base += launch.trace.spans.len() as u64;
-    }
+    w.launches(launches, &clocks, opts)?;
     w.finish()
+}
+
+/// [`write_perfetto`] of `launches` after the tracks and events of `host`, labelled
+/// `label` (`ikp merge`: see [`crate::merge`]); `opts.host_clock` should be the host
+/// trace's clock.
+pub(crate) fn write_perfetto_merged<W: io::Write>(
+    out: W,
+    launches: &[Launch<'_>],
+    host: &crate::merge::HostTrace,
+    label: &str,
+    opts: &PerfettoOptions,
+) -> Result<crate::merge::MergeStats, WriteError> {
+    let clocks = launch_clocks(launches, opts)?;
+    let mut w = Writer::new(out, opts.compression);
+    let host_stats = w.host_trace(host, label)?;
+    w.launches(launches, &clocks, opts)?;
+    Ok(crate::merge::MergeStats {
+        perfetto: w.finish()?,
+        ..host_stats
+    })
+}
+
+impl<W: io::Write> Writer<W> {
+    /// Writes `launches`, each placed by its clock.
+    fn launches(
+        &mut self,
+        launches: &[Launch<'_>],
+        clocks: &[LaunchClock],
+        opts: &PerfettoOptions,
+    ) -> Result<(), WriteError> {
+        let w = self;
+        // Flow ids of launch k start after the span indices of the launches before it.
+        let mut flow_base = 0u64;
+        let mut snapshots = Snapshots::new(opts);
+        for (k, (launch, clock)) in launches.iter().zip(clocks).enumerate() {
+            snapshots.write(w, &launch.trace.source, *clock)?;
+            let name = match (launches.len(), launch.label.is_empty()) {
+                (1, false) => launch.label.to_string(),
+                (_, false) => format!("launch {k}: {}", launch.label),
+                (_, true) => format!("launch {k}"),
+            };
+            let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
+            let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+            if opts.critical_path {
+                w.critical_path_track(launch.trace, *clock, root)?;
+            }
+            flow_base += launch.trace.spans.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 /// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, so that
@@ -407,7 +442,10 @@ fn launch_clocks_of<'a>(
                 label: label.to_string(),
             })?;
             let start = host.map(&sync, lo);
-            if start.checked_add(len).is_none_or(|end| end > i64::MAX as u64) {
+            if start
+                .checked_add(len)
+                .is_none_or(|end| end > i64::MAX as u64)
+            {
                 return Err(overflow().into());
             }
             clocks.push(LaunchClock {
@@ -466,8 +504,14 @@ impl Snapshots {
         let mut snap = ClockSnapshot::new();
         for (id, ts) in [
             (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, clock.map(b)),
-            (BuiltinClock::BUILTIN_CLOCK_REALTIME, sync.device_to_realtime(b)),
-            (BuiltinClock::BUILTIN_CLOCK_MONOTONIC, sync.device_to_monotonic(b)),
+            (
+                BuiltinClock::BUILTIN_CLOCK_REALTIME,
+                sync.device_to_realtime(b),
+            ),
+            (
+                BuiltinClock::BUILTIN_CLOCK_MONOTONIC,
+                sync.device_to_monotonic(b),
+            ),
         ] {
             let mut c = clock_snapshot::Clock::new();
             c.set_clock_id(id as u32);
