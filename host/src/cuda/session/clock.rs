@@ -93,3 +93,42 @@ impl ClockProbe {
         select(&readings).ok_or(SessionError::ClockSync { samples: n as u32 })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PTX;
+
+    /// The probe's hand-written PTX assembles for Ampere and Hopper (ptxas from
+    /// `IKP_CUDA_BIN` or `PATH`; skipped with a notice where there is none).
+    #[test]
+    fn probe_ptx_assembles() {
+        let ptxas = std::env::var_os("IKP_CUDA_BIN")
+            .map(|d| std::path::PathBuf::from(d).join("ptxas"))
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| "ptxas".into());
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("probe.ptx");
+        std::fs::write(&src, PTX).unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            let out = dir.path().join(format!("{arch}.cubin"));
+            let o = match std::process::Command::new(&ptxas)
+                .args(["-arch", arch, "-o"])
+                .arg(&out)
+                .arg(&src)
+                .output()
+            {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("SKIPPED probe_ptx_assembles: no ptxas ({e})");
+                    return;
+                }
+            };
+            assert!(
+                o.status.success(),
+                "{arch}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(std::fs::metadata(&out).unwrap().len() > 0);
+        }
+    }
+}
