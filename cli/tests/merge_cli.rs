@@ -138,6 +138,16 @@ fn decode_summary_shows_the_sync_and_host_clock_places_the_launch() {
     // Time base: the lane's start, device 1_000_900.
     assert_eq!(c["time_base_realtime_ns"], 1_700_000_000_000_007_900u64);
     assert_eq!(c["time_base_monotonic_ns"], 9_000_007_900u64);
+    // The table says where the launch started on the host's clocks, within what.
+    let o = ikp(&["summary", s(&buf)]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains(
+            "host clock sync: started at host realtime 1700000000000007900 ns, monotonic \
+             9000007900 ns, within 1500 ns (16 samples)"
+        ),
+        "{table}"
+    );
     // --host-clock: the library's bytes; without a sync, an error naming the buffer.
     let out = d.path().join("a.pftrace");
     let o = ikp(&[
