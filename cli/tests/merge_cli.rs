@@ -20,8 +20,7 @@ fn s(p: &Path) -> &str {
 }
 
 fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../host/tests/fixtures/merge/kineto_small.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../host/tests/fixtures/merge/kineto_small.json")
 }
 
 const SYNC: ClockSync = ClockSync {
@@ -46,7 +45,11 @@ fn buffer(dir: &Path, name: &str, sync: Option<ClockSync>) -> PathBuf {
         .end(0, 0, 1_001_500)
         .finalize(1_002_000, 0);
     let p = dir.join(name);
-    let bytes: Vec<u8> = w.into_words().iter().flat_map(|x| x.to_le_bytes()).collect();
+    let bytes: Vec<u8> = w
+        .into_words()
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     std::fs::write(&p, bytes).unwrap();
     p
 }
@@ -68,9 +71,15 @@ fn merge_writes_the_librarys_trace() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("6 host slices, 1 host instants (1 clipped"), "{err}");
+    assert!(
+        err.contains("6 host slices, 1 host instants (1 clipped"),
+        "{err}"
+    );
     assert!(err.contains("realtime clock"), "{err}");
-    assert!(err.contains("skipped host events: 1 \"f\", 1 \"s\""), "{err}");
+    assert!(
+        err.contains("skipped host events: 1 \"f\", 1 \"s\""),
+        "{err}"
+    );
     let trace = ikp_host::load(&buf, &Default::default()).unwrap();
     let host = read_chrome_trace(&fixture(), &Default::default()).unwrap();
     let mut want = Vec::new();
@@ -117,7 +126,10 @@ fn merge_refuses_a_buffer_without_a_sync_and_writes_nothing() {
     let o = ikp(&["merge", s(&good), "--host", s(&bad), "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.json is not a Chrome trace JSON file"), "{err}");
+    assert!(
+        err.contains("bad.json is not a Chrome trace JSON file"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
@@ -133,7 +145,10 @@ fn decode_summary_shows_the_sync_and_host_clock_places_the_launch() {
     assert_eq!(c["round_trip_ns"], 3_001);
     assert_eq!(c["error_bound_ns"], 1_500);
     assert_eq!(c["samples"], 16);
-    assert_eq!(c["realtime_minus_device_ns"], 1_700_000_000_000_007_000i64 - 1_000_000);
+    assert_eq!(
+        c["realtime_minus_device_ns"],
+        1_700_000_000_000_007_000i64 - 1_000_000
+    );
     assert_eq!(c["monotonic_minus_device_ns"], 9_000_007_000i64 - 1_000_000);
     // Time base: the lane's start, device 1_000_900.
     assert_eq!(c["time_base_realtime_ns"], 1_700_000_000_000_007_900u64);

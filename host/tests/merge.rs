@@ -187,7 +187,11 @@ fn host_and_device_events_sit_at_their_host_times() {
         "python3 (pid 4242)",
         "thread 4242 (python3) (tid 4242)",
     ];
-    let gpu = ["host: kineto_small.json", "GPU 0 (pid 0)", "stream 7 (tid 7)"];
+    let gpu = [
+        "host: kineto_small.json",
+        "GPU 0 (pid 0)",
+        "stream 7 (tid 7)",
+    ];
     // Host: BASE + ts µs * 1000; "overhang" (11 + 3 µs) is clipped to aten::mm's end.
     let want_host = vec![
         ev(&py, "i", BASE + 1_500, "step 0"),
@@ -209,7 +213,10 @@ fn host_and_device_events_sit_at_their_host_times() {
         .cloned()
         .collect();
     assert_eq!(host, want_host);
-    assert_eq!((stats.host_slices, stats.host_instants, stats.clipped), (6, 1, 1));
+    assert_eq!(
+        (stats.host_slices, stats.host_instants, stats.clipped),
+        (6, 1, 1)
+    );
     // Device: realtime = device ns - 1_000_000 + BASE + 7_000.
     let lane0 = ["attn.ikp", "SM 3", "block 0 / group 0 / warp 0"];
     let lane1 = ["attn.ikp", "SM 5", "block 1 / group 0 / warp 0"];
@@ -294,9 +301,18 @@ fn bad_host_traces_name_the_file() {
         .to_string();
     assert!(e.contains("cannot read /nonexistent/t.json"), "{e}");
     for (json, want) in [
-        ("{\"traceEvents\": 5}", "dir/trace.json is not a Chrome trace JSON file"),
-        ("[{\"ph\":\"B\",\"pid\":1,\"tid\":1}]", "dir/trace.json: traceEvents[0]"),
-        ("[{\"ph\":\"i\",\"ts\":\"soon\"}]", "dir/trace.json is not a Chrome trace"),
+        (
+            "{\"traceEvents\": 5}",
+            "dir/trace.json is not a Chrome trace JSON file",
+        ),
+        (
+            "[{\"ph\":\"B\",\"pid\":1,\"tid\":1}]",
+            "dir/trace.json: traceEvents[0]",
+        ),
+        (
+            "[{\"ph\":\"i\",\"ts\":\"soon\"}]",
+            "dir/trace.json is not a Chrome trace",
+        ),
     ] {
         let e = parse_chrome_trace(json.as_bytes(), p, &Default::default())
             .unwrap_err()
@@ -312,4 +328,37 @@ fn golden_merged_trace() {
     let (bytes, _) = merged(&buffer(Some(sync())));
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/merge_small.pftrace");
     golden_check::check(&p, &bytes);
+}
+
+/// The summary JSON's `clock_sync` object of the synced buffer, pinned (the rest of the
+/// summary is pinned by the golden tests of `golden.rs`); its figures recomputed here.
+#[test]
+fn golden_clock_sync_summary() {
+    let t = buffer(Some(sync()));
+    let doc = ikp_host::summarize(&t, &Default::default(), "attn.json");
+    let c = doc.clock_sync.as_ref().expect("clock_sync");
+    assert_eq!(c.error_bound_ns, 1_500);
+    assert_eq!(
+        c.realtime_minus_device_ns,
+        (BASE + 7_000) as i128 - 1_000_000
+    );
+    assert_eq!(c.time_base_realtime_ns, BASE + 7_900);
+    let mut out = Vec::new();
+    ikp_host::write_summary(&mut out, &doc).unwrap();
+    // The object as written (field order included): from its key to its closing brace.
+    let all = String::from_utf8(out).unwrap();
+    let at = all.find("  \"clock_sync\": {").expect("clock_sync key");
+    let end = at + all[at..].find("\n  }").expect("end of clock_sync") + 4;
+    let text = format!("{}\n", &all[at..end]);
+    let v: serde_json::Value = serde_json::from_str(&all).unwrap();
+    assert_eq!(v["clock_sync"]["samples"], 16);
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/clock_sync_summary.json");
+    golden_check::check(&p, text.as_bytes());
+    // Absent without a sync.
+    let plain = ikp_host::summarize(&buffer(None), &Default::default(), "p.json");
+    assert!(plain.clock_sync.is_none());
+    let mut out = Vec::new();
+    ikp_host::write_summary(&mut out, &plain).unwrap();
+    assert!(!String::from_utf8(out).unwrap().contains("clock_sync"));
 }

@@ -280,7 +280,10 @@ fn session_takes_a_host_clock_sync_at_new_and_reset() {
     }
     s.reset().unwrap();
     let b = s.clock_sync().unwrap();
-    assert!(b.host_monotonic_ns > a.host_monotonic_ns, "reset took a new sync");
+    assert!(
+        b.host_monotonic_ns > a.host_monotonic_ns,
+        "reset took a new sync"
+    );
     let off = SessionOptions {
         clock_sync_samples: 0,
     };

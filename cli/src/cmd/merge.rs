@@ -52,7 +52,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let launches: Vec<Launch<'_>> = (labels.iter().zip(&traces))
         .map(|(l, t)| Launch::new(l, t))
         .collect();
-    if let Some(l) = launches.iter().find(|l| l.trace.source.clock_sync.is_none()) {
+    if let Some(l) = launches
+        .iter()
+        .find(|l| l.trace.source.clock_sync.is_none())
+    {
         return Err(MergeError::NoClockSync {
             label: l.label.to_string(),
         }

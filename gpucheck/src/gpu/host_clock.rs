@@ -177,7 +177,10 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         .figure("median_offset_ns", round(a.median_offset_ns, 0))
         .figure("max_abs_offset_ns", round(a.max_abs_offset_ns, 0))
         .figure("median_stamp_interval_ns", round(a.median_interval_ns, 0))
-        .figure("median_offset_after_200ms_ns", round(later.median_offset_ns, 0))
+        .figure(
+            "median_offset_after_200ms_ns",
+            round(later.median_offset_ns, 0),
+        )
         .figure("reset_with_sync_us", round(with_sync, 1))
         .figure("reset_without_sync_us", round(without_sync, 1)))
 }

@@ -14,6 +14,8 @@
 //! The file is a `Trace` message: a run of `packet` fields (tag `0x0A`, varint length,
 //! `TracePacket` bytes), in this order, launch by launch:
 //!
+//! 0. **Host clock snapshot** of a launch recorded with a host clock sync (see `# Host
+//!    clocks`), on sequence 1, just before the launch's track descriptors.
 //! 1. **Track descriptors** (`TracePacket.track_descriptor`, on sequence 1), always before
 //!    the first event that uses the track. The hierarchy of named tracks (`parent_uuid`):
 //!    ```text
