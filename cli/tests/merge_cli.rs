@@ -120,6 +120,53 @@ fn merge_refuses_a_buffer_without_a_sync_and_writes_nothing() {
         "{err}"
     );
     assert!(!out.exists());
+    // With an assumed offset the unsynced buffer is placed by it: its `work` span (device
+    // 1_001_000) lands at host BASE + 2 µs.
+    let o = ikp(&[
+        "merge",
+        s(&old),
+        "--host",
+        s(&fixture()),
+        "-o",
+        s(&out),
+        "--perfetto-compression",
+        "none",
+        "--assume-offset-ns",
+        "1699999999999001000",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut trace = ikp_host::load(&old, &Default::default()).unwrap();
+    trace.source.clock_sync = Some(ClockSync {
+        host_realtime_ns: 1_700_000_000_000_001_000,
+        host_monotonic_ns: 1_700_000_000_000_001_000,
+        device_globaltimer_ns: 1_000_000,
+        round_trip_ns: 0,
+        samples: 0,
+    });
+    let host = read_chrome_trace(&fixture(), &Default::default()).unwrap();
+    let mut want = Vec::new();
+    let opts = PerfettoOptions {
+        compression: Compression::None,
+        ..PerfettoOptions::default()
+    };
+    let launches = [Launch::new("old.ikp", &trace)];
+    write_merged(&mut want, &launches, &host, "kineto_small.json", &opts).unwrap();
+    let got = std::fs::read(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    assert!(
+        got == want,
+        "placed by the offset as by a sync of that offset"
+    );
+    // The lane's active-lanes counter starts at its init, device 1_000_900: host + 1.9 µs.
+    let t = |b: &[u8]| {
+        let p = <perfetto_protos::trace::Trace as protobuf::Message>::parse_from_bytes(b).unwrap();
+        (p.packet.iter())
+            .filter(|p| p.has_track_event() && p.trusted_packet_sequence_id() == 1)
+            .map(|p| p.timestamp())
+            .collect::<Vec<u64>>()
+    };
+    assert!(t(&got).contains(&1_700_000_000_000_001_900));
     // A host trace that is not JSON is named too.
     let bad = d.path().join("bad.json");
     std::fs::write(&bad, "{").unwrap();

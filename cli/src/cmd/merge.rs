@@ -4,7 +4,7 @@
 //!
 //! The host trace's clock is realtime unless `--json-clock` says otherwise (Kineto's and
 //! the PyTorch profiler's is realtime). A buffer without a clock sync is an error naming
-//! it. The output is written aside and put in place whole, or not at all.
+//! it, unless `--assume-offset-ns` gives the offset to place it by. The output is written aside and put in place whole, or not at all.
 use crate::cmd::decode::{HostClockArg, PerfettoCompression};
 use crate::input::{labels, InputArgs};
 use crate::output::Outputs;
@@ -31,6 +31,11 @@ pub struct Args {
     /// The merged Perfetto trace.
     #[arg(long, short, value_name = "OUT")]
     pub output: PathBuf,
+    /// For buffers recorded without a host clock sync only: place them by this offset,
+    /// host clock ns = device %globaltimer ns + OFFSET (e.g. from an earlier sync on the
+    /// same machine; no error bound is known). Without it such a buffer is an error.
+    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+    pub assume_offset_ns: Option<i64>,
     /// Deflate-compressed packet bundles or plain packets.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = PerfettoCompression::Deflate)]
     pub perfetto_compression: PerfettoCompression,
@@ -47,7 +52,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             clock: a.json_clock.into(),
         },
     )?;
-    let traces = a.input.load_all(&a.bufs)?;
+    let mut traces = a.input.load_all(&a.bufs)?;
+    if let Some(offset) = a.assume_offset_ns {
+        for t in traces.iter_mut().filter(|t| t.source.clock_sync.is_none()) {
+            t.source.clock_sync = Some(assumed_sync(offset));
+        }
+    }
     let labels = labels(&a.bufs);
     let launches: Vec<Launch<'_>> = (labels.iter().zip(&traces))
         .map(|(l, t)| Launch::new(l, t))
@@ -103,4 +113,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A clock sync that maps device time `g` to `g + offset` on either host clock (which one
+/// the offset is for is the JSON's), with no error bound (round trip 0, 0 samples).
+fn assumed_sync(offset: i64) -> ikp_host::ClockSync {
+    // Device time `d` paired with host time `d + offset`, `d` chosen so neither is negative.
+    let d = offset.unsigned_abs().max(1);
+    let host = d.wrapping_add_signed(offset);
+    ikp_host::ClockSync {
+        host_realtime_ns: host,
+        host_monotonic_ns: host,
+        device_globaltimer_ns: d,
+        round_trip_ns: 0,
+        samples: 0,
+    }
 }
