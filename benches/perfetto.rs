@@ -84,6 +84,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             records_per_lane: 0,
             time_base,
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names: Names {
             regions: ["tile", "load_kv", "mma", "store_o", "kv_ready"]

@@ -10,12 +10,13 @@ use ikp_host::{
 };
 
 /// (entry point, parameters) as the checks launch them.
-const ENTRIES: [(&str, usize); 5] = [
+const ENTRIES: [(&str, usize); 6] = [
     ("gt_resolution", 4),
     ("timing_globaltimer", 5),
     ("timing_clock", 5),
     ("rendezvous", 4),
     ("overflow", 2),
+    ("host_clock_stamp", 2),
 ];
 
 fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {

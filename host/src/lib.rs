@@ -52,9 +52,11 @@
 
 mod arch;
 mod buffer;
+pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
+pub mod merge;
 pub mod model;
 pub mod time;
 
@@ -72,6 +74,7 @@ mod testutil;
 pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
+pub use clock_sync::{ClockSync, HostClock};
 pub use decode::{
     candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
     detect_format, load, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,

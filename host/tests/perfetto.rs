@@ -13,6 +13,7 @@ use ikp_host::{
     write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoOptions, PerfettoStats,
     WriteErrorKind,
 };
+use ikp_host::{ClockSync, HostClock};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::{Counter_value_field, Name_field, Type};
 use proptest::prelude::*;
@@ -60,6 +61,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             records_per_lane: 0,
             time_base: 0,
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names,
         lanes: Vec::new(),
@@ -232,6 +234,8 @@ struct SeqState {
 
 #[derive(Clone, Debug, Default)]
 struct Decoded {
+    /// Host clock snapshots: `[boottime, realtime, monotonic]`, in file order.
+    host_snapshots: Vec<[u64; 3]>,
     tracks: BTreeMap<u64, TrackInfo>,
     /// In file order.
     events: Vec<Event>,
@@ -330,6 +334,16 @@ fn decode(bytes: &[u8]) -> Decoded {
         }
         if p.has_clock_snapshot() {
             let cs = p.clock_snapshot();
+            if cs.clocks.iter().all(|c| c.clock_id() != 64) {
+                // A host clock snapshot: sequence 1, trace clock, realtime, monotonic.
+                assert_eq!(seq_id, 1, "packet {pi}: host clock snapshot off sequence 1");
+                let ids: Vec<u32> = cs.clocks.iter().map(|c| c.clock_id()).collect();
+                assert_eq!(ids, [6, 1, 3], "packet {pi}: boottime, realtime, monotonic");
+                assert!(cs.clocks.iter().all(|c| !c.is_incremental()));
+                let t: Vec<u64> = cs.clocks.iter().map(|c| c.timestamp()).collect();
+                d.host_snapshots.push([t[0], t[1], t[2]]);
+                continue;
+            }
             let inc = cs
                 .clocks
                 .iter()
@@ -561,7 +575,8 @@ fn group_name(t: &Trace, l: &Lane, by: GroupBy) -> (String, bool) {
 
 /// The launches' time shifts as documented: each launch starts after the previous one
 /// (sequential) or at 0 (aligned).
-fn shifts(launches: &[Launch<'_>], layout: LaunchLayout) -> Vec<i64> {
+fn shifts(launches: &[Launch<'_>], opts: &PerfettoOptions) -> Vec<i64> {
+    let layout = opts.launch_layout;
     let mut offset = 0i64;
     let mut v = Vec::new();
     for l in launches {
@@ -581,6 +596,16 @@ fn shifts(launches: &[Launch<'_>], layout: LaunchLayout) -> Vec<i64> {
         for &x in t.instants.ts.iter().chain(&t.samples.ts) {
             lo = lo.min(x);
             hi = hi.max(x);
+        }
+        if let Some(host) = opts.host_clock {
+            // On a host clock: device time t is the host's t + (host at sync - device at sync).
+            let c = t.source.clock_sync.expect("host clock needs a clock sync");
+            let at_sync = match host {
+                HostClock::Realtime => c.host_realtime_ns,
+                HostClock::Monotonic => c.host_monotonic_ns,
+            };
+            v.push(at_sync as i64 - c.device_globaltimer_ns as i64);
+            continue;
         }
         v.push(offset - lo as i64);
         if layout == LaunchLayout::Sequential {
@@ -623,7 +648,7 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]
 }
 
 fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
-    let shifts = shifts(launches, opts.launch_layout);
+    let shifts = shifts(launches, opts);
 
     // Expected slices / instants / wait samples, keyed by their track path.
     let mut want_slices = Vec::new();
@@ -814,7 +839,7 @@ fn lane_path(d: &Decoded, track: u64) -> Vec<String> {
 /// wait span + 1`, started once by the signal's instant or span (its begin) and
 /// terminated once by the wait's end; no other flow ids anywhere.
 fn check_flows(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
-    let shifts = shifts(launches, opts.launch_layout);
+    let shifts = shifts(launches, opts);
     // What the file says: (lane path, ts, end, name) of each id's source and destination.
     type At = (Vec<String>, i64, i64, String);
     let mut out: BTreeMap<u64, At> = BTreeMap::new();
@@ -1878,7 +1903,7 @@ fn critical_path_track_tiles_the_slowest_blocks_path() {
     // Begins and ends alternate on the track, in file order.
     let ev: Vec<&Event> = d.events.iter().filter(|e| e.track == uuid).collect();
     assert_eq!(ev.len(), 2 * path.len());
-    let shift = shifts(&launches, LaunchLayout::Sequential)[0];
+    let shift = shifts(&launches, &plain_opts())[0];
     let s = &t.spans;
     let mut prev_end = i64::MIN;
     for (k, (&(i, link), pair)) in path.iter().zip(ev.chunks(2)).enumerate() {
@@ -1919,4 +1944,202 @@ fn critical_path_track_tiles_the_slowest_blocks_path() {
         .tracks
         .values()
         .any(|i| i.name.starts_with("critical path")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Host clocks.
+
+/// A clock sync: device `g` is realtime `g + 1_700_000_000_000_000_000 - 1_000_000`
+/// (2023-11-14 in Unix ns) and monotonic `g + 5_000_000_000 - 1_000_000`.
+fn sync_at(device: u64) -> ClockSync {
+    ClockSync {
+        host_realtime_ns: 1_700_000_000_000_000_000,
+        host_monotonic_ns: 5_000_000_000,
+        device_globaltimer_ns: device,
+        round_trip_ns: 4_000,
+        samples: 16,
+    }
+}
+
+fn synced(mut t: Trace, sync: ClockSync) -> Trace {
+    t.source.clock_sync = Some(sync);
+    t
+}
+
+/// On a host clock every event sits at its device time mapped by its launch's sync,
+/// exactly (the shared check recomputes every timestamp); one snapshot ties the trace
+/// clock to realtime and monotonic at the first launch's time base.
+#[test]
+fn host_clock_places_launches_at_their_host_times() {
+    let a = synced(small_trace(1_000_000), sync_at(1_000_000));
+    // The second launch ran 3 ms of host time later, on a device clock 2 s ahead.
+    let b = synced(small_trace(2_003_000_000), sync_at(2_000_000_000));
+    let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
+    for (host, at) in [
+        (HostClock::Realtime, 1_700_000_000_000_000_000u64),
+        (HostClock::Monotonic, 5_000_000_000),
+    ] {
+        let opts = PerfettoOptions {
+            host_clock: Some(host),
+            ..plain_opts()
+        };
+        let (bytes, _) = roundtrip(&launches, &opts);
+        let d = decode(&bytes);
+        // a's time base (its first lane start, device 1_000_000) is the sync point itself.
+        assert_eq!(
+            d.host_snapshots,
+            [[at, 1_700_000_000_000_000_000, 5_000_000_000]]
+        );
+        // b's first lane starts 3 ms after its sync: host time at + 3 ms.
+        let first_b = d.events.iter().filter(|e| e.ts >= (at + 1_000_000) as i64);
+        assert_eq!(first_b.map(|e| e.ts).min(), Some((at + 3_000_000) as i64));
+    }
+}
+
+/// Launch-relative layouts keep their times and add a snapshot per synced launch
+/// (sequential) or for the first one (aligned); a trace without a sync is unchanged.
+#[test]
+fn relative_layouts_get_host_clock_snapshots() {
+    let a = synced(small_trace(1_000_000), sync_at(1_000_000));
+    let b = synced(small_trace(2_003_000_000), sync_at(2_000_000_000));
+    let plain_b = small_trace(2_003_000_000);
+    let seq = plain_opts();
+    let (bytes, _) = roundtrip(&[Launch::new("a", &a), Launch::new("b", &b)], &seq);
+    let d = decode(&bytes);
+    let sh = shifts(&[Launch::new("a", &a), Launch::new("b", &b)], &seq);
+    // Trace time of b's time base, and its host times (3 ms after b's sync).
+    let tb = (2_003_000_000i64 + sh[1]) as u64;
+    assert_eq!(
+        d.host_snapshots,
+        [
+            [0, 1_700_000_000_000_000_000, 5_000_000_000],
+            [tb, 1_700_000_000_003_000_000, 5_003_000_000]
+        ]
+    );
+    let aligned = PerfettoOptions {
+        launch_layout: LaunchLayout::Aligned,
+        ..plain_opts()
+    };
+    let (bytes, _) = roundtrip(&[Launch::new("a", &a), Launch::new("b", &b)], &aligned);
+    assert_eq!(decode(&bytes).host_snapshots.len(), 1);
+    // Without syncs: byte for byte what it was.
+    let plain_a = small_trace(1_000_000);
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    write_perfetto(
+        &mut with,
+        &[Launch::new("a", &plain_a), Launch::new("b", &plain_b)],
+        &seq,
+    )
+    .unwrap();
+    let mut a2 = a.clone();
+    a2.source.clock_sync = None;
+    write_perfetto(
+        &mut without,
+        &[Launch::new("a", &a2), Launch::new("b", &plain_b)],
+        &seq,
+    )
+    .unwrap();
+    assert!(with == without);
+    assert!(decode(&with).host_snapshots.is_empty());
+}
+
+#[test]
+fn host_clock_without_a_sync_names_the_launch() {
+    let a = synced(small_trace(1_000_000), sync_at(1_000_000));
+    let b = small_trace(5_000_000);
+    let opts = PerfettoOptions {
+        host_clock: Some(HostClock::Realtime),
+        ..plain_opts()
+    };
+    let mut out = Vec::new();
+    let e = write_perfetto(
+        &mut out,
+        &[Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)],
+        &opts,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e.kind, WriteErrorKind::NoClockSync { launch: 1, label } if label == "b.ikp"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("without a host clock sync"), "{e}");
+    assert!(out.is_empty(), "nothing written before the error");
+}
+
+/// A buffer recorded with a clock sync: the decoder fills `Source::clock_sync` from the
+/// header, and the streamed path writes the bytes of the in-memory one on a host clock.
+#[test]
+fn synced_buffer_streams_on_the_host_clock() {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::layout::Layout;
+    use ikp_host::{write_perfetto_streamed, StreamedBuffer};
+    let sync = sync_at(999_000);
+    let layout = Layout {
+        grid: [2, 1, 1],
+        regions: vec!["work".into()],
+        clock_sync: Some(sync),
+        ..Layout::default()
+    };
+    let mut w = BufferWriter::new(layout).unwrap();
+    for lane in 0..2u64 {
+        let t = 1_000_000 + 500 * lane;
+        w.lane(lane)
+            .init(lane as u32, 0, 0, t, 0)
+            .begin(0, 0, t + 10)
+            .end(0, 0, t + 110)
+            .finalize(t + 200, 0);
+    }
+    let words = w.into_words();
+    let t = decoded(&words);
+    assert_eq!(t.source.clock_sync, Some(sync));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ikp");
+    std::fs::write(
+        &path,
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    for host_clock in [None, Some(HostClock::Realtime)] {
+        let opts = PerfettoOptions {
+            host_clock,
+            ..plain_opts()
+        };
+        let (mem, _) = roundtrip(&[Launch::new("s.ikp", &t)], &opts);
+        let buf = StreamedBuffer::open(&path, &Default::default()).unwrap();
+        let mut streamed = Vec::new();
+        write_perfetto_streamed(&mut streamed, "s.ikp", &buf, &opts).unwrap();
+        assert!(mem == streamed, "{host_clock:?}: streamed output differs");
+        let d = decode(&mem);
+        // Time base 1_000_000 is 1 µs after the sync's device time.
+        let real = 1_700_000_000_000_001_000;
+        let boot = if host_clock.is_some() { real } else { 0 };
+        assert_eq!(d.host_snapshots, [[boot, real, 5_000_001_000]]);
+    }
+}
+
+/// Golden bytes of two synced launches on the host's realtime clock. Re-bless with
+/// `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+#[test]
+fn golden_host_clock_trace() {
+    let a = synced(small_trace(1_000_000), sync_at(1_000_000));
+    let b = synced(small_trace(2_003_000_000), sync_at(2_000_000_000));
+    let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
+    let opts = PerfettoOptions {
+        host_clock: Some(HostClock::Realtime),
+        ..plain_opts()
+    };
+    let mut bytes = Vec::new();
+    write_perfetto(&mut bytes, &launches, &opts).unwrap();
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_host_clock.pftrace");
+    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
+    assert!(golden == bytes, "output differs from {}", path.display());
+    check(&decode(&golden), &launches, &opts);
 }

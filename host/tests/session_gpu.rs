@@ -120,7 +120,15 @@ fn session_uploads_header_and_zeroes_the_lanes() {
         s.save_buffer("/nonexistent/x"),
         Err(SessionError::NotReadBack)
     ));
-    let header = l.header_words().unwrap();
+    // The session's layout is the one given plus the clock sync it took.
+    assert_eq!(
+        s.layout(),
+        &Layout {
+            clock_sync: s.clock_sync(),
+            ..l.clone()
+        }
+    );
+    let header = s.layout().header_words().unwrap();
     assert_eq!(s.buffer_words() as u64, l.buffer_words());
     let arg = s.kernel_arg();
     assert_ne!(arg.buf, 0);
@@ -239,6 +247,48 @@ fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
     s.decode_into(&mut reused).unwrap();
     assert_eq!(reused, s.decode().unwrap());
     assert_eq!(reused.spans.len(), BLOCKS as usize * 2);
+}
+
+/// The session takes a host clock sync at `new` and again at `reset` (in the header, so
+/// in the decoded trace), within a plausible round trip, and none when asked not to.
+#[test]
+fn session_takes_a_host_clock_sync_at_new_and_reset() {
+    use ikp_host::clock_sync::host_now;
+    use ikp_host::cuda::SessionOptions;
+    let Some(ctx) = gpu_or_skip("session_takes_a_host_clock_sync_at_new_and_reset") else {
+        return;
+    };
+    let stream = ctx.default_stream();
+    let t0 = host_now();
+    let mut s = HostSession::new(&stream, layout(4)).unwrap();
+    let t1 = host_now();
+    let a = s.clock_sync().expect("a clock sync");
+    assert_eq!(a.samples, 16);
+    assert!(a.round_trip_ns > 0 && a.round_trip_ns < 10_000_000, "{a:?}");
+    assert!((t0.realtime_ns..=t1.realtime_ns).contains(&a.host_realtime_ns));
+    assert!((t0.monotonic_ns..=t1.monotonic_ns).contains(&a.host_monotonic_ns));
+    launch(&ctx, &s, 1);
+    s.read_back().unwrap();
+    let trace = s.decode().unwrap();
+    assert_eq!(trace.source.clock_sync, Some(a));
+    // Every span, mapped to the host's realtime, lies between the sync and now.
+    let now = host_now();
+    for &b in &trace.spans.begin {
+        let r = a.device_to_realtime(b);
+        let slack = a.round_trip_ns as u64 + 2_000;
+        assert!(r + slack >= a.host_realtime_ns && r <= now.realtime_ns + slack);
+    }
+    s.reset().unwrap();
+    let b = s.clock_sync().unwrap();
+    assert!(
+        b.host_monotonic_ns > a.host_monotonic_ns,
+        "reset took a new sync"
+    );
+    let off = SessionOptions {
+        clock_sync_samples: 0,
+    };
+    let plain = HostSession::with_options(&stream, layout(4), off).unwrap();
+    assert_eq!(plain.clock_sync(), None);
 }
 
 /// Every lane finalized, nothing dropped or unpaired, `REPS` spans of region 0 per lane.

@@ -59,6 +59,24 @@ pub enum PerfettoCompression {
     Deflate,
 }
 
+/// A host clock (`--host-clock`, and `ikp merge --json-clock`).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum HostClockArg {
+    /// CLOCK_REALTIME: Unix ns (the PyTorch profiler's and Kineto's clock).
+    Realtime,
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+}
+
+impl From<HostClockArg> for ikp_host::HostClock {
+    fn from(c: HostClockArg) -> Self {
+        match c {
+            HostClockArg::Realtime => ikp_host::HostClock::Realtime,
+            HostClockArg::Monotonic => ikp_host::HostClock::Monotonic,
+        }
+    }
+}
+
 /// Arguments of `ikp decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -125,6 +143,11 @@ pub struct Args {
     /// memory (never the streaming path).
     #[arg(long)]
     pub perfetto_critical_path: bool,
+    /// Perfetto: write absolute times on this host clock (by each buffer's host clock
+    /// sync, which HostSession records) instead of launch-relative times; a buffer without
+    /// a clock sync is then an error.
+    #[arg(long, value_enum, value_name = "CLOCK")]
+    pub host_clock: Option<HostClockArg>,
     /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
     /// is otherwise taken automatically for native buffers of at least 1 GiB when
     /// --perfetto is the only output. One buffer only.
@@ -180,6 +203,7 @@ impl Args {
                 PerfettoCompression::Deflate => Compression::Deflate,
             },
             critical_path: self.perfetto_critical_path,
+            host_clock: self.host_clock.map(Into::into),
         }
     }
 

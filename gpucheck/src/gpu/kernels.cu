@@ -122,3 +122,11 @@ extern "C" __global__ void overflow(const unsigned* attempts, ikp::Arg prof) {
   lane.count(0u, n);
   lane.finalize();
 }
+
+// ---------------------------------------------------------------------------------------
+// Host-clock alignment: one thread stores %globaltimer into out[i]; the host reads its
+// clocks before the launch and after the synchronize, and maps the stamp by the session's
+// clock sync.
+extern "C" __global__ void host_clock_stamp(unsigned long long* out, unsigned i) {
+  out[i] = gc::gt();
+}

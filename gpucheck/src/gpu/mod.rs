@@ -6,9 +6,12 @@
 //! - [`timer`]: the `%globaltimer` resolution (tick) of this GPU;
 //! - [`timing`]: regions around busy-waits of known length, both timer modes;
 //! - [`axis`]: blocks on different SMs stamping the same moment agree;
-//! - [`overflow`]: a full lane drops exactly what it should and nothing else moves.
+//! - [`overflow`]: a full lane drops exactly what it should and nothing else moves;
+//! - [`host_clock`]: a session's host clock sync maps device time onto the host's clocks
+//!   within its error bound.
 
 pub mod axis;
+pub mod host_clock;
 pub mod overflow;
 pub mod timer;
 pub mod timing;
@@ -30,12 +33,13 @@ use crate::results::{Check, Status};
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 5] = [
+pub const CHECKS: [&str; 6] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
     "time-axis",
     "overflow",
+    "host-clock",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -147,6 +151,7 @@ pub fn run(name: &str) -> Vec<Check> {
         "timing/clock" => timing::check(&gpu, timing::Mode::Clock).map(|c| vec![c]),
         "time-axis" => axis::check(&gpu).map(|c| vec![c]),
         "overflow" => overflow::check(&gpu).map(|c| vec![c]),
+        "host-clock" => host_clock::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)])

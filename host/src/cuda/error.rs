@@ -64,6 +64,17 @@ pub enum SessionError {
     /// An output file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// No reading of the host-clock sync was usable (the host clocks stepped back during
+    /// every one, or the GPU timer read 0): open the session without a clock sync
+    /// ([`SessionOptions::clock_sync_samples`](super::SessionOptions) = 0).
+    #[error(
+        "host clock sync failed: none of its {samples} readings was usable (a host clock \
+         stepped back, or %globaltimer read 0)"
+    )]
+    ClockSync {
+        /// Readings taken.
+        samples: u32,
+    },
 }
 
 impl SessionError {

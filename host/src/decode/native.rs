@@ -416,6 +416,7 @@ impl Prepared {
                 records_per_lane: h.layout.records_per_lane,
                 time_base,
                 block_filter: Default::default(),
+                clock_sync: h.layout.clock_sync,
             },
             names: Names {
                 regions: h.layout.regions.clone(),

@@ -610,6 +610,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
             records_per_lane: 0,
             time_base,
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names: Names {
             regions: acc.names,

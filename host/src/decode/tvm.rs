@@ -750,6 +750,7 @@ pub(crate) fn decode<L: Family>(
             records_per_lane: ((words.len() - 1) / stride) as u32,
             time_base,
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names: Names::default(),
         lanes: asm.lanes,

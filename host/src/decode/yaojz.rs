@@ -292,6 +292,7 @@ pub(crate) fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, YaoJz
             records_per_lane: h.cap,
             time_base: all.time_base(),
             block_filter: Default::default(),
+            clock_sync: None,
         },
         names: Names::default(),
         lanes: all.lanes,

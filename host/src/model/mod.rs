@@ -111,6 +111,10 @@ pub struct Source {
     /// The blocks this trace was restricted to when it was decoded (empty = every block
     /// of the buffer); see [`Trace::filter_blocks`].
     pub block_filter: BlockFilter,
+    /// The host-clock mapping the session took before the launch (ikp buffers recorded
+    /// by a [`HostSession`](crate::cuda::HostSession) with a clock sync; `None` for the
+    /// other formats): see [`crate::clock_sync`].
+    pub clock_sync: Option<ikp_device::ClockSync>,
 }
 
 /// How a clock-mode buffer's cycles were converted to ns (rules in

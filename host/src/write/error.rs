@@ -48,6 +48,18 @@ pub enum WriteErrorKind {
     /// One path was given for two outputs of the same batch.
     #[error("the same file is also another output of this batch")]
     SamePath,
+    /// A launch to be placed on a host clock carries no clock sync.
+    #[error(
+        "launch {launch} ({label}) was recorded without a host clock sync: record it with \
+         HostSession (which takes one unless clock_sync_samples is 0) to place it on the \
+         host's clock"
+    )]
+    NoClockSync {
+        /// Index of the launch.
+        launch: usize,
+        /// Its label (the buffer's file name on the command line).
+        label: String,
+    },
 }
 
 impl WriteError {

@@ -14,6 +14,8 @@
 //! The file is a `Trace` message: a run of `packet` fields (tag `0x0A`, varint length,
 //! `TracePacket` bytes), in this order, launch by launch:
 //!
+//! 0. **Host clock snapshot** of a launch recorded with a host clock sync (see `# Host
+//!    clocks`), on sequence 1, just before the launch's track descriptors.
 //! 1. **Track descriptors** (`TracePacket.track_descriptor`, on sequence 1), always before
 //!    the first event that uses the track. The hierarchy of named tracks (`parent_uuid`):
 //!    ```text
@@ -131,6 +133,28 @@
 //! that launch's duration (at least 1 µs); with [`LaunchLayout::Aligned`] every launch
 //! starts at 0, for side-by-side comparison. A single launch therefore starts at 0.
 //!
+//! With [`PerfettoOptions::host_clock`] set, every launch is placed on that host clock
+//! instead, by its clock sync ([`Source::clock_sync`](crate::model::Source::clock_sync),
+//! see [`crate::clock_sync`]): a model time `t` is written as the host clock's ns at
+//! device time `t` (Unix ns for realtime), so launches sit where they ran, and next to a
+//! host trace of the same clock (`ikp merge`). The launch layout is then ignored; a launch
+//! without a clock sync is an error ([`WriteErrorKind::NoClockSync`]).
+//!
+//! # Host clocks
+//!
+//! The trace's own clock (Perfetto's default, `BUILTIN_CLOCK_BOOTTIME`, which the lane
+//! sequences' clock 64 resolves to) carries the times above. For a launch with a clock
+//! sync, a `TracePacket.clock_snapshot` on sequence 1 written before the launch's track
+//! descriptors ties it to the host's clocks: `BUILTIN_CLOCK_BOOTTIME` = the trace time of
+//! the launch's time base `b`, `BUILTIN_CLOCK_REALTIME` = host realtime at device time
+//! `b`, `BUILTIN_CLOCK_MONOTONIC` = host monotonic at `b`, so trace processor and the UI
+//! (timestamps shown as wall-clock time) can convert trace times to the host's clocks.
+//! A snapshot is written for every launch with a clock sync in the default sequential
+//! layout (their trace times increase, as Perfetto requires of the trace clock), and for
+//! the first one only otherwise (aligned launches share time 0; on a host clock the
+//! offsets between clocks are the same for all). Without a clock sync nothing of this is
+//! written and the bytes are as before.
+//!
 //! [`Source::time_base`]: crate::model::Source::time_base
 //! [`links::links`]: crate::analysis::links::links
 //! [`links::may_link`]: crate::analysis::links::may_link
@@ -141,8 +165,10 @@ mod enc;
 mod events;
 mod feed;
 mod flows;
+mod host;
 mod sink;
 
+use crate::clock_sync::{ClockSync, HostClock};
 use crate::time::Timestamp;
 use std::io;
 
@@ -211,6 +237,10 @@ pub struct PerfettoOptions {
     /// (see the module's `# Format`, item 5). Needs the spans: [`write_perfetto_streamed`]
     /// ignores it.
     pub critical_path: bool,
+    /// Place every launch on this host clock by its clock sync (absolute host ns) instead
+    /// of the launch layout's relative times; see the module's `# Time`. `None` (the
+    /// default): relative times.
+    pub host_clock: Option<HostClock>,
 }
 
 /// What [`write_perfetto`] wrote.
@@ -245,24 +275,60 @@ pub fn write_perfetto<W: io::Write>(
     launches: &[Launch<'_>],
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
-    let clocks = launch_clocks(launches, opts.launch_layout)?;
+    let clocks = launch_clocks(launches, opts)?;
     let mut w = Writer::new(out, opts.compression);
-    // Flow ids of launch k start after the span indices of the launches before it.
-    let mut flow_base = 0u64;
-    for (k, (launch, clock)) in launches.iter().zip(&clocks).enumerate() {
-        let name = match (launches.len(), launch.label.is_empty()) {
-            (1, false) => launch.label.to_string(),
-            (_, false) => format!("launch {k}: {}", launch.label),
-            (_, true) => format!("launch {k}"),
-        };
-        let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
-        let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
-        if opts.critical_path {
-            w.critical_path_track(launch.trace, *clock, root)?;
-        }
-        flow_base += launch.trace.spans.len() as u64;
-    }
+    w.launches(launches, &clocks, opts)?;
     w.finish()
+}
+
+/// [`write_perfetto`] of `launches` after the tracks and events of `host`, labelled
+/// `label` (`ikp merge`: see [`crate::merge`]); `opts.host_clock` should be the host
+/// trace's clock.
+pub(crate) fn write_perfetto_merged<W: io::Write>(
+    out: W,
+    launches: &[Launch<'_>],
+    host: &crate::merge::HostTrace,
+    label: &str,
+    opts: &PerfettoOptions,
+) -> Result<crate::merge::MergeStats, WriteError> {
+    let clocks = launch_clocks(launches, opts)?;
+    let mut w = Writer::new(out, opts.compression);
+    let host_stats = w.host_trace(host, label)?;
+    w.launches(launches, &clocks, opts)?;
+    Ok(crate::merge::MergeStats {
+        perfetto: w.finish()?,
+        ..host_stats
+    })
+}
+
+impl<W: io::Write> Writer<W> {
+    /// Writes `launches`, each placed by its clock.
+    fn launches(
+        &mut self,
+        launches: &[Launch<'_>],
+        clocks: &[LaunchClock],
+        opts: &PerfettoOptions,
+    ) -> Result<(), WriteError> {
+        let w = self;
+        // Flow ids of launch k start after the span indices of the launches before it.
+        let mut flow_base = 0u64;
+        let mut snapshots = Snapshots::new(opts);
+        for (k, (launch, clock)) in launches.iter().zip(clocks).enumerate() {
+            snapshots.write(w, &launch.trace.source, *clock)?;
+            let name = match (launches.len(), launch.label.is_empty()) {
+                (1, false) => launch.label.to_string(),
+                (_, false) => format!("launch {k}: {}", launch.label),
+                (_, true) => format!("launch {k}"),
+            };
+            let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
+            let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+            if opts.critical_path {
+                w.critical_path_track(launch.trace, *clock, root)?;
+            }
+            flow_base += launch.trace.spans.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 /// Writes the launch of `buf`, labelled `label`, decoding its lanes on demand, so that
@@ -285,9 +351,15 @@ pub fn write_perfetto_streamed<W: io::Write>(
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
     let outline = buf.outline();
-    let launch = (label, buf.extent(), outline.source.time_base);
-    let clock = launch_clocks_of([launch].into_iter(), opts.launch_layout)?[0];
+    let launch = (
+        label,
+        buf.extent(),
+        outline.source.time_base,
+        outline.source.clock_sync,
+    );
+    let clock = launch_clocks_of([launch].into_iter(), opts)?[0];
     let mut w = Writer::new(out, opts.compression);
+    Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
     let mut feed = Feed::new(buf);
     let lanes = Lanes::Streamed(&mut feed);
     w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
@@ -332,31 +404,57 @@ impl LaunchClock {
 /// Each launch's time mapping (see the module's `# Time`).
 fn launch_clocks(
     launches: &[Launch<'_>],
-    layout: LaunchLayout,
+    opts: &PerfettoOptions,
 ) -> Result<Vec<LaunchClock>, WriteError> {
     launch_clocks_of(
-        launches
-            .iter()
-            .map(|l| (l.label, l.trace.time_extent(), l.trace.source.time_base)),
-        layout,
+        launches.iter().map(|l| {
+            let s = &l.trace.source;
+            (l.label, l.trace.time_extent(), s.time_base, s.clock_sync)
+        }),
+        opts,
     )
 }
 
-/// [`launch_clocks`] from each launch's `(label, time extent, time base)`: a launch
-/// starts at the earlier of its time base and its extent's start.
+/// [`launch_clocks`] from each launch's `(label, time extent, time base, clock sync)`: a
+/// launch starts at the earlier of its time base and its extent's start.
 fn launch_clocks_of<'a>(
-    launches: impl Iterator<Item = (&'a str, Option<(Timestamp, Timestamp)>, Timestamp)>,
-    layout: LaunchLayout,
+    launches: impl Iterator<
+        Item = (
+            &'a str,
+            Option<(Timestamp, Timestamp)>,
+            Timestamp,
+            Option<ClockSync>,
+        ),
+    >,
+    opts: &PerfettoOptions,
 ) -> Result<Vec<LaunchClock>, WriteError> {
+    let layout = opts.launch_layout;
     let mut offset: u64 = 0;
     let mut clocks = Vec::new();
-    for (k, (label, ext, time_base)) in launches.enumerate() {
+    for (k, (label, ext, time_base, sync)) in launches.enumerate() {
         let (lo, hi) = ext.map_or((time_base, 0), |(lo, hi)| (lo.min(time_base), hi));
         let len = hi.saturating_sub(lo);
         let overflow = || WriteErrorKind::TimeOverflow {
             launch: k,
             label: label.to_string(),
         };
+        if let Some(host) = opts.host_clock {
+            let sync = sync.ok_or_else(|| WriteErrorKind::NoClockSync {
+                launch: k,
+                label: label.to_string(),
+            })?;
+            let start = host.map(&sync, lo);
+            if start
+                .checked_add(len)
+                .is_none_or(|end| end > i64::MAX as u64)
+            {
+                return Err(overflow().into());
+            }
+            clocks.push(LaunchClock {
+                shift: start.wrapping_sub(lo),
+            });
+            continue;
+        }
         if offset
             .checked_add(len)
             .is_none_or(|end| end > i64::MAX as u64)
@@ -374,6 +472,59 @@ fn launch_clocks_of<'a>(
         }
     }
     Ok(clocks)
+}
+
+/// Which launches get a host clock snapshot (the module's `# Host clocks`).
+struct Snapshots {
+    every: bool,
+    written: bool,
+}
+
+impl Snapshots {
+    fn new(opts: &PerfettoOptions) -> Snapshots {
+        Snapshots {
+            every: opts.host_clock.is_none() && opts.launch_layout == LaunchLayout::Sequential,
+            written: false,
+        }
+    }
+
+    /// Writes the snapshot of the launch of `source` placed by `clock`, if it gets one.
+    fn write<W: io::Write>(
+        &mut self,
+        w: &mut Writer<W>,
+        source: &crate::model::Source,
+        clock: LaunchClock,
+    ) -> io::Result<()> {
+        let Some(sync) = source.clock_sync else {
+            return Ok(());
+        };
+        if self.written && !self.every {
+            return Ok(());
+        }
+        self.written = true;
+        let b = source.time_base;
+        let mut snap = ClockSnapshot::new();
+        for (id, ts) in [
+            (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, clock.map(b)),
+            (
+                BuiltinClock::BUILTIN_CLOCK_REALTIME,
+                sync.device_to_realtime(b),
+            ),
+            (
+                BuiltinClock::BUILTIN_CLOCK_MONOTONIC,
+                sync.device_to_monotonic(b),
+            ),
+        ] {
+            let mut c = clock_snapshot::Clock::new();
+            c.set_clock_id(id as u32);
+            c.set_timestamp(ts);
+            snap.clocks.push(c);
+        }
+        let mut p = TracePacket::new();
+        p.set_trusted_packet_sequence_id(META_SEQ);
+        p.set_clock_snapshot(snap);
+        w.packet(&p)
+    }
 }
 
 /// A group of lanes: its sort key and lane positions (indices into `Trace::lanes`).

@@ -44,7 +44,17 @@
 //! by_block_warp_regions {"region_<name>": {region, name, by_block_warp: [entry]}}
 //!                       (only with summary_dump_by_block_warp; the key gets "_<id>"
 //!                       appended when two regions share a name)
+//! clock_sync            ikp buffers recorded with a host clock sync only (absent
+//!                       otherwise): {host_realtime_ns, host_monotonic_ns,
+//!                       device_globaltimer_ns, round_trip_ns, error_bound_ns, samples,
+//!                       realtime_minus_device_ns, monotonic_minus_device_ns,
+//!                       time_base_realtime_ns, time_base_monotonic_ns} (see below)
 //! ```
+//! The **clock_sync** object ([`crate::clock_sync`]) is the mapping the session took: device
+//! `%globaltimer` ns `g` is host realtime `g + realtime_minus_device_ns` (monotonic:
+//! `g + monotonic_minus_device_ns`) within `error_bound_ns` (`round_trip_ns / 2`, the kept
+//! reading's half round trip, out of `samples` readings); `time_base_realtime_ns` and
+//! `time_base_monotonic_ns` are the trace's time base (its earliest stamp) on those clocks.
 //! The **clock** object ([`crate::model::ClockCalibration`]) gives the pooled ratio
 //! both as `pooled_mhz` (`pooled_cycles * 1000 / pooled_ns`) and as its two sums: the
 //! globaltimer ns and clock64 cycles of the `pool_lanes` finalized lanes' init-to-finalize
@@ -392,6 +402,54 @@ pub struct Summary {
     /// Per-lane breakdown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_block_warp_regions: Option<Ordered<BlockWarpRegion>>,
+    /// The host clock sync (absent when the buffer has none, so that other summaries keep
+    /// their shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_sync: Option<ClockSyncSummary>,
+}
+
+/// A buffer's host clock sync and what it maps (see the module's `# Format`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClockSyncSummary {
+    /// Host `CLOCK_REALTIME` at the sync, ns.
+    pub host_realtime_ns: u64,
+    /// Host `CLOCK_MONOTONIC` at the sync, ns.
+    pub host_monotonic_ns: u64,
+    /// Device `%globaltimer` at the sync, ns.
+    pub device_globaltimer_ns: u64,
+    /// The kept reading's round trip, ns.
+    pub round_trip_ns: u32,
+    /// The mapping's error bound, ns: half the round trip.
+    pub error_bound_ns: u32,
+    /// Readings taken.
+    pub samples: u32,
+    /// Host realtime minus device time, ns.
+    pub realtime_minus_device_ns: i128,
+    /// Host monotonic minus device time, ns.
+    pub monotonic_minus_device_ns: i128,
+    /// The trace's time base on the host's realtime clock, ns.
+    pub time_base_realtime_ns: u64,
+    /// The trace's time base on the host's monotonic clock, ns.
+    pub time_base_monotonic_ns: u64,
+}
+
+impl ClockSyncSummary {
+    /// The summary of `sync` for a trace whose time base is `time_base`.
+    pub fn new(sync: &ikp_device::ClockSync, time_base: u64) -> ClockSyncSummary {
+        let d = sync.device_globaltimer_ns as i128;
+        ClockSyncSummary {
+            host_realtime_ns: sync.host_realtime_ns,
+            host_monotonic_ns: sync.host_monotonic_ns,
+            device_globaltimer_ns: sync.device_globaltimer_ns,
+            round_trip_ns: sync.round_trip_ns,
+            error_bound_ns: sync.round_trip_ns / 2,
+            samples: sync.samples,
+            realtime_minus_device_ns: sync.host_realtime_ns as i128 - d,
+            monotonic_minus_device_ns: sync.host_monotonic_ns as i128 - d,
+            time_base_realtime_ns: sync.device_to_realtime(time_base),
+            time_base_monotonic_ns: sync.device_to_monotonic(time_base),
+        }
+    }
 }
 
 fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
@@ -582,6 +640,8 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         outside_share,
         regions,
         by_block_warp_regions,
+        clock_sync: (trace.source.clock_sync.as_ref())
+            .map(|c| ClockSyncSummary::new(c, trace.source.time_base)),
     }
 }
 

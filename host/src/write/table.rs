@@ -20,6 +20,11 @@
 //! ```text
 //! clock 1500.00 MHz pooled over 4 lanes (3000 ns / 4500 cycles); 1 lanes on their own ratio, 3 on the pooled one
 //! ```
+//! A buffer recorded with a host clock sync ([`crate::clock_sync`]) adds where the launch
+//! started on the host's clocks and the mapping's error bound:
+//! ```text
+//! host clock sync: started at host realtime 1700000000000007900 ns, monotonic 9000007900 ns, within 1500 ns (16 samples)
+//! ```
 //! Lines on unmatched records by region and on drops follow. Last, when native lanes were
 //! set aside (their stamps cannot belong to this launch; see [`crate::decode::native`],
 //! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
@@ -151,6 +156,13 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             w,
             "cycles converted to ns at {}: durations scale with the ratio of the real clock to it",
             c.describe()
+        )?;
+    }
+    if let Some(c) = &s.clock_sync {
+        writeln!(
+            w,
+            "host clock sync: started at host realtime {} ns, monotonic {} ns, within {} ns ({} samples)",
+            c.time_base_realtime_ns, c.time_base_monotonic_ns, c.error_bound_ns, c.samples
         )?;
     }
     for u in &s.unmatched_by_region {

@@ -104,7 +104,7 @@ impl<W: io::Write> Writer<W> {
     }
 
     /// Writes `te` at absolute time `ts` on the metadata sequence.
-    fn event(&mut self, ts: u64, te: TrackEvent) -> io::Result<()> {
+    pub(super) fn event(&mut self, ts: u64, te: TrackEvent) -> io::Result<()> {
         let mut p = TracePacket::new();
         p.set_timestamp(ts);
         p.set_trusted_packet_sequence_id(META_SEQ);

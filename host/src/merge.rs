@@ -1,0 +1,512 @@
+//! `ikp merge`: ikp launches and a host-side Chrome trace (the PyTorch profiler's export,
+//! say) on one time axis, in one Perfetto trace.
+//!
+//! Each ikp buffer must carry a host clock sync ([`crate::clock_sync`], taken by
+//! [`HostSession`](crate::cuda::HostSession)): its launches are placed on the host clock
+//! by it ([`PerfettoOptions::host_clock`]), and the host events are converted to ns on the
+//! same clock, so both sit at the host times they happened at (within the sync's error
+//! bound, half its round trip).
+//!
+//! # Format (input)
+//!
+//! A Chrome Trace Event JSON file: an object with a `traceEvents` array, or the array
+//! alone. Per the Trace Event Format, `ts` and `dur` are µs (`displayTimeUnit` only sets
+//! how viewers display them). **Kineto** (the PyTorch profiler's trace writer) writes
+//! `"baseTimeNanoseconds": B` in the object and every `ts` relative to it (µs with three
+//! decimals: `ts = (t - B) / 1000`), `B` being `std::chrono::system_clock::now()`
+//! floored to a 3-month interval, so that `ts` keeps its ns as a JSON double
+//! (pytorch/kineto `libkineto/src/output_json.cpp`, `transToRelativeTime` and
+//! `ChromeTraceBaseTime`); its CPU-op times are converted to Unix ns of the same
+//! `system_clock` (PyTorch `c10/util/ApproximateClock.cpp`,
+//! `ApproximateClockToUnixTimeConverter`), i.e. `CLOCK_REALTIME` on Linux. So a host event
+//! is at `B + round(ts * 1000)` ns (`B` = 0 when absent: older Kineto and most other
+//! writers give µs since the Unix epoch), on the clock [`ChromeReadOptions::clock`] says
+//! (realtime by default, as Kineto's; monotonic for writers that use `CLOCK_MONOTONIC`).
+//! A `ts` that is a JSON integer is converted exactly; one with decimals is read as a
+//! double, exact to the ns while `|ts|` is below 2^53 ns (104 days: Kineto's relative
+//! times always are), within a fraction of a µs for absolute Unix µs.
+//!
+//! Events read: `ph` `X` (complete, `dur`), `B` / `E` (an `E` closes the latest open `B`
+//! of its thread), `i` / `I` (instants), and `M` metadata `process_name`,
+//! `thread_name` (`args.name`), `process_sort_index`, `thread_sort_index`
+//! (`args.sort_index`). `pid` and `tid` may be numbers or strings (Kineto writes both).
+//! Any other phase (flows, counters, async events, ...) is skipped and counted by phase
+//! ([`HostTrace::skipped`]); so are a `B` never closed and an `E` with no open `B`.
+//!
+//! # Format (output)
+//!
+//! The Perfetto trace of [`crate::write::perfetto`] with `host_clock` set to the host
+//! trace's clock (its `# Time` and `# Host clocks`), then the host events on sequence 1
+//! with absolute timestamps (the host clock's ns): a root track `host: <label>` (sibling
+//! rank -1, so first), a child per process (`<process_name> (pid P)` or `pid P`, ranked by
+//! `process_sort_index` then pid), a slice track per thread under it (`<thread_name> (tid
+//! T)` or `tid T`, ranked likewise); an `X` event (or a `B` / `E` pair) is a
+//! `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair, an instant `TYPE_INSTANT`, each with its
+//! plain name, its `cat` as category (`host` when absent) and its scalar `args` as debug
+//! annotations (strings, integers, doubles, booleans; other values as JSON text). A
+//! thread's events are written in nesting order (by begin, longer first); a slice that
+//! ends after its enclosing one is clipped to the enclosing slice's end (Perfetto's
+//! slices on one track must nest), counted in [`MergeStats::clipped`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+
+use crate::clock_sync::HostClock;
+use crate::write::perfetto::{PerfettoOptions, PerfettoStats};
+use crate::write::{Launch, WriteError, WriteErrorKind};
+
+/// How a Chrome trace is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChromeReadOptions {
+    /// The host clock its times are on (Kineto's and the PyTorch profiler's: realtime).
+    pub clock: HostClock,
+}
+
+/// A host trace read from Chrome JSON, times in ns on [`HostTrace::clock`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostTrace {
+    /// The clock of the times.
+    pub clock: HostClock,
+    /// Threads, by process then thread (sort index, then id).
+    pub threads: Vec<HostThread>,
+    /// Slices and instants, in file order (B / E pairs closed into slices).
+    pub events: Vec<HostEvent>,
+    /// Events not read, by `ph` (`"B (unclosed)"` and `"E (unopened)"` for unpaired B / E).
+    pub skipped: BTreeMap<String, u64>,
+}
+
+/// A thread of the host trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostThread {
+    /// `pid` as written (a number's decimal text, or the string).
+    pub pid: String,
+    /// `tid` as written.
+    pub tid: String,
+    /// From `process_name` metadata.
+    pub process_name: Option<String>,
+    /// From `thread_name` metadata.
+    pub thread_name: Option<String>,
+    /// From `process_sort_index` metadata.
+    pub process_sort: Option<i64>,
+    /// From `thread_sort_index` metadata.
+    pub thread_sort: Option<i64>,
+}
+
+/// A host event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostEvent {
+    /// Index into [`HostTrace::threads`].
+    pub thread: usize,
+    /// Begin, ns on the trace's clock.
+    pub ts: u64,
+    /// Duration, ns (`None`: an instant).
+    pub dur: Option<u64>,
+    /// `name`.
+    pub name: String,
+    /// `cat` (`host` when absent).
+    pub category: String,
+    /// `args`, as written.
+    pub args: Map<String, Value>,
+}
+
+/// Why a host trace could not be read or merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The problem.
+        source: io::Error,
+    },
+    /// Not Chrome trace JSON.
+    #[error("{} is not a Chrome trace JSON file: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        source: serde_json::Error,
+    },
+    /// An event that cannot be placed.
+    #[error("{}: traceEvents[{index}]: {why}", path.display())]
+    BadEvent {
+        /// The file.
+        path: PathBuf,
+        /// The event's index in `traceEvents`.
+        index: usize,
+        /// The problem.
+        why: String,
+    },
+    /// An ikp buffer without a clock sync.
+    #[error(
+        "{label} was recorded without a host clock sync: record it with HostSession (which \
+         takes one unless clock_sync_samples is 0) to merge it with a host trace"
+    )]
+    NoClockSync {
+        /// The buffer's label (its file name).
+        label: String,
+    },
+    /// The merged trace could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)]
+struct Doc {
+    #[serde(default)]
+    traceEvents: Vec<RawEvent>,
+    #[serde(default)]
+    baseTimeNanoseconds: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawEvent {
+    #[serde(default)]
+    ph: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    cat: Option<String>,
+    #[serde(default)]
+    ts: Option<Number>,
+    #[serde(default)]
+    dur: Option<Number>,
+    #[serde(default)]
+    pid: Option<Value>,
+    #[serde(default)]
+    tid: Option<Value>,
+    #[serde(default)]
+    args: Option<Map<String, Value>>,
+}
+
+/// Reads the Chrome trace JSON file at `path` (see the module's `# Format (input)`).
+pub fn read_chrome_trace(path: &Path, opts: &ChromeReadOptions) -> Result<HostTrace, MergeError> {
+    let bytes = std::fs::read(path).map_err(|source| MergeError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_chrome_trace(&bytes, path, opts)
+}
+
+/// [`read_chrome_trace`] of the bytes of a file named `path` (for messages).
+pub fn parse_chrome_trace(
+    bytes: &[u8],
+    path: &Path,
+    opts: &ChromeReadOptions,
+) -> Result<HostTrace, MergeError> {
+    let json = |source| MergeError::Json {
+        path: path.to_owned(),
+        source,
+    };
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    let doc: Doc = if first == Some(&b'[') {
+        Doc {
+            traceEvents: serde_json::from_slice(bytes).map_err(json)?,
+            baseTimeNanoseconds: None,
+        }
+    } else {
+        serde_json::from_slice(bytes).map_err(json)?
+    };
+    let base = doc.baseTimeNanoseconds.unwrap_or(0);
+    let bad = |index: usize, why: String| MergeError::BadEvent {
+        path: path.to_owned(),
+        index,
+        why,
+    };
+    let mut t = HostTrace {
+        clock: opts.clock,
+        ..HostTrace::default()
+    };
+    let mut thread_ix: HashMap<(String, String), usize> = HashMap::new();
+    let mut process_meta: HashMap<String, (Option<String>, Option<i64>)> = HashMap::new();
+    // Open B events per thread: (event index, begin ns).
+    let mut open: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
+    let mut pending: Vec<Option<HostEvent>> = Vec::new();
+    for (index, e) in doc.traceEvents.into_iter().enumerate() {
+        let ph = e.ph.clone().unwrap_or_default();
+        let pid = id_text(e.pid.as_ref());
+        let tid = id_text(e.tid.as_ref());
+        let arg = |k: &str| e.args.as_ref().and_then(|a| a.get(k));
+        if ph == "M" {
+            let name = arg("name").and_then(Value::as_str).map(str::to_owned);
+            let sort = arg("sort_index").and_then(Value::as_i64);
+            match e.name.as_deref() {
+                Some("process_name") => process_meta.entry(pid).or_default().0 = name,
+                Some("process_sort_index") => process_meta.entry(pid).or_default().1 = sort,
+                Some("thread_name") => {
+                    let i = thread(&mut t, &mut thread_ix, pid, tid);
+                    t.threads[i].thread_name = name;
+                }
+                Some("thread_sort_index") => {
+                    let i = thread(&mut t, &mut thread_ix, pid, tid);
+                    t.threads[i].thread_sort = sort;
+                }
+                _ => *t.skipped.entry("M".into()).or_default() += 1,
+            }
+            continue;
+        }
+        if !matches!(ph.as_str(), "X" | "B" | "E" | "i" | "I") {
+            *t.skipped.entry(ph).or_default() += 1;
+            continue;
+        }
+        let ts_us =
+            e.ts.as_ref()
+                .ok_or_else(|| bad(index, format!("a \"{ph}\" event without ts")))?;
+        let rel = us_to_ns(ts_us).ok_or_else(|| bad(index, format!("ts {ts_us} is not a time")))?;
+        let ts = u64::try_from(base as i128 + rel as i128)
+            .map_err(|_| bad(index, format!("ts {ts_us} µs is before the clock's origin")))?;
+        let i = thread(&mut t, &mut thread_ix, pid, tid);
+        let event = |dur| HostEvent {
+            thread: i,
+            ts,
+            dur,
+            name: e.name.clone().unwrap_or_default(),
+            category: e.cat.clone().unwrap_or_else(|| "host".into()),
+            args: e.args.clone().unwrap_or_default(),
+        };
+        match ph.as_str() {
+            "X" => {
+                let dur = match &e.dur {
+                    None => 0,
+                    Some(d) => us_to_ns(d)
+                        .and_then(|d| u64::try_from(d).ok())
+                        .ok_or_else(|| bad(index, format!("dur {d} is not a duration")))?,
+                };
+                pending.push(Some(event(Some(dur))));
+            }
+            "B" => {
+                open.entry(i).or_default().push((pending.len(), ts));
+                pending.push(Some(event(Some(0))));
+            }
+            "E" => match open.get_mut(&i).and_then(Vec::pop) {
+                Some((k, begin)) => {
+                    let ev = pending[k].as_mut().expect("an open B is pending");
+                    ev.dur = Some(ts.saturating_sub(begin));
+                    // An E's args add to its B's, as in the Trace Event Format.
+                    if let Some(a) = &e.args {
+                        ev.args.extend(a.clone());
+                    }
+                }
+                None => *t.skipped.entry("E (unopened)".into()).or_default() += 1,
+            },
+            _ => pending.push(Some(event(None))),
+        }
+    }
+    for (_, stack) in open {
+        for (k, _) in stack {
+            pending[k] = None;
+            *t.skipped.entry("B (unclosed)".into()).or_default() += 1;
+        }
+    }
+    t.events = pending.into_iter().flatten().collect();
+    for th in &mut t.threads {
+        if let Some((name, sort)) = process_meta.get(&th.pid) {
+            th.process_name = name.clone();
+            th.process_sort = *sort;
+        }
+    }
+    // Order threads by process then thread; renumber the events' thread indices.
+    let mut order: Vec<usize> = (0..t.threads.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&t.threads[a], &t.threads[b]);
+        (
+            x.process_sort,
+            id_key(&x.pid),
+            x.thread_sort,
+            id_key(&x.tid),
+        )
+            .cmp(&(
+                y.process_sort,
+                id_key(&y.pid),
+                y.thread_sort,
+                id_key(&y.tid),
+            ))
+    });
+    let mut new_ix = vec![0; order.len()];
+    for (n, &o) in order.iter().enumerate() {
+        new_ix[o] = n;
+    }
+    t.threads = order.iter().map(|&o| t.threads[o].clone()).collect();
+    for e in &mut t.events {
+        e.thread = new_ix[e.thread];
+    }
+    Ok(t)
+}
+
+/// A `pid` / `tid` as text: a number's decimal form, a string as is.
+fn id_text(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Numbers before strings, numerically.
+fn id_key(s: &str) -> (u8, i64, &str) {
+    match s.parse::<i64>() {
+        Ok(n) => (0, n, ""),
+        Err(_) => (1, 0, s),
+    }
+}
+
+/// µs (integer or decimal) to ns, rounded to the nearest ns.
+fn us_to_ns(n: &Number) -> Option<i64> {
+    if let Some(i) = n.as_i64() {
+        return i.checked_mul(1000);
+    }
+    if let Some(u) = n.as_u64() {
+        return i64::try_from(u).ok()?.checked_mul(1000);
+    }
+    let f = n.as_f64()? * 1000.0;
+    (f.is_finite() && f.abs() < 9.2e18).then(|| f.round() as i64)
+}
+
+fn thread(
+    t: &mut HostTrace,
+    ix: &mut HashMap<(String, String), usize>,
+    pid: String,
+    tid: String,
+) -> usize {
+    *ix.entry((pid.clone(), tid.clone())).or_insert_with(|| {
+        t.threads.push(HostThread {
+            pid,
+            tid,
+            ..HostThread::default()
+        });
+        t.threads.len() - 1
+    })
+}
+
+/// What [`write_merged`] wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// The Perfetto writer's counts (device and host packets and tracks together).
+    pub perfetto: PerfettoStats,
+    /// Host slices written.
+    pub host_slices: u64,
+    /// Host instants written.
+    pub host_instants: u64,
+    /// Host slices clipped to their enclosing slice's end (see the module's `# Format
+    /// (output)`).
+    pub clipped: u64,
+}
+
+/// Writes `launches` and `host` (labelled `host_label`) as one Perfetto trace on the host
+/// trace's clock (see the module's `# Format (output)`); `opts.host_clock` is replaced by
+/// it. Every launch needs a clock sync ([`MergeError::NoClockSync`] names the first that
+/// has none, before anything is written).
+pub fn write_merged<W: io::Write>(
+    out: W,
+    launches: &[Launch<'_>],
+    host: &HostTrace,
+    host_label: &str,
+    opts: &PerfettoOptions,
+) -> Result<MergeStats, MergeError> {
+    if let Some(l) = launches
+        .iter()
+        .find(|l| l.trace.source.clock_sync.is_none())
+    {
+        return Err(MergeError::NoClockSync {
+            label: l.label.to_string(),
+        });
+    }
+    let opts = PerfettoOptions {
+        host_clock: Some(host.clock),
+        ..*opts
+    };
+    crate::write::perfetto::write_perfetto_merged(out, launches, host, host_label, &opts).map_err(
+        |e| match e.kind {
+            // Unreachable after the check above; kept typed rather than panicking.
+            WriteErrorKind::NoClockSync { label, .. } => MergeError::NoClockSync { label },
+            _ => MergeError::Write(e),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<HostTrace, MergeError> {
+        parse_chrome_trace(s.as_bytes(), Path::new("h.json"), &Default::default())
+    }
+
+    #[test]
+    fn kineto_relative_times_add_the_base() {
+        let t = parse(
+            r#"{"displayTimeUnit":"ms","baseTimeNanoseconds":1700000000000000000,
+            "traceEvents":[
+              {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":7,"tid":9,"ts":1000.123,"dur":2.5,
+               "args":{"External id":3}},
+              {"ph":"i","name":"mark","pid":7,"tid":9,"ts":5},
+              {"ph":"M","name":"thread_name","pid":7,"tid":9,"args":{"name":"python"}},
+              {"ph":"M","name":"process_name","pid":7,"tid":0,"args":{"name":"train"}},
+              {"ph":"s","name":"flow","pid":7,"tid":9,"ts":5}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.events.len(), 2);
+        assert_eq!(t.events[0].ts, 1_700_000_000_001_000_123);
+        assert_eq!(t.events[0].dur, Some(2_500));
+        assert_eq!(t.events[0].category, "cpu_op");
+        assert_eq!(t.events[1].ts, 1_700_000_000_000_005_000);
+        assert_eq!(t.events[1].dur, None);
+        assert_eq!(t.skipped.get("s"), Some(&1));
+        let th = &t.threads[t.events[0].thread];
+        assert_eq!(th.thread_name.as_deref(), Some("python"));
+        assert_eq!(th.process_name.as_deref(), Some("train"));
+    }
+
+    #[test]
+    fn begin_end_pairs_close_latest_and_unpaired_are_counted() {
+        let t = parse(
+            r#"[{"ph":"B","name":"outer","pid":1,"tid":1,"ts":10},
+               {"ph":"B","name":"inner","pid":1,"tid":1,"ts":11},
+               {"ph":"E","pid":1,"tid":1,"ts":12},
+               {"ph":"E","pid":1,"tid":1,"ts":20},
+               {"ph":"E","pid":1,"tid":1,"ts":21},
+               {"ph":"B","name":"never","pid":"a","tid":"b","ts":22}]"#,
+        )
+        .unwrap();
+        let got: Vec<(&str, u64, Option<u64>)> = (t.events.iter())
+            .map(|e| (e.name.as_str(), e.ts, e.dur))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("outer", 10_000, Some(10_000)),
+                ("inner", 11_000, Some(1_000))
+            ]
+        );
+        assert_eq!(t.skipped.get("E (unopened)"), Some(&1));
+        assert_eq!(t.skipped.get("B (unclosed)"), Some(&1));
+        // Numeric pids sort before string ones.
+        assert_eq!(t.threads[0].pid, "1");
+        assert_eq!(t.threads[1].pid, "a");
+    }
+
+    #[test]
+    fn bad_inputs_name_the_file_and_event() {
+        let e = parse(r#"{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("h.json") && e.contains("traceEvents[0]"), "{e}");
+        let e = parse(r#"{"traceEvents":[{"ph":"X","ts":-5,"pid":1,"tid":1}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("before the clock's origin"), "{e}");
+        let e = parse("not json").unwrap_err().to_string();
+        assert!(e.contains("h.json is not a Chrome trace JSON file"), "{e}");
+        let e = parse(r#"[{"ph":"X","ts":1,"dur":-1}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dur -1"), "{e}");
+    }
+}
