@@ -10,6 +10,13 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   an instrumented kernel compiles to exactly the SASS of the uninstrumented one (the ikp
 //   test suite checks this instruction for instruction). It only sets the default of the
 //   Lane template's last parameter, so one translation unit can still mix both.
+// IKP_CALIBRATE (default 1): 0 leaves out the record-cost calibration at init (the lane's
+//   CALIB word stays 0, "not measured", and the decoder cannot correct for the cost of
+//   looking); it saves its instructions (`ikp cost` lists them) once per lane.
+// IKP_EPOCHS (default 1): 0 leaves out the epoch code at init (the launch-counter atomic):
+//   for kernels never launched into a buffer sized for several launches. A lane compiled
+//   so records nothing when the host's buffer has more than one epoch, rather than write
+//   every launch over epoch 0.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -19,6 +26,12 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 // ---------------------------------------------------------------------------------------
 #ifndef IKP_ENABLED
 #define IKP_ENABLED 1
+#endif
+#ifndef IKP_CALIBRATE
+#define IKP_CALIBRATE 1
+#endif
+#ifndef IKP_EPOCHS
+#define IKP_EPOCHS 1
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -244,13 +257,14 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
 ///
-/// A ring lane (Overflow::Ring) keeps the newest records instead: the record path drops the
-/// compare, stores at `cursor & (capacity - 1)` (the host makes the capacity a power of two
-/// for a ring launch) and counts; finalize's `written` and `dropped` then read as the records
-/// present and the records overwritten. It stamps LANE_FLAG_RING so the decoder restores the
-/// order. Without a ring layout the index still stays below the capacity, so a Ring lane
-/// in a drop-newest buffer never writes outside its segment (the decoder refuses the
-/// mismatch instead).
+/// A ring lane (Overflow::Ring) keeps the newest records instead: the record path stores at
+/// `i = cursor & (capacity - 1)` (the host makes the capacity a power of two for a ring
+/// launch) if `i < capacity` (only a zero capacity fails it; ptxas folds the compare into
+/// one test of the capacity) and counts; finalize's `written` and `dropped` then read as the
+/// records present and the records overwritten. It stamps LANE_FLAG_RING so the decoder
+/// restores the order. Without a ring layout the index still stays below the capacity, so
+/// a Ring lane in a drop-newest buffer never writes outside its segment (the decoder
+/// refuses the mismatch instead).
 ///
 /// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
 /// O (Overflow::DropNewest / Overflow::Ring) and On (defaults to IKP_ENABLED; false makes
@@ -288,6 +302,7 @@ class Lane {
       cursor_ = 0u;
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
+#if IKP_EPOCHS
       if (on && arg.epochs > 1u) {
         // The launch counters are the lane_count words just before epoch 0's lane 0.
         const unsigned long long epoch =
@@ -295,6 +310,9 @@ class Lane {
         on = epoch < arg.epochs;
         segment += epoch * arg.lane_count;
       }
+#else
+      on = on && arg.epochs <= 1u;
+#endif
       on_ = on;
       unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
@@ -315,7 +333,9 @@ class Lane {
                         (static_cast<unsigned long long>(flags & IDS_FLAGS_MASK) << IDS_FLAGS_SHIFT) |
                         (static_cast<unsigned long long>(warp & IDS_FIELD_MASK) << IDS_WARP_SHIFT) |
                         static_cast<unsigned long long>(sm & IDS_FIELD_MASK);
+#if IKP_CALIBRATE
         calibrate(seg + LANE_CALIB);
+#endif
       }
     }
   }
@@ -418,13 +438,13 @@ class Lane {
   /// The whole record path: if this thread writes and the lane has room, read the timer and
   /// store; count always. The timer read sits under the same predicate as the store, which
   /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
-  /// a uniform-register read plus a move. A ring lane always has room: it is predicated on
-  /// the leader alone and stores at the cursor modulo the (power-of-two) capacity.
+  /// a uniform-register read plus a move. A ring lane always has room: it stores at the
+  /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (ring) {
-      if (on_) {
-        detail::store_record(ev_, cursor_ & (cap_ - 1u),
-                             (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
       }
     } else {
       if (on_ && cursor_ < cap_) {
@@ -437,9 +457,9 @@ class Lane {
   /// The same for an untimed (meta) record whose high half is `value`.
   IKP_INLINE void put(unsigned value, unsigned tag) {
     if constexpr (ring) {
-      if (on_) {
-        detail::store_record(ev_, cursor_ & (cap_ - 1u),
-                             (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
       }
     } else {
       if (on_ && cursor_ < cap_) {
