@@ -6,12 +6,15 @@
 //! - [`timer`]: the `%globaltimer` resolution (tick) of this GPU;
 //! - [`timing`]: regions around busy-waits of known length, both timer modes;
 //! - [`axis`]: blocks on different SMs stamping the same moment agree;
-//! - [`overflow`]: a full lane drops exactly what it should and nothing else moves.
+//! - [`overflow`]: a full lane drops exactly what it should and nothing else moves;
+//! - [`v2`]: ring lanes, the record-cost word, epochs under a replayed CUDA Graph, async
+//!   ranges across warps (raw buffer words).
 
 pub mod axis;
 pub mod overflow;
 pub mod timer;
 pub mod timing;
+pub mod v2;
 
 use std::sync::Arc;
 
@@ -30,12 +33,16 @@ use crate::results::{Check, Status};
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 5] = [
+pub const CHECKS: [&str; 9] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
     "time-axis",
     "overflow",
+    "ring",
+    "record-cost",
+    "epochs/graph",
+    "async-ranges",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -147,6 +154,10 @@ pub fn run(name: &str) -> Vec<Check> {
         "timing/clock" => timing::check(&gpu, timing::Mode::Clock).map(|c| vec![c]),
         "time-axis" => axis::check(&gpu).map(|c| vec![c]),
         "overflow" => overflow::check(&gpu).map(|c| vec![c]),
+        "ring" => v2::ring_check(&gpu).map(|c| vec![c]),
+        "record-cost" => v2::calib_check(&gpu).map(|c| vec![c]),
+        "epochs/graph" => v2::epochs_check(&gpu).map(|c| vec![c]),
+        "async-ranges" => v2::ranges_check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)])
