@@ -41,7 +41,12 @@
 // is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
 // straight into the store's register, the tag and one 64-bit store; the address is the
 // lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
-// Fence::Block adds one block fence on every thread. A wait-loop tick is one register add.
+// Fence::Block adds one block fence on every thread. A ring record (Overflow::Ring) stores
+// at the cursor masked by the capacity, so its address never folds: about twice a
+// drop-newest record in straight-line code, the same in a loop. A wait-loop tick is one
+// register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
+// drops it) and its epoch code (run only when the buffer holds several launches;
+// -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 #ifndef IKP_CUH_V2
