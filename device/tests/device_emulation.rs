@@ -462,24 +462,42 @@ fn read_words(path: &std::path::Path) -> Vec<u64> {
 /// The emulator, compiled once per test process.
 fn emulator() -> &'static std::path::Path {
     static EXE: OnceLock<(tempfile::TempDir, std::path::PathBuf)> = OnceLock::new();
-    &EXE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("emulate");
-        let mut cc = support::host_cxx();
-        cc.args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(support::header_dir())
-            .arg(support::kernels_dir().join("emulate.cpp"))
-            .arg("-o")
-            .arg(&exe);
-        support::run(cc);
-        (dir, exe)
-    })
-    .1
+    &EXE.get_or_init(|| compile_emulator(&[])).1
+}
+
+/// Compiles emulate.cpp with `-D` switches (`IKP_CALIBRATE=0`).
+fn compile_emulator(defines: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("emulate");
+    let mut cc = support::host_cxx();
+    cc.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]);
+    for d in defines {
+        cc.arg(format!("-D{d}"));
+    }
+    cc.arg("-I")
+        .arg(support::header_dir())
+        .arg(support::kernels_dir().join("emulate.cpp"))
+        .arg("-o")
+        .arg(&exe);
+    support::run(cc);
+    (dir, exe)
 }
 
 /// Runs `program` `launches` times into one buffer of `layout`; returns the buffer after
 /// each launch and the last launch's stdout.
 fn emulate(
+    program: &str,
+    layout: Layout,
+    launches: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> (Vec<Vec<u64>>, String) {
+    emulate_with(emulator(), program, layout, launches, grid, block)
+}
+
+/// [`emulate`] with another build of the emulator.
+fn emulate_with(
+    exe: &std::path::Path,
     program: &str,
     layout: Layout,
     launches: u32,
@@ -495,7 +513,7 @@ fn emulate(
     std::fs::write(&buf_path, header_only.to_bytes()).unwrap();
     let (mut after, mut stdout) = (Vec::new(), String::new());
     for launch in 0..launches {
-        let mut run = Command::new(emulator());
+        let mut run = Command::new(exe);
         run.arg(program)
             .arg(launch.to_string())
             .arg(&arg_path)
@@ -794,4 +812,28 @@ fn async_ranges_begin_in_the_producer_lane_and_end_in_the_consumer_lane() {
             assert_eq!(*ends.last().unwrap(), copy_token(b, e, last_tile));
         }
     }
+}
+
+#[test]
+fn the_init_switches_leave_out_the_calibration_and_the_epochs() {
+    // IKP_CALIBRATE=0: every lane still runs, its CALIB word stays 0 ("not measured").
+    let (_dir, exe) = compile_emulator(&["IKP_CALIBRATE=0"]);
+    let (after, _) = emulate_with(&exe, "basic", layout(), 1, GRID, BLOCK);
+    let words = &after[0];
+    let h = ikp_device::Header::parse(words).unwrap();
+    for l in 0..h.layout.lane_count() {
+        let s = h.lane_range(l).start;
+        assert!(wire::unpack_ids(words[s + lane::IDS as usize]).is_some());
+        assert_eq!(words[s + lane::CALIB as usize], 0, "lane {l}");
+    }
+    // IKP_EPOCHS=0 into a buffer of several epochs: nothing written, nothing counted.
+    let (_dir, exe) = compile_emulator(&["IKP_EPOCHS=0"]);
+    let (after, stdout) = emulate_with(&exe, "ring", ring_layout(), 1, RING_GRID, RING_BLOCK);
+    assert!(stdout.contains("canary=OK"), "{stdout}");
+    let untouched = BufferWriter::new(ring_layout()).unwrap().into_words();
+    assert_same_words(
+        &after[0],
+        &untouched,
+        "IKP_EPOCHS=0 lane in a 3-epoch buffer",
+    );
 }
