@@ -13,11 +13,23 @@ const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];
 
 /// PTX of the examples for `arch`, instrumented or compiled out, split by kernel.
 fn examples_ptx(arch: Arch, profiling: bool) -> Vec<(String, String)> {
+    examples_ptx_with(arch, profiling, &[])
+}
+
+/// The same, with `-D` switches (`("IKP_CALIBRATE", "0")`).
+fn examples_ptx_with(
+    arch: Arch,
+    profiling: bool,
+    defines: &[(&str, &str)],
+) -> Vec<(String, String)> {
     if let Err(e) = nvrtc::probe() {
         panic!("{e}");
     }
-    let ptx = Compiler::new(arch)
-        .profiling(profiling)
+    let mut compiler = Compiler::new(arch).profiling(profiling);
+    for (name, value) in defines {
+        compiler = compiler.define(*name, Some(value));
+    }
+    let ptx = compiler
         .ptx("examples.cu", EXAMPLES)
         .unwrap_or_else(|e| panic!("NVRTC failed on examples.cu for {arch}: {e}"));
     let ptx = ptx
@@ -67,16 +79,31 @@ fn nvrtc_compiles_the_examples_with_the_expected_special_registers() {
             );
         }
         // Globaltimer lanes stamp records with %globaltimer_lo, the clock lane with %clock.
+        // Every lane also reads %clock at init, to time its record cost (stored with
+        // volatile stores), and takes its epoch with a 64-bit atomic add.
+        let uncalibrated = examples_ptx_with(arch, true, &[("IKP_CALIBRATE", "0")]);
         for name in ["lcs_fence", "lcs_plain", "producer_consumer"] {
             let k = kernel(&ptx, name);
             assert!(has(k, "%globaltimer_lo"), "{arch} {name}");
-            assert!(!has(k, "%clock"), "{arch} {name}: unexpected %clock");
+            assert!(has(k, "%clock"), "{arch} {name}: no calibration");
+            assert!(
+                !has(kernel(&uncalibrated, name), "%clock"),
+                "{arch} {name}: %clock outside the calibration"
+            );
+        }
+        for (name, body) in &ptx {
+            assert!(has(body, "st.volatile.global.u64"), "{arch} {name}");
+            assert!(has(body, "atom.global.add.u64"), "{arch} {name}: no epoch");
+            assert!(!has(kernel(&uncalibrated, name), "st.volatile.global.u64"));
         }
         let p = kernel(&ptx, "persistent");
         assert!(
             has(p, "%clock") && !has(p, "%globaltimer_lo"),
             "{arch} persistent"
         );
+        // Without the epoch code the only atomics left are the wait counters'.
+        let no_epochs = examples_ptx_with(arch, true, &[("IKP_EPOCHS", "0")]);
+        assert!(!has(kernel(&no_epochs, "lcs_plain"), "atom.global.add.u64"));
         // Fence::Block fences, Fence::None does not.
         assert!(has(kernel(&ptx, "lcs_fence"), "membar.cta"), "{arch}");
         assert!(!has(kernel(&ptx, "lcs_plain"), "membar.cta"), "{arch}");

@@ -5,6 +5,9 @@
 //!   the uninstrumented kernel;
 //! - a record's marginal cost (1 -> 1 + K and 1 + K -> 1 + 2K records) for every fence and
 //!   timer mode, and one record per iteration of a runtime loop;
+//! - the same for ring lanes (`Overflow::Ring`), and async-range records;
+//! - a lane's init and finalize (no record), with the share of its record-cost calibration
+//!   and of its epoch code;
 //! - the wait-counter tick: the spin loop body with and without IKP_WAIT's count;
 //! - the TVM CudaProfiler record sequence measured the same way, for comparison.
 //!
@@ -36,6 +39,25 @@ const BUDGET_LOOP_RECORD: i64 = 7;
 const BUDGET_LOOP_RECORD_FENCED: i64 = BUDGET_LOOP_RECORD + 1;
 /// A wait-loop tick is one register add, nothing else.
 const BUDGET_TICK: usize = 1;
+/// A straight-line ring record: the timer, the tag, `cursor & (capacity - 1)` (nothing
+/// folds into the store's offset), the address pair and the store; without a fence ptxas
+/// turns the records into one branch on the leader and reads the timer through a uniform
+/// register (S2UR, its NOP, a move): 8. With the fence each record stays predicated and
+/// reads the timer straight into the store's register: 6 + the fence = 7. Measured with
+/// the pinned nvcc 13.5 for sm_80 and sm_90.
+const BUDGET_RING_RECORD: f64 = 8.0;
+const BUDGET_RING_RECORD_FENCED: f64 = 7.0;
+/// In a runtime loop the ring's mask replaces the drop-newest compare: the same 7 / 8.
+const BUDGET_RING_LOOP_RECORD: i64 = BUDGET_LOOP_RECORD;
+const BUDGET_RING_LOOP_RECORD_FENCED: i64 = BUDGET_LOOP_RECORD_FENCED;
+/// A lane's init and finalize with no record (static count, once per lane), and the
+/// shares of the record-cost calibration and of the epoch code (the branch on
+/// `epochs > 1`, the launch-counter atomic, which ptxas aggregates over the warp, and the
+/// segment arithmetic), per architecture: (arch, total, calibration, epochs).
+const BUDGET_SETUP: [(Arch, i64, i64, i64); 2] = [
+    (Arch::new(8, 0), 125, 38, 42),
+    (Arch::new(9, 0), 125, 30, 42),
+];
 
 /// Measured once per test process, both architectures in parallel.
 fn report() -> &'static CostReport {
@@ -113,6 +135,74 @@ fn record_costs_stay_within_budget() {
             // A record cannot be free: the comparison can fail.
             assert!(l.growth > 0, "{} {}: no growth", c.arch, l.mode.label());
         }
+    }
+}
+
+#[test]
+fn ring_records_stay_within_budget() {
+    for c in costs() {
+        assert_eq!(c.ring_records.len(), 4);
+        for r in &c.ring_records {
+            let budget = if r.mode.fence == Fence::Block {
+                BUDGET_RING_RECORD_FENCED
+            } else {
+                BUDGET_RING_RECORD
+            };
+            let n = r.first.max(r.steady);
+            assert!(
+                n <= budget && r.steady > 0.0,
+                "{} ring {}: {n} instructions per record, budget {budget}",
+                c.arch,
+                r.mode.label()
+            );
+        }
+        for l in &c.ring_loop_records {
+            let budget = if l.mode.fence == Fence::Block {
+                BUDGET_RING_LOOP_RECORD_FENCED
+            } else {
+                BUDGET_RING_LOOP_RECORD
+            };
+            assert!(
+                l.growth <= budget && l.growth > 0,
+                "{} ring {}: a record in a loop costs {}, budget {budget}",
+                c.arch,
+                l.mode.label(),
+                l.growth
+            );
+        }
+    }
+}
+
+#[test]
+fn async_range_records_cost_what_begin_and_end_cost() {
+    for c in costs() {
+        let plain = &c.records[0];
+        assert_eq!(plain.mode.fence, Fence::None);
+        assert_eq!(
+            c.ranges,
+            (plain.first, plain.steady),
+            "{}: range_begin / range_end against begin",
+            c.arch
+        );
+    }
+}
+
+#[test]
+fn lane_setup_calibration_and_epochs_stay_within_budget() {
+    for c in costs() {
+        let &(_, total, calibration, epochs) = BUDGET_SETUP
+            .iter()
+            .find(|b| b.0 == c.arch)
+            .expect("a budget per architecture");
+        let s = c.setup;
+        assert!(
+            s.total <= total && s.calibration <= calibration && s.epochs <= epochs,
+            "{}: {s:?} against (total {total}, calibration {calibration}, epochs {epochs})",
+            c.arch
+        );
+        // Each part is real code, and a part of the whole.
+        assert!(s.calibration > 0 && s.epochs > 0, "{}: {s:?}", c.arch);
+        assert!(s.calibration + s.epochs < s.total, "{}: {s:?}", c.arch);
     }
 }
 

@@ -4,6 +4,12 @@
 //! counters and no timed record, compiled out is the baseline's code, and the peers' build
 //! stamps `%globaltimer_lo` records behind block fences with no wait counter and no
 //! 64-bit lane stamps. No GPU needed; the bench itself only runs on one.
+//!
+//! The bench times the default builds, whose lanes also time their record cost at init
+//! (a `%globaltimer_lo` / `%clock` sequence with volatile stores) and carry the epoch code
+//! (a 64-bit atomic add); the claims about records and wait counters are checked on the
+//! same builds without those two init parts (`IKP_CALIBRATE=0`, `IKP_EPOCHS=0`), and their
+//! presence in the default builds is checked on its own.
 #[path = "support/cuda_enums.rs"]
 mod cuda_enums;
 #[path = "../benches/gpu_overhead/variants.rs"]
@@ -15,13 +21,19 @@ use variants::{Variant, KERNELS, SOURCE};
 
 const ARCHS: [Arch; 2] = [Arch::new(8, 0), Arch::new(9, 0)];
 
-/// PTX of every kernel of `variant` for `arch`: name -> (parameter list, body).
-fn ptx(variant: Variant, arch: Arch) -> BTreeMap<String, (String, String)> {
+/// PTX of every kernel of `variant` for `arch`: name -> (parameter list, body). `lean`
+/// leaves out the lanes' init-time calibration and epoch code.
+fn ptx(variant: Variant, arch: Arch, lean: bool) -> BTreeMap<String, (String, String)> {
     if let Err(e) = nvrtc::probe() {
         panic!("{e}");
     }
-    let compiled = variant
-        .compiler(arch)
+    let mut compiler = variant.compiler(arch);
+    if lean {
+        compiler = compiler
+            .define("IKP_CALIBRATE", Some("0"))
+            .define("IKP_EPOCHS", Some("0"));
+    }
+    let compiled = compiler
         .ptx("gpu_overhead.cu", SOURCE)
         .unwrap_or_else(|e| panic!("{} for {arch}: {e}", variant.name()));
     let text = compiled.ptx().expect("PTX text").to_owned();
@@ -58,7 +70,23 @@ const NO_USER_FENCE: [&str; 4] = [
 #[test]
 fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
     for arch in ARCHS {
-        let builds: BTreeMap<_, _> = Variant::ALL.iter().map(|&v| (v, ptx(v, arch))).collect();
+        let builds: BTreeMap<_, _> = Variant::ALL
+            .iter()
+            .map(|&v| (v, ptx(v, arch, true)))
+            .collect();
+        // The default builds: every lane that records times its record cost and can take
+        // an epoch; compiled out, nothing of either.
+        for &v in &Variant::ALL {
+            for (name, (_, body)) in ptx(v, arch, false) {
+                let lane = v.records();
+                assert_eq!(
+                    has(&body, "st.volatile.global.u64") && has(&body, "atom.global.add.u64"),
+                    lane,
+                    "{arch} {} {name}: calibration and epoch code",
+                    v.name()
+                );
+            }
+        }
         for spec in KERNELS {
             let name = spec.name;
             for (&v, kernels) in &builds {

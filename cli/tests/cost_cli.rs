@@ -88,6 +88,39 @@ fn cost_table_matches_the_library_measurement() {
             [a.loop_records[i].growth as f64]
         );
     }
+    for (i, m) in MODES.iter().enumerate() {
+        let r = a.ring_records[i];
+        assert_eq!(
+            cell(&format!(
+                "ring record ({}), per record: first 8 added / next 8 added",
+                m.label()
+            )),
+            [r.first, r.steady]
+        );
+        assert_eq!(
+            cell(&format!(
+                "ring record in a runtime loop ({}), per iteration",
+                m.label()
+            )),
+            [a.ring_loop_records[i].growth as f64]
+        );
+    }
+    assert_eq!(
+        cell("async-range record (range_begin / range_end), per record: first 8 added / next 8 added"),
+        [a.ranges.0, a.ranges.1]
+    );
+    assert_eq!(
+        cell("lane init + finalize, no record (static count)"),
+        [a.setup.total as f64]
+    );
+    assert_eq!(
+        cell("of which record-cost calibration (IKP_CALIBRATE=0 saves)"),
+        [a.setup.calibration as f64]
+    );
+    assert_eq!(
+        cell("of which epoch code, run only with epochs > 1 (IKP_EPOCHS=0 saves)"),
+        [a.setup.epochs as f64]
+    );
     assert_eq!(cell("wait-loop tick (IKP_WAIT)"), [a.tick() as f64]);
     assert_eq!(
         cell("compiled out (IKP_ENABLED=0), 4 example kernels"),

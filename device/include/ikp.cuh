@@ -6,11 +6,15 @@
 //
 // What it does: each (block, group) pair is a *lane* with one writing thread, its leader.
 // The leader appends 64-bit records (timestamp low 32 bits | payload | region | kind) to
-// its own fixed-size segment of a buffer the host zeroed and described; no atomics, no
-// shared cursor, no write ever crosses into another lane. When a segment is full, records
-// are counted as dropped instead of written. Wait loops count their spins in a register and
-// add the total to a per-lane counter once. The host reads the buffer back and decodes it
-// (`ikp` CLI / ikp-host crate).
+// its own fixed-size segment of a buffer the host zeroed and described; no shared cursor,
+// no write ever crosses into another lane, and no atomic on the record path. When a segment
+// is full, records are counted as dropped instead of written, or, in a ring lane
+// (ikp::Overflow::Ring), overwrite the oldest. At init the leader stamps its start times and
+// times a few back-to-back records (the record cost, for the decoder's overhead
+// correction); a buffer sized for several launches (epochs) gives each launch its own
+// segments, the epoch taken by one atomic add per lane. Wait loops count their spins in a
+// register and add the total to a per-lane counter once. The host reads the buffer back and
+// decodes it (`ikp` CLI / ikp-host crate).
 //
 // Usage (nvcc or NVRTC, C++17, no other include needed):
 //
@@ -27,13 +31,22 @@
 //
 // Warp-specialized kernels give each warp group its own group id and leader, e.g.
 // `ikp::Lane<> lane(prof, threadIdx.x / 128, threadIdx.x % 128 == 0)`, and count waits with
-// `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`.
+// `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`. A range that begins in one lane and ends in
+// another (a TMA load and its consumer) is `lane.range_begin(REGION, token)` /
+// `other_lane.range_end(REGION, token)` for a region the host lists as async. A long or
+// persistent kernel that should keep its newest records uses
+// `ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring>` with a ring layout.
 //
 // Cost model (measured from SASS by the ikp test suite, figures in BENCHMARKS.md): a record
 // is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
 // straight into the store's register, the tag and one 64-bit store; the address is the
 // lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
-// Fence::Block adds one block fence on every thread. A wait-loop tick is one register add.
+// Fence::Block adds one block fence on every thread. A ring record (Overflow::Ring) stores
+// at the cursor masked by the capacity, so its address never folds: about twice a
+// drop-newest record in straight-line code, the same in a loop. A wait-loop tick is one
+// register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
+// drops it) and its epoch code (run only when the buffer holds several launches;
+// -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 #ifndef IKP_CUH_V2
@@ -46,6 +59,13 @@
 //   an instrumented kernel compiles to exactly the SASS of the uninstrumented one (the ikp
 //   test suite checks this instruction for instruction). It only sets the default of the
 //   Lane template's last parameter, so one translation unit can still mix both.
+// IKP_CALIBRATE (default 1): 0 leaves out the record-cost calibration at init (the lane's
+//   CALIB word stays 0, "not measured", and the decoder cannot correct for the cost of
+//   looking); it saves its instructions (`ikp cost` lists them) once per lane.
+// IKP_EPOCHS (default 1): 0 leaves out the epoch code at init (the launch-counter atomic):
+//   for kernels never launched into a buffer sized for several launches. A lane compiled
+//   so records nothing when the host's buffer has more than one epoch, rather than write
+//   every launch over epoch 0.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -55,6 +75,12 @@
 // ---------------------------------------------------------------------------------------
 #ifndef IKP_ENABLED
 #define IKP_ENABLED 1
+#endif
+#ifndef IKP_CALIBRATE
+#define IKP_CALIBRATE 1
+#endif
+#ifndef IKP_EPOCHS
+#define IKP_EPOCHS 1
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -97,6 +123,7 @@ constexpr unsigned MAX_COUNTERS = 0x100u;  // largest number of wait counters
 constexpr unsigned LANE_START_GT = 0u;  // 64-bit %globaltimer at init
 constexpr unsigned LANE_START_CLK = 1u;  // 64-bit %clock64 at init
 constexpr unsigned LANE_IDS = 2u;  // LANE_MARK << IDS_MARK_SHIFT | flags << IDS_FLAGS_SHIFT | warp << IDS_WARP_SHIFT | smid
+constexpr unsigned LANE_CALIB = 3u;  // cycles of one record, least of CALIB_DELTAS measured at init (low 32 bits)
 constexpr unsigned LANE_EVENTS = 4u;  // first event record
 constexpr unsigned LANE_PROLOGUE_WORDS = 4u;  // words before the records
 constexpr unsigned TRAILER_END_GT = 0u;  // after the records: 64-bit %globaltimer at finalize
@@ -116,6 +143,12 @@ constexpr unsigned IDS_WARP_SHIFT = 16u;  // shift of the leader's warp index
 constexpr unsigned IDS_FIELD_MASK = 0xffffu;  // mask of the smid and warp fields
 constexpr unsigned LANE_FLAG_CLOCK = 1u;  // timestamps are %clock cycles
 constexpr unsigned LANE_FLAG_BLOCK_FENCE = 2u;  // records are fenced with __threadfence_block()
+constexpr unsigned LANE_FLAG_RING = 4u;  // the lane records as a ring (Overflow::Ring)
+
+// Rings, epochs and the record-cost calibration.
+constexpr unsigned HEADER_FLAG_RING = 1u;  // buffer-header flag: the launch's lanes record as rings (host side)
+constexpr unsigned MAX_EPOCHS = 0x10000u;  // largest number of epochs (launches) a buffer records
+constexpr unsigned CALIB_DELTAS = 3u;  // back-to-back record deltas timed at init; the least is stored
 
 /// How a lane takes timestamps (the values are the wire TimerMode ids).
 /// Global: %globaltimer_lo, ns, one time axis for the whole GPU; its resolution is
@@ -125,6 +158,14 @@ constexpr unsigned LANE_FLAG_BLOCK_FENCE = 2u;  // records are fenced with __thr
 ///   least 1 ms with its own pair, others with the ratio pooled over all lanes (a short
 ///   lane's globaltimer interval is too coarse to measure its own).
 enum class Timer : unsigned { Global = 0u, Clock = 1u };
+
+/// What a lane does once its records_per_lane records are written (the values are the wire Overflow's).
+/// DropNewest: keep the oldest records and count the rest as dropped (the default: the
+///   start of a kernel and the order of its regions stay whole).
+/// Ring: keep the newest, overwriting the oldest (the end of a long or persistent
+///   kernel); the host must declare the launch a ring (Layout::overflow), which makes
+///   records_per_lane a power of two.
+enum class Overflow : unsigned { DropNewest = 0u, Ring = 1u };
 
 /// Whether records are ordered against the group's memory traffic.
 /// None: a record is a timer read and a predicated store; the compiler may move
@@ -182,6 +223,8 @@ Dim3 thread_idx();                 // threadIdx
 Dim3 block_dim();                  // blockDim
 void fence_block();                // __threadfence_block()
 void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicAdd (RED)
+// atomicAdd whose old value is used (an ATOM): takes a lane's epoch from its launch counter.
+unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value);
 }  // namespace emu
 #endif
 
@@ -286,6 +329,32 @@ IKP_INLINE void atomic_add(unsigned long long* addr, unsigned long long value) {
 #endif
 }
 
+/// `old = *addr; *addr += value; return old` as one atomic: a lane takes its epoch from its
+/// launch counter this way, once, at init (the only ikp atomic whose reply is waited for).
+/// (ptxas aggregates it over the warp, a vote, a popcount and two shuffles around the
+/// atom, as the address is warp-uniform; a few instructions once per launch, and only when
+/// the buffer holds several epochs.)
+IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
+#if defined(IKP_HOST_EMULATION)
+  return emu::atomic_fetch_add(addr, value);
+#else
+  return atomicAdd(addr, value);
+#endif
+}
+
+/// `*addr = word` that the compiler keeps even when a later store overwrites the same word:
+/// the record-cost calibration stores CALIB_DELTAS + 1 times into one word, and ptxas
+/// deletes all but the last of plain stores (and then the timer reads they store).
+IKP_INLINE void store_volatile(unsigned long long* addr, unsigned long long word) {
+#if defined(IKP_HOST_EMULATION)
+  *addr = word;
+#else
+  asm volatile(
+      "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %0;\n\tst.volatile.global.u64 [a], %1;\n\t}" ::"l"(addr),
+      "l"(word));
+#endif
+}
+
 /// `base[i] = word` for the record path, as one wide multiply-add and one global store.
 /// Written in PTX so the optimizer takes it as is: left to itself, it strength-reduces a
 /// record in a loop into a second 64-bit pointer bumped every iteration, or re-associates
@@ -346,28 +415,64 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
 ///
-/// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock) and
-/// On (defaults to IKP_ENABLED; false makes every method an empty inline function).
-template <Fence F = Fence::None, Timer T = Timer::Global, bool On = (IKP_ENABLED != 0)>
+/// A ring lane (Overflow::Ring) keeps the newest records instead: the record path stores at
+/// `i = cursor & (capacity - 1)` (the host makes the capacity a power of two for a ring
+/// launch) if `i < capacity` (only a zero capacity fails it; ptxas folds the compare into
+/// one test of the capacity) and counts; finalize's `written` and `dropped` then read as the
+/// records present and the records overwritten. It stamps LANE_FLAG_RING so the decoder
+/// restores the order. Without a ring layout the index still stays below the capacity, so
+/// a Ring lane in a drop-newest buffer never writes outside its segment (the decoder
+/// refuses the mismatch instead).
+///
+/// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
+/// O (Overflow::DropNewest / Overflow::Ring) and On (defaults to IKP_ENABLED; false makes
+/// every method an empty inline function).
+template <Fence F = Fence::None, Timer T = Timer::Global, Overflow O = Overflow::DropNewest,
+          bool On = (IKP_ENABLED != 0)>
 class Lane {
  public:
   static constexpr bool enabled = On;
+  /// True for a ring lane (Overflow::Ring).
+  static constexpr bool ring = O == Overflow::Ring;
   /// Lane flags stamped into the IDS word so the decoder knows how the lane recorded.
   static constexpr unsigned flags = (T == Timer::Clock ? LANE_FLAG_CLOCK : 0u) |
-                                    (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u);
+                                    (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u) |
+                                    (ring ? LANE_FLAG_RING : 0u);
 
   /// Finds this thread's lane (`linear_block * groups_per_block + group`) and, on the
-  /// leader, stamps the start globaltimer, start clock64 and the IDS word (smid, warp of
-  /// the leader, flags). `leader` must be true for exactly one thread of the group.
+  /// leader, takes the epoch, stamps the start globaltimer, start clock64 and the IDS word
+  /// (smid, warp of the leader, flags), and measures the record cost (the CALIB word, see
+  /// calibrate()). `leader` must be true for exactly one thread of the group.
+  ///
+  /// Epochs: when the host sized the buffer for several launches (`arg.epochs > 1`), the
+  /// leader takes this launch's epoch from its lane's launch counter with one 64-bit atomic
+  /// add (the value before the add) and writes segment `epoch * lane_count + lane`; a lane
+  /// whose epoch is `epochs` or more records nothing (the counter still counts the launch).
+  /// So a loop of launches, or a CUDA Graph replayed N times, fills one epoch per launch
+  /// with no host action in between. With `epochs == 1` no atomic runs: every launch
+  /// writes epoch 0 and the counters stay zero.
   IKP_INLINE Lane(const Arg& arg, unsigned group, bool leader) {
     if constexpr (On) {
       const unsigned lane = detail::linear_block() * arg.groups_per_block + group;
-      on_ = leader && group < arg.groups_per_block && lane < arg.lane_count;
+      bool on = leader && group < arg.groups_per_block && lane < arg.lane_count;
       cap_ = arg.records_per_lane;
       counters_ = arg.n_counters;
       cursor_ = 0u;
-      unsigned long long* seg = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
-                                static_cast<unsigned long long>(lane) * arg.lane_stride;
+      unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
+      unsigned long long segment = lane;
+#if IKP_EPOCHS
+      if (on && arg.epochs > 1u) {
+        // The launch counters are the lane_count words just before epoch 0's lane 0.
+        const unsigned long long epoch =
+            detail::atomic_fetch_add(buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
+        on = epoch < arg.epochs;
+        segment += epoch * arg.lane_count;
+      }
+#else
+      on = on && arg.epochs <= 1u;
+#endif
+      on_ = on;
+      unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
       // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
       // lives in uniform registers, and ptxas then copies it back into vector registers
@@ -386,6 +491,9 @@ class Lane {
                         (static_cast<unsigned long long>(flags & IDS_FLAGS_MASK) << IDS_FLAGS_SHIFT) |
                         (static_cast<unsigned long long>(warp & IDS_FIELD_MASK) << IDS_WARP_SHIFT) |
                         static_cast<unsigned long long>(sm & IDS_FIELD_MASK);
+#if IKP_CALIBRATE
+        calibrate(seg + LANE_CALIB);
+#endif
       }
     }
   }
@@ -420,6 +528,19 @@ class Lane {
     }
   }
 
+  /// Opens async range `region` with `token` (a 20-bit value; higher bits are dropped): a
+  /// begin record, the cost of begin(). The region must be listed in the host's
+  /// `Layout::async_regions`: its begins and ends are then not paired within the lane, and
+  /// an end closes the earliest open begin of the same region and token in the whole
+  /// launch, whichever lane wrote it. So the range may end in another lane (a TMA load
+  /// issued by a producer warp, its completion observed by a consumer warp). Fenced like
+  /// begin().
+  IKP_INLINE void range_begin(unsigned region, unsigned token) { begin(region, token); }
+
+  /// Closes async range `region` / `token` (possibly opened by another lane): an end
+  /// record, the cost of end(). Fenced like end().
+  IKP_INLINE void range_end(unsigned region, unsigned token) { end(region, token); }
+
   /// Adds `n` to wait counter `id`'s total in the lane trailer: a 64-bit RED from the
   /// leader, outside any loop. Ids at or past n_counters are ignored (they would land in the
   /// next lane's segment).
@@ -437,7 +558,8 @@ class Lane {
     if constexpr (On) put(n, tag(KIND_META, META_COUNTER_SAMPLE, id));
   }
 
-  /// Stamps the end globaltimer, end clock64 and `dropped << COUNT_DROPPED_SHIFT | written`.
+  /// Stamps the end globaltimer, end clock64 and `dropped << COUNT_DROPPED_SHIFT | written`
+  /// (for a ring: overwritten << COUNT_DROPPED_SHIFT | present, the same arithmetic).
   /// Call once, after the last record; a lane that never finalizes decodes as unfinished.
   IKP_INLINE void finalize() {
     if constexpr (On) {
@@ -474,20 +596,59 @@ class Lane {
   /// The whole record path: if this thread writes and the lane has room, read the timer and
   /// store; count always. The timer read sits under the same predicate as the store, which
   /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
-  /// a uniform-register read plus a move.
+  /// a uniform-register read plus a move. A ring lane always has room: it stores at the
+  /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
-    if (on_ && cursor_ < cap_) {
-      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+    if constexpr (ring) {
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+      }
+    } else {
+      if (on_ && cursor_ < cap_) {
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+      }
     }
     ++cursor_;
   }
 
   /// The same for an untimed (meta) record whose high half is `value`.
   IKP_INLINE void put(unsigned value, unsigned tag) {
-    if (on_ && cursor_ < cap_) {
-      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    if constexpr (ring) {
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+      }
+    } else {
+      if (on_ && cursor_ < cap_) {
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+      }
     }
     ++cursor_;
+  }
+
+  /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
+  /// only, once, at init). It makes CALIB_DELTAS + 1 records back to back, each exactly:
+  /// one %clock read c_i, for a Timer::Global lane one %globaltimer_lo read (the lane's own
+  /// record timer; a Timer::Clock lane's timer read is c_i itself), and one 64-bit global
+  /// store of `stamp << TIME_SHIFT | c_i` into the CALIB word (standing in for an event slot;
+  /// volatile, st.volatile.global, as the compiler would otherwise keep only the last of
+  /// the stores to one word). It then stores the least c_{i+1} - c_i: the cycles from
+  /// one record's clock read to the next, i.e. the issue cost of one record (timer read,
+  /// word build, store) as a nested record adds it to the span around it, without the
+  /// cursor compare. Stores are fire-and-forget, so their memory latency is not in it; a
+  /// Timer::Global lane's figure also holds the %clock read that times it. The least of
+  /// several is taken so that a stall (a warp switch, an instruction-cache miss) is not.
+  IKP_INLINE static void calibrate(unsigned long long* calib) {
+    unsigned prev = 0u, least = ~0u;
+    for (unsigned i = 0; i <= CALIB_DELTAS; ++i) {
+      const unsigned c = detail::clock_lo();
+      const unsigned stamp = T == Timer::Clock ? c : detail::globaltimer_lo();
+      detail::store_volatile(calib, (static_cast<unsigned long long>(stamp) << TIME_SHIFT) | c);
+      if (i > 0u && c - prev < least) least = c - prev;
+      prev = c;
+    }
+    detail::store_volatile(calib, least);
   }
 
   unsigned long long* ev_;  // this lane's first event record

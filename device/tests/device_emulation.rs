@@ -5,6 +5,15 @@
 //! must equal, word for word, what the Rust reference encoder writes for the same program
 //! ([`program`]), and a small decoder written here must recover exactly the spans,
 //! payloads, ids, drops and counters the program produced.
+//!
+//! The second program ([`ring_program`]) runs ring lanes (a producer issuing async copies
+//! and a consumer ending them, in two lanes of a block) four times into a buffer of three
+//! epochs: every ring wraps several times, the fourth launch must record nothing but its
+//! launch count, and again the buffer must equal the reference encoder's.
+//!
+//! The emulated SM clock advances on each read (`kReadCycles` in emulate.cpp, [`READ_CYCLES`]
+//! here), so the record-cost calibration at init sees known deltas and every lane's CALIB
+//! word must be [`CALIB_CYCLES`].
 mod support;
 
 use ikp_device::encoder::{BufferWriter, LaneWriter};
@@ -25,6 +34,18 @@ const WAIT_FULL: u32 = 0;
 const WAIT_EMPTY: u32 = 1;
 /// Block 5's clock lane runs 6 tiles: 9 + 12 records for 14 slots.
 const FULL_LANE: u64 = 5 * GROUPS as u64 + 1;
+/// Cycles each emulated clock read adds, by read index mod 4 (`kReadCycles`).
+const READ_CYCLES: [u64; 4] = [6, 1, 9, 4];
+/// The least of the calibration's deltas (reads 2, 3 and 4 of a lane add 9, 4 and 6).
+const CALIB_CYCLES: u32 = 4;
+
+const RING_GRID: [u32; 3] = [3, 1, 1];
+const RING_BLOCK: [u32; 3] = [64, 1, 1];
+const RING_CAP: u32 = 8;
+const RING_EPOCHS: u32 = 3;
+/// One launch more than the buffer has epochs: it must record nothing.
+const RING_LAUNCHES: u32 = 4;
+const COPY: u32 = 4;
 
 fn layout() -> Layout {
     Layout {
@@ -36,6 +57,22 @@ fn layout() -> Layout {
             .map(String::from)
             .to_vec(),
         counters: ["wait_full", "wait_empty"].map(String::from).to_vec(),
+        ..Layout::default()
+    }
+}
+
+fn ring_layout() -> Layout {
+    Layout {
+        grid: RING_GRID,
+        groups_per_block: 2,
+        records_per_lane: RING_CAP,
+        regions: ["load", "compute", "store", "tile", "copy"]
+            .map(String::from)
+            .to_vec(),
+        counters: vec!["wait_full".into()],
+        overflow: wire::Overflow::Ring,
+        epochs: RING_EPOCHS,
+        async_regions: vec![COPY],
         ..Layout::default()
     }
 }
@@ -76,16 +113,70 @@ struct Model<'a> {
     w: LaneWriter<'a>,
     ns: u64,
     clock: bool,
+    cap: u32,
+    ring: bool,
+    /// The emulated clock's reads so far and the cycles they added.
+    reads: usize,
+    skew: u64,
     cursor: u32,
     last_time: u64,
     open: Vec<(u32, u32, u64)>,
     view: LaneView,
+    /// Every record attempted, as its word (for the ring checks).
+    attempted: Vec<u64>,
 }
 
-impl Model<'_> {
-    fn time(&self) -> u64 {
+impl<'a> Model<'a> {
+    /// A lane's init on the device: stamps, then the record-cost calibration.
+    fn init(
+        w: LaneWriter<'a>,
+        start: u64,
+        (smid, warp, flags): (u32, u32, u32),
+        cap: u32,
+        ring: bool,
+        n_counters: usize,
+    ) -> Self {
+        let clock = flags & lane_flags::CLOCK != 0;
+        let mut m = Model {
+            w,
+            ns: start,
+            clock,
+            cap,
+            ring,
+            reads: 0,
+            skew: 0,
+            cursor: 0,
+            last_time: 0,
+            open: Vec::new(),
+            view: LaneView {
+                smid,
+                warp,
+                flags,
+                counters: vec![0; n_counters],
+                ..LaneView::default()
+            },
+            attempted: Vec::new(),
+        };
+        let clk = m.clock_read();
+        m.w.init(smid, warp, flags, start, clk);
+        m.view.start = if clock { clk } else { start };
+        m.last_time = m.view.start;
+        // CALIB_DELTAS + 1 clock reads back to back; the least delta is stored.
+        let stamps: Vec<u64> = (0..=wire::CALIB_DELTAS).map(|_| m.clock_read()).collect();
+        let least = stamps.windows(2).map(|p| p[1] - p[0]).min().unwrap();
+        m.w.calibrate(least as u32);
+        m
+    }
+    /// One read of the emulated SM clock (`ikp::emu::clock64` in emulate.cpp).
+    fn clock_read(&mut self) -> u64 {
+        self.skew += READ_CYCLES[self.reads % 4];
+        self.reads += 1;
+        2 * self.ns + 64 + self.skew
+    }
+    /// The stamp of a timed record that lands (the device reads no timer otherwise).
+    fn stamp(&mut self) -> u64 {
         if self.clock {
-            2 * self.ns + 64
+            self.clock_read()
         } else {
             self.ns
         }
@@ -93,38 +184,50 @@ impl Model<'_> {
     fn step(&mut self, dt: u64) {
         self.ns += dt;
     }
-    /// Counts the attempt; true if the record lands in the segment.
-    fn slot(&mut self) -> bool {
+    /// Whether the next record lands in the segment (the device's predicate).
+    fn lands(&self) -> bool {
+        self.ring || self.cursor < self.cap
+    }
+    /// One timed record; returns its time if it landed.
+    fn timed(&mut self, kind: Kind, region: u32, payload: u32) -> Option<u64> {
+        let t = if self.lands() { self.stamp() } else { 0 };
+        let landed = self.lands();
+        self.w.record(kind, region, payload, t as u32);
+        self.attempted.push(wire::pack_record(
+            t as u32,
+            wire::pack_tag(kind, region, payload),
+        ));
         self.cursor += 1;
-        self.cursor <= CAP
+        landed.then(|| {
+            self.last_time = t;
+            t
+        })
     }
     fn begin(&mut self, region: u32, payload: u32) {
-        let t = self.time();
-        self.w.begin(region, payload, t);
-        if self.slot() {
-            self.last_time = t;
+        if let Some(t) = self.timed(Kind::Begin, region, payload) {
             self.open.push((region, payload, t));
         }
     }
     fn end(&mut self, region: u32, payload: u32) {
-        let t = self.time();
-        self.w.end(region, payload, t);
-        if self.slot() {
-            self.last_time = t;
+        if let Some(t) = self.timed(Kind::End, region, payload) {
             let (r, p, b) = self.open.pop().expect("model: end without begin");
             assert_eq!((r, p), (region, payload), "model nests properly");
             self.view.spans.push((r, p, b, t));
         }
     }
     fn instant(&mut self, region: u32, payload: u32) {
-        let t = self.time();
-        self.w.instant(region, payload, t);
-        if self.slot() {
-            self.last_time = t;
+        if let Some(t) = self.timed(Kind::Instant, region, payload) {
             self.view
                 .instants
                 .push((region & wire::REGION_MASK, payload & wire::PAYLOAD_MASK, t));
         }
+    }
+    /// An async range's begin: recorded like a begin, never paired within the lane.
+    fn range_begin(&mut self, region: u32, token: u32) {
+        self.timed(Kind::Begin, region, token);
+    }
+    fn range_end(&mut self, region: u32, token: u32) {
+        self.timed(Kind::End, region, token);
     }
     fn count(&mut self, id: u32, n: u32) {
         self.w.counter_add(id, n as u64);
@@ -132,15 +235,20 @@ impl Model<'_> {
     }
     fn sample(&mut self, id: u32, n: u32) {
         self.w.counter_sample(id, n);
-        if self.slot() {
+        self.attempted.push(wire::pack_record(
+            n,
+            wire::pack_tag(Kind::Meta, MetaKind::CounterSample as u32, id),
+        ));
+        if self.lands() {
             self.view.samples.push((id, n, self.last_time));
         }
+        self.cursor += 1;
     }
     fn finalize(&mut self) {
-        let (end_gt, end_clk) = (self.ns, 2 * self.ns + 64);
-        self.w.finalize(end_gt, end_clk);
-        self.view.end = self.time();
-        self.view.written = self.cursor.min(CAP);
+        let end_clk = self.clock_read();
+        self.w.finalize(self.ns, end_clk);
+        self.view.end = if self.clock { end_clk } else { self.ns };
+        self.view.written = self.cursor.min(self.cap);
         self.view.dropped = self.cursor - self.view.written;
     }
 }
@@ -190,33 +298,15 @@ fn reference() -> (Vec<u64>, Vec<LaneView>) {
             (lane_id / GROUPS as u64) as u32,
             (lane_id % GROUPS as u64) as u32,
         );
-        let clock = g == 1;
-        let flags = if clock {
+        let flags = if g == 1 {
             lane_flags::CLOCK
         } else {
             lane_flags::BLOCK_FENCE
         };
-        let start = lane_start(b, g);
-        let mut w = buf.lane(lane_id);
         // The leader is the group's first thread: linear index 32 * g, warp g.
-        w.init(smid(b), g, flags, start, 2 * start + 64);
-        let view = LaneView {
-            smid: smid(b),
-            warp: g,
-            flags,
-            start: if clock { 2 * start + 64 } else { start },
-            counters: vec![0; n_counters],
-            ..LaneView::default()
-        };
-        let mut m = Model {
-            w,
-            ns: start,
-            clock,
-            cursor: 0,
-            last_time: view.start,
-            open: Vec::new(),
-            view,
-        };
+        let ids = (smid(b), g, flags);
+        let w = buf.lane(lane_id);
+        let mut m = Model::init(w, lane_start(b, g), ids, CAP, false, n_counters);
         program(&mut m, b, g);
         views.push(m.view);
     }
@@ -282,52 +372,187 @@ fn decode(words: &[u64]) -> Vec<LaneView> {
         .collect()
 }
 
+/// `ring_program()` of emulate.cpp, step for step.
+fn ring_program(m: &mut Model, b: u32, g: u32, launch: u32) {
+    for t in 0..ring_tiles(b, launch) {
+        m.step(3 + t as u64 % 4);
+        let token = copy_token(b, launch, t);
+        if g == 0 {
+            m.begin(TILE, t);
+            m.step(2);
+            m.range_begin(COPY, token);
+            m.end(TILE, t); // IKP_SCOPE closes after the range begins
+        } else {
+            let spins = t % 3;
+            m.count(WAIT_FULL, spins); // IKP_WAIT_SAMPLED
+            m.sample(WAIT_FULL, spins);
+            m.step(1);
+            m.range_end(COPY, token);
+            m.begin(TILE, t);
+            m.step(5);
+            m.end(TILE, t);
+        }
+    }
+    m.step(1);
+    m.instant(TILE, 0xABC);
+    m.step(2);
+    m.finalize();
+}
+
+/// Same as in emulate.cpp.
+fn ring_tiles(b: u32, launch: u32) -> u32 {
+    5 + 3 * b + launch
+}
+fn copy_token(b: u32, launch: u32, t: u32) -> u32 {
+    b << 12 | launch << 8 | t
+}
+fn ring_start(b: u32, g: u32, launch: u32) -> u64 {
+    5000 + 100_000 * launch as u64 + b as u64 * 37 + g as u64 * 11
+}
+
+/// What one lane of one launch of the ring program attempted (`None`: the launch found
+/// its epochs used up and recorded nothing).
+struct RingLane {
+    launch: u32,
+    lane: u64,
+    attempted: Option<Vec<u64>>,
+}
+
+/// The reference encoder's buffer after each launch of the ring program, and what every
+/// lane attempted.
+fn ring_reference() -> (Vec<Vec<u64>>, Vec<RingLane>) {
+    let layout = ring_layout();
+    let mut buf = BufferWriter::new(layout.clone()).unwrap();
+    let (mut after, mut lanes) = (Vec::new(), Vec::new());
+    for launch in 0..RING_LAUNCHES {
+        for lane_id in 0..layout.lane_count() {
+            let (b, g) = ((lane_id / 2) as u32, (lane_id % 2) as u32);
+            let flags = lane_flags::RING
+                | if g == 1 {
+                    lane_flags::CLOCK | lane_flags::BLOCK_FENCE
+                } else {
+                    0
+                };
+            let attempted = buf.launch(lane_id).map(|w| {
+                let ids = (smid(b), g, flags);
+                let mut m = Model::init(w, ring_start(b, g, launch), ids, RING_CAP, true, 1);
+                ring_program(&mut m, b, g, launch);
+                m.attempted
+            });
+            lanes.push(RingLane {
+                launch,
+                lane: lane_id,
+                attempted,
+            });
+        }
+        after.push(buf.clone().into_words());
+    }
+    (after, lanes)
+}
+
+/// Words of a file the emulator wrote.
+fn read_words(path: &std::path::Path) -> Vec<u64> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The emulator, compiled once per test process.
+fn emulator() -> &'static std::path::Path {
+    static EXE: OnceLock<(tempfile::TempDir, std::path::PathBuf)> = OnceLock::new();
+    &EXE.get_or_init(|| compile_emulator(&[])).1
+}
+
+/// Compiles emulate.cpp with `-D` switches (`IKP_CALIBRATE=0`).
+fn compile_emulator(defines: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("emulate");
+    let mut cc = support::host_cxx();
+    cc.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]);
+    for d in defines {
+        cc.arg(format!("-D{d}"));
+    }
+    cc.arg("-I")
+        .arg(support::header_dir())
+        .arg(support::kernels_dir().join("emulate.cpp"))
+        .arg("-o")
+        .arg(&exe);
+    support::run(cc);
+    (dir, exe)
+}
+
+/// Runs `program` `launches` times into one buffer of `layout`; returns the buffer after
+/// each launch and the last launch's stdout.
+fn emulate(
+    program: &str,
+    layout: Layout,
+    launches: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> (Vec<Vec<u64>>, String) {
+    emulate_with(emulator(), program, layout, launches, grid, block)
+}
+
+/// [`emulate`] with another build of the emulator.
+fn emulate_with(
+    exe: &std::path::Path,
+    program: &str,
+    layout: Layout,
+    launches: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> (Vec<Vec<u64>>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let arg_path = dir.path().join("arg.bin");
+    let buf_path = dir.path().join("buf.bin");
+    let arg = layout.kernel_arg(0);
+    std::fs::write(&arg_path, bytemuck::bytes_of(&arg)).unwrap();
+    let header_only = BufferWriter::new(layout).unwrap();
+    std::fs::write(&buf_path, header_only.to_bytes()).unwrap();
+    let (mut after, mut stdout) = (Vec::new(), String::new());
+    for launch in 0..launches {
+        let mut run = Command::new(exe);
+        run.arg(program)
+            .arg(launch.to_string())
+            .arg(&arg_path)
+            .arg(&buf_path);
+        for d in grid.iter().chain(&block) {
+            run.arg(d.to_string());
+        }
+        stdout = support::run(run);
+        after.push(read_words(&buf_path));
+    }
+    (after, stdout)
+}
+
 struct Emulated {
     words: Vec<u64>,
     stdout: String,
 }
 
-/// Compiles emulate.cpp against the generated header and runs it once per test process.
+/// The basic program, emulated once per test process.
 fn emulated() -> &'static Emulated {
     static RUN: OnceLock<Emulated> = OnceLock::new();
     RUN.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("emulate");
-        let mut cc = support::host_cxx();
-        cc.args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(support::header_dir())
-            .arg(support::kernels_dir().join("emulate.cpp"))
-            .arg("-o")
-            .arg(&exe);
-        support::run(cc);
-
-        let layout = layout();
-        let arg_path = dir.path().join("arg.bin");
-        let buf_path = dir.path().join("buf.bin");
-        let arg = layout.kernel_arg(0);
-        std::fs::write(&arg_path, bytemuck::bytes_of(&arg)).unwrap();
-        let header_only = BufferWriter::new(layout).unwrap();
-        std::fs::write(&buf_path, header_only.to_bytes()).unwrap();
-        let mut run = Command::new(&exe);
-        run.arg(&arg_path).arg(&buf_path);
-        for d in GRID.iter().chain(&BLOCK) {
-            run.arg(d.to_string());
+        let (mut after, stdout) = emulate("basic", layout(), 1, GRID, BLOCK);
+        Emulated {
+            words: after.pop().unwrap(),
+            stdout,
         }
-        let stdout = support::run(run);
-        let bytes = std::fs::read(&buf_path).unwrap();
-        let words = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        Emulated { words, stdout }
     })
 }
 
-#[test]
-fn emulated_buffer_equals_the_reference_encoder_word_for_word() {
-    let (want, _) = reference();
-    let got = &emulated().words;
-    assert_eq!(got.len(), want.len());
+/// The ring program's buffer after each of its launches, emulated once per test process.
+fn ring_emulated() -> &'static (Vec<Vec<u64>>, String) {
+    static RUN: OnceLock<(Vec<Vec<u64>>, String)> = OnceLock::new();
+    RUN.get_or_init(|| emulate("ring", ring_layout(), RING_LAUNCHES, RING_GRID, RING_BLOCK))
+}
+
+/// Asserts two buffers are equal, listing the words that differ.
+fn assert_same_words(got: &[u64], want: &[u64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
     let diffs: Vec<_> = (0..want.len())
         .filter(|&i| got[i] != want[i])
         .map(|i| {
@@ -339,10 +564,16 @@ fn emulated_buffer_equals_the_reference_encoder_word_for_word() {
         .collect();
     assert!(
         diffs.is_empty(),
-        "{} words differ:\n{}",
+        "{what}: {} words differ:\n{}",
         diffs.len(),
         diffs.join("\n")
     );
+}
+
+#[test]
+fn emulated_buffer_equals_the_reference_encoder_word_for_word() {
+    let (want, _) = reference();
+    assert_same_words(&emulated().words, &want, "basic program");
 }
 
 #[test]
@@ -384,8 +615,11 @@ fn spot_checks_that_do_not_rely_on_the_model() {
     // Lane 9: block 4, clock lane (2 cycles per ns), warp 1, SM (4 * 7 + 3) % 11.
     let l9 = &lanes[9];
     assert_eq!((l9.smid, l9.warp, l9.flags), (9, 1, lane_flags::CLOCK));
-    assert_eq!(dur(l9, LOAD), [50]);
-    assert_eq!(dur(l9, TILE), [12]);
+    // 25 ns at 2 cycles per ns, plus what the emulated clock's reads add: reads 5 and 6
+    // of the lane stamp LOAD's begin and end (read 0 is init's, 1..=4 the calibration's),
+    // reads 12 and 13 the tile's.
+    assert_eq!(dur(l9, LOAD), [50 + READ_CYCLES[6 % 4]]);
+    assert_eq!(dur(l9, TILE), [12 + READ_CYCLES[13 % 4]]);
     assert_eq!(l9.spans.last().unwrap().1, 4 * 16, "tile payload");
     // Counters: 4 + 1 spins + 5 added, 3 spins sampled once; the bogus id changed nothing.
     assert_eq!(l9.counters, [10, 3]);
@@ -431,5 +665,175 @@ fn undeclared_lanes_never_write_and_fences_run_on_every_thread() {
     assert_eq!(
         e.stdout.trim(),
         format!("fences={} canary=OK", 13 * 32 * 11)
+    );
+}
+
+#[test]
+fn every_lane_stores_the_least_calibration_delta() {
+    let words = &emulated().words;
+    let h = ikp_device::Header::parse(words).unwrap();
+    for l in 0..h.layout.lane_count() {
+        let calib = words[h.lane_range(l).start + lane::CALIB as usize];
+        assert_eq!(calib, CALIB_CYCLES as u64, "lane {l}");
+    }
+}
+
+#[test]
+fn ring_launches_equal_the_reference_encoder_word_for_word() {
+    let (want, _) = ring_reference();
+    let (got, _) = ring_emulated();
+    assert_eq!(got.len(), RING_LAUNCHES as usize);
+    for (launch, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_same_words(g, w, &format!("ring program after launch {launch}"));
+    }
+}
+
+#[test]
+fn a_launch_past_the_epochs_only_counts_itself() {
+    let (got, stdout) = ring_emulated();
+    assert!(stdout.contains("canary=OK"), "{stdout}");
+    let h = ikp_device::Header::parse(&got[0]).unwrap();
+    let lanes = h.layout.lane_count();
+    let (third, fourth) = (&got[2], &got[3]);
+    for l in 0..lanes {
+        let c = h.launch_counter(l);
+        assert_eq!(third[c], 3, "lane {l} after 3 launches");
+        assert_eq!(fourth[c], 4, "lane {l} counts the 4th launch");
+    }
+    // Nothing else changed: the 4th launch wrote no segment.
+    let changed: Vec<usize> = (0..third.len())
+        .filter(|&i| third[i] != fourth[i])
+        .collect();
+    let counters: Vec<usize> = (0..lanes).map(|l| h.launch_counter(l)).collect();
+    assert_eq!(changed, counters);
+    // Each of the 3 launches wrote its own epoch: the first launch filled epoch 0 only.
+    for l in 0..lanes {
+        for e in 0..RING_EPOCHS {
+            let ids = got[0][h.segment_range(e, l).start + lane::IDS as usize];
+            assert_eq!(
+                wire::unpack_ids(ids).is_some(),
+                e == 0,
+                "epoch {e} lane {l}"
+            );
+        }
+    }
+}
+
+/// A lane's records in the order they were written, read from the raw ring: the oldest at
+/// `(written + overwritten) % cap`.
+fn ring_order(seg: &[u64]) -> (u32, u32, Vec<u64>) {
+    let trailer = (lane::EVENTS + RING_CAP) as usize;
+    let count = seg[trailer + lane::T_COUNT as usize];
+    let (written, over) = (count as u32, (count >> wire::COUNT_DROPPED_SHIFT) as u32);
+    let events = &seg[lane::EVENTS as usize..trailer];
+    let oldest = if over > 0 {
+        ((written + over) % RING_CAP) as usize
+    } else {
+        0
+    };
+    let records = (0..written as usize)
+        .map(|i| events[(oldest + i) % RING_CAP as usize])
+        .collect();
+    (written, over, records)
+}
+
+#[test]
+fn wrapped_rings_keep_the_newest_records_in_order() {
+    let (got, _) = ring_emulated();
+    let words = got.last().unwrap();
+    let h = ikp_device::Header::parse(words).unwrap();
+    assert_eq!(h.layout.overflow, wire::Overflow::Ring);
+    let (_, lanes) = ring_reference();
+    let mut wraps = Vec::new();
+    for rl in lanes.iter().filter(|rl| rl.launch < RING_EPOCHS) {
+        let attempted = rl.attempted.as_ref().expect("launch within the epochs");
+        let seg = &words[h.segment_range(rl.launch, rl.lane)];
+        let ids = wire::unpack_ids(seg[lane::IDS as usize]).unwrap();
+        assert_ne!(ids.flags & lane_flags::RING, 0, "ring flag");
+        assert_eq!(seg[lane::CALIB as usize], CALIB_CYCLES as u64);
+        let (written, over, records) = ring_order(seg);
+        let n = attempted.len() as u32;
+        assert_eq!(
+            (written, over),
+            (RING_CAP, n - RING_CAP),
+            "lane {}",
+            rl.lane
+        );
+        assert_eq!(
+            records,
+            attempted[(n - RING_CAP) as usize..],
+            "lane {}",
+            rl.lane
+        );
+        // The last record is the lane's closing instant.
+        let last = wire::unpack_record(*records.last().unwrap());
+        assert_eq!((last.kind, last.payload), (Kind::Instant, 0xABC));
+        wraps.push(n / RING_CAP);
+    }
+    // Blocks run 5 + 3b + launch tiles of 3 or 4 records: 2 to 6 wraps.
+    assert_eq!(
+        (wraps.iter().min(), wraps.iter().max()),
+        (Some(&2), Some(&6))
+    );
+}
+
+#[test]
+fn async_ranges_begin_in_the_producer_lane_and_end_in_the_consumer_lane() {
+    let (got, _) = ring_emulated();
+    let words = got.last().unwrap();
+    let h = ikp_device::Header::parse(words).unwrap();
+    assert!(h.layout.is_async(COPY));
+    for e in 0..RING_EPOCHS {
+        for b in 0..RING_GRID[0] {
+            let copies = |g: u64, kind: Kind| -> Vec<u32> {
+                let (_, _, records) = ring_order(&words[h.segment_range(e, 2 * b as u64 + g)]);
+                records
+                    .iter()
+                    .map(|&w| wire::unpack_record(w))
+                    .filter(|r| r.region == COPY && r.kind == kind)
+                    .map(|r| r.payload)
+                    .collect()
+            };
+            let (begins, ends) = (copies(0, Kind::Begin), copies(1, Kind::Begin));
+            assert!(ends.is_empty(), "the consumer begins no copy");
+            assert!(copies(0, Kind::End).is_empty(), "the producer ends no copy");
+            let ends = copies(1, Kind::End);
+            assert!(
+                !begins.is_empty() && !ends.is_empty(),
+                "epoch {e} block {b}"
+            );
+            // Tokens name their block and launch; the consumer's surviving ends are the
+            // last tiles' tokens, which the producer began (its ring kept the last ones).
+            for &t in begins.iter().chain(&ends) {
+                assert_eq!((t >> 12, (t >> 8) & 0xF), (b, e), "token {t:#x}");
+            }
+            let last_tile = ring_tiles(b, e) - 1;
+            assert_eq!(*begins.last().unwrap(), copy_token(b, e, last_tile));
+            assert_eq!(*ends.last().unwrap(), copy_token(b, e, last_tile));
+        }
+    }
+}
+
+#[test]
+fn the_init_switches_leave_out_the_calibration_and_the_epochs() {
+    // IKP_CALIBRATE=0: every lane still runs, its CALIB word stays 0 ("not measured").
+    let (_dir, exe) = compile_emulator(&["IKP_CALIBRATE=0"]);
+    let (after, _) = emulate_with(&exe, "basic", layout(), 1, GRID, BLOCK);
+    let words = &after[0];
+    let h = ikp_device::Header::parse(words).unwrap();
+    for l in 0..h.layout.lane_count() {
+        let s = h.lane_range(l).start;
+        assert!(wire::unpack_ids(words[s + lane::IDS as usize]).is_some());
+        assert_eq!(words[s + lane::CALIB as usize], 0, "lane {l}");
+    }
+    // IKP_EPOCHS=0 into a buffer of several epochs: nothing written, nothing counted.
+    let (_dir, exe) = compile_emulator(&["IKP_EPOCHS=0"]);
+    let (after, stdout) = emulate_with(&exe, "ring", ring_layout(), 1, RING_GRID, RING_BLOCK);
+    assert!(stdout.contains("canary=OK"), "{stdout}");
+    let untouched = BufferWriter::new(ring_layout()).unwrap().into_words();
+    assert_same_words(
+        &after[0],
+        &untouched,
+        "IKP_EPOCHS=0 lane in a 3-epoch buffer",
     );
 }

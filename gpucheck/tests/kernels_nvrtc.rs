@@ -1,7 +1,7 @@
 //! The GPU checks' kernels compile with NVRTC for Ampere and Hopper and are what the host
 //! side launches: the entry points exist with the parameter counts the checks pass, the
-//! timing kernels stamp with the timer their mode names, and only the rendezvous uses an
-//! atomic. No GPU needed: a mistake here shows up before a GPU is lent.
+//! timing kernels stamp with the timer their mode names, and the rendezvous counts its
+//! arrivals with a 32-bit atomic (ikp's own atomics are 64-bit). No GPU needed: a mistake here shows up before a GPU is lent.
 
 use ikp_gpucheck::gpu::SOURCE;
 use ikp_host::{
@@ -10,13 +10,16 @@ use ikp_host::{
 };
 
 /// (entry point, parameters) as the checks launch them.
-const ENTRIES: [(&str, usize); 6] = [
+const ENTRIES: [(&str, usize); 9] = [
     ("gt_resolution", 4),
     ("timing_globaltimer", 5),
     ("timing_clock", 5),
     ("rendezvous", 4),
     ("overflow", 2),
     ("host_clock_stamp", 2),
+    ("ring_wrap", 2),
+    ("epoch_replay", 2),
+    ("async_ranges", 2),
 ];
 
 fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {

@@ -39,6 +39,12 @@ extern "C" __global__ void api_tour(float* out, const unsigned* flag, ikp::Arg p
   lane.end(OUTER, 7u);
   if (lane.active()) out[0] += 1.0f;
   lane.finalize();
+  // A ring lane (a second group id) with an async range begun here and ended by `lane`'s
+  // group in real code; here both ends in one lane.
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring> ring(prof, 8u + threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  ring.range_begin(MARK, threadIdx.x / 32u);
+  ring.range_end(MARK, threadIdx.x / 32u);
+  ring.finalize();
 }
 "#;
 

@@ -1,5 +1,7 @@
 //! `ikp cost [--arch sm_80,sm_90]`: the SASS instructions each kind of instrumentation site
-//! costs, per architecture, next to the TVM CudaProfiler record sequence.
+//! costs (records, ring records, async ranges, a lane's init with its epoch code and
+//! record-cost calibration, the wait tick), per architecture, next to the TVM
+//! CudaProfiler record sequence.
 //!
 //! Needs `nvcc` and `cuobjdump` (from `IKP_CUDA_BIN`, else `PATH`), not a GPU: the kernels
 //! are compiled to cubins and disassembled, and the counts are differences between builds
@@ -25,7 +27,11 @@ divided by the number of sites added. A record is measured twice: adding 8 recor
 kernel that has 1 (\"first 8 added\"), then 8 more (\"next 8 added\"). The first step also
 holds a one-off change elsewhere in the kernel (finalize's record count stops being the
 constant 1), and dividing it by 8 gives a fraction; the second figure, the steady state,
-is the cost of one more record.";
+is the cost of one more record. Ring records and async-range records are measured the
+same way. The lane's init + finalize is the whole kernel's count against the build with
+IKP_ENABLED=0, and its calibration and epoch code are the counts IKP_CALIBRATE=0 and
+IKP_EPOCHS=0 save: static counts, once per lane, not per record (the epoch code only runs
+when the buffer holds several epochs).";
 
 /// Runs `ikp cost`: measures and prints the Markdown table.
 pub fn run(args: Args) -> anyhow::Result<()> {

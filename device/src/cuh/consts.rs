@@ -4,7 +4,9 @@
 //! header without anyone editing C++. The hand-written device code
 //! ([`super::text`]) refers to these constants only by name.
 
-use crate::wire::{self, lane, lane_flags, KernelArg, Kind, MetaKind, TimerMode};
+use crate::wire::{
+    self, header_flags, lane, lane_flags, KernelArg, Kind, MetaKind, Overflow, TimerMode,
+};
 use std::fmt::Write;
 
 /// One C++ constant: name, value, type and a one-line comment.
@@ -80,6 +82,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("LANE_START_GT", lane::START_GT, "64-bit %globaltimer at init"),
                 u32c("LANE_START_CLK", lane::START_CLK, "64-bit %clock64 at init"),
                 u32c("LANE_IDS", lane::IDS, "LANE_MARK << IDS_MARK_SHIFT | flags << IDS_FLAGS_SHIFT | warp << IDS_WARP_SHIFT | smid"),
+                u32c("LANE_CALIB", lane::CALIB, "cycles of one record, least of CALIB_DELTAS measured at init (low 32 bits)"),
                 u32c("LANE_EVENTS", lane::EVENTS, "first event record"),
                 u32c("LANE_PROLOGUE_WORDS", lane::PROLOGUE_WORDS, "words before the records"),
                 u32c("TRAILER_END_GT", lane::T_END_GT, "after the records: 64-bit %globaltimer at finalize"),
@@ -102,6 +105,15 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("IDS_FIELD_MASK", wire::IDS_FIELD_MASK, "mask of the smid and warp fields"),
                 u32c("LANE_FLAG_CLOCK", lane_flags::CLOCK, "timestamps are %clock cycles"),
                 u32c("LANE_FLAG_BLOCK_FENCE", lane_flags::BLOCK_FENCE, "records are fenced with __threadfence_block()"),
+                u32c("LANE_FLAG_RING", lane_flags::RING, "the lane records as a ring (Overflow::Ring)"),
+            ],
+        ),
+        (
+            "Rings, epochs and the record-cost calibration.",
+            vec![
+                u32c("HEADER_FLAG_RING", header_flags::RING, "buffer-header flag: the launch's lanes record as rings (host side)"),
+                u32c("MAX_EPOCHS", wire::MAX_EPOCHS, "largest number of epochs (launches) a buffer records"),
+                u32c("CALIB_DELTAS", wire::CALIB_DELTAS, "back-to-back record deltas timed at init; the least is stored"),
             ],
         ),
     ]
@@ -147,6 +159,18 @@ pub(super) fn write(out: &mut String) {
          enum class Timer : unsigned {{ Global = {}u, Clock = {}u }};\n",
         TimerMode::Globaltimer as u32,
         TimerMode::Clock as u32
+    );
+    let _ = writeln!(
+        out,
+        "/// What a lane does once its records_per_lane records are written (the values are the wire Overflow's).\n\
+         /// DropNewest: keep the oldest records and count the rest as dropped (the default: the\n\
+         ///   start of a kernel and the order of its regions stay whole).\n\
+         /// Ring: keep the newest, overwriting the oldest (the end of a long or persistent\n\
+         ///   kernel); the host must declare the launch a ring (Layout::overflow), which makes\n\
+         ///   records_per_lane a power of two.\n\
+         enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u }};\n",
+        Overflow::DropNewest as u32,
+        Overflow::Ring as u32
     );
     out.push_str(
         "/// Whether records are ordered against the group's memory traffic.\n\

@@ -51,11 +51,15 @@ fn banner(version: u32) -> String {
 //
 // What it does: each (block, group) pair is a *lane* with one writing thread, its leader.
 // The leader appends 64-bit records (timestamp low 32 bits | payload | region | kind) to
-// its own fixed-size segment of a buffer the host zeroed and described; no atomics, no
-// shared cursor, no write ever crosses into another lane. When a segment is full, records
-// are counted as dropped instead of written. Wait loops count their spins in a register and
-// add the total to a per-lane counter once. The host reads the buffer back and decodes it
-// (`ikp` CLI / ikp-host crate).
+// its own fixed-size segment of a buffer the host zeroed and described; no shared cursor,
+// no write ever crosses into another lane, and no atomic on the record path. When a segment
+// is full, records are counted as dropped instead of written, or, in a ring lane
+// (ikp::Overflow::Ring), overwrite the oldest. At init the leader stamps its start times and
+// times a few back-to-back records (the record cost, for the decoder's overhead
+// correction); a buffer sized for several launches (epochs) gives each launch its own
+// segments, the epoch taken by one atomic add per lane. Wait loops count their spins in a
+// register and add the total to a per-lane counter once. The host reads the buffer back and
+// decodes it (`ikp` CLI / ikp-host crate).
 //
 // Usage (nvcc or NVRTC, C++17, no other include needed):
 //
@@ -72,13 +76,22 @@ fn banner(version: u32) -> String {
 //
 // Warp-specialized kernels give each warp group its own group id and leader, e.g.
 // `ikp::Lane<> lane(prof, threadIdx.x / 128, threadIdx.x % 128 == 0)`, and count waits with
-// `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`.
+// `IKP_WAIT(lane, COUNTER_ID, !ready(stage))`. A range that begins in one lane and ends in
+// another (a TMA load and its consumer) is `lane.range_begin(REGION, token)` /
+// `other_lane.range_end(REGION, token)` for a region the host lists as async. A long or
+// persistent kernel that should keep its newest records uses
+// `ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring>` with a ring layout.
 //
 // Cost model (measured from SASS by the ikp test suite, figures in BENCHMARKS.md): a record
 // is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
 // straight into the store's register, the tag and one 64-bit store; the address is the
 // lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
-// Fence::Block adds one block fence on every thread. A wait-loop tick is one register add.
+// Fence::Block adds one block fence on every thread. A ring record (Overflow::Ring) stores
+// at the cursor masked by the capacity, so its address never folds: about twice a
+// drop-newest record in straight-line code, the same in a loop. A wait-loop tick is one
+// register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
+// drops it) and its epoch code (run only when the buffer holds several launches;
+// -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 "#
@@ -133,6 +146,11 @@ mod tests {
             ("PAYLOAD_SHIFT", wire::PAYLOAD_SHIFT as u64),
             ("REGION_MASK", wire::REGION_MASK as u64),
             ("LANE_EVENTS", wire::lane::EVENTS as u64),
+            ("LANE_CALIB", wire::lane::CALIB as u64),
+            ("LANE_FLAG_RING", wire::lane_flags::RING as u64),
+            ("HEADER_FLAG_RING", wire::header_flags::RING as u64),
+            ("CALIB_DELTAS", wire::CALIB_DELTAS as u64),
+            ("MAX_EPOCHS", wire::MAX_EPOCHS as u64),
             ("TRAILER_COUNTERS", wire::lane::T_COUNTERS as u64),
             ("LANE_MARK", wire::LANE_MARK as u64),
             (
@@ -149,6 +167,11 @@ mod tests {
             assert!(s.contains(&line), "missing `{line}`");
         }
         assert!(s.contains(&format!("MAGIC = {:#018x}ull;", wire::MAGIC)));
+        assert!(s.contains(&format!(
+            "enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u }};",
+            wire::Overflow::DropNewest as u32,
+            wire::Overflow::Ring as u32
+        )));
     }
 
     #[test]

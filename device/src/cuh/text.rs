@@ -10,6 +10,13 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   an instrumented kernel compiles to exactly the SASS of the uninstrumented one (the ikp
 //   test suite checks this instruction for instruction). It only sets the default of the
 //   Lane template's last parameter, so one translation unit can still mix both.
+// IKP_CALIBRATE (default 1): 0 leaves out the record-cost calibration at init (the lane's
+//   CALIB word stays 0, "not measured", and the decoder cannot correct for the cost of
+//   looking); it saves its instructions (`ikp cost` lists them) once per lane.
+// IKP_EPOCHS (default 1): 0 leaves out the epoch code at init (the launch-counter atomic):
+//   for kernels never launched into a buffer sized for several launches. A lane compiled
+//   so records nothing when the host's buffer has more than one epoch, rather than write
+//   every launch over epoch 0.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -19,6 +26,12 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 // ---------------------------------------------------------------------------------------
 #ifndef IKP_ENABLED
 #define IKP_ENABLED 1
+#endif
+#ifndef IKP_CALIBRATE
+#define IKP_CALIBRATE 1
+#endif
+#ifndef IKP_EPOCHS
+#define IKP_EPOCHS 1
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -49,6 +62,8 @@ Dim3 thread_idx();                 // threadIdx
 Dim3 block_dim();                  // blockDim
 void fence_block();                // __threadfence_block()
 void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicAdd (RED)
+// atomicAdd whose old value is used (an ATOM): takes a lane's epoch from its launch counter.
+unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value);
 }  // namespace emu
 #endif
 
@@ -153,6 +168,32 @@ IKP_INLINE void atomic_add(unsigned long long* addr, unsigned long long value) {
 #endif
 }
 
+/// `old = *addr; *addr += value; return old` as one atomic: a lane takes its epoch from its
+/// launch counter this way, once, at init (the only ikp atomic whose reply is waited for).
+/// (ptxas aggregates it over the warp, a vote, a popcount and two shuffles around the
+/// atom, as the address is warp-uniform; a few instructions once per launch, and only when
+/// the buffer holds several epochs.)
+IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
+#if defined(IKP_HOST_EMULATION)
+  return emu::atomic_fetch_add(addr, value);
+#else
+  return atomicAdd(addr, value);
+#endif
+}
+
+/// `*addr = word` that the compiler keeps even when a later store overwrites the same word:
+/// the record-cost calibration stores CALIB_DELTAS + 1 times into one word, and ptxas
+/// deletes all but the last of plain stores (and then the timer reads they store).
+IKP_INLINE void store_volatile(unsigned long long* addr, unsigned long long word) {
+#if defined(IKP_HOST_EMULATION)
+  *addr = word;
+#else
+  asm volatile(
+      "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %0;\n\tst.volatile.global.u64 [a], %1;\n\t}" ::"l"(addr),
+      "l"(word));
+#endif
+}
+
 /// `base[i] = word` for the record path, as one wide multiply-add and one global store.
 /// Written in PTX so the optimizer takes it as is: left to itself, it strength-reduces a
 /// record in a loop into a second 64-bit pointer bumped every iteration, or re-associates
@@ -216,28 +257,64 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
 ///
-/// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock) and
-/// On (defaults to IKP_ENABLED; false makes every method an empty inline function).
-template <Fence F = Fence::None, Timer T = Timer::Global, bool On = (IKP_ENABLED != 0)>
+/// A ring lane (Overflow::Ring) keeps the newest records instead: the record path stores at
+/// `i = cursor & (capacity - 1)` (the host makes the capacity a power of two for a ring
+/// launch) if `i < capacity` (only a zero capacity fails it; ptxas folds the compare into
+/// one test of the capacity) and counts; finalize's `written` and `dropped` then read as the
+/// records present and the records overwritten. It stamps LANE_FLAG_RING so the decoder
+/// restores the order. Without a ring layout the index still stays below the capacity, so
+/// a Ring lane in a drop-newest buffer never writes outside its segment (the decoder
+/// refuses the mismatch instead).
+///
+/// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
+/// O (Overflow::DropNewest / Overflow::Ring) and On (defaults to IKP_ENABLED; false makes
+/// every method an empty inline function).
+template <Fence F = Fence::None, Timer T = Timer::Global, Overflow O = Overflow::DropNewest,
+          bool On = (IKP_ENABLED != 0)>
 class Lane {
  public:
   static constexpr bool enabled = On;
+  /// True for a ring lane (Overflow::Ring).
+  static constexpr bool ring = O == Overflow::Ring;
   /// Lane flags stamped into the IDS word so the decoder knows how the lane recorded.
   static constexpr unsigned flags = (T == Timer::Clock ? LANE_FLAG_CLOCK : 0u) |
-                                    (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u);
+                                    (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u) |
+                                    (ring ? LANE_FLAG_RING : 0u);
 
   /// Finds this thread's lane (`linear_block * groups_per_block + group`) and, on the
-  /// leader, stamps the start globaltimer, start clock64 and the IDS word (smid, warp of
-  /// the leader, flags). `leader` must be true for exactly one thread of the group.
+  /// leader, takes the epoch, stamps the start globaltimer, start clock64 and the IDS word
+  /// (smid, warp of the leader, flags), and measures the record cost (the CALIB word, see
+  /// calibrate()). `leader` must be true for exactly one thread of the group.
+  ///
+  /// Epochs: when the host sized the buffer for several launches (`arg.epochs > 1`), the
+  /// leader takes this launch's epoch from its lane's launch counter with one 64-bit atomic
+  /// add (the value before the add) and writes segment `epoch * lane_count + lane`; a lane
+  /// whose epoch is `epochs` or more records nothing (the counter still counts the launch).
+  /// So a loop of launches, or a CUDA Graph replayed N times, fills one epoch per launch
+  /// with no host action in between. With `epochs == 1` no atomic runs: every launch
+  /// writes epoch 0 and the counters stay zero.
   IKP_INLINE Lane(const Arg& arg, unsigned group, bool leader) {
     if constexpr (On) {
       const unsigned lane = detail::linear_block() * arg.groups_per_block + group;
-      on_ = leader && group < arg.groups_per_block && lane < arg.lane_count;
+      bool on = leader && group < arg.groups_per_block && lane < arg.lane_count;
       cap_ = arg.records_per_lane;
       counters_ = arg.n_counters;
       cursor_ = 0u;
-      unsigned long long* seg = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
-                                static_cast<unsigned long long>(lane) * arg.lane_stride;
+      unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
+      unsigned long long segment = lane;
+#if IKP_EPOCHS
+      if (on && arg.epochs > 1u) {
+        // The launch counters are the lane_count words just before epoch 0's lane 0.
+        const unsigned long long epoch =
+            detail::atomic_fetch_add(buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
+        on = epoch < arg.epochs;
+        segment += epoch * arg.lane_count;
+      }
+#else
+      on = on && arg.epochs <= 1u;
+#endif
+      on_ = on;
+      unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
       // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
       // lives in uniform registers, and ptxas then copies it back into vector registers
@@ -256,6 +333,9 @@ class Lane {
                         (static_cast<unsigned long long>(flags & IDS_FLAGS_MASK) << IDS_FLAGS_SHIFT) |
                         (static_cast<unsigned long long>(warp & IDS_FIELD_MASK) << IDS_WARP_SHIFT) |
                         static_cast<unsigned long long>(sm & IDS_FIELD_MASK);
+#if IKP_CALIBRATE
+        calibrate(seg + LANE_CALIB);
+#endif
       }
     }
   }
@@ -290,6 +370,19 @@ class Lane {
     }
   }
 
+  /// Opens async range `region` with `token` (a 20-bit value; higher bits are dropped): a
+  /// begin record, the cost of begin(). The region must be listed in the host's
+  /// `Layout::async_regions`: its begins and ends are then not paired within the lane, and
+  /// an end closes the earliest open begin of the same region and token in the whole
+  /// launch, whichever lane wrote it. So the range may end in another lane (a TMA load
+  /// issued by a producer warp, its completion observed by a consumer warp). Fenced like
+  /// begin().
+  IKP_INLINE void range_begin(unsigned region, unsigned token) { begin(region, token); }
+
+  /// Closes async range `region` / `token` (possibly opened by another lane): an end
+  /// record, the cost of end(). Fenced like end().
+  IKP_INLINE void range_end(unsigned region, unsigned token) { end(region, token); }
+
   /// Adds `n` to wait counter `id`'s total in the lane trailer: a 64-bit RED from the
   /// leader, outside any loop. Ids at or past n_counters are ignored (they would land in the
   /// next lane's segment).
@@ -307,7 +400,8 @@ class Lane {
     if constexpr (On) put(n, tag(KIND_META, META_COUNTER_SAMPLE, id));
   }
 
-  /// Stamps the end globaltimer, end clock64 and `dropped << COUNT_DROPPED_SHIFT | written`.
+  /// Stamps the end globaltimer, end clock64 and `dropped << COUNT_DROPPED_SHIFT | written`
+  /// (for a ring: overwritten << COUNT_DROPPED_SHIFT | present, the same arithmetic).
   /// Call once, after the last record; a lane that never finalizes decodes as unfinished.
   IKP_INLINE void finalize() {
     if constexpr (On) {
@@ -344,20 +438,59 @@ class Lane {
   /// The whole record path: if this thread writes and the lane has room, read the timer and
   /// store; count always. The timer read sits under the same predicate as the store, which
   /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
-  /// a uniform-register read plus a move.
+  /// a uniform-register read plus a move. A ring lane always has room: it stores at the
+  /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
-    if (on_ && cursor_ < cap_) {
-      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+    if constexpr (ring) {
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+      }
+    } else {
+      if (on_ && cursor_ < cap_) {
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+      }
     }
     ++cursor_;
   }
 
   /// The same for an untimed (meta) record whose high half is `value`.
   IKP_INLINE void put(unsigned value, unsigned tag) {
-    if (on_ && cursor_ < cap_) {
-      detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    if constexpr (ring) {
+      const unsigned i = cursor_ & (cap_ - 1u);
+      if (on_ && i < cap_) {
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+      }
+    } else {
+      if (on_ && cursor_ < cap_) {
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+      }
     }
     ++cursor_;
+  }
+
+  /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
+  /// only, once, at init). It makes CALIB_DELTAS + 1 records back to back, each exactly:
+  /// one %clock read c_i, for a Timer::Global lane one %globaltimer_lo read (the lane's own
+  /// record timer; a Timer::Clock lane's timer read is c_i itself), and one 64-bit global
+  /// store of `stamp << TIME_SHIFT | c_i` into the CALIB word (standing in for an event slot;
+  /// volatile, st.volatile.global, as the compiler would otherwise keep only the last of
+  /// the stores to one word). It then stores the least c_{i+1} - c_i: the cycles from
+  /// one record's clock read to the next, i.e. the issue cost of one record (timer read,
+  /// word build, store) as a nested record adds it to the span around it, without the
+  /// cursor compare. Stores are fire-and-forget, so their memory latency is not in it; a
+  /// Timer::Global lane's figure also holds the %clock read that times it. The least of
+  /// several is taken so that a stall (a warp switch, an instruction-cache miss) is not.
+  IKP_INLINE static void calibrate(unsigned long long* calib) {
+    unsigned prev = 0u, least = ~0u;
+    for (unsigned i = 0; i <= CALIB_DELTAS; ++i) {
+      const unsigned c = detail::clock_lo();
+      const unsigned stamp = T == Timer::Clock ? c : detail::globaltimer_lo();
+      detail::store_volatile(calib, (static_cast<unsigned long long>(stamp) << TIME_SHIFT) | c);
+      if (i > 0u && c - prev < least) least = c - prev;
+      prev = c;
+    }
+    detail::store_volatile(calib, least);
   }
 
   unsigned long long* ev_;  // this lane's first event record

@@ -2,13 +2,18 @@
 // (IKP_HOST_EMULATION): every thread of every block executes the program one after the
 // other, with the special registers, indices, fence and atomic coming from the shims below.
 //
-// usage: emulate ARG_FILE BUF_FILE GX GY GZ BX BY BZ
-//   ARG_FILE  the 32-byte kernel argument the host built (its buf field is replaced);
-//   BUF_FILE  the zeroed buffer with its header, rewritten in place with the result.
+// usage: emulate PROGRAM LAUNCH ARG_FILE BUF_FILE GX GY GZ BX BY BZ
+//   PROGRAM   `basic` (drop-newest lanes, one epoch) or `ring` (ring lanes, async ranges,
+//             for a buffer with several epochs);
+//   LAUNCH    the launch index (0, 1, ...): one run of this program is one kernel launch,
+//             and a buffer with epochs is launched into several times;
+//   ARG_FILE  the kernel argument the host built (its buf field is replaced);
+//   BUF_FILE  the buffer (zeroed with its header, or left by earlier launches), rewritten
+//             in place with the result.
 // Prints `fences=N canary=OK|CLOBBERED`.
 //
-// The program must stay in step with `program()` in device_emulation.rs, which writes the
-// same records through the Rust reference encoder.
+// The programs must stay in step with `program()` and `ring_program()` in
+// device_emulation.rs, which write the same records through the Rust reference encoder.
 #define IKP_HOST_EMULATION 1
 #include "ikp.cuh"
 
@@ -21,6 +26,11 @@ namespace {
 ikp::emu::Dim3 g_block, g_grid, g_thread, g_bdim;
 unsigned long long g_now = 0;     // the emulated globaltimer, ns
 unsigned long long g_fences = 0;  // __threadfence_block() calls, all threads
+unsigned g_clock_reads = 0;       // %clock reads by the current thread
+unsigned long long g_skew = 0;    // cycles the current thread's clock reads added
+// What each %clock read adds to the SM clock, by read index mod 4: reading takes time, and
+// the calibration at init (reads 1..4 of a lane) then sees deltas 9, 4 and 6: least 4.
+const unsigned long long kReadCycles[4] = {6, 1, 9, 4};
 
 unsigned linear_block() { return g_block.x + g_grid.x * (g_block.y + g_grid.y * g_block.z); }
 }  // namespace
@@ -29,7 +39,11 @@ namespace ikp {
 namespace emu {
 unsigned long long globaltimer() { return g_now; }
 // A 2 GHz SM clock with an offset; lane 0 starts 128 cycles before the low 32 bits wrap.
-unsigned long long clock64() { return 2 * g_now + 64; }
+// Each read advances it by kReadCycles (not the globaltimer: the skew is the clock's own).
+unsigned long long clock64() {
+  g_skew += kReadCycles[g_clock_reads++ % 4];
+  return 2 * g_now + 64 + g_skew;
+}
 unsigned smid() { return (linear_block() * 7 + 3) % 11; }
 Dim3 block_idx() { return g_block; }
 Dim3 grid_dim() { return g_grid; }
@@ -37,10 +51,15 @@ Dim3 thread_idx() { return g_thread; }
 Dim3 block_dim() { return g_bdim; }
 void fence_block() { ++g_fences; }
 void atomic_add(unsigned long long* addr, unsigned long long value) { *addr += value; }
+unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
+  const unsigned long long old = *addr;
+  *addr += value;
+  return old;
+}
 }  // namespace emu
 }  // namespace ikp
 
-enum : unsigned { LOAD = 0, COMPUTE = 1, STORE = 2, TILE = 3 };
+enum : unsigned { LOAD = 0, COMPUTE = 1, STORE = 2, TILE = 3, COPY = 4 };
 enum : unsigned { WAIT_FULL = 0, WAIT_EMPTY = 1 };
 
 static void step(unsigned long long dt) { g_now += dt; }
@@ -88,11 +107,60 @@ static void program(L& lane, unsigned b, unsigned g) {
   lane.finalize();
 }
 
+// Ring lanes in a producer / consumer pair per block: group 0 issues copies (async range
+// COPY begun with a token), group 1 ends them. Block b runs 5 + 3 b + launch tiles of 3
+// records (4 with the consumer's wait sample), so every 8-record ring wraps 2 to 6 times.
+static unsigned ring_tiles(unsigned b, unsigned launch) { return 5 + 3 * b + launch; }
+static unsigned copy_token(unsigned b, unsigned launch, unsigned t) { return b << 12 | launch << 8 | t; }
+static unsigned long long ring_start(unsigned b, unsigned g, unsigned launch) {
+  return 5000 + 100000ull * launch + b * 37ull + g * 11ull;
+}
+
+template <class L>
+static void ring_program(L& lane, unsigned b, unsigned g, unsigned launch) {
+  for (unsigned t = 0; t < ring_tiles(b, launch); ++t) {
+    step(3 + t % 4);
+    const unsigned token = copy_token(b, launch, t);
+    if (g == 0) {
+      IKP_SCOPE(lane, TILE, t);
+      step(2);
+      lane.range_begin(COPY, token);
+    } else {
+      unsigned k = 0;
+      IKP_WAIT_SAMPLED(lane, WAIT_FULL, k++ < t % 3);  // t % 3 spins
+      step(1);
+      lane.range_end(COPY, token);
+      IKP_SCOPE(lane, TILE, t);
+      step(5);
+    }
+  }
+  step(1);
+  lane.instant(TILE, 0xABC);
+  step(2);
+  lane.finalize();
+}
+
+static bool g_ring = false;
+static unsigned g_launch = 0;
+
 static void run_thread(const ikp::Arg& arg) {
   const unsigned lin = g_thread.x + g_bdim.x * (g_thread.y + g_bdim.y * g_thread.z);
   const unsigned group = lin / 32;
   const bool leader = lin % 32 == 0;
   const unsigned b = linear_block();
+  g_clock_reads = 0;
+  g_skew = 0;
+  if (g_ring) {
+    g_now = ring_start(b, group, g_launch);
+    if (group == 0) {
+      ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring> lane(arg, 0, leader);
+      ring_program(lane, b, 0, g_launch);
+    } else {
+      ikp::Lane<ikp::Fence::Block, ikp::Timer::Clock, ikp::Overflow::Ring> lane(arg, group, leader);
+      ring_program(lane, b, group, g_launch);
+    }
+    return;
+  }
   g_now = lane_start(b, group);
   if (group == 0) {
     ikp::Lane<ikp::Fence::Block, ikp::Timer::Global> lane(arg, 0, leader);
@@ -128,10 +196,13 @@ static std::vector<unsigned char> read_file(const char* path) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 9) {
-    std::fprintf(stderr, "usage: %s ARG BUF GX GY GZ BX BY BZ\n", argv[0]);
+  if (argc != 11 || (std::strcmp(argv[1], "basic") != 0 && std::strcmp(argv[1], "ring") != 0)) {
+    std::fprintf(stderr, "usage: %s basic|ring LAUNCH ARG BUF GX GY GZ BX BY BZ\n", argv[0]);
     return 2;
   }
+  g_ring = std::strcmp(argv[1], "ring") == 0;
+  g_launch = unsigned(std::atoi(argv[2]));
+  argv += 2;
   const std::vector<unsigned char> arg_bytes = read_file(argv[1]);
   if (arg_bytes.size() != sizeof(ikp::Arg)) {
     std::fprintf(stderr, "argument file has %zu bytes, ikp::Arg has %zu\n", arg_bytes.size(), sizeof(ikp::Arg));

@@ -129,4 +129,50 @@ extern "C" __global__ void overflow(const unsigned* attempts, ikp::Arg prof) {
 // clock sync.
 extern "C" __global__ void host_clock_stamp(unsigned long long* out, unsigned i) {
   out[i] = gc::gt();
+// Ring lanes (wire v2): lane (block, warp) records attempts[lane] instants (payload =
+// index) into an 8-slot ring; the ring keeps the newest.
+extern "C" __global__ void ring_wrap(const unsigned* attempts, ikp::Arg prof) {
+  const unsigned group = threadIdx.x / 32u;
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring> lane(prof, group,
+                                                                           threadIdx.x % 32u == 0u);
+  const unsigned n = attempts[blockIdx.x * prof.groups_per_block + group];
+  for (unsigned i = 0; i < n; ++i) lane.instant(0u, i);
+  lane.finalize();
+}
+
+// ---------------------------------------------------------------------------------------
+// Epochs: each lane records one instant whose payload is `tag`. Captured once into a CUDA
+// Graph and replayed: every replay is a launch with the same arguments, so only the
+// device's epoch counters tell the replays apart.
+extern "C" __global__ void epoch_replay(unsigned tag, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  lane.instant(0u, tag);
+  lane.finalize();
+}
+
+// ---------------------------------------------------------------------------------------
+// Async ranges across warps: in each block warp 0 (lane group 0) begins `n` ranges of
+// region 0 (token = block << 8 | k) and publishes them through shared memory; warp 1
+// (group 1) ends each once it sees it, in the opposite order.
+extern "C" __global__ void async_ranges(unsigned n, ikp::Arg prof) {
+  __shared__ volatile unsigned issued;
+  const unsigned warp = threadIdx.x / 32u;
+  ikp::Lane<> lane(prof, warp, threadIdx.x % 32u == 0u);
+  if (threadIdx.x == 0u) issued = 0u;
+  __syncthreads();
+  if (warp == 0u) {
+    for (unsigned k = 0; k < n; ++k) {
+      lane.range_begin(0u, blockIdx.x << 8 | k);
+      __threadfence_block();
+      if (threadIdx.x == 0u) issued = k + 1u;
+    }
+  } else if (warp == 1u) {
+    if (threadIdx.x == 32u) {
+      while (issued < n) {
+      }
+    }
+    __syncwarp();
+    for (unsigned k = n; k-- > 0;) lane.range_end(0u, blockIdx.x << 8 | k);
+  }
+  lane.finalize();
 }

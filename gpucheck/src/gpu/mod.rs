@@ -9,12 +9,15 @@
 //! - [`overflow`]: a full lane drops exactly what it should and nothing else moves;
 //! - [`host_clock`]: a session's host clock sync maps device time onto the host's clocks
 //!   within its error bound.
+//! - [`v2`]: ring lanes, the record-cost word, epochs under a replayed CUDA Graph, async
+//!   ranges across warps (raw buffer words).
 
 pub mod axis;
 pub mod host_clock;
 pub mod overflow;
 pub mod timer;
 pub mod timing;
+pub mod v2;
 
 use std::sync::Arc;
 
@@ -33,13 +36,17 @@ use crate::results::{Check, Status};
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 6] = [
+pub const CHECKS: [&str; 10] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
     "time-axis",
     "overflow",
     "host-clock",
+    "ring",
+    "record-cost",
+    "epochs/graph",
+    "async-ranges",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -152,6 +159,10 @@ pub fn run(name: &str) -> Vec<Check> {
         "time-axis" => axis::check(&gpu).map(|c| vec![c]),
         "overflow" => overflow::check(&gpu).map(|c| vec![c]),
         "host-clock" => host_clock::check(&gpu).map(|c| vec![c]),
+        "ring" => v2::ring_check(&gpu).map(|c| vec![c]),
+        "record-cost" => v2::calib_check(&gpu).map(|c| vec![c]),
+        "epochs/graph" => v2::epochs_check(&gpu).map(|c| vec![c]),
+        "async-ranges" => v2::ranges_check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)])

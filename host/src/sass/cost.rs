@@ -11,6 +11,15 @@
 //!   is a constant that passes 1), the second is the steady state.
 //! - **record in a runtime loop**: growth of the loop body of `loop_records` when each
 //!   iteration records one instant (nothing folds into an immediate offset there).
+//! - **ring record** (by fence and timer mode): the same two measurements for a lane with
+//!   `Overflow::Ring` (stores at `cursor & (capacity - 1)`, no capacity compare).
+//! - **async-range record**: `range_begin` / `range_end` measured like `record`
+//!   (`Fence::None, Timer::Global`).
+//! - **lane setup**: kernel `lane_setup` (a lane's init and finalize, no record) against
+//!   the same kernel compiled out; then the same kernel without the record-cost
+//!   calibration (`-DIKP_CALIBRATE=0`) and without the epoch code (`-DIKP_EPOCHS=0`):
+//!   the differences are the calibration's and the epoch code's share. These are static
+//!   counts: the epoch code only runs when the buffer holds several epochs.
 //! - **wait-loop tick**: growth of a spin loop's body when it is counted with `IKP_WAIT`.
 //! - **compiled out**: four example kernels compiled with `-DIKP_ENABLED=0` against the
 //!   same kernels written without markers; the difference should be nothing at all.
@@ -110,6 +119,19 @@ impl Mode {
     }
 }
 
+/// What a lane costs without recording anything: static instruction counts of the
+/// `lane_setup` kernel against builds that leave a part out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneSetup {
+    /// Init and finalize together (against `IKP_ENABLED=0`).
+    pub total: i64,
+    /// Of which the record-cost calibration (against `IKP_CALIBRATE=0`).
+    pub calibration: i64,
+    /// Of which the epoch code: the branch on `epochs > 1` and the launch-counter atomic
+    /// (against `IKP_EPOCHS=0`, which keeps a compare of its own).
+    pub epochs: i64,
+}
+
 /// Marginal instructions per straight-line record.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RecordCost {
@@ -158,6 +180,15 @@ pub struct ArchCost {
     pub spin_counted: Vec<String>,
     /// The TVM-style record, (first, steady) as for [`RecordCost`].
     pub tvm: (f64, f64),
+    /// Straight-line records of ring lanes, one entry per mode of [`MODES`].
+    pub ring_records: Vec<RecordCost>,
+    /// Ring-lane records in a runtime loop, one entry per mode of [`MODES`].
+    pub ring_loop_records: Vec<LoopCost>,
+    /// Async-range records (`range_begin` / `range_end`), (first, steady) as for
+    /// [`RecordCost`].
+    pub ranges: (f64, f64),
+    /// A lane's init and finalize, no record: [`LaneSetup`].
+    pub setup: LaneSetup,
     /// The example kernels, by name.
     pub examples: Vec<ExampleSass>,
 }
@@ -190,13 +221,18 @@ fn cost_source() -> String {
     let mut s = String::from(kernels::COST);
     for m in MODES {
         for extra in [0, K, 2 * K] {
-            let _ = writeln!(
-                s,
-                "IKP_COST_KERNELS({}, {}, {extra})",
-                m.fence.cuda_name(),
-                m.timer.cuda_name()
-            );
+            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS"] {
+                let _ = writeln!(
+                    s,
+                    "{macro_}({}, {}, {extra})",
+                    m.fence.cuda_name(),
+                    m.timer.cuda_name()
+                );
+            }
         }
+    }
+    for extra in [0, K, 2 * K] {
+        let _ = writeln!(s, "IKP_RANGE_KERNELS({extra})");
     }
     s
 }
@@ -209,14 +245,20 @@ fn tvm_source() -> String {
     s
 }
 
-/// Takes every measurement for `arch` (five nvcc compilations).
-pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
-    let cost = c.sass("cost", &cost_source(), arch, &[])?;
+/// Records (straight-line and in a loop) of every mode, from the kernels named
+/// `<prefix>records_...` and `<prefix>loop_records_...`.
+fn mode_costs(
+    cost: &super::Sass,
+    prefix: &str,
+) -> Result<(Vec<RecordCost>, Vec<LoopCost>), SassError> {
     let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
     let mut records = Vec::new();
     let mut loop_records = Vec::new();
     for m in MODES {
-        let n = |extra| cost.kernel(&m.kernel("records", extra)).map(|k| k.len());
+        let n = |extra| {
+            cost.kernel(&m.kernel(&format!("{prefix}records"), extra))
+                .map(|k| k.len())
+        };
         let (one, many, more) = (n(0)?, n(K)?, n(2 * K)?);
         records.push(RecordCost {
             mode: m,
@@ -224,7 +266,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
             steady: per_record(many, more),
         });
         let body = |extra| {
-            cost.single_loop(&m.kernel("loop_records", extra))
+            cost.single_loop(&m.kernel(&format!("{prefix}loop_records"), extra))
                 .map(|l| l.len() as i64)
         };
         loop_records.push(LoopCost {
@@ -232,6 +274,29 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
             growth: body(K)? - body(0)?,
         });
     }
+    Ok((records, loop_records))
+}
+
+/// Instructions of the `lane_setup` kernel built with `defines`.
+fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, SassError> {
+    let s = c.sass("setup", kernels::SETUP, arch, defines)?;
+    Ok(s.kernel("lane_setup")?.len() as i64)
+}
+
+/// Takes every measurement for `arch` (nine nvcc compilations).
+pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
+    let cost = c.sass("cost", &cost_source(), arch, &[])?;
+    let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
+    let (records, loop_records) = mode_costs(&cost, "")?;
+    let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
+    let r = |extra: u32| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len());
+    let (r0, r1, r2) = (r(0)?, r(K)?, r(2 * K)?);
+    let full = setup_len(c, arch, &[])?;
+    let setup = LaneSetup {
+        total: full - setup_len(c, arch, &["IKP_ENABLED=0"])?,
+        calibration: full - setup_len(c, arch, &["IKP_CALIBRATE=0"])?,
+        epochs: full - setup_len(c, arch, &["IKP_EPOCHS=0"])?,
+    };
     let spin_plain = cost.single_loop("spin_plain")?;
     let spin_counted = cost.single_loop("spin_counted")?;
 
@@ -262,6 +327,10 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         spin_counted,
         tvm: (per_record(t0, t1), per_record(t1, t2)),
         examples,
+        ring_records,
+        ring_loop_records,
+        ranges: (per_record(r0, r1), per_record(r1, r2)),
+        setup,
     })
 }
 
@@ -312,6 +381,37 @@ impl CostReport {
                 cells(&|a| a.loop_records[i].growth.to_string()),
             ));
         }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!("ring record ({}), per record: {steps}", m.label()),
+                cells(&|a| format!("{} / {}", a.ring_records[i].first, a.ring_records[i].steady)),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!(
+                    "ring record in a runtime loop ({}), per iteration",
+                    m.label()
+                ),
+                cells(&|a| a.ring_loop_records[i].growth.to_string()),
+            ));
+        }
+        rows.push((
+            format!("async-range record (range_begin / range_end), per record: {steps}"),
+            cells(&|a| format!("{} / {}", a.ranges.0, a.ranges.1)),
+        ));
+        rows.push((
+            "lane init + finalize, no record (static count)".into(),
+            cells(&|a| a.setup.total.to_string()),
+        ));
+        rows.push((
+            "of which record-cost calibration (IKP_CALIBRATE=0 saves)".into(),
+            cells(&|a| a.setup.calibration.to_string()),
+        ));
+        rows.push((
+            "of which epoch code, run only with epochs > 1 (IKP_EPOCHS=0 saves)".into(),
+            cells(&|a| a.setup.epochs.to_string()),
+        ));
         rows.push((
             "wait-loop tick (IKP_WAIT)".into(),
             cells(&|a| a.tick().to_string()),
@@ -377,6 +477,24 @@ mod tests {
                 baseline: ins(5),
                 instrumented: ins(9),
             }],
+            ring_records: MODES
+                .iter()
+                .map(|&mode| RecordCost {
+                    mode,
+                    first: 5.0,
+                    steady: 6.0,
+                })
+                .collect(),
+            ring_loop_records: MODES
+                .iter()
+                .map(|&mode| LoopCost { mode, growth: 8 })
+                .collect(),
+            ranges: (3.5, 4.0),
+            setup: LaneSetup {
+                total: 60,
+                calibration: 25,
+                epochs: 20,
+            },
         }
     }
 
@@ -393,6 +511,8 @@ mod tests {
                 assert!(s.contains(&line), "{line}");
             }
         }
+        assert!(s.contains("IKP_RING_KERNELS(Block, Clock, 16)"));
+        assert!(s.ends_with(&format!("IKP_RANGE_KERNELS({})\n", 2 * K)));
         assert!(tvm_source().ends_with(&format!("IKP_TVM_RECORDS({})\n", 2 * K)));
         assert_eq!(MODES[2].kernel("records", 8), "records_Block_Global_8");
     }
@@ -420,6 +540,14 @@ mod tests {
             md.contains("| compiled out (IKP_ENABLED=0), 1 example kernels | 0 (identical SASS) | +1 (1 kernels differ) |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 2 * MODES.len() + 3);
+        assert!(
+            md.contains("| ring record in a runtime loop (Fence::Block, Timer::Clock), per iteration | 8 | 8 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| of which record-cost calibration (IKP_CALIBRATE=0 saves) | 25 | 25 |"),
+            "{md}"
+        );
+        assert_eq!(r.rows().len(), 4 * MODES.len() + 7);
     }
 }

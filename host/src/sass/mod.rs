@@ -11,8 +11,10 @@
 //!   [`SassCompiler`] that compiles CUDA source with the generated `ikp.cuh` available;
 //! - [`parse`]: the `cuobjdump -sass` listing as instruction lists per kernel, and loops;
 //! - [`cost`]: the measurements themselves (marginal record cost per fence / timer mode,
-//!   a record in a runtime loop, the wait-counter tick, compiled-out identity, and the
-//!   TVM CudaProfiler record sequence for comparison) and the table `ikp cost` prints.
+//!   drop-newest and ring, a record in a runtime loop, async-range records, a lane's
+//!   init and finalize with its epoch code and record-cost calibration, the wait-counter
+//!   tick, compiled-out identity, and the TVM CudaProfiler record sequence for comparison)
+//!   and the table `ikp cost` prints.
 //!
 //! The fixture kernels ship inside the library ([`kernels`]), so the measurement runs from
 //! an installed `ikp` as well as from the test suite, which holds the figures to budgets.
@@ -39,6 +41,9 @@ pub mod kernels {
     /// producer / consumer with counted waits, a persistent grid in clock mode), each also
     /// written without markers under `-DIKP_BASELINE`.
     pub const EXAMPLES: &str = include_str!("kernels/examples.cu");
+    /// A lane with no record (init and finalize), compiled with and without the switches
+    /// that leave out the record-cost calibration and the epoch code.
+    pub const SETUP: &str = include_str!("kernels/setup.cu");
 }
 
 /// Why a SASS measurement could not be made.

@@ -8,13 +8,17 @@
 //   extra        records added beyond the first (marginal cost = difference / extra)
 //   fence        None | Block        timer  Global | Clock
 // `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count.
+// IKP_RING_KERNELS(fence, timer, extra) instantiates the same two kernels for ring lanes
+// (`ring_records_...`, `ring_loop_records_...`), IKP_RANGE_KERNELS(extra) straight-line
+// async-range records (`ranges_<extra>`: range_begin then alternately range_end and
+// range_begin).
 #include "ikp.cuh"
 
 // Straight-line records after init, payloads from a runtime value (pay + k), so the tag is
 // computed at run time as in a real kernel.
-template <ikp::Fence F, ikp::Timer T, unsigned EXTRA>
+template <ikp::Fence F, ikp::Timer T, ikp::Overflow O, unsigned EXTRA>
 __device__ __forceinline__ void records_body(unsigned pay, ikp::Arg prof) {
-  ikp::Lane<F, T> lane(prof, 0, threadIdx.x == 0);
+  ikp::Lane<F, T, O> lane(prof, 0, threadIdx.x == 0);
   lane.begin(1, pay);
 #pragma unroll
   for (unsigned k = 1; k < EXTRA + 1; ++k) lane.begin(1, pay + k);
@@ -23,9 +27,9 @@ __device__ __forceinline__ void records_body(unsigned pay, ikp::Arg prof) {
 
 // One record per iteration of a runtime loop (EXTRA = 0: no record), the persistent-kernel
 // case: the cursor is a loop-carried register and the address a wide multiply-add.
-template <ikp::Fence F, ikp::Timer T, unsigned EXTRA>
+template <ikp::Fence F, ikp::Timer T, ikp::Overflow O, unsigned EXTRA>
 __device__ __forceinline__ void loop_records_body(unsigned* out, unsigned n, ikp::Arg prof) {
-  ikp::Lane<F, T> lane(prof, 0, threadIdx.x == 0);
+  ikp::Lane<F, T, O> lane(prof, 0, threadIdx.x == 0);
 #pragma unroll 1
   for (unsigned i = 0; i < n; ++i) {
     if constexpr (EXTRA > 0) lane.instant(1, i);
@@ -36,11 +40,41 @@ __device__ __forceinline__ void loop_records_body(unsigned* out, unsigned n, ikp
 
 #define IKP_COST_KERNELS(F, T, EXTRA)                                                       \
   extern "C" __global__ void records_##F##_##T##_##EXTRA(unsigned pay, ikp::Arg prof) {     \
-    records_body<ikp::Fence::F, ikp::Timer::T, EXTRA>(pay, prof);                           \
+    records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::DropNewest, EXTRA>(pay, prof); \
   }                                                                                         \
   extern "C" __global__ void loop_records_##F##_##T##_##EXTRA(unsigned* out, unsigned n,    \
                                                               ikp::Arg prof) {              \
-    loop_records_body<ikp::Fence::F, ikp::Timer::T, EXTRA>(out, n, prof);                   \
+    loop_records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::DropNewest, EXTRA>(out, n, \
+                                                                                 prof);     \
+  }
+
+#define IKP_RING_KERNELS(F, T, EXTRA)                                                        \
+  extern "C" __global__ void ring_records_##F##_##T##_##EXTRA(unsigned pay, ikp::Arg prof) { \
+    records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::Ring, EXTRA>(pay, prof);       \
+  }                                                                                          \
+  extern "C" __global__ void ring_loop_records_##F##_##T##_##EXTRA(unsigned* out, unsigned n, \
+                                                                   ikp::Arg prof) {          \
+    loop_records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::Ring, EXTRA>(out, n, prof); \
+  }
+
+template <unsigned EXTRA>
+__device__ __forceinline__ void ranges_body(unsigned pay, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+  lane.range_begin(1, pay);
+#pragma unroll
+  for (unsigned k = 1; k < EXTRA + 1; ++k) {
+    if (k % 2 == 1) {
+      lane.range_end(1, pay + k);
+    } else {
+      lane.range_begin(1, pay + k);
+    }
+  }
+  lane.finalize();
+}
+
+#define IKP_RANGE_KERNELS(EXTRA)                                                  \
+  extern "C" __global__ void ranges_##EXTRA(unsigned pay, ikp::Arg prof) {        \
+    ranges_body<EXTRA>(pay, prof);                                                \
   }
 
 // A spin wait, counted (IKP_WAIT) or not.

@@ -11,7 +11,7 @@
 #define PROF_PARAM
 #endif
 
-enum : unsigned { R_LOAD = 0, R_COMPUTE = 1, R_STORE = 2, R_PRODUCE = 3, R_CONSUME = 4, R_TILE = 5 };
+enum : unsigned { R_LOAD = 0, R_COMPUTE = 1, R_STORE = 2, R_PRODUCE = 3, R_CONSUME = 4, R_TILE = 5, R_SLOT = 6 };
 enum : unsigned { C_EMPTY = 0, C_FULL = 1 };
 
 // Load / compute / store, one lane per block (1D grid). The fenced variant brackets each
@@ -57,7 +57,8 @@ extern "C" __global__ void lcs_plain(float* out, const float* in, unsigned iters
 
 // Warp-specialized producer / consumer through one shared-memory slot: warp 0 produces,
 // warp 1 consumes; each warp is a group (lane) with its lane 0 as leader, and both count
-// how long they spin on the slot's flags.
+// how long they spin on the slot's flags. The slot's lifetime is an async range (R_SLOT,
+// token = stage) that the producer begins and the consumer ends.
 extern "C" __global__ void producer_consumer(float* out, const float* in, unsigned n_stages PROF_PARAM) {
   __shared__ float slot[32];
   __shared__ volatile unsigned full, empty;
@@ -83,6 +84,9 @@ extern "C" __global__ void producer_consumer(float* out, const float* in, unsign
       slot[l] = in[(blockIdx.x * n_stages + s) * 32 + l];
       __threadfence_block();
       __syncwarp();
+#ifndef IKP_BASELINE
+      lane.range_begin(R_SLOT, s);
+#endif
       if (l == 0) full = s + 1;
     } else if (warp == 1) {
 #ifndef IKP_BASELINE
@@ -94,6 +98,9 @@ extern "C" __global__ void producer_consumer(float* out, const float* in, unsign
 #endif
       acc += slot[l];
       __syncwarp();
+#ifndef IKP_BASELINE
+      lane.range_end(R_SLOT, s);
+#endif
       if (l == 0) empty = s + 1;
     }
   }
@@ -104,10 +111,10 @@ extern "C" __global__ void producer_consumer(float* out, const float* in, unsign
 }
 
 // Persistent grid: each block loops over tiles; its one lane records every tile with the
-// tile index as payload, in clock mode.
+// tile index as payload, in clock mode, as a ring (keeps the last tiles of a long run).
 extern "C" __global__ void persistent(float* out, const float* in, unsigned n_tiles PROF_PARAM) {
 #ifndef IKP_BASELINE
-  ikp::Lane<ikp::Fence::None, ikp::Timer::Clock> lane(prof, 0, threadIdx.x == 0);
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Clock, ikp::Overflow::Ring> lane(prof, 0, threadIdx.x == 0);
 #endif
   for (unsigned t = blockIdx.x; t < n_tiles; t += gridDim.x) {
 #ifndef IKP_BASELINE
