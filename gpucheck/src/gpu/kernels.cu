@@ -129,6 +129,9 @@ extern "C" __global__ void overflow(const unsigned* attempts, ikp::Arg prof) {
 // clock sync.
 extern "C" __global__ void host_clock_stamp(unsigned long long* out, unsigned i) {
   out[i] = gc::gt();
+}
+
+// ---------------------------------------------------------------------------------------
 // Ring lanes (wire v2): lane (block, warp) records attempts[lane] instants (payload =
 // index) into an 8-slot ring; the ring keeps the newest.
 extern "C" __global__ void ring_wrap(const unsigned* attempts, ikp::Arg prof) {
