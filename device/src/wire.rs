@@ -58,8 +58,9 @@
 //! +0  start %globaltimer, 64-bit ns                 written by the leader at init
 //! +1  start clock64 (cycles)                         written by the leader at init
 //! +2  LANE_MARK << 40 | flags << 32 | warp << 16 | smid   written at init
-//! +3  record cost: cycles (low 32) of one record, the least of CALIB_DELTAS back-to-back
-//!     records timed with clock64 at init; 0: not measured
+//! +3  record cost: cycles (low 32) of one record: the least of the CALIB_DELTAS deltas
+//!     between CALIB_DELTAS + 1 back-to-back records timed with %clock at init (ikp.cuh
+//!     says what one such record holds); 0: not measured
 //! +4  records_per_lane event records                 written in order
 //! +4+R+0  end %globaltimer, 64-bit ns                written at finalize
 //! +4+R+1  end clock64                                 written at finalize
@@ -213,8 +214,8 @@ pub mod header_flags {
     pub const ALL: u32 = RING;
 }
 
-/// Back-to-back records a lane times at init to measure the cost of one record; the least
-/// delta is stored in the lane's `CALIB` word.
+/// Deltas a lane times at init, between this many + 1 back-to-back records, to measure the
+/// cost of one record; the least is stored in the lane's `CALIB` word.
 pub const CALIB_DELTAS: u32 = 3;
 /// Shift of the sync sample count in header word 11.
 pub const SYNC_SAMPLES_SHIFT: u32 = 32;
