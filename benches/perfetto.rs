@@ -65,6 +65,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
                 finalized: true,
                 written: 0,
                 dropped: 0,
+                overwritten: 0,
                 spans: s0..spans.len(),
                 instants: i0..instants.len(),
                 samples: c0..samples.len(),
@@ -84,6 +85,8 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             records_per_lane: 0,
             time_base,
             block_filter: Default::default(),
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: ["tile", "load_kv", "mma", "store_o", "kv_ready"]

@@ -74,12 +74,12 @@ pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
     candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
-    detect_format, load, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,
+    decode_launches, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,
     LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
 };
 pub use model::{
     AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
-    DiagnosticCounts, Diagnostics, Instants, Lane, Names, SetAsideLane, SetAsideReason, Source,
+    DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane, SetAsideReason, Source,
     Spans, Trace, TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};

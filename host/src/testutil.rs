@@ -43,6 +43,8 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
             records_per_lane: 1024,
             time_base: 0,
             block_filter: BlockFilter::default(),
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: names.iter().map(|s| s.to_string()).collect(),

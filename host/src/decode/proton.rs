@@ -583,6 +583,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
                 finalized: true,
                 written: 0,
                 dropped: 0,
+                overwritten: 0,
                 spans: k..k,
                 instants: 0..0,
                 samples: 0..0,
@@ -610,6 +611,8 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
             records_per_lane: 0,
             time_base,
             block_filter: Default::default(),
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: acc.names,
