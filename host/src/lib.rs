@@ -73,14 +73,14 @@ pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use decode::{
-    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
-    decode_launches, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,
-    LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
+    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, decode_launches,
+    detect_file, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions,
+    FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
 };
 pub use model::{
     AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
-    DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane, SetAsideReason, Source,
-    Spans, Trace, TrackId, Unpaired, WireFormat,
+    DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane,
+    SetAsideReason, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

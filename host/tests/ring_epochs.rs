@@ -90,7 +90,10 @@ fn a_ring_that_wrapped_keeps_the_newest_records_in_order_and_counts_the_rest() {
     let c = t.diagnostic_counts();
     assert_eq!((c.overwritten, c.ends_of_overwritten_begins), (12, 2));
     assert!(!c.is_clean());
-    assert!(c.to_string().contains("12 records overwritten in rings"), "{c}");
+    assert!(
+        c.to_string().contains("12 records overwritten in rings"),
+        "{c}"
+    );
 }
 
 #[test]
@@ -167,7 +170,8 @@ fn a_full_ring_that_never_finalized_is_set_aside_not_decoded() {
     let c = t.diagnostic_counts();
     assert_eq!(c.set_aside_unordered_rings, 1);
     assert!(
-        c.set_aside_phrase().contains("full rings that never finalized"),
+        c.set_aside_phrase()
+            .contains("full rings that never finalized"),
         "{}",
         c.set_aside_phrase()
     );
@@ -208,7 +212,10 @@ fn ring_flags_and_counts_that_disagree_are_errors_naming_the_lane() {
 #[test]
 fn a_drop_newest_lane_in_a_ring_header_decodes_as_drop_newest() {
     let mut b = BufferWriter::new(ring(1, 2, TimerMode::Globaltimer)).unwrap();
-    b.lane(0).init(0, 0, 0, 100, 0).instant(2, 0, 110).finalize(200, 0);
+    b.lane(0)
+        .init(0, 0, 0, 100, 0)
+        .instant(2, 0, 110)
+        .finalize(200, 0);
     let mut words = b.into_words();
     let k = count_word(&words, 0);
     words[k] = wire::pack_count(1, 0);
@@ -272,7 +279,12 @@ fn an_epoch_no_lane_ran_is_omitted_and_one_launch_decodes_alone() {
     let words = b.into_words();
     let traces = decode_launches(&words, &DecodeOptions::default()).unwrap();
     let idx: Vec<(u32, u64)> = (traces.iter())
-        .map(|t| (t.source.epoch.unwrap().index, t.source.epoch.unwrap().launches))
+        .map(|t| {
+            (
+                t.source.epoch.unwrap().index,
+                t.source.epoch.unwrap().launches,
+            )
+        })
         .collect();
     // The counters were left untouched: the epochs recorded say 3 launches ran.
     assert_eq!(idx, [(0, 3), (2, 3)]);
@@ -292,7 +304,10 @@ fn a_garbage_launch_counter_is_an_error_naming_the_lane_and_a_bad_epoch_names_it
     let h = Header::parse(&words).unwrap();
     words[h.launch_counter(1)] = u64::MAX - 3;
     let e = decode_launches(&words, &DecodeOptions::default()).unwrap_err();
-    assert!(matches!(e, DecodeError::LaunchCounter { lane: 1, .. }), "{e}");
+    assert!(
+        matches!(e, DecodeError::LaunchCounter { lane: 1, .. }),
+        "{e}"
+    );
     // A counter that is merely large is launches that ran.
     words[h.launch_counter(1)] = 70_000;
     let t = decode_launches(&words, &DecodeOptions::default()).unwrap();
@@ -382,7 +397,10 @@ fn clock_mode_converts_the_record_cost_with_the_lane_s_ratio() {
     .unwrap();
     let mut w = b.lane(0);
     w.init(0, 0, lane_flags::CLOCK, 1_000, 0).calibrate(10);
-    w.begin(0, 0, 200).instant(0, 0, 300).instant(0, 0, 400).end(0, 0, 600);
+    w.begin(0, 0, 200)
+        .instant(0, 0, 300)
+        .instant(0, 0, 400)
+        .end(0, 0, 600);
     w.finalize(1_000 + 5_000, 10_000);
     let opts = DecodeOptions {
         correct_overhead: true,

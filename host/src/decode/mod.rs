@@ -81,8 +81,8 @@ pub mod yaojz;
 
 pub use names::{read as read_names, NamesError};
 pub use native::{
-    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS,
-    MAX_LAUNCH_COUNT, OWN_RATIO_MIN_NS,
+    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, MAX_LAUNCH_COUNT,
+    OWN_RATIO_MIN_NS,
 };
 pub use stream::StreamedBuffer;
 

@@ -324,7 +324,9 @@ fn prepare_epoch(
                 infos.push(i);
             }
         }
-        inspected(h.segment_range(epoch, l0 as u64).start..h.segment_range(epoch, l1 as u64 - 1).end);
+        inspected(
+            h.segment_range(epoch, l0 as u64).start..h.segment_range(epoch, l1 as u64 - 1).end,
+        );
         l0 = l1;
     }
     let mut set_aside = seen.set_aside;
@@ -486,10 +488,20 @@ impl Prepared {
                         den,
                     };
                     let anchor = anchor(info, info.start_clk, info.end_clk, events);
-                    walk(LaneWalk::new(l, anchor, cycles, start), events, counters, out)
+                    walk(
+                        LaneWalk::new(l, anchor, cycles, start),
+                        events,
+                        counters,
+                        out,
+                    )
                 } else {
                     let anchor = anchor(info, info.start_gt, info.end_gt, events);
-                    walk(LaneWalk::new(l, anchor, Globaltimer, start), events, counters, out)
+                    walk(
+                        LaneWalk::new(l, anchor, Globaltimer, start),
+                        events,
+                        counters,
+                        out,
+                    )
                 };
                 if info.wrapped() {
                     // Ends whose begins the ring overwrote: counted, never spans.
@@ -589,7 +601,10 @@ impl Prepared {
         if self.correct {
             let costs = |i: &LaneInfo| self.record_cost(i);
             let at = |id: u32| {
-                let (info, seg) = (&infos[id as usize - l_base], h.segment_range(epoch, id as u64));
+                let (info, seg) = (
+                    &infos[id as usize - l_base],
+                    h.segment_range(epoch, id as u64),
+                );
                 info.ordered(&words[seg][lane::EVENTS as usize..][..cap])
             };
             let c = super::correct::apply(&mut trace, |id| costs(&infos[id as usize - l_base]), at);
