@@ -1,7 +1,8 @@
 //! Decoders: a raw buffer in any of the wire formats ikp reads, or a peer profiler's
 //! output, becomes a [`Trace`].
 //!
-//! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
+//! - [`native`]: the ikp wire format v2 (see `ikp_device::wire`): rings, several launches
+//!   per buffer ([`decode_launches`]), the opt-in overhead correction.
 //! - [`tvm`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer with SM
 //!   ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one slot
 //!   layout with three packings of the tag (`family`).

@@ -1,7 +1,8 @@
-//! Decoder of the ikp native wire format v1 (layout in `ikp_device::wire`, `# Format`).
+//! Decoder of the ikp native wire format v2 (layout in `ikp_device::wire`, `# Format`).
 //!
-//! Per lane: the prologue gives the 64-bit start stamps and the SM / warp ids, the trailer
-//! the end stamps and the written / dropped counts. Records are read up to `written` for a
+//! Per lane: the prologue gives the 64-bit start stamps, the SM / warp ids and the record
+//! cost, the trailer the end stamps and the written / dropped (or, in a ring, overwritten)
+//! counts. Records are read up to `written` for a
 //! finalized lane (non-zero words past it were written after finalize and are counted in
 //! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
 //! Stamps unwrap from the lane's own 64-bit start stamp, each relative to the one before
@@ -9,6 +10,76 @@
 //! in `backward_steps` ([`super`], `# Unwrapping`). A finalized lane whose end
 //! globaltimer is before its start globaltimer ends at its start, and counts as a
 //! backward step too (as does, in clock mode, an end clock64 before the start clock64).
+//!
+//! # Ring lanes
+//!
+//! A lane whose IDS flags say `RING` (the header's `RING` flag is then required, else the
+//! lane is an error naming it) wrote record `i` at slot `i mod R` and so holds its newest
+//! `R` records; its trailer counts `written` (present) and `overwritten`. A finalized ring:
+//! - with nothing overwritten reads as any lane (slots `0..written`);
+//! - that wrapped (`overwritten > 0`, which needs `written == R`, else the trailer is an
+//!   error) is read from its oldest record, at slot `(written + overwritten) mod R`, to the
+//!   end of the event area, then from slot 0: the order written, in two runs of the same
+//!   walk, with no copy. Its first surviving record may be any time after its start, far
+//!   more than the 2^31 ticks a stamp unwraps across, so its stamps unwrap **backward from
+//!   its end stamp** (end `%globaltimer`, or in clock mode end clock64): each record at
+//!   most 2^31 ticks before the record after it (a later stamp is a timer step back and
+//!   keeps that record's tick). That gives the 64-bit tick of the oldest record, not
+//!   before the lane's start, from which the walk unwraps forward as for any lane. A
+//!   counter sample before its first timed record takes that record's time.
+//!
+//! Pairing runs on what survives. An end with no open begin of its region in a ring that
+//! wrapped closed a begin that was overwritten (as far as the lane can tell): it is
+//! counted in [`Diagnostics::ends_of_overwritten_begins`], not in `unmatched_end`, and
+//! never made into a span (its begin time is lost). A begin still open at the end is
+//! unmatched as in any lane. Each lane's [`Lane::overwritten`] and the launch's total
+//! ([`Trace::overwritten`](crate::Trace::overwritten)) say what was lost.
+//!
+//! A ring that never ran finalize has no trailer counts: if its last slot holds a record
+//! it may have wrapped any number of times, and where its oldest record is cannot be
+//! known, so it is **set aside** ([`SetAsideReason::UnorderedRing`]), named and not
+//! decoded; one whose last slot is empty never wrapped and reads up to its last record.
+//! A lane without the `RING` flag in a ring launch reads as a drop-newest lane (its counts
+//! are then `dropped`). The cost over drop-newest lanes is a test per lane, not per record.
+//!
+//! # Epochs
+//!
+//! A buffer of `epochs > 1` holds one segment per lane and launch. Each launch is decoded
+//! on its own, exactly as a buffer of one launch, with every rule of this module applied
+//! to its segments alone ([`super::decode_launches`], one trace per epoch where any segment
+//! holds anything, ascending; an epoch that no lane ran is left out, as is the trace of a
+//! launch that was never recorded). The launch counters say how many launches ran: the
+//! largest counter, and at least one more than the last epoch recorded (counters left at
+//! 0, as by a host that wrote the segments itself, are so not an error); launches past
+//! `epochs` ran but recorded nothing, and each trace's
+//! [`Source::epoch`](crate::Source::epoch) says how many. A counter above
+//! [`MAX_LAUNCH_COUNT`] cannot be a count of launches: an error naming the lane
+//! ([`DecodeError::LaunchCounter`]). Errors in a segment name its launch (`launch k: `).
+//! [`super::decode`] and [`super::load`] return the one launch of a buffer that recorded
+//! at most one, and refuse one of several ([`DecodeError::SeveralLaunches`], which says to
+//! use the launches API): handing back the first launch alone would drop the others
+//! silently. Finding the epochs that were recorded reads the IDS words of each epoch's
+//! segments (the whole segments only of an epoch whose IDS words are all zero, so that
+//! garbage there is not left out unseen); a buffer of one epoch reads no launch counter.
+//!
+//! # Overhead correction
+//!
+//! With [`DecodeOptions::correct_overhead`] (default off: not yet validated on a GPU), each
+//! span's duration is reduced by the cost of the records its lane wrote inside it, as
+//! Proton does: its end moves earlier by `cost x n`, `n` the records of its lane strictly
+//! between its begin and end records (of any kind: each was a store and, but for meta
+//! records, a timer read), the begin stays. A lane's cost is its `CALIB` word (the least
+//! clock64 delta of back-to-back records at init) in cycles, converted to ns with the
+//! ratio its stamps convert with in clock mode (its own or the pooled one, `# Clock
+//! mode`), and in globaltimer mode with the ratio pooled the same way over the lanes'
+//! (globaltimer, clock64) pairs at start and end. A span never ends before its begin, nor
+//! after the corrected end of the span it is nested in (the span open at its begin one
+//! level up, when that one ends no earlier). A lane whose cost word is 0 (not measured),
+//! or of a launch where no ratio can be measured, is left as recorded and counted. What
+//! was done is in [`Source::overhead_correction`](crate::Source::overhead_correction).
+//! The correction is its own pass over the corrected lanes' records (it replays each
+//! lane's pairing to count the records inside each span), taken only when asked for: the
+//! decode's walk carries no record index.
 //!
 //! # Clock mode
 //!

@@ -73,9 +73,10 @@
 //! `start_clock` and `end_clock` its clock64 cycles (`end` and `end_clock` are null for a
 //! lane that never finalized), and `reason` the rule that set it aside
 //! ([`crate::decode::native`], `# Lanes set aside`): `"span"` (its end is more than
-//! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes)
-//! or `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
-//! launch's clock rate). Such a lane is in no other figure of the summary. The list is
+//! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes),
+//! `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
+//! launch's clock rate) or `"unordered_ring"` (a full ring that never finalized: its
+//! oldest record is unknown). Such a lane is in no other figure of the summary. The list is
 //! restricted to the blocks of `block_filter`.
 //!
 //! **overhead_correction** ([`crate::model::OverheadCorrection`], rules in
