@@ -194,6 +194,12 @@ fn summary_analyze_and_report_show_every_launch() {
             "launch {k} in the report"
         );
     }
+    assert!(html.contains("4 launches ran, the buffer holds 3: the last 1 were not recorded"));
+    assert!(!html.contains("Overhead correction"));
+    let o = ikp(&["report", s(&buf), "-o", s(&dir), "--correct-overhead"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Overhead correction (not yet validated on a GPU): 4.000 ns per record"));
     // A command that takes one launch says how to see them.
     let o = ikp(&["plot", s(&buf), "-o", s(&d.path().join("plots"))]);
     assert!(!o.status.success());

@@ -110,7 +110,12 @@ impl StreamedBuffer {
                 self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
                 continue;
             }
-            self.diagnostics += t.diagnostic_counts();
+            // A lane set aside has no lane in `t`: the filter decides whether it counts.
+            self.diagnostics += if filter.keeps_all() {
+                t.diagnostic_counts()
+            } else {
+                t.filter_blocks(filter).diagnostic_counts()
+            };
             if let Some((lo, hi)) = t.time_extent() {
                 self.extent = Some(
                     self.extent
