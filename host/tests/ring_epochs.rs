@@ -413,3 +413,29 @@ fn clock_mode_converts_the_record_cost_with_the_lane_s_ratio() {
         5_000
     );
 }
+
+#[test]
+fn a_garbage_record_cost_clamps_spans_to_their_begins_never_wraps() {
+    let mut b = BufferWriter::new(Layout {
+        records_per_lane: 8,
+        regions: vec!["a".into(), "b".into()],
+        ..Layout::default()
+    })
+    .unwrap();
+    let mut w = b.lane(0);
+    w.init(0, 0, 0, 1_000, 0).calibrate(u32::MAX);
+    w.begin(0, 0, 1_100)
+        .begin(1, 0, 1_150)
+        .end(1, 0, 1_160)
+        .end(0, 0, 1_200);
+    w.finalize(1_000 + (1 << 40), 1);
+    let opts = DecodeOptions {
+        correct_overhead: true,
+        ..Default::default()
+    };
+    let t = decode(&b.into_words(), &opts).unwrap();
+    // 2^40 ns per cycle, u32::MAX cycles a record: past 64 bits, saturated.
+    assert_eq!(spans(&t, 0), [(0, 0, 1_100, 1_100), (1, 1, 1_150, 1_150)]);
+    let c = t.source.overhead_correction.unwrap();
+    assert_eq!((c.per_record_ps_median, c.spans_corrected), (u64::MAX, 2));
+}

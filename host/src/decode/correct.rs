@@ -34,7 +34,7 @@ pub(crate) fn apply<'w>(
             continue;
         };
         c.lanes_corrected += 1;
-        per_record_ps.push((cycles as u128 * num as u128 * 1000 / den as u128) as u64);
+        per_record_ps.push(sat(cycles as u128 * num as u128 * 1000 / den as u128));
         pair_records(records(lane.id), &mut open, &mut between);
         let spans = lane.spans.clone();
         if between.len() != spans.len() {
@@ -47,7 +47,7 @@ pub(crate) fn apply<'w>(
         last_at_depth.clear();
         for (k, &n) in spans.zip(&between) {
             let (b, e) = (s.begin[k], s.end[k]);
-            let cut = (n as u128 * cycles as u128 * num as u128 / den as u128) as u64;
+            let cut = sat(n as u128 * cycles as u128 * num as u128 / den as u128);
             let mut end = e.saturating_sub(cut).max(b);
             let d = s.depth[k] as usize;
             if let Some(&(p, p_end)) = d.checked_sub(1).and_then(|u| last_at_depth.get(u)) {
@@ -72,6 +72,11 @@ pub(crate) fn apply<'w>(
         c.per_record_ps_median = *per_record_ps.select_nth_unstable(mid).1;
     }
     c
+}
+
+/// `v`, or `u64::MAX` if it does not fit (a garbage cost word: the clamps then hold).
+fn sat(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
 }
 
 /// Replays a lane's pairing over `records` (in the order written): `between` gets, for
