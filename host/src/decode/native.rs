@@ -241,17 +241,15 @@ pub(crate) fn decode(
     reuse: Recycled,
 ) -> Result<Trace, DecodeError> {
     let h = Header::parse(words)?;
-    let epoch = if h.layout.epochs > 1 {
-        let l = launches(&h, words)?;
-        match l.recorded[..] {
-            [] => 0,
-            [one] => one,
-            _ => return Err(DecodeError::SeveralLaunches(l.recorded.len())),
-        }
-    } else {
-        0
+    let l = (h.layout.epochs > 1)
+        .then(|| launches(&h, words))
+        .transpose()?;
+    let epoch = match l.as_ref().map(|l| &l.recorded[..]) {
+        None | Some([]) => 0,
+        Some(&[one]) => one,
+        Some(more) => return Err(DecodeError::SeveralLaunches(more.len())),
     };
-    let p = prepare_epoch(h, words, epoch, opts, &|_| {})?;
+    let p = prepare_epoch(h, words, epoch, l.as_ref(), opts, &|_| {})?;
     p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
 }
 
@@ -274,7 +272,7 @@ pub(crate) fn decode_launches(
     epochs
         .into_iter()
         .map(|e| {
-            let p = prepare_epoch(h.clone(), words, e, opts, &|_| {})?;
+            let p = prepare_epoch(h.clone(), words, e, Some(&l), opts, &|_| {})?;
             p.decode_lanes(words, 0..p.lane_count())
         })
         .collect()
@@ -362,14 +360,20 @@ pub(crate) fn prepare(
     opts: &DecodeOptions,
     inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<Prepared, DecodeError> {
-    prepare_epoch(Header::parse(words)?, words, 0, opts, inspected)
+    let h = Header::parse(words)?;
+    let l = (h.layout.epochs > 1)
+        .then(|| launches(&h, words))
+        .transpose()?;
+    prepare_epoch(h, words, 0, l.as_ref(), opts, inspected)
 }
 
-/// [`prepare`] for the segments of epoch `epoch` (the launch of that index).
+/// [`prepare`] for the segments of epoch `epoch` (the launch of that index) of a buffer
+/// whose [`launches`] are `l` (`None`: a buffer of one epoch).
 fn prepare_epoch(
     h: Header,
     words: &[u64],
     epoch: u32,
+    l: Option<&Launches>,
     opts: &DecodeOptions,
     inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<Prepared, DecodeError> {
@@ -420,14 +424,11 @@ fn prepare_epoch(
         (true, Some(c)) => Some(c),
         (true, None) => calibration(&infos).ok(),
     };
-    let epoch = (h.layout.epochs > 1)
-        .then(|| launches(&h, words))
-        .transpose()?
-        .map(|l| Epoch {
-            index: epoch,
-            epochs: h.layout.epochs,
-            launches: l.ran,
-        });
+    let epoch = l.map(|l| Epoch {
+        index: epoch,
+        epochs: h.layout.epochs,
+        launches: l.ran,
+    });
     Ok(Prepared {
         h,
         infos,

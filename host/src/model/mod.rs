@@ -535,7 +535,8 @@ pub struct SetAsideLane {
 /// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) (about 18 min) away
 /// from the largest group of lanes linked by smaller gaps between their init-to-finalize
 /// intervals; in clock mode, a lane whose clock64 and globaltimer intervals disagree at
-/// the clock rate of the others. The bounds lie far beyond the launches ikp profiles, so
+/// the clock rate of the others; and a ring lane that never finalized with every slot
+/// full (where its oldest record is cannot be known). The bounds lie far beyond the launches ikp profiles, so
 /// that a genuine launch (persistent lanes, many waves, lanes that start late) keeps
 /// every lane; the rules, why the bounds are safe, and the only launches they would cut
 /// are in [`crate::decode::native`], `# Lanes set aside`.
