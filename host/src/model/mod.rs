@@ -877,7 +877,8 @@ impl Trace {
     /// were on the launch's axis) are unchanged; unpaired records are kept with their
     /// lanes, and so are the lanes set aside of those blocks; the counts that are not per
     /// lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`, `backward_steps`,
-    /// and [`Source::clock`]) stay those of the whole launch.
+    /// `ends_of_overwritten_begins`, [`Source::clock`] and
+    /// [`Source::overhead_correction`]) stay those of the whole launch.
     pub fn filter_blocks(&self, filter: &BlockFilter) -> Trace {
         if filter.keeps_all() {
             return self.clone();
