@@ -16,62 +16,131 @@ use ikp_device::wire::{self, Kind};
 /// Corrects the spans of `trace` in place and says what was done. `cost(lane id)` is the
 /// lane's `(cycles per record, ns, per cycles)`, or `None` when the lane is not corrected;
 /// `records(lane id)` its records in the order written (two runs, for a ring that
-/// wrapped).
+/// wrapped). Lanes are corrected on the rayon pool when `parallel`.
 pub(crate) fn apply<'w>(
     trace: &mut Trace,
-    cost: impl Fn(u32) -> Option<(u64, u64, u64)>,
-    records: impl Fn(u32) -> (&'w [u64], &'w [u64]),
+    cost: impl Fn(u32) -> Option<(u64, u64, u64)> + Sync,
+    records: impl Fn(u32) -> (&'w [u64], &'w [u64]) + Sync,
+    parallel: bool,
 ) -> OverheadCorrection {
+    // Each lane's rows of the end column, split off so that lanes correct independently
+    // (a decoded trace's lanes hold ascending, disjoint ranges of spans).
+    let s = &mut trace.spans;
+    let (begin, depth) = (&s.begin[..], &s.depth[..]);
+    let mut rest = &mut s.end[..];
+    let mut at = 0;
+    let mut work = Vec::with_capacity(trace.lanes.len());
+    for lane in &trace.lanes {
+        let r = lane.spans.clone();
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - at);
+        let (ends, tail) = tail.split_at_mut(r.len());
+        (rest, at) = (tail, r.end);
+        work.push((lane.id, r.start, ends));
+    }
+    let one = |scratch: &mut Scratch, (id, first, ends): (u32, usize, &mut [u64])| {
+        let (cycles, num, den) = cost(id).filter(|&(_, _, den)| den > 0)?;
+        let rows = Rows {
+            begin: &begin[first..first + ends.len()],
+            depth: &depth[first..first + ends.len()],
+            end: ends,
+        };
+        Some(correct_lane(rows, records(id), (cycles, num, den), scratch))
+    };
+    let done: Vec<Option<LaneDone>> = if parallel {
+        use rayon::prelude::*;
+        (work.into_par_iter())
+            .map_init(Scratch::default, |sc, w| one(sc, w))
+            .collect()
+    } else {
+        let mut sc = Scratch::default();
+        work.into_iter().map(|w| one(&mut sc, w)).collect()
+    };
     let mut c = OverheadCorrection::default();
     let mut per_record_ps = Vec::new();
-    let mut between = Vec::new();
-    let mut open: Vec<(u16, u32, usize)> = Vec::new();
-    // Per depth, the last span begun at it: (row, its end as recorded).
-    let mut last_at_depth: Vec<(usize, u64)> = Vec::new();
-    for lane in &trace.lanes {
-        let Some((cycles, num, den)) = cost(lane.id).filter(|&(_, _, den)| den > 0) else {
+    for d in done {
+        let Some(d) = d else {
             c.lanes_unmeasured += 1;
             continue;
         };
         c.lanes_corrected += 1;
-        per_record_ps.push(sat(cycles as u128 * num as u128 * 1000 / den as u128));
-        pair_records(records(lane.id), &mut open, &mut between);
-        let spans = lane.spans.clone();
-        if between.len() != spans.len() {
-            // Cannot happen (the walk paired the same records the same way); left as
-            // recorded rather than corrected against the wrong records.
-            debug_assert!(false, "replayed pairing disagrees with the walk");
-            continue;
-        }
-        let s = &mut trace.spans;
-        last_at_depth.clear();
-        for (k, &n) in spans.zip(&between) {
-            let (b, e) = (s.begin[k], s.end[k]);
-            let cut = sat(n as u128 * cycles as u128 * num as u128 / den as u128);
-            let mut end = e.saturating_sub(cut).max(b);
-            let d = s.depth[k] as usize;
-            if let Some(&(p, p_end)) = d.checked_sub(1).and_then(|u| last_at_depth.get(u)) {
-                // Nested in the span open at its begin (which ends no earlier): never
-                // past that span's corrected end.
-                if p_end >= e {
-                    end = end.min(s.end[p]).max(b);
-                }
-            }
-            last_at_depth.truncate(d);
-            last_at_depth.resize(d, (usize::MAX, 0));
-            last_at_depth.push((k, e));
-            if end != e {
-                c.spans_corrected += 1;
-                c.total_ns_removed += e - end;
-                s.end[k] = end;
-            }
-        }
+        per_record_ps.push(d.per_record_ps);
+        c.spans_corrected += d.spans;
+        c.total_ns_removed = c.total_ns_removed.saturating_add(d.ns);
     }
     if !per_record_ps.is_empty() {
         let mid = (per_record_ps.len() - 1) / 2;
         c.per_record_ps_median = *per_record_ps.select_nth_unstable(mid).1;
     }
     c
+}
+
+/// One lane's span rows.
+struct Rows<'a> {
+    begin: &'a [u64],
+    depth: &'a [u16],
+    end: &'a mut [u64],
+}
+
+/// Scratch reused from lane to lane.
+#[derive(Default)]
+struct Scratch {
+    between: Vec<u32>,
+    open: Vec<(u16, u32, usize)>,
+    /// Per depth, the last span begun at it: (row, its end as recorded).
+    last_at_depth: Vec<(usize, u64)>,
+}
+
+/// What correcting one lane did.
+struct LaneDone {
+    per_record_ps: u64,
+    spans: u64,
+    ns: u64,
+}
+
+/// Corrects one lane's spans `rows` from its `records` at `(cycles, num, den)`: a record
+/// costs `cycles * num / den` ns.
+fn correct_lane(
+    rows: Rows<'_>,
+    records: (&[u64], &[u64]),
+    (cycles, num, den): (u64, u64, u64),
+    sc: &mut Scratch,
+) -> LaneDone {
+    let mut d = LaneDone {
+        per_record_ps: sat(cycles as u128 * num as u128 * 1000 / den as u128),
+        spans: 0,
+        ns: 0,
+    };
+    pair_records(records, &mut sc.open, &mut sc.between);
+    if sc.between.len() != rows.end.len() {
+        // Cannot happen (the walk paired the same records the same way); left as
+        // recorded rather than corrected against the wrong records.
+        debug_assert!(false, "replayed pairing disagrees with the walk");
+        return d;
+    }
+    let last_at_depth = &mut sc.last_at_depth;
+    last_at_depth.clear();
+    for (k, &n) in sc.between.iter().enumerate() {
+        let (b, e) = (rows.begin[k], rows.end[k]);
+        let cut = sat(n as u128 * cycles as u128 * num as u128 / den as u128);
+        let mut end = e.saturating_sub(cut).max(b);
+        let dep = rows.depth[k] as usize;
+        if let Some(&(p, p_end)) = dep.checked_sub(1).and_then(|u| last_at_depth.get(u)) {
+            // Nested in the span open at its begin (which ends no earlier): never past
+            // that span's corrected end.
+            if p != usize::MAX && p_end >= e {
+                end = end.min(rows.end[p]).max(b);
+            }
+        }
+        last_at_depth.truncate(dep);
+        last_at_depth.resize(dep, (usize::MAX, 0));
+        last_at_depth.push((k, e));
+        if end != e {
+            d.spans += 1;
+            d.ns = d.ns.saturating_add(e - end);
+            rows.end[k] = end;
+        }
+    }
+    d
 }
 
 /// `v`, or `u64::MAX` if it does not fit (a garbage cost word: the clamps then hold).
@@ -88,24 +157,25 @@ fn pair_records(
     between: &mut Vec<u32>,
 ) {
     open.clear();
-    // Every begin's slot, then only the paired ones kept.
-    let mut slots: Vec<Option<u32>> = Vec::new();
+    between.clear();
+    // A slot per begin (UNPAIRED until its end comes), then only the paired ones kept.
+    const UNPAIRED: u32 = u32::MAX;
     for (i, &w) in first.iter().chain(then).enumerate() {
         let r = wire::unpack_record(w);
         match r.kind {
             Kind::Begin => {
-                open.push((r.region as u16, i as u32, slots.len()));
-                slots.push(None);
+                open.push((r.region as u16, i as u32, between.len()));
+                between.push(UNPAIRED);
             }
             Kind::End => {
                 if let Some(j) = open.iter().rposition(|&(g, _, _)| g == r.region as u16) {
                     let (_, at, slot) = open.remove(j);
-                    slots[slot] = Some(i as u32 - at - 1);
+                    between[slot] = i as u32 - at - 1;
                 }
             }
             Kind::Instant | Kind::Meta => {}
         }
     }
-    between.clear();
-    between.extend(slots.into_iter().flatten());
+    // Records between a pair are fewer than a lane holds (2^28): never UNPAIRED.
+    between.retain(|&n| n != UNPAIRED);
 }

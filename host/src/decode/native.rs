@@ -679,7 +679,8 @@ impl Prepared {
                 );
                 info.ordered(&words[seg][lane::EVENTS as usize..][..cap])
             };
-            let c = super::correct::apply(&mut trace, |id| costs(&infos[id as usize - l_base]), at);
+            let cost = |id: u32| costs(&infos[id as usize - l_base]);
+            let c = super::correct::apply(&mut trace, cost, at, self.parallel);
             trace.source.overhead_correction = Some(c);
         }
         Ok(trace)
