@@ -179,3 +179,62 @@ fn pair_records(
     // Records between a pair are fewer than a lane holds (2^28): never UNPAIRED.
     between.retain(|&n| n != UNPAIRED);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{correct_lane, pair_records, Rows, Scratch};
+    use ikp_device::wire::{pack_record, pack_tag, Kind};
+
+    fn rec(kind: Kind, region: u32) -> u64 {
+        pack_record(1, pack_tag(kind, region, 0))
+    }
+
+    #[test]
+    fn pairing_replay_counts_the_records_inside_each_paired_begin_in_begin_order() {
+        use Kind::{Begin as B, End as E, Instant as I, Meta as M};
+        // a( b( i m )b  c( a) )c: a and c overlap; a stray end of d; b( left open.
+        let recs: Vec<u64> = [
+            (B, 0),
+            (B, 1),
+            (I, 2),
+            (M, 0),
+            (E, 1),
+            (B, 2),
+            (E, 0),
+            (E, 3),
+            (E, 2),
+            (B, 1),
+        ]
+        .iter()
+        .map(|&(k, r)| rec(k, r))
+        .collect();
+        let (mut open, mut between) = (Vec::new(), Vec::new());
+        // Split in two runs, as a wrapped ring is: the same answer.
+        for cut in [recs.len(), 4] {
+            pair_records((&recs[..cut], &recs[cut..]), &mut open, &mut between);
+            // a: 5 records inside; b: 2; c: 2 (a's end and d's stray end).
+            assert_eq!(between, [5, 2, 2], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn an_overlapping_span_is_not_clamped_to_the_one_open_at_its_begin() {
+        // a [100, 300) with 2 records inside, b [200, 400) at depth 1 with 3 inside, at 10
+        // ns per record: a ends at 280; b, which outlives a, at 370 (not clamped to 280).
+        let recs: Vec<u64> = [(Kind::Begin, 0), (Kind::Begin, 1)]
+            .into_iter()
+            .chain([(Kind::Instant, 2), (Kind::End, 0), (Kind::Instant, 2)])
+            .chain([(Kind::End, 1)])
+            .map(|(k, r)| rec(k, r))
+            .collect();
+        let (begin, depth, mut end) = ([100, 200], [0, 1], [300, 400]);
+        let rows = Rows {
+            begin: &begin,
+            depth: &depth,
+            end: &mut end,
+        };
+        let d = correct_lane(rows, (&recs, &[]), (5, 2, 1), &mut Scratch::default());
+        assert_eq!(end, [280, 370]);
+        assert_eq!((d.per_record_ps, d.spans, d.ns), (10_000, 2, 50));
+    }
+}
