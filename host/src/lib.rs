@@ -30,7 +30,8 @@
 //!
 //! [`mod@decode`] turns raw little-endian `u64` words (or another profiler's output: a
 //! yao-jz ring dump, a Proton Chrome trace) into the [`model`] (integer ns, struct of
-//! arrays, names by id); [`stats`] and [`analysis`] read the model; the writers of
+//! arrays, names by id; [`load_launches`] gives a trace per launch of a buffer that
+//! recorded several); [`stats`] and [`analysis`] read the model; the writers of
 //! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
 //! alone or several together. [`time`] holds the time types and every unit conversion;
