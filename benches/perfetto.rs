@@ -65,6 +65,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
                 finalized: true,
                 written: 0,
                 dropped: 0,
+                overwritten: 0,
                 spans: s0..spans.len(),
                 instants: i0..instants.len(),
                 samples: c0..samples.len(),
@@ -85,6 +86,8 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             time_base,
             block_filter: Default::default(),
             clock_sync: None,
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: ["tile", "load_kv", "mma", "store_o", "kv_ready"]

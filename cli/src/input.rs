@@ -47,6 +47,11 @@ pub struct InputArgs {
     /// the 1000 MHz Proton assumes, stated in the outputs).
     #[arg(long, value_name = "MHZ")]
     pub proton_clock_mhz: Option<f64>,
+    /// Native buffers: subtract the measured cost of recording from span durations (each
+    /// lane's per-record cost, for every record between a span's begin and end). Not yet
+    /// validated on a GPU; the outputs state the correction applied.
+    #[arg(long)]
+    pub correct_overhead: bool,
 }
 
 impl InputArgs {
@@ -66,6 +71,7 @@ impl InputArgs {
             blocks,
             single_threaded: false,
             proton_clock_mhz: self.proton_clock_mhz,
+            correct_overhead: self.correct_overhead,
         })
     }
 
@@ -104,6 +110,56 @@ impl InputArgs {
     }
 }
 
+/// Launches read from buffers: a label and a trace each, in order (see
+/// [`InputArgs::load_launches`]).
+pub struct Launches {
+    /// Each launch's label.
+    pub labels: Vec<String>,
+    /// Each launch's trace.
+    pub traces: Vec<ikp_host::Trace>,
+}
+
+impl InputArgs {
+    /// Reads and decodes several buffers with the same options, each into every launch it
+    /// recorded: a buffer of several launches (epochs) gives one per launch, labelled
+    /// `<label> · launch k` (k from 0, the launch's index in the buffer); other buffers
+    /// one, labelled `<label>`, where `labels` are the buffers' own. A warning line for each launch that had problems,
+    /// and one for each buffer whose launches outran its room.
+    pub fn load_launches(&self, bufs: &[PathBuf], labels: Vec<String>) -> anyhow::Result<Launches> {
+        let opts = self.options()?;
+        let mut out = Launches {
+            labels: Vec::new(),
+            traces: Vec::new(),
+        };
+        for (label, b) in labels.into_iter().zip(bufs) {
+            let traces = load_launches(b, &opts)?;
+            if let Some(e) = traces.first().and_then(|t| t.source.epoch) {
+                if e.not_recorded() > 0 {
+                    eprintln!(
+                        "ikp: warning: {label}: {} launches ran, the buffer holds {}: the last {} were not recorded",
+                        e.launches,
+                        e.epochs,
+                        e.not_recorded()
+                    );
+                }
+            }
+            for t in traces {
+                let l = match t.source.epoch {
+                    Some(e) => format!("{label} · launch {}", e.index),
+                    None => label.clone(),
+                };
+                out.labels.push(l);
+                out.traces.push(t);
+            }
+        }
+        let one = out.traces.len() == 1;
+        for (l, t) in out.labels.iter().zip(&out.traces) {
+            warn((!one).then_some(l.as_str()), &t.diagnostic_counts());
+        }
+        Ok(out)
+    }
+}
+
 /// One stderr line when a buffer had problems worth knowing about (naming the buffer by
 /// its label when there are several).
 pub fn warn(label: Option<&str>, counts: &DiagnosticCounts) {
@@ -139,17 +195,33 @@ pub fn labels(bufs: &[PathBuf]) -> Vec<String> {
 
 /// [`ikp_host::load`], with the command-line hint for a buffer that fits several formats.
 fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
-    ikp_host::load(buf, opts).map_err(|e| {
+    ikp_host::load(buf, opts).map_err(hint)
+}
+
+/// [`ikp_host::load_launches`], with the same hints as [`load`].
+fn load_launches(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Vec<Trace>> {
+    ikp_host::load_launches(buf, opts).map_err(hint)
+}
+
+/// A load error, with the command-line hint for a buffer that fits several formats, or
+/// none, or holds several launches.
+fn hint(e: ikp_host::LoadError) -> anyhow::Error {
+    {
         if let LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) = &e.kind {
             anyhow::anyhow!("{e} ({})", format_hint(fits))
         } else if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
             anyhow::anyhow!(
                 "{e} (--format ikp, tvm, flashinfer, mirage, yao-jz or proton forces one)"
             )
+        } else if let LoadErrorKind::Decode(DecodeError::SeveralLaunches(n)) = &e.kind {
+            anyhow::anyhow!(
+                "{}: the buffer holds {n} launches (epochs); ikp decode, summary, analyze and report show each",
+                e.path.display()
+            )
         } else {
             e.into()
         }
-    })
+    }
 }
 
 /// `--format a or --format b chooses one`.

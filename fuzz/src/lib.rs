@@ -118,4 +118,15 @@ pub fn decode_within_bound(data: &[u8], format: ikp_host::decode::FormatChoice, 
     let (r, peak) = peak_of(|| decode(&w, &opts));
     check_bound(what, w.len() * 8, peak);
     drop(r);
+    if format == ikp_host::decode::FormatChoice::Ikp {
+        // Every launch of a buffer of several epochs, with the overhead correction's pass:
+        // each launch is bounded by its own segments, as one decode is.
+        let opts = DecodeOptions {
+            correct_overhead: true,
+            ..opts
+        };
+        let (r, peak) = peak_of(|| ikp_host::decode::decode_launches(&w, &opts));
+        check_bound(what, w.len() * 8, peak);
+        drop(r);
+    }
 }

@@ -30,7 +30,8 @@
 //!
 //! [`mod@decode`] turns raw little-endian `u64` words (or another profiler's output: a
 //! yao-jz ring dump, a Proton Chrome trace) into the [`model`] (integer ns, struct of
-//! arrays, names by id); [`stats`] and [`analysis`] read the model; the writers of
+//! arrays, names by id; [`load_launches`] gives a trace per launch of a buffer that
+//! recorded several); [`stats`] and [`analysis`] read the model; the writers of
 //! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
 //! alone or several together. [`time`] holds the time types and every unit conversion;
@@ -76,14 +77,14 @@ pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use clock_sync::{ClockSync, HostClock};
 pub use decode::{
-    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, detect_file,
-    detect_format, load, read_names, DecodeError, DecodeOptions, FormatChoice, LoadError,
-    LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
+    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, decode_launches,
+    detect_file, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions,
+    FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
 };
 pub use model::{
     AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
-    DiagnosticCounts, Diagnostics, Instants, Lane, Names, SetAsideLane, SetAsideReason, Source,
-    Spans, Trace, TrackId, Unpaired, WireFormat,
+    DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane,
+    SetAsideReason, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

@@ -44,6 +44,8 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
             time_base: 0,
             block_filter: BlockFilter::default(),
             clock_sync: None,
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: names.iter().map(|s| s.to_string()).collect(),

@@ -798,3 +798,92 @@ fn summary_and_csv_of_the_mirage_sample() {
     check_csv(&doc, &t);
     golden("mirage_spans.csv", &doc);
 }
+
+/// A ring buffer of two launches (three ran), lanes 0 wrapped: launch 1, decoded with
+/// the overhead correction (8 cycles per record at 0.5 ns per cycle).
+fn ring_launch() -> Trace {
+    use ikp_device::wire::lane_flags::RING;
+    let layout = Layout {
+        groups_per_block: 2,
+        records_per_lane: 4,
+        regions: vec!["step".into(), "load".into()],
+        overflow: ikp_device::Overflow::Ring,
+        epochs: 2,
+        ..Layout::default()
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    for k in 0..3u64 {
+        let t0 = 1_000_000 * (k + 1);
+        if let Some(mut w) = b.launch(0) {
+            w.init(2, 0, RING, t0, 0).calibrate(8);
+            w.begin(0, 0, t0 + 10)
+                .begin(1, 0, t0 + 20)
+                .end(1, 0, t0 + 120);
+            w.begin(1, 1, t0 + 130)
+                .instant(1, 0, t0 + 140)
+                .end(1, 1, t0 + 230);
+            w.end(0, 0, t0 + 240).finalize(t0 + 300, 600);
+        }
+        if let Some(mut w) = b.launch(1) {
+            w.init(3, 1, RING, t0 + 5, 0);
+            w.begin(0, 0, t0 + 15)
+                .end(0, 0, t0 + 215)
+                .finalize(t0 + 305, 600);
+        }
+    }
+    let words = b.into_words();
+    let opts = DecodeOptions {
+        correct_overhead: true,
+        ..Default::default()
+    };
+    let mut launches = ikp_host::decode_launches(&words, &opts).unwrap();
+    assert_eq!(launches.len(), 2);
+    launches.pop().unwrap()
+}
+
+#[test]
+fn summary_and_table_of_a_ring_launch_with_the_overhead_correction() {
+    let t = ring_launch();
+    let opt = TraceWriteOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "ring.json"))
+    });
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    // Lane 0 wrote 7 records into 4 slots; the survivors hold one orphan end.
+    assert_eq!(v["overwritten"], 3);
+    assert_eq!(v["overwritten_by_lane"][0]["lane"], 0);
+    assert_eq!(
+        v["ends_of_overwritten_begins"],
+        t.diagnostics.ends_of_overwritten_begins
+    );
+    assert_eq!(v["ends_of_overwritten_begins"], 1);
+    assert_eq!(v["epoch"]["index"], 1);
+    assert_eq!(
+        (
+            v["epoch"]["launches"].clone(),
+            v["epoch"]["not_recorded"].clone()
+        ),
+        (3.into(), 1.into())
+    );
+    let c = t.source.overhead_correction.unwrap();
+    assert_eq!(v["overhead_correction"]["per_record_ns_median"], 4.0);
+    assert_eq!(v["overhead_correction"]["lanes_unmeasured"], 1);
+    assert_eq!(
+        v["overhead_correction"]["total_ns_removed"],
+        c.total_ns_removed
+    );
+    golden("ring_launch_summary.json", &doc);
+    let doc = out(|w| write::table::write_table(w, &t, &opt));
+    let text = String::from_utf8(doc.clone()).unwrap();
+    assert!(
+        text.contains("ring: 3 records overwritten in 1 lanes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3 launches ran, the buffer holds 2: the last 1 were not recorded"),
+        "{text}"
+    );
+    assert!(text.contains("4.000 ns per record (median)"), "{text}");
+    golden("ring_launch_table.txt", &doc);
+}

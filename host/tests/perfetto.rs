@@ -62,6 +62,8 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             time_base: 0,
             block_filter: Default::default(),
             clock_sync: None,
+            epoch: None,
+            overhead_correction: None,
         },
         names,
         lanes: Vec::new(),
@@ -110,6 +112,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             finalized: true,
             written: 0,
             dropped: 0,
+            overwritten: 0,
             spans: s0..t.spans.len(),
             instants: i0..t.instants.len(),
             samples: c0..t.samples.len(),
@@ -1821,6 +1824,34 @@ fn streamed_block_filter_is_byte_identical_to_in_memory() {
             .unwrap()
             .into_words()
     };
+    // Rings: wrapped lanes with ends whose begins were overwritten, one that did not
+    // wrap, and a full one that never finalized (set aside).
+    let ring = {
+        use ikp_device::wire::lane_flags::RING;
+        let layout = ikp_device::Layout {
+            grid: [2, 1, 1],
+            groups_per_block: 2,
+            records_per_lane: 4,
+            regions: vec!["r".into(), "s".into()],
+            overflow: ikp_device::Overflow::Ring,
+            ..ikp_device::Layout::default()
+        };
+        let mut b = ikp_device::encoder::BufferWriter::new(layout).unwrap();
+        for l in 0..3u64 {
+            let t0 = 10_000 * (l + 1);
+            let mut w = b.lane(l);
+            w.init(l as u32, 0, RING, t0, 0).begin(0, 0, t0 + 5);
+            for k in 0..l * 2 {
+                w.begin(1, k as u32, t0 + 10 + 20 * k)
+                    .end(1, 0, t0 + 20 + 20 * k);
+            }
+            w.end(0, 0, t0 + 900);
+            if l < 2 {
+                w.finalize(t0 + 1_000, 0);
+            }
+        }
+        b.into_words()
+    };
     let cases = [
         (
             "encoded",
@@ -1829,6 +1860,7 @@ fn streamed_block_filter_is_byte_identical_to_in_memory() {
         ),
         ("links", links_buffer(), &["0", "1"][..]),
         ("empty", empty, &["", "1"][..]),
+        ("ring", ring, &["", "0", "1"][..]),
     ];
     let dir = tempfile::tempdir().unwrap();
     let mut flows = 0;

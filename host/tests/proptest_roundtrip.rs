@@ -380,6 +380,7 @@ fn check_native(
     groups: u32,
     n_counters: u32,
     clock: bool,
+    ring: bool,
 ) -> Result<(), TestCaseError> {
     let blocks = (progs.len() as u32).div_ceil(groups).max(1);
     let layout = Layout {
@@ -393,10 +394,16 @@ fn check_native(
         },
         regions: vec!["a".into(), "b".into(), "".into()],
         counters: (0..n_counters).map(|c| format!("c{c}")).collect(),
+        overflow: if ring {
+            ikp_device::Overflow::Ring
+        } else {
+            ikp_device::Overflow::DropNewest
+        },
         ..Layout::default()
     };
     let mut b = BufferWriter::new(layout).unwrap();
-    let flags = if clock { lane_flags::CLOCK } else { 0 };
+    let flags = if clock { lane_flags::CLOCK } else { 0 } | if ring { lane_flags::RING } else { 0 };
+    let mut orphans = 0u64;
     // In clock mode every lane finalizes, so each has its (globaltimer, clock64) pairs.
     // `(end ticks, end globaltimer)` of a lane that ran init.
     let ends = |p: &LaneProg| {
@@ -430,7 +437,8 @@ fn check_native(
         if !p.init {
             continue;
         }
-        let finalize = p.finalize || clock;
+        // A ring finalizes: a full one that did not would be set aside.
+        let finalize = p.finalize || clock || ring;
         let anchor = if clock { p.start_clk } else { p.start_gt };
         let enc = records_of(p, anchor, n_counters);
         let (end_ticks, end_gt) = ends(p);
@@ -446,8 +454,19 @@ fn check_native(
             w.finalize(end_gt, if clock { end_ticks } else { 0 });
         }
         let n_rec = enc.records.len();
-        let mut written: Vec<_> = enc.records[..n_rec.min(cap as usize)].to_vec();
-        let dropped = if finalize {
+        let overwritten = if ring {
+            n_rec.saturating_sub(cap as usize) as u64
+        } else {
+            0
+        };
+        let mut written: Vec<_> = if ring {
+            enc.records[overwritten as usize..].to_vec()
+        } else {
+            enc.records[..n_rec.min(cap as usize)].to_vec()
+        };
+        let dropped = if ring {
+            0
+        } else if finalize {
             n_rec.saturating_sub(cap as usize) as u64
         } else {
             // An unfinalized lane is read up to its last non-zero word.
@@ -485,7 +504,19 @@ fn check_native(
             .rev()
             .find(|r| r.0 != Kind::Meta)
             .map_or(p.start_gt, |r| ns(r.4));
-        let e = lane_expect(l as u32, &written, p.start_gt, n_counters, ns);
+        // A ring that wrapped unwraps back from its end: a sample before its first timed
+        // record takes that record's time (its end's, with none).
+        let sample_start = match written.iter().find(|r| r.0 != Kind::Meta) {
+            Some(r) if overwritten > 0 => ns(r.4),
+            None if overwritten > 0 => end_gt,
+            _ => p.start_gt,
+        };
+        let mut e = lane_expect(l as u32, &written, sample_start, n_counters, ns);
+        if overwritten > 0 {
+            // Ends whose begins were overwritten: counted, not unmatched.
+            orphans += e.unmatched_end.len() as u64;
+            e.unmatched_end.clear();
+        }
         want.push((
             l as u32,
             e,
@@ -495,6 +526,7 @@ fn check_native(
                 finalize,
                 written.len() as u64,
                 dropped,
+                overwritten,
             ),
             (p.smid, p.warp),
             totals,
@@ -511,7 +543,14 @@ fn check_native(
         prop_assert_eq!((l.block, l.group), (id / groups, id % groups));
         prop_assert_eq!((l.sm, l.warp), (Some(ids.0), Some(ids.1)));
         prop_assert_eq!(
-            (l.start, l.end, l.finalized, l.written, l.dropped),
+            (
+                l.start,
+                l.end,
+                l.finalized,
+                l.written,
+                l.dropped,
+                l.overwritten
+            ),
             f,
             "lane {} fields",
             id
@@ -527,6 +566,7 @@ fn check_native(
         prop_assert_eq!(&g.unmatched_end, &e.unmatched_end, "lane {} ue", id);
     }
     prop_assert_eq!(t.diagnostics.unknown_records, unknown);
+    prop_assert_eq!(t.diagnostics.ends_of_overwritten_begins, orphans);
     prop_assert_eq!(t.diagnostics.after_finalize, 0);
     prop_assert_eq!(t.diagnostics.backward_steps, backward);
     prop_assert!(
@@ -760,7 +800,35 @@ proptest! {
         groups in 1u32..4,
         n_counters in 0u32..3,
     ) {
-        check_native(&progs, cap, groups, n_counters, false)?;
+        check_native(&progs, cap, groups, n_counters, false, false)?;
+    }
+
+    /// Ring lanes (a power-of-two capacity, every lane finalized, timers that never step
+    /// back: a wrapped ring cannot know the latest stamp among the records it lost): the
+    /// newest records come back in order, unwrapped back from the end stamp, the others
+    /// counted as overwritten, ends whose begins were lost counted apart.
+    #[test]
+    fn native_ring_programs_roundtrip(
+        progs in launch(1..5),
+        cap_log in 0u32..6,
+        groups in 1u32..3,
+        n_counters in 0u32..2,
+    ) {
+        let forward = |dt: i64| dt.max(0);
+        let progs: Vec<LaneProg> = (progs.into_iter())
+            .map(|p| LaneProg {
+                ops: (p.ops.into_iter())
+                    .map(|op| match op {
+                        Op::Begin { region, payload, dt } => Op::Begin { region, payload, dt: forward(dt) },
+                        Op::End { pick, region, dt } => Op::End { pick, region, dt: forward(dt) },
+                        Op::Instant { region, payload, dt } => Op::Instant { region, payload, dt: forward(dt) },
+                        other => other,
+                    })
+                    .collect(),
+                ..p
+            })
+            .collect();
+        check_native(&progs, 1 << cap_log, groups, n_counters, false, true)?;
     }
 
     /// Clock mode: cycles convert with a long lane's own (clock64, globaltimer) pairs, or
@@ -771,7 +839,7 @@ proptest! {
         cap in 1u32..48,
         n_counters in 0u32..2,
     ) {
-        check_native(&progs, cap, 2, n_counters, true)?;
+        check_native(&progs, cap, 2, n_counters, true, false)?;
     }
 
     /// TVM format (column layout, no payloads, ids, drops or counters): spans, instants,

@@ -7,7 +7,7 @@ use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;
 use ikp_device::wire::lane_flags;
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{decode, DecodeOptions};
+use ikp_host::decode::{decode_launches, DecodeOptions};
 use std::path::PathBuf;
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode, nc: usize) -> Layout {
@@ -100,6 +100,45 @@ fn native_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .end(0, 0, 3130)
         .finalize(3200, 0);
     out.push(("overlap.ikp", b.to_bytes()));
+    // A ring that wrapped twice (an orphan end among the survivors), one that did not,
+    // with record costs measured.
+    let ring = Layout {
+        overflow: ikp_device::Overflow::Ring,
+        ..layout(1, 2, 4, TimerMode::Globaltimer, 0)
+    };
+    let mut b = BufferWriter::new(ring).unwrap();
+    let mut l = b.lane(0);
+    l.init(0, 0, lane_flags::RING, 4000, 0).calibrate(7);
+    l.begin(0, 0, 4010);
+    for k in 0..5u64 {
+        l.begin(1, k as u32, 4020 + 20 * k).end(1, 0, 4030 + 20 * k);
+    }
+    l.end(0, 0, 4200).finalize(4300, 600);
+    b.lane(1)
+        .init(1, 0, lane_flags::RING, 4000, 0)
+        .begin(2, 0, 4050)
+        .end(2, 0, 4060)
+        .finalize(4300, 600);
+    out.push(("ring.ikp", b.to_bytes()));
+    // Three launches into a buffer of two epochs (the third not recorded).
+    let epochs = Layout {
+        epochs: 2,
+        ..layout(1, 2, 4, TimerMode::Globaltimer, 1)
+    };
+    let mut b = BufferWriter::new(epochs).unwrap();
+    for k in 0..3u64 {
+        for lane in 0..2u64 {
+            let t0 = 10_000 * (k + 1);
+            if let Some(mut l) = b.launch(lane) {
+                l.init(lane as u32, 0, 0, t0, 0)
+                    .begin(0, k as u32, t0 + 10)
+                    .counter_sample(0, 2)
+                    .end(0, 0, t0 + 90)
+                    .finalize(t0 + 100, 0);
+            }
+        }
+    }
+    out.push(("epochs.ikp", b.to_bytes()));
     // The sample kernel buffer.
     out.push((
         "attention.ikp",
@@ -183,7 +222,7 @@ fn fuzz_seed_corpus_is_current() {
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
                 .collect();
-            decode(&w, &DecodeOptions::default())
+            decode_launches(&w, &DecodeOptions::default())
                 .unwrap_or_else(|e| panic!("seed {target}/{name} does not decode: {e}"));
         }
         let p = root.join(target).join(name);

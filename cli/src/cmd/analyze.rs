@@ -6,7 +6,8 @@
 //! every field. The text ([`ikp_host::write_analysis`]) shows the same figures. Lanes the
 //! decoder set aside (stamps that cannot belong to the launch, see
 //! [`ikp_host::Diagnostics::set_aside`]) are in none of them; a warning on stderr names
-//! them.
+//! them. A buffer of several launches (epochs) is analyzed launch by launch, each under
+//! a `==> <file> · launch k <==` line (`--json` then is a usage error).
 use crate::analysis_opts::AnalysisOpts;
 use crate::input::InputArgs;
 use crate::output::Outputs;
@@ -37,7 +38,18 @@ pub struct Args {
 
 /// Runs `ikp analyze`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let trace = args.input.load(&args.buf)?;
+    let bufs = [args.buf.clone()];
+    let l = args
+        .input
+        .load_launches(&bufs, crate::input::labels(&bufs))?;
+    if l.traces.len() > 1 && args.json.is_some() {
+        return Err(crate::output::UsageError(format!(
+            "--json takes one launch; {} holds {} launches (epochs): without --json, each launch's analysis is printed",
+            args.buf.display(),
+            l.traces.len()
+        ))
+        .into());
+    }
     let gpu = args.analysis.gpu()?;
     let opts = KernelOptions {
         categories: args.analysis.categories()?,
@@ -45,7 +57,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         gpu: Some(gpu),
         ns_per_iteration: args.ns_per_iteration,
     };
-    let a = kernel::analyze(&trace, &opts);
+    let several = l.traces.len() > 1;
+    for (i, (label, trace)) in l.labels.iter().zip(&l.traces).enumerate() {
+        if several {
+            use std::io::Write;
+            let sep = if i == 0 { "" } else { "\n" };
+            writeln!(std::io::stdout().lock(), "{sep}==> {label} <==")?;
+        }
+        analyze_one(&args, trace, &opts, gpu)?;
+    }
+    Ok(())
+}
+
+/// Analyzes one launch: the text on stdout, and the JSON with `--json`.
+fn analyze_one(
+    args: &Args,
+    trace: &ikp_host::Trace,
+    opts: &KernelOptions,
+    gpu: &'static ikp_host::analysis::roofline::GpuPreset,
+) -> anyhow::Result<()> {
+    let a = kernel::analyze(trace, opts);
     if let Some(out) = &args.json {
         let mut outs = Outputs::new(&[&args.buf], true);
         outs.file(out, |w| Ok(serde_json::to_writer_pretty(w, &a)?))?;
@@ -54,6 +85,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = AnalysisTextOptions {
         path_steps: args.path_steps,
     };
-    write_analysis(std::io::stdout().lock(), &trace, &a, gpu, &text)?;
+    write_analysis(std::io::stdout().lock(), trace, &a, gpu, &text)?;
     Ok(())
 }

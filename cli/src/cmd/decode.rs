@@ -12,21 +12,28 @@
 //! them with several is a usage error (exit code 2, nothing written). With no output asked
 //! for, each buffer's summary table is printed under a `==> label <==` line.
 //!
+//! **A buffer of several launches** (epochs: a launch loop, a replayed CUDA Graph) is
+//! decoded into a launch per epoch that recorded anything, labelled `<file> · launch k`
+//! (k from 0): they go into one Perfetto trace, or without an output each one's summary
+//! table is printed, as for several buffers; the one-buffer outputs are a usage error.
+//! Launches that ran past the buffer's room are named in a warning.
+//!
 //! **Streaming**: a single native buffer of at least 1 GiB (or `--stream`) with `--perfetto`
 //! as the only output and no critical-path track is decoded lane by lane from a memory map
 //! ([`ikp_host::StreamedBuffer`]), with the same bytes and warnings as in memory (with
-//! `--block-filter` too).
+//! `--block-filter` too). A buffer of several launches, and `--correct-overhead`, are
+//! decoded in memory instead.
 //!
 //! Every file is written aside and put in place once every output was written (a failure
 //! leaves none of them), then named on stderr with its size unless `--quiet`. `-` as an
 //! output path is standard output, for one output at a time.
-use crate::input::{labels, warn, InputArgs};
+use crate::input::{labels, warn, InputArgs, Launches};
 use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
     write_block_dists, write_chrome, write_csv, write_perfetto, write_perfetto_streamed,
-    write_summary, write_table, Launch, PerfettoOptions, StreamedBuffer, TraceWriteOptions,
-    WireFormat,
+    write_summary, write_table, DecodeError, Launch, LoadErrorKind, PerfettoOptions,
+    StreamedBuffer, TraceWriteOptions, WireFormat,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -222,16 +229,22 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     anyhow::ensure!(a.hist_bins >= 1, "--hist-bins must be at least 1");
     one_buffer_outputs(&a)?;
     stdout_outputs(&a)?;
-    if a.bufs.len() > 1 {
-        return run_several(&a);
-    }
     let buf = &a.bufs[0];
-    if let Some(p) = &a.perfetto {
-        if streamable(&a)? {
-            return stream_perfetto(&a, buf, p);
+    if a.bufs.len() == 1 {
+        if let Some(p) = &a.perfetto {
+            if streamable(&a)? && stream_perfetto(&a, buf, p)? {
+                return Ok(());
+            }
         }
     }
-    let trace = a.input.load(buf)?;
+    let mut launches = a.input.load_launches(&a.bufs, labels(&a.bufs))?;
+    if launches.traces.len() > 1 {
+        return run_several(&a, launches);
+    }
+    let trace = launches
+        .traces
+        .pop()
+        .expect("a buffer decodes to a launch at least");
     let opt = a.trace_options();
     let popts = a.perfetto_options();
     // The `trace` field of the JSON outputs names the Chrome trace when there is a file of
@@ -317,12 +330,26 @@ fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ikp decode` with several buffers: one Perfetto trace with a launch per buffer, or
-/// without an output each buffer's summary table (other outputs were refused before).
-/// Every buffer is decoded, one after the other, before anything is written.
-fn run_several(a: &Args) -> anyhow::Result<()> {
-    let traces = a.input.load_all(&a.bufs)?;
-    let labels = labels(&a.bufs);
+/// `ikp decode` with several launches (several buffers, or a buffer of several epochs):
+/// one Perfetto trace with a launch each, or without an output each launch's summary
+/// table (other outputs are refused, as a usage error). Every buffer is decoded, one
+/// after the other, before anything is written.
+fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
+    let flags: Vec<&str> = (a.outputs().into_iter())
+        .filter(|(f, p)| *f != "--perfetto" && p.is_some())
+        .map(|(f, _)| f)
+        .collect();
+    if !flags.is_empty() {
+        return Err(UsageError(format!(
+            "{} {} one launch; {} holds {} launches (epochs): several launches go to --perfetto, or to ikp summary, analyze and report",
+            flags.join(", "),
+            if flags.len() == 1 { "takes" } else { "take" },
+            a.bufs[0].display(),
+            launches.traces.len()
+        ))
+        .into());
+    }
+    let Launches { labels, traces } = launches;
     if let Some(p) = &a.perfetto {
         let launches: Vec<Launch> = (labels.iter().zip(&traces))
             .map(|(l, t)| Launch::new(l, t))
@@ -352,7 +379,7 @@ fn streamable(a: &Args) -> anyhow::Result<bool> {
         .outputs()
         .iter()
         .all(|(f, p)| *f == "--perfetto" || p.is_none());
-    if !only_perfetto || a.perfetto_critical_path {
+    if !only_perfetto || a.perfetto_critical_path || a.input.correct_overhead {
         return Ok(false);
     }
     let buf = &a.bufs[0];
@@ -366,9 +393,16 @@ fn streamable(a: &Args) -> anyhow::Result<bool> {
     Ok(matches!(format, Ok(WireFormat::Ikp)))
 }
 
-/// `--perfetto` by streaming (see the module documentation).
-fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<()> {
-    let src = StreamedBuffer::open(buf, &a.input.options()?)?;
+/// `--perfetto` by streaming (see the module documentation); `false` (nothing written)
+/// for a buffer that does not stream (several launches), which is then decoded in memory.
+fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<bool> {
+    let src = match StreamedBuffer::open(buf, &a.input.options()?) {
+        Ok(s) => s,
+        Err(e) if matches!(e.kind, LoadErrorKind::Decode(DecodeError::NotStreamable(_))) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e.into()),
+    };
     let label = ikp_host::file_name(buf);
     let popts = a.perfetto_options();
     let mut outs = Outputs::new(&a.inputs(), a.quiet);
@@ -377,5 +411,5 @@ fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<()> {
     })?;
     outs.commit()?;
     warn(None, &src.diagnostic_counts());
-    Ok(())
+    Ok(true)
 }

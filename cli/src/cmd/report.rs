@@ -33,8 +33,9 @@ pub struct Args {
 
 /// Runs `ikp report`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let traces = args.input.load_all(&args.bufs)?;
-    let labels: Vec<String> = args.bufs.iter().map(|p| p.display().to_string()).collect();
+    // A buffer of several launches (epochs) is a launch each, `<path> · launch k`.
+    let paths: Vec<String> = args.bufs.iter().map(|p| p.display().to_string()).collect();
+    let crate::input::Launches { labels, traces } = args.input.load_launches(&args.bufs, paths)?;
     let launches: Vec<Launch> = (labels.iter().zip(&traces))
         .map(|(l, t)| Launch::new(l, t))
         .collect();

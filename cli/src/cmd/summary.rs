@@ -1,6 +1,9 @@
-//! `ikp summary BUF`: the terminal table of where the time went.
-use crate::input::InputArgs;
+//! `ikp summary BUF`: the terminal table of where the time went; for a buffer of several
+//! launches (epochs), each launch's table under a `==> <file> · launch k <==` line.
+use crate::input::{labels, InputArgs};
+use anyhow::Context;
 use ikp_host::{write_table, TraceWriteOptions};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ikp summary`.
@@ -14,11 +17,17 @@ pub struct Args {
 
 /// Runs `ikp summary`.
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let trace = a.input.load(&a.buf)?;
-    write_table(
-        std::io::stdout().lock(),
-        &trace,
-        &TraceWriteOptions::default(),
-    )?;
+    let bufs = [a.buf.clone()];
+    let l = a.input.load_launches(&bufs, labels(&bufs))?;
+    let mut out = std::io::stdout().lock();
+    let several = l.traces.len() > 1;
+    for (i, (label, trace)) in l.labels.iter().zip(&l.traces).enumerate() {
+        if several {
+            // A buffer of several launches: each one's table under its label.
+            let sep = if i == 0 { "" } else { "\n" };
+            writeln!(out, "{sep}==> {label} <==").context("writing to stdout")?;
+        }
+        write_table(&mut out, trace, &TraceWriteOptions::default())?;
+    }
     Ok(())
 }

@@ -231,6 +231,7 @@ impl Columns {
             diag.unfinalized_lanes += d.diag.unfinalized_lanes;
             diag.unknown_records += d.diag.unknown_records;
             diag.backward_steps += d.diag.backward_steps;
+            diag.ends_of_overwritten_begins += d.diag.ends_of_overwritten_begins;
         }
         let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
         // Holes are the slots of unmatched begins; with none, no lane has to be searched.

@@ -1,7 +1,8 @@
 //! Decoders: a raw buffer in any of the wire formats ikp reads, or a peer profiler's
 //! output, becomes a [`Trace`].
 //!
-//! - [`native`]: the ikp wire format v1 (see `ikp_device::wire`).
+//! - [`native`]: the ikp wire format v2 (see `ikp_device::wire`): rings, several launches
+//!   per buffer ([`decode_launches`]), the opt-in overhead correction.
 //! - [`tvm`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer with SM
 //!   ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one slot
 //!   layout with three packings of the tag (`family`).
@@ -68,6 +69,7 @@
 //!
 
 mod assemble;
+mod correct;
 mod family;
 mod lane;
 pub mod names;
@@ -80,7 +82,8 @@ pub mod yaojz;
 
 pub use names::{read as read_names, NamesError};
 pub use native::{
-    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, OWN_RATIO_MIN_NS,
+    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, MAX_LAUNCH_COUNT,
+    OWN_RATIO_MIN_NS,
 };
 pub use stream::StreamedBuffer;
 
@@ -154,6 +157,12 @@ pub struct DecodeOptions {
     /// Proton traces: the GPU's clock rate in MHz, to convert their cycle counts to ns
     /// (default: the 1000 MHz Proton's writer assumed). Other formats ignore it.
     pub proton_clock_mhz: Option<f64>,
+    /// Native buffers: subtract the cost of recording from span durations, each lane's
+    /// measured per-record cost for every record between a span's begin and end
+    /// ([`native`], `# Overhead correction`; reported in
+    /// [`Source::overhead_correction`](crate::Source::overhead_correction)). Default off:
+    /// not yet validated on a GPU. Other formats ignore it.
+    pub correct_overhead: bool,
 }
 
 /// Why a buffer could not be decoded. Positions are word indices into the buffer.
@@ -238,6 +247,30 @@ pub enum DecodeError {
         "clock-mode buffer: cannot convert cycles to ns: {0} (ikp never assumes a clock frequency)"
     )]
     NoClockCalibration(NoCalibration),
+    /// A native buffer that recorded several launches (epochs), asked for as one trace.
+    #[error(
+        "the buffer holds {0} launches (one per epoch): decode them with decode_launches or \
+         load_launches (ikp's commands show each launch)"
+    )]
+    SeveralLaunches(usize),
+    /// A launch counter that cannot be a count of launches (garbage).
+    #[error(
+        "launch counter of lane {lane} (word {word}) is {value}, more than the {} launches \
+         a counter can count: not written by ikp",
+        native::MAX_LAUNCH_COUNT
+    )]
+    LaunchCounter {
+        /// Lane index.
+        lane: u64,
+        /// Word index of the counter.
+        word: u64,
+        /// Its value.
+        value: u64,
+    },
+    /// A buffer the lane-by-lane decode ([`StreamedBuffer`]) does not take; decode it in
+    /// memory.
+    #[error("cannot decode lane by lane: {0}; decode it in memory")]
+    NotStreamable(String),
 }
 
 /// Why a clock-mode buffer has no cycles-to-ns calibration (see [`native`], `# Clock
@@ -460,7 +493,24 @@ pub fn detect_file(path: &Path, choice: FormatChoice) -> Result<WireFormat, Load
     found.map_err(|e| err(e.into()))
 }
 
-/// Decodes a buffer's words (in any format ikp reads) into a [`Trace`].
+/// Decodes a buffer's words (in any format ikp reads) into one trace per launch it
+/// recorded: a native buffer of several epochs gives a trace per epoch where any lane ran
+/// (each with [`Source::epoch`](crate::Source::epoch)), ascending; every other buffer one
+/// trace, as [`decode`].
+pub fn decode_launches(words: &[u64], opts: &DecodeOptions) -> Result<Vec<Trace>, DecodeError> {
+    match detect_format(words, opts.format)? {
+        WireFormat::Ikp => Ok(native::decode_launches(words, opts)?
+            .into_iter()
+            .map(|t| finish(t, opts))
+            .collect()),
+        _ => Ok(vec![decode(words, opts)?]),
+    }
+}
+
+/// Decodes a buffer's words (in any format ikp reads) into a [`Trace`]. A native buffer
+/// that recorded several launches (epochs) is refused
+/// ([`DecodeError::SeveralLaunches`]): [`decode_launches`] decodes each; one of several
+/// epochs where only one launch ran is that launch.
 pub fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, DecodeError> {
     decode_reusing(words, opts, assemble::Recycled::default())
 }
@@ -560,6 +610,38 @@ fn starts_as_json(path: &Path) -> std::io::Result<bool> {
         .take(proton::SNIFF_BYTES as u64)
         .read_to_end(&mut head)?;
     Ok(proton::looks_like_json(&head))
+}
+
+/// [`load`], one trace per launch the file recorded ([`decode_launches`]).
+pub fn load_launches(path: &Path, opts: &DecodeOptions) -> Result<Vec<Trace>, LoadError> {
+    let err = |kind: LoadErrorKind| LoadError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let json = match opts.format {
+        FormatChoice::Proton => true,
+        FormatChoice::Auto => regular && starts_as_json(path).unwrap_or(false),
+        _ => false,
+    };
+    if json {
+        return Ok(vec![load(path, opts)?]);
+    }
+    let launches = |words: &[u64]| decode_launches(words, opts).map_err(|e| err(e.into()));
+    if regular {
+        match crate::buffer::MappedBuffer::open(path) {
+            Ok(m) => return launches(m.words()),
+            Err(BufferError::Io(_)) => {}
+            Err(e) => return Err(err(e.into())),
+        }
+    }
+    let bytes = std::fs::read(path).map_err(|e| err(BufferError::Io(e).into()))?;
+    let head = &bytes[..bytes.len().min(proton::SNIFF_BYTES)];
+    if opts.format == FormatChoice::Auto && proton::looks_like_json(head) {
+        return Ok(vec![decode_named(path, &bytes, opts)?]);
+    }
+    let buf = RawBuffer::from_bytes(path, &bytes).map_err(|e| err(e.into()))?;
+    launches(&buf.words)
 }
 
 /// Reads and decodes a file: memory-mapped (never copied) when it is a regular file,

@@ -1,7 +1,8 @@
-//! Decoder of the ikp native wire format v1 (layout in `ikp_device::wire`, `# Format`).
+//! Decoder of the ikp native wire format v2 (layout in `ikp_device::wire`, `# Format`).
 //!
-//! Per lane: the prologue gives the 64-bit start stamps and the SM / warp ids, the trailer
-//! the end stamps and the written / dropped counts. Records are read up to `written` for a
+//! Per lane: the prologue gives the 64-bit start stamps, the SM / warp ids and the record
+//! cost, the trailer the end stamps and the written / dropped (or, in a ring, overwritten)
+//! counts. Records are read up to `written` for a
 //! finalized lane (non-zero words past it were written after finalize and are counted in
 //! `after_finalize`), and up to the last non-zero word for a lane that never finalized.
 //! Stamps unwrap from the lane's own 64-bit start stamp, each relative to the one before
@@ -9,6 +10,76 @@
 //! in `backward_steps` ([`super`], `# Unwrapping`). A finalized lane whose end
 //! globaltimer is before its start globaltimer ends at its start, and counts as a
 //! backward step too (as does, in clock mode, an end clock64 before the start clock64).
+//!
+//! # Ring lanes
+//!
+//! A lane whose IDS flags say `RING` (the header's `RING` flag is then required, else the
+//! lane is an error naming it) wrote record `i` at slot `i mod R` and so holds its newest
+//! `R` records; its trailer counts `written` (present) and `overwritten`. A finalized ring:
+//! - with nothing overwritten reads as any lane (slots `0..written`);
+//! - that wrapped (`overwritten > 0`, which needs `written == R`, else the trailer is an
+//!   error) is read from its oldest record, at slot `(written + overwritten) mod R`, to the
+//!   end of the event area, then from slot 0: the order written, in two runs of the same
+//!   walk, with no copy. Its first surviving record may be any time after its start, far
+//!   more than the 2^31 ticks a stamp unwraps across, so its stamps unwrap **backward from
+//!   its end stamp** (end `%globaltimer`, or in clock mode end clock64): each record at
+//!   most 2^31 ticks before the record after it (a later stamp is a timer step back and
+//!   keeps that record's tick). That gives the 64-bit tick of the oldest record, not
+//!   before the lane's start, from which the walk unwraps forward as for any lane. A
+//!   counter sample before its first timed record takes that record's time.
+//!
+//! Pairing runs on what survives. An end with no open begin of its region in a ring that
+//! wrapped closed a begin that was overwritten (as far as the lane can tell): it is
+//! counted in [`Diagnostics::ends_of_overwritten_begins`], not in `unmatched_end`, and
+//! never made into a span (its begin time is lost). A begin still open at the end is
+//! unmatched as in any lane. Each lane's [`Lane::overwritten`] and the launch's total
+//! ([`Trace::overwritten`](crate::Trace::overwritten)) say what was lost.
+//!
+//! A ring that never ran finalize has no trailer counts: if its last slot holds a record
+//! it may have wrapped any number of times, and where its oldest record is cannot be
+//! known, so it is **set aside** ([`SetAsideReason::UnorderedRing`]), named and not
+//! decoded; one whose last slot is empty never wrapped and reads up to its last record.
+//! A lane without the `RING` flag in a ring launch reads as a drop-newest lane (its counts
+//! are then `dropped`). The cost over drop-newest lanes is a test per lane, not per record.
+//!
+//! # Epochs
+//!
+//! A buffer of `epochs > 1` holds one segment per lane and launch. Each launch is decoded
+//! on its own, exactly as a buffer of one launch, with every rule of this module applied
+//! to its segments alone ([`super::decode_launches`], one trace per epoch where any segment
+//! holds anything, ascending; an epoch that no lane ran is left out, as is the trace of a
+//! launch that was never recorded). The launch counters say how many launches ran: the
+//! largest counter, and at least one more than the last epoch recorded (counters left at
+//! 0, as by a host that wrote the segments itself, are so not an error); launches past
+//! `epochs` ran but recorded nothing, and each trace's
+//! [`Source::epoch`](crate::Source::epoch) says how many. A counter above
+//! [`MAX_LAUNCH_COUNT`] cannot be a count of launches: an error naming the lane
+//! ([`DecodeError::LaunchCounter`]). Errors in a segment name its launch (`launch k: `).
+//! [`super::decode`] and [`super::load`] return the one launch of a buffer that recorded
+//! at most one, and refuse one of several ([`DecodeError::SeveralLaunches`], which says to
+//! use the launches API): handing back the first launch alone would drop the others
+//! silently. Finding the epochs that were recorded reads the IDS words of each epoch's
+//! segments (the whole segments only of an epoch whose IDS words are all zero, so that
+//! garbage there is not left out unseen); a buffer of one epoch reads no launch counter.
+//!
+//! # Overhead correction
+//!
+//! With [`DecodeOptions::correct_overhead`] (default off: not yet validated on a GPU), each
+//! span's duration is reduced by the cost of the records its lane wrote inside it, as
+//! Proton does: its end moves earlier by `cost x n`, `n` the records of its lane strictly
+//! between its begin and end records (of any kind: each was a store and, but for meta
+//! records, a timer read), the begin stays. A lane's cost is its `CALIB` word (the least
+//! clock64 delta of back-to-back records at init) in cycles, converted to ns with the
+//! ratio its stamps convert with in clock mode (its own or the pooled one, `# Clock
+//! mode`), and in globaltimer mode with the ratio pooled the same way over the lanes'
+//! (globaltimer, clock64) pairs at start and end. A span never ends before its begin, nor
+//! after the corrected end of the span it is nested in (the span open at its begin one
+//! level up, when that one ends no earlier). A lane whose cost word is 0 (not measured),
+//! or of a launch where no ratio can be measured, is left as recorded and counted. What
+//! was done is in [`Source::overhead_correction`](crate::Source::overhead_correction).
+//! The correction is its own pass over the corrected lanes' records (it replays each
+//! lane's pairing to count the records inside each span), taken only when asked for: the
+//! decode's walk carries no record index.
 //!
 //! # Clock mode
 //!
@@ -87,12 +158,12 @@ use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions, NoCalibration};
 use crate::model::{
-    ClockCalibration, Diagnostics, Lane, Names, SetAsideLane, SetAsideReason, Source, Trace,
+    ClockCalibration, Diagnostics, Epoch, Lane, Names, SetAsideLane, SetAsideReason, Source, Trace,
     TrackId, WireFormat,
 };
 use crate::time::Timestamp;
 use ikp_device::wire::{self, lane, Kind};
-use ikp_device::{Header, TimerMode};
+use ikp_device::{Header, Overflow, TimerMode};
 use rayon::prelude::*;
 
 /// What the counting pass learned about one lane.
@@ -111,6 +182,13 @@ struct LaneInfo {
     /// Finalized with an end stamp before its start stamp (the end is clamped).
     end_backward: bool,
     dropped: u64,
+    /// Ring lanes: records overwritten (the trailer's second count).
+    overwritten: u64,
+    /// A ring lane that wrapped: index of its oldest record (records run from it to the
+    /// end of the event area, then from its start).
+    oldest: usize,
+    /// The `CALIB` word: cycles of one record (0: not measured).
+    calib: u32,
     after_finalize: u64,
     caps: Caps,
     /// Why the lane is not decoded (module docs, `# Lanes set aside`).
@@ -137,6 +215,23 @@ impl LaneInfo {
             self.start_gt
         }
     }
+
+    /// Whether the lane is a ring that wrapped (its records do not start at slot 0).
+    fn wrapped(&self) -> bool {
+        self.overwritten > 0
+    }
+
+    /// The lane's records in the order written, as two runs of its event area `events`:
+    /// from the oldest record to the end of the area and then from its start for a ring
+    /// that wrapped, else the first `n` records and nothing.
+    fn ordered<'w>(&self, events: &'w [u64]) -> (&'w [u64], &'w [u64]) {
+        if self.wrapped() {
+            let (a, b) = events.split_at(self.oldest);
+            (b, a)
+        } else {
+            (&events[..self.n], &[])
+        }
+    }
 }
 
 /// Decodes a native buffer, reusing the memory of `reuse`'s columns.
@@ -145,9 +240,89 @@ pub(crate) fn decode(
     opts: &DecodeOptions,
     reuse: Recycled,
 ) -> Result<Trace, DecodeError> {
-    let p = prepare(words, opts, &|_| {})?;
+    let h = Header::parse(words)?;
+    let l = (h.layout.epochs > 1)
+        .then(|| launches(&h, words))
+        .transpose()?;
+    let epoch = match l.as_ref().map(|l| &l.recorded[..]) {
+        None | Some([]) => 0,
+        Some(&[one]) => one,
+        Some(more) => return Err(DecodeError::SeveralLaunches(more.len())),
+    };
+    let p = prepare_epoch(h, words, epoch, l.as_ref(), opts, &|_| {})?;
     p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
 }
+
+/// Decodes each launch of a native buffer: one trace per epoch where any lane ran
+/// (module docs, `# Epochs`); a buffer of one epoch gives one trace, as [`decode`].
+pub(crate) fn decode_launches(
+    words: &[u64],
+    opts: &DecodeOptions,
+) -> Result<Vec<Trace>, DecodeError> {
+    let h = Header::parse(words)?;
+    if h.layout.epochs == 1 {
+        return Ok(vec![decode(words, opts, Recycled::default())?]);
+    }
+    let l = launches(&h, words)?;
+    let epochs = if l.recorded.is_empty() {
+        vec![0]
+    } else {
+        l.recorded.clone()
+    };
+    epochs
+        .into_iter()
+        .map(|e| {
+            let p = prepare_epoch(h.clone(), words, e, Some(&l), opts, &|_| {})?;
+            p.decode_lanes(words, 0..p.lane_count())
+        })
+        .collect()
+}
+
+/// What a buffer of several epochs recorded (module docs, `# Epochs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Launches {
+    /// Epochs where at least one lane ran, ascending.
+    pub recorded: Vec<u32>,
+    /// Launches that ran: the largest launch counter, and at least one past the last
+    /// epoch recorded.
+    pub ran: u64,
+}
+
+/// The epochs of a buffer with `epochs > 1` that hold a launch, and how many launches
+/// ran; an error for a launch counter that cannot be a count of launches.
+pub(crate) fn launches(h: &Header, words: &[u64]) -> Result<Launches, DecodeError> {
+    let lanes = h.layout.lane_count();
+    let mut ran = 0u64;
+    for l in 0..lanes {
+        let c = words[h.launch_counter(l)];
+        if c > MAX_LAUNCH_COUNT {
+            return Err(DecodeError::LaunchCounter {
+                lane: l,
+                word: h.launch_counter(l) as u64,
+                value: c,
+            });
+        }
+        ran = ran.max(c);
+    }
+    // An epoch is recorded when a segment of it holds anything: its lanes' IDS words
+    // first (a launch sets them all), then every word (garbage in an epoch that no lane
+    // ran is then an error of that epoch's decode, not left out unseen).
+    let ids = lane::IDS as usize;
+    let recorded: Vec<u32> = (0..h.layout.epochs)
+        .filter(|&e| {
+            (0..lanes).any(|l| words[h.segment_range(e, l)][ids] != 0)
+                || (0..lanes).any(|l| words[h.segment_range(e, l)].iter().any(|&w| w != 0))
+        })
+        .collect();
+    if let Some(&last) = recorded.last() {
+        ran = ran.max(last as u64 + 1);
+    }
+    Ok(Launches { recorded, ran })
+}
+
+/// The largest launch counter read as a count of launches: 2^32 - 1 (the device's counter
+/// is a 64-bit word, but no buffer sees four billion launches; a larger value is garbage).
+pub const MAX_LAUNCH_COUNT: u64 = u32::MAX as u64;
 
 /// Lanes inspected between two calls of [`prepare`]'s `inspected` callback: at least this
 /// many words (and whole lanes), so a mapped buffer can release what was read.
@@ -167,6 +342,14 @@ pub(crate) struct Prepared {
     parallel: bool,
     /// Lanes set aside (so that a sound buffer's decode looks for none).
     set_aside: usize,
+    /// Which launch of a buffer of several epochs this is (`None`: one epoch).
+    epoch: Option<Epoch>,
+    /// [`DecodeOptions::correct_overhead`].
+    correct: bool,
+    /// With `correct`: the cycles-to-ns ratio the record costs convert with (clock mode:
+    /// [`Prepared::clock`]; globaltimer mode: pooled over the lanes' start and end
+    /// (globaltimer, clock64) pairs likewise), `None` when none can be measured.
+    cost_clock: Option<ClockCalibration>,
 }
 
 /// Checks the header and every lane segment of a native buffer. `inspected` is called with
@@ -178,6 +361,22 @@ pub(crate) fn prepare(
     inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<Prepared, DecodeError> {
     let h = Header::parse(words)?;
+    let l = (h.layout.epochs > 1)
+        .then(|| launches(&h, words))
+        .transpose()?;
+    prepare_epoch(h, words, 0, l.as_ref(), opts, inspected)
+}
+
+/// [`prepare`] for the segments of epoch `epoch` (the launch of that index) of a buffer
+/// whose [`launches`] are `l` (`None`: a buffer of one epoch).
+fn prepare_epoch(
+    h: Header,
+    words: &[u64],
+    epoch: u32,
+    l: Option<&Launches>,
+    opts: &DecodeOptions,
+    inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
+) -> Result<Prepared, DecodeError> {
     let n_lanes = h.layout.lane_count() as usize;
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
     let per_chunk = (INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize).max(1);
@@ -189,18 +388,20 @@ pub(crate) fn prepare(
         if parallel {
             let part: Vec<LaneInfo> = (l0..l1)
                 .into_par_iter()
-                .map(|l| inspect(&h, words, l))
+                .map(|l| inspect(&h, words, epoch, l))
                 .collect::<Result<_, _>>()?;
             part.iter().for_each(|i| seen.note(i));
             infos.extend(part);
         } else {
             for l in l0..l1 {
-                let i = inspect(&h, words, l)?;
+                let i = inspect(&h, words, epoch, l)?;
                 seen.note(&i);
                 infos.push(i);
             }
         }
-        inspected(h.lane_range(l0 as u64).start..h.lane_range(l1 as u64 - 1).end);
+        inspected(
+            h.segment_range(epoch, l0 as u64).start..h.segment_range(epoch, l1 as u64 - 1).end,
+        );
         l0 = l1;
     }
     let mut set_aside = seen.set_aside;
@@ -217,12 +418,26 @@ pub(crate) fn prepare(
         }
         _ => None,
     };
+    // Globaltimer stamps need a cycles-to-ns ratio only to convert the record cost.
+    let cost_clock = match (opts.correct_overhead, clock) {
+        (false, _) => None,
+        (true, Some(c)) => Some(c),
+        (true, None) => calibration(&infos).ok(),
+    };
+    let epoch = l.map(|l| Epoch {
+        index: epoch,
+        epochs: h.layout.epochs,
+        launches: l.ran,
+    });
     Ok(Prepared {
         h,
         infos,
         clock,
         parallel,
         set_aside,
+        epoch,
+        correct: opts.correct_overhead,
+        cost_clock,
     })
 }
 
@@ -271,7 +486,18 @@ impl Prepared {
 
     /// The words of lane slot `l`'s segment.
     pub(crate) fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
-        self.h.lane_range(l as u64)
+        self.h.segment_range(self.epoch_index(), l as u64)
+    }
+
+    /// The epoch whose segments are decoded.
+    fn epoch_index(&self) -> u32 {
+        self.epoch.map_or(0, |e| e.index)
+    }
+
+    /// Whether the buffer has room for several launches (epochs): only the first is
+    /// prepared.
+    pub(crate) fn several_launches(&self) -> bool {
+        self.h.layout.epochs > 1
     }
 
     /// Decodes lane slots `lanes` of `words` (the words [`prepare`] checked) into a trace
@@ -303,6 +529,7 @@ impl Prepared {
     ) -> Result<Trace, DecodeError> {
         let (h, infos) = (&self.h, &self.infos[lanes.clone()]);
         let l_base = lanes.start;
+        let epoch = self.epoch_index();
         let clock = self.clock;
         let caps: Vec<Caps> = (infos.iter())
             .map(|i| if i.live() { i.caps } else { Caps::default() })
@@ -320,9 +547,10 @@ impl Prepared {
                     continue;
                 }
                 let start = chunk.starts[k - chunk.lanes.start];
-                let seg = &words[h.lane_range(l as u64)];
-                let events = &seg[lane::EVENTS as usize..lane::EVENTS as usize + info.n];
+                let seg = &words[h.segment_range(epoch, l as u64)];
+                let events = info.ordered(&seg[lane::EVENTS as usize..][..cap]);
                 let (l, out) = (l as u32, &mut chunk.out);
+                let ends_before = out.unmatched_end.len();
                 let walked = if let Some(c) = clock {
                     let (num, den) = own_ratio(info).unwrap_or((c.pooled_ns, c.pooled_cycles));
                     let cycles = Cycles {
@@ -331,20 +559,28 @@ impl Prepared {
                         num,
                         den,
                     };
+                    let anchor = anchor(info, info.start_clk, info.end_clk, events);
                     walk(
-                        LaneWalk::new(l, info.start_clk, cycles, start),
+                        LaneWalk::new(l, anchor, cycles, start),
                         events,
                         counters,
                         out,
                     )
                 } else {
+                    let anchor = anchor(info, info.start_gt, info.end_gt, events);
                     walk(
-                        LaneWalk::new(l, info.start_gt, Globaltimer, start),
+                        LaneWalk::new(l, anchor, Globaltimer, start),
                         events,
                         counters,
                         out,
                     )
                 };
+                if info.wrapped() {
+                    // Ends whose begins the ring overwrote: counted, never spans.
+                    let orphans = out.unmatched_end.len() - ends_before;
+                    out.unmatched_end.truncate(ends_before);
+                    done.diag.ends_of_overwritten_begins += orphans as u64;
+                }
                 done.diag.unknown_records += walked.unknown;
                 done.diag.backward_steps += walked.backward + u64::from(info.end_backward);
                 let b = chunk.base;
@@ -366,6 +602,7 @@ impl Prepared {
                     finalized: info.finalized,
                     written: info.n as u64,
                     dropped: info.dropped,
+                    overwritten: info.overwritten,
                     spans: b.span + start.span..b.span + walked.cur.span,
                     instants: b.inst + start.inst..b.inst + walked.cur.inst,
                     samples: b.samp + start.samp..b.samp + walked.cur.samp,
@@ -377,7 +614,7 @@ impl Prepared {
         let nc = h.layout.counters.len();
         let mut counter_totals = Vec::with_capacity(asm.lanes.len() * nc);
         for l in &asm.lanes {
-            let seg = &words[h.lane_range(l.id as u64)];
+            let seg = &words[h.segment_range(epoch, l.id as u64)];
             let t = (lane::EVENTS + lane::T_COUNTERS) as usize + cap;
             counter_totals.extend_from_slice(&seg[t..t + nc]);
         }
@@ -404,7 +641,7 @@ impl Prepared {
                 })
             })
             .collect();
-        Ok(Trace {
+        let mut trace = Trace {
             source: Source {
                 format: WireFormat::Ikp,
                 version: h.version,
@@ -417,6 +654,8 @@ impl Prepared {
                 time_base,
                 block_filter: Default::default(),
                 clock_sync: h.layout.clock_sync,
+                epoch: self.epoch,
+                overhead_correction: None,
             },
             names: Names {
                 regions: h.layout.regions.clone(),
@@ -431,17 +670,73 @@ impl Prepared {
                 set_aside,
                 ..asm.diag
             },
-        })
+        };
+        if self.correct {
+            let costs = |i: &LaneInfo| self.record_cost(i);
+            let at = |id: u32| {
+                let (info, seg) = (
+                    &infos[id as usize - l_base],
+                    h.segment_range(epoch, id as u64),
+                );
+                info.ordered(&words[seg][lane::EVENTS as usize..][..cap])
+            };
+            let cost = |id: u32| costs(&infos[id as usize - l_base]);
+            let c = super::correct::apply(&mut trace, cost, at, self.parallel);
+            trace.source.overhead_correction = Some(c);
+        }
+        Ok(trace)
+    }
+
+    /// A lane's cost of one record as `(cycles, ns, per cycles)`: its `CALIB` cycles and
+    /// the ratio its stamps convert with (module docs, `# Overhead correction`); `None`
+    /// when the cost was not measured or no ratio is known.
+    fn record_cost(&self, i: &LaneInfo) -> Option<(u64, u64, u64)> {
+        let c = self.cost_clock.filter(|_| i.calib > 0)?;
+        let (num, den) = match self.clock {
+            Some(_) => own_ratio(i).unwrap_or((c.pooled_ns, c.pooled_cycles)),
+            None => (c.pooled_ns, c.pooled_cycles),
+        };
+        Some((i.calib as u64, num, den))
     }
 }
 
-fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError> {
-    let range = h.lane_range(l as u64);
+/// The 64-bit tick a lane's first record unwraps from: its start stamp `start`; for a
+/// ring that wrapped, whose first surviving record may be far more than 2^31 ticks after
+/// its start, the stamp reached by unwrapping its records backward from its end stamp
+/// `end` (each at most 2^31 ticks before the one after it; a record stamped after the
+/// one after it is a backward step, and keeps that one's tick), never before `start`.
+fn anchor(info: &LaneInfo, start: u64, end: u64, (a, b): (&[u64], &[u64])) -> u64 {
+    if !info.wrapped() {
+        return start;
+    }
+    let mut t = end.max(start);
+    for &w in b.iter().rev().chain(a.iter().rev()) {
+        if w as u32 & wire::KIND_MASK == Kind::Meta as u32 {
+            continue;
+        }
+        let d = (t as u32).wrapping_sub((w >> wire::TIME_SHIFT) as u32);
+        if (d as i32) >= 0 {
+            t = t.wrapping_sub(d as u64);
+        }
+    }
+    if t < start || t > end.max(start) {
+        start
+    } else {
+        t
+    }
+}
+
+fn inspect(h: &Header, words: &[u64], epoch: u32, l: usize) -> Result<LaneInfo, DecodeError> {
+    let range = h.segment_range(epoch, l as u64);
     let bad = |why: String| DecodeError::Lane {
         lane: l as u64,
         first: range.start as u64,
         end: range.end as u64,
-        why,
+        why: if h.layout.epochs > 1 {
+            format!("launch {epoch}: {why}")
+        } else {
+            why
+        },
     };
     let seg = &words[range.clone()];
     let cap = h.layout.records_per_lane as usize;
@@ -470,9 +765,18 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
             h.layout.timer
         )));
     }
+    let ring = ids.flags & wire::lane_flags::RING != 0;
+    if ring && h.layout.overflow != Overflow::Ring {
+        return Err(bad(
+            "lane flags say ring but the header does not (the kernel was built for rings, the \
+             host's layout was not)"
+                .into(),
+        ));
+    }
     let mut info = LaneInfo {
         used: true,
         ids: Some(ids),
+        calib: seg[lane::CALIB as usize] as u32,
         start_gt: seg[lane::START_GT as usize],
         start_clk: seg[lane::START_CLK as usize],
         end_gt: trailer[lane::T_END_GT as usize],
@@ -489,8 +793,9 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
             )));
         }
         if dropped > 0 && written < cap {
+            let what = if ring { "overwritten" } else { "dropped" };
             return Err(bad(format!(
-                "trailer counts {dropped} dropped records but only {written} of {cap} slots were used"
+                "trailer counts {dropped} {what} records but only {written} of {cap} slots were used"
             )));
         }
         // A timer that stepped back: the lane ends at its start (and has no calibration
@@ -501,7 +806,13 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
             info.set_aside = Some(SetAsideReason::Span);
         }
         info.n = written;
-        info.dropped = dropped;
+        if ring {
+            info.overwritten = dropped;
+            // The device's cursor is `written + overwritten` mod 2^32, which `cap` divides.
+            info.oldest = ((written as u64 + dropped) % cap as u64) as usize;
+        } else {
+            info.dropped = dropped;
+        }
         info.after_finalize = events[written..].iter().filter(|&&w| w != 0).count() as u64;
     } else {
         if count != 0 || info.end_clk != 0 {
@@ -510,6 +821,11 @@ fn inspect(h: &Header, words: &[u64], l: usize) -> Result<LaneInfo, DecodeError>
             ));
         }
         info.n = events.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
+        if ring && info.n == cap && cap > 0 {
+            // It may have wrapped, any number of times: where its oldest record is, only
+            // the trailer it never wrote would say.
+            info.set_aside = Some(SetAsideReason::UnorderedRing);
+        }
     }
     let (spans, insts, samps) = count_kinds(&events[..info.n]);
     info.caps = Caps {
@@ -533,11 +849,16 @@ struct Walked {
 /// walk has no conversion in its loop).
 fn walk<C: Clock>(
     mut w: LaneWalk<C>,
-    events: &[u64],
+    (events, more): (&[u64], &[u64]),
     counters: u32,
     out: &mut ChunkOut<'_>,
 ) -> Walked {
-    let run = w.run::<false>(events, counters, out);
+    let mut run = w.run::<false>(events, counters, out);
+    if !more.is_empty() {
+        // A ring that wrapped: its records from the start of the event area come last.
+        let r = w.run::<false>(more, counters, out);
+        (run.unknown, run.backward) = (run.unknown + r.unknown, run.backward + r.backward);
+    }
     w.finish(out);
     Walked {
         last_ns: w.last_ns,
@@ -747,7 +1068,7 @@ mod tests {
             .finalize(t0 - LANE_SPAN_MAX_NS, 0);
         let words = b.into_words();
         let h = Header::parse(&words).unwrap();
-        let why = |l| inspect(&h, &words, l).unwrap().set_aside;
+        let why = |l| inspect(&h, &words, 0, l).unwrap().set_aside;
         let span = Some(SetAsideReason::Span);
         assert_eq!([why(0), why(1), why(2), why(3)], [None, span, span, None]);
     }
@@ -896,7 +1217,7 @@ mod tests {
             b.lane(2).init(0, 0, f, 5_000, 100).finalize(6_000, 900);
             let words = b.into_words();
             let h = Header::parse(&words).unwrap();
-            let info = |l| inspect(&h, &words, l).unwrap();
+            let info = |l| inspect(&h, &words, 0, l).unwrap();
             assert!(info(0).end_backward && info(0).end() == 5_000, "{timer:?}");
             // The end clock64 only matters in clock mode.
             assert_eq!(info(1).end_backward, timer == TimerMode::Clock);

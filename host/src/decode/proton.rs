@@ -583,6 +583,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
                 finalized: true,
                 written: 0,
                 dropped: 0,
+                overwritten: 0,
                 spans: k..k,
                 instants: 0..0,
                 samples: 0..0,
@@ -611,6 +612,8 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
             time_base,
             block_filter: Default::default(),
             clock_sync: None,
+            epoch: None,
+            overhead_correction: None,
         },
         names: Names {
             regions: acc.names,

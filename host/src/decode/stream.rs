@@ -16,6 +16,11 @@
 //! aside`) are set aside by the counting pass as in a decode of the whole buffer: never in
 //! the outline, counted and named in the diagnostic counts.
 //!
+//! Ring lanes stream as they decode in memory (each lane's records are ordered on their
+//! own). A buffer that records several launches (epochs), and a decode with
+//! [`DecodeOptions::correct_overhead`], are refused ([`DecodeError::NotStreamable`]): decode
+//! them in memory ([`super::load_launches`]); `ikp decode --perfetto` does so itself.
+//!
 //! A block filter ([`DecodeOptions::blocks`]) keeps the lanes of its blocks with the
 //! results of [`Trace::filter_blocks`] on the whole decode: the whole launch's time base,
 //! and its counts that are not per lane (for which the first pass walks the other blocks'
@@ -63,8 +68,16 @@ impl StreamedBuffer {
             format: FormatChoice::Ikp,
             ..opts.clone()
         };
+        if opts.correct_overhead {
+            let why = "the overhead correction needs the whole launch".to_string();
+            return Err(err(DecodeError::NotStreamable(why).into()));
+        }
         let prepared =
             native::prepare(map.words(), &opts, &|r| map.release(r)).map_err(|e| err(e.into()))?;
+        if prepared.several_launches() {
+            let why = "the buffer records several launches (epochs)".to_string();
+            return Err(err(DecodeError::NotStreamable(why).into()));
+        }
         let mut buf = StreamedBuffer {
             map,
             prepared,
@@ -97,7 +110,12 @@ impl StreamedBuffer {
                 self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
                 continue;
             }
-            self.diagnostics += t.diagnostic_counts();
+            // A lane set aside has no lane in `t`: the filter decides whether it counts.
+            self.diagnostics += if filter.keeps_all() {
+                t.diagnostic_counts()
+            } else {
+                t.filter_blocks(filter).diagnostic_counts()
+            };
             if let Some((lo, hi)) = t.time_extent() {
                 self.extent = Some(
                     self.extent

@@ -115,6 +115,59 @@ pub struct Source {
     /// by a [`HostSession`](crate::cuda::HostSession) with a clock sync; `None` for the
     /// other formats): see [`crate::clock_sync`].
     pub clock_sync: Option<ikp_device::ClockSync>,
+    /// Native buffers that record several launches (wire `epochs > 1`): which one this
+    /// trace is, and how many ran (`None`: a buffer of one launch).
+    pub epoch: Option<Epoch>,
+    /// The per-record cost removed from span durations
+    /// ([`crate::DecodeOptions::correct_overhead`]; `None`: durations are as recorded).
+    pub overhead_correction: Option<OverheadCorrection>,
+}
+
+/// Which launch of a buffer that records several (wire `epochs > 1`, one segment per lane
+/// and launch) a trace is. Launches beyond the buffer's epochs ran but recorded nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Epoch {
+    /// Launch index in the buffer (0 = the first launch).
+    pub index: u32,
+    /// Launches the buffer holds room for (its `epochs`).
+    pub epochs: u32,
+    /// Launches that ran, from the lanes' launch counters (the largest); when more than
+    /// `epochs`, the last `launches - epochs` were not recorded.
+    pub launches: u64,
+}
+
+impl Epoch {
+    /// Launches that ran but were not recorded (the buffer was full).
+    pub fn not_recorded(&self) -> u64 {
+        self.launches.saturating_sub(self.epochs as u64)
+    }
+}
+
+/// The cost-of-recording correction applied to span durations (rules in
+/// [`crate::decode::native`], `# Overhead correction`): each span's end was moved earlier
+/// by its lane's per-record cost for every record of its lane between its begin and end.
+/// Not yet validated on a GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OverheadCorrection {
+    /// Median over the corrected lanes of their per-record cost, in picoseconds (integer
+    /// so that the model stays exact; 0 with no lane corrected).
+    pub per_record_ps_median: u64,
+    /// Lanes whose spans were corrected (a measured cost and a cycles-to-ns ratio).
+    pub lanes_corrected: u64,
+    /// Lanes not corrected: their cost word is 0 (not measured), or no cycles-to-ns
+    /// ratio could be measured.
+    pub lanes_unmeasured: u64,
+    /// Spans whose end moved.
+    pub spans_corrected: u64,
+    /// ns removed from all span durations together.
+    pub total_ns_removed: u64,
+}
+
+impl OverheadCorrection {
+    /// The median per-record cost in ns.
+    pub fn per_record_ns_median(&self) -> f64 {
+        self.per_record_ps_median as f64 / 1e3
+    }
 }
 
 /// How a clock-mode buffer's cycles were converted to ns (rules in
@@ -232,6 +285,9 @@ pub struct Lane {
     pub written: u64,
     /// Records the lane could not write because its segment was full.
     pub dropped: u64,
+    /// Ring lanes: records overwritten by newer ones (the oldest are lost; `written` is
+    /// what survives). 0 for other lanes.
+    pub overwritten: u64,
     /// Index range into [`Trace::spans`].
     pub spans: Range<usize>,
     /// Index range into [`Trace::instants`].
@@ -433,6 +489,10 @@ pub enum SetAsideReason {
     /// [`CLOCK_DISAGREEMENT_MAX`](crate::decode::native::CLOCK_DISAGREEMENT_MAX) times,
     /// beyond a few ticks).
     Clock,
+    /// A ring lane that never ran finalize and whose every slot holds a record: without
+    /// its trailer's count, the position of its oldest record is unknown, so its records
+    /// cannot be ordered.
+    UnorderedRing,
 }
 
 impl SetAsideReason {
@@ -442,6 +502,9 @@ impl SetAsideReason {
             SetAsideReason::Span => "its end stamp is implausibly far from its start",
             SetAsideReason::Apart => "its stamps are far from every other lane's",
             SetAsideReason::Clock => "its clock64 and globaltimer intervals disagree",
+            SetAsideReason::UnorderedRing => {
+                "a full ring that never finalized: its oldest record is unknown"
+            }
         }
     }
 }
@@ -476,7 +539,8 @@ pub struct SetAsideLane {
 /// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) (about 18 min) away
 /// from the largest group of lanes linked by smaller gaps between their init-to-finalize
 /// intervals; in clock mode, a lane whose clock64 and globaltimer intervals disagree at
-/// the clock rate of the others. The bounds lie far beyond the launches ikp profiles, so
+/// the clock rate of the others; and a ring lane that never finalized with every slot
+/// full (where its oldest record is cannot be known). The bounds lie far beyond the launches ikp profiles, so
 /// that a genuine launch (persistent lanes, many waves, lanes that start late) keeps
 /// every lane; the rules, why the bounds are safe, and the only launches they would cut
 /// are in [`crate::decode::native`], `# Lanes set aside`.
@@ -502,6 +566,10 @@ pub struct Diagnostics {
     /// ascending by lane. They are not in [`Trace::lanes`], and none of their records or
     /// counts is in the trace.
     pub set_aside: Vec<SetAsideLane>,
+    /// Ring lanes that wrapped: ends with no open begin of their region, whose begins were
+    /// (most likely) overwritten. Counted here, not in `unmatched_end`, and never made
+    /// into spans.
+    pub ends_of_overwritten_begins: u64,
 }
 
 /// The problems of a decode as counts: what a tool reports in one line, and what a
@@ -526,6 +594,13 @@ pub struct DiagnosticCounts {
     pub set_aside: u64,
     /// The first [`DiagnosticCounts::NAMED`] of them, in lane order.
     pub set_aside_named: Vec<TrackId>,
+    /// Records overwritten in ring lanes.
+    pub overwritten: u64,
+    /// Ends whose begins were overwritten ([`Diagnostics::ends_of_overwritten_begins`]).
+    pub ends_of_overwritten_begins: u64,
+    /// Of the lanes set aside, the full rings that never finalized
+    /// ([`SetAsideReason::UnorderedRing`]).
+    pub set_aside_unordered_rings: u64,
 }
 
 impl DiagnosticCounts {
@@ -542,6 +617,7 @@ impl DiagnosticCounts {
             d.unknown_records,
         ) == (0, 0, 0, 0)
             && (d.backward_steps, d.dropped, d.set_aside) == (0, 0, 0)
+            && (d.overwritten, d.ends_of_overwritten_begins) == (0, 0)
     }
 }
 
@@ -555,6 +631,9 @@ impl std::ops::AddAssign for DiagnosticCounts {
         self.dropped += o.dropped;
         self.lanes += o.lanes;
         self.set_aside += o.set_aside;
+        self.overwritten += o.overwritten;
+        self.ends_of_overwritten_begins += o.ends_of_overwritten_begins;
+        self.set_aside_unordered_rings += o.set_aside_unordered_rings;
         let room = Self::NAMED.saturating_sub(self.set_aside_named.len());
         (self.set_aside_named).extend(o.set_aside_named.into_iter().take(room));
     }
@@ -574,6 +653,13 @@ impl std::fmt::Display for DiagnosticCounts {
             self.backward_steps,
             self.dropped
         )?;
+        if self.overwritten > 0 || self.ends_of_overwritten_begins > 0 {
+            write!(
+                f,
+                ", {} records overwritten in rings, {} ends whose begins were overwritten",
+                self.overwritten, self.ends_of_overwritten_begins
+            )?;
+        }
         if self.set_aside > 0 {
             write!(f, ", {}", self.set_aside_phrase())?;
         }
@@ -592,8 +678,15 @@ impl DiagnosticCounts {
         } else {
             ("lanes", "their")
         };
+        let why = if self.set_aside_unordered_rings == self.set_aside {
+            "full rings that never finalized (their order is unknown)".to_string()
+        } else if self.set_aside_unordered_rings > 0 {
+            format!("{their} stamps not of this launch or full rings that never finalized")
+        } else {
+            format!("{their} stamps not of this launch")
+        };
         let mut s = format!(
-            "{} {lanes} set aside, {their} stamps not of this launch: {}",
+            "{} {lanes} set aside, {why}: {}",
             self.set_aside,
             names.join("; ")
         );
@@ -647,6 +740,11 @@ impl Trace {
         self.lanes.iter().map(|l| l.dropped).sum()
     }
 
+    /// Records overwritten in ring lanes, summed.
+    pub fn overwritten(&self) -> u64 {
+        self.lanes.iter().map(|l| l.overwritten).sum()
+    }
+
     /// The diagnostics as counts.
     pub fn diagnostic_counts(&self) -> DiagnosticCounts {
         let d = &self.diagnostics;
@@ -663,6 +761,11 @@ impl Trace {
                 .take(DiagnosticCounts::NAMED)
                 .map(|s| s.track)
                 .collect(),
+            overwritten: self.overwritten(),
+            ends_of_overwritten_begins: d.ends_of_overwritten_begins,
+            set_aside_unordered_rings: (d.set_aside.iter())
+                .filter(|s| s.reason == SetAsideReason::UnorderedRing)
+                .count() as u64,
         }
     }
 
@@ -778,7 +881,8 @@ impl Trace {
     /// were on the launch's axis) are unchanged; unpaired records are kept with their
     /// lanes, and so are the lanes set aside of those blocks; the counts that are not per
     /// lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`, `backward_steps`,
-    /// and [`Source::clock`]) stay those of the whole launch.
+    /// `ends_of_overwritten_begins`, [`Source::clock`] and
+    /// [`Source::overhead_correction`]) stay those of the whole launch.
     pub fn filter_blocks(&self, filter: &BlockFilter) -> Trace {
         if filter.keeps_all() {
             return self.clone();
@@ -848,6 +952,8 @@ mod tests {
             f.source,
             Source {
                 block_filter: BlockFilter::new(vec![1, 5]),
+                epoch: None,
+                overhead_correction: None,
                 ..t.source.clone()
             }
         );

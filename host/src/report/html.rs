@@ -175,6 +175,33 @@ fn launch<W: Write>(
         )?;
     }
 
+    if counts.overwritten > 0 || counts.ends_of_overwritten_begins > 0 {
+        writeln!(
+            out,
+            "<p class=\"meta\">Ring: <strong>{} records overwritten</strong> (the oldest are lost); {} ends whose begins were overwritten (not spans).</p>",
+            counts.overwritten, counts.ends_of_overwritten_begins
+        )?;
+    }
+    if let Some(e) = src.epoch.filter(|e| e.not_recorded() > 0) {
+        writeln!(
+            out,
+            "<p class=\"meta\">{} launches ran, the buffer holds {}: the last {} were not recorded.</p>",
+            e.launches,
+            e.epochs,
+            e.not_recorded()
+        )?;
+    }
+    if let Some(c) = &src.overhead_correction {
+        writeln!(
+            out,
+            "<p class=\"meta\">Overhead correction (not yet validated on a GPU): {:.3} ns per record (median), {} lanes corrected, {} not measured; {} span ends moved, {} removed.</p>",
+            c.per_record_ns_median(),
+            c.lanes_corrected,
+            c.lanes_unmeasured,
+            c.spans_corrected,
+            format_duration(c.total_ns_removed as f64)
+        )?;
+    }
     if let Some(c) = &src.assumed_clock {
         writeln!(
             out,

@@ -35,6 +35,21 @@
 //!                       end_clock, reason}] for native lanes whose stamps cannot belong
 //!                       to this launch, which were not decoded (absent when there are
 //!                       none; see below)
+//! overwritten           ring lanes: records overwritten by newer ones, summed (absent
+//!                       when 0, as the three fields below)
+//! overwritten_by_lane   [{lane, block, group, warp, sm, overwritten}] for ring lanes
+//!                       that wrapped
+//! ends_of_overwritten_begins  ends in rings that wrapped whose begins were overwritten
+//!                       (not spans, not in unmatched_end)
+//! epoch                 buffers of several launches only (absent otherwise): {index,
+//!                       epochs, launches, not_recorded}: this launch's index, the
+//!                       launches the buffer has room for, the launches that ran (launch
+//!                       counters), and those that ran past the room and were not recorded
+//! overhead_correction   with --correct-overhead only (absent otherwise; not yet
+//!                       validated on a GPU): {per_record_ns_median, lanes_corrected,
+//!                       lanes_unmeasured, spans_corrected, total_ns_removed}: span ends
+//!                       were moved earlier by each lane's per-record cost for every
+//!                       record between begin and end (see below)
 //! percentile_method     how percentiles were computed (exact, see below)
 //! filters               {summary_hist_bins, summary_topk_block_warp_per_region}
 //! lane_dur              lane time: the lanes' first-to-last-stamp times, summed
@@ -68,10 +83,18 @@
 //! `start_clock` and `end_clock` its clock64 cycles (`end` and `end_clock` are null for a
 //! lane that never finalized), and `reason` the rule that set it aside
 //! ([`crate::decode::native`], `# Lanes set aside`): `"span"` (its end is more than
-//! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes)
-//! or `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
-//! launch's clock rate). Such a lane is in no other figure of the summary. The list is
+//! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes),
+//! `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
+//! launch's clock rate) or `"unordered_ring"` (a full ring that never finalized: its
+//! oldest record is unknown). Such a lane is in no other figure of the summary. The list is
 //! restricted to the blocks of `block_filter`.
+//!
+//! **overhead_correction** ([`crate::model::OverheadCorrection`], rules in
+//! [`crate::decode::native`], `# Overhead correction`): `per_record_ns_median` is the
+//! median over the corrected lanes of their per-record cost in ns; `lanes_unmeasured`
+//! lanes had no measured cost (or no cycles-to-ns ratio) and were left as recorded;
+//! `total_ns_removed` is the ns taken off all durations together (unscaled). Every
+//! duration of the summary is then a corrected one.
 //!
 //! A **region entry** has `region` (id), `name`, `count` (paired spans), `total_dur`
 //! (inclusive time), `mean_dur`, `cv_dur` (population std / mean), `var_dur_pop`,
@@ -275,6 +298,51 @@ pub struct LaneDrops {
     pub dropped: u64,
 }
 
+/// A ring lane's overwritten records.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneOverwritten {
+    /// Lane id.
+    pub lane: u32,
+    /// Block.
+    pub block: u32,
+    /// Group.
+    pub group: u32,
+    /// Warp, if known.
+    pub warp: Option<u32>,
+    /// SM, if known.
+    pub sm: Option<u32>,
+    /// Records overwritten.
+    pub overwritten: u64,
+}
+
+/// Which launch of a buffer of several (see [`crate::model::Epoch`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochSummary {
+    /// Launch index.
+    pub index: u32,
+    /// Launches the buffer has room for.
+    pub epochs: u32,
+    /// Launches that ran.
+    pub launches: u64,
+    /// Launches that ran and were not recorded.
+    pub not_recorded: u64,
+}
+
+/// The overhead correction applied (see [`crate::model::OverheadCorrection`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CorrectionSummary {
+    /// Median per-record cost of the corrected lanes, ns.
+    pub per_record_ns_median: f64,
+    /// Lanes corrected.
+    pub lanes_corrected: u64,
+    /// Lanes without a measured cost.
+    pub lanes_unmeasured: u64,
+    /// Spans whose end moved.
+    pub spans_corrected: u64,
+    /// ns removed in all.
+    pub total_ns_removed: u64,
+}
+
 /// A lane set aside (see [`crate::model::SetAsideLane`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LaneSetAside {
@@ -387,6 +455,21 @@ pub struct Summary {
     /// its shape).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub set_aside_lanes: Vec<LaneSetAside>,
+    /// Records overwritten in rings (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub overwritten: u64,
+    /// Overwritten per ring lane that wrapped (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overwritten_by_lane: Vec<LaneOverwritten>,
+    /// Ends whose begins were overwritten (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ends_of_overwritten_begins: u64,
+    /// Which launch of several (absent for a buffer of one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<EpochSummary>,
+    /// The overhead correction applied (absent when not asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead_correction: Option<CorrectionSummary>,
     /// Percentile method.
     pub percentile_method: &'static str,
     /// Filters.
@@ -450,6 +533,10 @@ impl ClockSyncSummary {
             time_base_monotonic_ns: sync.device_to_monotonic(time_base),
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
@@ -630,6 +717,32 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
                 reason: s.reason,
             })
             .collect(),
+        overwritten: trace.overwritten(),
+        overwritten_by_lane: (trace.lanes.iter())
+            .filter(|l| l.overwritten > 0)
+            .map(|l| LaneOverwritten {
+                lane: l.id,
+                block: l.block,
+                group: l.group,
+                warp: l.warp,
+                sm: l.sm,
+                overwritten: l.overwritten,
+            })
+            .collect(),
+        ends_of_overwritten_begins: d.ends_of_overwritten_begins,
+        epoch: trace.source.epoch.map(|e| EpochSummary {
+            index: e.index,
+            epochs: e.epochs,
+            launches: e.launches,
+            not_recorded: e.not_recorded(),
+        }),
+        overhead_correction: (trace.source.overhead_correction).map(|c| CorrectionSummary {
+            per_record_ns_median: c.per_record_ns_median(),
+            lanes_corrected: c.lanes_corrected,
+            lanes_unmeasured: c.lanes_unmeasured,
+            spans_corrected: c.spans_corrected,
+            total_ns_removed: c.total_ns_removed,
+        }),
         percentile_method: PERCENTILE_METHOD,
         filters: SummaryFilters {
             summary_hist_bins: opt.summary_hist_bins,

@@ -25,6 +25,14 @@
 //! ```text
 //! host clock sync: started at host realtime 1700000000000007900 ns, monotonic 9000007900 ns, within 1500 ns (16 samples)
 //! ```
+//! For ring lanes that wrapped, a line gives the records overwritten and the ends whose
+//! begins were overwritten; for a launch of a buffer of several, which one and how many
+//! ran; with the overhead correction, what it removed:
+//! ```text
+//! ring: 12 records overwritten in 1 lanes (the oldest are lost); 2 ends whose begins were overwritten (not spans)
+//! launch 2 (from 0) of a buffer of 3 launches; 4 launches ran, the buffer holds 3: the last 1 were not recorded
+//! overhead correction (not yet validated on a GPU): 4.000 ns per record (median), 2 lanes corrected, 1 not measured; 5 span ends moved, 73 ns removed
+//! ```
 //! Lines on unmatched records by region and on drops follow. Last, when native lanes were
 //! set aside (their stamps cannot belong to this launch; see [`crate::decode::native`],
 //! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
@@ -151,6 +159,41 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             c.pooled_ratio_lanes
         )?;
     }
+    if s.overwritten > 0 || s.ends_of_overwritten_begins > 0 {
+        writeln!(
+            w,
+            "ring: {} records overwritten in {} lanes (the oldest are lost); {} ends whose begins were overwritten (not spans)",
+            s.overwritten,
+            s.overwritten_by_lane.len(),
+            s.ends_of_overwritten_begins
+        )?;
+    }
+    if let Some(e) = &s.epoch {
+        write!(
+            w,
+            "launch {} (from 0) of a buffer of {} launches; {} launches ran",
+            e.index, e.epochs, e.launches
+        )?;
+        if e.not_recorded > 0 {
+            write!(
+                w,
+                ", the buffer holds {}: the last {} were not recorded",
+                e.epochs, e.not_recorded
+            )?;
+        }
+        writeln!(w)?;
+    }
+    if let Some(c) = &s.overhead_correction {
+        writeln!(
+            w,
+            "overhead correction (not yet validated on a GPU): {:.3} ns per record (median), {} lanes corrected, {} not measured; {} span ends moved, {} ns removed",
+            c.per_record_ns_median,
+            c.lanes_corrected,
+            c.lanes_unmeasured,
+            c.spans_corrected,
+            c.total_ns_removed
+        )?;
+    }
     if let Some(c) = &trace.source.assumed_clock {
         writeln!(
             w,
@@ -195,11 +238,16 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
         } else {
             ("lanes", "their")
         };
-        writeln!(
-            w,
-            "{} {lanes} set aside, not decoded: {their} stamps cannot belong to this launch",
-            all.len()
-        )?;
+        use crate::model::SetAsideReason::UnorderedRing;
+        if all.iter().any(|l| l.reason == UnorderedRing) {
+            writeln!(w, "{} {lanes} set aside, not decoded:", all.len())?;
+        } else {
+            writeln!(
+                w,
+                "{} {lanes} set aside, not decoded: {their} stamps cannot belong to this launch",
+                all.len()
+            )?;
+        }
         for l in all.iter().take(SET_ASIDE_LISTED) {
             writeln!(w, "  {}: {}", l.track.name(), l.reason.describe())?;
         }
