@@ -179,3 +179,25 @@ extern "C" __global__ void async_ranges(unsigned n, ikp::Arg prof) {
   }
   lane.finalize();
 }
+
+// ---------------------------------------------------------------------------------------
+// Overhead correction: in each block warp 0 records CORRECTION_INNER instants inside region
+// 0, then waits `spin` cycles; warp 1 records region 0 around the same wait with nothing
+// inside. Warp 1's span is the duration without the inner records; warp 0's raw span adds
+// their cost, which the decoder's correction should remove. Clock stamps, so a record's
+// cost is resolved.
+#define CORRECTION_INNER 16
+extern "C" __global__ void correction_probe(unsigned spin, ikp::Arg prof) {
+  const unsigned group = threadIdx.x / 32u;
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Clock> lane(prof, group, threadIdx.x % 32u == 0u);
+  lane.begin(0u);
+  if (group == 0u) {
+#pragma unroll
+    for (unsigned i = 0; i < CORRECTION_INNER; ++i) lane.instant(1u, i);
+  }
+  const long long t0 = clock64();
+  while (clock64() - t0 < static_cast<long long>(spin)) {
+  }
+  lane.end(0u);
+  lane.finalize();
+}

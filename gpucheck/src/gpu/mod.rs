@@ -9,10 +9,12 @@
 //! - [`overflow`]: a full lane drops exactly what it should and nothing else moves;
 //! - [`host_clock`]: a session's host clock sync maps device time onto the host's clocks
 //!   within its error bound.
+//! - [`correction`]: the decoder's overhead correction against a region without records;
 //! - [`v2`]: ring lanes, the record-cost word, epochs under a replayed CUDA Graph, async
 //!   ranges across warps (raw buffer words).
 
 pub mod axis;
+pub mod correction;
 pub mod host_clock;
 pub mod overflow;
 pub mod timer;
@@ -36,7 +38,7 @@ use crate::results::{Check, Status};
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 10] = [
+pub const CHECKS: [&str; 11] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
@@ -47,6 +49,7 @@ pub const CHECKS: [&str; 10] = [
     "record-cost",
     "epochs/graph",
     "async-ranges",
+    "overhead-correction",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -163,6 +166,7 @@ pub fn run(name: &str) -> Vec<Check> {
         "record-cost" => v2::calib_check(&gpu).map(|c| vec![c]),
         "epochs/graph" => v2::epochs_check(&gpu).map(|c| vec![c]),
         "async-ranges" => v2::ranges_check(&gpu).map(|c| vec![c]),
+        "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)])
