@@ -100,6 +100,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
         spans,
         instants,
         samples,
+        async_ranges: Default::default(),
         diagnostics: Diagnostics::default(),
     }
 }

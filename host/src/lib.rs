@@ -82,7 +82,7 @@ pub use decode::{
     FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
 };
 pub use model::{
-    AssumedClock, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
+    AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
     DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane,
     SetAsideReason, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
 };

@@ -55,6 +55,7 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
         spans: Spans::default(),
         instants: Instants::default(),
         samples: CounterSamples::default(),
+        async_ranges: Default::default(),
         counter_totals: vec![],
         diagnostics: Diagnostics::default(),
     };

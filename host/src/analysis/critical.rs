@@ -19,7 +19,7 @@
 //! - `longest_wait`: true for the [`LONGEST_WAITS`] longest wait-category steps.
 
 use super::categories::{Category, CategoryTable};
-use super::links::{critical_path_links, Link, SignalEvent};
+use super::links::{critical_path_links, Link};
 use crate::analysis::breakdown::region_categories;
 use crate::model::{Trace, TrackId};
 use crate::time::{DurationNs, Timestamp};
@@ -102,10 +102,7 @@ pub fn critical_path_steps(
         .map(|(i, link)| {
             let at = track_of(s.lane[i]);
             let waited_on = link.map(|l| {
-                let region = match l.from {
-                    SignalEvent::Instant(k) => trace.instants.region[k],
-                    SignalEvent::Span(k) => s.region[k],
-                };
+                let region = l.from.region(trace);
                 let from = track_of(l.from_lane);
                 WaitedOn {
                     at: from,

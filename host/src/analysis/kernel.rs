@@ -56,7 +56,8 @@
 //! - `gaps`: per pair of consecutive top-level regions of a lane, largest total first:
 //!   `{from, to}` (region ids), `count`, `total`, `max`.
 //! - `links`: signal → wait links: `block`, `from_lane`, `from_ts`, `from` (`{kind:
-//!   "instant"|"span", index}`), `to_lane`, `to_span`, `to_ts`, `token` (see
+//!   "instant"|"span"|"async", index}`; `async`: an async range, `index` into
+//!   `Trace::async_ranges`), `to_lane`, `to_span`, `to_ts`, `token` (see
 //!   [`super::links`]).
 //! - `critical_path`: `{block, length_ns, steps}` for the slowest block (`block` null and
 //!   `steps` empty without blocks); `length_ns` is that block's length; `steps` as in

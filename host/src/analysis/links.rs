@@ -9,6 +9,18 @@
 //! graph (the dependency graph of the dPRO trace format, docs/references.md, inside one
 //! kernel).
 //!
+//! **Async ranges** ([`Trace::async_ranges`]: a begin and an end paired by token across
+//! lanes, `ikp_device::wire` "Async ranges") are the recommended way to say the same thing,
+//! with no naming convention and across blocks too; the convention keeps working beside
+//! them. A range whose begin and end lanes differ (and are both in the trace) links its
+//! begin (the signal: [`SignalEvent::Async`], at the range's begin, when the producer
+//! issued it) to the last span of the end lane that begins at or before the range's end
+//! (the region in which, or right after which, the consumer observed the completion), with
+//! `to_ts` the range's end and `token` its token; a range whose end lane has no span by
+//! then links nothing. `block` is the end lane's block: the critical path of that block
+//! follows the link only when the begin lane is in it too (it ignores the link otherwise,
+//! as it stays inside its block).
+//!
 //! The critical path walks back from the block's last-ending leaf region (one with nothing
 //! nested in it): a linked wait's predecessor is the region that issued its signal, if the
 //! signal came after the wait began (the wait was held up by it); any other region's
@@ -27,12 +39,25 @@ pub enum SignalEvent {
     Instant(usize),
     /// A span: its index in [`Trace::spans`]; the signal time is its end.
     Span(usize),
+    /// An async range: its index in [`Trace::async_ranges`]; the signal time is its begin.
+    Async(usize),
+}
+
+impl SignalEvent {
+    /// The region of the signalling event.
+    pub fn region(self, trace: &Trace) -> u16 {
+        match self {
+            SignalEvent::Instant(i) => trace.instants.region[i],
+            SignalEvent::Span(i) => trace.spans.region[i],
+            SignalEvent::Async(i) => trace.async_ranges.region[i],
+        }
+    }
 }
 
 /// One signal → wait link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Link {
-    /// Block of both ends.
+    /// Block of both ends (of the waiting end, for an async range).
     pub block: u32,
     /// Lane that signalled.
     pub from_lane: u32,
@@ -75,8 +100,54 @@ pub fn may_link(names: &Names) -> bool {
 }
 
 /// All links of `trace`, ordered by wait span index (for lanes in `Trace::lanes` order,
-/// whose spans are stored lane by lane).
+/// whose spans are stored lane by lane); at one wait span, the naming convention's link
+/// first, then async ranges in range order.
 pub fn links(trace: &Trace) -> Vec<Link> {
+    let mut out = convention_links(trace);
+    let async_links = async_links(trace);
+    if !async_links.is_empty() {
+        out.extend(async_links);
+        // Stable: the convention's link first at a span.
+        out.sort_by_key(|l| l.to_span);
+    }
+    out
+}
+
+/// The links of `trace`'s async ranges (module docs), in range order.
+pub fn async_links(trace: &Trace) -> Vec<Link> {
+    let a = &trace.async_ranges;
+    if a.is_empty() {
+        return Vec::new();
+    }
+    let lane =
+        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
+    let mut out = Vec::new();
+    for k in 0..a.len() {
+        let (from, to) = (a.begin_lane[k], a.end_lane[k]);
+        if from == to || lane(from).is_none() {
+            continue;
+        }
+        let Some(l) = lane(to) else { continue };
+        let begins = &trace.spans.begin[l.spans.clone()];
+        let Some(w) = begins.partition_point(|&b| b <= a.end[k]).checked_sub(1) else {
+            continue;
+        };
+        out.push(Link {
+            block: l.block,
+            from_lane: from,
+            from_ts: a.begin[k],
+            from: SignalEvent::Async(k),
+            to_lane: to,
+            to_span: l.spans.start + w,
+            to_ts: a.end[k],
+            token: a.token[k],
+        });
+    }
+    out
+}
+
+/// The links of the naming convention (module docs).
+fn convention_links(trace: &Trace) -> Vec<Link> {
     if !may_link(&trace.names) {
         return Vec::new();
     }
@@ -184,7 +255,10 @@ pub fn critical_path_links<'a>(
     // A link releases the last leaf inside its wait (the wait itself when it is a leaf),
     // if its signal came after the wait began.
     let mut released: HashMap<usize, &Link> = HashMap::new();
-    for l in links.iter().filter(|l| l.block == block) {
+    // An async range may begin in another block: the path does not leave the block, so
+    // such a link releases nothing here.
+    let in_block = |l: &&Link| l.block == block && per_lane.contains_key(&l.from_lane);
+    for l in links.iter().filter(in_block) {
         let w = l.to_span;
         if l.from_ts <= s.begin[w] {
             continue;

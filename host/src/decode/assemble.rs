@@ -13,6 +13,7 @@
 //!
 //! Either way, unmatched records leave holes, which one sequential pass closes.
 
+use super::async_ranges::AsyncRecord;
 use super::lane::{ChunkOut, Cursor, HOLE};
 use super::DecodeError;
 use crate::model::{CounterSamples, Diagnostics, Instants, Lane, Spans};
@@ -40,6 +41,8 @@ pub struct ChunkDone {
     pub lanes: Vec<Lane>,
     /// Counters of this chunk (`unmatched_*` are taken from the [`ChunkOut`]).
     pub diag: Diagnostics,
+    /// Async records of the chunk's lanes (taken from the [`ChunkOut`]).
+    pub async_records: Vec<AsyncRecord>,
 }
 
 /// A chunk to walk: its lanes and where its output slices start.
@@ -131,6 +134,8 @@ pub struct Assembled {
     pub samples: CounterSamples,
     /// Diagnostics.
     pub diag: Diagnostics,
+    /// Async records, lane by lane (not yet paired: [`super::async_ranges::pair`]).
+    pub async_records: Vec<AsyncRecord>,
 }
 
 /// The output columns of a decode, before compaction.
@@ -223,8 +228,10 @@ impl Columns {
     fn assemble(mut self, dones: Vec<ChunkDone>) -> Assembled {
         let mut lanes = Vec::new();
         let mut diag = Diagnostics::default();
+        let mut async_records = Vec::new();
         for d in dones {
             lanes.extend(d.lanes);
+            async_records.extend(d.async_records);
             diag.unmatched_begin.extend(d.diag.unmatched_begin);
             diag.unmatched_end.extend(d.diag.unmatched_end);
             diag.after_finalize += d.diag.after_finalize;
@@ -243,6 +250,7 @@ impl Columns {
             instants: self.instants,
             samples: self.samples,
             diag,
+            async_records,
         }
     }
 }
@@ -280,6 +288,7 @@ fn plus(a: Cursor, b: Cursor) -> Cursor {
 fn with_unmatched(mut done: ChunkDone, out: &mut ChunkOut<'_>) -> ChunkDone {
     done.diag.unmatched_begin = std::mem::take(&mut out.unmatched_begin);
     done.diag.unmatched_end = std::mem::take(&mut out.unmatched_end);
+    done.async_records = std::mem::take(&mut out.async_records);
     done
 }
 

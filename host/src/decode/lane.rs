@@ -24,6 +24,7 @@
 //! region that began inside one that has closed since keeps its depth, and the regions
 //! begun inside it are deeper still.
 
+use super::async_ranges::{AsyncMask, AsyncRecord};
 use crate::model::Unpaired;
 use crate::time::Timestamp;
 
@@ -104,6 +105,8 @@ pub struct ChunkOut<'a> {
     pub unmatched_begin: Vec<Unpaired>,
     /// Ends with no open begin.
     pub unmatched_end: Vec<Unpaired>,
+    /// Begin and end records of async regions, left unpaired ([`LaneWalk::run_async`]).
+    pub async_records: Vec<AsyncRecord>,
 }
 
 /// Where a lane's output goes inside its chunk's slices (relative indices).
@@ -233,6 +236,34 @@ impl<C: Clock> LaneWalk<C> {
         counters: u32,
         out: &mut ChunkOut<'_>,
     ) -> Run {
+        self.run_with::<TVM, false>(words, counters, &AsyncMask::EMPTY, out)
+    }
+
+    /// [`LaneWalk::run`] (ikp format) setting aside the begin and end records of the
+    /// regions of `mask` into [`ChunkOut::async_records`] rather than pairing them (see
+    /// [`super::async_ranges`]); they still move the lane's time. Another instance of the
+    /// loop: the plain walk's loop stays as it was, with no test (the caller keeps the two
+    /// apart: `native::walk_lane`).
+    #[inline(always)]
+    pub fn run_async(
+        &mut self,
+        words: &[u64],
+        counters: u32,
+        mask: &AsyncMask,
+        out: &mut ChunkOut<'_>,
+    ) -> Run {
+        self.run_with::<false, true>(words, counters, mask, out)
+    }
+
+    /// [`LaneWalk::run`], with the test for async records when `ASYNC`.
+    #[inline(always)]
+    fn run_with<const TVM: bool, const ASYNC: bool>(
+        &mut self,
+        words: &[u64],
+        counters: u32,
+        async_mask: &AsyncMask,
+        out: &mut ChunkOut<'_>,
+    ) -> Run {
         use ikp_device::wire::{MetaKind, KIND_MASK, PAYLOAD_SHIFT, REGION_MASK, REGION_SHIFT};
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         let (lane, clock) = (self.lane, self.clock);
@@ -262,6 +293,7 @@ impl<C: Clock> LaneWalk<C> {
             &mut out.c_value[..n],
         );
         let unmatched_end = &mut out.unmatched_end;
+        let async_out = &mut out.async_records;
         // The span columns as locals, not fields of a struct whose address the cold path
         // takes: that would keep every pointer and length in memory, reloaded per record.
         let SpanCols {
@@ -300,6 +332,16 @@ impl<C: Clock> LaneWalk<C> {
             }
             let t = clock.ns(ticks);
             last = t;
+            if ASYNC && tag & 2 == 0 && async_mask.contains(region) {
+                async_out.push(AsyncRecord {
+                    ts: t,
+                    lane,
+                    region,
+                    token: payload,
+                    end: tag & 1 != 0,
+                });
+                continue;
+            }
             // Kind 3 is handled here (TVM) or above (ikp); 0 begins, 1 ends, 2 is an
             // instant. They are told apart by testing bits: LLVM turns a `match` on the
             // kind, or a chain of `kind ==` tests, into an indirect jump through a

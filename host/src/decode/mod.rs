@@ -13,6 +13,8 @@
 //!   [`detect_file`], [`decode_bytes`]).
 //! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
+//! - [`async_ranges`]: native async ranges, which begin and end in any lanes of a launch,
+//!   paired across lanes by token after the lane walk.
 //!
 //! All share one per-lane walk: 32-bit stamps are unwrapped into 64-bit ns, records are
 //! paired (`# Pairing`), and everything that cannot be paired or placed is counted in
@@ -41,6 +43,8 @@
 //! [`depth`](crate::model::Spans::depth) is 0 when nothing was open at its begin, else one
 //! more than the depth of the innermost region open then. Nested regions pair on a hot
 //! path; an end that closes a region other than the innermost open one takes a cold one.
+//! Begins and ends of the regions a native header declares async are not paired in their
+//! lane at all but across the launch, by token ([`async_ranges`]).
 //!
 //! # Unwrapping
 //! Records carry the low 32 bits of a stamp. Each is read relative to the previous stamp
@@ -69,6 +73,7 @@
 //!
 
 mod assemble;
+pub mod async_ranges;
 mod correct;
 mod family;
 mod lane;

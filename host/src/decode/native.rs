@@ -155,6 +155,7 @@
 //! unwrapping, so only native lanes are set aside.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
+use super::async_ranges::{self, AsyncMask, AsyncRecord};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
 use super::{DecodeError, DecodeOptions, NoCalibration};
 use crate::model::{
@@ -273,7 +274,7 @@ pub(crate) fn decode_launches(
         .into_iter()
         .map(|e| {
             let p = prepare_epoch(h.clone(), words, e, Some(&l), opts, &|_| {})?;
-            p.decode_lanes(words, 0..p.lane_count())
+            p.decode_lanes_reusing(words, 0..p.lane_count(), Recycled::default())
         })
         .collect()
 }
@@ -500,17 +501,6 @@ impl Prepared {
         self.h.layout.epochs > 1
     }
 
-    /// Decodes lane slots `lanes` of `words` (the words [`prepare`] checked) into a trace
-    /// holding only those lanes (its `time_base` is the earliest start among them).
-    /// Decoding every slot in one call is [`decode`].
-    pub(crate) fn decode_lanes(
-        &self,
-        words: &[u64],
-        lanes: std::ops::Range<usize>,
-    ) -> Result<Trace, DecodeError> {
-        self.decode_lanes_reusing(words, lanes, Recycled::default())
-    }
-
     /// The earliest start of any lane decoded: the time base of the whole launch.
     pub(crate) fn time_base(&self) -> Timestamp {
         (self.infos.iter())
@@ -520,13 +510,32 @@ impl Prepared {
             .unwrap_or(0)
     }
 
-    /// [`Prepared::decode_lanes`], reusing the memory of `reuse`'s columns.
+    /// Decodes lane slots `lanes` of `words` (the words [`prepare`] checked) into a trace
+    /// holding only those lanes (its `time_base` is the earliest start among them),
+    /// reusing the memory of `reuse`'s columns; the async records of those lanes are
+    /// paired among themselves ([`async_ranges::pair`]). Decoding every slot in one call
+    /// is [`decode`].
     fn decode_lanes_reusing(
         &self,
         words: &[u64],
         lanes: std::ops::Range<usize>,
         reuse: Recycled,
     ) -> Result<Trace, DecodeError> {
+        let (mut t, records) = self.decode_lanes_unpaired(words, lanes, reuse)?;
+        async_ranges::pair_into(&mut t, records);
+        Ok(t)
+    }
+
+    /// [`Prepared::decode_lanes_reusing`] with no async range (those lanes' async records,
+    /// unpaired, in lane order, returned beside it): what a decode of some of a launch's
+    /// lanes pairs with the others' ([`super::stream`]).
+    pub(crate) fn decode_lanes_unpaired(
+        &self,
+        words: &[u64],
+        lanes: std::ops::Range<usize>,
+        reuse: Recycled,
+    ) -> Result<(Trace, Vec<AsyncRecord>), DecodeError> {
+        let async_mask = AsyncMask::of(&self.h.layout.async_regions);
         let (h, infos) = (&self.h, &self.infos[lanes.clone()]);
         let l_base = lanes.start;
         let epoch = self.epoch_index();
@@ -551,29 +560,10 @@ impl Prepared {
                 let events = info.ordered(&seg[lane::EVENTS as usize..][..cap]);
                 let (l, out) = (l as u32, &mut chunk.out);
                 let ends_before = out.unmatched_end.len();
-                let walked = if let Some(c) = clock {
-                    let (num, den) = own_ratio(info).unwrap_or((c.pooled_ns, c.pooled_cycles));
-                    let cycles = Cycles {
-                        clk0: info.start_clk,
-                        gt0: info.start_gt,
-                        num,
-                        den,
-                    };
-                    let anchor = anchor(info, info.start_clk, info.end_clk, events);
-                    walk(
-                        LaneWalk::new(l, anchor, cycles, start),
-                        events,
-                        counters,
-                        out,
-                    )
+                let walked = if async_mask.is_empty() {
+                    walk_lane::<false>(info, l, start, clock, events, counters, &async_mask, out)
                 } else {
-                    let anchor = anchor(info, info.start_gt, info.end_gt, events);
-                    walk(
-                        LaneWalk::new(l, anchor, Globaltimer, start),
-                        events,
-                        counters,
-                        out,
-                    )
+                    walk_async(info, l, start, clock, events, counters, &async_mask, out)
                 };
                 if info.wrapped() {
                     // Ends whose begins the ring overwrote: counted, never spans.
@@ -665,6 +655,7 @@ impl Prepared {
             spans: asm.spans,
             instants: asm.instants,
             samples: asm.samples,
+            async_ranges: Default::default(),
             counter_totals,
             diagnostics: Diagnostics {
                 set_aside,
@@ -684,7 +675,7 @@ impl Prepared {
             let c = super::correct::apply(&mut trace, cost, at, self.parallel);
             trace.source.overhead_correction = Some(c);
         }
-        Ok(trace)
+        Ok((trace, asm.async_records))
     }
 
     /// A lane's cost of one record as `(cycles, ns, per cycles)`: its `CALIB` cycles and
@@ -845,26 +836,88 @@ struct Walked {
     backward: u64,
 }
 
-/// Walks a native lane's records to the end (one instance per clock, so the globaltimer
-/// walk has no conversion in its loop).
-fn walk<C: Clock>(
+/// Walks native lane `l` (of the buffer's `clock` mode) to the end: one instance per
+/// clock, so the globaltimer walk has no conversion in its loop, and per `ASYNC`, so the
+/// walk of a buffer without async regions has no test for them in its loop (with `ASYNC`,
+/// the records of `async_mask`'s regions are set aside: [`LaneWalk::run_async`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn walk_lane<const ASYNC: bool>(
+    info: &LaneInfo,
+    l: u32,
+    start: Cursor,
+    clock: Option<ClockCalibration>,
+    events: (&[u64], &[u64]),
+    counters: u32,
+    async_mask: &AsyncMask,
+    out: &mut ChunkOut<'_>,
+) -> Walked {
+    match clock {
+        Some(c) => {
+            let (num, den) = own_ratio(info).unwrap_or((c.pooled_ns, c.pooled_cycles));
+            let cycles = Cycles {
+                clk0: info.start_clk,
+                gt0: info.start_gt,
+                num,
+                den,
+            };
+            let a = anchor(info, info.start_clk, info.end_clk, events);
+            let w = LaneWalk::new(l, a, cycles, start);
+            walk::<_, ASYNC>(w, events, counters, async_mask, out)
+        }
+        None => {
+            let a = anchor(info, info.start_gt, info.end_gt, events);
+            let w = LaneWalk::new(l, a, Globaltimer, start);
+            walk::<_, ASYNC>(w, events, counters, async_mask, out)
+        }
+    }
+}
+
+/// [`walk_lane`] with async regions, out of line: a buffer without them runs the plain
+/// walk's code as it was.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn walk_async(
+    info: &LaneInfo,
+    l: u32,
+    start: Cursor,
+    clock: Option<ClockCalibration>,
+    events: (&[u64], &[u64]),
+    counters: u32,
+    async_mask: &AsyncMask,
+    out: &mut ChunkOut<'_>,
+) -> Walked {
+    walk_lane::<true>(info, l, start, clock, events, counters, async_mask, out)
+}
+
+/// Walks a lane's records to the end: `events`, then (a ring that wrapped) `more`.
+fn walk<C: Clock, const ASYNC: bool>(
     mut w: LaneWalk<C>,
     (events, more): (&[u64], &[u64]),
     counters: u32,
+    async_mask: &AsyncMask,
     out: &mut ChunkOut<'_>,
 ) -> Walked {
-    let mut run = w.run::<false>(events, counters, out);
+    let run = |w: &mut LaneWalk<C>, words: &[u64], out: &mut ChunkOut<'_>| {
+        if ASYNC {
+            w.run_async(words, counters, async_mask, out)
+        } else {
+            w.run::<false>(words, counters, out)
+        }
+    };
+    let mut r = run(&mut w, events, out);
     if !more.is_empty() {
         // A ring that wrapped: its records from the start of the event area come last.
-        let r = w.run::<false>(more, counters, out);
-        (run.unknown, run.backward) = (run.unknown + r.unknown, run.backward + r.backward);
+        let m = run(&mut w, more, out);
+        (r.unknown, r.backward) = (r.unknown + m.unknown, r.backward + m.backward);
     }
     w.finish(out);
     Walked {
         last_ns: w.last_ns,
         cur: w.cur,
-        unknown: run.unknown,
-        backward: run.backward,
+        unknown: r.unknown,
+        backward: r.backward,
     }
 }
 

@@ -623,6 +623,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
         spans,
         instants: Instants::default(),
         samples: Default::default(),
+        async_ranges: Default::default(),
         counter_totals: Vec::new(),
         diagnostics: Diagnostics {
             unknown_records: acc.unknown,

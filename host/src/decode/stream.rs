@@ -25,12 +25,18 @@
 //! results of [`Trace::filter_blocks`] on the whole decode: the whole launch's time base,
 //! and its counts that are not per lane (for which the first pass walks the other blocks'
 //! lanes too).
+//!
+//! Async ranges begin and end in any lanes, so they are paired once, by the first pass,
+//! over the async records of every lane that ran (held meanwhile: a few words per async
+//! record, not per record), and then filtered as [`Trace::filter_blocks`] filters them:
+//! [`StreamedBuffer::async_ranges`]. A run of lanes decoded later holds none.
 
 use crate::time::Timestamp;
 use std::cell::Cell;
 use std::ops::Range;
 use std::path::Path;
 
+use super::async_ranges::{self, AsyncRecord};
 use super::native::{self, Prepared};
 use super::{names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind};
 use crate::buffer::MappedBuffer;
@@ -51,6 +57,8 @@ pub struct StreamedBuffer {
     extent: Option<(Timestamp, Timestamp)>,
     diagnostics: DiagnosticCounts,
     decodes: Cell<u64>,
+    /// The launch's async ranges and unmatched async records, filtered.
+    async_ranges: Trace,
 }
 
 impl StreamedBuffer {
@@ -88,6 +96,7 @@ impl StreamedBuffer {
             extent: None,
             diagnostics: DiagnosticCounts::default(),
             decodes: Cell::new(0),
+            async_ranges: Trace::default(),
         };
         buf.outline_lanes(&opts.blocks).map_err(|e| err(e.into()))?;
         Ok(buf)
@@ -96,15 +105,25 @@ impl StreamedBuffer {
     /// The first pass: decodes each slot whose lane ran, keeps the lane (without its
     /// events) if its block is kept, and adds up extents, span counts and diagnostics.
     fn outline_lanes(&mut self, filter: &BlockFilter) -> Result<(), DecodeError> {
-        let mut outline = self.decode_slots(0..0)?;
+        let (mut outline, _) = self.decode_slots(0..0)?;
         outline.source.time_base = self.prepared.time_base();
         outline.source.block_filter = filter.clone();
         let mut spans = 0u64;
+        let mut async_records = Vec::new();
+        // Every lane that ran, in and out of the filter: what the async pairing sees.
+        let mut ran = Trace::default();
         for s in 0..self.prepared.lane_count() {
             if !self.prepared.lane_ran(s) {
                 continue;
             }
-            let t = self.decode_slots(s..s + 1)?;
+            let (t, records) = self.decode_slots(s..s + 1)?;
+            async_records.extend(records);
+            ran.lanes.extend(t.lanes.iter().map(|l| Lane {
+                spans: 0..0,
+                instants: 0..0,
+                samples: 0..0,
+                ..l.clone()
+            }));
             if !t.lanes.iter().all(|l| filter.contains(l.block)) {
                 // No lane, but the counts that are not per lane.
                 self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
@@ -134,16 +153,37 @@ impl StreamedBuffer {
             }
             spans += t.spans.len() as u64;
         }
+        async_ranges::pair_into(&mut ran, async_records);
+        let ranges = ran.filter_blocks(filter);
+        self.diagnostics += DiagnosticCounts {
+            async_unmatched_begin: ranges.diagnostics.async_unmatched_begin.len() as u64,
+            async_unmatched_end: ranges.diagnostics.async_unmatched_end.len() as u64,
+            ..Default::default()
+        };
+        self.async_ranges = Trace {
+            async_ranges: ranges.async_ranges,
+            diagnostics: ranges.diagnostics,
+            ..Default::default()
+        };
         self.outline = outline;
         Ok(())
     }
 
+    /// The launch's async ranges, paired over all its lanes and filtered as
+    /// [`Trace::filter_blocks`] filters them (the module documentation): those of a
+    /// decode of the whole buffer.
+    pub fn async_ranges(&self) -> &crate::model::AsyncRanges {
+        &self.async_ranges.async_ranges
+    }
+
     /// Decodes lane slots `slots` (names replaced), counts those whose lane ran, and hands
     /// their pages back to the kernel.
-    fn decode_slots(&self, slots: Range<usize>) -> Result<Trace, DecodeError> {
-        let mut t = self
-            .prepared
-            .decode_lanes(self.map.words(), slots.clone())?;
+    fn decode_slots(&self, slots: Range<usize>) -> Result<(Trace, Vec<AsyncRecord>), DecodeError> {
+        let (mut t, records) = self.prepared.decode_lanes_unpaired(
+            self.map.words(),
+            slots.clone(),
+            Default::default(),
+        )?;
         let ran = slots.clone().filter(|&s| self.prepared.lane_ran(s)).count();
         self.decodes.set(self.decodes.get() + ran as u64);
         if !slots.is_empty() {
@@ -154,7 +194,7 @@ impl StreamedBuffer {
         if let Some(n) = &self.names {
             names::overlay(&mut t.names, n);
         }
-        Ok(t)
+        Ok((t, records))
     }
 
     /// The file.
@@ -196,7 +236,8 @@ impl StreamedBuffer {
     }
 
     /// Decodes the outline's lanes `positions` (a run of them, such as a block's lanes)
-    /// into a trace holding those lanes alone, at positions from 0, with their events;
+    /// into a trace holding those lanes alone, at positions from 0, with their events
+    /// but no async range ([`StreamedBuffer::async_ranges`] has the launch's);
     /// its `time_base` is the earliest start among them. Their pages are handed back to
     /// the kernel afterwards. Panics if `positions` are not the outline's.
     pub fn decode_lanes(&self, positions: Range<usize>) -> Result<Trace, DecodeError> {
@@ -204,7 +245,7 @@ impl StreamedBuffer {
             Some(last) => self.slot_of[positions.start]..self.slot_of[last] + 1,
             None => 0..0,
         };
-        let mut t = self.decode_slots(slots)?;
+        let (mut t, _) = self.decode_slots(slots)?;
         let filter = &self.outline.source.block_filter;
         if t.lanes.len() != positions.len() {
             // Slots between the run's held lanes of blocks filtered out.

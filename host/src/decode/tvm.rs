@@ -759,6 +759,7 @@ pub(crate) fn decode<L: Family>(
         spans: asm.spans,
         instants: asm.instants,
         samples: Default::default(),
+        async_ranges: Default::default(),
         counter_totals: Vec::new(),
         diagnostics: asm.diag,
     })

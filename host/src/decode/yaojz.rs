@@ -301,6 +301,7 @@ pub(crate) fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, YaoJz
         spans: all.spans,
         instants: all.instants,
         samples: Default::default(),
+        async_ranges: Default::default(),
         counter_totals: Vec::new(),
         diagnostics: all.diag,
     })

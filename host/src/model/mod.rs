@@ -24,6 +24,8 @@
 //!   nest, the depth is the span's position in the pairing stack. Depths deeper than
 //!   65534 are recorded as 65534.
 //! - `Lane::spans` etc. give each lane's index range into those tables.
+//! - [`AsyncRanges`] belong to the launch, not to a lane (a range may begin in one lane
+//!   and end in another): sorted by begin, no lane range indexes them.
 
 mod filter;
 
@@ -458,6 +460,80 @@ impl CounterSamples {
     }
 }
 
+/// Async ranges: begin and end records of a region the buffer declares async, paired
+/// across the whole launch by token, whichever lanes wrote them (rules in
+/// [`crate::decode::async_ranges`], `# Pairing`). Struct of arrays, sorted by begin
+/// (then by the order of the begin records: lane, then record order). Native buffers only;
+/// empty for every other format.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AsyncRanges {
+    /// Region id (one of the header's async regions).
+    pub region: Vec<u16>,
+    /// The token (payload) that paired the begin and the end.
+    pub token: Vec<u32>,
+    /// Begin time.
+    pub begin: Vec<Timestamp>,
+    /// End time (`>= begin`).
+    pub end: Vec<Timestamp>,
+    /// Lane index of the begin record.
+    pub begin_lane: Vec<u32>,
+    /// Lane index of the end record.
+    pub end_lane: Vec<u32>,
+}
+
+impl AsyncRanges {
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.region.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.region.is_empty()
+    }
+
+    /// Duration of range `i`.
+    pub fn dur(&self, i: usize) -> DurationNs {
+        self.end[i] - self.begin[i]
+    }
+
+    /// Appends one range.
+    pub fn push(
+        &mut self,
+        region: u16,
+        token: u32,
+        begin: Timestamp,
+        end: Timestamp,
+        begin_lane: u32,
+        end_lane: u32,
+    ) {
+        debug_assert!(end >= begin);
+        self.region.push(region);
+        self.token.push(token);
+        self.begin.push(begin);
+        self.end.push(end);
+        self.begin_lane.push(begin_lane);
+        self.end_lane.push(end_lane);
+    }
+
+    /// The ranges `keep` accepts (order kept).
+    pub fn retain(&self, keep: impl Fn(usize) -> bool) -> AsyncRanges {
+        let mut out = AsyncRanges::default();
+        for i in (0..self.len()).filter(|&i| keep(i)) {
+            let (r, t) = (self.region[i], self.token[i]);
+            out.push(
+                r,
+                t,
+                self.begin[i],
+                self.end[i],
+                self.begin_lane[i],
+                self.end_lane[i],
+            );
+        }
+        out
+    }
+}
+
 /// A record the decoder could not pair or place, kept so nothing is lost silently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unpaired {
@@ -570,6 +646,11 @@ pub struct Diagnostics {
     /// (most likely) overwritten. Counted here, not in `unmatched_end`, and never made
     /// into spans.
     pub ends_of_overwritten_begins: u64,
+    /// Async begins never ended in the launch (a token that never ends), by time; the
+    /// payload is the token ([`crate::decode::async_ranges`]).
+    pub async_unmatched_begin: Vec<Unpaired>,
+    /// Async ends with no open begin of their region and token in the launch, by time.
+    pub async_unmatched_end: Vec<Unpaired>,
 }
 
 /// The problems of a decode as counts: what a tool reports in one line, and what a
@@ -601,6 +682,10 @@ pub struct DiagnosticCounts {
     /// Of the lanes set aside, the full rings that never finalized
     /// ([`SetAsideReason::UnorderedRing`]).
     pub set_aside_unordered_rings: u64,
+    /// Async begins never ended ([`Diagnostics::async_unmatched_begin`]).
+    pub async_unmatched_begin: u64,
+    /// Async ends with no open begin ([`Diagnostics::async_unmatched_end`]).
+    pub async_unmatched_end: u64,
 }
 
 impl DiagnosticCounts {
@@ -618,6 +703,7 @@ impl DiagnosticCounts {
         ) == (0, 0, 0, 0)
             && (d.backward_steps, d.dropped, d.set_aside) == (0, 0, 0)
             && (d.overwritten, d.ends_of_overwritten_begins) == (0, 0)
+            && (d.async_unmatched_begin, d.async_unmatched_end) == (0, 0)
     }
 }
 
@@ -634,6 +720,8 @@ impl std::ops::AddAssign for DiagnosticCounts {
         self.overwritten += o.overwritten;
         self.ends_of_overwritten_begins += o.ends_of_overwritten_begins;
         self.set_aside_unordered_rings += o.set_aside_unordered_rings;
+        self.async_unmatched_begin += o.async_unmatched_begin;
+        self.async_unmatched_end += o.async_unmatched_end;
         let room = Self::NAMED.saturating_sub(self.set_aside_named.len());
         (self.set_aside_named).extend(o.set_aside_named.into_iter().take(room));
     }
@@ -658,6 +746,14 @@ impl std::fmt::Display for DiagnosticCounts {
                 f,
                 ", {} records overwritten in rings, {} ends whose begins were overwritten",
                 self.overwritten, self.ends_of_overwritten_begins
+            )?;
+        }
+        // Only when there are any: buffers without async ranges keep their line.
+        if (self.async_unmatched_begin, self.async_unmatched_end) != (0, 0) {
+            write!(
+                f,
+                ", {} async begins never ended, {} async ends without a begin",
+                self.async_unmatched_begin, self.async_unmatched_end
             )?;
         }
         if self.set_aside > 0 {
@@ -716,6 +812,9 @@ pub struct Trace {
     pub instants: Instants,
     /// Wait-counter samples.
     pub samples: CounterSamples,
+    /// Async ranges of the launch, paired across lanes (not per lane: no
+    /// [`Lane`] range indexes them).
+    pub async_ranges: AsyncRanges,
     /// Wait-counter totals per lane: `counter_totals[lane_pos * n_counters + counter]`,
     /// where `lane_pos` indexes [`Trace::lanes`].
     pub counter_totals: Vec<u64>,
@@ -766,6 +865,8 @@ impl Trace {
             set_aside_unordered_rings: (d.set_aside.iter())
                 .filter(|s| s.reason == SetAsideReason::UnorderedRing)
                 .count() as u64,
+            async_unmatched_begin: d.async_unmatched_begin.len() as u64,
+            async_unmatched_end: d.async_unmatched_end.len() as u64,
         }
     }
 
@@ -812,11 +913,14 @@ impl Trace {
             spans: Spans::default(),
             instants: Instants::default(),
             samples: CounterSamples::default(),
+            async_ranges: AsyncRanges::default(),
             counter_totals: Vec::new(),
             diagnostics: Diagnostics {
                 unmatched_begin: Vec::new(),
                 unmatched_end: Vec::new(),
                 set_aside: Vec::new(),
+                async_unmatched_begin: Vec::new(),
+                async_unmatched_end: Vec::new(),
                 ..self.diagnostics.clone()
             },
         }
@@ -882,7 +986,10 @@ impl Trace {
     /// lanes, and so are the lanes set aside of those blocks; the counts that are not per
     /// lane (`after_finalize`, `unfinalized_lanes`, `unknown_records`, `backward_steps`,
     /// `ends_of_overwritten_begins`, [`Source::clock`] and
-    /// [`Source::overhead_correction`]) stay those of the whole launch.
+    /// [`Source::overhead_correction`]) stay those of the whole launch. An async range is
+    /// kept when either of its lanes is (a transfer issued or completed in a kept block
+    /// concerns it), as it was paired over the whole launch; its other lane may then be
+    /// absent from [`Trace::lanes`]. Unmatched async records are kept with their lanes.
     pub fn filter_blocks(&self, filter: &BlockFilter) -> Trace {
         if filter.keeps_all() {
             return self.clone();
@@ -896,6 +1003,23 @@ impl Trace {
             .filter(|s| filter.contains(s.track.block))
             .copied()
             .collect();
+        let kept: std::collections::HashSet<u32> = out.lanes.iter().map(|l| l.id).collect();
+        let a = &self.async_ranges;
+        out.async_ranges =
+            a.retain(|i| kept.contains(&a.begin_lane[i]) || kept.contains(&a.end_lane[i]));
+        let d = &self.diagnostics;
+        for (to, from) in [
+            (
+                &mut out.diagnostics.async_unmatched_begin,
+                &d.async_unmatched_begin,
+            ),
+            (
+                &mut out.diagnostics.async_unmatched_end,
+                &d.async_unmatched_end,
+            ),
+        ] {
+            to.extend(from.iter().filter(|u| kept.contains(&u.lane)));
+        }
         out.source.time_base = self.source.time_base;
         out.source.block_filter = filter.clone();
         out

@@ -49,6 +49,23 @@
 //! it holds only spans (instants and counters stay on the lane's row). A lane whose spans
 //! nest has no overlap rows. Lanes sharing a row share its overlap rows too; spans are
 //! placed lane by lane, so it is only each lane's spans that are guaranteed to nest there.
+//!
+//! **Async ranges** ([`Trace::async_ranges`], native buffers whose header declares async
+//! regions) come last, one pair of nestable async events per range, in begin order:
+//! `{"name":"tma","cat":"async","ph":"b","id":4,"ts":..,"pid":3,"tid":130,
+//! "args":{"token":7,"begin":{"sm":3,"block":2,"warp":2},"end":{"sm":5,"block":2,"warp":0}}}`
+//! then `{"name":"tma","cat":"async","ph":"e","id":4,"ts":..,"pid":3,"tid":130}`. Both
+//! events sit on the row of the lane that began the range (of the one that ended it when
+//! a block filter left the beginning lane out); `args` name both lanes (a lane a block
+//! filter left out is omitted). The Trace Event Format ("Async Events", phases `b` and
+//! `e`: <https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU>;
+//! the phases as Chrome's own viewer names them, `ASYNC_NESTABLE_START` / `_END`, in
+//! `chrome-devtools-frontend`'s `TraceEvents.ts`) pairs a `b` with the `e` of the same
+//! `cat`, `id` and process. `id` is the range's index in `Trace::async_ranges`, not its
+//! token: a token reused while an earlier range of it is still open would make a viewer
+//! nest the two ranges and pair their ends last-in first-out, where ikp pairs them first-in
+//! first-out ([`crate::decode::async_ranges`]); the token is in `args`. A trace without
+//! async ranges has none of these events.
 
 use super::json::{escape, push_scaled_us, push_u64};
 use super::{TraceWriteOptions, WriteError};
@@ -286,9 +303,69 @@ pub fn write_chrome<W: Write>(
         }
         Ok::<(), io::Error>(())
     })?;
+    if !trace.async_ranges.is_empty() {
+        let mut b = Vec::new();
+        async_events(&mut b, trace, opt);
+        w.write_all(&b)?;
+    }
     w.write_all(b"\n]}\n")?;
     w.flush()?;
     Ok(())
+}
+
+/// The async ranges' `b` / `e` events (module docs, `# Format`).
+fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &TraceWriteOptions) {
+    let a = &trace.async_ranges;
+    let lane =
+        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
+    let ts = |b: &mut Vec<u8>, t: u64| push_scaled_us(b, t - trace.source.time_base, opt.scale);
+    let place = |b: &mut Vec<u8>, l: &Lane| {
+        b.extend_from_slice(b"{\"sm\":");
+        push_u64(b, l.sm.unwrap_or(0) as u64);
+        b.extend_from_slice(b",\"block\":");
+        push_u64(b, l.block as u64);
+        b.extend_from_slice(b",\"warp\":");
+        push_u64(b, warp_of(l) as u64);
+        b.push(b'}');
+    };
+    for i in 0..a.len() {
+        let (from, to) = (lane(a.begin_lane[i]), lane(a.end_lane[i]));
+        let Some(on) = from.or(to) else { continue };
+        let r = row(on, opt.group_by_smid);
+        let mut head = Vec::with_capacity(64);
+        head.extend_from_slice(b",\n{\"name\":\"");
+        head.extend_from_slice(escape(&trace.names.region(a.region[i])).as_bytes());
+        head.extend_from_slice(b"\",\"cat\":\"async\",\"ph\":\"");
+        let mut tail = Vec::with_capacity(32);
+        tail.extend_from_slice(b"\",\"id\":");
+        push_u64(&mut tail, i as u64);
+        tail.extend_from_slice(b",\"ts\":");
+        let mut ids = Vec::with_capacity(32);
+        ids.extend_from_slice(b",\"pid\":");
+        push_u64(&mut ids, r.pid);
+        ids.extend_from_slice(b",\"tid\":");
+        push_u64(&mut ids, r.tid);
+        b.extend_from_slice(&head);
+        b.push(b'b');
+        b.extend_from_slice(&tail);
+        ts(b, a.begin[i]);
+        b.extend_from_slice(&ids);
+        b.extend_from_slice(b",\"args\":{\"token\":");
+        push_u64(b, a.token[i] as u64);
+        for (key, l) in [(&b",\"begin\":"[..], from), (&b",\"end\":"[..], to)] {
+            if let Some(l) = l {
+                b.extend_from_slice(key);
+                place(b, l);
+            }
+        }
+        b.extend_from_slice(b"}}");
+        b.extend_from_slice(&head);
+        b.push(b'e');
+        b.extend_from_slice(&tail);
+        ts(b, a.end[i]);
+        b.extend_from_slice(&ids);
+        b.push(b'}');
+    }
 }
 
 /// Per-trace constants of the event formatter.

@@ -17,6 +17,10 @@
 //!   one more than the innermost region open at its begin (regions may overlap: see
 //!   [`crate::model`], `# Ordering invariants`).
 //! - `name` is quoted (with doubled quotes) only if it contains a comma, quote or newline.
+//!
+//! Async ranges ([`Trace::async_ranges`]) are not in this table: they belong to no one
+//! lane and have no depth, so rows of them would break the one-row-per-span meaning every
+//! column has. The Chrome trace, the summary JSON and the Perfetto trace hold them.
 
 use super::json::push_u64;
 use super::WriteError;

@@ -112,6 +112,25 @@
 //!    before what releases it), so each slice covers the step from the later of its begin
 //!    and the previous step's end: the slices tile the path without overlapping. Without
 //!    the option nothing of this is written.
+//! 6. **Async ranges** ([`Trace::async_ranges`]: begin and end paired by token across
+//!    lanes, [`crate::decode::async_ranges`]), after the launch's lanes (and critical
+//!    path): under the launch's root, after its groups and SM occupancy, one track
+//!    `async · <region>` per async region (ids ascending), followed by `async · <region>
+//!    (overlap n)` tracks when ranges of the region overlap: each range goes to the
+//!    first of the region's rows whose last range ended at or before its begin, so no
+//!    two ranges of a row overlap. Each range is a `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END`
+//!    pair on sequence 1 with absolute timestamps and a plain name (the region's),
+//!    category `async`, debug annotations `token` (`uint`), `from` and `to` (the tracks,
+//!    as `block B · group G (warp W, SM S)`, of the lanes that began and ended it; one
+//!    that a block filter left out is omitted). A range linked to a wait of another lane
+//!    ([`links::links`]) carries a flow from its begin (`flow_ids`) to the wait's end
+//!    (`terminating_flow_ids` in the end lane's sequence), flow id `2^62 + a + k + 1` for
+//!    range `k`, `a` being the number of async ranges of the launches written before. A
+//!    wait span terminates one flow: the naming convention's link first, else the first
+//!    range's; a range whose link is not drawn starts no flow. [`write_perfetto_streamed`]
+//!    writes the same tracks and slices (the buffer pairs the ranges as it is opened:
+//!    [`StreamedBuffer::async_ranges`]) but no async flows, as its lanes are decoded a
+//!    run at a time. A launch without async ranges writes none of this.
 //!
 //! **Track UUIDs** are 1, 2, 3, ... in the order descriptors are written: the same input
 //! and options give byte-identical output.
@@ -160,6 +179,7 @@
 //! [`links::may_link`]: crate::analysis::links::may_link
 //! [`links::critical_path`]: crate::analysis::links::critical_path
 
+mod async_tracks;
 mod critical;
 mod enc;
 mod events;
@@ -264,6 +284,8 @@ pub struct PerfettoStats {
     pub flows: u64,
     /// Critical-path steps drawn on the critical-path tracks (0 unless asked for).
     pub critical_path_steps: u64,
+    /// Async ranges drawn as slices on their async tracks.
+    pub async_slices: u64,
 }
 
 /// Writes `launches` as one Perfetto protobuf trace to `out` (see the module's `# Format`).
@@ -312,6 +334,7 @@ impl<W: io::Write> Writer<W> {
         let w = self;
         // Flow ids of launch k start after the span indices of the launches before it.
         let mut flow_base = 0u64;
+        let mut async_flow_base = async_tracks::ASYNC_FLOW_IDS;
         let mut snapshots = Snapshots::new(opts);
         for (k, (launch, clock)) in launches.iter().zip(clocks).enumerate() {
             snapshots.write(w, &launch.trace.source, *clock)?;
@@ -320,12 +343,17 @@ impl<W: io::Write> Writer<W> {
                 (_, false) => format!("launch {k}: {}", launch.label),
                 (_, true) => format!("launch {k}"),
             };
-            let lanes = Lanes::InMemory(lane_flows(launch.trace, flow_base));
-            let root = w.launch(launch.trace, *clock, &name, k, opts.group_by, lanes)?;
+            let t = launch.trace;
+            let lanes = Lanes::InMemory(lane_flows(t, flow_base, async_flow_base));
+            let root = w.launch(t, *clock, &name, k, opts.group_by, lanes)?;
             if opts.critical_path {
-                w.critical_path_track(launch.trace, *clock, root)?;
+                w.critical_path_track(t, *clock, root)?;
             }
-            flow_base += launch.trace.spans.len() as u64;
+            let first_rank = groups(t, opts.group_by).len() + 1;
+            let a = &t.async_ranges;
+            w.async_tracks(t, a, *clock, root, first_rank, Some(async_flow_base))?;
+            flow_base += t.spans.len() as u64;
+            async_flow_base += a.len() as u64;
         }
         Ok(())
     }
@@ -342,7 +370,8 @@ impl<W: io::Write> Writer<W> {
 /// leave a block), so memory is bounded by the largest block instead of the largest lane;
 /// a block whose lanes are split between groups (a lane without an SM) is decoded once
 /// per part. The output is byte-identical to [`write_perfetto`] of the trace decoded at
-/// once with the same options (block filter included), flows included. The diagnostics
+/// once with the same options (block filter included), flows included, except for the
+/// flows of async ranges, which it does not draw (the module's `# Format`, item 6). The diagnostics
 /// are the buffer's ([`StreamedBuffer::diagnostic_counts`]).
 pub fn write_perfetto_streamed<W: io::Write>(
     out: W,
@@ -362,7 +391,9 @@ pub fn write_perfetto_streamed<W: io::Write>(
     Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
     let mut feed = Feed::new(buf);
     let lanes = Lanes::Streamed(&mut feed);
-    w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
+    let root = w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
+    let first_rank = groups(outline, opts.group_by).len() + 1;
+    w.async_tracks(outline, buf.async_ranges(), clock, root, first_rank, None)?;
     w.finish()
 }
 

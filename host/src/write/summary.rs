@@ -64,12 +64,25 @@
 //!                       device_globaltimer_ns, round_trip_ns, error_bound_ns, samples,
 //!                       realtime_minus_device_ns, monotonic_minus_device_ns,
 //!                       time_base_realtime_ns, time_base_monotonic_ns} (see below)
+//! async_ranges          native buffers with async ranges or unmatched async records
+//!                       only (absent otherwise): {count, unmatched_begin,
+//!                       unmatched_end, regions: [async region entry]} (see below)
 //! ```
 //! The **clock_sync** object ([`crate::clock_sync`]) is the mapping the session took: device
 //! `%globaltimer` ns `g` is host realtime `g + realtime_minus_device_ns` (monotonic:
 //! `g + monotonic_minus_device_ns`) within `error_bound_ns` (`round_trip_ns / 2`, the kept
 //! reading's half round trip, out of `samples` readings); `time_base_realtime_ns` and
 //! `time_base_monotonic_ns` are the trace's time base (its earliest stamp) on those clocks.
+//! **async_ranges** ([`Trace::async_ranges`], paired across lanes by token:
+//! [`crate::decode::async_ranges`]): `count` ranges; `unmatched_begin`, async begins never
+//! ended (a token that never ends); `unmatched_end`, async ends with no open begin. An
+//! **async region entry** has `region` (id), `name`, `count`, `total_dur` (durations
+//! summed: ranges may overlap, so it is no share of any lane's time), `mean_dur`,
+//! `min_dur`, `max_dur` (0 without ranges), `unmatched_begin` and `unmatched_end`, for
+//! every async region with a range or an unmatched record, ids ascending. Async ranges
+//! are in none of the other figures (`regions`, `unmatched_*`, lane shares). With a block
+//! filter, ranges with either lane in the kept blocks count (as
+//! [`Trace::filter_blocks`] keeps them).
 //! The **clock** object ([`crate::model::ClockCalibration`]) gives the pooled ratio
 //! both as `pooled_mhz` (`pooled_cycles * 1000 / pooled_ns`) and as its two sums: the
 //! globaltimer ns and clock64 cycles of the `pool_lanes` finalized lanes' init-to-finalize
@@ -489,6 +502,9 @@ pub struct Summary {
     /// their shape).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_sync: Option<ClockSyncSummary>,
+    /// Async ranges (absent without any, so that other summaries keep their shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub async_ranges: Option<AsyncSummary>,
 }
 
 /// A buffer's host clock sync and what it maps (see the module's `# Format`).
@@ -537,6 +553,88 @@ impl ClockSyncSummary {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// The async ranges of a launch (module docs, `# Format`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AsyncSummary {
+    /// Ranges.
+    pub count: u64,
+    /// Async begins never ended.
+    pub unmatched_begin: u64,
+    /// Async ends with no open begin.
+    pub unmatched_end: u64,
+    /// Per async region, ids ascending.
+    pub regions: Vec<AsyncRegionEntry>,
+}
+
+/// One async region's ranges, durations in output units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AsyncRegionEntry {
+    /// Region id.
+    pub region: u16,
+    /// Region name.
+    pub name: String,
+    /// Ranges.
+    pub count: u64,
+    /// Durations summed.
+    pub total_dur: f64,
+    /// Mean duration (0 without ranges).
+    pub mean_dur: f64,
+    /// Shortest (0 without ranges).
+    pub min_dur: f64,
+    /// Longest (0 without ranges).
+    pub max_dur: f64,
+    /// Begins never ended.
+    pub unmatched_begin: u64,
+    /// Ends with no open begin.
+    pub unmatched_end: u64,
+}
+
+/// The async summary of `trace` (`None` without ranges or unmatched async records).
+fn async_summary(trace: &Trace, k: f64) -> Option<AsyncSummary> {
+    let (a, d) = (&trace.async_ranges, &trace.diagnostics);
+    let (ub, ue) = (&d.async_unmatched_begin, &d.async_unmatched_end);
+    if a.is_empty() && ub.is_empty() && ue.is_empty() {
+        return None;
+    }
+    // region -> (count, total, min, max, unmatched begins, unmatched ends)
+    let mut per: std::collections::BTreeMap<u16, (u64, u64, u64, u64, u64, u64)> =
+        Default::default();
+    for i in 0..a.len() {
+        let d = a.dur(i);
+        let e = per.entry(a.region[i]).or_insert((0, 0, u64::MAX, 0, 0, 0));
+        (e.0, e.1, e.2, e.3) = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));
+    }
+    for u in ub {
+        per.entry(u.region).or_insert((0, 0, u64::MAX, 0, 0, 0)).4 += 1;
+    }
+    for u in ue {
+        per.entry(u.region).or_insert((0, 0, u64::MAX, 0, 0, 0)).5 += 1;
+    }
+    let regions = (per.into_iter())
+        .map(|(r, (n, total, min, max, b, e))| AsyncRegionEntry {
+            region: r,
+            name: trace.names.region(r).into_owned(),
+            count: n,
+            total_dur: scaled(total, k),
+            mean_dur: if n == 0 {
+                0.0
+            } else {
+                total as f64 / n as f64 * k
+            },
+            min_dur: if n == 0 { 0.0 } else { scaled(min, k) },
+            max_dur: scaled(max, k),
+            unmatched_begin: b,
+            unmatched_end: e,
+        })
+        .collect();
+    Some(AsyncSummary {
+        count: a.len() as u64,
+        unmatched_begin: ub.len() as u64,
+        unmatched_end: ue.len() as u64,
+        regions,
+    })
 }
 
 fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
@@ -755,6 +853,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         by_block_warp_regions,
         clock_sync: (trace.source.clock_sync.as_ref())
             .map(|c| ClockSyncSummary::new(c, trace.source.time_base)),
+        async_ranges: async_summary(trace, k),
     }
 }
 

@@ -33,7 +33,14 @@
 //! launch 2 (from 0) of a buffer of 3 launches; 4 launches ran, the buffer holds 3: the last 1 were not recorded
 //! overhead correction (not yet validated on a GPU): 4.000 ns per record (median), 2 lanes corrected, 1 not measured; 5 span ends moved, 73 ns removed
 //! ```
-//! Lines on unmatched records by region and on drops follow. Last, when native lanes were
+//! Lines on unmatched records by region and on drops follow; then, for a buffer with async
+//! ranges (or unmatched async records), a line counting them and one per async region
+//! (durations of whole ranges; they are in none of the rows above):
+//! ```text
+//! 4 async ranges; 1 async begin never ended, 1 async end without a begin
+//!   async tma: 4 ranges, total 170 ns, mean 42 ns, max 60 ns
+//! ```
+//! Last, when native lanes were
 //! set aside (their stamps cannot belong to this launch; see [`crate::decode::native`],
 //! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
 //! rule that set them aside:
@@ -230,6 +237,25 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             worst.group,
             worst.dropped
         )?;
+    }
+    if let Some(a) = &s.async_ranges {
+        writeln!(
+            w,
+            "{} async ranges; {} async begin never ended, {} async end without a begin",
+            a.count, a.unmatched_begin, a.unmatched_end
+        )?;
+        let t = |x: f64| format_duration(x / k);
+        for r in &a.regions {
+            writeln!(
+                w,
+                "  async {}: {} ranges, total {}, mean {}, max {}",
+                r.name,
+                r.count,
+                t(r.total_dur),
+                t(r.mean_dur),
+                t(r.max_dur)
+            )?;
+        }
     }
     if !trace.diagnostics.set_aside.is_empty() {
         let all = &trace.diagnostics.set_aside;

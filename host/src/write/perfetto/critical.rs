@@ -16,17 +16,17 @@ use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 
 use super::{LaunchClock, Writer, META_SEQ};
 use crate::analysis::blocks::slowest_block;
-use crate::analysis::links::{critical_path_links, links, SignalEvent};
+use crate::analysis::links::{critical_path_links, links};
 use crate::model::Trace;
 
-fn uint(name: &str, v: u64) -> DebugAnnotation {
+pub(super) fn uint(name: &str, v: u64) -> DebugAnnotation {
     let mut a = DebugAnnotation::new();
     a.set_name(name.into());
     a.set_uint_value(v);
     a
 }
 
-fn string(name: &str, v: String) -> DebugAnnotation {
+pub(super) fn string(name: &str, v: String) -> DebugAnnotation {
     let mut a = DebugAnnotation::new();
     a.set_name(name.into());
     a.set_string_value(v);
@@ -80,10 +80,7 @@ impl<W: io::Write> Writer<W> {
                 .push(string("track", track_of(s.lane[i])));
             te.debug_annotations.push(uint("dur_ns", s.dur(i)));
             if let Some(l) = link {
-                let region = match l.from {
-                    SignalEvent::Instant(j) => trace.instants.region[j],
-                    SignalEvent::Span(j) => s.region[j],
-                };
+                let region = l.from.region(trace);
                 te.debug_annotations.push(string(
                     "waited_on",
                     format!(

@@ -51,7 +51,9 @@ impl<'a> Feed<'a> {
             self.cur = (self.buf.decode_lanes(run.clone()))
                 .map_err(|e| WriteError::from(WriteErrorKind::Decode(e)))?;
             if self.blocks {
-                self.flows = lane_flows(&self.cur, self.buf.first_span(run.start));
+                // A run holds no async range (their flows are not drawn when streaming).
+                let base = self.buf.first_span(run.start);
+                self.flows = lane_flows(&self.cur, base, super::async_tracks::ASYNC_FLOW_IDS);
             }
             self.cur_pos = run;
         }

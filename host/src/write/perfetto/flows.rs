@@ -25,13 +25,15 @@ pub(super) struct LaneFlows {
 pub(super) type LaunchFlows = HashMap<usize, LaneFlows>;
 
 /// The flows of every link of `trace` (see [`links::links`]): flow id `base + w + 1` for
-/// the link into wait span `w`. Empty at once when the names allow no link.
-pub(super) fn lane_flows(trace: &Trace, base: u64) -> LaunchFlows {
+/// the link into wait span `w`, `async_base + k + 1` for async range `k`'s (which starts
+/// on the range's own slice, not in a lane). Empty at once when the names allow no link
+/// and there is no async range.
+pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlows {
     let mut out = LaunchFlows::default();
-    if !links::may_link(&trace.names) {
+    if !links::may_link(&trace.names) && trace.async_ranges.is_empty() {
         return out;
     }
-    let all = links::links(trace);
+    let all = drawn_links(trace);
     if all.is_empty() {
         return out;
     }
@@ -45,10 +47,14 @@ pub(super) fn lane_flows(trace: &Trace, base: u64) -> LaunchFlows {
     let mut out_instant: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
     let mut in_span: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
     for l in &all {
-        let id = base + l.to_span as u64 + 1;
+        let id = match l.from {
+            SignalEvent::Async(k) => async_base + k as u64 + 1,
+            _ => base + l.to_span as u64 + 1,
+        };
         let (from, to) = (pos_of[&l.from_lane], pos_of[&l.to_lane]);
         let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
         match l.from {
+            SignalEvent::Async(_) => {}
             SignalEvent::Instant(i) => out_instant
                 .entry(from)
                 .or_default()
@@ -80,6 +86,14 @@ pub(super) fn lane_flows(trace: &Trace, base: u64) -> LaunchFlows {
         (f.in_span, f.in_span_id) = split(v);
     }
     out
+}
+
+/// The links drawn as flows: [`links::links`], at most one per wait span (a slice end
+/// terminates one flow): the naming convention's, else the first async range's.
+pub(super) fn drawn_links(trace: &Trace) -> Vec<links::Link> {
+    let mut all = links::links(trace);
+    all.dedup_by_key(|l| l.to_span);
+    all
 }
 
 /// The entries of the sorted `idx` from `*k` on that equal `i` (advancing `*k` past
