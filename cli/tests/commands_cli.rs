@@ -206,6 +206,58 @@ fn decode_honours_the_block_filter_in_every_output() {
     assert_eq!(counted, n);
 }
 
+/// `ikp merge` places the filtered launch: its output is the library's merge of the
+/// filtered trace (placed by the same assumed offset), and differs from the unfiltered one.
+#[test]
+fn merge_honours_the_block_filter() {
+    let buf = sample();
+    let d = tempfile::tempdir().unwrap();
+    let host = d.path().join("host.json");
+    std::fs::write(
+        &host,
+        r#"[{"ph":"X","name":"step","pid":1,"tid":1,"ts":1000,"dur":5}]"#,
+    )
+    .unwrap();
+    let merge = |out: &Path, filter: Option<&str>| {
+        let mut args = vec![
+            "merge",
+            s(&buf),
+            "--host",
+            s(&host),
+            "-o",
+            s(out),
+            "--assume-offset-ns",
+            "0",
+            "--perfetto-compression",
+            "none",
+            "-q",
+        ];
+        args.extend(filter.map(|f| ["--block-filter", f]).into_iter().flatten());
+        ok(ikp(&args));
+        std::fs::read(out).unwrap()
+    };
+    let got = merge(&d.path().join("some.pftrace"), Some(LIST));
+    assert_ne!(got, merge(&d.path().join("all.pftrace"), None));
+    let mut t = load(&buf, Some(LIST));
+    t.source.clock_sync = Some(ikp_host::ClockSync {
+        host_realtime_ns: 1,
+        host_monotonic_ns: 1,
+        device_globaltimer_ns: 1,
+        round_trip_ns: 0,
+        samples: 0,
+    });
+    let h = ikp_host::read_chrome_trace(&host, &Default::default()).unwrap();
+    let opts = ikp_host::PerfettoOptions {
+        compression: ikp_host::Compression::None,
+        ..Default::default()
+    };
+    let want = bytes(|w| {
+        let l = [Launch::new("attention.ikp", &t)];
+        ikp_host::write_merged(w, &l, &h, "host.json", &opts).map(|_| ())
+    });
+    assert!(got == want, "the merge of the filtered trace");
+}
+
 /// Runs `args` with a standard output whose reader is already gone.
 fn with_closed_stdout(args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
@@ -225,6 +277,8 @@ fn every_command_ends_quietly_with_status_0_on_a_closed_pipe() {
     let buf = sample();
     let d = tempfile::tempdir().unwrap();
     let (r, p, h) = (d.path().join("r"), d.path().join("p"), d.path().join("h"));
+    let j = d.path().join("host.json");
+    std::fs::write(&j, r#"[{"ph":"i","name":"mark","pid":1,"tid":1,"ts":1}]"#).unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["summary", s(&buf)],
         vec!["analyze", s(&buf)],
@@ -236,6 +290,16 @@ fn every_command_ends_quietly_with_status_0_on_a_closed_pipe() {
         vec!["report", s(&buf), "-o", s(&r)],
         vec!["plot", s(&buf), "-o", s(&p)],
         vec!["header", "-o", s(&h)],
+        vec![
+            "merge",
+            s(&buf),
+            "--host",
+            s(&j),
+            "-o",
+            "-",
+            "--assume-offset-ns",
+            "0",
+        ],
     ];
     for args in cases {
         let o = with_closed_stdout(&args);

@@ -3,7 +3,7 @@
 //! sync; `ikp decode --host-clock` places a buffer on the host clock.
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{ClockSync, Layout};
-use ikp_host::merge::{read_chrome_trace, write_merged};
+use ikp_host::{read_chrome_trace, write_merged};
 use ikp_host::{Compression, HostClock, Launch, PerfettoOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -116,7 +116,9 @@ fn merge_refuses_a_buffer_without_a_sync_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("old.ikp was recorded without a host clock sync: record it with HostSession"),
+        err.contains(
+            "(old.ikp) was recorded without a host clock sync: record it with HostSession"
+        ) && err.contains("--assume-offset-ns places it"),
         "{err}"
     );
     assert!(!out.exists());

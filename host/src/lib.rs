@@ -31,7 +31,8 @@
 //! [`mod@decode`] turns raw little-endian `u64` words (or another profiler's output: a
 //! yao-jz ring dump, a Proton Chrome trace) into the [`model`] (integer ns, struct of
 //! arrays, names by id; [`load_launches`] gives a trace per launch of a buffer that
-//! recorded several); [`stats`] and [`analysis`] read the model; the writers of
+//! recorded several), and a host-side Chrome trace into a [`HostTrace`] that
+//! [`write_merged`] places beside launches on the host's clock; [`stats`] and [`analysis`] read the model; the writers of
 //! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
 //! alone or several together. [`time`] holds the time types and every unit conversion;
@@ -57,7 +58,6 @@ pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
-pub mod merge;
 pub mod model;
 pub mod time;
 
@@ -76,6 +76,9 @@ pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
 pub use clock_sync::{ClockSync, HostClock};
+pub use decode::chrome_host::{
+    parse_chrome_trace, read_chrome_trace, ChromeReadOptions, HostTraceError,
+};
 pub use decode::{
     candidate_formats, decode, decode_buffer, decode_bytes, decode_into, decode_launches,
     detect_file, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions,
@@ -83,16 +86,17 @@ pub use decode::{
 };
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
-    DiagnosticCounts, Diagnostics, Epoch, Instants, Lane, Names, OverheadCorrection, SetAsideLane,
-    SetAsideReason, Source, Spans, Trace, TrackId, Unpaired, WireFormat,
+    DiagnosticCounts, Diagnostics, Epoch, HostEvent, HostThread, HostTrace, Instants, Lane, Names,
+    OverheadCorrection, SetAsideLane, SetAsideReason, Source, Spans, Trace, TrackId, Unpaired,
+    WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};
 pub use write::chrome::write_chrome;
 pub use write::csv::write_csv;
 pub use write::perfetto::{
-    write_perfetto, write_perfetto_streamed, Compression, GroupBy, LaunchLayout, PerfettoOptions,
-    PerfettoStats,
+    write_merged, write_perfetto, write_perfetto_streamed, Compression, GroupBy, LaunchLayout,
+    MergeStats, PerfettoOptions, PerfettoStats,
 };
 pub use write::summary::{block_dists, summarize, write_block_dists, write_summary, Summary};
 pub use write::table::write_table;

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{ClockSync, Layout};
-use ikp_host::merge::{
-    parse_chrome_trace, read_chrome_trace, write_merged, ChromeReadOptions, MergeError,
-};
 use ikp_host::model::Trace;
+use ikp_host::{
+    parse_chrome_trace, read_chrome_trace, write_merged, ChromeReadOptions, WriteErrorKind,
+};
 use ikp_host::{Compression, HostClock, Launch, PerfettoOptions};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::{Name_field, Type};
@@ -154,7 +154,7 @@ fn plain() -> PerfettoOptions {
     }
 }
 
-fn merged(trace: &Trace) -> (Vec<u8>, ikp_host::merge::MergeStats) {
+fn merged(trace: &Trace) -> (Vec<u8>, ikp_host::MergeStats) {
     let host = read_chrome_trace(&fixture(), &ChromeReadOptions::default()).unwrap();
     let mut bytes = Vec::new();
     let stats = write_merged(
@@ -284,10 +284,14 @@ fn a_buffer_without_a_sync_is_named() {
         &plain(),
     )
     .unwrap_err();
-    assert!(matches!(&e, MergeError::NoClockSync { label } if label == "old.ikp"));
+    assert!(
+        matches!(&e.kind, WriteErrorKind::NoClockSync { launch: 1, label } if label == "old.ikp")
+    );
     let msg = e.to_string();
     assert!(
-        msg.contains("old.ikp was recorded without a host clock sync: record it with HostSession"),
+        msg.contains(
+            "(old.ikp) was recorded without a host clock sync: record it with HostSession"
+        ),
         "{msg}"
     );
     assert!(bytes.is_empty());

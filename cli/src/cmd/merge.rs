@@ -1,6 +1,6 @@
 //! `ikp merge BUF... --host TRACE.json -o OUT`: ikp buffers recorded with a host clock sync
 //! and a host-side Chrome trace (the PyTorch profiler's export, for one) in one Perfetto
-//! trace on the host's clock ([`ikp_host::merge`]).
+//! trace on the host's clock ([`ikp_host::write_merged`]).
 //!
 //! The host trace's clock is realtime unless `--json-clock` says otherwise (Kineto's and
 //! the PyTorch profiler's is realtime). A buffer without a clock sync is an error naming
@@ -8,8 +8,10 @@
 use crate::cmd::decode::{HostClockArg, PerfettoCompression};
 use crate::input::{labels, InputArgs};
 use crate::output::Outputs;
-use ikp_host::merge::{read_chrome_trace, write_merged, ChromeReadOptions, MergeError};
-use ikp_host::{Compression, Launch, PerfettoOptions, WriteError};
+use ikp_host::{
+    read_chrome_trace, write_merged, ChromeReadOptions, Compression, Launch, PerfettoOptions,
+    WriteError, WriteErrorKind,
+};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ikp merge`.
@@ -62,15 +64,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let launches: Vec<Launch<'_>> = (labels.iter().zip(&traces))
         .map(|(l, t)| Launch::new(l, t))
         .collect();
-    if let Some(l) = launches
-        .iter()
-        .find(|l| l.trace.source.clock_sync.is_none())
-    {
-        return Err(MergeError::NoClockSync {
-            label: l.label.to_string(),
-        }
-        .into());
-    }
     let opts = PerfettoOptions {
         compression: match a.perfetto_compression {
             PerfettoCompression::None => Compression::None,
@@ -84,12 +77,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let stats = std::cell::Cell::new(None);
     let mut outs = Outputs::new(&inputs, a.quiet);
     outs.file(&a.output, |w| {
-        let s = write_merged(w, &launches, &host, &host_label, &opts).map_err(|e| match e {
-            MergeError::Write(w) => w,
-            other => WriteError::from(std::io::Error::other(other.to_string())),
-        })?;
-        stats.set(Some(s));
+        stats.set(Some(write_merged(w, &launches, &host, &host_label, &opts)?));
         Ok(())
+    })
+    .map_err(|e| {
+        let kind = e.downcast_ref::<WriteError>().map(|w| &w.kind);
+        if let Some(WriteErrorKind::NoClockSync { .. }) = kind {
+            anyhow::anyhow!("{e} (--assume-offset-ns places it by a known offset)")
+        } else {
+            e
+        }
     })?;
     outs.commit()?;
     if !a.quiet {

@@ -74,6 +74,7 @@
 
 mod assemble;
 pub mod async_ranges;
+pub mod chrome_host;
 mod correct;
 mod family;
 mod lane;

@@ -28,8 +28,10 @@
 //!   and end in another): sorted by begin, no lane range indexes them.
 
 mod filter;
+mod host_trace;
 
 pub use filter::{BlockFilter, BlockFilterError};
+pub use host_trace::{HostEvent, HostThread, HostTrace};
 
 pub use crate::time::{DurationNs, Timestamp};
 use std::ops::Range;

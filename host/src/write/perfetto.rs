@@ -188,6 +188,8 @@ mod flows;
 mod host;
 mod sink;
 
+pub use host::{write_merged, MergeStats};
+
 use crate::clock_sync::{ClockSync, HostClock};
 use crate::time::Timestamp;
 use std::io;
@@ -301,26 +303,6 @@ pub fn write_perfetto<W: io::Write>(
     let mut w = Writer::new(out, opts.compression);
     w.launches(launches, &clocks, opts)?;
     w.finish()
-}
-
-/// [`write_perfetto`] of `launches` after the tracks and events of `host`, labelled
-/// `label` (`ikp merge`: see [`crate::merge`]); `opts.host_clock` should be the host
-/// trace's clock.
-pub(crate) fn write_perfetto_merged<W: io::Write>(
-    out: W,
-    launches: &[Launch<'_>],
-    host: &crate::merge::HostTrace,
-    label: &str,
-    opts: &PerfettoOptions,
-) -> Result<crate::merge::MergeStats, WriteError> {
-    let clocks = launch_clocks(launches, opts)?;
-    let mut w = Writer::new(out, opts.compression);
-    let host_stats = w.host_trace(host, label)?;
-    w.launches(launches, &clocks, opts)?;
-    Ok(crate::merge::MergeStats {
-        perfetto: w.finish()?,
-        ..host_stats
-    })
 }
 
 impl<W: io::Write> Writer<W> {

@@ -1,6 +1,20 @@
-//! The host events of a merged trace (`ikp merge`): a track per host thread under a
-//! `host` root, slices and instants at absolute times on sequence 1 (see
-//! [`crate::merge`], `# Format (output)`).
+//! A merged trace (`ikp merge`): ikp launches and a host-side trace read by
+//! [`crate::decode::chrome_host`] on one time axis, the host's clock ([`write_merged`]).
+//!
+//! # Format (output)
+//!
+//! The Perfetto trace of [`crate::write::perfetto`] with `host_clock` set to the host
+//! trace's clock (its `# Time` and `# Host clocks`), then the host events on sequence 1
+//! with absolute timestamps (the host clock's ns): a root track `host: <label>` (sibling
+//! rank -1, so first), a child per process (`<process_name> (pid P)` or `pid P`, ranked by
+//! `process_sort_index` then pid), a slice track per thread under it (`<thread_name> (tid
+//! T)` or `tid T`, ranked likewise); an `X` event (or a `B` / `E` pair) is a
+//! `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair, an instant `TYPE_INSTANT`, each with its
+//! plain name, its `cat` as category (`host` when absent) and its scalar `args` as debug
+//! annotations (strings, integers, doubles, booleans; other values as JSON text). A
+//! thread's events are written in nesting order (by begin, longer first); a slice that
+//! ends after its enclosing one is clipped to the enclosing slice's end (Perfetto's
+//! slices on one track must nest), counted in [`MergeStats::clipped`].
 
 use std::cmp::Reverse;
 use std::io;
@@ -9,8 +23,50 @@ use perfetto_protos::debug_annotation::DebugAnnotation;
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 use serde_json::{Map, Value};
 
-use super::{rank, Writer};
-use crate::merge::{HostEvent, HostThread, HostTrace, MergeStats};
+use super::{launch_clocks, rank, PerfettoOptions, PerfettoStats, WriteError, Writer};
+use crate::model::{HostEvent, HostThread, HostTrace};
+use crate::write::Launch;
+
+/// What [`write_merged`] wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// The Perfetto writer's counts (device and host packets and tracks together).
+    pub perfetto: PerfettoStats,
+    /// Host slices written.
+    pub host_slices: u64,
+    /// Host instants written.
+    pub host_instants: u64,
+    /// Host slices clipped to their enclosing slice's end (see the module's `# Format
+    /// (output)`).
+    pub clipped: u64,
+}
+
+/// Writes `launches` and `host` (labelled `host_label`) as one Perfetto trace on the host
+/// trace's clock (see the module's `# Format (output)`); `opts.host_clock` is replaced by
+/// it. Every launch needs a clock sync: [`WriteErrorKind::NoClockSync`] names the first
+/// that has none, before anything is written.
+///
+/// [`WriteErrorKind::NoClockSync`]: crate::write::WriteErrorKind::NoClockSync
+pub fn write_merged<W: io::Write>(
+    out: W,
+    launches: &[Launch<'_>],
+    host: &HostTrace,
+    host_label: &str,
+    opts: &PerfettoOptions,
+) -> Result<MergeStats, WriteError> {
+    let opts = PerfettoOptions {
+        host_clock: Some(host.clock),
+        ..*opts
+    };
+    let clocks = launch_clocks(launches, &opts)?;
+    let mut w = Writer::new(out, opts.compression);
+    let host_stats = w.host_trace(host, host_label)?;
+    w.launches(launches, &clocks, &opts)?;
+    Ok(MergeStats {
+        perfetto: w.finish()?,
+        ..host_stats
+    })
+}
 
 fn annotations(args: &Map<String, Value>) -> Vec<DebugAnnotation> {
     args.iter()

@@ -1,11 +1,6 @@
-//! `ikp merge`: ikp launches and a host-side Chrome trace (the PyTorch profiler's export,
-//! say) on one time axis, in one Perfetto trace.
-//!
-//! Each ikp buffer must carry a host clock sync ([`crate::clock_sync`], taken by
-//! [`HostSession`](crate::cuda::HostSession)): its launches are placed on the host clock
-//! by it ([`PerfettoOptions::host_clock`]), and the host events are converted to ns on the
-//! same clock, so both sit at the host times they happened at (within the sync's error
-//! bound, half its round trip).
+//! Reads a host-side Chrome trace (the PyTorch profiler's export, say) into a
+//! [`HostTrace`], to be merged with ikp launches on the host's clock
+//! ([`write_merged`](crate::write::perfetto::write_merged), `ikp merge`).
 //!
 //! # Format (input)
 //!
@@ -32,23 +27,8 @@
 //! (`args.sort_index`). `pid` and `tid` may be numbers or strings (Kineto writes both).
 //! Any other phase (flows, counters, async events, ...) is skipped and counted by phase
 //! ([`HostTrace::skipped`]); so are a `B` never closed and an `E` with no open `B`.
-//!
-//! # Format (output)
-//!
-//! The Perfetto trace of [`crate::write::perfetto`] with `host_clock` set to the host
-//! trace's clock (its `# Time` and `# Host clocks`), then the host events on sequence 1
-//! with absolute timestamps (the host clock's ns): a root track `host: <label>` (sibling
-//! rank -1, so first), a child per process (`<process_name> (pid P)` or `pid P`, ranked by
-//! `process_sort_index` then pid), a slice track per thread under it (`<thread_name> (tid
-//! T)` or `tid T`, ranked likewise); an `X` event (or a `B` / `E` pair) is a
-//! `TYPE_SLICE_BEGIN` / `TYPE_SLICE_END` pair, an instant `TYPE_INSTANT`, each with its
-//! plain name, its `cat` as category (`host` when absent) and its scalar `args` as debug
-//! annotations (strings, integers, doubles, booleans; other values as JSON text). A
-//! thread's events are written in nesting order (by begin, longer first); a slice that
-//! ends after its enclosing one is clipped to the enclosing slice's end (Perfetto's
-//! slices on one track must nest), counted in [`MergeStats::clipped`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -56,8 +36,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use crate::clock_sync::HostClock;
-use crate::write::perfetto::{PerfettoOptions, PerfettoStats};
-use crate::write::{Launch, WriteError, WriteErrorKind};
+use crate::model::{HostEvent, HostThread, HostTrace};
 
 /// How a Chrome trace is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,56 +45,9 @@ pub struct ChromeReadOptions {
     pub clock: HostClock,
 }
 
-/// A host trace read from Chrome JSON, times in ns on [`HostTrace::clock`].
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct HostTrace {
-    /// The clock of the times.
-    pub clock: HostClock,
-    /// Threads, by process then thread (sort index, then id).
-    pub threads: Vec<HostThread>,
-    /// Slices and instants, in file order (B / E pairs closed into slices).
-    pub events: Vec<HostEvent>,
-    /// Events not read, by `ph` (`"B (unclosed)"` and `"E (unopened)"` for unpaired B / E).
-    pub skipped: BTreeMap<String, u64>,
-}
-
-/// A thread of the host trace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostThread {
-    /// `pid` as written (a number's decimal text, or the string).
-    pub pid: String,
-    /// `tid` as written.
-    pub tid: String,
-    /// From `process_name` metadata.
-    pub process_name: Option<String>,
-    /// From `thread_name` metadata.
-    pub thread_name: Option<String>,
-    /// From `process_sort_index` metadata.
-    pub process_sort: Option<i64>,
-    /// From `thread_sort_index` metadata.
-    pub thread_sort: Option<i64>,
-}
-
-/// A host event.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostEvent {
-    /// Index into [`HostTrace::threads`].
-    pub thread: usize,
-    /// Begin, ns on the trace's clock.
-    pub ts: u64,
-    /// Duration, ns (`None`: an instant).
-    pub dur: Option<u64>,
-    /// `name`.
-    pub name: String,
-    /// `cat` (`host` when absent).
-    pub category: String,
-    /// `args`, as written.
-    pub args: Map<String, Value>,
-}
-
-/// Why a host trace could not be read or merged.
+/// Why a host trace could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum MergeError {
+pub enum HostTraceError {
     /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {
@@ -142,18 +74,6 @@ pub enum MergeError {
         /// The problem.
         why: String,
     },
-    /// An ikp buffer without a clock sync.
-    #[error(
-        "{label} was recorded without a host clock sync: record it with HostSession (which \
-         takes one unless clock_sync_samples is 0) to merge it with a host trace"
-    )]
-    NoClockSync {
-        /// The buffer's label (its file name).
-        label: String,
-    },
-    /// The merged trace could not be written.
-    #[error(transparent)]
-    Write(#[from] WriteError),
 }
 
 #[derive(Deserialize)]
@@ -186,8 +106,11 @@ struct RawEvent {
 }
 
 /// Reads the Chrome trace JSON file at `path` (see the module's `# Format (input)`).
-pub fn read_chrome_trace(path: &Path, opts: &ChromeReadOptions) -> Result<HostTrace, MergeError> {
-    let bytes = std::fs::read(path).map_err(|source| MergeError::Io {
+pub fn read_chrome_trace(
+    path: &Path,
+    opts: &ChromeReadOptions,
+) -> Result<HostTrace, HostTraceError> {
+    let bytes = std::fs::read(path).map_err(|source| HostTraceError::Io {
         path: path.to_owned(),
         source,
     })?;
@@ -199,8 +122,8 @@ pub fn parse_chrome_trace(
     bytes: &[u8],
     path: &Path,
     opts: &ChromeReadOptions,
-) -> Result<HostTrace, MergeError> {
-    let json = |source| MergeError::Json {
+) -> Result<HostTrace, HostTraceError> {
+    let json = |source| HostTraceError::Json {
         path: path.to_owned(),
         source,
     };
@@ -214,7 +137,7 @@ pub fn parse_chrome_trace(
         serde_json::from_slice(bytes).map_err(json)?
     };
     let base = doc.baseTimeNanoseconds.unwrap_or(0);
-    let bad = |index: usize, why: String| MergeError::BadEvent {
+    let bad = |index: usize, why: String| HostTraceError::BadEvent {
         path: path.to_owned(),
         index,
         why,
@@ -384,57 +307,11 @@ fn thread(
     })
 }
 
-/// What [`write_merged`] wrote.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MergeStats {
-    /// The Perfetto writer's counts (device and host packets and tracks together).
-    pub perfetto: PerfettoStats,
-    /// Host slices written.
-    pub host_slices: u64,
-    /// Host instants written.
-    pub host_instants: u64,
-    /// Host slices clipped to their enclosing slice's end (see the module's `# Format
-    /// (output)`).
-    pub clipped: u64,
-}
-
-/// Writes `launches` and `host` (labelled `host_label`) as one Perfetto trace on the host
-/// trace's clock (see the module's `# Format (output)`); `opts.host_clock` is replaced by
-/// it. Every launch needs a clock sync ([`MergeError::NoClockSync`] names the first that
-/// has none, before anything is written).
-pub fn write_merged<W: io::Write>(
-    out: W,
-    launches: &[Launch<'_>],
-    host: &HostTrace,
-    host_label: &str,
-    opts: &PerfettoOptions,
-) -> Result<MergeStats, MergeError> {
-    if let Some(l) = launches
-        .iter()
-        .find(|l| l.trace.source.clock_sync.is_none())
-    {
-        return Err(MergeError::NoClockSync {
-            label: l.label.to_string(),
-        });
-    }
-    let opts = PerfettoOptions {
-        host_clock: Some(host.clock),
-        ..*opts
-    };
-    crate::write::perfetto::write_perfetto_merged(out, launches, host, host_label, &opts).map_err(
-        |e| match e.kind {
-            // Unreachable after the check above; kept typed rather than panicking.
-            WriteErrorKind::NoClockSync { label, .. } => MergeError::NoClockSync { label },
-            _ => MergeError::Write(e),
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(s: &str) -> Result<HostTrace, MergeError> {
+    fn parse(s: &str) -> Result<HostTrace, HostTraceError> {
         parse_chrome_trace(s.as_bytes(), Path::new("h.json"), &Default::default())
     }
 
