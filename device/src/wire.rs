@@ -36,6 +36,10 @@
 //!       NUL-terminated, zero-padded to a whole word
 //! ```
 //! Header flags ([`header_flags`]): `RING`, the lanes of this launch record as rings.
+//! The header's `timer` is the one the host declared; the timer is a lane's own choice
+//! (ikp.cuh's `Lane<F, T>`), so each lane says which it stamped with (its IDS flag
+//! `CLOCK`, [`lane_flags`]), a kernel may mix lanes of both, and a decoder follows the
+//! lane.
 //!
 //! The **clock sync** (words 8..=11) maps the GPU's `%globaltimer` to the host's clocks:
 //! the host read both host clocks and the GPU's `%globaltimer` together, `samples` times,

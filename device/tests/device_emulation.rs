@@ -586,6 +586,65 @@ fn decoded_lanes_match_the_program_exactly() {
     }
 }
 
+/// The basic program's buffer through ikp's own decoder: a launch of globaltimer and clock
+/// lanes mixed (the timer is each lane's choice) decodes with no diagnostic but the full
+/// lane's drops, and every
+/// lane has the spans and instants the test's decoder reads, in the lane's order; the
+/// globaltimer lanes' times in ns exactly, the clock lanes' converted from cycles.
+#[test]
+fn the_decoder_reads_the_emulated_mixed_timer_buffer() {
+    let words = &emulated().words;
+    let views = decode(words);
+    let t = ikp_host::decode(words, &Default::default()).unwrap();
+    // Nothing to report but the full lane's drops.
+    let mut c = t.diagnostic_counts();
+    let dropped: u64 = views.iter().map(|v| v.dropped as u64).sum();
+    assert_eq!((c.dropped, dropped > 0), (dropped, true));
+    c.dropped = 0;
+    assert!(c.is_clean(), "{c}");
+    assert!(t.source.clock.is_some(), "clock lanes are calibrated");
+    assert_eq!(t.lanes.len(), views.len());
+    let mut clock_lanes = 0;
+    for (l, v) in t.lanes.iter().zip(&views) {
+        let clock = v.flags & lane_flags::CLOCK != 0;
+        clock_lanes += usize::from(clock);
+        let s = &t.spans;
+        // ikp orders a lane's spans by begin; the view lists them as they close.
+        let mut want: Vec<(u32, u32, u64, u64)> = v.spans.clone();
+        want.sort_by_key(|w| w.2);
+        let got: Vec<(u32, u32, u64, u64)> = (l.spans.clone())
+            .map(|i| (s.region[i] as u32, s.payload[i], s.begin[i], s.end[i]))
+            .collect();
+        let ids = |v: &[(u32, u32, u64, u64)]| -> Vec<(u32, u32)> {
+            v.iter().map(|w| (w.0, w.1)).collect()
+        };
+        assert_eq!(ids(&got), ids(&want), "lane {}", l.id);
+        let i = &t.instants;
+        let inst: Vec<(u32, u32)> = (l.instants.clone())
+            .map(|k| (i.region[k] as u32, i.payload[k]))
+            .collect();
+        let want_inst: Vec<(u32, u32)> = v.instants.iter().map(|w| (w.0, w.1)).collect();
+        assert_eq!(inst, want_inst, "lane {}", l.id);
+        if clock {
+            // Cycles became ns: each span lasts about half its cycles (a 2 GHz clock).
+            for (g, w) in got.iter().zip(&want) {
+                let (ns, cycles) = (g.3 - g.2, w.3 - w.2);
+                assert!(
+                    ns.abs_diff(cycles / 2) <= 1 + cycles / 8,
+                    "lane {} {g:?} {w:?}",
+                    l.id
+                );
+            }
+        } else {
+            assert_eq!(got, want, "lane {}", l.id);
+        }
+    }
+    assert!(
+        clock_lanes > 0 && clock_lanes < views.len(),
+        "a mixed launch"
+    );
+}
+
 #[test]
 fn spot_checks_that_do_not_rely_on_the_model() {
     let lanes = decode(&emulated().words);
@@ -836,4 +895,56 @@ fn the_init_switches_leave_out_the_calibration_and_the_epochs() {
         &untouched,
         "IKP_EPOCHS=0 lane in a 3-epoch buffer",
     );
+}
+
+/// The emulated ring buffer through ikp's own decoder, end to end: one trace per recorded
+/// launch (three: the fourth launch found the epochs used up), every ring restored to the
+/// order the lane wrote, and the copies paired across lanes as async ranges: each range
+/// begins in a block's producer and ends in its consumer with the same token, and what
+/// the rings overwrote leaves begins or ends unmatched, never a range.
+#[test]
+fn the_decoder_reads_the_emulated_ring_buffer() {
+    let (got, _) = ring_emulated();
+    let words = got.last().unwrap();
+    let h = ikp_device::Header::parse(words).unwrap();
+    let launches = ikp_host::decode_launches(words, &Default::default()).unwrap();
+    assert_eq!(launches.len(), RING_EPOCHS as usize);
+    for (e, t) in launches.iter().enumerate() {
+        let e32 = e as u32;
+        assert_eq!(t.lanes.len(), 2 * RING_GRID[0] as usize, "epoch {e}");
+        let a = &t.async_ranges;
+        let d = &t.diagnostics;
+        let mut surviving = 0;
+        for l in &t.lanes {
+            let (written, over, records) = ring_order(&words[h.segment_range(e32, l.id as u64)]);
+            assert!(over > 0, "epoch {e} lane {}: the ring wrapped", l.id);
+            assert_eq!((l.written, l.overwritten), (written as u64, over as u64));
+            surviving += (records.iter().map(|&w| wire::unpack_record(w)))
+                .filter(|r| r.region == COPY && matches!(r.kind, Kind::Begin | Kind::End))
+                .count();
+            // The last record the lane wrote is its last instant, decoded last.
+            let last = t.instants.region[l.instants.clone()].last().copied();
+            assert_eq!(last, Some(TILE as u16), "epoch {e} lane {}", l.id);
+        }
+        let unmatched = d.async_unmatched_begin.len() + d.async_unmatched_end.len();
+        assert_eq!(2 * a.len() + unmatched, surviving, "epoch {e}");
+        // Both rings keep the last tiles: the copies the consumer still holds are the ones
+        // whose begins the producer still holds (two per block), so all of them pair.
+        assert_eq!(
+            (a.len(), unmatched),
+            (2 * RING_GRID[0] as usize, 0),
+            "epoch {e}"
+        );
+        let lane = |id: u32| &t.lanes[t.lanes.iter().position(|l| l.id == id).unwrap()];
+        for k in 0..a.len() {
+            let (from, to) = (lane(a.begin_lane[k]), lane(a.end_lane[k]));
+            assert_eq!((from.group, to.group), (0, 1), "epoch {e} range {k}");
+            assert_eq!(from.block, to.block, "epoch {e} range {k}");
+            let token = a.token[k];
+            assert_eq!((token >> 12, (token >> 8) & 0xF), (from.block, e32));
+            assert!(a.end[k] >= a.begin[k]);
+        }
+        // A copy is not a span of its lane: no span of the async region.
+        assert!(t.spans.region.iter().all(|&r| r != COPY as u16));
+    }
 }

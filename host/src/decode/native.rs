@@ -83,7 +83,10 @@
 //!
 //! # Clock mode
 //!
-//! Records carry the low 32 bits of `%clock` (SM cycles); each lane has its (globaltimer,
+//! A lane whose IDS flags say `CLOCK` (ikp.cuh's `Timer::Clock`) stamps its records with
+//! the low 32 bits of `%clock` (SM cycles); the others with `%globaltimer_lo` (ns). The
+//! timer is each lane's own choice, so a launch may mix both, whatever the header's
+//! `timer` says: the decoder follows each lane's flag. Every lane has its (globaltimer,
 //! clock64) pair at init and, if it finalized, at finalize. Cycles convert to ns as
 //! `start_gt + (cycles - start_clk) * ns / cycles`, with one of two ratios:
 //! - **pooled**: `Σ ns / Σ cycles` over the init-to-finalize intervals of every finalized
@@ -106,7 +109,7 @@
 //! ([`NoCalibration::WithinOneTick`]). ikp never assumes a clock frequency.
 //!
 //! Inconsistent segments are errors naming the lane: records in a lane that never ran
-//! init, an IDS word without the lane mark, a clock flag that contradicts the header, a
+//! init, an IDS word without the lane mark, a ring flag without the header's, a
 //! trailer that counts more records than fit, drops in a lane that was not full.
 //!
 //! # Lanes set aside
@@ -126,7 +129,7 @@
 //!    long as it runs, and ikp decodes lanes of hours (records at most 2.1 s apart), but
 //!    not of more than a bound no profiled launch is expected to reach. A timer that
 //!    steps back (a resync) does so by microseconds, not hours.
-//! 2. **clock** (clock mode): a finalized lane whose clock64 interval, at the launch's
+//! 2. **clock** (when any lane stamped cycles): a finalized lane whose clock64 interval, at the launch's
 //!    clock rate, and globaltimer interval differ by more than a factor
 //!    [`CLOCK_DISAGREEMENT_MAX`] (16) plus [`CLOCK_SLACK_NS`] (4 us, a few ticks of the
 //!    coarsest `%globaltimer`). The launch's rate is the lower median of the lanes' own
@@ -164,7 +167,7 @@ use crate::model::{
 };
 use crate::time::Timestamp;
 use ikp_device::wire::{self, lane, Kind};
-use ikp_device::{Header, Overflow, TimerMode};
+use ikp_device::{Header, Overflow};
 use rayon::prelude::*;
 
 /// What the counting pass learned about one lane.
@@ -200,6 +203,12 @@ impl LaneInfo {
     /// Whether the lane ran and is decoded.
     fn live(&self) -> bool {
         self.used && self.set_aside.is_none()
+    }
+
+    /// Whether the lane stamped its records with the SM clock (its IDS flag `CLOCK`).
+    fn clock(&self) -> bool {
+        self.ids
+            .is_some_and(|i| i.flags & wire::lane_flags::CLOCK != 0)
     }
 
     /// A finalized lane's end: its end globaltimer, or its start if that is later.
@@ -338,7 +347,8 @@ const INSPECT_CHUNK_WORDS: usize = 1 << 23;
 pub(crate) struct Prepared {
     h: Header,
     infos: Vec<LaneInfo>,
-    /// Clock mode: the pooled calibration, for lanes without their own.
+    /// The pooled calibration, for clock lanes without their own (`None` when no lane
+    /// stamped cycles).
     clock: Option<ClockCalibration>,
     parallel: bool,
     /// Lanes set aside (so that a sound buffer's decode looks for none).
@@ -406,18 +416,17 @@ fn prepare_epoch(
         l0 = l1;
     }
     let mut set_aside = seen.set_aside;
-    if h.layout.timer == TimerMode::Clock {
+    if infos.iter().any(|i| i.used && i.clock()) {
         set_aside += set_aside_clock(&mut infos);
     }
     // Lanes that all lie within the gap are one group (no pass over them needed).
     if seen.hi.saturating_sub(seen.lo) > LAUNCH_GAP_MAX_NS {
         set_aside += set_aside_apart(&mut infos);
     }
-    let clock = match h.layout.timer {
-        TimerMode::Clock if infos.iter().any(LaneInfo::live) => {
-            Some(calibration(&infos).map_err(DecodeError::NoClockCalibration)?)
-        }
-        _ => None,
+    let clock = if infos.iter().any(|i| i.live() && i.clock()) {
+        Some(calibration(&infos).map_err(DecodeError::NoClockCalibration)?)
+    } else {
+        None
     };
     // Globaltimer stamps need a cycles-to-ns ratio only to convert the record cost.
     let cost_clock = match (opts.correct_overhead, clock) {
@@ -560,6 +569,8 @@ impl Prepared {
                 let events = info.ordered(&seg[lane::EVENTS as usize..][..cap]);
                 let (l, out) = (l as u32, &mut chunk.out);
                 let ends_before = out.unmatched_end.len();
+                // Each lane's own timer: a kernel may mix lanes of both.
+                let clock = clock.filter(|_| info.clock());
                 let walked = if async_mask.is_empty() {
                     walk_lane::<false>(info, l, start, clock, events, counters, &async_mask, out)
                 } else {
@@ -683,7 +694,7 @@ impl Prepared {
     /// when the cost was not measured or no ratio is known.
     fn record_cost(&self, i: &LaneInfo) -> Option<(u64, u64, u64)> {
         let c = self.cost_clock.filter(|_| i.calib > 0)?;
-        let (num, den) = match self.clock {
+        let (num, den) = match self.clock.filter(|_| i.clock()) {
             Some(_) => own_ratio(i).unwrap_or((c.pooled_ns, c.pooled_cycles)),
             None => (c.pooled_ns, c.pooled_cycles),
         };
@@ -748,14 +759,9 @@ fn inspect(h: &Header, words: &[u64], epoch: u32, l: usize) -> Result<LaneInfo, 
             "IDS word {ids_word:#018x} lacks the lane mark: not written by ikp"
         ))
     })?;
+    // The lane's own flag, not the header's timer, says how its records were stamped
+    // (`# Clock mode`).
     let lane_clock = ids.flags & wire::lane_flags::CLOCK != 0;
-    if lane_clock != (h.layout.timer == TimerMode::Clock) {
-        return Err(bad(format!(
-            "lane flags say {} but the header says {:?}",
-            if lane_clock { "clock" } else { "globaltimer" },
-            h.layout.timer
-        )));
-    }
     let ring = ids.flags & wire::lane_flags::RING != 0;
     if ring && h.layout.overflow != Overflow::Ring {
         return Err(bad(
@@ -836,7 +842,7 @@ struct Walked {
     backward: u64,
 }
 
-/// Walks native lane `l` (of the buffer's `clock` mode) to the end: one instance per
+/// Walks native lane `l` (a clock lane when `clock` is given) to the end: one instance per
 /// clock, so the globaltimer walk has no conversion in its loop, and per `ASYNC`, so the
 /// walk of a buffer without async regions has no test for them in its loop (with `ASYNC`,
 /// the records of `async_mask`'s regions are set aside: [`LaneWalk::run_async`]).

@@ -93,8 +93,10 @@ pub struct Source {
     pub format: WireFormat,
     /// Wire format version (1 for the TVM family's buffers).
     pub version: u32,
-    /// Whether device timestamps were globaltimer ns or SM cycles (cycles are converted to
-    /// ns per lane before they reach this model; [`Source::clock`] says how).
+    /// The timer the buffer's header declares: globaltimer ns or SM cycles. Native lanes
+    /// each say which they stamped with (a kernel may mix both), and cycles are converted
+    /// to ns per lane before they reach this model; [`Source::clock`] (present when any
+    /// lane stamped cycles) says how.
     pub timer: ikp_device::TimerMode,
     /// Clock mode: the cycles-to-ns calibration the decoder used (`None` for globaltimer
     /// stamps). Computed over the whole buffer, also in a trace of some of its lanes.
