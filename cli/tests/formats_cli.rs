@@ -288,4 +288,17 @@ fn an_ambiguous_buffer_names_its_candidates_and_the_flag() {
         err.contains("Mirage MPK format: slot 2: record 0x0000000b00001004 names lane 2, but the layout (stride 2 = blocks x groups) puts lane 1 there (lane id out of range)"),
         "{err}"
     );
+    // TVM's errors name their format too: the FlashInfer sample's lane 1 (block 0, group
+    // 1) carries block 0 in the bits TVM reads as its lane.
+    let fi = repo().join("samples/attention_flashinfer.bin");
+    let o = ikp(&["summary", s(&fi), "--format", "tvm"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(": TVM format: slot 2: record 0x")
+            && err.contains(
+                " names lane 0, but the layout (stride 24 = blocks x groups) puts lane 1 there"
+            ),
+        "{err}"
+    );
 }

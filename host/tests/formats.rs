@@ -1,8 +1,8 @@
 //! The formats of the TVM family beside the native one: FlashInfer's SM ids and Mirage's
 //! event numbers decoded into the model, their header and record checks, and
 //! auto-detection on every pair of formats (each buffer fits its own format alone, a
-//! forced wrong format fails on the first word that disagrees, and buffers that fit
-//! several formats are refused with the list).
+//! forced wrong format fails on the first word that disagrees, naming the format, and
+//! buffers that fit several formats are refused with the list).
 use ikp_device::{flashinfer as fi, mirage, sample, tvm};
 use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
 use ikp_host::model::{Trace, WireFormat};
@@ -89,12 +89,17 @@ fn every_format_fits_alone_and_every_wrong_choice_fails_on_a_named_word() {
                 .err()
                 .unwrap_or_else(|| panic!("{f} buffer decoded as {other}"));
             let msg = e.to_string();
-            // Where the buffer disagrees: the native header, slot 0, or a record's slot.
+            // Where the buffer disagrees, after the name of the format chosen: the native
+            // header, slot 0, or a record's slot.
             let named = match other {
                 WireFormat::Ikp => msg.starts_with("ikp header: "),
                 WireFormat::YaoJz => msg.starts_with("yao-jz ring dump: "),
                 WireFormat::Proton => msg.starts_with("Proton trace: "),
-                _ => msg.contains("slot 0 = ") || msg.contains(" record 0x"),
+                _ => {
+                    msg.starts_with(&format!("{other}-format header (slot 0 = "))
+                        || (msg.starts_with(&format!("{other} format: slot "))
+                            && msg.contains(": record 0x"))
+                }
             };
             assert!(named, "{f} as {other}: {msg}");
             // And the misfit auto-detection reports says the same.
