@@ -1,4 +1,4 @@
-//! Every command on the shipped samples of the TVM family's other formats (FlashInfer with
+//! Every command on the shipped samples of the TVM family (TVM / warpscope, FlashInfer with
 //! SM ids, Mirage MPK), chosen with `--format` and auto-detected, and the command-line
 //! hint when a buffer fits several formats.
 use perfetto_protos::trace::Trace as PTrace;
@@ -47,6 +47,10 @@ fn shipped() -> Vec<(&'static str, Vec<u8>)> {
     let tasks = serde_json::to_string_pretty(&tasks).unwrap() + "\n";
     vec![
         (
+            "samples/attention_tvm.bin",
+            bytes(&sample::attention_tvm(8, 3)),
+        ),
+        (
             "samples/attention_flashinfer.bin",
             bytes(&sample::attention_flashinfer(8, 3)),
         ),
@@ -74,7 +78,14 @@ fn shipped_samples_equal_the_generator_output() {
 
 /// A sample of each format: its file, its names file, `--format`, whether its lanes
 /// carry SM ids, and its blocks.
-const SAMPLES: [(&str, &str, &str, bool, u32); 2] = [
+const SAMPLES: [(&str, &str, &str, bool, u32); 3] = [
+    (
+        "samples/attention_tvm.bin",
+        "samples/attention_names.txt",
+        "tvm",
+        false,
+        8,
+    ),
     (
         "samples/attention_flashinfer.bin",
         "samples/attention_names.txt",
@@ -165,7 +176,7 @@ fn decode_writes_every_output_for_each_format_chosen_or_detected() {
                 .map(|e| e["args"]["name"].as_str().unwrap())
                 .collect();
             // Span args: the lane's SM where it has one, the payload (Mirage's event
-            // number) where the format has one.
+            // number) where the format has one (TVM has neither).
             let x = (c["traceEvents"].as_array().unwrap().iter())
                 .find(|e| e["ph"] == "X")
                 .unwrap();
@@ -176,10 +187,10 @@ fn decode_writes_every_output_for_each_format_chosen_or_detected() {
                 .map(String::as_str)
                 .collect();
             keys.sort_unstable();
-            if has_sm {
-                assert_eq!(keys, ["block", "group", "sm"]);
-            } else {
-                assert_eq!(keys, ["block", "group", "payload"]);
+            match format {
+                "flashinfer" => assert_eq!(keys, ["block", "group", "sm"]),
+                "mirage" => assert_eq!(keys, ["block", "group", "payload"]),
+                _ => assert_eq!(keys, ["block", "group"]),
             }
             if has_sm {
                 // 8 blocks, two per SM.
@@ -239,10 +250,12 @@ fn every_command_reads_each_format() {
             html.contains(&format!("Busy lanes over time {per}")),
             "{format}"
         );
-        assert!(html.contains(&format!(
-            "{} format",
-            if has_sm { "FlashInfer" } else { "Mirage MPK" }
-        )));
+        let display = match format {
+            "tvm" => "TVM",
+            "flashinfer" => "FlashInfer",
+            _ => "Mirage MPK",
+        };
+        assert!(html.contains(&format!("{display} format")), "{format}");
         let plots = d.path().join(format!("{format}-plots"));
         with("plot", &["-o", s(&plots)]);
         assert!(std::fs::read_dir(&plots).unwrap().count() > 0);
@@ -286,6 +299,19 @@ fn an_ambiguous_buffer_names_its_candidates_and_the_flag() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("Mirage MPK format: slot 2: record 0x0000000b00001004 names lane 2, but the layout (stride 2 = blocks x groups) puts lane 1 there (lane id out of range)"),
+        "{err}"
+    );
+    // TVM's errors name their format too: the FlashInfer sample's lane 1 (block 0, group
+    // 1) carries block 0 in the bits TVM reads as its lane.
+    let fi = repo().join("samples/attention_flashinfer.bin");
+    let o = ikp(&["summary", s(&fi), "--format", "tvm"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(": TVM format: slot 2: record 0x")
+            && err.contains(
+                " names lane 0, but the layout (stride 24 = blocks x groups) puts lane 1 there"
+            ),
         "{err}"
     );
 }

@@ -1,11 +1,15 @@
 //! The formats of the TVM family beside the native one: FlashInfer's SM ids and Mirage's
 //! event numbers decoded into the model, their header and record checks, and
 //! auto-detection on every pair of formats (each buffer fits its own format alone, a
-//! forced wrong format fails on the first word that disagrees, and buffers that fit
-//! several formats are refused with the list).
+//! forced wrong format fails on the first word that disagrees, naming the format, and
+//! buffers that fit several formats are refused with the list); and the shipped samples of
+//! the family are what the peers' own packing writes (`peers/`: encoders re-implemented
+//! from the peers' sources, sharing no constant with ikp).
 use ikp_device::{flashinfer as fi, mirage, sample, tvm};
 use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
 use ikp_host::model::{Trace, WireFormat};
+
+mod peers;
 
 const FORMATS: [WireFormat; 6] = [
     WireFormat::Ikp,
@@ -24,13 +28,13 @@ fn forced(words: &[u64], f: WireFormat) -> Result<Trace, DecodeError> {
     decode(words, &opts)
 }
 
-/// A buffer of each format, from the samples.
+/// A buffer of each format: the shipped samples.
 fn buffers() -> Vec<(WireFormat, Vec<u64>)> {
     vec![
         (WireFormat::Ikp, sample::attention().unwrap().into_words()),
-        (WireFormat::Tvm, sample::attention_tvm(8, 3)),
-        (WireFormat::FlashInfer, sample::attention_flashinfer(8, 3)),
-        (WireFormat::Mirage, sample::mpk(8, 2)),
+        (WireFormat::Tvm, shipped("attention_tvm.bin")),
+        (WireFormat::FlashInfer, shipped("attention_flashinfer.bin")),
+        (WireFormat::Mirage, shipped("mpk_mirage.bin")),
         (WireFormat::YaoJz, shipped("yaojz_attention.yjz")),
         (WireFormat::Proton, shipped("proton_attn_fwd.chrome_trace")),
     ]
@@ -89,12 +93,17 @@ fn every_format_fits_alone_and_every_wrong_choice_fails_on_a_named_word() {
                 .err()
                 .unwrap_or_else(|| panic!("{f} buffer decoded as {other}"));
             let msg = e.to_string();
-            // Where the buffer disagrees: the native header, slot 0, or a record's slot.
+            // Where the buffer disagrees, after the name of the format chosen: the native
+            // header, slot 0, or a record's slot.
             let named = match other {
                 WireFormat::Ikp => msg.starts_with("ikp header: "),
                 WireFormat::YaoJz => msg.starts_with("yao-jz ring dump: "),
                 WireFormat::Proton => msg.starts_with("Proton trace: "),
-                _ => msg.contains("slot 0 = ") || msg.contains(" record 0x"),
+                _ => {
+                    msg.starts_with(&format!("{other}-format header (slot 0 = "))
+                        || (msg.starts_with(&format!("{other} format: slot "))
+                            && msg.contains(": record 0x"))
+                }
             };
             assert!(named, "{f} as {other}: {msg}");
             // And the misfit auto-detection reports says the same.
@@ -340,4 +349,139 @@ fn mirage_errors_name_the_header_lane_or_type_that_is_wrong() {
         e.contains("is of type 3, which Mirage MPK's profiler never writes"),
         "{e}"
     );
+}
+
+/// What one record of a lane was, as the decoded trace says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rec {
+    Begin,
+    End,
+    Instant,
+}
+
+/// The records of lane `p` of `t` in the order its leader wrote them, rebuilt from the
+/// decoded spans and instants: `(globaltimer_lo, record, region, payload)`. Records at one
+/// time are ordered ends first (innermost first), then instants, then begins (outermost
+/// first); a wrong guess would make the re-encoded buffer differ, not pass.
+fn lane_records(t: &Trace, p: usize) -> Vec<(u32, Rec, u32, u32)> {
+    let l = &t.lanes[p];
+    let s = &t.spans;
+    let mut v: Vec<(u64, u8, i32, Rec, u32, u32)> = Vec::new();
+    for k in l.spans.clone() {
+        let (r, pl, d) = (s.region[k] as u32, s.payload[k], s.depth[k] as i32);
+        v.push((s.begin[k], 2, d, Rec::Begin, r, pl));
+        v.push((s.end[k], 0, -d, Rec::End, r, pl));
+    }
+    let i = &t.instants;
+    for k in l.instants.clone() {
+        v.push((
+            i.ts[k],
+            1,
+            0,
+            Rec::Instant,
+            i.region[k] as u32,
+            i.payload[k],
+        ));
+    }
+    v.sort_by_key(|r| (r.0, r.1, r.2));
+    v.into_iter()
+        .map(|(ts, _, _, rec, r, pl)| (ts as u32, rec, r, pl))
+        .collect()
+}
+
+/// The shipped sample `name`, decoded as `f`, with the launch shape it records: the trace
+/// (clean: every record paired) and `(blocks, groups)`.
+fn decoded_sample(name: &str, f: WireFormat) -> (Vec<u64>, Trace, u32, u32) {
+    let words = shipped(name);
+    let t = forced(&words, f).unwrap();
+    assert!(
+        t.diagnostic_counts().is_clean(),
+        "{name}: {}",
+        t.diagnostic_counts()
+    );
+    let blocks = t.source.grid.iter().product();
+    let groups = t.source.groups_per_block;
+    (words, t, blocks, groups)
+}
+
+/// `got` (the re-encoding) equals `want` (the shipped file), or the first slot that
+/// differs is named.
+fn same_words(got: &[u64], want: &[u64]) {
+    assert_eq!(got.len(), want.len());
+    if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
+        panic!(
+            "slot {k}: re-encoded {:#018x}, shipped {:#018x} ({} of {} slots differ)",
+            got[k],
+            want[k],
+            (0..got.len()).filter(|&j| got[j] != want[j]).count(),
+            got.len()
+        );
+    }
+}
+
+/// The shipped TVM sample is what TVM's `CudaProfiler` writes (`peers::tvm`, from TVM's
+/// own page): every record decoded from it, written again by that re-implementation into
+/// a zeroed buffer of the same size, gives the same words.
+#[test]
+fn the_tvm_sample_is_what_tvms_profiler_writes() {
+    let (words, t, blocks, groups) = decoded_sample("attention_tvm.bin", WireFormat::Tvm);
+    assert_eq!((blocks, groups, t.lanes.len()), (8, 3, 24));
+    let mut buf = vec![0u64; words.len()];
+    for (p, l) in t.lanes.iter().enumerate() {
+        let mut w = peers::tvm::Profiler::init(&mut buf, blocks, groups, l.block, l.group);
+        for (lo, rec, r, _) in lane_records(&t, p) {
+            match rec {
+                Rec::Begin => w.start(&mut buf, r, lo),
+                Rec::End => w.end(&mut buf, r, lo),
+                Rec::Instant => w.instant(&mut buf, r, lo),
+            }
+        }
+        assert!(l.finalized, "lane {}", l.id);
+        w.finalize(&mut buf, l.end as u32);
+    }
+    same_words(&buf, &words);
+}
+
+/// The shipped FlashInfer sample is what FlashInfer's `PROFILER_*` macros write
+/// (`peers::flashinfer`, from `profiler.cuh`), with each lane's SM from the trace.
+#[test]
+fn the_flashinfer_sample_is_what_flashinfers_profiler_writes() {
+    let (words, t, blocks, groups) =
+        decoded_sample("attention_flashinfer.bin", WireFormat::FlashInfer);
+    assert_eq!((blocks, groups, t.lanes.len()), (8, 3, 24));
+    let mut buf = vec![0u64; words.len()];
+    for (p, l) in t.lanes.iter().enumerate() {
+        let sm = l.sm.expect("an SM id");
+        let mut c =
+            peers::flashinfer::Closure::init(&mut buf, blocks, groups, l.block, l.group, sm);
+        for (lo, rec, r, _) in lane_records(&t, p) {
+            match rec {
+                Rec::Begin => c.event_start(&mut buf, r, lo),
+                Rec::End => c.event_end(&mut buf, r, lo),
+                Rec::Instant => c.event_instant(&mut buf, r, lo),
+            }
+        }
+    }
+    same_words(&buf, &words);
+}
+
+/// The shipped Mirage sample is what the persistent kernel's `PROFILER_*` macros write
+/// (`peers::mirage`, from `profiler.h`): one group, each region's event number (its
+/// payload in the trace) in both its records, scheduler blocks writing nothing.
+#[test]
+fn the_mirage_sample_is_what_mirages_profiler_writes() {
+    let (words, t, blocks, groups) = decoded_sample("mpk_mirage.bin", WireFormat::Mirage);
+    assert_eq!((blocks, groups, t.lanes.len()), (10, 1, 8));
+    let mut buf = vec![0u64; words.len()];
+    for (p, l) in t.lanes.iter().enumerate() {
+        let mut c = peers::mirage::Closure::init(&mut buf, blocks, groups, l.block, l.group);
+        for (lo, rec, r, no) in lane_records(&t, p) {
+            match rec {
+                Rec::Begin => c.event_start(&mut buf, r, no, lo),
+                Rec::End => c.event_end(&mut buf, r, no, lo),
+                Rec::Instant => c.event_instant(&mut buf, r, no, lo),
+            }
+        }
+    }
+    same_words(&buf, &words);
 }

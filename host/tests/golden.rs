@@ -741,7 +741,7 @@ fn table_clock() {
     golden("clock_table.txt", &doc);
 }
 
-/// A shipped sample of the TVM family's other formats, decoded with its names file.
+/// A shipped sample of the TVM family, decoded with its names file.
 fn shipped(buf: &str, names: &str) -> Trace {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let opts = DecodeOptions {
@@ -749,6 +749,28 @@ fn shipped(buf: &str, names: &str) -> Trace {
         ..Default::default()
     };
     ikp_host::load(&root.join(buf), &opts).unwrap()
+}
+
+#[test]
+fn summary_and_csv_of_the_tvm_sample() {
+    let t = shipped("samples/attention_tvm.bin", "samples/attention_names.txt");
+    let opt = TraceWriteOptions::default();
+    let doc =
+        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "tvm.json")));
+    check_summary(&doc, &t, &opt);
+    let v: Value = serde_json::from_slice(&doc).unwrap();
+    assert_eq!(v["format"], "tvm");
+    assert_eq!(
+        (v["blocks"].as_u64(), v["warps_per_block"].as_u64()),
+        (Some(8), Some(3))
+    );
+    // Every lane finalizes; the signals are instants.
+    assert!(t.lanes.iter().all(|l| l.finalized && l.sm.is_none()));
+    assert!(!t.instants.ts.is_empty());
+    golden("tvm_sample_summary.json", &doc);
+    let doc = out(|w| write::csv::write_csv(w, &t));
+    check_csv(&doc, &t);
+    golden("tvm_sample_spans.csv", &doc);
 }
 
 #[test]

@@ -306,6 +306,16 @@ fn reason(e: &DecodeError) -> String {
         } => {
             format!("slot {slot}: record {word:#018x} {why}")
         }
+        DecodeError::TvmLane {
+            slot,
+            word,
+            found,
+            expected,
+            stride,
+        } => {
+            let why = super::tvm_lane_why(*found, *expected, *stride);
+            format!("slot {slot}: record {word:#018x} {why}")
+        }
         DecodeError::SlotHeader { word, why, .. } | DecodeError::TvmHeader { word, why } => {
             format!("slot 0 = {word:#018x}: {why}")
         }

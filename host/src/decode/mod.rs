@@ -199,7 +199,8 @@ pub enum DecodeError {
         why: &'static str,
     },
     /// A TVM-format record sits in another lane's slot (or names a lane that does not exist).
-    #[error("slot {slot}: record {word:#018x} names lane {found}, but the layout (stride {stride} = blocks x groups) puts lane {expected} there{}", if *found >= *stride { " (lane id out of range)" } else { "" })]
+    /// Named like the other formats' [`DecodeError::Record`]: `TVM format: slot ..`.
+    #[error("{} format: slot {slot}: record {word:#018x} {}", WireFormat::Tvm, tvm_lane_why(*found, *expected, *stride))]
     TvmLane {
         /// Word index.
         slot: u64,
@@ -322,6 +323,16 @@ pub enum LoadErrorKind {
 fn misfits(why: &[(WireFormat, String)]) -> String {
     let each: Vec<String> = why.iter().map(|(f, w)| format!("{f}: {w}")).collect();
     each.join("; ")
+}
+
+/// Why a TVM-format record does not belong in its slot ([`DecodeError::TvmLane`]).
+pub(crate) fn tvm_lane_why(found: u64, expected: u64, stride: u64) -> String {
+    let out = if found >= stride {
+        " (lane id out of range)"
+    } else {
+        ""
+    };
+    format!("names lane {found}, but the layout (stride {stride} = blocks x groups) puts lane {expected} there{out}")
 }
 
 /// `a, b and c`.

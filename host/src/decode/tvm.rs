@@ -952,7 +952,10 @@ mod tests {
                 }
                 let e = strip.scan::<Tvm>(0..n, lanes, &exp);
                 let e = e.unwrap_err().to_string();
-                assert!(e.starts_with(&format!("slot {}: ", k + 1)), "{e}");
+                assert!(
+                    e.starts_with(&format!("TVM format: slot {}: ", k + 1)),
+                    "{e}"
+                );
             }
         }
     }

@@ -3,7 +3,10 @@
 //! peer it re-implements.
 #![allow(dead_code)]
 
+pub mod flashinfer;
+pub mod mirage;
 pub mod proton;
+pub mod tvm;
 pub mod yaojz;
 
 /// A small deterministic generator (xorshift64*), for junk bytes and sample programs.
