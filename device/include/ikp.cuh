@@ -14,7 +14,8 @@
 // correction); a buffer sized for several launches (epochs) gives each launch its own
 // segments, the epoch taken by one atomic add per lane. Wait loops count their spins in a
 // register and add the total to a per-lane counter once. The host reads the buffer back and
-// decodes it (`ikp` CLI / ikp-host crate).
+// decodes it (`ikp` CLI / ikp-host crate). A C++ launcher sizes the buffer, writes its
+// header and builds ikp::Arg with ikp_host.hpp, written next to this file.
 //
 // Usage (nvcc or NVRTC, C++17, no other include needed):
 //

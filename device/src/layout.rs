@@ -299,16 +299,17 @@ impl Layout {
             Overflow::DropNewest => 0,
             Overflow::Ring => header_flags::RING as u64,
         };
+        let hi = |v: u64| v << wire::HDR_HI_SHIFT;
         w[hdr::MAGIC] = wire::MAGIC;
-        w[hdr::VERSION] = (header_len << 32) | wire::FORMAT_VERSION as u64;
-        w[hdr::LANES] = ((self.records_per_lane as u64) << 32) | self.lane_count();
-        w[hdr::GROUPS] = ((self.counters.len() as u64) << 48)
-            | (flags << 40)
-            | ((self.timer as u64) << 32)
+        w[hdr::VERSION] = hi(header_len) | wire::FORMAT_VERSION as u64;
+        w[hdr::LANES] = hi(self.records_per_lane as u64) | self.lane_count();
+        w[hdr::GROUPS] = ((self.counters.len() as u64) << wire::HDR_COUNTERS_SHIFT)
+            | (flags << wire::HDR_FLAGS_SHIFT)
+            | ((self.timer as u64) << wire::HDR_TIMER_SHIFT)
             | self.groups_per_block as u64;
-        w[hdr::GRID_XY] = ((self.grid[1] as u64) << 32) | self.grid[0] as u64;
-        w[hdr::GRID_Z] = ((self.regions.len() as u64) << 32) | self.grid[2] as u64;
-        w[hdr::STRIDE] = ((blob.len() as u64) << 32) | self.lane_stride();
+        w[hdr::GRID_XY] = hi(self.grid[1] as u64) | self.grid[0] as u64;
+        w[hdr::GRID_Z] = hi(self.regions.len() as u64) | self.grid[2] as u64;
+        w[hdr::STRIDE] = hi(blob.len() as u64) | self.lane_stride();
         w[hdr::EPOCHS] = self.epochs as u64;
         if let Some(s) = &self.clock_sync {
             w[hdr::SYNC_REALTIME] = s.host_realtime_ns;
@@ -382,7 +383,7 @@ impl Header {
             });
         }
         let lo = |i: usize| words[i] as u32;
-        let hi = |i: usize| (words[i] >> 32) as u32;
+        let hi = |i: usize| (words[i] >> wire::HDR_HI_SHIFT) as u32;
         let version = lo(hdr::VERSION);
         if version == 0 {
             return Err(LayoutError::ZeroVersion);
@@ -403,9 +404,9 @@ impl Header {
         let lane_count = lo(hdr::LANES) as u64;
         let records_per_lane = hi(hdr::LANES);
         let groups_per_block = lo(hdr::GROUPS);
-        let timer_id = hi(hdr::GROUPS) & 0xFF;
-        let flags = (hi(hdr::GROUPS) >> 8) & 0xFF;
-        let n_counters = hi(hdr::GROUPS) >> 16;
+        let timer_id = (words[hdr::GROUPS] >> wire::HDR_TIMER_SHIFT) as u32 & 0xFF;
+        let flags = (words[hdr::GROUPS] >> wire::HDR_FLAGS_SHIFT) as u32 & 0xFF;
+        let n_counters = (words[hdr::GROUPS] >> wire::HDR_COUNTERS_SHIFT) as u32 & 0xFFFF;
         let grid = [lo(hdr::GRID_XY), hi(hdr::GRID_XY), lo(hdr::GRID_Z)];
         let n_regions = hi(hdr::GRID_Z);
         let lane_stride = lo(hdr::STRIDE) as u64;

@@ -223,6 +223,15 @@ pub mod header_flags {
 pub const CALIB_DELTAS: u32 = 3;
 /// Shift of the sync sample count in header word 11.
 pub const SYNC_SAMPLES_SHIFT: u32 = 32;
+/// Shift of the high half of a two-field header word (bits 63..32 of the `# Format` table:
+/// words 1, 2, 4, 5, 6 and 7).
+pub const HDR_HI_SHIFT: u32 = 32;
+/// Shift of the timer id in header word 3 ([`hdr::GROUPS`]; 8 bits).
+pub const HDR_TIMER_SHIFT: u32 = 32;
+/// Shift of the header flags ([`header_flags`]) in header word 3 (8 bits).
+pub const HDR_FLAGS_SHIFT: u32 = 40;
+/// Shift of `n_counters` in header word 3 (16 bits).
+pub const HDR_COUNTERS_SHIFT: u32 = 48;
 
 /// Bits of the record kind.
 pub const KIND_BITS: u32 = 2;

@@ -1,7 +1,8 @@
-//! `ikp header -o DIR`: writes the generated device header `ikp.cuh` into DIR.
+//! `ikp header -o DIR`: writes the generated device header `ikp.cuh` and the C++ host
+//! helper `ikp_host.hpp` into DIR.
 //!
-//! The header is generated from the wire format compiled into this binary, so the file it
-//! writes always matches what this `ikp` decodes.
+//! The headers are generated from the wire format compiled into this binary, so the files
+//! it writes always match what this `ikp` decodes.
 use anyhow::Context;
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,12 +10,12 @@ use std::path::PathBuf;
 /// Arguments of `ikp header`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Directory to write ikp.cuh into (created if missing).
+    /// Directory to write ikp.cuh and ikp_host.hpp into (created if missing).
     #[arg(short = 'o', long = "out-dir", default_value = ".")]
     pub out_dir: PathBuf,
 }
 
-/// Runs `ikp header`: writes the file atomically and prints its path.
+/// Runs `ikp header`: writes the files atomically and prints the path of ikp.cuh.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let path = ikp_device::cuh::write_to_dir(&args.out_dir).with_context(|| {
         format!(

@@ -10,14 +10,14 @@ use crate::wire::{
 use std::fmt::Write;
 
 /// One C++ constant: name, value, type and a one-line comment.
-struct Const {
-    name: &'static str,
-    value: u64,
-    wide: bool,
-    doc: &'static str,
+pub(super) struct Const {
+    pub(super) name: &'static str,
+    pub(super) value: u64,
+    pub(super) wide: bool,
+    pub(super) doc: &'static str,
 }
 
-const fn u32c(name: &'static str, value: u32, doc: &'static str) -> Const {
+pub(super) const fn u32c(name: &'static str, value: u32, doc: &'static str) -> Const {
     Const {
         name,
         value: value as u64,
@@ -122,30 +122,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
 /// Writes the `namespace ikp` constants, the timer / fence enums and `struct Arg`.
 pub(super) fn write(out: &mut String) {
     for (heading, consts) in groups() {
-        let _ = writeln!(out, "// {heading}");
-        for c in consts {
-            if c.wide {
-                let _ = writeln!(
-                    out,
-                    "constexpr unsigned long long {} = {:#018x}ull;  // {}",
-                    c.name, c.value, c.doc
-                );
-            } else if c.value >= 256 {
-                // Masks, marks and limits read better in hex.
-                let _ = writeln!(
-                    out,
-                    "constexpr unsigned {} = {:#x}u;  // {}",
-                    c.name, c.value, c.doc
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "constexpr unsigned {} = {}u;  // {}",
-                    c.name, c.value, c.doc
-                );
-            }
-        }
-        out.push('\n');
+        write_group(out, "", heading, &consts);
     }
     let _ = writeln!(
         out,
@@ -182,6 +159,35 @@ pub(super) fn write(out: &mut String) {
          enum class Fence : unsigned { None = 0u, Block = 1u };\n\n",
     );
     write_arg(out);
+}
+
+/// Writes one group of constants under a `// heading` comment, each line indented by
+/// `indent`, then a blank line.
+pub(super) fn write_group(out: &mut String, indent: &str, heading: &str, consts: &[Const]) {
+    let _ = writeln!(out, "{indent}// {heading}");
+    for c in consts {
+        if c.wide {
+            let _ = writeln!(
+                out,
+                "{indent}constexpr unsigned long long {} = {:#018x}ull;  // {}",
+                c.name, c.value, c.doc
+            );
+        } else if c.value >= 256 {
+            // Masks, marks and limits read better in hex.
+            let _ = writeln!(
+                out,
+                "{indent}constexpr unsigned {} = {:#x}u;  // {}",
+                c.name, c.value, c.doc
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{indent}constexpr unsigned {} = {}u;  // {}",
+                c.name, c.value, c.doc
+            );
+        }
+    }
+    out.push('\n');
 }
 
 /// One field of [`KernelArg`], as the C++ struct declares it.

@@ -8,11 +8,18 @@
 //! The same text is committed as `device/include/ikp.cuh` (a test keeps the two equal) and
 //! written by `ikp header -o DIR` ([`write_to_dir`]).
 //!
+//! Beside it, [`host_source`] is `ikp_host.hpp`, the host side of a C++ launcher:
+//! `ikp::HostLayout`, the C++ twin of [`crate::Layout`], sizes the buffer, writes its header
+//! and builds `ikp::Arg` (plain C++17, no CUDA header), generated from the same wire module
+//! and the `Layout` struct. It includes `ikp.cuh`; [`write_to_dir`] writes both, and
+//! `device/include/` holds both.
+//!
 //! The header needs no include (NVRTC compiles it as is), requires C++17 (`if constexpr`,
 //! the default of nvcc 12+ and NVRTC 12+), and compiles as plain host C++ under
 //! `IKP_HOST_EMULATION` so the encoding logic can be tested without a GPU.
 
 mod consts;
+mod host;
 mod text;
 
 use crate::wire;
@@ -21,6 +28,15 @@ use std::path::{Path, PathBuf};
 
 /// The header's file name.
 pub const FILE_NAME: &str = "ikp.cuh";
+
+/// The host header's file name (it includes [`FILE_NAME`] from its own directory).
+pub const HOST_FILE_NAME: &str = "ikp_host.hpp";
+
+/// The whole host header text (`ikp_host.hpp`): `ikp::HostLayout`, the buffer size, the
+/// header words and `ikp::Arg` for a C++ launcher.
+pub fn host_source() -> String {
+    host::source()
+}
 
 /// The whole header text.
 pub fn source() -> String {
@@ -59,7 +75,8 @@ fn banner(version: u32) -> String {
 // correction); a buffer sized for several launches (epochs) gives each launch its own
 // segments, the epoch taken by one atomic add per lane. Wait loops count their spins in a
 // register and add the total to a per-lane counter once. The host reads the buffer back and
-// decodes it (`ikp` CLI / ikp-host crate).
+// decodes it (`ikp` CLI / ikp-host crate). A C++ launcher sizes the buffer, writes its
+// header and builds ikp::Arg with ikp_host.hpp, written next to this file.
 //
 // Usage (nvcc or NVRTC, C++17, no other include needed):
 //
@@ -98,18 +115,25 @@ fn banner(version: u32) -> String {
     )
 }
 
-/// Writes [`source`] to `dir/ikp.cuh`, creating `dir` if needed, and returns the path.
+/// Writes [`source`] to `dir/ikp.cuh` and [`host_source`] to `dir/ikp_host.hpp`, creating
+/// `dir` if needed, and returns the path of `ikp.cuh`.
 ///
-/// The file is written to a temporary name in `dir` and renamed over the target, so a
+/// Each file is written to a temporary name in `dir` and renamed over the target, so a
 /// concurrent reader (a build including the header) sees the old or the new header, never a
 /// partial one.
 pub fn write_to_dir(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
-    let path = dir.join(FILE_NAME);
-    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    let path = write_file(dir, FILE_NAME, &source())?;
+    write_file(dir, HOST_FILE_NAME, &host_source())?;
+    Ok(path)
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(source().as_bytes())?;
+        f.write_all(text.as_bytes())?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)
     })();
@@ -182,10 +206,15 @@ mod tests {
         let p = write_to_dir(&nested).unwrap();
         assert_eq!(p, nested.join(FILE_NAME));
         std::fs::write(&p, "stale").unwrap();
+        std::fs::write(nested.join(HOST_FILE_NAME), "stale").unwrap();
         write_to_dir(&nested).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), source());
+        assert_eq!(
+            std::fs::read_to_string(nested.join(HOST_FILE_NAME)).unwrap(),
+            host_source()
+        );
         let leftovers: Vec<_> = std::fs::read_dir(&nested).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "temporary file left behind");
+        assert_eq!(leftovers.len(), 2, "temporary file left behind");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
