@@ -15,16 +15,20 @@ pub struct Args {
     pub out_dir: PathBuf,
 }
 
-/// Runs `ikp header`: writes the files atomically and prints the path of ikp.cuh.
+/// Runs `ikp header`: writes the files atomically and prints their paths, one a line.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let path = ikp_device::cuh::write_to_dir(&args.out_dir).with_context(|| {
         format!(
-            "ikp header: cannot write {} into {}",
+            "ikp header: cannot write {} and {} into {}",
             ikp_device::cuh::FILE_NAME,
+            ikp_device::cuh::HOST_FILE_NAME,
             args.out_dir.display()
         )
     })?;
-    writeln!(std::io::stdout(), "{}", path.display())?;
+    let host = path.with_file_name(ikp_device::cuh::HOST_FILE_NAME);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", path.display())?;
+    writeln!(out, "{}", host.display())?;
     Ok(())
 }
 
@@ -42,6 +46,8 @@ mod tests {
         .unwrap();
         let text = std::fs::read_to_string(dir.join("ikp.cuh")).unwrap();
         assert_eq!(text, ikp_device::cuh::source());
+        let host = std::fs::read_to_string(dir.join("ikp_host.hpp")).unwrap();
+        assert_eq!(host, ikp_device::cuh::host_source());
     }
 
     #[test]
