@@ -51,7 +51,7 @@
 //! - `xlsx` (default): the report workbook ([`report::write_xlsx`]), through
 //!   rust_xlsxwriter.
 //! - `parquet` (default): the Parquet tables ([`write_parquet`], [`write::parquet`]),
-//!   through the `parquet` crate's own writer (no Arrow).
+//!   through the `parquet` crate's own writer (no Arrow; Snappy compression).
 #![warn(missing_docs)]
 
 mod arch;
