@@ -93,7 +93,8 @@ impl From<HostClockArg> for ikp_host::HostClock {
 pub struct Args {
     /// The buffers (ikp native, TVM, FlashInfer or Mirage format, a yao-jz ring dump, a
     /// Proton trace). Several go into one --perfetto trace, a launch per buffer, in the
-    /// order given, labelled with the file names; the other outputs take one buffer.
+    /// order given, labelled with the file names, and into one set of --parquet tables;
+    /// the other outputs take one buffer.
     #[arg(required = true, value_name = "BUF")]
     pub bufs: Vec<PathBuf>,
     #[command(flatten)]
