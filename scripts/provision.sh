@@ -13,6 +13,9 @@
 #     flashinfer/profiler/__init__.py taken from the pinned flashinfer-python wheel (a
 #     62 MB download, nothing installed) into .deps/flashinfer-python-<version>/, skipped
 #     when that file is there.
+#   * DuckDB (PyPI duckdb, a self-contained wheel) in .venv, which reads the Parquet tables
+#     back in host/tests/parquet.rs; skipped when .venv/.ikp-parquet-reader lists the same
+#     pin.
 #   * a real driver library, libcuda.so.1, that answers CUDA_ERROR_NO_DEVICE on a machine
 #     without a GPU: Debian's non-free libcuda1, downloaded with apt and unpacked (not
 #     installed) into .deps/libcuda. This adds the non-free component to the apt sources
@@ -49,6 +52,12 @@ pstamp="$venv/.ikp-peer-decoders"
 if [ ! -f "$pstamp" ] || [ "$(cat "$pstamp")" != "$peers" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $peers
   echo "$peers" > "$pstamp"
+fi
+readers="duckdb==2.0.1"
+rstamp="$venv/.ikp-parquet-reader"
+if [ ! -f "$rstamp" ] || [ "$(cat "$rstamp")" != "$readers" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $readers
+  echo "$readers" > "$rstamp"
 fi
 fi_version=0.7.2.post1
 fi_file="$deps/flashinfer-python-$fi_version/flashinfer/profiler/__init__.py"

@@ -27,10 +27,10 @@ phase doctests
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 phase "cargo doc"
 # The decode / write / analysis build of the library (README, "The library"): without its
-# default features it must link neither cudarc nor the xlsx writer, and compile with its
-# tests.
+# default features it must link neither cudarc, the xlsx writer nor the Parquet writer,
+# and compile with its tests.
 if cargo tree -p ikp-host --no-default-features -e normal --locked --prefix none |
-  grep -E '^(cudarc|rust_xlsxwriter|libloading) '; then
+  grep -E '^(cudarc|rust_xlsxwriter|libloading|parquet) '; then
   echo "ikp-host --no-default-features still depends on the crates above" >&2
   exit 1
 fi

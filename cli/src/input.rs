@@ -115,6 +115,8 @@ impl InputArgs {
 pub struct Launches {
     /// Each launch's label.
     pub labels: Vec<String>,
+    /// The label of each launch's buffer (its label without ` · launch k`).
+    pub buffers: Vec<String>,
     /// Each launch's trace.
     pub traces: Vec<ikp_host::Trace>,
 }
@@ -129,6 +131,7 @@ impl InputArgs {
         let opts = self.options()?;
         let mut out = Launches {
             labels: Vec::new(),
+            buffers: Vec::new(),
             traces: Vec::new(),
         };
         for (label, b) in labels.into_iter().zip(bufs) {
@@ -149,6 +152,7 @@ impl InputArgs {
                     None => label.clone(),
                 };
                 out.labels.push(l);
+                out.buffers.push(label.clone());
                 out.traces.push(t);
             }
         }

@@ -419,7 +419,9 @@ fn several_buffers_with_a_one_buffer_output_is_a_usage_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--chrome takes one buffer; 2 were given (several buffers go to --perfetto)"),
+        err.contains(
+            "--chrome takes one buffer; 2 were given (several buffers go to --perfetto and --parquet)"
+        ),
         "{err}"
     );
     // Nothing is written, not even the output that takes several.

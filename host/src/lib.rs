@@ -1,7 +1,7 @@
 //! ikp-host: everything after an instrumented kernel ran.
 //!
 //! Load a buffer, decode it into a [`Trace`], write it as Perfetto, Chrome trace JSON, a
-//! summary JSON or CSV, analyse it, report on it:
+//! summary JSON, CSV or Parquet, analyse it, report on it:
 //!
 //! ```
 //! # let dir = tempfile::tempdir()?;
@@ -50,6 +50,8 @@
 //!   a decode / write / analysis build (`default-features = false`).
 //! - `xlsx` (default): the report workbook ([`report::write_xlsx`]), through
 //!   rust_xlsxwriter.
+//! - `parquet` (default): the Parquet tables ([`write_parquet`], [`write::parquet`]),
+//!   through the `parquet` crate's own writer (no Arrow; Snappy compression).
 #![warn(missing_docs)]
 
 mod arch;
@@ -94,6 +96,8 @@ pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};
 pub use write::chrome::write_chrome;
 pub use write::csv::write_csv;
+#[cfg(feature = "parquet")]
+pub use write::parquet::write_parquet;
 pub use write::perfetto::{
     write_merged, write_perfetto, write_perfetto_streamed, Compression, GroupBy, LaunchLayout,
     MergeStats, PerfettoOptions, PerfettoStats,

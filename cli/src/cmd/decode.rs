@@ -1,5 +1,5 @@
 //! `ikp decode BUF [BUF]...`: decode a buffer and write any of the Chrome trace, summary
-//! JSON, per-block distributions, CSV and Perfetto outputs, all of them or none.
+//! JSON, per-block distributions, CSV, Parquet and Perfetto outputs, all of them or none.
 //!
 //! **Perfetto** (`--perfetto OUT`) is deflate-compressed by default, as in the library
 //! (`--perfetto-compression none` for plain packets).
@@ -8,14 +8,17 @@
 //! trace, a launch per buffer in the order given, each decoded with the same `--format`,
 //! `--names`, `--block-filter`. A launch's root track is labelled `launch k: <file name>`;
 //! buffers whose file names coincide are labelled with the path as given instead (and a
-//! path given twice gets a ` (2)` suffix). The other outputs take one buffer: asking for
-//! them with several is a usage error (exit code 2, nothing written). With no output asked
+//! path given twice gets a ` (2)` suffix). `--parquet DIR` takes several buffers too: its
+//! tables hold every launch, each row labelled with its buffer's label (`buffer`) and
+//! its launch's index in the buffer (`launch`). The other outputs take one buffer: asking
+//! for them with several is a usage error (exit code 2, nothing written). With no output asked
 //! for, each buffer's summary table is printed under a `==> label <==` line.
 //!
 //! **A buffer of several launches** (epochs: a launch loop, a replayed CUDA Graph) is
 //! decoded into a launch per epoch that recorded anything, labelled `<file> · launch k`
-//! (k from 0): they go into one Perfetto trace, or without an output each one's summary
-//! table is printed, as for several buffers; the one-buffer outputs are a usage error.
+//! (k from 0): they go into one Perfetto trace and one set of Parquet tables, or without
+//! an output each one's summary table is printed, as for several buffers; the one-buffer
+//! outputs are a usage error.
 //! Launches that ran past the buffer's room are named in a warning.
 //!
 //! **Streaming**: a single native buffer of at least 1 GiB (or `--stream`) with `--perfetto`
@@ -26,14 +29,15 @@
 //!
 //! Every file is written aside and put in place once every output was written (a failure
 //! leaves none of them), then named on stderr with its size unless `--quiet`. `-` as an
-//! output path is standard output, for one output at a time.
+//! output path is standard output, for one output at a time (not for the directories of
+//! `--block-dists` and `--parquet`).
 use crate::input::{labels, warn, InputArgs, Launches};
 use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
-    write_block_dists, write_chrome, write_csv, write_perfetto, write_perfetto_streamed,
-    write_summary, write_table, DecodeError, Launch, LoadErrorKind, PerfettoOptions,
-    StreamedBuffer, TraceWriteOptions, WireFormat,
+    write_block_dists, write_chrome, write_csv, write_parquet, write_perfetto,
+    write_perfetto_streamed, write_summary, write_table, DecodeError, Launch, LoadErrorKind,
+    PerfettoOptions, StreamedBuffer, TraceWriteOptions, WireFormat,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -89,7 +93,8 @@ impl From<HostClockArg> for ikp_host::HostClock {
 pub struct Args {
     /// The buffers (ikp native, TVM, FlashInfer or Mirage format, a yao-jz ring dump, a
     /// Proton trace). Several go into one --perfetto trace, a launch per buffer, in the
-    /// order given, labelled with the file names; the other outputs take one buffer.
+    /// order given, labelled with the file names, and into one set of --parquet tables;
+    /// the other outputs take one buffer.
     #[arg(required = true, value_name = "BUF")]
     pub bufs: Vec<PathBuf>,
     #[command(flatten)]
@@ -103,6 +108,12 @@ pub struct Args {
     /// Write the spans as CSV.
     #[arg(long, value_name = "OUT")]
     pub csv: Option<PathBuf>,
+    /// Write the spans, instants and counter samples as Parquet (DuckDB, Polars, Spark):
+    /// DIR/spans.parquet, DIR/instants.parquet, DIR/counters.parquet (other files in DIR
+    /// are left alone). With several buffers or launches, one set of tables holding every
+    /// launch, each row labelled with its buffer and launch index.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
     /// Write a native Perfetto protobuf trace (ui.perfetto.dev, trace processor); with
     /// several buffers, one trace with a launch per buffer.
     #[arg(long, value_name = "OUT")]
@@ -168,12 +179,13 @@ const STREAM_MIN_BYTES: u64 = 1 << 30;
 
 impl Args {
     /// The outputs asked for, with their flags.
-    fn outputs(&self) -> [(&'static str, Option<&Path>); 5] {
+    fn outputs(&self) -> [(&'static str, Option<&Path>); 6] {
         [
             ("--chrome", self.chrome.as_deref()),
             ("--summary", self.summary.as_deref()),
             ("--csv", self.csv.as_deref()),
             ("--block-dists", self.block_dists.as_deref()),
+            ("--parquet", self.parquet.as_deref()),
             ("--perfetto", self.perfetto.as_deref()),
         ]
     }
@@ -267,6 +279,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if let Some(p) = &a.csv {
         outs.file(p, |w| write_csv(w, &trace))?;
     }
+    if let Some(p) = &a.parquet {
+        write_parquet(outs.batch(), p, &[Launch::new(&label, &trace)])?;
+    }
     if let Some(p) = &a.perfetto {
         outs.file(p, |w| {
             write_perfetto(w, &[Launch::new(&label, &trace)], &popts).map(|_| ())
@@ -275,9 +290,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     outs.commit()?;
     if a.outputs().iter().all(|(_, p)| p.is_none()) {
         write_table(std::io::stdout().lock(), &trace, &opt)?;
-        eprintln!("ikp decode: no output asked for (--chrome, --summary, --csv, --perfetto, --block-dists); printed the summary table");
+        eprintln!("ikp decode: no output asked for (--chrome, --summary, --csv, --parquet, --perfetto, --block-dists); printed the summary table");
     }
     Ok(())
+}
+
+/// Whether the output `flag` takes several launches (several buffers, or a buffer of
+/// several epochs).
+fn several_launches(flag: &str) -> bool {
+    matches!(flag, "--perfetto" | "--parquet")
 }
 
 /// Refuses, as a usage error, outputs that take one buffer when several are given.
@@ -288,7 +309,7 @@ fn one_buffer_outputs(a: &Args) -> anyhow::Result<()> {
     let flags: Vec<&str> = a
         .outputs()
         .into_iter()
-        .filter(|(f, p)| *f != "--perfetto" && p.is_some())
+        .filter(|(f, p)| !several_launches(f) && p.is_some())
         .map(|(f, _)| f)
         .chain(a.stream.then_some("--stream"))
         .collect();
@@ -298,7 +319,7 @@ fn one_buffer_outputs(a: &Args) -> anyhow::Result<()> {
         _ => "take",
     };
     Err(UsageError(format!(
-        "{} {verb} one buffer; {} were given (several buffers go to --perfetto)",
+        "{} {verb} one buffer; {} were given (several buffers go to --perfetto and --parquet)",
         flags.join(", "),
         a.bufs.len()
     ))
@@ -306,13 +327,15 @@ fn one_buffer_outputs(a: &Args) -> anyhow::Result<()> {
 }
 
 /// Refuses, as a usage error, `-` (standard output) for more than one output, or for the
-/// block distributions (a directory).
+/// block distributions and the Parquet tables (directories).
 fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
-    if a.block_dists.as_deref().is_some_and(is_stdout) {
-        return Err(UsageError(
-            "--block-dists writes a directory; it cannot be - (standard output)".into(),
-        )
-        .into());
+    for (flag, p) in [("--block-dists", &a.block_dists), ("--parquet", &a.parquet)] {
+        if p.as_deref().is_some_and(is_stdout) {
+            return Err(UsageError(format!(
+                "{flag} writes a directory; it cannot be - (standard output)"
+            ))
+            .into());
+        }
     }
     let to_stdout: Vec<&str> = a
         .outputs()
@@ -331,17 +354,18 @@ fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
 }
 
 /// `ikp decode` with several launches (several buffers, or a buffer of several epochs):
-/// one Perfetto trace with a launch each, or without an output each launch's summary
-/// table (other outputs are refused, as a usage error). Every buffer is decoded, one
-/// after the other, before anything is written.
+/// one Perfetto trace with a launch each and one set of Parquet tables holding them all,
+/// or without an output each launch's summary table (other outputs are refused, as a
+/// usage error). Every buffer is decoded, one after the other, before anything is
+/// written.
 fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
     let flags: Vec<&str> = (a.outputs().into_iter())
-        .filter(|(f, p)| *f != "--perfetto" && p.is_some())
+        .filter(|(f, p)| !several_launches(f) && p.is_some())
         .map(|(f, _)| f)
         .collect();
     if !flags.is_empty() {
         return Err(UsageError(format!(
-            "{} {} one launch; {} holds {} launches (epochs): several launches go to --perfetto, or to ikp summary, analyze and report",
+            "{} {} one launch; {} holds {} launches (epochs): several launches go to --perfetto and --parquet, or to ikp summary, analyze and report",
             flags.join(", "),
             if flags.len() == 1 { "takes" } else { "take" },
             a.bufs[0].display(),
@@ -349,14 +373,28 @@ fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let Launches { labels, traces } = launches;
-    if let Some(p) = &a.perfetto {
+    let Launches {
+        labels,
+        buffers,
+        traces,
+    } = launches;
+    if a.perfetto.is_some() || a.parquet.is_some() {
         let launches: Vec<Launch> = (labels.iter().zip(&traces))
             .map(|(l, t)| Launch::new(l, t))
             .collect();
+        // The Parquet rows are labelled by buffer: their `launch` column tells a buffer's
+        // launches apart.
+        let by_buffer: Vec<Launch> = (buffers.iter().zip(&traces))
+            .map(|(b, t)| Launch::new(b, t))
+            .collect();
         let popts = a.perfetto_options();
         let mut outs = Outputs::new(&a.inputs(), a.quiet);
-        outs.file(p, |w| write_perfetto(w, &launches, &popts).map(|_| ()))?;
+        if let Some(p) = &a.perfetto {
+            outs.file(p, |w| write_perfetto(w, &launches, &popts).map(|_| ()))?;
+        }
+        if let Some(p) = &a.parquet {
+            write_parquet(outs.batch(), p, &by_buffer)?;
+        }
         outs.commit()?;
     } else {
         let opt = a.trace_options();
@@ -366,7 +404,7 @@ fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
             writeln!(out, "{sep}==> {l} <==").context("writing to stdout")?;
             write_table(&mut out, t, &opt)?;
         }
-        eprintln!("ikp decode: no output asked for (--perfetto takes several buffers); printed the summary tables");
+        eprintln!("ikp decode: no output asked for (--perfetto and --parquet take several buffers); printed the summary tables");
     }
     Ok(())
 }

@@ -35,7 +35,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // A buffer of several launches (epochs) is a launch each, `<path> · launch k`.
     let paths: Vec<String> = args.bufs.iter().map(|p| p.display().to_string()).collect();
-    let crate::input::Launches { labels, traces } = args.input.load_launches(&args.bufs, paths)?;
+    let crate::input::Launches { labels, traces, .. } =
+        args.input.load_launches(&args.bufs, paths)?;
     let launches: Vec<Launch> = (labels.iter().zip(&traces))
         .map(|(l, t)| Launch::new(l, t))
         .collect();

@@ -45,6 +45,10 @@ pub enum WriteErrorKind {
     #[cfg(feature = "xlsx")]
     #[error("building the xlsx workbook: {0}")]
     Xlsx(rust_xlsxwriter::XlsxError),
+    /// The Parquet writer refused (an I/O error of the sink is [`WriteErrorKind::Io`]).
+    #[cfg(feature = "parquet")]
+    #[error("writing Parquet: {0}")]
+    Parquet(::parquet::errors::ParquetError),
     /// One path was given for two outputs of the same batch.
     #[error("the same file is also another output of this batch")]
     SamePath,

@@ -9,6 +9,8 @@
 //! - [`summary`]: summary JSON of region statistics, and the per-block distribution
 //!   directory;
 //! - [`csv`]: one row per span, for pandas / DuckDB;
+//! - [`mod@parquet`] (feature `parquet`): spans, instants and counter samples of one or
+//!   many launches as Parquet tables, for DuckDB, Polars, Spark;
 //! - [`table`]: the terminal table of `ikp summary`;
 //! - [`perfetto`]: native Perfetto protobuf;
 //! - [`analysis_text`]: `ikp analyze`'s text and `ikp diff`'s table;
@@ -23,6 +25,8 @@ pub mod chrome;
 pub mod csv;
 mod error;
 mod json;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod perfetto;
 pub mod summary;
 pub mod table;
@@ -34,7 +38,7 @@ use std::path::Path;
 
 /// One decoded launch and the label it is shown under (usually its buffer's file name),
 /// for the writers that put several launches in one output (Perfetto, the HTML report,
-/// the workbook).
+/// the workbook, the Parquet tables).
 #[derive(Clone, Copy, Debug)]
 pub struct Launch<'a> {
     /// Shown in the output's launch heading (the Perfetto root track, the report section).
