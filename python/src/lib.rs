@@ -7,7 +7,7 @@
 //!
 //! Every error is a Python exception: the library's errors as `ikp.IkpError` (a buffer that
 //! fits several formats as its subclass `ikp.AmbiguousFormatError`, whose `formats` lists
-//! them), and a panic, should one happen, as `ikp.IkpError` too ([`guard`]): none crosses
+//! them), and a panic, should one happen, as `ikp.IkpError` too (`guard`): none crosses
 //! into Python as a `PanicException`.
 
 use ikp_host::analysis::kernel::{self, KernelOptions};
