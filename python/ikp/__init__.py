@@ -153,6 +153,11 @@ def _columns(native_cols: Dict[str, Any]) -> Dict[str, np.ndarray]:
     return {k: np.frombuffer(b, dtype=dt) for k, (dt, b) in native_cols.items()}
 
 
+def _ordered(cols: Dict[str, np.ndarray], *rest: str) -> Dict[str, np.ndarray]:
+    """The columns in table order: the lane's first, then ``rest``."""
+    return {k: cols[k] for k in ("lane", "block", "group", "sm", "warp") + rest}
+
+
 class Trace:
     """A decoded trace (one launch).
 
@@ -227,19 +232,19 @@ class Trace:
         c = self._with_lanes(_columns(self._native.spans()))
         c["name"] = self._named(c["region"], self.region_names)
         c["dur_ns"] = c["end_ns"] - c["begin_ns"]
-        return c
+        return _ordered(c, "region", "name", "depth", "payload", "begin_ns", "end_ns", "dur_ns")
 
     def instants(self) -> Dict[str, np.ndarray]:
         """Point events: lane, block, group, sm, warp, region, name, payload, ts_ns."""
         c = self._with_lanes(_columns(self._native.instants()))
         c["name"] = self._named(c["region"], self.region_names)
-        return c
+        return _ordered(c, "region", "name", "payload", "ts_ns")
 
     def counters(self) -> Dict[str, np.ndarray]:
         """Wait-counter samples: lane, block, group, sm, warp, counter, name, ts_ns, value."""
         c = self._with_lanes(_columns(self._native.counters()))
         c["name"] = self._named(c["counter"], self.counter_names)
-        return c
+        return _ordered(c, "counter", "name", "ts_ns", "value")
 
     def to_pandas(self, table: str = "spans") -> Any:
         """A pandas DataFrame of the spans (or of "instants", "counters", "lanes")."""

@@ -1,6 +1,7 @@
 """Type stubs of the native module ikp._ikp (python/src/lib.rs). Use the package ``ikp``."""
 
 from os import PathLike
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 _Path = Union[str, PathLike[str]]
@@ -38,7 +39,7 @@ class NativeTrace:
     def write_perfetto(self, path: _Path) -> None: ...
     def write_chrome(self, path: _Path) -> None: ...
     def write_summary(self, path: _Path) -> None: ...
-    def report(self, dir: _Path) -> str: ...
+    def report(self, dir: _Path) -> Path: ...
 
 class NativeLayout:
     def __init__(

@@ -42,12 +42,14 @@ def test_load_native_sample():
     assert t.format == "ikp"
     assert t.grid == (64, 1, 1)
     assert "mainloop" in t.region_names
+    assert t.time_base_ns > 0  # device time: the columns are relative to it
     s = t.spans()
     n = len(s["lane"])
     assert n == 5878
-    for k in ("lane", "block", "group", "sm", "warp", "region", "name", "depth", "payload",
-              "begin_ns", "end_ns", "dur_ns"):
-        assert len(s[k]) == n, k
+    assert list(s) == ["lane", "block", "group", "sm", "warp", "region", "name", "depth",
+                       "payload", "begin_ns", "end_ns", "dur_ns"]
+    assert all(len(v) == n for v in s.values())
+    assert min(s["begin_ns"].min(), t.lanes()["start_ns"].min()) == 0
     assert s["begin_ns"].dtype == np.uint64 and s["region"].dtype == np.uint16
     assert (s["end_ns"] >= s["begin_ns"]).all()
     assert (s["dur_ns"] == s["end_ns"] - s["begin_ns"]).all()
