@@ -272,7 +272,10 @@ impl NativeTrace {
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("region", ("<u2", u16s(py, &s.region)))?;
         d.set_item("payload", ("<u4", u32s(py, &s.payload)))?;
-        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, self.trace.source.time_base)))?;
+        d.set_item(
+            "ts_ns",
+            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
+        )?;
         Ok(d)
     }
 
@@ -282,7 +285,10 @@ impl NativeTrace {
         let d = PyDict::new(py);
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("counter", ("<u2", u16s(py, &s.counter)))?;
-        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, self.trace.source.time_base)))?;
+        d.set_item(
+            "ts_ns",
+            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
+        )?;
         d.set_item("value", ("<u4", u32s(py, &s.value)))?;
         Ok(d)
     }
