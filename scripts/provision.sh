@@ -16,6 +16,8 @@
 #   * DuckDB (PyPI duckdb, a self-contained wheel) in .venv, which reads the Parquet tables
 #     back in host/tests/parquet.rs; skipped when .venv/.ikp-parquet-reader lists the same
 #     pin.
+#   * maturin (PyPI) in .venv, the build backend of the Python package (python/), skipped
+#     when .venv/.ikp-python-tools lists the same pin.
 #   * a real driver library, libcuda.so.1, that answers CUDA_ERROR_NO_DEVICE on a machine
 #     without a GPU: Debian's non-free libcuda1, downloaded with apt and unpacked (not
 #     installed) into .deps/libcuda. This adds the non-free component to the apt sources
@@ -58,6 +60,13 @@ rstamp="$venv/.ikp-parquet-reader"
 if [ ! -f "$rstamp" ] || [ "$(cat "$rstamp")" != "$readers" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $readers
   echo "$readers" > "$rstamp"
+fi
+# The Python package's build backend (python/pyproject.toml), run by scripts/test-python.sh.
+pytools="maturin==1.16.0"
+tstamp="$venv/.ikp-python-tools"
+if [ ! -f "$tstamp" ] || [ "$(cat "$tstamp")" != "$pytools" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $pytools
+  echo "$pytools" > "$tstamp"
 fi
 fi_version=0.7.2.post1
 fi_file="$deps/flashinfer-python-$fi_version/flashinfer/profiler/__init__.py"

@@ -23,6 +23,10 @@ cargo test --workspace --all-targets --locked "$@" 2>&1 | tee "$log"
 phase "cargo test"
 cargo test --workspace --doc --locked
 phase doctests
+# The Python package (README, "From Python"): its wheel, built in target/ with the dev
+# profile, installed into a fresh venv, tested with pytest on the samples.
+bash scripts/test-python.sh
+phase python
 # The formats are specified in rustdoc: broken links there fail the run.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 phase "cargo doc"

@@ -1,0 +1,516 @@
+//! `ikp._ikp`: the native module of the `ikp` Python package (python/ikp/).
+//!
+//! A thin layer over the library's facade ([`ikp_host`], [`ikp_device::Layout`]): it
+//! decodes, writes and analyses, and hands Python plain objects (`bytes` holding
+//! little-endian columns, `str` holding JSON, lists, ints). The package's Python side turns
+//! them into numpy arrays, dicts and DataFrames, so no numpy crate is needed here.
+//!
+//! Every error is a Python exception: the library's errors as `ikp.IkpError` (a buffer that
+//! fits several formats as its subclass `ikp.AmbiguousFormatError`, whose `formats` lists
+//! them), and a panic, should one happen, as `ikp.IkpError` too (`guard`): none crosses
+//! into Python as a `PanicException`.
+
+use ikp_host::analysis::kernel::{self, KernelOptions};
+use ikp_host::report::{write_html, ReportOptions};
+use ikp_host::{
+    atomic, summarize, write_chrome, write_perfetto, write_summary, DecodeError, DecodeOptions,
+    FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceWriteOptions,
+};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+pyo3::create_exception!(
+    _ikp,
+    IkpError,
+    PyException,
+    "An error of ikp: a buffer that cannot be read or decoded, an output that cannot be written."
+);
+pyo3::create_exception!(
+    _ikp,
+    AmbiguousFormatError,
+    IkpError,
+    "The buffer fits several wire formats; `formats` names them. Pass format= to choose one."
+);
+
+/// Runs `f`, turning a panic into an `IkpError` (with the panic's message).
+fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(IkpError::new_err(format!(
+                "internal error (a bug in ikp): {msg}"
+            )))
+        }
+    }
+}
+
+/// `IkpError(msg)` for any library error.
+fn err(e: impl std::fmt::Display) -> PyErr {
+    IkpError::new_err(e.to_string())
+}
+
+/// A load error as an exception: `AmbiguousFormatError` (with `formats`) for a buffer that
+/// fits several formats, `IkpError` otherwise.
+fn load_err(py: Python<'_>, e: ikp_host::LoadError) -> PyErr {
+    if let LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) = &e.kind {
+        let formats: Vec<&str> = fits.iter().map(|f| f.name()).collect();
+        let exc = AmbiguousFormatError::new_err(format!(
+            "{e} (format={} chooses one)",
+            formats
+                .iter()
+                .map(|f| format!("{f:?}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+        if let Err(set) = exc.value(py).setattr("formats", formats) {
+            return set;
+        }
+        return exc;
+    }
+    err(e)
+}
+
+/// The `format=` argument (the command line's `--format` names).
+fn format_choice(format: &str) -> PyResult<FormatChoice> {
+    Ok(match format.to_ascii_lowercase().as_str() {
+        "auto" => FormatChoice::Auto,
+        "ikp" => FormatChoice::Ikp,
+        "tvm" => FormatChoice::Tvm,
+        "flashinfer" => FormatChoice::FlashInfer,
+        "mirage" => FormatChoice::Mirage,
+        "yao-jz" | "yaojz" => FormatChoice::YaoJz,
+        "proton" => FormatChoice::Proton,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "format={other:?}: expected one of \"auto\", \"ikp\", \"tvm\", \"flashinfer\", \
+                 \"mirage\", \"yao-jz\", \"proton\""
+            )))
+        }
+    })
+}
+
+fn options(names: Option<Vec<String>>, format: &str) -> PyResult<DecodeOptions> {
+    Ok(DecodeOptions {
+        format: format_choice(format)?,
+        names: names.map(|regions| Names {
+            regions,
+            counters: Vec::new(),
+        }),
+        ..DecodeOptions::default()
+    })
+}
+
+/// A decoded trace (one launch). The Python class `ikp.Trace` wraps it.
+#[pyclass(module = "ikp._ikp", frozen)]
+#[derive(Debug)]
+struct NativeTrace {
+    trace: ikp_host::Trace,
+    /// What outputs name the trace by (the file's name, or `buffer`).
+    label: String,
+}
+
+/// Little-endian bytes of a column.
+fn column<'py, T: Copy>(
+    py: Python<'py>,
+    v: &[T],
+    to_le: impl Fn(T) -> Vec<u8>,
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(std::mem::size_of_val(v));
+    for &x in v {
+        out.extend_from_slice(&to_le(x));
+    }
+    PyBytes::new(py, &out)
+}
+
+/// Times relative to the trace's time base (as the CSV and Chrome outputs write them).
+fn rel<'py>(py: Python<'py>, v: &[u64], base: u64) -> Bound<'py, PyBytes> {
+    column(py, v, |x| x.saturating_sub(base).to_le_bytes().to_vec())
+}
+
+fn u64s<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
+    column(py, v, |x| x.to_le_bytes().to_vec())
+}
+fn u32s<'py>(py: Python<'py>, v: &[u32]) -> Bound<'py, PyBytes> {
+    column(py, v, |x| x.to_le_bytes().to_vec())
+}
+fn u16s<'py>(py: Python<'py>, v: &[u16]) -> Bound<'py, PyBytes> {
+    column(py, v, |x| x.to_le_bytes().to_vec())
+}
+
+/// Writes `path` whole (nothing is left there on error).
+fn write_atomic(
+    py: Python<'_>,
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> Result<(), ikp_host::WriteError> + Send,
+) -> PyResult<()> {
+    py.detach(|| guard(|| atomic::write_file(path, |w| fill(w)).map_err(err)))
+}
+
+#[pymethods]
+impl NativeTrace {
+    /// The wire format the buffer was decoded as (`ikp`, `tvm`, `flashinfer`, ...).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.trace.source.format.name()
+    }
+
+    /// The label outputs name the trace by.
+    #[getter]
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Region names by id.
+    #[getter]
+    fn region_names(&self) -> Vec<String> {
+        self.trace.names.regions.clone()
+    }
+
+    /// Counter names by id.
+    #[getter]
+    fn counter_names(&self) -> Vec<String> {
+        self.trace.names.counters.clone()
+    }
+
+    /// Grid of the launch (x, y, z) and groups per block.
+    #[getter]
+    fn grid(&self) -> (u32, u32, u32) {
+        let g = self.trace.source.grid;
+        (g[0], g[1], g[2])
+    }
+
+    /// The trace's time base: its earliest timestamp (device ns), which the time columns
+    /// are relative to.
+    #[getter]
+    fn time_base_ns(&self) -> u64 {
+        self.trace.source.time_base
+    }
+
+    /// Spans in the trace.
+    #[getter]
+    fn span_count(&self) -> usize {
+        self.trace.spans.len()
+    }
+
+    /// Lanes per block.
+    #[getter]
+    fn groups_per_block(&self) -> u32 {
+        self.trace.source.groups_per_block
+    }
+
+    /// The lanes table: column name -> (numpy dtype string, little-endian bytes). SM and
+    /// warp are -1 where the format does not record them.
+    fn lanes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let l = &self.trace.lanes;
+        let d = PyDict::new(py);
+        let col = |f: fn(&ikp_host::Lane) -> u32| l.iter().map(f).collect::<Vec<u32>>();
+        let opt = |f: fn(&ikp_host::Lane) -> Option<u32>| {
+            l.iter()
+                .map(|x| f(x).map_or(-1i64, i64::from) as u64)
+                .collect::<Vec<u64>>()
+        };
+        d.set_item("id", ("<u4", u32s(py, &col(|x| x.id))))?;
+        d.set_item("block", ("<u4", u32s(py, &col(|x| x.block))))?;
+        d.set_item("group", ("<u4", u32s(py, &col(|x| x.group))))?;
+        d.set_item("sm", ("<i8", u64s(py, &opt(|x| x.sm))))?;
+        d.set_item("warp", ("<i8", u64s(py, &opt(|x| x.warp))))?;
+        let base = self.trace.source.time_base;
+        let ts: Vec<u64> = l.iter().map(|x| x.start).collect();
+        d.set_item("start_ns", ("<u8", rel(py, &ts, base)))?;
+        let ts: Vec<u64> = l.iter().map(|x| x.end).collect();
+        d.set_item("end_ns", ("<u8", rel(py, &ts, base)))?;
+        let n: Vec<u64> = l.iter().map(|x| x.written).collect();
+        d.set_item("written", ("<u8", u64s(py, &n)))?;
+        let n: Vec<u64> = l.iter().map(|x| x.dropped).collect();
+        d.set_item("dropped", ("<u8", u64s(py, &n)))?;
+        Ok(d)
+    }
+
+    /// Position in the lanes table of each lane id (lanes of spans, instants and samples
+    /// are lane ids): `<u4` bytes, `u32::MAX` where no lane has the id.
+    fn lane_index<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let max = self
+            .trace
+            .lanes
+            .iter()
+            .map(|l| l.id)
+            .max()
+            .map_or(0, |m| m as usize + 1);
+        let mut idx = vec![u32::MAX; max];
+        for (i, l) in self.trace.lanes.iter().enumerate() {
+            idx[l.id as usize] = i as u32;
+        }
+        u32s(py, &idx)
+    }
+
+    /// The spans: column name -> (dtype, bytes).
+    fn spans<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.trace.spans;
+        let d = PyDict::new(py);
+        d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
+        d.set_item("region", ("<u2", u16s(py, &s.region)))?;
+        d.set_item("depth", ("<u2", u16s(py, &s.depth)))?;
+        d.set_item("payload", ("<u4", u32s(py, &s.payload)))?;
+        let base = self.trace.source.time_base;
+        d.set_item("begin_ns", ("<u8", rel(py, &s.begin, base)))?;
+        d.set_item("end_ns", ("<u8", rel(py, &s.end, base)))?;
+        Ok(d)
+    }
+
+    /// The instants: column name -> (dtype, bytes).
+    fn instants<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.trace.instants;
+        let d = PyDict::new(py);
+        d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
+        d.set_item("region", ("<u2", u16s(py, &s.region)))?;
+        d.set_item("payload", ("<u4", u32s(py, &s.payload)))?;
+        d.set_item(
+            "ts_ns",
+            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
+        )?;
+        Ok(d)
+    }
+
+    /// The counter samples: column name -> (dtype, bytes).
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.trace.samples;
+        let d = PyDict::new(py);
+        d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
+        d.set_item("counter", ("<u2", u16s(py, &s.counter)))?;
+        d.set_item(
+            "ts_ns",
+            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
+        )?;
+        d.set_item("value", ("<u4", u32s(py, &s.value)))?;
+        Ok(d)
+    }
+
+    /// The summary JSON (what `ikp decode --summary` writes), as text.
+    fn summary_json(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| {
+            guard(|| {
+                let doc = summarize(&self.trace, &TraceWriteOptions::default(), &self.label);
+                serde_json::to_string(&doc).map_err(err)
+            })
+        })
+    }
+
+    /// The analysis JSON (what `ikp analyze --json` writes), as text.
+    fn analysis_json(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| {
+            guard(|| {
+                let a = kernel::analyze(&self.trace, &KernelOptions::default());
+                serde_json::to_string(&a).map_err(err)
+            })
+        })
+    }
+
+    /// Writes a Perfetto trace (deflate-compressed packets, as `ikp decode --perfetto`).
+    fn write_perfetto(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let launches = [Launch::new(&self.label, &self.trace)];
+        write_atomic(py, &path, |w| {
+            write_perfetto(w, &launches, &PerfettoOptions::default()).map(|_| ())
+        })
+    }
+
+    /// Writes a Chrome Trace Event JSON file.
+    fn write_chrome(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        write_atomic(py, &path, |w| {
+            write_chrome(w, &self.trace, &TraceWriteOptions::default())
+        })
+    }
+
+    /// Writes the summary JSON.
+    fn write_summary(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        write_atomic(py, &path, |w| {
+            let doc = summarize(&self.trace, &TraceWriteOptions::default(), &self.label);
+            write_summary(w, &doc)
+        })
+    }
+
+    /// Writes the HTML report into `dir` (created if needed) and returns its path,
+    /// `dir/report.html`.
+    fn report(&self, py: Python<'_>, dir: PathBuf) -> PyResult<PathBuf> {
+        let html = dir.join("report.html");
+        let launches = [Launch::new(&self.label, &self.trace)];
+        write_atomic(py, &html, |w| {
+            write_html(w, &launches, &ReportOptions::default())
+        })?;
+        Ok(html)
+    }
+}
+
+/// Reads and decodes a buffer file.
+#[pyfunction]
+#[pyo3(signature = (path, names=None, format="auto"))]
+fn load(
+    py: Python<'_>,
+    path: PathBuf,
+    names: Option<Vec<String>>,
+    format: &str,
+) -> PyResult<NativeTrace> {
+    let opts = options(names, format)?;
+    let label = ikp_host::file_name(&path);
+    let trace = py
+        .detach(|| guard(|| Ok(ikp_host::load(&path, &opts))))?
+        .map_err(|e| load_err(py, e))?;
+    Ok(NativeTrace { trace, label })
+}
+
+/// Decodes a buffer held in memory (`bytes`: little-endian u64 words, or a Proton trace's
+/// JSON text).
+#[pyfunction]
+#[pyo3(signature = (data, names=None, format="auto", label="buffer"))]
+fn decode_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    names: Option<Vec<String>>,
+    format: &str,
+    label: &str,
+) -> PyResult<NativeTrace> {
+    let opts = options(names, format)?;
+    let trace = py
+        .detach(|| guard(|| Ok(ikp_host::decode_bytes(data, &opts))))?
+        .map_err(|e| load_err(py, e))?;
+    Ok(NativeTrace {
+        trace,
+        label: label.to_owned(),
+    })
+}
+
+/// Region names from a names file (one per line, or a JSON object of id -> name).
+#[pyfunction]
+fn read_names(path: PathBuf) -> PyResult<Vec<String>> {
+    guard(|| ikp_host::read_names(&path).map(|n| n.regions).map_err(err))
+}
+
+/// The header and sizes of a native buffer: `ikp_device::Layout`.
+#[pyclass(module = "ikp._ikp", frozen)]
+#[derive(Debug)]
+struct NativeLayout {
+    layout: ikp_device::Layout,
+}
+
+#[pymethods]
+impl NativeLayout {
+    #[new]
+    #[pyo3(signature = (grid, groups_per_block, records_per_lane, timer, regions, counters, overflow, epochs, async_regions))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        grid: (u32, u32, u32),
+        groups_per_block: u32,
+        records_per_lane: u32,
+        timer: &str,
+        regions: Vec<String>,
+        counters: Vec<String>,
+        overflow: &str,
+        epochs: u32,
+        async_regions: Vec<u32>,
+    ) -> PyResult<NativeLayout> {
+        use ikp_device::{Overflow, TimerMode};
+        let bad = |what: &str, v: &str, ok: &str| {
+            pyo3::exceptions::PyValueError::new_err(format!("{what}={v:?}: expected {ok}"))
+        };
+        let timer = match timer {
+            "globaltimer" => TimerMode::Globaltimer,
+            "clock" => TimerMode::Clock,
+            t => return Err(bad("timer", t, "\"globaltimer\" or \"clock\"")),
+        };
+        let overflow = match overflow {
+            "drop_newest" => Overflow::DropNewest,
+            "ring" => Overflow::Ring,
+            o => return Err(bad("overflow", o, "\"drop_newest\" or \"ring\"")),
+        };
+        let layout = ikp_device::Layout {
+            grid: [grid.0, grid.1, grid.2],
+            groups_per_block,
+            records_per_lane,
+            timer,
+            regions,
+            counters,
+            overflow,
+            epochs,
+            async_regions,
+            clock_sync: None,
+        };
+        layout.validate().map_err(err)?;
+        Ok(NativeLayout { layout })
+    }
+
+    /// The header words, little-endian bytes.
+    fn header_words<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let w = self.layout.header_words().map_err(err)?;
+        Ok(u64s(py, &w))
+    }
+
+    /// Words of the whole buffer.
+    fn buffer_words(&self) -> u64 {
+        self.layout.buffer_words()
+    }
+
+    /// Words of the header (with the async bitmap and the name table).
+    fn header_len(&self) -> u64 {
+        self.layout.header_len()
+    }
+
+    /// Word index of epoch 0's lane 0 segment.
+    fn lane_base(&self) -> u64 {
+        self.layout.lane_base()
+    }
+
+    /// Words per lane segment.
+    fn lane_stride(&self) -> u64 {
+        self.layout.lane_stride()
+    }
+
+    /// Lanes: blocks times groups per block.
+    fn lane_count(&self) -> u64 {
+        self.layout.lane_count()
+    }
+
+    /// The kernel argument (`ikp::Arg`, 40 bytes, little-endian) for a buffer at device
+    /// address `buf`.
+    fn kernel_arg<'py>(&self, py: Python<'py>, buf: u64) -> Bound<'py, PyBytes> {
+        let a = self.layout.kernel_arg(buf);
+        let mut out = Vec::with_capacity(40);
+        out.extend_from_slice(&a.buf.to_le_bytes());
+        for v in [
+            a.lane_base,
+            a.lane_stride,
+            a.records_per_lane,
+            a.groups_per_block,
+            a.lane_count,
+            a.n_counters,
+            a.epochs,
+            a.reserved,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        PyBytes::new(py, &out)
+    }
+}
+
+/// The native module.
+#[pymodule]
+fn _ikp(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("IkpError", py.get_type::<IkpError>())?;
+    m.add(
+        "AmbiguousFormatError",
+        py.get_type::<AmbiguousFormatError>(),
+    )?;
+    m.add_class::<NativeTrace>()?;
+    m.add_class::<NativeLayout>()?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(read_names, m)?)?;
+    Ok(())
+}
