@@ -285,6 +285,12 @@ class Trace:
         """Writes the summary JSON."""
         self._native.write_summary(os.fspath(path))
 
+    def write_parquet(self, dir: _PathLike) -> List[str]:
+        """Writes the Parquet tables ``spans.parquet``, ``instants.parquet`` and
+        ``counters.parquet`` into ``dir`` (``ikp decode --parquet DIR``; columns in the
+        README), all three or none, and returns their paths."""
+        return [os.fspath(p) for p in self._native.write_parquet(os.fspath(dir))]
+
     def report(self, dir: _PathLike) -> str:
         """Writes the HTML report into ``dir`` and returns the page's path
         (``dir/report.html``)."""

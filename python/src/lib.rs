@@ -13,8 +13,8 @@
 use ikp_host::analysis::kernel::{self, KernelOptions};
 use ikp_host::report::{write_html, ReportOptions};
 use ikp_host::{
-    atomic, summarize, write_chrome, write_perfetto, write_summary, DecodeError, DecodeOptions,
-    FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceWriteOptions,
+    atomic, summarize, write_chrome, write_parquet, write_perfetto, write_summary, DecodeError,
+    DecodeOptions, FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceWriteOptions,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -333,6 +333,21 @@ impl NativeTrace {
         write_atomic(py, &path, |w| {
             let doc = summarize(&self.trace, &TraceWriteOptions::default(), &self.label);
             write_summary(w, &doc)
+        })
+    }
+
+    /// Writes the Parquet tables (`spans.parquet`, `instants.parquet`, `counters.parquet`:
+    /// `ikp_host::write::parquet`) into `dir` (created if needed), all three or none, and
+    /// returns their paths.
+    fn write_parquet(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
+        let launches = [Launch::new(&self.label, &self.trace)];
+        py.detach(|| {
+            guard(|| {
+                let mut outs = atomic::Outputs::new();
+                let paths = write_parquet(&mut outs, &dir, &launches).map_err(err)?;
+                outs.commit().map_err(err)?;
+                Ok(paths.to_vec())
+            })
         })
     }
 

@@ -266,6 +266,9 @@ def test_outputs(tmp_path):
     assert sum(1 for e in events if e.get("ph") == "X") == 5878
     t.write_summary(str(tmp_path / "s.json"))
     assert json.loads((tmp_path / "s.json").read_text())["regions"] == t.summary()["regions"]
+    paths = t.write_parquet(tmp_path / "pq")
+    assert [Path(p).name for p in paths] == ["spans.parquet", "instants.parquet", "counters.parquet"]
+    assert all(Path(p).read_bytes()[:4] == b"PAR1" for p in paths)
     page = t.report(tmp_path / "rep")
     assert page == os.fspath(tmp_path / "rep" / "report.html")
     assert "mainloop" in Path(page).read_text()
