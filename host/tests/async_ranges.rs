@@ -435,6 +435,29 @@ fn the_summary_table_counts_the_ranges_after_the_diagnostics() {
     assert!(!String::from_utf8(out).unwrap().contains("async"));
 }
 
+#[test]
+fn the_html_report_tables_the_ranges_as_the_summary_counts_them() {
+    use ikp_host::report::{write_html, ReportOptions};
+    let html = |t: &Trace| {
+        let mut out = Vec::new();
+        write_html(
+            &mut out,
+            &[Launch::new("a.ikp", t)],
+            &ReportOptions::default(),
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let page = html(&dec(&buffer(true), ""));
+    let table = &page[page.find("id=\"async-0\"").expect("async table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    // 40, 60, 60 and 10 ns; token 9 never ends, token 5's end has no begin.
+    let row = "<tr><td>tma</td><td>4</td><td>170 ns</td><td>42 ns</td><td>10 ns</td><td>60 ns</td><td>1</td><td>1</td></tr>";
+    assert!(table.contains(row), "{table}");
+    assert!(page.contains("4 ranges; 1 begins never ended, 1 ends without a begin"));
+    assert!(!html(&dec(&buffer(false), "")).contains("Async ranges"));
+}
+
 /// A buffer large enough to be walked in parallel chunks: 64 lanes of 16 Ki records,
 /// each lane beginning transfers that the next lane (wrapping) ends, with tokens reused.
 #[test]

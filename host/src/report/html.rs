@@ -151,9 +151,9 @@ fn launch<W: Write>(
     let src = &t.source;
     writeln!(
         out,
-        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{:?} v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
+        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{} format v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
         esc(label),
-        format!("{} format", src.format),
+        src.format,
         src.version,
         src.grid[0],
         src.grid[1],
@@ -289,6 +289,8 @@ fn launch<W: Write>(
         writeln!(out, "</table>")?;
     }
 
+    async_section(out, n, t)?;
+
     // Roofline.
     if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
         writeln!(out, "<h3>Roofline ({})</h3><table id=\"roofline-{n}\"><tr><th>region</th><th>count</th><th>TFLOP/s</th><th>TB/s</th><th>FLOP/B</th><th>bound</th><th>% of roof</th></tr>", gpu.name)?;
@@ -319,6 +321,34 @@ fn launch<W: Write>(
         writeln!(out, "</table>")?;
     }
     writeln!(out, "</section>")
+}
+
+/// The launch's async ranges, per async region: the summary JSON's `async_ranges` figures
+/// and the summary table's words. Nothing without async ranges or unmatched async records.
+fn async_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
+    let Some(a) = crate::write::summary::async_summary(t, 1.0) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "<h3>Async ranges</h3><p class=\"meta\">Begun in one lane and ended in any lane, paired by token: {} ranges; {} begins never ended, {} ends without a begin (counted, never paired). Durations are of whole ranges, which may overlap: they are in none of the figures above.</p><table id=\"async-{n}\"><tr><th>region</th><th>ranges</th><th>total</th><th>mean</th><th>min</th><th>max</th><th>never ended</th><th>no begin</th></tr>",
+        a.count, a.unmatched_begin, a.unmatched_end
+    )?;
+    for r in &a.regions {
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.name),
+            r.count,
+            format_duration(r.total_dur),
+            format_duration(r.mean_dur),
+            format_duration(r.min_dur),
+            format_duration(r.max_dur),
+            r.unmatched_begin,
+            r.unmatched_end
+        )?;
+    }
+    writeln!(out, "</table>")
 }
 
 /// The breakdown per block, summed (block-time), with compute isolation: the same figures

@@ -591,8 +591,9 @@ pub struct AsyncRegionEntry {
     pub unmatched_end: u64,
 }
 
-/// The async summary of `trace` (`None` without ranges or unmatched async records).
-fn async_summary(trace: &Trace, k: f64) -> Option<AsyncSummary> {
+/// The async summary of `trace` (`None` without ranges or unmatched async records),
+/// durations times `k` (output units per ns); the HTML report's async table too.
+pub(crate) fn async_summary(trace: &Trace, k: f64) -> Option<AsyncSummary> {
     let (a, d) = (&trace.async_ranges, &trace.diagnostics);
     let (ub, ue) = (&d.async_unmatched_begin, &d.async_unmatched_end);
     if a.is_empty() && ub.is_empty() && ue.is_empty() {
