@@ -71,7 +71,10 @@ mod tests {
         }
         assert!(html.contains("load&lt;q&gt;") && !html.contains("load<q>"));
         // The format in words, not a debug-quoted string.
-        assert!(html.contains("<p class=\"meta\">ikp format v"), "format line");
+        assert!(
+            html.contains("<p class=\"meta\">ikp format v"),
+            "format line"
+        );
         assert!(html.contains("run &amp; co"));
         assert!(!html.contains("<script"), "the report needs no JavaScript");
         // Lane time 100 + 160 = 260 ns. mma: 2 occurrences, self and inclusive 70 + 120 =
