@@ -18,11 +18,17 @@
 //! launches for its own statistics.
 //!
 //! With `IKP_OVERHEAD_JSON=FILE` it also writes the figures as JSON (format
-//! `ikp-gpu-overhead`, version 1): `{"format", "version", "gpu", "arch", "sms", "reps",
-//! "launches_per_timing", "kernels": [{"kernel", "builds": [{"build", "regs",
-//! "local_bytes", "block_threads", "blocks_per_sm", "median_ms", "slowdown": null |
-//! {"n", "mean", "std", "median"}}]}], "pooled": [{"build", "slowdown"}]}`; slowdowns are
-//! percent, times are one launch's. The GPU bundle's runner reads it.
+//! `ikp-gpu-overhead`, version 1): `{"format", "version", "complete", "gpu", "arch",
+//! "sms", "reps", "launches_per_timing", "kernels": [{"kernel", "builds": [{"build",
+//! "regs", "local_bytes", "block_threads", "blocks_per_sm", "median_ms", "slowdown": null
+//! | {"n", "mean", "std", "median", "ci95": [low, high]}}]}], "pooled": [{"build",
+//! "slowdown"}]}`; slowdowns are percent (`ci95`: the 95 % confidence interval of the
+//! mean, [`SlowdownStats::ci95`]), times are one launch's. The file is rewritten after
+//! each kernel (`"complete": false` until the last), so a run stopped later keeps the
+//! kernels it finished. The GPU bundle's runner reads it.
+//!
+//! `IKP_OVERHEAD_CRITERION=0` leaves out the criterion phase (the GPU bundle's runner sets
+//! it: the paired repetitions are its figures, and criterion's adds a minute and a half).
 //!
 //! Without a GPU (no CUDA driver library, or `CUDA_ERROR_NO_DEVICE`) it prints that it
 //! skipped and exits 0, so `cargo bench` and `cargo test --all-targets` pass everywhere;
@@ -493,18 +499,45 @@ struct Measured {
 
 fn stats_json(s: &SlowdownStats) -> Value {
     let r = |x: f64| (x * 1000.0).round() / 1000.0;
-    json!({"n": s.n, "mean": r(s.mean), "std": r(s.std), "median": r(s.median)})
+    json!({
+        "n": s.n, "mean": r(s.mean), "std": r(s.std), "median": r(s.median),
+        "ci95": [r(s.ci95.0), r(s.ci95.1)],
+    })
 }
 
-/// Prints the report and returns it as the `ikp-gpu-overhead` JSON.
-fn report(results: &[Measured]) -> Result<Value, BoxError> {
+/// Writes the figures so far to `IKP_OVERHEAD_JSON`, when it is set, whole or not at all.
+fn write_json(head: &Value, figures: &Value, complete: bool) -> Result<(), BoxError> {
+    let Some(path) = std::env::var_os("IKP_OVERHEAD_JSON") else {
+        return Ok(());
+    };
+    let mut json = figures.clone();
+    if let (Value::Object(j), Value::Object(h)) = (&mut json, head) {
+        j.extend(h.clone());
+        j.insert("complete".into(), complete.into());
+    }
+    let path = std::path::PathBuf::from(path);
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&json)?)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("writing {}: {e}", path.display()).into())
+}
+
+/// Returns the figures as the `ikp-gpu-overhead` JSON, and prints them when `print`.
+fn report(results: &[Measured], print: bool) -> Result<Value, BoxError> {
+    macro_rules! out {
+        ($($t:tt)*) => {
+            if print {
+                println!($($t)*);
+            }
+        };
+    }
     let mut pooled: BTreeMap<Variant, Vec<f64>> = BTreeMap::new();
     let mut kernels = Vec::new();
     for m in results {
         let base = &m.times[&Variant::Baseline];
         let base_res = m.resources[&Variant::Baseline];
         let median_ms = SlowdownStats::of(base)?.median;
-        println!(
+        out!(
             "{}: baseline median {median_ms:.4} ms over {} repetitions ({} regs, {} blocks/SM)",
             m.kernel,
             base.len(),
@@ -528,7 +561,7 @@ fn report(results: &[Measured]) -> Result<Value, BoxError> {
                 } else {
                     String::new()
                 };
-                println!(
+                out!(
                     "  {:<15} vs baseline: {st}  ({} regs){cliff}",
                     v.name(),
                     res.regs
@@ -548,11 +581,11 @@ fn report(results: &[Measured]) -> Result<Value, BoxError> {
         }
         kernels.push(json!({"kernel": m.kernel, "builds": builds}));
     }
-    println!("all kernels ({} kernels):", results.len());
+    out!("all kernels ({} kernels):", results.len());
     let mut pooled_json = Vec::new();
     for v in Variant::ALL.into_iter().skip(1) {
         let st = SlowdownStats::of(&pooled[&v])?;
-        println!("  {:<15} vs baseline: {st}", v.name());
+        out!("  {:<15} vs baseline: {st}", v.name());
         pooled_json.push(json!({"build": v.name(), "slowdown": stats_json(&st)}));
     }
     Ok(json!({"kernels": kernels, "pooled": pooled_json}))
@@ -582,7 +615,16 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
     );
     let mut benches = Vec::new();
     let mut results = Vec::new();
-    for spec in KERNELS {
+    let head = json!({
+        "format": "ikp-gpu-overhead",
+        "version": 1,
+        "gpu": ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
+        "arch": arch.to_string(),
+        "sms": sms,
+        "reps": reps,
+        "launches_per_timing": LAUNCHES,
+    });
+    for (i, &spec) in KERNELS.iter().enumerate() {
         let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
         let times = measure(&ctx, &stream, &mut b, reps)?;
         let c = &b.work.cfg;
@@ -593,23 +635,13 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
             block_threads: c.block_dim.0 * c.block_dim.1 * c.block_dim.2,
         });
         benches.push(b);
+        let last = i + 1 == KERNELS.len();
+        // The report is printed once, at the end; the file after every kernel.
+        write_json(&head, &report(&results, last)?, last)?;
     }
-    let mut json = report(&results)?;
-    if let Some(path) = std::env::var_os("IKP_OVERHEAD_JSON") {
-        let head = json!({
-            "format": "ikp-gpu-overhead",
-            "version": 1,
-            "gpu": ctx.name().unwrap_or_else(|_| "unknown GPU".into()),
-            "arch": arch.to_string(),
-            "sms": sms,
-            "reps": reps,
-            "launches_per_timing": LAUNCHES,
-        });
-        if let (Value::Object(j), Value::Object(h)) = (&mut json, head) {
-            j.extend(h);
-        }
-        std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
-            .map_err(|e| format!("writing {}: {e}", std::path::Path::new(&path).display()))?;
+    if std::env::var("IKP_OVERHEAD_CRITERION").as_deref() == Ok("0") {
+        println!("criterion phase left out (IKP_OVERHEAD_CRITERION=0)");
+        return Ok(());
     }
 
     // Criterion over the same launches: GPU time per launch from the events.

@@ -208,6 +208,27 @@ fn load_compute_store_kernel_compiles() {
 #[test]
 fn warp_specialized_kernel_compiles() {
     check_example(&examples()[1]);
+    // The hand-over is through mbarriers from sm_80 on (what racecheck understands), and
+    // through shared-memory counters before.
+    let ptx = |arch: Arch| {
+        Compiler::new(arch)
+            .ptx("warp_specialized.cu", warp_specialized::KERNEL)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .ptx()
+            .unwrap()
+            .to_owned()
+    };
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let p = ptx(arch);
+        for op in [
+            "mbarrier.init.shared.b64",
+            "mbarrier.arrive.shared.b64",
+            "mbarrier.test_wait.parity.shared.b64",
+        ] {
+            assert!(p.contains(op), "{arch}: no {op}");
+        }
+    }
+    assert!(!ptx(oldest()).contains("mbarrier"), "{}", oldest());
 }
 
 #[test]

@@ -22,8 +22,19 @@
 //! in the Markdown file. Names are `test/<binary>/<test>`, `example/<name>`,
 //! `timer/resolution`, `timing/<timer>`, `time-axis`, `overflow`, `overhead/<kernel>` and
 //! `machine`.
+//! Memory safety under compute-sanitizer: `sanitizer/<tool>/<target>`; a failure to
+//! archive the run's other files: `archive`. A check of a GPU check child also carries
+//! `sm_mhz_after_warm_up` (the SM clock its warm-up measured), `smi_sm_mhz_before` and
+//! `smi_sm_mhz_after` (nvidia-smi's reading around the check).
 //!
 //! `gpu-results.md` holds the same in tables for people (and for BENCHMARKS.md).
+//!
+//! The results directory holds four files, so that a GPU machine that hands back a few
+//! files returns all of them: `gpu-results.json`, `gpu-results.md`, `overhead.json` (the
+//! bench's own figures, `benches/gpu_overhead.rs`), and `gpu-files.tar.gz` with the rest
+//! under `files/`: `logs/` (each child's stdout and stderr), `examples/` (the examples'
+//! buffers and traces), `data/` (per-lane raw figures, e.g. the timing checks' CSVs) and
+//! `sanitizer/`.
 //!
 //! Exit status of the runner: 0 when no check failed and, if `gpu_required`, no GPU check
 //! skipped; 1 otherwise.

@@ -10,7 +10,7 @@ use ikp_host::{
 };
 
 /// (entry point, parameters) as the checks launch them.
-const ENTRIES: [(&str, usize); 10] = [
+const ENTRIES: [(&str, usize); 11] = [
     ("gt_resolution", 4),
     ("timing_globaltimer", 5),
     ("timing_clock", 5),
@@ -21,6 +21,7 @@ const ENTRIES: [(&str, usize); 10] = [
     ("epoch_replay", 2),
     ("async_ranges", 2),
     ("correction_probe", 2),
+    ("warm_up", 3),
 ];
 
 fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {

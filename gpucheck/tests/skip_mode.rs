@@ -96,7 +96,37 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
         ]
         .map(String::from),
     );
+    for target in runner::examples::EXAMPLES
+        .iter()
+        .map(|e| format!("example/{e}"))
+        .chain(["overflow".to_owned()])
+    {
+        for tool in runner::sanitizer::TOOLS {
+            want.push(format!("sanitizer/{tool}/{target}"));
+        }
+    }
     assert_eq!(names, want);
+    // What a GPU machine that hands back eight files at most returns whole: the results,
+    // and one archive of the logs.
+    let mut top: Vec<String> = std::fs::read_dir(dir.path().join("r1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(
+        top,
+        ["gpu-files.tar.gz", "gpu-results.json", "gpu-results.md"]
+    );
+    let listed = Command::new("tar")
+        .arg("-tzf")
+        .arg(dir.path().join("r1").join(runner::ARCHIVE))
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("files/logs/session_gpu.list.stdout"),
+        "{listed}"
+    );
     for c in checks {
         assert_eq!(c["status"], "skip", "{c}");
         let why = c["detail"].as_str().unwrap();

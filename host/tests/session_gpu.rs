@@ -132,8 +132,13 @@ fn session_uploads_header_and_zeroes_the_lanes() {
     assert_eq!(s.buffer_words() as u64, l.buffer_words());
     let arg = s.kernel_arg();
     assert_ne!(arg.buf, 0);
-    assert_eq!(arg.lane_base as usize, header.len());
+    // Wire v2: the lanes' launch counters sit between the header and the first segment.
     assert_eq!(arg.lane_count, BLOCKS * 2);
+    assert_eq!(
+        arg.lane_base as usize,
+        header.len() + arg.lane_count as usize
+    );
+    assert_eq!(u64::from(arg.lane_base), l.lane_base());
     let words = s.read_back().unwrap().to_vec();
     assert_eq!(&words[..header.len()], &header[..]);
     assert!(

@@ -40,11 +40,16 @@ extern "C" __global__ void gt_resolution(unsigned long long* changes, unsigned c
 }
 
 // ---------------------------------------------------------------------------------------
-// Timing truth: one lane per block (thread 0). For each i, region 0 with payload i around a
-// spin of targets[i]: nanoseconds of %globaltimer (spin == 0) or cycles of %clock64
-// (spin == 1). truth[(block * n + i) * 5 ..] = globaltimer and clock64 just before the
-// begin, the same just after the end, and the spin loop's iterations.
+// Timing truth: one lane per block (thread 0). Two passes over the targets: a warm-up
+// pass (region 1) that brings the loop's instructions and `targets` into the caches, then
+// the measured pass (region 0), so that no measured region pays a cold miss (on an H100
+// the first region of a cold pass took about 120 ns longer than the same region warm).
+// For each i, a region with payload i around a spin of targets[i]: nanoseconds of
+// %globaltimer (spin == 0) or cycles of %clock64 (spin == 1). The measured pass writes
+// truth[(block * n + i) * 5 ..] = globaltimer and clock64 just before the begin, the same
+// just after the end, and the spin loop's iterations.
 constexpr unsigned TRUTH_WORDS = 5u;
+constexpr unsigned TIMING_MEASURED = 0u, TIMING_WARM_UP = 1u;  // region ids
 
 template <ikp::Timer T>
 __device__ void spin_regions(const unsigned long long* targets, unsigned n, unsigned spin,
@@ -52,26 +57,31 @@ __device__ void spin_regions(const unsigned long long* targets, unsigned n, unsi
   ikp::Lane<ikp::Fence::None, T> lane(prof, 0u, threadIdx.x == 0u);
   if (threadIdx.x == 0u) {
     unsigned long long* mine = truth + static_cast<unsigned long long>(blockIdx.x) * n * TRUTH_WORDS;
-    for (unsigned i = 0; i < n; ++i) {
-      const unsigned long long target = targets[i];
-      unsigned long long iters = 0;
-      const unsigned long long g0 = gc::gt(), c0 = gc::clk();
-      lane.begin(0u, i);
-      if (spin == 0u) {
-        const unsigned long long s = gc::gt();
-        while (gc::gt() - s < target) ++iters;
-      } else {
-        const unsigned long long s = gc::clk();
-        while (gc::clk() - s < target) ++iters;
+    for (unsigned pass = 0; pass < 2u; ++pass) {
+      const unsigned region = pass == 0u ? TIMING_WARM_UP : TIMING_MEASURED;
+      for (unsigned i = 0; i < n; ++i) {
+        const unsigned long long target = targets[i];
+        unsigned long long iters = 0;
+        const unsigned long long g0 = gc::gt(), c0 = gc::clk();
+        lane.begin(region, i);
+        if (spin == 0u) {
+          const unsigned long long s = gc::gt();
+          while (gc::gt() - s < target) ++iters;
+        } else {
+          const unsigned long long s = gc::clk();
+          while (gc::clk() - s < target) ++iters;
+        }
+        lane.end(region, i);
+        const unsigned long long c1 = gc::clk(), g1 = gc::gt();
+        if (region == TIMING_MEASURED) {
+          unsigned long long* row = mine + i * TRUTH_WORDS;
+          row[0] = g0;
+          row[1] = c0;
+          row[2] = g1;
+          row[3] = c1;
+          row[4] = iters;
+        }
       }
-      lane.end(0u, i);
-      const unsigned long long c1 = gc::clk(), g1 = gc::gt();
-      unsigned long long* row = mine + i * TRUTH_WORDS;
-      row[0] = g0;
-      row[1] = c0;
-      row[2] = g1;
-      row[3] = c1;
-      row[4] = iters;
     }
   }
   lane.finalize();
@@ -200,4 +210,30 @@ extern "C" __global__ void correction_probe(unsigned spin, ikp::Arg prof) {
   }
   lane.end(0u);
   lane.finalize();
+}
+
+// ---------------------------------------------------------------------------------------
+// Clock warm-up: every thread of every block runs an FMA chain until %globaltimer has
+// advanced `ns`, so an idle GPU (SM clock ~345 MHz on an H100) is at its working clock
+// before a check times anything. Block 0's thread 0 writes the clock64 and globaltimer
+// deltas of its last tenth into out[0], out[1] (the SM clock at the end of the warm-up),
+// and `sink` keeps the FMAs alive.
+extern "C" __global__ void warm_up(unsigned long long ns, unsigned long long* out, float* sink) {
+  const unsigned long long g0 = gc::gt();
+  unsigned long long tail_g = 0, tail_c = 0;
+  float a = static_cast<float>(threadIdx.x), b = 1.0001f;
+  for (;;) {
+    for (int k = 0; k < 256; ++k) a = fmaf(a, b, 0.5f);
+    const unsigned long long g = gc::gt();
+    if (tail_g == 0 && g - g0 >= ns - ns / 10) {
+      tail_g = g;
+      tail_c = gc::clk();
+    }
+    if (g - g0 >= ns) break;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    out[0] = gc::clk() - tail_c;
+    out[1] = gc::gt() - tail_g;
+  }
+  if (a == 0.123f) sink[0] = a;
 }

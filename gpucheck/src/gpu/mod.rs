@@ -26,13 +26,17 @@ use std::sync::Arc;
 use ikp_device::Layout;
 use ikp_host::cuda::cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
-    ValidAsZeroBits,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use ikp_host::cuda::{open_device, HostSession};
 use ikp_host::model::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
 use crate::results::{Check, Status};
+
+/// How long [`Gpu::warm_up`] keeps every SM busy before a check: an H100 goes from its
+/// idle clock to its working clock within tens of ms of load.
+pub const WARM_UP_NS: u64 = 150_000_000;
 
 /// Source of the checks' kernels.
 pub const SOURCE: &str = include_str!("kernels.cu");
@@ -129,6 +133,32 @@ impl Gpu {
         self.stream.clone_dtoh(dev).map_err(drv("cuMemcpyDtoH"))
     }
 
+    /// Runs [`WARM_UP_NS`] of FMA work on every SM and returns the SM clock at its end in
+    /// MHz (clock64 over `%globaltimer`, block 0), so that what a check times next runs
+    /// at the working clock, not the idle one (each check is a fresh process on a GPU that
+    /// may have idled between them).
+    pub fn warm_up(&self) -> Result<f64, Error> {
+        let f = self.function("warm_up")?;
+        let mut out = self.zeros::<u64>(2)?;
+        let mut sink = self.zeros::<f32>(1)?;
+        let cfg = LaunchConfig {
+            grid_dim: (self.sms * 4, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let ns = WARM_UP_NS;
+        let mut b = self.stream.launch_builder(&f);
+        b.arg(&ns).arg(&mut out).arg(&mut sink);
+        // SAFETY: warm_up(u64 ns, u64* out[2], float* sink[1]).
+        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (warm_up)"))?;
+        let o = self.download(&out)?;
+        Ok(if o[1] > 0 {
+            o[0] as f64 * 1e3 / o[1] as f64
+        } else {
+            0.0
+        })
+    }
+
     /// A session for `layout` on the checks' stream.
     pub fn session(&self, layout: Layout) -> Result<HostSession, Error> {
         HostSession::new(&self.stream, layout).map_err(|e| e.to_string())
@@ -155,6 +185,25 @@ pub fn run(name: &str) -> Vec<Check> {
             )]
         }
     };
+    // Every check starts at the working clock; the clocks before and after are figures of
+    // each check (the kernel's own measure at the end of the warm-up, and nvidia-smi's).
+    let warm = if std::env::var_os(NO_WARM_UP_VAR).is_some() {
+        Ok(None)
+    } else {
+        gpu.warm_up().map(Some)
+    };
+    let warm_mhz = match warm {
+        Ok(m) => m,
+        Err(e) => {
+            return vec![Check::new(
+                name,
+                Status::Fail,
+                true,
+                format!("warming up: {e}"),
+            )]
+        }
+    };
+    let smi_before = smi_sm_mhz();
     let result = match name {
         "timer/resolution" => timer::check(&gpu).map(|c| vec![c]),
         "timing/globaltimer" => timing::check(&gpu, timing::Mode::Globaltimer).map(|c| vec![c]),
@@ -169,8 +218,49 @@ pub fn run(name: &str) -> Vec<Check> {
         "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
-    result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)])
+    let smi_after = smi_sm_mhz();
+    let mut checks = result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)]);
+    for c in &mut checks {
+        c.figures.insert(
+            "sm_mhz_after_warm_up".into(),
+            warm_mhz.map(|m| round(m, 0)).into(),
+        );
+        c.figures
+            .insert("smi_sm_mhz_before".into(), smi_before.into());
+        c.figures
+            .insert("smi_sm_mhz_after".into(), smi_after.into());
+    }
+    checks
 }
+
+/// The SM clock nvidia-smi reads now, MHz (None where it cannot).
+fn smi_sm_mhz() -> Option<f64> {
+    crate::machine::nvidia_smi()?
+        .get("smi_clocks_sm")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// Writes `contents` as `name` into the directory the runner names in
+/// [`DATA_DIR_VAR`] (which it archives with the logs): raw per-lane data a figure was
+/// computed from, for reading a run again off the machine. Best effort: a check never
+/// fails for want of it.
+pub fn save_data(name: &str, contents: &str) {
+    if let Some(dir) = std::env::var_os(DATA_DIR_VAR) {
+        let dir = std::path::Path::new(&dir);
+        if std::fs::create_dir_all(dir).is_ok() {
+            let _ = std::fs::write(dir.join(name), contents);
+        }
+    }
+}
+
+/// Set (to anything), a check child skips [`Gpu::warm_up`]: the runner sets it for the
+/// runs under compute-sanitizer, where nothing is timed.
+pub const NO_WARM_UP_VAR: &str = "IKP_GPUCHECK_NO_WARM_UP";
+
+/// The variable that names where [`save_data`] writes (set by the runner for its children).
+pub const DATA_DIR_VAR: &str = "IKP_GPUCHECK_DATA";
 
 /// The median of `v` (sorted in place); 0 for an empty slice.
 pub fn median(v: &mut [f64]) -> f64 {

@@ -59,6 +59,8 @@ pub const CYCLE_TARGETS: [u64; 10] = [
 ];
 /// Words of ground truth per region (see kernels.cu).
 const TRUTH: usize = 5;
+/// Region of the measured pass; the warm-up pass before it records region 1 (kernels.cu).
+const MEASURED: u16 = 0;
 
 /// Ground truth of one region: (globaltimer, clock64) before the begin and after the end,
 /// and the spin loop's iterations.
@@ -108,6 +110,11 @@ pub struct Row {
     pub tol_ns: f64,
     /// Lanes within tolerance.
     pub within: usize,
+    /// Median over lanes of decoded begin - the raw `%globaltimer` read just before it, ns
+    /// (signed: where a constant offset comes from).
+    pub begin_offset_ns: f64,
+    /// Median over lanes of the raw `%globaltimer` read just after - decoded end, ns.
+    pub end_offset_ns: f64,
     /// Lanes.
     pub lanes: usize,
 }
@@ -172,7 +179,17 @@ pub fn judge(mode: Mode, spin: Spin, targets: &[u64], lanes: &[LaneRun], tick_ns
                 tol_max = tol_max.max(tol);
                 within += usize::from(r <= tol);
             }
+            let mut begin_off: Vec<f64> = lanes
+                .iter()
+                .map(|l| l.decoded[i].0 as f64 - l.truth[i].g0 as f64)
+                .collect();
+            let mut end_off: Vec<f64> = lanes
+                .iter()
+                .map(|l| l.truth[i].g1 as f64 - (l.decoded[i].0 + l.decoded[i].1) as f64)
+                .collect();
             Row {
+                begin_offset_ns: median(&mut begin_off),
+                end_offset_ns: median(&mut end_off),
                 target: targets[i],
                 expected_ns: median(&mut exp),
                 decoded_ns: median(&mut dec),
@@ -221,6 +238,9 @@ pub fn lanes_of(trace: &Trace, truth: &[u64], n: usize) -> Result<Vec<LaneRun>, 
             let mut decoded = vec![(0, 0); n];
             let mut seen = vec![false; n];
             for i in lane.spans.clone() {
+                if trace.spans.region[i] != MEASURED {
+                    continue;
+                }
                 let p = trace.spans.payload[i] as usize;
                 if p >= n || seen[p] {
                     return Err(format!("lane {}: unexpected span payload {p}", lane.id));
@@ -267,9 +287,10 @@ fn launch(
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
         groups_per_block: 1,
-        records_per_lane: 2 * n as u32,
+        // Both passes: begin and end per target.
+        records_per_lane: 4 * n as u32,
         timer,
-        regions: vec!["spin".into()],
+        regions: vec!["spin".into(), "warm-up".into()],
         counters: vec![],
         ..Layout::default()
     })?;
@@ -296,6 +317,41 @@ fn launch(
     let truth = gpu.download(&truth)?;
     let lanes = lanes_of(&trace, &truth, n)?;
     Ok((trace, lanes))
+}
+
+fn mode_key(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Globaltimer => "globaltimer",
+        Mode::Clock => "clock",
+    }
+}
+
+/// Every lane's measured regions beside their truth, one row per (lane, target), for
+/// reading a run's figures again off the machine.
+fn lanes_csv(trace: &Trace, lanes: &[LaneRun], targets: &[u64]) -> String {
+    let mut s = String::from(
+        "lane,block,sm,lane_start_ns,target,decoded_begin_ns,decoded_dur_ns,g0,c0,g1,c1,iters\n",
+    );
+    for (lane, run) in trace.lanes.iter().zip(lanes) {
+        for (i, (d, t)) in run.decoded.iter().zip(&run.truth).enumerate() {
+            s.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                lane.id,
+                lane.block,
+                lane.sm.map_or(String::new(), |s| s.to_string()),
+                lane.start,
+                targets[i],
+                d.0,
+                d.1,
+                t.g0,
+                t.c0,
+                t.g1,
+                t.c1,
+                t.iters
+            ));
+        }
+    }
+    s
 }
 
 fn spin_key(spin: Spin) -> &'static str {
@@ -329,6 +385,10 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
     ] {
         let (trace, lanes) = launch(gpu, mode, spin, targets)?;
+        super::save_data(
+            &format!("timing-{}-spin-{}.csv", mode_key(mode), spin_key(spin)),
+            &lanes_csv(&trace, &lanes, targets),
+        );
         if let Some(c) = trace.source.clock {
             figures.insert(
                 format!("decoder_clock_{}", spin_key(spin)),
@@ -390,6 +450,8 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
                     "expected_ns": round(r.expected_ns, 1), "decoded_ns": round(r.decoded_ns, 1),
                     "worst_error_ns": round(r.worst_ns, 1), "tolerance_ns": round(r.tol_ns, 1),
                     "lanes_within": r.within, "lanes": r.lanes,
+                    "begin_offset_ns_median": round(r.begin_offset_ns, 1),
+                    "end_offset_ns_median": round(r.end_offset_ns, 1),
                 })).collect::<Vec<Value>>(),
             }),
         );

@@ -24,7 +24,7 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     if let Some(why) = plan.skip_all() {
         return Check::skip(check, why);
     }
-    let out = plan.results.join("examples");
+    let out = plan.files.join("examples");
     let mut cmd = Command::new(bundle.join("examples").join(name));
     cmd.arg(&out);
     plan.gpu_env(&mut cmd);

@@ -12,6 +12,7 @@
 
 pub mod examples;
 pub mod overhead;
+pub mod sanitizer;
 pub mod tests;
 
 use std::path::{Path, PathBuf};
@@ -35,12 +36,21 @@ pub const OVERHEAD_LIMIT: Duration = Duration::from_secs(330);
 /// The whole run's budget: the GPU machine runs a command for at most 10 minutes.
 pub const BUDGET: Duration = Duration::from_secs(570);
 
+/// The archive at the top of the results directory that holds everything but the results
+/// files: children's logs, the examples' outputs and the checks' raw data.
+pub const ARCHIVE: &str = "gpu-files.tar.gz";
+/// The folder under the results directory that [`ARCHIVE`] is made from (and which is
+/// removed once it is).
+pub const FILES: &str = "files";
+
 /// What every step needs to know.
 #[derive(Debug)]
 pub struct Plan {
     /// The results directory.
     pub results: PathBuf,
-    /// Where children's output goes (`results/logs`).
+    /// Where everything but the results files goes during the run (`results/files`).
+    pub files: PathBuf,
+    /// Where children's output goes (`files/logs`).
     pub logs: PathBuf,
     /// Whether there is a GPU to run on.
     pub availability: Availability,
@@ -67,7 +77,9 @@ impl Plan {
     /// provisioning skip (`IKP_GPU_BUNDLE=1`).
     pub fn gpu_env(&self, cmd: &mut Command) {
         // Panic messages without backtraces: the first lines of a failure are its detail.
-        cmd.env("IKP_GPU_BUNDLE", "1").env("RUST_BACKTRACE", "0");
+        cmd.env("IKP_GPU_BUNDLE", "1")
+            .env("RUST_BACKTRACE", "0")
+            .env(crate::gpu::DATA_DIR_VAR, self.files.join("data"));
         if self.availability == Availability::Gpu {
             cmd.env("IKP_GPU_TESTS", "1");
         }
@@ -93,6 +105,12 @@ pub fn expected_files() -> Vec<String> {
 pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<Results> {
     let started = Instant::now();
     std::fs::create_dir_all(results)?;
+    // A folder left by an earlier run into the same directory would be archived as this
+    // run's.
+    match std::fs::remove_dir_all(results.join(FILES)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let (availability, mut m) = machine::describe();
     // A GPU is required where one was asked for, where the kernel lists one, or where ikp
     // opened one: then a GPU check that did not run is a failure.
@@ -100,9 +118,11 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         || !machine::os_sees_gpu().is_empty()
         || availability == Availability::Gpu;
     m.insert("bundle".into(), bundle_info(bundle));
+    let files = results.join(FILES);
     let plan = Plan {
         results: results.to_owned(),
-        logs: results.join("logs"),
+        logs: files.join("logs"),
+        files,
         availability: availability.clone(),
         deadline: started + budget,
     };
@@ -133,8 +153,13 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         checks.extend(tests::run(&binary, &plan));
     }
     checks.extend(overhead::run(bundle, &plan));
+    checks.extend(sanitizer::run(bundle, &plan));
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
+    }
+    let archived = archive(&plan);
+    if let Err(why) = &archived {
+        checks.push(Check::new("archive", Status::Fail, false, why.clone()));
     }
     let r = Results {
         machine: m,
@@ -144,6 +169,40 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     };
     write(results, &r)?;
     Ok(r)
+}
+
+/// Packs `plan.files` into [`ARCHIVE`] beside the results files and removes the folder, so
+/// that the results directory holds four files: the GPU machine hands back at most eight,
+/// and none in folders more than two down. Uses the system `tar` (every Linux GPU machine
+/// has it). Where it fails the folder stays, and the run says so.
+fn archive(plan: &Plan) -> Result<(), String> {
+    if !plan.files.is_dir() {
+        return Ok(());
+    }
+    let tmp = plan.results.join(format!(".{ARCHIVE}.tmp"));
+    let status = Command::new("tar")
+        .arg("-czf")
+        .arg(&tmp)
+        .arg("-C")
+        .arg(&plan.results)
+        .arg(FILES)
+        .status();
+    match status {
+        Ok(s) if s.success() => {
+            std::fs::rename(&tmp, plan.results.join(ARCHIVE))
+                .map_err(|e| format!("keeping {ARCHIVE}: {e}"))?;
+            std::fs::remove_dir_all(&plan.files)
+                .map_err(|e| format!("removing {} after archiving it: {e}", plan.files.display()))
+        }
+        Ok(s) => Err(format!(
+            "tar could not pack {} ({s}); the folder is left as it is",
+            plan.files.display()
+        )),
+        Err(e) => Err(format!(
+            "could not run tar to pack {} ({e}); the folder is left as it is",
+            plan.files.display()
+        )),
+    }
 }
 
 fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check {
