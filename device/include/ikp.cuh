@@ -343,19 +343,6 @@ IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigne
 #endif
 }
 
-/// `*addr = word` that the compiler keeps even when a later store overwrites the same word:
-/// the record-cost calibration stores CALIB_DELTAS + 1 times into one word, and ptxas
-/// deletes all but the last of plain stores (and then the timer reads they store).
-IKP_INLINE void store_volatile(unsigned long long* addr, unsigned long long word) {
-#if defined(IKP_HOST_EMULATION)
-  *addr = word;
-#else
-  asm volatile(
-      "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %0;\n\tst.volatile.global.u64 [a], %1;\n\t}" ::"l"(addr),
-      "l"(word));
-#endif
-}
-
 /// `base[i] = word` for the record path, as one wide multiply-add and one global store.
 /// Written in PTX so the optimizer takes it as is: left to itself, it strength-reduces a
 /// record in a loop into a second 64-bit pointer bumped every iteration, or re-associates
@@ -629,27 +616,38 @@ class Lane {
   }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
-  /// only, once, at init). It makes CALIB_DELTAS + 1 records back to back, each exactly:
-  /// one %clock read c_i, for a Timer::Global lane one %globaltimer_lo read (the lane's own
-  /// record timer; a Timer::Clock lane's timer read is c_i itself), and one 64-bit global
-  /// store of `stamp << TIME_SHIFT | c_i` into the CALIB word (standing in for an event slot;
-  /// volatile, st.volatile.global, as the compiler would otherwise keep only the last of
-  /// the stores to one word). It then stores the least c_{i+1} - c_i: the cycles from
-  /// one record's clock read to the next, i.e. the issue cost of one record (timer read,
-  /// word build, store) as a nested record adds it to the span around it, without the
-  /// cursor compare. Stores are fire-and-forget, so their memory latency is not in it; a
-  /// Timer::Global lane's figure also holds the %clock read that times it. The least of
-  /// several is taken so that a stall (a warp switch, an instruction-cache miss) is not.
-  IKP_INLINE static void calibrate(unsigned long long* calib) {
-    unsigned prev = 0u, least = ~0u;
+  /// only, once, at init). It makes CALIB_DELTAS + 1 records back to back into the CALIB
+  /// word (standing in for an event slot), each through the record path's own code: a
+  /// compare against a bound, the timer read under that predicate, the word build, and
+  /// store_record's plain 64-bit global store, so that ptxas emits the same instructions
+  /// as for put_timed() (one ISETP, a predicated CS2R, the word's move, a predicated STG;
+  /// tests/device_sass.rs checks it). The bound is `cap_ + CALIB_DELTAS + 1`, which the
+  /// compiler cannot prove true (the sum may wrap), so the predicate stays as a record's.
+  /// Each record is timed by a %clock read c_i: a Timer::Clock lane's record timer is that
+  /// read itself, a Timer::Global lane adds the %clock read to its %globaltimer_lo one. It
+  /// then stores the least c_{i+1} - c_i: the cycles from one record's timer read to the
+  /// next, i.e. the issue cost of one record as a nested record adds it to the span
+  /// around it. Stores are fire-and-forget, so their memory latency is not in it. The
+  /// least of several is taken so that a stall (a warp switch, an instruction-cache miss)
+  /// is not. (An earlier version read %clock outside the predicate: ptxas then alternated
+  /// uniform-datapath and vector reads of the clock, whose deltas undercounted a record by
+  /// a third on an H100.)
+  IKP_INLINE void calibrate(unsigned long long* calib) const {
+    unsigned c[CALIB_DELTAS + 1u];
+    const unsigned bound = cap_ + (CALIB_DELTAS + 1u);
     for (unsigned i = 0; i <= CALIB_DELTAS; ++i) {
-      const unsigned c = detail::clock_lo();
-      const unsigned stamp = T == Timer::Clock ? c : detail::globaltimer_lo();
-      detail::store_volatile(calib, (static_cast<unsigned long long>(stamp) << TIME_SHIFT) | c);
-      if (i > 0u && c - prev < least) least = c - prev;
-      prev = c;
+      c[i] = 0u;
+      if (i < bound) {
+        c[i] = detail::clock_lo();
+        const unsigned stamp = T == Timer::Clock ? c[i] : detail::globaltimer_lo();
+        detail::store_record(calib, 0u, (static_cast<unsigned long long>(stamp) << TIME_SHIFT) | i);
+      }
     }
-    detail::store_volatile(calib, least);
+    unsigned least = ~0u;
+    for (unsigned i = 1; i <= CALIB_DELTAS; ++i) {
+      if (c[i] - c[i - 1u] < least) least = c[i] - c[i - 1u];
+    }
+    detail::store_record(calib, 0u, least);
   }
 
   unsigned long long* ev_;  // this lane's first event record

@@ -476,7 +476,6 @@ class Lane {
   IKP_INLINE void calibrate(unsigned long long* calib) const {
     unsigned c[CALIB_DELTAS + 1u];
     const unsigned bound = cap_ + (CALIB_DELTAS + 1u);
-#pragma unroll
     for (unsigned i = 0; i <= CALIB_DELTAS; ++i) {
       c[i] = 0u;
       if (i < bound) {
@@ -486,7 +485,6 @@ class Lane {
       }
     }
     unsigned least = ~0u;
-#pragma unroll
     for (unsigned i = 1; i <= CALIB_DELTAS; ++i) {
       if (c[i] - c[i - 1u] < least) least = c[i] - c[i - 1u];
     }
