@@ -12,6 +12,7 @@
 
 pub mod examples;
 pub mod overhead;
+pub mod python;
 pub mod tests;
 
 use std::path::{Path, PathBuf};
@@ -129,6 +130,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     for e in examples::EXAMPLES {
         checks.push(examples::run(bundle, e, &plan));
     }
+    checks.extend(python::run(bundle, &plan));
     for binary in test_binaries(bundle)? {
         checks.extend(tests::run(&binary, &plan));
     }
