@@ -8,8 +8,11 @@
 #
 # Layout: bin/ (ikp-gpucheck = the runner, ikp = the CLI, gpu_overhead = the overhead
 # bench), examples/ (the three example launchers), tests/ (the test binaries that launch
-# kernels or compile them with NVRTC), run.sh, bundle.json (commit, build, files). At most
-# 60 MiB (the GPU machine takes 64 MiB per call). CI builds it and runs it in skip mode.
+# kernels or compile them with NVRTC), python/ (the Python package's abi3 wheel, release
+# build, and gpu_clients.py, the Python clients' checks), include/ (ikp.cuh and
+# ikp_host.hpp, as `ikp header` writes them), run.sh, bundle.json (commit, build, files).
+# At most 60 MiB (the GPU machine takes 64 MiB per call). CI builds it and runs it in skip
+# mode. The wheel needs maturin from .venv (scripts/provision.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: bash scripts/gpu-bundle.sh OUT_DIR}
@@ -53,6 +56,18 @@ for k in sorted(placed):
 PY
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
+# The header the Python clients compile their kernel with, from the CLI just built.
+"$out/bin/ikp" header -o "$out/include" >/dev/null
+# The Python package: its release wheel, built in the same target directory with the same
+# profile settings, so the dependencies it shares with the binaries above are not rebuilt.
+maturin="$root/.venv/bin/maturin"
+if [ ! -x "$maturin" ]; then
+  echo "gpu bundle: $maturin is missing: run bash scripts/provision.sh first" >&2
+  exit 1
+fi
+mkdir -p "$out/python"
+"$maturin" build --quiet --release --locked -m python/Cargo.toml --out "$out/python"
+cp gpucheck/python/gpu_clients.py "$out/python/"
 
 # bundle.json: what was built, from which commit.
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)

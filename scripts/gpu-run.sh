@@ -3,8 +3,9 @@
 #
 #   run.sh RESULTS_DIR
 #
-# Runs every GPU check of the bundle (GPU tests, examples end to end, timing truth, one
-# time axis, device-side overflow, overhead) within 10 minutes and writes
+# Runs every GPU check of the bundle (GPU tests, examples end to end, the Python clients
+# with this machine's python3 or $IKP_PYTHON, timing truth, one time axis, device-side
+# overflow, overhead) within 10 minutes and writes
 # RESULTS_DIR/gpu-results.json and RESULTS_DIR/gpu-results.md, children's logs under
 # RESULTS_DIR/logs. Exit 0 when nothing failed; 1 when a check failed, or when a GPU check
 # was skipped although a GPU was required (IKP_GPU_TESTS=1, or the machine has one).

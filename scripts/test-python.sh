@@ -21,3 +21,22 @@ rm -rf "$pyvenv"
 # Run from outside the source tree: the tests import the installed package, not python/ikp.
 cd "$pyvenv"
 "$pyvenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
+# The GPU bundle's Python clients (gpucheck/python/gpu_clients.py), without pytest: their
+# verifiers must accept correct runs and reject damaged ones (a synthetic Proton trace
+# decoded by the installed ikp included); then the script as the bundle runs it, here
+# without CuPy, torch or a GPU: the wheel installs and imports, the GPU checks skip.
+clients="$root/gpucheck/python/gpu_clients.py"
+"$pyvenv/bin/python" "$clients" --self-check
+work="$root/target/py-clients"
+rm -rf "$work"
+"$pyvenv/bin/python" "$clients" --wheel "$wheel" --ikp /nonexistent/ikp --include /nonexistent \
+  --work "$work" >"$work.json"
+"$pyvenv/bin/python" - "$work.json" <<'PY'
+import json, sys
+checks = {c["name"]: c for c in json.load(open(sys.argv[1]))}
+status = {n: c["status"] for n, c in checks.items()}
+want = {"python/wheel": "pass", "python/native": "skip", "python/proton": "skip"}
+if status != want:
+    sys.exit(f"gpu_clients.py without a GPU: {status}, expected {want}: {list(checks.values())}")
+print("gpu_clients.py without a GPU: " + "; ".join(f"{n} {c['status']} ({c['detail']})" for n, c in checks.items()))
+PY

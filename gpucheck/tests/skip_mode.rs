@@ -35,6 +35,14 @@ fn bundle(root: &Path) {
         &root.join("tests/nvrtc_only"),
         "if [ \"$1\" = --list ]; then printf 'compiles: test\\n'; exit 0; fi; exit 99",
     );
+    // The real Python clients' script; in skip mode it never opens the wheel.
+    std::fs::create_dir_all(root.join("python")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(runner::python::SCRIPT),
+        root.join(runner::python::SCRIPT),
+    )
+    .unwrap();
+    std::fs::write(root.join("python/ikp-0.1.0-cp39-abi3-linux_x86_64.whl"), "").unwrap();
     std::fs::write(
         root.join("bundle.json"),
         r#"{"commit": "abc123", "files": []}"#,
@@ -43,11 +51,23 @@ fn bundle(root: &Path) {
 }
 
 fn run(bundle: &Path, results: &Path, gpu_tests: Option<&str>) -> (i32, Value, String) {
+    run_with(bundle, results, gpu_tests, None)
+}
+
+fn run_with(
+    bundle: &Path,
+    results: &Path,
+    gpu_tests: Option<&str>,
+    python: Option<&str>,
+) -> (i32, Value, String) {
     let mut cmd = Command::new(bundle.join("bin/ikp-gpucheck"));
     cmd.arg("run").arg(results).arg("--bundle").arg(bundle);
-    cmd.env_remove("IKP_GPU_TESTS");
+    cmd.env_remove("IKP_GPU_TESTS").env_remove("IKP_PYTHON");
     if let Some(v) = gpu_tests {
         cmd.env("IKP_GPU_TESTS", v);
+    }
+    if let Some(p) = python {
+        cmd.env("IKP_PYTHON", p);
     }
     let out = cmd.output().unwrap();
     let json: Value =
@@ -89,6 +109,9 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     );
     want.extend(
         [
+            "python/wheel",
+            "python/native",
+            "python/proton",
             "test/nvrtc_only/compiles",
             "test/session_gpu/gpu_a",
             "test/session_gpu/gpu_b",
@@ -135,10 +158,13 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     assert_eq!(json["summary"]["skip"], checks.len());
     assert_eq!(json["summary"]["exit"], 0);
     assert!(md.contains("| overhead | skip | no CUDA GPU"), "{md}");
+    assert!(md.contains("| python/proton | skip | no CUDA GPU"), "{md}");
     // The test binaries of GPU tests are GPU checks, the others are not.
     let gpu_flag = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap()["gpu"].clone();
     assert_eq!(gpu_flag("test/session_gpu/gpu_a"), true);
     assert_eq!(gpu_flag("test/nvrtc_only/compiles"), false);
+    assert_eq!(gpu_flag("python/native"), true);
+    assert_eq!(gpu_flag("python/wheel"), false);
 
     // A GPU was required: the same run fails, and says why.
     let (code, json, md) = run(&root, &dir.path().join("r2"), Some("1"));
@@ -170,4 +196,36 @@ fn a_broken_bundle_fails_before_anything_runs() {
         .as_str()
         .unwrap()
         .contains("bin/gpu_overhead"));
+}
+
+#[test]
+fn without_python_the_python_step_is_one_skip_that_says_why() {
+    if !machine::os_sees_gpu().is_empty() {
+        return eprintln!(
+            "SKIPPED without_python_the_python_step_is_one_skip_that_says_why: machine has a GPU"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    bundle(&root);
+    let (code, json, _) = run_with(
+        &root,
+        &dir.path().join("r"),
+        None,
+        Some("/nonexistent/python3"),
+    );
+    assert_eq!(code, 0, "{json:#}");
+    let checks = json["checks"].as_array().unwrap();
+    let python: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("python"))
+        .collect();
+    assert_eq!(python.len(), 1, "{python:?}");
+    assert_eq!(python[0]["name"], "python");
+    assert_eq!(python[0]["status"], "skip");
+    let why = python[0]["detail"].as_str().unwrap();
+    assert!(
+        why.starts_with("no CUDA GPU") && why.contains("could not start /nonexistent/python3"),
+        "{why}"
+    );
 }

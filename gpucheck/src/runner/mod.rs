@@ -2,16 +2,20 @@
 //! files.
 //!
 //! Order: the machine; the GPU checks of [`crate::gpu`] (each in a child of this binary);
-//! the examples; the test binaries; the overhead bench (the longest, last, so a tight
-//! budget costs only its figures). Without a GPU every step reports its checks as skipped
-//! with the reason, after listing the test binaries (which proves they start here), in
-//! seconds. A step that would start after the budget is spent is skipped with that reason.
+//! the examples; the Python clients ([`python`]); the test binaries; the overhead bench;
+//! the examples and the overflow check under compute-sanitizer ([`sanitizer`]). Without a
+//! GPU every step reports its checks as skipped with the reason, after listing the test
+//! binaries (which proves they start here), in seconds. A step that would start after the
+//! budget is spent is skipped with that reason. Last, everything but the results files is
+//! packed into [`ARCHIVE`] (see [`crate::results`] for the directory's layout).
 //!
 //! The bundle's layout (written by `scripts/gpu-bundle.sh`): `bin/` (this runner, `ikp`,
-//! `gpu_overhead`), `examples/`, `tests/` (test binaries), `bundle.json` (commit, build).
+//! `gpu_overhead`), `examples/`, `tests/` (test binaries), `python/` (the wheel and the
+//! clients' script), `include/` (the headers), `bundle.json` (commit, build).
 
 pub mod examples;
 pub mod overhead;
+pub mod python;
 pub mod sanitizer;
 pub mod tests;
 
@@ -149,6 +153,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     for e in examples::EXAMPLES {
         checks.push(examples::run(bundle, e, &plan));
     }
+    checks.extend(python::run(bundle, &plan));
     for binary in test_binaries(bundle)? {
         checks.extend(tests::run(&binary, &plan));
     }
