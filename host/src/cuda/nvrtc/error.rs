@@ -167,9 +167,9 @@ pub enum NvrtcError {
     /// ikp loaded beside it, if any ([`NvrtcLibrary::builtins`](super::NvrtcLibrary::builtins)).
     #[error(
         "NVRTC could not compile {name} for {arch}: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, \
-         it could not use its builtins library libnvrtc-builtins.so.<major>.<minor> \
-         ({library}); put the directory holding the builtins library of this NVRTC version \
-         on LD_LIBRARY_PATH, or set {ENV_VAR} to an NVRTC installed with it; log:\n{log}"
+         it could not use its builtins library ({library}); put the directory holding this \
+         NVRTC version's libnvrtc-builtins.so on LD_LIBRARY_PATH, or set {ENV_VAR} to an \
+         NVRTC installed with it; log:\n{log}"
     )]
     BuiltinsFailed {
         /// Program name.
