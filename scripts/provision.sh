@@ -7,6 +7,13 @@
 #     (nvidia-cuda-nvrtc-cu12, in .../nvidia/cuda_nvrtc/lib; env.sh points the tests at
 #     it, the NVRTC search tests find the CUDA 13 one through VIRTUAL_ENV). Skipped when
 #     .venv/.ikp-cuda-wheels lists the same pins.
+#   * CUDA 13.0's NVRTC (PyPI nvidia-cuda-nvrtc==13.0.88), whose libnvrtc.so.13 has no
+#     RPATH and so finds its builtins library only through ikp's loader (the test in
+#     host/tests/nvrtc_compile.rs). pip cannot hold two versions of nvidia-cuda-nvrtc in
+#     one venv, so the wheel is downloaded (pip download --no-deps) and unpacked, not
+#     installed, into .deps/nvrtc-13.0.88/ (the library in nvidia/cu13/lib; env.sh names
+#     it IKP_NVRTC_13_0_LIB). Skipped when libnvrtc.so.13 and libnvrtc-builtins.so.13.0
+#     are there.
 #   * the peers' decoders the comparison tests run (host/tests/peer_decoders.rs): warpscope
 #     (PyPI, pure Python, with numpy) in .venv, skipped when .venv/.ikp-peer-decoders lists
 #     the same pins; and FlashInfer's Python exporter, the one file
@@ -76,6 +83,22 @@ if [ ! -f "$fi_file" ]; then
     "flashinfer-python==$fi_version"
   "$venv/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
     "$tmp"/flashinfer_python-*.whl flashinfer/profiler/__init__.py "$deps/flashinfer-python-$fi_version"
+  rm -rf "$tmp"
+fi
+
+# CUDA 13.0's NVRTC, unpacked beside the venv (which holds 13.5's): into a temporary
+# directory on the same file system, then renamed into place, so a half-done run leaves
+# nothing that looks provisioned.
+nvrtc130_version=13.0.88
+nvrtc130="$deps/nvrtc-$nvrtc130_version"
+if [ ! -f "$nvrtc130/nvidia/cu13/lib/libnvrtc.so.13" ] ||
+   [ ! -f "$nvrtc130/nvidia/cu13/lib/libnvrtc-builtins.so.13.0" ]; then
+  tmp=$(mktemp -d "$deps/.nvrtc-$nvrtc130_version.XXXXXX")
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$tmp" \
+    "nvidia-cuda-nvrtc==$nvrtc130_version"
+  "$venv/bin/python" -m zipfile -e "$tmp"/nvidia_cuda_nvrtc-*.whl "$tmp/unpacked"
+  rm -rf "$nvrtc130"
+  mv "$tmp/unpacked" "$nvrtc130"
   rm -rf "$tmp"
 fi
 

@@ -1,7 +1,7 @@
 //! What the run finds out about the machine before any check: whether it has an NVIDIA
 //! GPU at all, whether ikp can open it (and if not, why), and the facts a reader of the
 //! results needs to compare runs: GPU, SMs, driver, NVRTC, the library files loaded
-//! (`libcuda`, `nvrtc_library` and how ikp's search found it), clocks.
+//! (`libcuda`, `nvrtc_library` and how ikp's search found it, `nvrtc_builtins`), clocks.
 //!
 //! "Has a GPU" and "ikp can open it" are told apart on purpose: a machine whose kernel
 //! lists an NVIDIA GPU but whose driver library is missing or a stub must fail the run,
@@ -160,6 +160,10 @@ fn describe_nvrtc(m: &mut Map<String, Value>) {
                 json!(lib.path().display().to_string()),
             );
             m.insert("nvrtc_found_by".into(), json!(lib.found_by().to_string()));
+            m.insert(
+                "nvrtc_builtins".into(),
+                json!(lib.builtins().map(|p| p.display().to_string())),
+            );
         }
         Err(e) => {
             m.insert("nvrtc_version".into(), Value::Null);

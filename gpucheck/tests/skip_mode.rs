@@ -6,10 +6,29 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use ikp_gpucheck::{gpu, machine, runner};
 use serde_json::Value;
+
+/// Held while this binary writes the bundle's executables and while it starts a child.
+///
+/// The tests run in parallel threads of one process. A child started while another
+/// thread has a stand-in open for writing inherits that descriptor and holds it until
+/// its own exec closes it (`O_CLOEXEC`, which std sets, closes it at the exec, not at
+/// the fork); executing the stand-in in that window fails with `ETXTBSY` ("Text file
+/// busy"), which failed about 1 run in 10. With the lock no child is ever started while
+/// an executable is open for writing: `Command::spawn` returns only once the child has
+/// exec'd (or failed to), so its inherited descriptors are closed by then.
+static WRITING_OR_SPAWNING: Mutex<()> = Mutex::new(());
+
+fn exclusive() -> MutexGuard<'static, ()> {
+    // A test that panicked while holding it left nothing half-done that matters here.
+    WRITING_OR_SPAWNING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
 
 fn script(path: &Path, body: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -18,6 +37,7 @@ fn script(path: &Path, body: &str) {
 }
 
 fn bundle(root: &Path) {
+    let _writing = exclusive();
     let bin = root.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_ikp-gpucheck"), bin.join("ikp-gpucheck")).unwrap();
@@ -69,7 +89,14 @@ fn run_with(
     if let Some(p) = python {
         cmd.env("IKP_PYTHON", p);
     }
-    let out = cmd.output().unwrap();
+    let child = {
+        let _spawning = exclusive();
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let out = child.wait_with_output().unwrap();
     let json: Value =
         serde_json::from_slice(&std::fs::read(results.join("gpu-results.json")).unwrap()).unwrap();
     let md = std::fs::read_to_string(results.join("gpu-results.md")).unwrap();
@@ -98,6 +125,11 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     assert_eq!(json["format"], "ikp-gpu-results");
     assert_eq!(json["gpu_required"], false);
     assert_eq!(json["machine"]["bundle"]["commit"], "abc123");
+    // Where an NVRTC loaded, the machine names its builtins library (or null: none).
+    let machine = json["machine"].as_object().unwrap();
+    if machine["nvrtc_version"].is_string() {
+        assert!(machine.contains_key("nvrtc_builtins"), "{json:#}");
+    }
     let checks = json["checks"].as_array().unwrap();
     let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
     let mut want = vec!["machine".to_owned()];
@@ -140,11 +172,14 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
         top,
         ["gpu-files.tar.gz", "gpu-results.json", "gpu-results.md"]
     );
-    let listed = Command::new("tar")
-        .arg("-tzf")
-        .arg(dir.path().join("r1").join(runner::ARCHIVE))
-        .output()
-        .unwrap();
+    let listed = {
+        let _spawning = exclusive();
+        Command::new("tar")
+            .arg("-tzf")
+            .arg(dir.path().join("r1").join(runner::ARCHIVE))
+            .output()
+            .unwrap()
+    };
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
         listed.contains("files/logs/session_gpu.list.stdout"),

@@ -3,7 +3,11 @@
 //! architecture, the compile-out switch removes every marker, errors are typed. The
 //! search for the library runs in child processes with controlled environments: CUDA
 //! 13's pip package found through `VIRTUAL_ENV`, `IKP_NVRTC` naming CUDA 12.9's
-//! directory, an `IKP_NVRTC` that names nothing, and nothing to find at all.
+//! directory, an `IKP_NVRTC` that names nothing, and nothing to find at all. CUDA 13.0's
+//! NVRTC (the 13.0.88 wheel, unpacked into `.deps/nvrtc-13.0.88`), whose `libnvrtc.so.13`
+//! has no RPATH, compiles with no `LD_LIBRARY_PATH` because ikp loads its builtins
+//! library; the same compile through the raw NVRTC API fails, which shows the scenario
+//! is real.
 //!
 //! The tests work with whichever NVRTC the search finds (12.9 on CI, CUDA 13 on a GPU
 //! machine): the oldest architecture they target is the oldest the library supports.
@@ -332,8 +336,21 @@ fn loaded_as_expected(found_by: FoundBy, arch: Arch) {
         .cubin("api_tour.cu", ALL_OF_THE_API)
         .unwrap_or_else(|e| panic!("{lib}: {e}"));
     assert_cuda_elf(cubin.cubin().unwrap(), &format!("{arch} by {lib}"));
-    // NVRTC loads its builtins library from its own directory (RPATH $ORIGIN): both
-    // files came from the same place.
+    // ikp loads NVRTC's builtins library from NVRTC's own directory (and names it): both
+    // files came from the same place, with or without an RPATH in libnvrtc.
+    assert_eq!(
+        lib.builtins(),
+        Some(
+            want_path
+                .with_file_name(format!(
+                    "libnvrtc-builtins.so.{}.{}",
+                    want_version.0, want_version.1
+                ))
+                .as_path()
+        ),
+        "{lib}"
+    );
+    assert!(lib.to_string().contains("; builtins /"), "{lib}");
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let builtins = format!(
         "{}/libnvrtc-builtins.so.{}.{}",
@@ -549,4 +566,155 @@ fn without_libnvrtc_compiling_is_a_typed_error() {
     let out = run_child_with(TEST, "no-nvrtc", &search_env(home.path(), &[]));
     let stdout = assert_child_passed("the no-NVRTC scenario", &out);
     assert!(stdout.contains("NVRTC library not found"), "{stdout}");
+}
+
+// ---- NVRTC's builtins library: CUDA 13.0's libnvrtc.so.13 has no RPATH ----
+
+/// The provisioning variable naming the lib directory of the unpacked CUDA 13.0.88 NVRTC
+/// wheel (scripts/env.sh).
+const NVRTC_13_0_VAR: &str = "IKP_NVRTC_13_0_LIB";
+
+/// The provisioned CUDA 13.0 NVRTC directory, its `major.minor` (from the wheel's
+/// `.dist-info`), or `None` after a skip under `IKP_GPU_BUNDLE=1`.
+fn nvrtc_13_0(test: &str) -> Option<(PathBuf, (u32, u32))> {
+    let dir = provisioned_dir(test, NVRTC_13_0_VAR, "libnvrtc.so.13")?;
+    // .deps/nvrtc-13.0.88/nvidia/cu13/lib: the wheel's root is three levels up.
+    let wheel = dir.ancestors().nth(3).unwrap();
+    Some((dir.clone(), dist_version(wheel, "nvidia_cuda_nvrtc")))
+}
+
+/// The environment of a CUDA 13.0 child: the search's variables cleared, and no
+/// `LD_LIBRARY_PATH` at all, so nothing points the dynamic loader at NVRTC's directory.
+fn no_library_path_env(
+    home: &Path,
+    set: &[(&'static str, OsString)],
+) -> Vec<(&'static str, Option<OsString>)> {
+    let mut env = search_env(home, set);
+    env.retain(|(var, _)| *var != "LD_LIBRARY_PATH");
+    env.push(("LD_LIBRARY_PATH", None));
+    env
+}
+
+#[test]
+fn nvrtc_13_0_without_rpath_compiles_with_no_library_path() {
+    const TEST: &str = "nvrtc_13_0_without_rpath_compiles_with_no_library_path";
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "nvrtc-13.0");
+        assert_eq!(std::env::var_os("LD_LIBRARY_PATH"), None);
+        return loaded_as_expected(FoundBy::IkpNvrtc, Arch::new(9, 0));
+    }
+    let Some((dir, (major, minor))) = nvrtc_13_0(TEST) else {
+        return;
+    };
+    let want = dir.join("libnvrtc.so.13");
+    let home = tempfile::tempdir().unwrap();
+    let out = run_child_with(
+        TEST,
+        "nvrtc-13.0",
+        &no_library_path_env(
+            home.path(),
+            &[
+                ("IKP_NVRTC", dir.clone().into()),
+                ("IKP_TEST_WANT_PATH", want.clone().into()),
+                ("IKP_TEST_WANT_VERSION", format!("{major}.{minor}").into()),
+            ],
+        ),
+    );
+    let stdout = assert_child_passed("CUDA 13.0's NVRTC without LD_LIBRARY_PATH", &out);
+    assert!(
+        stdout.contains(&format!(
+            "NVRTC {major}.{minor} at {} (named by IKP_NVRTC; builtins {}/libnvrtc-builtins.so.{major}.{minor})",
+            want.display(),
+            dir.display()
+        )),
+        "{stdout}"
+    );
+}
+
+/// `nvrtcCreateProgram` and `nvrtcCompileProgram` straight from the library at `path`,
+/// without ikp: the status of compiling a trivial kernel for sm_90.
+fn raw_compile_status(path: &Path) -> i32 {
+    use std::ffi::{c_char, c_int, c_void};
+    type Create = unsafe extern "C" fn(
+        *mut *mut c_void,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> c_int;
+    type Compile = unsafe extern "C" fn(*mut c_void, c_int, *const *const c_char) -> c_int;
+    type Destroy = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
+    // SAFETY: NVRTC's initialisers have no preconditions; the prototypes are nvrtc.h's;
+    // every pointer handed over is a NUL-terminated string or array that outlives the call.
+    unsafe {
+        let lib = libloading::Library::new(path).unwrap();
+        let create: libloading::Symbol<Create> = lib.get(b"nvrtcCreateProgram\0").unwrap();
+        let compile: libloading::Symbol<Compile> = lib.get(b"nvrtcCompileProgram\0").unwrap();
+        let destroy: libloading::Symbol<Destroy> = lib.get(b"nvrtcDestroyProgram\0").unwrap();
+        let mut prog = std::ptr::null_mut();
+        let src = c"extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }";
+        let status = create(
+            &mut prog,
+            src.as_ptr(),
+            c"k.cu".as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        );
+        assert_eq!(status, 0, "nvrtcCreateProgram");
+        let options = [c"--gpu-architecture=sm_90".as_ptr()];
+        let status = compile(prog, 1, options.as_ptr());
+        destroy(&mut prog);
+        // Kept loaded: NVRTC may have started threads or registered handlers.
+        std::mem::forget(lib);
+        status
+    }
+}
+
+#[test]
+fn without_ikp_nvrtc_13_0_fails_with_builtin_operation_failure() {
+    const TEST: &str = "without_ikp_nvrtc_13_0_fails_with_builtin_operation_failure";
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "nvrtc-13.0-raw");
+        let dir = PathBuf::from(from_parent("IKP_TEST_NVRTC_DIR"));
+        let status = raw_compile_status(&dir.join("libnvrtc.so.13"));
+        assert_eq!(
+            nvrtc::NvrtcStatus(status),
+            nvrtc::NvrtcStatus::BUILTIN_OPERATION_FAILURE,
+            "CUDA 13.0's NVRTC found its builtins without ikp's help"
+        );
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(!maps.contains("libnvrtc-builtins"), "builtins mapped");
+        println!(
+            "{CHILD_DONE}: raw compile status {}",
+            nvrtc::NvrtcStatus(status)
+        );
+        return;
+    }
+    let Some((dir, (major, minor))) = nvrtc_13_0(TEST) else {
+        return;
+    };
+    let builtins = format!("libnvrtc-builtins.so.{major}.{minor}");
+    if system_has_library(&builtins) {
+        skip(
+            TEST,
+            &format!(
+                "the dynamic loader finds a system {builtins}, so NVRTC finds it without ikp \
+                 and the failure cannot be shown"
+            ),
+        );
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = run_child_with(
+        TEST,
+        "nvrtc-13.0-raw",
+        &no_library_path_env(home.path(), &[("IKP_TEST_NVRTC_DIR", dir.into())]),
+    );
+    let stdout = assert_child_passed("CUDA 13.0's NVRTC through the raw API", &out);
+    assert!(
+        stdout.contains("raw compile status NVRTC_ERROR_BUILTIN_OPERATION_FAILURE"),
+        "{stdout}"
+    );
 }

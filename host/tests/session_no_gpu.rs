@@ -1,10 +1,19 @@
 //! The GPU side of the host on machines without a GPU, for real: once with no CUDA driver
 //! library at all, once with NVIDIA's real `libcuda.so.1` (Debian's libcuda1, unpacked by
 //! scripts/provision.sh into `$IKP_LIBCUDA_DIR`) and no device, once with a stub driver
-//! whose `cuInit` answers `CUDA_ERROR_STUB_LIBRARY` (as the toolkit's link stub does). Each
-//! scenario runs in a child process with its own `LD_LIBRARY_PATH`; the child must get a
-//! typed error, not a cudarc panic, and the GPU tests' gate must skip only for "no GPU".
+//! whose `cuInit` answers `CUDA_ERROR_STUB_LIBRARY` (as the toolkit's link stub does), and
+//! once with such a stub named `libcuda.so` ahead of the real `libcuda.so.1` (cudarc tries
+//! `libcuda.so` first; ikp must name both files instead of running on the stub). Each
+//! scenario runs in a child process with its own `LD_LIBRARY_PATH`, from which every other
+//! directory holding a driver library is removed; the child must get a typed error, not a
+//! cudarc panic, and the GPU tests' gate must skip only for "no GPU".
+//!
+//! Where a GPU is present, or the dynamic loader finds a driver library by itself (its
+//! cache or default directories, which no `LD_LIBRARY_PATH` hides), these scenarios
+//! cannot be set up and the tests skip, saying so.
 mod session_support;
+
+use std::path::{Path, PathBuf};
 
 use ikp_host::cuda::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
 use ikp_host::cuda::{
@@ -14,6 +23,29 @@ use ikp_host::cuda::{
 use session_support::*;
 
 const LIBCUDA: &str = "libcuda.so.1";
+
+/// Why a scenario that needs to control which driver library loads cannot run here: a
+/// GPU (the fake drivers are pointless where the real one runs, and the GPU tests cover
+/// it), or a driver library the dynamic loader finds without `LD_LIBRARY_PATH`.
+fn real_driver_here() -> Option<String> {
+    if machine_has_gpu() {
+        return Some("this machine has an NVIDIA GPU and its driver (CI has neither)".into());
+    }
+    system_libcuda().map(|name| {
+        format!(
+            "the dynamic loader finds a system {name} by itself, which no LD_LIBRARY_PATH \
+             hides (CI has none)"
+        )
+    })
+}
+
+/// The current `LD_LIBRARY_PATH` without any directory holding a driver library, with
+/// `prepend` in front.
+fn path_with_only(prepend: &[&Path]) -> String {
+    let others = libcuda_dirs_on_library_path();
+    let remove: Vec<&Path> = others.iter().map(PathBuf::as_path).collect();
+    library_path(&remove, prepend)
+}
 
 fn no_driver_child() {
     let probe = probe_driver().expect_err("probe_driver found a driver");
@@ -78,18 +110,21 @@ fn without_libcuda_every_entry_point_reports_no_driver() {
         return no_driver_child();
     }
     const TEST: &str = "without_libcuda_every_entry_point_reports_no_driver";
-    if system_has_library(LIBCUDA) {
+    if let Some(why) = real_driver_here() {
         skip(
             TEST,
-            "this machine has a system libcuda.so.1, so a machine without a driver cannot be \
-             simulated (CI has none)",
+            &format!("{why}, so a machine without a driver cannot be simulated"),
         );
         return;
     }
     let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
         return;
     };
-    let path = library_path(&[&libcuda_dir], &[]);
+    // Every directory holding a driver library goes, the provisioned one too.
+    let others = libcuda_dirs_on_library_path();
+    let mut remove: Vec<&Path> = others.iter().map(PathBuf::as_path).collect();
+    remove.push(&libcuda_dir);
+    let path = library_path(&remove, &[]);
     let out = run_child(
         "without_libcuda_every_entry_point_reports_no_driver",
         "no-driver",
@@ -117,7 +152,20 @@ fn real_libcuda_without_gpu_reports_cuda_error_no_device() {
     let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
         return;
     };
-    let path = library_path(&[], &[&libcuda_dir]);
+    // A system libcuda.so.1 is harmless (the provisioned one comes first on the path), a
+    // system libcuda.so is not when the provisioned directory has none to come first.
+    if !libcuda_dir.join("libcuda.so").exists() && system_has_library("libcuda.so") {
+        skip(
+            TEST,
+            &format!(
+                "the dynamic loader finds a system libcuda.so, which cudarc tries before \
+                 libcuda.so.1, and {} has no libcuda.so to come first",
+                libcuda_dir.display()
+            ),
+        );
+        return;
+    }
+    let path = path_with_only(&[&libcuda_dir]);
     let out = run_child(
         "real_libcuda_without_gpu_reports_cuda_error_no_device",
         "no-device",
@@ -192,9 +240,9 @@ fn host_session_is_send_and_sync() {
     check::<SessionError>();
 }
 
-/// A `libcuda.so.1` whose `cuInit` fails with CUDA_ERROR_STUB_LIBRARY (34), built with the
-/// system C compiler into `dir`.
-fn build_stub_libcuda(dir: &std::path::Path) {
+/// A driver library named `name` whose `cuInit` fails with CUDA_ERROR_STUB_LIBRARY (34),
+/// built with the system C compiler into `dir`.
+fn build_stub_libcuda(dir: &std::path::Path, name: &str) {
     let src = dir.join("stub.c");
     std::fs::write(
         &src,
@@ -205,7 +253,7 @@ fn build_stub_libcuda(dir: &std::path::Path) {
     .unwrap();
     let out = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
-        .arg(dir.join(LIBCUDA))
+        .arg(dir.join(name))
         .arg(&src)
         .output()
         .expect("running the C compiler (cc)");
@@ -244,17 +292,16 @@ fn a_stub_driver_fails_the_gpu_gate_instead_of_skipping() {
         assert_eq!(mode, "stub-driver");
         return stub_driver_child();
     }
-    if system_has_library(LIBCUDA) {
+    if let Some(why) = real_driver_here() {
         skip(
             "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
-            "this machine has a system libcuda.so.1, which the loader would find before \
-             the stub (CI has none)",
+            &format!("{why}, which could be loaded instead of the stub"),
         );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    build_stub_libcuda(dir.path());
-    let path = library_path(&[], &[dir.path()]);
+    build_stub_libcuda(dir.path(), LIBCUDA);
+    let path = path_with_only(&[dir.path()]);
     let out = run_child(
         "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
         "stub-driver",
@@ -262,4 +309,89 @@ fn a_stub_driver_fails_the_gpu_gate_instead_of_skipping() {
     );
     let stdout = assert_child_passed("the stub-driver scenario", &out);
     assert!(stdout.contains("CUDA_ERROR_STUB_LIBRARY"), "{stdout}");
+}
+
+fn shadowed_driver_child() {
+    std::env::remove_var("IKP_GPU_TESTS");
+    let stub = PathBuf::from(std::env::var_os("IKP_TEST_STUB").expect("set by the parent"));
+    let want = std::env::var_os("IKP_LIBCUDA_DIR").expect("inherited from the parent");
+    let e = probe_driver().expect_err("probe_driver accepted a shadowed driver");
+    match &e {
+        SessionError::ShadowedDriver {
+            driver,
+            name,
+            other,
+        } => {
+            assert_eq!(name, "libcuda.so");
+            assert_eq!(other, &stub.canonicalize().unwrap());
+            assert_eq!(
+                driver.parent().unwrap(),
+                Path::new(&want).canonicalize().unwrap(),
+                "libcuda.so.1 resolved to {}",
+                driver.display()
+            );
+        }
+        other => panic!("expected ShadowedDriver, got {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&stub.canonicalize().unwrap().display().to_string()),
+        "{msg}"
+    );
+    // Every entry point says the same and none runs on the stub.
+    for other in [
+        device_count().unwrap_err(),
+        open_device(0).unwrap_err(),
+        driver_version().unwrap_err(),
+    ] {
+        assert!(
+            matches!(other, SessionError::ShadowedDriver { .. }),
+            "{other:?}"
+        );
+    }
+    assert_eq!(driver_library(), None);
+    // Not "no GPU": the GPU tests' gate fails.
+    let gate = std::panic::catch_unwind(|| gpu_or_skip("shadowed_driver_gate").is_some());
+    assert!(gate.is_err(), "gpu_or_skip passed a shadowed driver");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(
+        !maps.contains(&stub.display().to_string()),
+        "the stub stayed mapped"
+    );
+    println!("{CHILD_DONE}: {msg}");
+}
+
+#[test]
+fn a_libcuda_so_ahead_of_the_driver_is_named_not_used() {
+    if let Some(mode) = child_mode() {
+        assert_eq!(mode, "shadowed-driver");
+        return shadowed_driver_child();
+    }
+    const TEST: &str = "a_libcuda_so_ahead_of_the_driver_is_named_not_used";
+    if let Some(why) = real_driver_here() {
+        skip(TEST, &format!("{why}, which could be loaded instead"));
+        return;
+    }
+    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+        return;
+    };
+    // A toolkit's lib64/stubs on the path: a libcuda.so that is not the driver, ahead of
+    // the directory holding the driver's libcuda.so.1.
+    let stubs = tempfile::tempdir().unwrap();
+    build_stub_libcuda(stubs.path(), "libcuda.so");
+    let stub = stubs.path().join("libcuda.so");
+    let path = path_with_only(&[stubs.path(), &libcuda_dir]);
+    let out = run_child_with(
+        TEST,
+        "shadowed-driver",
+        &[
+            ("LD_LIBRARY_PATH", Some(path.into())),
+            ("IKP_TEST_STUB", Some(stub.clone().into())),
+        ],
+    );
+    let stdout = assert_child_passed("the shadowed-driver scenario", &out);
+    assert!(
+        stdout.contains("cudarc loads libcuda.so first and that is another file"),
+        "{stdout}"
+    );
 }

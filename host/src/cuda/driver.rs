@@ -17,14 +17,27 @@ use super::libcuda;
 use super::nvrtc::Compiled;
 use crate::arch::Arch;
 
-/// Checks that the CUDA driver library (`libcuda.so.1` on Linux) can be loaded.
+/// Checks that the CUDA driver library (`libcuda.so.1` on Linux, tried first) can be
+/// loaded, and that cudarc, which runs every driver call, will use that same file.
+///
+/// Errors: [`SessionError::NoDriver`] when no name loads; [`SessionError::ShadowedDriver`]
+/// when `libcuda.so.1` loads but a name cudarc tries before it (`libcuda.so`) is another
+/// file, such as a toolkit's link stub.
 pub fn probe_driver() -> Result<(), SessionError> {
-    if libcuda::present() {
-        Ok(())
-    } else {
-        Err(SessionError::NoDriver {
+    match libcuda::found() {
+        libcuda::Found::Loaded { .. } => Ok(()),
+        libcuda::Found::Absent => Err(SessionError::NoDriver {
             searched: libcuda::candidates(),
-        })
+        }),
+        libcuda::Found::Shadowed {
+            driver,
+            name,
+            other,
+        } => Err(SessionError::ShadowedDriver {
+            driver: driver.clone(),
+            name: name.clone(),
+            other: other.clone(),
+        }),
     }
 }
 
@@ -38,8 +51,8 @@ pub fn driver_version() -> Result<(u32, u32), SessionError> {
         .map_err(|e| SessionError::driver("cuDriverGetVersion", e))
 }
 
-/// The `libcuda` file this process loaded, from `/proc/self/maps`; `None` without a
-/// driver or where the mappings cannot be read. Results files record it next to the
+/// The `libcuda` file this process loaded (links resolved: `libcuda.so.580.65.06`), from
+/// the dynamic loader; `None` without a usable driver or where it cannot say. Results files record it next to the
 /// NVRTC library ([`super::nvrtc::library`]), so a measurement says which driver ran it.
 pub fn driver_library() -> Option<PathBuf> {
     libcuda::mapped_file()

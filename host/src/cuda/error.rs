@@ -22,6 +22,24 @@ pub enum SessionError {
         /// Library names that were tried.
         searched: Vec<String>,
     },
+    /// The driver's `libcuda.so.1` loads, but cudarc (which runs every driver call) looks
+    /// for `name` first and that is another file: a CUDA toolkit's link stub on the
+    /// library path, or another driver's library. Nothing is run through either.
+    #[error(
+        "the CUDA driver library libcuda.so.1 is {}, but cudarc loads {name} first and that \
+         is another file, {}; take its directory off LD_LIBRARY_PATH (a toolkit's \
+         lib64/stubs does not belong there at run time)",
+        driver.display(),
+        other.display()
+    )]
+    ShadowedDriver {
+        /// The file behind `libcuda.so.1`.
+        driver: std::path::PathBuf,
+        /// The name cudarc would load first (`libcuda.so`).
+        name: String,
+        /// The file behind `name`.
+        other: std::path::PathBuf,
+    },
     /// A CUDA driver call failed; `name` is the CUresult name, e.g. `CUDA_ERROR_NO_DEVICE`.
     #[error("CUDA driver call {call} failed with {name}: {description}")]
     Driver {

@@ -226,12 +226,18 @@ pub fn assert_child_passed(what: &str, out: &Output) -> String {
 }
 
 /// Whether the dynamic loader finds `soname` without `LD_LIBRARY_PATH` (ld.so cache or
-/// the default directories): then a "library missing" scenario cannot be set up.
+/// the default directories): then a "library missing" scenario cannot be set up. The
+/// name must match exactly (`libcuda.so` is not found by a cached `libcuda.so.1`).
 pub fn system_has_library(soname: &str) -> bool {
+    // `ldconfig -p` lines: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/.../libcuda.so.1".
     let cached = Command::new("ldconfig")
         .arg("-p")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains(soname))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(soname))
+        })
         .unwrap_or(false);
     cached
         || [
@@ -243,6 +249,29 @@ pub fn system_has_library(soname: &str) -> bool {
         ]
         .iter()
         .any(|d| Path::new(d).join(soname).exists())
+}
+
+/// The names ikp and cudarc try for the driver library that matter on Linux: the
+/// driver's soname, and the development link cudarc tries before it.
+pub const LIBCUDA_NAMES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
+
+/// A driver library the dynamic loader finds without `LD_LIBRARY_PATH` (in its cache or
+/// default directories), which no child environment can hide.
+pub fn system_libcuda() -> Option<&'static str> {
+    LIBCUDA_NAMES.into_iter().find(|n| system_has_library(n))
+}
+
+/// The directories of the current `LD_LIBRARY_PATH` that hold a driver library (a GPU
+/// machine's `/usr/local/nvidia/lib64`, the provisioned one): removed from a child's path
+/// so that only the scenario's own library can be found.
+pub fn libcuda_dirs_on_library_path() -> Vec<PathBuf> {
+    std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|e| !e.is_empty())
+        .map(PathBuf::from)
+        .filter(|d| LIBCUDA_NAMES.iter().any(|n| d.join(n).exists()))
+        .collect()
 }
 
 /// Whether this machine has an NVIDIA GPU: the kernel module lists one. (`/dev/nvidiactl`

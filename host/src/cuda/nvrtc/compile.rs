@@ -180,6 +180,14 @@ impl Compiler {
         let prog = Program::create(&lib.api, &c_source, &c_name, &headers)?;
         let status = prog.compile(&c_options);
         let log = prog.log()?;
+        if status == NvrtcStatus::BUILTIN_OPERATION_FAILURE {
+            return Err(NvrtcError::BuiltinsFailed {
+                name: name.into(),
+                arch: options[0].trim_start_matches("--gpu-architecture=").into(),
+                library: lib.to_string(),
+                log,
+            });
+        }
         if status != NvrtcStatus::SUCCESS {
             return Err(NvrtcError::Compile {
                 name: name.into(),

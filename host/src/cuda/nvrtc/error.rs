@@ -23,6 +23,9 @@ impl NvrtcStatus {
     pub const INVALID_INPUT: NvrtcStatus = NvrtcStatus(3);
     /// `NVRTC_ERROR_COMPILATION`.
     pub const COMPILATION: NvrtcStatus = NvrtcStatus(6);
+    /// `NVRTC_ERROR_BUILTIN_OPERATION_FAILURE`: what every compile returns when NVRTC
+    /// cannot open its builtins library.
+    pub const BUILTIN_OPERATION_FAILURE: NvrtcStatus = NvrtcStatus(7);
 
     /// The name `nvrtc.h` gives this status (as of CUDA 13.5), or `None` for a code
     /// newer than that.
@@ -115,6 +118,25 @@ pub enum NvrtcError {
         /// Each file tried there, with why it did not load.
         tried: Vec<String>,
     },
+    /// The NVRTC library loaded, but the builtins library beside it (which NVRTC needs at
+    /// every compile, see [`NvrtcLibrary::builtins`](super::NvrtcLibrary::builtins)) is
+    /// there and does not load. Not a reason to fall back to another NVRTC: the search
+    /// chose this one.
+    #[error(
+        "NVRTC at {} cannot use its builtins library {}: it does not load ({reason}), so \
+         every compile would fail with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE; reinstall \
+         that NVRTC, or set {ENV_VAR} to another",
+        library.display(),
+        builtins.display()
+    )]
+    Builtins {
+        /// The NVRTC library.
+        library: PathBuf,
+        /// The builtins library that did not load.
+        builtins: PathBuf,
+        /// The dynamic loader's message.
+        reason: String,
+    },
     /// An NVRTC call other than the compilation itself failed.
     #[error("NVRTC call {call} failed with {code}")]
     Call {
@@ -136,6 +158,27 @@ pub enum NvrtcError {
         options: Vec<String>,
         /// NVRTC's status.
         code: NvrtcStatus,
+        /// The compiler log.
+        log: String,
+    },
+    /// The compile failed with `NVRTC_ERROR_BUILTIN_OPERATION_FAILURE`: NVRTC could not
+    /// use its builtins library. `library` is the NVRTC library as
+    /// [`NvrtcLibrary`](super::NvrtcLibrary) prints it, which says which builtins library
+    /// ikp loaded beside it, if any ([`NvrtcLibrary::builtins`](super::NvrtcLibrary::builtins)).
+    #[error(
+        "NVRTC could not compile {name} for {arch}: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, \
+         it could not use its builtins library ({library}); put the directory holding this \
+         NVRTC version's libnvrtc-builtins.so on LD_LIBRARY_PATH, or set {ENV_VAR} to an \
+         NVRTC installed with it; log:\n{log}"
+    )]
+    BuiltinsFailed {
+        /// Program name.
+        name: String,
+        /// Target architecture (`sm_XX` or `compute_XX`).
+        arch: String,
+        /// The NVRTC library and its builtins, as [`NvrtcLibrary`](super::NvrtcLibrary)
+        /// prints them.
+        library: String,
         /// The compiler log.
         log: String,
     },
@@ -234,6 +277,30 @@ mod tests {
         assert!(
             msg.contains("none of libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so is there"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_builtins_failure_names_the_library_and_what_to_do() {
+        let e = NvrtcError::BuiltinsFailed {
+            name: "k.cu".into(),
+            arch: "sm_90".into(),
+            library: "NVRTC 13.0 at /n/libnvrtc.so.13 (named by IKP_NVRTC; no \
+                      libnvrtc-builtins.so.13.0 beside it: left to the dynamic loader)"
+                .into(),
+            log: String::new(),
+        };
+        let msg = e.to_string();
+        for part in [
+            "NVRTC could not compile k.cu for sm_90: NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+            "(NVRTC 13.0 at /n/libnvrtc.so.13 (named by IKP_NVRTC; no libnvrtc-builtins.so.13.0",
+            "on LD_LIBRARY_PATH, or set IKP_NVRTC",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing from {msg}");
+        }
+        assert_eq!(
+            NvrtcStatus::BUILTIN_OPERATION_FAILURE.to_string(),
+            "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE"
         );
     }
 }

@@ -1,22 +1,29 @@
 //! Opening the first NVRTC library of the [search](super::search) that loads, once per
-//! process, and reporting which file it was.
+//! process, with the builtins library beside it ("NVRTC's builtins library" in the
+//! [module documentation](super)), and reporting which files they were.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use libloading::os::unix::{Library as UnixLibrary, RTLD_GLOBAL, RTLD_NOW};
+
 use super::api::Api;
 use super::error::NvrtcError;
 use super::search::{search, FoundBy, Search, SearchEnv, NAMES};
 
-/// The NVRTC library this process compiles with: which file, which version, and which
-/// rule of the search found it. Results files record it, so a measurement says which
-/// compiler produced its kernels.
+/// The NVRTC library this process compiles with: which file, which version, which rule
+/// of the search found it, and which builtins library was loaded beside it. Results files
+/// record it, so a measurement says which compiler produced its kernels.
 pub struct NvrtcLibrary {
     path: PathBuf,
     version: (u32, u32),
     found_by: FoundBy,
+    builtins: Option<PathBuf>,
     pub(crate) api: Api,
+    // After `api`: dropped (only ever in tests; the process's library is never dropped)
+    // after the NVRTC that may use it.
+    _builtins_lib: Option<UnixLibrary>,
 }
 
 impl NvrtcLibrary {
@@ -35,6 +42,19 @@ impl NvrtcLibrary {
     pub fn found_by(&self) -> FoundBy {
         self.found_by
     }
+
+    /// The builtins library loaded from this library's directory before the first
+    /// compile (see the [module documentation](super)), or `None` when that directory
+    /// holds none: NVRTC then looks for it by name itself, and a compile fails with
+    /// `NVRTC_ERROR_BUILTIN_OPERATION_FAILURE` if the dynamic loader cannot find it.
+    pub fn builtins(&self) -> Option<&Path> {
+        self.builtins.as_deref()
+    }
+
+    /// The file name NVRTC asks the dynamic loader for: `libnvrtc-builtins.so.13.0`.
+    pub fn builtins_name(&self) -> String {
+        builtins_name(self.version)
+    }
 }
 
 impl fmt::Debug for NvrtcLibrary {
@@ -43,21 +63,31 @@ impl fmt::Debug for NvrtcLibrary {
             .field("path", &self.path)
             .field("version", &self.version)
             .field("found_by", &self.found_by)
+            .field("builtins", &self.builtins)
             .finish_non_exhaustive()
     }
 }
 
 impl fmt::Display for NvrtcLibrary {
-    /// `NVRTC 13.5 at /path/libnvrtc.so.13 (found on LD_LIBRARY_PATH)`.
+    /// `NVRTC 13.5 at /path/libnvrtc.so.13 (found on LD_LIBRARY_PATH; builtins
+    /// /path/libnvrtc-builtins.so.13.5)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "NVRTC {}.{} at {} ({})",
+            "NVRTC {}.{} at {} ({}; ",
             self.version.0,
             self.version.1,
             self.path.display(),
             self.found_by
-        )
+        )?;
+        match &self.builtins {
+            Some(b) => write!(f, "builtins {})", b.display()),
+            None => write!(
+                f,
+                "no {} beside it: left to the dynamic loader)",
+                self.builtins_name()
+            ),
+        }
     }
 }
 
@@ -73,6 +103,11 @@ pub(crate) enum LoadFailure {
         value: PathBuf,
         tried: Vec<String>,
     },
+    Builtins {
+        library: PathBuf,
+        builtins: PathBuf,
+        reason: String,
+    },
 }
 
 impl LoadFailure {
@@ -87,12 +122,105 @@ impl LoadFailure {
                 value: value.clone(),
                 tried: tried.clone(),
             },
+            LoadFailure::Builtins {
+                library,
+                builtins,
+                reason,
+            } => NvrtcError::Builtins {
+                library: library.clone(),
+                builtins: builtins.clone(),
+                reason: reason.clone(),
+            },
         }
     }
 }
 
+/// `libnvrtc-builtins.so.<major>.<minor>`, the name NVRTC `major.minor` asks the
+/// dynamic loader for.
+fn builtins_name((major, minor): (u32, u32)) -> String {
+    format!("libnvrtc-builtins.so.{major}.{minor}")
+}
+
+/// The builtins libraries that may serve the NVRTC library `library` of `version`, in
+/// the order to try them: `libnvrtc-builtins.so.<major>.<minor>` in the library's
+/// directory (as named, then the directory of the file a link resolves to), then the
+/// other `libnvrtc-builtins.so*` there (`.so.13.0.88`, the unversioned `.so`), sorted.
+/// Files named for another version are left out: NVRTC asks for its own version's
+/// soname, which they cannot answer. A relative `library` (a bare name) gives none.
+fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
+    // A bare name (the loader's mapping unreadable) has no directory to look in.
+    if !library.is_absolute() {
+        return Vec::new();
+    }
+    let mut dirs: Vec<PathBuf> = library.parent().into_iter().map(Path::to_owned).collect();
+    if let Some(real) = library
+        .canonicalize()
+        .ok()
+        .and_then(|r| r.parent().map(Path::to_owned))
+    {
+        if !dirs.contains(&real) {
+            dirs.push(real);
+        }
+    }
+    let exact = builtins_name(version);
+    let same_version = |rest: &str| {
+        let v = format!("{}.{}", version.0, version.1);
+        rest.is_empty() || rest == format!(".{v}") || rest.starts_with(&format!(".{v}."))
+    };
+    let mut found: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(&exact))
+        .filter(|p| p.is_file())
+        .collect();
+    for dir in &dirs {
+        let mut others: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        let name = e.file_name();
+                        let name = name.to_string_lossy();
+                        name != exact
+                            && name
+                                .strip_prefix("libnvrtc-builtins.so")
+                                .is_some_and(same_version)
+                    })
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        others.sort();
+        found.extend(others);
+    }
+    found
+}
+
+/// Opens the first of [`builtins_candidates`] with `RTLD_NOW | RTLD_GLOBAL` (see the
+/// [module documentation](super)): `Ok(None)` when there is none, an error naming the
+/// file when it is there but does not load.
+fn load_builtins(
+    library: &Path,
+    version: (u32, u32),
+) -> Result<Option<(PathBuf, UnixLibrary)>, LoadFailure> {
+    let Some(path) = builtins_candidates(library, version).into_iter().next() else {
+        return Ok(None);
+    };
+    // SAFETY: loading a shared library runs its initialisers; NVRTC's builtins library
+    // has none with preconditions, and NVRTC would load the same file itself.
+    match unsafe { UnixLibrary::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) } {
+        Ok(lib) => Ok(Some((path, lib))),
+        Err(e) => Err(LoadFailure::Builtins {
+            library: library.to_owned(),
+            builtins: path,
+            reason: e.to_string(),
+        }),
+    }
+}
+
 /// Tries the candidates of `search` in order and keeps the first that loads, resolves
-/// every function and answers `nvrtcVersion`.
+/// every function and answers `nvrtcVersion`, then loads its builtins library (a file
+/// there that does not load is an error, not a reason to try the next candidate: the
+/// search chose this NVRTC).
 pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
     let mut failed = Vec::new();
     for c in &search.candidates {
@@ -108,11 +236,15 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
                 } else {
                     c.path.clone()
                 };
+                let builtins = load_builtins(&path, version)?;
+                let (builtins, builtins_lib) = builtins.unzip();
                 return Ok(NvrtcLibrary {
                     path,
                     version,
                     found_by: c.found_by,
+                    builtins,
                     api,
+                    _builtins_lib: builtins_lib,
                 });
             }
             // A bare name the loader does not know is the expected case, not a failure
@@ -223,6 +355,127 @@ mod tests {
             format!("{r}/usr/local/cuda/lib64"),
             "libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so".to_owned(),
             format!("found but could not load: {r}/usr/local/cuda/lib64/libnvrtc.so.13: "),
+            "set IKP_NVRTC".to_owned(),
+        ] {
+            assert!(msg.contains(&part), "{part:?} missing from {msg}");
+        }
+    }
+
+    /// Creates `files` under `root` (`a -> b` makes a symlink), empty.
+    fn tree(root: &Path, files: &[&str]) {
+        for f in files {
+            let (path, target) = match f.split_once(" -> ") {
+                Some((p, t)) => (p, Some(t)),
+                None => (*f, None),
+            };
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            match target {
+                Some(t) => std::os::unix::fs::symlink(t, &path).unwrap(),
+                None => std::fs::write(&path, b"").unwrap(),
+            }
+        }
+    }
+
+    fn names(root: &Path, paths: &[PathBuf]) -> Vec<String> {
+        paths
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn builtins_of_the_same_version_come_from_the_library_directory_exact_name_first() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        tree(
+            r,
+            &[
+                "lib64/libnvrtc.so.13.0.88",
+                "lib64/libnvrtc.so.13 -> libnvrtc.so.13.0.88",
+                "lib64/libnvrtc-builtins.so.13.0.88",
+                "lib64/libnvrtc-builtins.so.13.0 -> libnvrtc-builtins.so.13.0.88",
+                "lib64/libnvrtc-builtins.so -> libnvrtc-builtins.so.13.0",
+                // Another version and the `.alt` variant: never NVRTC 13.0's builtins.
+                "lib64/libnvrtc-builtins.so.12.9",
+                "lib64/libnvrtc-builtins.so.13.5",
+                "lib64/libnvrtc-builtins.alt.so.13.0",
+                "lib64/libnvrtc-builtins.so.13.0.dangling -> nowhere",
+            ],
+        );
+        let lib = r.join("lib64/libnvrtc.so.13");
+        assert_eq!(
+            names(r, &builtins_candidates(&lib, (13, 0))),
+            [
+                "lib64/libnvrtc-builtins.so.13.0",
+                "lib64/libnvrtc-builtins.so",
+                "lib64/libnvrtc-builtins.so.13.0.88",
+            ]
+        );
+        // Only the versioned file of another version: nothing for 13.1.
+        std::fs::remove_file(r.join("lib64/libnvrtc-builtins.so")).unwrap();
+        assert!(builtins_candidates(&lib, (13, 1)).is_empty());
+        // A bare name has no directory.
+        assert!(builtins_candidates(Path::new("libnvrtc.so.13"), (13, 0)).is_empty());
+    }
+
+    #[test]
+    fn builtins_are_looked_for_beside_the_file_a_link_resolves_to_too() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        tree(
+            r,
+            &[
+                "cuda/lib64/libnvrtc.so.13.0.88",
+                "cuda/lib64/libnvrtc-builtins.so.13.0.88",
+                "sys/libnvrtc.so.13 -> ../cuda/lib64/libnvrtc.so.13.0.88",
+            ],
+        );
+        assert_eq!(
+            names(
+                r,
+                &builtins_candidates(&r.join("sys/libnvrtc.so.13"), (13, 0))
+            ),
+            ["cuda/lib64/libnvrtc-builtins.so.13.0.88"]
+        );
+        // The link's own directory wins when it has the file.
+        tree(r, &["sys/libnvrtc-builtins.so.13.0"]);
+        assert_eq!(
+            names(
+                r,
+                &builtins_candidates(&r.join("sys/libnvrtc.so.13"), (13, 0))
+            )[0],
+            "sys/libnvrtc-builtins.so.13.0"
+        );
+    }
+
+    #[test]
+    fn builtins_that_do_not_load_are_an_error_naming_the_file_and_none_is_no_error() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path();
+        std::fs::write(dir.join("libnvrtc.so.13"), b"").unwrap();
+        let lib = dir.join("libnvrtc.so.13");
+        assert!(load_builtins(&lib, (13, 0)).unwrap().is_none());
+        // Not a shared object: dlopen refuses it.
+        std::fs::write(dir.join("libnvrtc-builtins.so.13.0"), b"not an ELF file").unwrap();
+        let Err(failure) = load_builtins(&lib, (13, 0)) else {
+            panic!("a file that is not a library loaded as NVRTC's builtins");
+        };
+        let err = failure.to_error();
+        match &err {
+            NvrtcError::Builtins {
+                library, builtins, ..
+            } => {
+                assert_eq!(library, &lib);
+                assert_eq!(builtins, &dir.join("libnvrtc-builtins.so.13.0"));
+            }
+            other => panic!("expected Builtins, got {other:?}"),
+        }
+        let msg = err.to_string();
+        let d = dir.display();
+        for part in [
+            format!("NVRTC at {d}/libnvrtc.so.13 cannot use its builtins library {d}/libnvrtc-builtins.so.13.0: it does not load ("),
+            "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE".to_owned(),
             "set IKP_NVRTC".to_owned(),
         ] {
             assert!(msg.contains(&part), "{part:?} missing from {msg}");

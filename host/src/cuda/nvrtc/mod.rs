@@ -42,6 +42,21 @@
 //! (compiling only) the newest NVRTC wins. The search runs once per process, at the first
 //! call that needs NVRTC.
 //!
+//! # NVRTC's builtins library
+//!
+//! NVRTC opens `libnvrtc-builtins.so.<major>.<minor>` by bare name at its first compile.
+//! Some NVRTC builds carry an RPATH of `$ORIGIN` (CUDA 12.9's and 13.5's pip wheels) and
+//! find it beside themselves; CUDA 13.0's `libnvrtc.so.13` (the toolkit's 13.0.88 and the
+//! wheel of that version) carries none, so unless its directory is on `LD_LIBRARY_PATH` or
+//! in the loader's cache every compile fails with `NVRTC_ERROR_BUILTIN_OPERATION_FAILURE`.
+//! So once the search has chosen a library, ikp opens the builtins library from that
+//! library's directory (then from the directory of the file a link resolves to) by full
+//! path, `RTLD_NOW | RTLD_GLOBAL`, and keeps it for the life of the process: glibc then
+//! answers NVRTC's own `dlopen` by soname with the library already loaded.
+//! [`NvrtcLibrary::builtins`] names the file (`None` when there is none: NVRTC is left to
+//! find it, and a failure is [`NvrtcError::BuiltinsFailed`]); a builtins file that is
+//! there but does not load is [`NvrtcError::Builtins`].
+//!
 //! ```no_run
 //! use ikp_host::cuda::nvrtc::{self, Compiler};
 //! use ikp_host::Arch;
@@ -49,7 +64,7 @@
 //!     #include "ikp.cuh"
 //!     extern "C" __global__ void k(ikp::Arg prof) { }
 //! "#;
-//! println!("{}", nvrtc::library()?); // NVRTC 13.5 at /.../libnvrtc.so.13 (...)
+//! println!("{}", nvrtc::library()?); // NVRTC 13.5 at /.../libnvrtc.so.13 (...; builtins ...)
 //! let cubin = Compiler::new(Arch::new(8, 0)).cubin("k.cu", src)?;
 //! assert!(!cubin.bytes().is_empty());
 //! # Ok::<(), ikp_host::cuda::nvrtc::NvrtcError>(())
