@@ -124,7 +124,7 @@ constexpr unsigned MAX_COUNTERS = 0x100u;  // largest number of wait counters
 constexpr unsigned LANE_START_GT = 0u;  // 64-bit %globaltimer at init
 constexpr unsigned LANE_START_CLK = 1u;  // 64-bit %clock64 at init
 constexpr unsigned LANE_IDS = 2u;  // LANE_MARK << IDS_MARK_SHIFT | flags << IDS_FLAGS_SHIFT | warp << IDS_WARP_SHIFT | smid
-constexpr unsigned LANE_CALIB = 3u;  // cycles of one record, least of CALIB_DELTAS measured at init (low 32 bits)
+constexpr unsigned LANE_CALIB = 3u;  // cycles of one record, measured at init (low 32 bits)
 constexpr unsigned LANE_EVENTS = 4u;  // first event record
 constexpr unsigned LANE_PROLOGUE_WORDS = 4u;  // words before the records
 constexpr unsigned TRAILER_END_GT = 0u;  // after the records: 64-bit %globaltimer at finalize
@@ -149,7 +149,7 @@ constexpr unsigned LANE_FLAG_RING = 4u;  // the lane records as a ring (Overflow
 // Rings, epochs and the record-cost calibration.
 constexpr unsigned HEADER_FLAG_RING = 1u;  // buffer-header flag: the launch's lanes record as rings (host side)
 constexpr unsigned MAX_EPOCHS = 0x10000u;  // largest number of epochs (launches) a buffer records
-constexpr unsigned CALIB_DELTAS = 3u;  // back-to-back record deltas timed at init; the least is stored
+constexpr unsigned CALIB_RECORDS = 4u;  // records per round of the record-cost calibration at init
 
 /// How a lane takes timestamps (the values are the wire TimerMode ids).
 /// Global: %globaltimer_lo, ns, one time axis for the whole GPU; its resolution is
@@ -616,38 +616,38 @@ class Lane {
   }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
-  /// only, once, at init). It makes CALIB_DELTAS + 1 records back to back into the CALIB
-  /// word (standing in for an event slot), each through the record path's own code: a
-  /// compare against a bound, the timer read under that predicate, the word build, and
-  /// store_record's plain 64-bit global store, so that ptxas emits the same instructions
-  /// as for put_timed() (one ISETP, a predicated CS2R, the word's move, a predicated STG;
-  /// tests/device_sass.rs checks it). The bound is `cap_ + CALIB_DELTAS + 1`, which the
-  /// compiler cannot prove true (the sum may wrap), so the predicate stays as a record's.
-  /// Each record is timed by a %clock read c_i: a Timer::Clock lane's record timer is that
-  /// read itself, a Timer::Global lane adds the %clock read to its %globaltimer_lo one. It
-  /// then stores the least c_{i+1} - c_i: the cycles from one record's timer read to the
-  /// next, i.e. the issue cost of one record as a nested record adds it to the span
-  /// around it. Stores are fire-and-forget, so their memory latency is not in it. The
-  /// least of several is taken so that a stall (a warp switch, an instruction-cache miss)
-  /// is not. (An earlier version read %clock outside the predicate: ptxas then alternated
-  /// uniform-datapath and vector reads of the clock, whose deltas undercounted a record by
-  /// a third on an H100.)
+  /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
+  /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
+  /// the shorter round's cycles over its records, rounded. Each record goes through the
+  /// record path's own code (a compare against a bound, the timer read under that
+  /// predicate, the word, store_record's plain 64-bit store), so ptxas emits a record's
+  /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
+  /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
+  /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it
+  /// too, which keeps them vector-register reads (CS2R) like the records' own. That is the
+  /// issue cost of a record as records inside a span add it: stores are fire-and-forget,
+  /// so their memory latency is not in it. The shorter of two rounds is kept so that a
+  /// stall (a warp switch, an instruction-cache miss) is not. (Timing each record from its
+  /// own clock read, as earlier versions did, needs the reads kept in registers, which
+  /// adds a move per record that records do not have, or, outside the predicate, got
+  /// uniform-datapath reads from ptxas: on an H100 those versions measured 24 and 11
+  /// cycles for records that cost 17 in place.)
   IKP_INLINE void calibrate(unsigned long long* calib) const {
-    unsigned c[CALIB_DELTAS + 1u];
-    const unsigned bound = cap_ + (CALIB_DELTAS + 1u);
-    for (unsigned i = 0; i <= CALIB_DELTAS; ++i) {
-      c[i] = 0u;
-      if (i < bound) {
-        c[i] = detail::clock_lo();
-        const unsigned stamp = T == Timer::Clock ? c[i] : detail::globaltimer_lo();
-        detail::store_record(calib, 0u, (static_cast<unsigned long long>(stamp) << TIME_SHIFT) | i);
-      }
-    }
+    constexpr unsigned records = CALIB_RECORDS;
+    const unsigned bound = cap_ + records;
     unsigned least = ~0u;
-    for (unsigned i = 1; i <= CALIB_DELTAS; ++i) {
-      if (c[i] - c[i - 1u] < least) least = c[i] - c[i - 1u];
+    for (unsigned round = 0; round < 2u; ++round) {
+      unsigned c0 = 0u, c1 = 0u;
+      if (bound != 0u) c0 = detail::clock_lo();
+      for (unsigned i = 0; i < records; ++i) {
+        if (i < bound) {
+          detail::store_record(calib, 0u, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | i);
+        }
+      }
+      if (bound != 0u) c1 = detail::clock_lo();
+      if (c1 - c0 < least) least = c1 - c0;
     }
-    detail::store_record(calib, 0u, least);
+    detail::store_record(calib, 0u, (least + records / 2u) / records);
   }
 
   unsigned long long* ev_;  // this lane's first event record

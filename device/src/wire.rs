@@ -62,9 +62,10 @@
 //! +0  start %globaltimer, 64-bit ns                 written by the leader at init
 //! +1  start clock64 (cycles)                         written by the leader at init
 //! +2  LANE_MARK << 40 | flags << 32 | warp << 16 | smid   written at init
-//! +3  record cost: cycles (low 32) of one record: the least of the CALIB_DELTAS deltas
-//!     between CALIB_DELTAS + 1 back-to-back records timed with %clock at init (ikp.cuh
-//!     says what one such record holds); 0: not measured
+//! +3  record cost: cycles (low 32) of one record: two rounds of CALIB_RECORDS
+//!     back-to-back records, each round between two %clock reads at init, the shorter
+//!     round over CALIB_RECORDS, rounded (ikp.cuh says what one such record holds);
+//!     0: not measured
 //! +4  records_per_lane event records                 written in order
 //! +4+R+0  end %globaltimer, 64-bit ns                written at finalize
 //! +4+R+1  end clock64                                 written at finalize
@@ -218,9 +219,10 @@ pub mod header_flags {
     pub const ALL: u32 = RING;
 }
 
-/// Deltas a lane times at init, between this many + 1 back-to-back records, to measure the
-/// cost of one record; the least is stored in the lane's `CALIB` word.
-pub const CALIB_DELTAS: u32 = 3;
+/// Records a lane makes back to back in each of the two rounds of its record-cost
+/// calibration at init, timed between two `%clock` reads; the shorter round's cycles over
+/// this count are stored, rounded, in the lane's `CALIB` word.
+pub const CALIB_RECORDS: u32 = 4;
 /// Shift of the sync sample count in header word 11.
 pub const SYNC_SAMPLES_SHIFT: u32 = 32;
 /// Shift of the high half of a two-field header word (bits 63..32 of the `# Format` table:
@@ -436,9 +438,11 @@ pub const fn lane_stride(records_per_lane: u32, n_counters: u32) -> u64 {
 }
 
 /// A hash of every layout constant. Pinned per version by a test: change a constant and
-/// you must bump [`FORMAT_VERSION`] and re-pin.
+/// you must bump [`FORMAT_VERSION`] and re-pin. [`CALIB_RECORDS`] is not one: it is how the
+/// device measures the `CALIB` word, whose meaning (cycles of one record) a decoder reads
+/// the same whatever it is.
 pub const fn layout_fingerprint() -> u64 {
-    let parts: [u64; 40] = [
+    let parts: [u64; 39] = [
         MAGIC,
         HEADER_FIXED_WORDS as u64,
         hdr::MAGIC as u64,
@@ -455,7 +459,6 @@ pub const fn layout_fingerprint() -> u64 {
         hdr::SYNC_ROUND_TRIP as u64,
         hdr::ASYNC_BITMAP as u64,
         header_flags::RING as u64,
-        CALIB_DELTAS as u64,
         SYNC_SAMPLES_SHIFT as u64,
         lane::CALIB as u64,
         lane::START_GT as u64,

@@ -12,8 +12,8 @@
 //! launch count, and again the buffer must equal the reference encoder's.
 //!
 //! The emulated SM clock advances on each read (`kReadCycles` in emulate.cpp, [`READ_CYCLES`]
-//! here), so the record-cost calibration at init sees known deltas and every lane's CALIB
-//! word must be [`CALIB_CYCLES`].
+//! here), so the record-cost calibration at init sees known rounds and every lane's CALIB
+//! word must be [`CALIB_GLOBALTIMER_LANE`] or [`CALIB_CLOCK_LANE`].
 mod support;
 
 use ikp_device::encoder::{BufferWriter, LaneWriter};
@@ -36,8 +36,13 @@ const WAIT_EMPTY: u32 = 1;
 const FULL_LANE: u64 = 5 * GROUPS as u64 + 1;
 /// Cycles each emulated clock read adds, by read index mod 4 (`kReadCycles`).
 const READ_CYCLES: [u64; 4] = [6, 1, 9, 4];
-/// The least of the calibration's deltas (reads 2, 3 and 4 of a lane add 9, 4 and 6).
-const CALIB_CYCLES: u32 = 4;
+/// A globaltimer lane's CALIB word: its records read no clock, so its rounds are the
+/// bracket reads 1..2 and 3..4 of the lane (+9, +6): the shorter, 6, over 4 records,
+/// rounded.
+const CALIB_GLOBALTIMER_LANE: u32 = 2;
+/// A clock lane's: each record reads the clock too, rounds of reads 1..6 (+9 +4 +6 +1 +9 =
+/// 29) and 7..12 (+6 +1 +9 +4 +6 = 26): 26 / 4 rounded.
+const CALIB_CLOCK_LANE: u32 = 7;
 
 const RING_GRID: [u32; 3] = [3, 1, 1];
 const RING_BLOCK: [u32; 3] = [64, 1, 1];
@@ -161,10 +166,18 @@ impl<'a> Model<'a> {
         m.w.init(smid, warp, flags, start, clk);
         m.view.start = if clock { clk } else { start };
         m.last_time = m.view.start;
-        // CALIB_DELTAS + 1 clock reads back to back; the least delta is stored.
-        let stamps: Vec<u64> = (0..=wire::CALIB_DELTAS).map(|_| m.clock_read()).collect();
-        let least = stamps.windows(2).map(|p| p[1] - p[0]).min().unwrap();
-        m.w.calibrate(least as u32);
+        // Two rounds of CALIB_RECORDS records between two clock reads (a clock lane's
+        // records read the clock too); the shorter round per record, rounded, is stored.
+        let records = u64::from(wire::CALIB_RECORDS);
+        let mut least = u64::MAX;
+        for _ in 0..2 {
+            let c0 = m.clock_read();
+            for _ in 0..records {
+                m.stamp();
+            }
+            least = least.min(m.clock_read() - c0);
+        }
+        m.w.calibrate(((least + records / 2) / records) as u32);
         m
     }
     /// One read of the emulated SM clock (`ikp::emu::clock64` in emulate.cpp).
@@ -728,12 +741,23 @@ fn undeclared_lanes_never_write_and_fences_run_on_every_thread() {
 }
 
 #[test]
-fn every_lane_stores_the_least_calibration_delta() {
+fn every_lane_stores_its_calibrated_record_cost() {
     let words = &emulated().words;
     let h = ikp_device::Header::parse(words).unwrap();
     for l in 0..h.layout.lane_count() {
-        let calib = words[h.lane_range(l).start + lane::CALIB as usize];
-        assert_eq!(calib, CALIB_CYCLES as u64, "lane {l}");
+        let seg = &words[h.lane_range(l)];
+        let clock =
+            wire::unpack_ids(seg[lane::IDS as usize]).unwrap().flags & lane_flags::CLOCK != 0;
+        let want = if clock {
+            CALIB_CLOCK_LANE
+        } else {
+            CALIB_GLOBALTIMER_LANE
+        };
+        assert_eq!(
+            seg[lane::CALIB as usize],
+            want as u64,
+            "lane {l} (clock: {clock})"
+        );
     }
 }
 
@@ -809,7 +833,13 @@ fn wrapped_rings_keep_the_newest_records_in_order() {
         let seg = &words[h.segment_range(rl.launch, rl.lane)];
         let ids = wire::unpack_ids(seg[lane::IDS as usize]).unwrap();
         assert_ne!(ids.flags & lane_flags::RING, 0, "ring flag");
-        assert_eq!(seg[lane::CALIB as usize], CALIB_CYCLES as u64);
+        let clock = ids.flags & lane_flags::CLOCK != 0;
+        let want = if clock {
+            CALIB_CLOCK_LANE
+        } else {
+            CALIB_GLOBALTIMER_LANE
+        };
+        assert_eq!(seg[lane::CALIB as usize], want as u64);
         let (written, over, records) = ring_order(seg);
         let n = attempted.len() as u32;
         assert_eq!(

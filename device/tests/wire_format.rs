@@ -9,7 +9,7 @@ use ikp_device::{Header, Layout, LayoutError, TimerMode};
 fn version_and_layout_fingerprint_are_pinned() {
     assert_eq!(
         (wire::FORMAT_VERSION, wire::layout_fingerprint()),
-        (2, 0xa227_887b_abe2_1092)
+        (2, 0xb45d_8b64_94bd_a329)
     );
 }
 

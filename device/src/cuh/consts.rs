@@ -82,7 +82,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("LANE_START_GT", lane::START_GT, "64-bit %globaltimer at init"),
                 u32c("LANE_START_CLK", lane::START_CLK, "64-bit %clock64 at init"),
                 u32c("LANE_IDS", lane::IDS, "LANE_MARK << IDS_MARK_SHIFT | flags << IDS_FLAGS_SHIFT | warp << IDS_WARP_SHIFT | smid"),
-                u32c("LANE_CALIB", lane::CALIB, "cycles of one record, least of CALIB_DELTAS measured at init (low 32 bits)"),
+                u32c("LANE_CALIB", lane::CALIB, "cycles of one record, measured at init (low 32 bits)"),
                 u32c("LANE_EVENTS", lane::EVENTS, "first event record"),
                 u32c("LANE_PROLOGUE_WORDS", lane::PROLOGUE_WORDS, "words before the records"),
                 u32c("TRAILER_END_GT", lane::T_END_GT, "after the records: 64-bit %globaltimer at finalize"),
@@ -113,7 +113,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
             vec![
                 u32c("HEADER_FLAG_RING", header_flags::RING, "buffer-header flag: the launch's lanes record as rings (host side)"),
                 u32c("MAX_EPOCHS", wire::MAX_EPOCHS, "largest number of epochs (launches) a buffer records"),
-                u32c("CALIB_DELTAS", wire::CALIB_DELTAS, "back-to-back record deltas timed at init; the least is stored"),
+                u32c("CALIB_RECORDS", wire::CALIB_RECORDS, "records per round of the record-cost calibration at init"),
             ],
         ),
     ]

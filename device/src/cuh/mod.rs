@@ -173,7 +173,7 @@ mod tests {
             ("LANE_CALIB", wire::lane::CALIB as u64),
             ("LANE_FLAG_RING", wire::lane_flags::RING as u64),
             ("HEADER_FLAG_RING", wire::header_flags::RING as u64),
-            ("CALIB_DELTAS", wire::CALIB_DELTAS as u64),
+            ("CALIB_RECORDS", wire::CALIB_RECORDS as u64),
             ("MAX_EPOCHS", wire::MAX_EPOCHS as u64),
             ("TRAILER_COUNTERS", wire::lane::T_COUNTERS as u64),
             ("LANE_MARK", wire::LANE_MARK as u64),

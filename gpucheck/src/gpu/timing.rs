@@ -181,11 +181,11 @@ pub fn judge(mode: Mode, spin: Spin, targets: &[u64], lanes: &[LaneRun], tick_ns
             }
             let mut begin_off: Vec<f64> = lanes
                 .iter()
-                .map(|l| l.decoded[i].0 as f64 - l.truth[i].g0 as f64)
+                .map(|l| signed_ns(l.decoded[i].0, l.truth[i].g0))
                 .collect();
             let mut end_off: Vec<f64> = lanes
                 .iter()
-                .map(|l| l.truth[i].g1 as f64 - (l.decoded[i].0 + l.decoded[i].1) as f64)
+                .map(|l| signed_ns(l.truth[i].g1, l.decoded[i].0 + l.decoded[i].1))
                 .collect();
             Row {
                 begin_offset_ns: median(&mut begin_off),
@@ -206,7 +206,7 @@ pub fn judge(mode: Mode, spin: Spin, targets: &[u64], lanes: &[LaneRun], tick_ns
         let mut worst = 0f64;
         let mut bound = f64::INFINITY;
         for (d, t) in l.decoded.iter().zip(&l.truth) {
-            let e = (d.0 as f64 - t.g0 as f64).abs();
+            let e = signed_ns(d.0, t.g0).abs();
             let b = match mode {
                 Mode::Globaltimer => tick_ns + 100.0,
                 Mode::Clock => 2.0 * tick_ns + 0.001 * (t.g0 - start) as f64 + 100.0,
@@ -227,6 +227,13 @@ pub fn judge(mode: Mode, spin: Spin, targets: &[u64], lanes: &[LaneRun], tick_ns
         stamp_error_ns,
         stamp_bound_ns,
     }
+}
+
+/// `a - b` in ns, as a float. The difference is taken in integers first: the operands are
+/// `%globaltimer` readings (ns since 1970, about 2^61), which a double holds only to the
+/// nearest 256 ns, and converting them first made every error a multiple of 256 ns.
+pub fn signed_ns(a: u64, b: u64) -> f64 {
+    (i128::from(a) - i128::from(b)) as f64
 }
 
 /// The regions of every lane of `trace`, matched with the truth the kernel wrote.
@@ -602,6 +609,37 @@ mod tests {
         )
         .holds());
         assert!(!judge(Mode::Clock, Spin::Clock, &CYCLE_TARGETS, &skewed, 32.0).holds());
+    }
+
+    #[test]
+    fn stamp_errors_are_exact_at_real_globaltimer_values() {
+        // The same lanes at a real %globaltimer reading (2026 in ns since 1970): errors of
+        // a few ns must stay a few ns (a double alone holds such times to 256 ns).
+        let mut ls = lanes(Spin::Globaltimer, &NS_TARGETS, 40, |_, _| 0);
+        const NOW: u64 = 1_795_761_158_263_248_352;
+        for l in &mut ls {
+            for d in &mut l.decoded {
+                d.0 += NOW;
+            }
+            for t in &mut l.truth {
+                t.g0 += NOW;
+                t.g1 += NOW;
+            }
+        }
+        let j = judge(Mode::Globaltimer, Spin::Globaltimer, &NS_TARGETS, &ls, 64.0);
+        assert!(j.holds(), "{j:?}");
+        assert!(
+            j.stamp_error_ns.iter().all(|&e| e == 10.0),
+            "{:?}",
+            j.stamp_error_ns
+        );
+        assert!(
+            j.rows.iter().all(|r| r.begin_offset_ns == 10.0),
+            "{:?}",
+            j.rows
+        );
+        assert_eq!(signed_ns(NOW + 3, NOW), 3.0);
+        assert_eq!(signed_ns(NOW, NOW + 3), -3.0);
     }
 
     #[test]

@@ -68,8 +68,8 @@
 //! span's duration is reduced by the cost of the records its lane wrote inside it, as
 //! Proton does: its end moves earlier by `cost x n`, `n` the records of its lane strictly
 //! between its begin and end records (of any kind: each was a store and, but for meta
-//! records, a timer read), the begin stays. A lane's cost is its `CALIB` word (the least
-//! clock64 delta of back-to-back records at init) in cycles, converted to ns with the
+//! records, a timer read), the begin stays. A lane's cost is its `CALIB` word (cycles per
+//! record of back-to-back records at init, `ikp_device::wire`) in cycles, converted to ns with the
 //! ratio its stamps convert with in clock mode (its own or the pooled one, `# Clock
 //! mode`), and in globaltimer mode with the ratio pooled the same way over the lanes'
 //! (globaltimer, clock64) pairs at start and end. A span never ends before its begin, nor
