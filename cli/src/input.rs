@@ -48,8 +48,8 @@ pub struct InputArgs {
     #[arg(long, value_name = "MHZ")]
     pub proton_clock_mhz: Option<f64>,
     /// Native buffers: subtract the measured cost of recording from span durations (each
-    /// lane's per-record cost, for every record between a span's begin and end). Not yet
-    /// validated on a GPU; the outputs state the correction applied.
+    /// lane's per-record cost, for every record between a span's begin and end); the outputs
+    /// state the correction applied.
     #[arg(long)]
     pub correct_overhead: bool,
 }

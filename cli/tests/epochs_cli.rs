@@ -199,7 +199,7 @@ fn summary_analyze_and_report_show_every_launch() {
     let o = ikp(&["report", s(&buf), "-o", s(&dir), "--correct-overhead"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(html.contains("Overhead correction (not yet validated on a GPU): 4.000 ns per record"));
+    assert!(html.contains("Overhead correction: 4.000 ns per record"));
     // A command that takes one launch says how to see them.
     let o = ikp(&["plot", s(&buf), "-o", s(&d.path().join("plots"))]);
     assert!(!o.status.success());
@@ -222,7 +222,7 @@ fn correct_overhead_reports_the_correction_in_the_summary_and_the_table() {
     let out = text(&o.stdout);
     // Launch 2: lane 0's step holds 4 records (two inner spans), 4 ns each.
     assert!(
-        out.contains("overhead correction (not yet validated on a GPU): 4.000 ns per record (median), 1 lanes corrected, 1 not measured; 1 span ends moved, 16 ns removed"),
+        out.contains("overhead correction: 4.000 ns per record (median), 1 lanes corrected, 1 not measured; 1 span ends moved, 16 ns removed"),
         "{out}"
     );
     // The same figures in the summary JSON, with the streaming path declined.

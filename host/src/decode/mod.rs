@@ -166,8 +166,9 @@ pub struct DecodeOptions {
     /// Native buffers: subtract the cost of recording from span durations, each lane's
     /// measured per-record cost for every record between a span's begin and end
     /// ([`native`], `# Overhead correction`; reported in
-    /// [`Source::overhead_correction`](crate::Source::overhead_correction)). Default off:
-    /// not yet validated on a GPU. Other formats ignore it.
+    /// [`Source::overhead_correction`](crate::Source::overhead_correction)). Default off, so
+    /// that durations are what the records measured; checked on a GPU by `ikp-gpucheck`'s
+    /// `overhead-correction`. Other formats ignore it.
     pub correct_overhead: bool,
 }
 

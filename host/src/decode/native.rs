@@ -64,7 +64,8 @@
 //!
 //! # Overhead correction
 //!
-//! With [`DecodeOptions::correct_overhead`] (default off: not yet validated on a GPU), each
+//! With [`DecodeOptions::correct_overhead`] (default off; checked on a GPU by
+//! `ikp-gpucheck`'s `overhead-correction`), each
 //! span's duration is reduced by the cost of the records its lane wrote inside it, as
 //! Proton does: its end moves earlier by `cost x n`, `n` the records of its lane strictly
 //! between its begin and end records (of any kind: each was a store and, but for meta

@@ -152,7 +152,7 @@ impl Epoch {
 /// The cost-of-recording correction applied to span durations (rules in
 /// [`crate::decode::native`], `# Overhead correction`): each span's end was moved earlier
 /// by its lane's per-record cost for every record of its lane between its begin and end.
-/// Not yet validated on a GPU.
+/// Checked on a GPU by `ikp-gpucheck`'s `overhead-correction`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct OverheadCorrection {
     /// Median over the corrected lanes of their per-record cost, in picoseconds (integer

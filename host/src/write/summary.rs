@@ -45,8 +45,8 @@
 //!                       epochs, launches, not_recorded}: this launch's index, the
 //!                       launches the buffer has room for, the launches that ran (launch
 //!                       counters), and those that ran past the room and were not recorded
-//! overhead_correction   with --correct-overhead only (absent otherwise; not yet
-//!                       validated on a GPU): {per_record_ns_median, lanes_corrected,
+//! overhead_correction   with --correct-overhead only (absent otherwise):
+//!                       {per_record_ns_median, lanes_corrected,
 //!                       lanes_unmeasured, spans_corrected, total_ns_removed}: span ends
 //!                       were moved earlier by each lane's per-record cost for every
 //!                       record between begin and end (see below)
