@@ -95,6 +95,14 @@ def check(
     }
 
 
+def verdict(name: str, problems: List[str], passed: str, figures: Dict[str, Any]) -> Dict[str, Any]:
+    """A fail naming the first problems, or a pass with the sentence `passed`."""
+    if problems:
+        detail = f"{len(problems)} problems: " + "; ".join(problems[:5])
+        return check(name, "fail", detail, figures=figures)
+    return check(name, "pass", passed, figures=figures)
+
+
 def log(msg: str) -> None:
     print(f"gpu_clients: {msg}", file=sys.stderr, flush=True)
 
@@ -412,13 +420,9 @@ def native_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
         compute_median_ns=float(np.median(durs[spans["name"] == "compute"])) if len(durs) else None,
         seconds=round(time.monotonic() - t0, 2),
     )
-    if problems:
-        return check(
-            name, "fail", f"{len(problems)} problems: " + "; ".join(problems[:5]), figures=figures
-        )
-    return check(
+    return verdict(
         name,
-        "pass",
+        problems,
         f"an NVRTC-compiled kernel (CuPy) recorded {len(durs)} spans into a buffer of ikp.Layout "
         f"({figures['buffer']}); ikp.decode found every lane, region, payload and order as "
         f"recorded ({NATIVE_BLOCKS} blocks x {NATIVE_GROUPS} lanes x {NATIVE_ITERS + 2} "
@@ -580,13 +584,9 @@ def proton_check(ikp: Any, cli: str, work: str) -> Dict[str, Any]:
         assumed_clock=summary.get("assumed_clock"),
         seconds=round(time.monotonic() - t0, 2),
     )
-    if problems:
-        return check(
-            name, "fail", f"{len(problems)} problems: " + "; ".join(problems[:4]), figures=figures
-        )
-    return check(
+    return verdict(
         name,
-        "pass",
+        problems,
         f"Proton recorded {len(events)} scopes ({PROTON_PROGRAMS} programs x {PROTON_WARPS} "
         f"warps x {len(PROTON_SCOPES)} scopes); `ikp decode --format proton` and ikp.load read "
         "each as a span of the file's name, CTA, warp and duration",
