@@ -25,10 +25,10 @@
 //!    `/usr/local/cuda-*/lib64` (newest version first), `/usr/lib/x86_64-linux-gnu`,
 //!    `/usr/lib64`, `/usr/lib`.
 //! 4. NVIDIA's pip packages, `nvidia/cu13/lib`, `nvidia/cuda_nvrtc/lib`, then any other
-//!    `nvidia/*/lib`, in the site-packages of `$VIRTUAL_ENV`, `$CONDA_PREFIX`, of every
-//!    `PATH` directory holding a `python3` (`../lib/python3*/site-packages`), of
-//!    `/usr/local/lib/python3*/{dist,site}-packages`, `/usr/lib/python3/dist-packages` and
-//!    `~/.local/lib/python3*/site-packages`.
+//!    `nvidia/*/lib`, in the active Python environment: the site-packages of
+//!    `$VIRTUAL_ENV`, then of `$CONDA_PREFIX` (`lib/python3*/site-packages`, newest Python
+//!    first). Other interpreters on the machine are not guessed at, as NVIDIA's
+//!    `cuda.pathfinder` does not: `IKP_NVRTC` or `LD_LIBRARY_PATH` name their NVRTC.
 //! 5. Last, the bare names through the dynamic loader (its cache and default directories).
 //!
 //! In each directory the names are `libnvrtc.so.13`, `libnvrtc.so.12`, `libnvrtc.so`

@@ -51,15 +51,13 @@ impl fmt::Display for FoundBy {
 }
 
 /// The variables the search reads.
-const VARS: [&str; 8] = [
+const VARS: [&str; 6] = [
     ENV_VAR,
     "LD_LIBRARY_PATH",
     "CUDA_HOME",
     "CUDA_PATH",
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
-    "PATH",
-    "HOME",
 ];
 
 /// What the search looks at: environment variables and a file system root.
@@ -275,47 +273,29 @@ impl Collector<'_> {
         }
     }
 
-    /// Rule (d): NVIDIA's pip packages in the Python environments this process can see.
+    /// Rule (d): NVIDIA's pip packages in the active Python environment (a virtual
+    /// environment, else a conda one), as NVIDIA's `cuda.pathfinder` looks in the running
+    /// interpreter's. Other interpreters on the machine are not guessed at: `IKP_NVRTC` or
+    /// `LD_LIBRARY_PATH` name one.
     fn python_packages(&mut self) {
         let env = self.env;
-        let mut prefixes: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
-            .iter()
-            .filter_map(|v| env.var(v).map(PathBuf::from))
-            .collect();
-        for dir in env.list("PATH") {
-            if env.at(&dir).join("python3").is_file() {
-                if let Some(prefix) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    prefixes.push(prefix.to_owned());
-                }
+        for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+            if let Some(prefix) = env.var(var) {
+                self.site_packages(&env.at(Path::new(prefix)).join("lib"));
             }
-        }
-        for prefix in prefixes {
-            self.site_packages(&env.at(&prefix).join("lib"), "site-packages");
-        }
-        let usr_local = env.at(Path::new("/usr/local/lib"));
-        self.site_packages(&usr_local, "dist-packages");
-        self.site_packages(&usr_local, "site-packages");
-        self.nvidia_libs(&env.at(Path::new("/usr/lib/python3/dist-packages")));
-        if let Some(home) = env.var("HOME") {
-            self.site_packages(&env.at(Path::new(home)).join(".local/lib"), "site-packages");
         }
     }
 
-    /// `lib/python3*/{leaf}` under `lib`, newest Python first.
-    fn site_packages(&mut self, lib: &Path, leaf: &str) {
+    /// `lib/python3*/site-packages` under `lib`, newest Python first.
+    fn site_packages(&mut self, lib: &Path) {
         let sites: Vec<PathBuf> = children(lib, "python3")
             .into_iter()
-            .map(|p| p.join(leaf))
+            .map(|p| p.join("site-packages"))
             .filter(|p| p.is_dir())
             .collect();
         if sites.is_empty() {
-            self.place(
-                lib.join("python3*")
-                    .join(leaf)
-                    .join("nvidia/*/lib")
-                    .display()
-                    .to_string(),
-            );
+            let glob = lib.join("python3*/site-packages/nvidia/*/lib");
+            self.place(glob.display().to_string());
         }
         for site in sites {
             self.nvidia_libs(&site);
@@ -623,24 +603,24 @@ mod tests {
     }
 
     #[test]
-    fn python_environments_from_conda_path_system_and_user_site() {
+    fn only_the_active_python_environment_is_searched() {
         let lib = "nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
         let root = tree(&[
+            &format!("/venv/lib/python3.12/site-packages/{lib}"),
             &format!("/conda/lib/python3.12/site-packages/{lib}"),
             "/opt/torch/.venv/bin/python3",
             &format!("/opt/torch/.venv/lib/python3.12/site-packages/{lib}"),
-            "/opt/nopython/bin/",
-            &format!("/opt/nopython/lib/python3.12/site-packages/{lib}"),
             &format!("/usr/local/lib/python3.11/dist-packages/{lib}"),
-            &format!("/usr/lib/python3/dist-packages/{lib}"),
             &format!("/home/u/.local/lib/python3.10/site-packages/{lib}"),
         ]);
+        // A virtual environment inside a conda one: both are active, the venv first.
         let s = search(
             &env(
                 &root,
                 &[
+                    ("VIRTUAL_ENV", "/venv"),
                     ("CONDA_PREFIX", "/conda"),
-                    ("PATH", "/opt/nopython/bin:/opt/torch/.venv/bin"),
+                    ("PATH", "/opt/torch/.venv/bin"),
                     ("HOME", "/home/u"),
                 ],
             ),
@@ -649,11 +629,8 @@ mod tests {
         assert_eq!(
             order(&root, &s),
             with_bare(&[
+                &format!("pip:/venv/lib/python3.12/site-packages/{lib}"),
                 &format!("pip:/conda/lib/python3.12/site-packages/{lib}"),
-                &format!("pip:/opt/torch/.venv/lib/python3.12/site-packages/{lib}"),
-                &format!("pip:/usr/local/lib/python3.11/dist-packages/{lib}"),
-                &format!("pip:/usr/lib/python3/dist-packages/{lib}"),
-                &format!("pip:/home/u/.local/lib/python3.10/site-packages/{lib}"),
             ])
         );
     }
@@ -739,8 +716,6 @@ mod tests {
             "/usr/lib/x86_64-linux-gnu",
             "/usr/lib64",
             "/usr/lib",
-            "/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
-            "/usr/lib/python3/dist-packages/nvidia/*/lib",
         ] {
             assert!(
                 s.places.contains(&format!("{r}{place}")),
