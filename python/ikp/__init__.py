@@ -390,3 +390,8 @@ class Layout:
         """The kernel argument ``ikp::Arg`` (40 bytes, little-endian) for a buffer at device
         address ``buf`` (e.g. ``tensor.data_ptr()``)."""
         return self._native.kernel_arg(int(buf))
+
+
+def __dir__() -> List[str]:
+    """The public API only (``__all__``), not the modules and names this package imports."""
+    return sorted(__all__)

@@ -434,3 +434,10 @@ def test_layout_refuses_invalid_fields():
         ikp.Layout(timer="tsc")
     with pytest.raises(ValueError):
         ikp.Layout(records_per_lane=-1)
+
+
+def test_the_package_lists_its_api_only():
+    assert dir(ikp) == sorted(ikp.__all__)
+    for name in ikp.__all__:
+        assert hasattr(ikp, name), name
+    assert "np" not in dir(ikp) and "json" not in dir(ikp)
