@@ -10,16 +10,20 @@
 //! - [`host_clock`]: a session's host clock sync maps device time onto the host's clocks
 //!   within its error bound.
 //! - [`correction`]: the decoder's overhead correction against a region without records;
-//! - [`v2`]: ring lanes, the record-cost word, epochs under a replayed CUDA Graph, async
-//!   ranges across warps (raw buffer words).
+//! - [`ring`]: ring lanes that wrap, and the record-cost word of their launch; [`epochs`]:
+//!   a CUDA Graph replayed into a buffer of epochs; [`ranges`]: async ranges across warps
+//!   (these three read the raw buffer words).
 
 pub mod axis;
 pub mod correction;
+pub mod epochs;
 pub mod host_clock;
 pub mod overflow;
+pub mod ranges;
+pub mod ring;
 pub mod timer;
 pub mod timing;
-pub mod v2;
+mod words;
 
 use std::sync::Arc;
 
@@ -211,10 +215,10 @@ pub fn run(name: &str) -> Vec<Check> {
         "time-axis" => axis::check(&gpu).map(|c| vec![c]),
         "overflow" => overflow::check(&gpu).map(|c| vec![c]),
         "host-clock" => host_clock::check(&gpu).map(|c| vec![c]),
-        "ring" => v2::ring_check(&gpu).map(|c| vec![c]),
-        "record-cost" => v2::calib_check(&gpu).map(|c| vec![c]),
-        "epochs/graph" => v2::epochs_check(&gpu).map(|c| vec![c]),
-        "async-ranges" => v2::ranges_check(&gpu).map(|c| vec![c]),
+        "ring" => ring::check(&gpu).map(|c| vec![c]),
+        "record-cost" => ring::calib_check(&gpu).map(|c| vec![c]),
+        "epochs/graph" => epochs::check(&gpu).map(|c| vec![c]),
+        "async-ranges" => ranges::check(&gpu).map(|c| vec![c]),
         "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
