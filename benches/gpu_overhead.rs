@@ -12,7 +12,7 @@
 //! after a reset of a buffer of the recording builds' size for *every* build, the baseline
 //! too, so all start with the same L2 state. It prints the slowdown of each build against
 //! the baseline, repetition by repetition, as mean / std / median per kernel and pooled
-//! over all kernels (`ikp::host::overhead`, the method of the tt-metal counter proposal),
+//! over all kernels (`ikp::host::stats::overhead`, the method of the tt-metal counter proposal),
 //! with each build's registers per thread and resident blocks per SM (an occupancy cliff
 //! is not the records' cost and is named as such), then runs criterion over the same
 //! launches for its own statistics.
@@ -48,7 +48,7 @@ use ikp::host::cuda::cudarc::driver::{
     PushKernelArg,
 };
 use ikp::host::cuda::{open_device, HostSession, IkpArg, SessionError};
-use ikp::host::overhead::{slowdowns, SlowdownStats};
+use ikp::host::stats::overhead::{slowdowns, SlowdownStats};
 use ikp::host::Arch;
 use serde_json::{json, Value};
 use variants::{KernelSpec, TvmArg, Variant, KERNELS, SOURCE};

@@ -41,7 +41,7 @@
 //! Beside the flow: [`cuda`] (cargo feature `cuda`, default on) is the GPU side of the
 //! host (the driver, [`HostSession`] for one instrumented launch, NVRTC); [`sass`]
 //! measures what instrumentation sites cost in SASS with nvcc and cuobjdump (no driver);
-//! [`overhead`] computes run-time slowdown statistics. [`Arch`] names a GPU architecture
+//! [`stats::overhead`] computes run-time slowdown statistics. [`Arch`] names a GPU architecture
 //! for both.
 //!
 //! # Features
@@ -65,7 +65,6 @@ pub mod time;
 
 pub mod analysis;
 pub mod definitions;
-pub mod overhead;
 pub mod report;
 pub mod sass;
 pub mod stats;

@@ -1,13 +1,15 @@
 //! Statistics of a decoded trace: duration statistics of paired regions (moments, exact
 //! percentiles, histograms) and, in [`Shares`], self and inclusive time per region with
 //! the lane time they are shares of. Reads the model only; the analyses and writers build
-//! on it.
+//! on it. [`overhead`] is the statistics of run-time slowdowns (the GPU overhead bench's
+//! paired repetitions).
 //!
 //! Percentiles are exact: computed from every duration (sorted), not from a histogram,
 //! by linear interpolation between closest ranks (NumPy's default, Hyndman & Fan type
 //! 7): `p` maps to rank `h = p/100 * (n - 1)`, and the value is
 //! `x[floor h] + (h - floor h) * (x[floor h + 1] - x[floor h])`.
 
+pub mod overhead;
 mod shares;
 
 pub use shares::{lane_time, self_intervals, self_times, RegionTime, Row, Shares, OUTSIDE};
