@@ -208,17 +208,17 @@ fn spans<W: Write + Send>(
         let s = &tr.spans;
         for lane in &tr.lanes {
             for i in lane.spans.clone() {
-                t.row(k, l, lane)?;
-                let name = names[s.region[i] as usize].clone();
+                let r = s.region[i];
                 let (b, e) = (rel(k, l, s.begin[i])?, rel(k, l, s.end[i])?);
-                t.ints[0].push(s.region[i] as i64);
-                t.strs[1].push(name);
-                t.ints[1].push(b);
-                t.ints[2].push(e);
-                t.ints[3].push(e - b);
-                t.ints[4].push(self_ns[i] as i64);
-                t.ints[5].push(s.payload[i] as i64);
-                t.ints[6].push(s.depth[i] as i64);
+                let rest = [
+                    b,
+                    e,
+                    e - b,
+                    self_ns[i] as i64,
+                    s.payload[i] as i64,
+                    s.depth[i] as i64,
+                ];
+                t.push(k, l, lane, r as i64, &names[r as usize], &rest)?;
             }
         }
     }
@@ -234,11 +234,9 @@ pub fn write_instants<W: Write + Send>(out: W, launches: &[Launch]) -> Result<()
         let s = &tr.instants;
         for lane in &tr.lanes {
             for i in lane.instants.clone() {
-                t.row(k, l, lane)?;
-                t.ints[0].push(s.region[i] as i64);
-                t.strs[1].push(names[s.region[i] as usize].clone());
-                t.ints[1].push(rel(k, l, s.ts[i])?);
-                t.ints[2].push(s.payload[i] as i64);
+                let r = s.region[i];
+                let rest = [rel(k, l, s.ts[i])?, s.payload[i] as i64];
+                t.push(k, l, lane, r as i64, &names[r as usize], &rest)?;
             }
         }
     }
@@ -262,11 +260,9 @@ pub fn write_counters<W: Write + Send>(out: W, launches: &[Launch]) -> Result<()
             .collect();
         for lane in &tr.lanes {
             for i in lane.samples.clone() {
-                t.row(k, l, lane)?;
-                t.ints[0].push(s.counter[i] as i64);
-                t.strs[1].push(names[s.counter[i] as usize].clone());
-                t.ints[1].push(rel(k, l, s.ts[i])?);
-                t.ints[2].push(s.value[i] as i64);
+                let c = s.counter[i];
+                let rest = [rel(k, l, s.ts[i])?, s.value[i] as i64];
+                t.push(k, l, lane, c as i64, &names[c as usize], &rest)?;
             }
         }
     }
@@ -338,9 +334,19 @@ impl<W: Write + Send> Table<W> {
         })
     }
 
-    /// Starts a row of launch `k` in `lane`: flushes a full row group, then adds the
-    /// leading columns. The caller adds the table's own.
-    fn row(&mut self, k: usize, l: &Launch, lane: &Lane) -> Result<(), WriteError> {
+    /// Adds a row of launch `k` in `lane`: the leading columns, then the table's own in
+    /// schema order: `id` (the region or counter), its `name`, then `rest` (one value for
+    /// each of the table's other INT64 columns). Flushes a full row group first.
+    fn push(
+        &mut self,
+        k: usize,
+        l: &Launch,
+        lane: &Lane,
+        id: i64,
+        name: &ByteArray,
+        rest: &[i64],
+    ) -> Result<(), WriteError> {
+        debug_assert_eq!(rest.len() + 1, self.ints.len(), "one value per column");
         if self.rows == self.group_rows {
             self.flush()?;
         }
@@ -360,6 +366,11 @@ impl<W: Write + Send> Table<W> {
         for ((vals, defs), v) in self.opt.iter_mut().zip([lane.warp, lane.sm]) {
             defs.push(v.is_some() as i16);
             vals.extend(v.map(|v| v as i64));
+        }
+        self.ints[0].push(id);
+        self.strs[1].push(name.clone());
+        for (c, &v) in self.ints[1..].iter_mut().zip(rest) {
+            c.push(v);
         }
         self.rows += 1;
         Ok(())
