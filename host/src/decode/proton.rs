@@ -318,7 +318,10 @@ impl Acc {
         let cycles = |v: Option<f64>, what: &str| {
             let v = v.ok_or_else(|| bad(format!("it has no number \"{what}\"")))? * 1000.0;
             if !v.is_finite() || v.abs() > MAX_CYCLES {
-                return Err(bad(format!("its \"{what}\" is not a finite time")));
+                return Err(bad(format!(
+                    "its \"{what}\" is not a finite time of at most 2^62 cycles (146 years at \
+                     1 GHz)"
+                )));
             }
             Ok(v.round() as i64)
         };
