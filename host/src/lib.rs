@@ -88,8 +88,8 @@ pub use decode::{
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
     DiagnosticCounts, Diagnostics, Epoch, HostEvent, HostThread, HostTrace, Instants, Lane, Names,
-    OverheadCorrection, SetAsideLane, SetAsideReason, Source, Spans, Trace, TrackId, Unpaired,
-    WireFormat,
+    OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, Trace,
+    TrackId, Unpaired, WireFormat,
 };
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};

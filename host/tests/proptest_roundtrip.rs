@@ -131,7 +131,7 @@ fn lane_prog() -> impl Strategy<Value = LaneProg> {
 
 /// The lanes of one launch: each starts less than 2^37 ns after a base shared by all,
 /// anywhere below 2^50 ns. Lanes much further apart cannot be of one launch (the decoder
-/// sets them aside: `ikp_host::decode::native`, `# Lanes set aside`).
+/// sets them aside: `ikp_host::decode::set_aside`, `# Lanes set aside`).
 fn launch(lanes: std::ops::Range<usize>) -> impl Strategy<Value = Vec<LaneProg>> {
     (1u64..1 << 18, prop::collection::vec(lane_prog(), lanes)).prop_map(|(k, progs)| {
         (progs.into_iter())

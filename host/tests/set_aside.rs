@@ -332,6 +332,39 @@ fn a_block_filter_keeps_the_set_aside_lanes_of_its_blocks() {
     assert_eq!(filtered.lanes.len(), 1);
 }
 
+#[test]
+fn a_lane_at_the_end_of_the_time_axis_is_set_aside_not_wrapped() {
+    // One lane alone, its start 100 ns before 2^64 (never finalized: no other stamp to
+    // compare with): its records once unwrapped past 2^64 into spans ending before they
+    // began. Or 5 ns past 2^63, finalized, where no int64 time axis reaches.
+    for (start, finalized) in [(u64::MAX - 100, false), ((1 << 63) + 5, true)] {
+        let mut b = BufferWriter::new(Layout {
+            grid: [1, 1, 1],
+            groups_per_block: 1,
+            records_per_lane: 8,
+            timer: TimerMode::Globaltimer,
+            regions: vec!["work".into()],
+            counters: vec![],
+            ..Layout::default()
+        })
+        .unwrap();
+        let mut w = b.lane(0);
+        w.init(0, 0, 0, start, 0)
+            .begin(0, 0, start.wrapping_add(50))
+            .end(0, 0, start.wrapping_add(300));
+        if finalized {
+            w.finalize(start + 400, 0);
+        }
+        let t = dec(&b.into_words());
+        let s = &t.diagnostics.set_aside;
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!((s[0].start, s[0].reason), (start, SetAsideReason::Range));
+        assert!(t.lanes.is_empty() && t.spans.is_empty());
+        assert_eq!(analyze(&t, &KernelOptions::default()).gpu_wall_ns, 0);
+        perfetto(&t).unwrap();
+    }
+}
+
 /// Replacements tried for a stamp word `w`: extreme values, single high bits flipped
 /// (each moves the stamp by 2^k ns or cycles; the rules' bounds are 2^40 and 2^44), and
 /// the 544 years added.
@@ -387,7 +420,7 @@ fn check_mutated(words: &[u64], b: &Bounds, seen: &mut Vec<Trace>) -> Result<Out
         false => Outcome::SetAside,
     };
     for s in &mut t.diagnostics.set_aside {
-        (s.start, s.end, s.start_clock, s.end_clock) = (0, None, 0, None);
+        (s.start, s.end, s.start_clock, s.end_clock) = (0, None, None, None);
     }
     if seen.contains(&t) {
         return Ok(outcome);
@@ -410,7 +443,7 @@ fn check_mutated(words: &[u64], b: &Bounds, seen: &mut Vec<Trace>) -> Result<Out
 
 /// Every mutation of the stamp words `stamps` and other words `others` of `clean`, each
 /// alone, checked by [`check_mutated`] against the clean GPU wall time plus
-/// [`LANE_SPAN_MAX_NS`] (what one corrupted stamp may add: `ikp_host::decode::native`,
+/// [`LANE_SPAN_MAX_NS`] (what one corrupted stamp may add: `ikp_host::decode::set_aside`,
 /// `# Lanes set aside`) and the clean clock rate; the outcomes.
 fn sweep(clean: &[u64], stamps: &[usize], others: &[usize]) -> Vec<Outcome> {
     let t = dec(clean);

@@ -4,7 +4,10 @@
 //!
 //! The host trace's clock is realtime unless `--json-clock` says otherwise (Kineto's and
 //! the PyTorch profiler's is realtime). A buffer without a clock sync is an error naming
-//! it, unless `--assume-offset-ns` gives the offset to place it by. The output is written aside and put in place whole, or not at all.
+//! it, unless `--assume-offset-ns` gives the offset to place it by. Lanes and host threads
+//! whose stamps cannot belong to their launch or trace are set aside, each named in a
+//! warning ([`ikp_host::decode::set_aside`]). The output is written aside and put in
+//! place whole, or not at all.
 use crate::cmd::decode::{HostClockArg, PerfettoCompression};
 use crate::input::{labels, InputArgs};
 use crate::output::Outputs;
@@ -54,6 +57,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             clock: a.json_clock.into(),
         },
     )?;
+    let host_label = ikp_host::file_name(&a.host);
+    if let Some(phrase) = host.set_aside_phrase() {
+        eprintln!("ikp: warning: {host_label}: {phrase}");
+    }
     let mut traces = a.input.load_all(&a.bufs)?;
     if let Some(offset) = a.assume_offset_ns {
         for t in traces.iter_mut().filter(|t| t.source.clock_sync.is_none()) {
@@ -71,7 +78,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         },
         ..PerfettoOptions::default()
     };
-    let host_label = ikp_host::file_name(&a.host);
     let mut inputs: Vec<&Path> = a.bufs.iter().map(PathBuf::as_path).collect();
     inputs.push(&a.host);
     let stats = std::cell::Cell::new(None);

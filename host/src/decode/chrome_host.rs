@@ -27,6 +27,12 @@
 //! (`args.sort_index`). `pid` and `tid` may be numbers or strings (Kineto writes both).
 //! Any other phase (flows, counters, async events, ...) is skipped and counted by phase
 //! ([`HostTrace::skipped`]); so are a `B` never closed and an `E` with no open `B`.
+//!
+//! A thread whose events cannot belong to the trace (one `ts` thrown decades away by a
+//! damaged file: from its earliest begin to its latest end more than 2^44 ns, more than
+//! 2^40 ns from the other threads, or past 2^63 ns) is set aside with its events, by the
+//! rules every format's lanes follow ([`super::set_aside`], `# Lanes set aside`), and
+//! named in [`HostTrace::set_aside`]; `ikp merge` warns of it.
 
 use std::collections::HashMap;
 use std::io;
@@ -36,7 +42,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use crate::clock_sync::HostClock;
-use crate::model::{HostEvent, HostThread, HostTrace};
+use crate::model::{HostEvent, HostThread, HostTrace, SetAsideThread};
 
 /// How a Chrome trace is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -234,23 +240,10 @@ pub fn parse_chrome_trace(
             th.process_sort = *sort;
         }
     }
+    set_aside_threads(&mut t);
     // Order threads by process then thread; renumber the events' thread indices.
     let mut order: Vec<usize> = (0..t.threads.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (x, y) = (&t.threads[a], &t.threads[b]);
-        (
-            x.process_sort,
-            id_key(&x.pid),
-            x.thread_sort,
-            id_key(&x.tid),
-        )
-            .cmp(&(
-                y.process_sort,
-                id_key(&y.pid),
-                y.thread_sort,
-                id_key(&y.tid),
-            ))
-    });
+    order.sort_by(|&a, &b| thread_key(&t.threads[a]).cmp(&thread_key(&t.threads[b])));
     let mut new_ix = vec![0; order.len()];
     for (n, &o) in order.iter().enumerate() {
         new_ix[o] = n;
@@ -260,6 +253,70 @@ pub fn parse_chrome_trace(
         e.thread = new_ix[e.thread];
     }
     Ok(t)
+}
+
+/// Where a thread sorts: by process (sort index, then pid), then thread (likewise).
+type ThreadKey<'a> = (
+    Option<i64>,
+    (u8, i64, &'a str),
+    Option<i64>,
+    (u8, i64, &'a str),
+);
+
+/// Where a thread sorts: by process, then thread.
+fn thread_key(t: &HostThread) -> ThreadKey<'_> {
+    (
+        t.process_sort,
+        id_key(&t.pid),
+        t.thread_sort,
+        id_key(&t.tid),
+    )
+}
+
+/// Sets aside, with their events, the threads whose stamps cannot belong to the trace,
+/// each judged by its earliest begin and latest end as a launch's lane is
+/// ([`super::set_aside`]; threads without events are not judged).
+fn set_aside_threads(t: &mut HostTrace) {
+    let n = t.threads.len();
+    let mut span = vec![(u64::MAX, 0u64, 0u64); n];
+    for e in &t.events {
+        let s = &mut span[e.thread];
+        let end = e.ts.saturating_add(e.dur.unwrap_or(0));
+        *s = (s.0.min(e.ts), s.1.max(end), s.2 + 1);
+    }
+    let judged: Vec<usize> = (0..n).filter(|&i| span[i].2 > 0).collect();
+    let intervals = judged.iter().map(|&i| (span[i].0, span[i].1));
+    let Some(why) = super::set_aside::judge_intervals(intervals) else {
+        return;
+    };
+    let mut aside = vec![None; n];
+    for (&i, why) in judged.iter().zip(why) {
+        aside[i] = why;
+    }
+    let mut new_ix = vec![usize::MAX; n];
+    let mut kept = Vec::with_capacity(n);
+    for (i, th) in std::mem::take(&mut t.threads).into_iter().enumerate() {
+        match aside[i] {
+            Some(reason) => t.set_aside.push(SetAsideThread {
+                thread: th,
+                start: span[i].0,
+                end: span[i].1,
+                events: span[i].2,
+                reason,
+            }),
+            None => {
+                new_ix[i] = kept.len();
+                kept.push(th);
+            }
+        }
+    }
+    t.threads = kept;
+    t.events.retain(|e| aside[e.thread].is_none());
+    for e in &mut t.events {
+        e.thread = new_ix[e.thread];
+    }
+    t.set_aside
+        .sort_by(|a, b| thread_key(&a.thread).cmp(&thread_key(&b.thread)));
 }
 
 /// A `pid` / `tid` as text: a number's decimal form, a string as is.

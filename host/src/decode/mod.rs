@@ -82,14 +82,15 @@ pub mod names;
 pub mod native;
 mod peer;
 pub mod proton;
+pub mod set_aside;
 pub mod stream;
 pub mod tvm;
 pub mod yaojz;
 
 pub use names::{read as read_names, NamesError};
-pub use native::{
-    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, MAX_LAUNCH_COUNT,
-    OWN_RATIO_MIN_NS,
+pub use native::{MAX_LAUNCH_COUNT, OWN_RATIO_MIN_NS};
+pub use set_aside::{
+    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, STAMP_END_NS,
 };
 pub use stream::StreamedBuffer;
 

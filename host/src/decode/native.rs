@@ -115,52 +115,20 @@
 //!
 //! # Lanes set aside
 //!
-//! A lane's 64-bit start and end stamps anchor all it holds: its records unwrap from the
-//! start stamp, and it ends at its end stamp. One corrupted stamp word (a flipped bit, an
-//! overwritten word) can so throw a lane centuries away, and with it the launch's figures
-//! (a GPU wall time of 544 years, a time axis past what a trace file can hold). The
-//! counting pass therefore **sets aside** every lane whose stamps cannot belong to the
-//! same launch as the others, before the clock calibration and the time base, so that it
-//! poisons neither: it is named in [`Diagnostics::set_aside`] with its stamps and the
-//! rule, and none of its records is decoded. The rules, in this order:
-//!
-//! 1. **span**: a finalized lane whose end `%globaltimer` is more than
-//!    [`LANE_SPAN_MAX_NS`] (2^44 ns, about 4.9 h) after its start, or as far before it. A
-//!    lane lives inside one kernel; a persistent kernel may keep its lanes open for as
-//!    long as it runs, and ikp decodes lanes of hours (records at most 2.1 s apart), but
-//!    not of more than a bound no profiled launch is expected to reach. A timer that
-//!    steps back (a resync) does so by microseconds, not hours.
-//! 2. **clock** (when any lane stamped cycles): a finalized lane whose clock64 interval, at the launch's
-//!    clock rate, and globaltimer interval differ by more than a factor
-//!    [`CLOCK_DISAGREEMENT_MAX`] (16) plus [`CLOCK_SLACK_NS`] (4 us, a few ticks of the
-//!    coarsest `%globaltimer`). The launch's rate is the lower median of the lanes' own
-//!    ns / cycles, over the lanes that span at least [`OWN_RATIO_MIN_NS`] (over those that
-//!    measured any ns, if none does). Every SM counts cycles at one rate, and a GPU's
-//!    clock varies by less than 16x (idle to boost is under 10x), so a lane that disagrees
-//!    has a corrupted stamp, which would skew the pooled ratio and with it every lane's
-//!    times. The rule applies only when the lanes that agree are a strict majority of the
-//!    lanes with a pair: with fewer, there is no telling which lane is wrong.
-//! 3. **apart**: lanes are grouped by their init-to-finalize intervals (a lane that never
-//!    finalized counts as its start alone): by start, a lane joins the group before it if
-//!    it starts at most [`LAUNCH_GAP_MAX_NS`] (2^40 ns, about 18 min) after the latest end
-//!    in that group. The largest group (by lanes; the earliest among equals) is the
-//!    launch; every other lane is set aside. Groups chain through intervals, not starts
-//!    alone, so that late lanes are kept: a wave of blocks starts as the blocks before it
-//!    end, and a lane that starts late in a persistent kernel starts while others run. A
-//!    genuine launch has no 18 min stretch with no lane open, unless it records only a
-//!    short part of blocks that each run for longer than that, wave after wave.
-//!
-//! The rules cost O(lanes), never O(records): the first is checked lane by lane in the
-//! counting pass, which also notes the lanes' extent, so that the third looks at the
-//! lanes again (and sorts them) only when they span more than its bound; the second takes
-//! a pass and a median in clock mode. A stamp corrupted by less than the bounds is a plausible stamp and cannot be
-//! told from one: its lane is decoded, and one corrupted stamp word moves the GPU wall
-//! time by at most [`LANE_SPAN_MAX_NS`]. TVM-format stamps are 32 bits, bounded by their
-//! unwrapping, so only native lanes are set aside.
+//! The counting pass sets aside every lane whose stamps cannot belong to the same launch
+//! as the others, before the clock calibration and the time base, so that it poisons
+//! neither: it is named in [`Diagnostics::set_aside`] with its stamps and the rule, and
+//! none of its records is decoded. The rules (**span**, **clock**, **apart**, **range**)
+//! are every format's, in [`super::set_aside`] (`# Lanes set aside`): a native lane is
+//! judged by its init and finalize `%globaltimer` as written (its init alone if it never
+//! finalized), and in clock mode by its (clock64, globaltimer) pairs; rule 1 lane by lane
+//! as the counting pass reads them. A lane kept so starts before 2^63 ns, and its records,
+//! at most 2^31 ticks apart, never unwrap past 2^64.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::async_ranges::{self, AsyncMask, AsyncRecord};
 use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
+use super::set_aside::{self, Extent, Judged};
 use super::{DecodeError, DecodeOptions, NoCalibration};
 use crate::model::{
     ClockCalibration, Diagnostics, Epoch, Lane, Names, SetAsideLane, SetAsideReason, Source, Trace,
@@ -393,7 +361,7 @@ fn prepare_epoch(
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
     let per_chunk = (INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize).max(1);
     let mut infos: Vec<LaneInfo> = Vec::with_capacity(n_lanes);
-    let mut seen = Seen::default();
+    let mut seen = Extent::default();
     let mut l0 = 0;
     while l0 < n_lanes {
         let l1 = (l0 + per_chunk).min(n_lanes);
@@ -416,14 +384,8 @@ fn prepare_epoch(
         );
         l0 = l1;
     }
-    let mut set_aside = seen.set_aside;
-    if infos.iter().any(|i| i.used && i.clock()) {
-        set_aside += set_aside_clock(&mut infos);
-    }
-    // Lanes that all lie within the gap are one group (no pass over them needed).
-    if seen.hi.saturating_sub(seen.lo) > LAUNCH_GAP_MAX_NS {
-        set_aside += set_aside_apart(&mut infos);
-    }
+    let cycles = infos.iter().any(|i| i.used && i.clock());
+    let set_aside = set_aside::launch_rules(&mut infos, &seen, cycles);
     let clock = if infos.iter().any(|i| i.live() && i.clock()) {
         Some(calibration(&infos).map_err(DecodeError::NoClockCalibration)?)
     } else {
@@ -452,34 +414,24 @@ fn prepare_epoch(
     })
 }
 
-/// What the counting pass notes of each lane as it goes, so that a sound buffer needs no
-/// further pass over its lanes for `# Lanes set aside` (module docs).
-#[derive(Debug)]
-struct Seen {
-    /// Earliest start and latest [`LaneInfo::reach`] of the lanes not set aside.
-    lo: u64,
-    hi: u64,
-    /// Lanes set aside (by rule 1, the only one applied lane by lane).
-    set_aside: usize,
-}
-
-impl Default for Seen {
-    fn default() -> Self {
-        Seen {
-            lo: u64::MAX,
-            hi: 0,
-            set_aside: 0,
-        }
+impl Judged for LaneInfo {
+    fn live(&self) -> bool {
+        LaneInfo::live(self)
     }
-}
-
-impl Seen {
-    fn note(&mut self, i: &LaneInfo) {
-        if i.live() {
-            (self.lo, self.hi) = (self.lo.min(i.start_gt), self.hi.max(i.reach()));
-        } else if i.set_aside.is_some() {
-            self.set_aside += 1;
-        }
+    fn aside(&self) -> bool {
+        self.set_aside.is_some()
+    }
+    fn start(&self) -> u64 {
+        self.start_gt
+    }
+    fn reach(&self) -> u64 {
+        LaneInfo::reach(self)
+    }
+    fn pair(&self) -> Option<(u64, u64)> {
+        pair(self)
+    }
+    fn set_aside(&mut self, why: SetAsideReason) {
+        self.set_aside = Some(why);
     }
 }
 
@@ -637,7 +589,7 @@ impl Prepared {
                     },
                     start: i.start_gt,
                     end: i.finalized.then_some(i.end_gt),
-                    start_clock: i.start_clk,
+                    start_clock: Some(i.start_clk),
                     end_clock: i.finalized.then_some(i.end_clk),
                     reason,
                 })
@@ -800,9 +752,7 @@ fn inspect(h: &Header, words: &[u64], epoch: u32, l: usize) -> Result<LaneInfo, 
         // pair of its own), counted in `backward_steps`.
         let clock_back = lane_clock && info.end_clk < info.start_clk;
         info.end_backward = info.end_gt < info.start_gt || clock_back;
-        if info.start_gt.abs_diff(info.end_gt) > LANE_SPAN_MAX_NS {
-            info.set_aside = Some(SetAsideReason::Span);
-        }
+        info.set_aside = set_aside::span(info.start_gt, info.end_gt);
         info.n = written;
         if ring {
             info.overwritten = dropped;
@@ -958,95 +908,6 @@ fn count_kinds(events: &[u64]) -> (usize, usize, usize) {
 /// by the pooled ratio (module docs, `# Clock mode`).
 pub const OWN_RATIO_MIN_NS: u64 = 1_000_000;
 
-/// The longest a lane may run, init to finalize: 2^44 ns, about 4.9 h. A finalized lane
-/// whose end globaltimer is further from its start is set aside (module docs, `# Lanes
-/// set aside`, rule 1).
-pub const LANE_SPAN_MAX_NS: u64 = 1 << 44;
-
-/// The longest stretch of a launch with no lane open: 2^40 ns, about 18 min. Lanes
-/// further from the launch's lanes are set aside (module docs, `# Lanes set aside`,
-/// rule 3).
-pub const LAUNCH_GAP_MAX_NS: u64 = 1 << 40;
-
-/// Clock mode: how many times longer (or shorter) a lane's clock64 interval, at the
-/// launch's clock rate, may be than its globaltimer interval, beyond [`CLOCK_SLACK_NS`]
-/// (module docs, `# Lanes set aside`, rule 2). A GPU's clock varies by less than 10x.
-pub const CLOCK_DISAGREEMENT_MAX: u64 = 16;
-
-/// Clock mode: the difference between a lane's two intervals always allowed: 4 us, a few
-/// ticks of the coarsest `%globaltimer` (a short lane measures its interval to a tick).
-pub const CLOCK_SLACK_NS: u64 = 1 << 12;
-
-/// Rule 2 of `# Lanes set aside` (module docs): sets aside the finalized lanes whose
-/// clock64 and globaltimer intervals disagree at the launch's clock rate; how many.
-fn set_aside_clock(infos: &mut [LaneInfo]) -> usize {
-    let ratio = |(ns, cycles): (u64, u64)| ns as f64 / cycles as f64;
-    let pairs = || infos.iter().filter_map(pair);
-    let mut rates: Vec<f64> = (pairs())
-        .filter(|&(ns, _)| ns >= OWN_RATIO_MIN_NS)
-        .map(ratio)
-        .collect();
-    if rates.is_empty() {
-        rates = pairs().filter(|&(ns, _)| ns > 0).map(ratio).collect();
-    }
-    if rates.is_empty() {
-        return 0;
-    }
-    let mid = (rates.len() - 1) / 2;
-    let rate = *rates.select_nth_unstable_by(mid, f64::total_cmp).1;
-    let (k, slack) = (CLOCK_DISAGREEMENT_MAX as f64, CLOCK_SLACK_NS as f64);
-    let agrees = |(ns, cycles): (u64, u64)| {
-        let (ns, at_rate) = (ns as f64, cycles as f64 * rate);
-        ns <= k * at_rate + slack && at_rate <= k * ns + slack
-    };
-    let (n, agreeing) = pairs().fold((0, 0), |(n, a), p| (n + 1, a + usize::from(agrees(p))));
-    if 2 * agreeing <= n {
-        return 0;
-    }
-    for i in infos.iter_mut() {
-        if pair(i).is_some_and(|p| !agrees(p)) {
-            i.set_aside = Some(SetAsideReason::Clock);
-        }
-    }
-    n - agreeing
-}
-
-/// Rule 3 of `# Lanes set aside` (module docs): keeps the largest group of lanes whose
-/// intervals are linked by gaps of at most [`LAUNCH_GAP_MAX_NS`], sets aside the others;
-/// how many.
-fn set_aside_apart(infos: &mut [LaneInfo]) -> usize {
-    let mut by_start: Vec<(u64, u64, usize)> = (infos.iter().enumerate())
-        .filter(|(_, i)| i.live())
-        .map(|(l, i)| (i.start_gt, i.reach(), l))
-        .collect();
-    if by_start.is_empty() {
-        return 0;
-    }
-    by_start.sort_unstable();
-    let (mut best, mut first, mut end) = (0..0, 0, by_start[0].1);
-    for k in 1..=by_start.len() {
-        match by_start.get(k) {
-            Some(&(start, r, _)) if start <= end.saturating_add(LAUNCH_GAP_MAX_NS) => {
-                end = end.max(r);
-            }
-            next => {
-                if k - first > best.len() {
-                    best = first..k;
-                }
-                if let Some(&(_, r, _)) = next {
-                    (first, end) = (k, r);
-                }
-            }
-        }
-    }
-    for (k, &(_, _, l)) in by_start.iter().enumerate() {
-        if !best.contains(&k) {
-            infos[l].set_aside = Some(SetAsideReason::Apart);
-        }
-    }
-    by_start.len() - best.len()
-}
-
 /// `(ns, cycles)` elapsed between a decoded finalized lane's start and end, if both
 /// advanced (ns may be 0: a lane shorter than one globaltimer tick).
 fn pair(i: &LaneInfo) -> Option<(u64, u64)> {
@@ -1095,8 +956,8 @@ fn calibration(infos: &[LaneInfo]) -> Result<ClockCalibration, NoCalibration> {
 #[cfg(test)]
 mod tests {
     use super::{calibration, inspect, own_ratio, LaneInfo, NoCalibration, OWN_RATIO_MIN_NS};
-    use super::{set_aside_apart, set_aside_clock, SetAsideReason};
-    use super::{CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS};
+    use crate::decode::set_aside::LANE_SPAN_MAX_NS;
+    use crate::model::SetAsideReason;
     use ikp_device::encoder::BufferWriter;
     use ikp_device::wire::lane_flags;
     use ikp_device::{Header, Layout, TimerMode};
@@ -1131,126 +992,6 @@ mod tests {
         let why = |l| inspect(&h, &words, 0, l).unwrap().set_aside;
         let span = Some(SetAsideReason::Span);
         assert_eq!([why(0), why(1), why(2), why(3)], [None, span, span, None]);
-    }
-
-    /// A finalized lane from `start` to `end` (globaltimer only).
-    fn interval(start: u64, end: u64) -> LaneInfo {
-        LaneInfo {
-            used: true,
-            finalized: true,
-            start_gt: start,
-            end_gt: end,
-            ..Default::default()
-        }
-    }
-
-    fn reasons(infos: &[LaneInfo]) -> Vec<Option<SetAsideReason>> {
-        infos.iter().map(|i| i.set_aside).collect()
-    }
-
-    #[test]
-    fn waves_and_late_lanes_chain_into_one_launch_however_long() {
-        let (g, min) = (LAUNCH_GAP_MAX_NS, 60_000_000_000u64);
-        let t0 = 1u64 << 52;
-        // Four waves of lanes 25 min long (longer than the gap), each starting as the one
-        // before ends; one that starts late, 17 min after the last wave ended, and one
-        // that never finalized, starting just within the gap after that.
-        let mut infos: Vec<LaneInfo> = (0..4u64)
-            .flat_map(|w| (0..3).map(move |_| interval(t0 + w * 25 * min, t0 + (w + 1) * 25 * min)))
-            .collect();
-        infos.push(interval(t0 + 117 * min, t0 + 118 * min));
-        infos.push(LaneInfo {
-            finalized: false,
-            ..interval(t0 + 118 * min + g, 0)
-        });
-        infos.push(LaneInfo::default()); // never ran
-        set_aside_apart(&mut infos);
-        assert_eq!(reasons(&infos), vec![None; infos.len()]);
-    }
-
-    #[test]
-    fn lanes_apart_from_the_largest_group_are_set_aside() {
-        let t0 = 1u64 << 52;
-        let g = LAUNCH_GAP_MAX_NS;
-        let mut infos = vec![
-            interval(t0, t0 + 1_000),
-            interval(t0 + 10, t0 + 2_000),
-            // Starts one ns further than the gap allows after the latest end.
-            interval(t0 + 2_000 + g + 1, t0 + 2_000 + g + 5),
-            // 544 years later (an overwritten word), as an unfinalized lane.
-            LaneInfo {
-                finalized: false,
-                ..interval(t0.wrapping_add(17_175_002_975_966_379_653), 0)
-            },
-            interval(t0 + 500, t0 + 600),
-        ];
-        set_aside_apart(&mut infos);
-        let apart = Some(SetAsideReason::Apart);
-        assert_eq!(reasons(&infos), [None, None, apart, apart, None]);
-        // Ties go to the earliest group; a lane set aside before does not count.
-        let mut infos = vec![
-            interval(t0 + 3 * g, t0 + 3 * g + 5),
-            interval(t0, t0 + 5),
-            LaneInfo {
-                set_aside: Some(SetAsideReason::Span),
-                ..interval(t0 + 3 * g + 1, t0 + 3 * g + 7)
-            },
-        ];
-        set_aside_apart(&mut infos);
-        let span = Some(SetAsideReason::Span);
-        assert_eq!(reasons(&infos), [apart, None, span]);
-    }
-
-    #[test]
-    fn a_clock_pair_that_disagrees_with_the_launch_s_rate_is_set_aside() {
-        let m = OWN_RATIO_MIN_NS;
-        let k = CLOCK_DISAGREEMENT_MAX;
-        // 2 cycles per ns; a lane at the bound of the rate's tolerance, one beyond it;
-        // short lanes measured to a tick; an end clock64 with a high bit set; an end
-        // globaltimer 18 min late.
-        let mut infos = vec![
-            lane(3 * m, 6 * m),
-            lane(2 * m, 4 * m),
-            lane(5 * m, 10 * m),
-            lane(k * m, 2 * m),
-            lane(k * m + CLOCK_SLACK_NS + 1, 2 * m),
-            lane(0, 2 * CLOCK_SLACK_NS),
-            lane(1_000, 10),
-            lane(m, 2 * m + (1 << 60)),
-            lane(m + LAUNCH_GAP_MAX_NS, 2 * m),
-            LaneInfo {
-                finalized: false,
-                ..lane(0, 0)
-            },
-        ];
-        set_aside_clock(&mut infos);
-        let c = Some(SetAsideReason::Clock);
-        let want = [None, None, None, None, c, None, None, c, c, None];
-        assert_eq!(reasons(&infos), want);
-        // Only lanes that measured 1 ms or more set the rate, when there are any: here
-        // short lanes at 1 cycle per ns would otherwise outvote them.
-        let mut infos = vec![
-            lane(2 * m, 4 * m),
-            lane(2 * m, 4 * m),
-            lane(50_000, 50_000),
-            lane(50_000, 50_000),
-            lane(50_000, 50_000),
-        ];
-        set_aside_clock(&mut infos);
-        assert_eq!(reasons(&infos), [None; 5]);
-    }
-
-    #[test]
-    fn without_a_majority_no_clock_pair_is_set_aside() {
-        let m = OWN_RATIO_MIN_NS;
-        // Two lanes 1000x apart: no telling which one is wrong.
-        let mut infos = vec![lane(m, m), lane(m, 1_000 * m)];
-        set_aside_clock(&mut infos);
-        assert_eq!(reasons(&infos), [None, None]);
-        // Two against one: the one.
-        let mut infos = vec![lane(m, m), lane(m, 1_000 * m), lane(2 * m, 2 * m)];
-        set_aside_clock(&mut infos);
-        assert_eq!(reasons(&infos), [None, Some(SetAsideReason::Clock), None]);
     }
 
     #[test]

@@ -75,7 +75,14 @@
 //! names are the scope names. Lanes start at their first span and end at their last end;
 //! `written` counts two records per span (start and end); `dropped` is 0 (the file does
 //! not count what the ring lost). The grid is `[largest CTA + 1, 1, 1]`.
+//!
+//! A warp whose times cannot belong to the launch (one event's `ts` set to 10^15 us, say:
+//! its last end more than 2^44 ns after its first begin, the warp more than 2^40 ns from
+//! the others, or past 2^63 ns) is set aside, named in the diagnostics, and the trace decodes as if
+//! its events were not in the file: they place nothing, not even their CTA's first event
+//! ([`super::set_aside`], `# Lanes set aside`). Its scope names keep their region ids.
 
+use super::set_aside::{self, Skip};
 use super::DecodeOptions;
 use crate::model::{AssumedClock, Diagnostics, Instants, Lane, Names, Source, Spans};
 use crate::model::{Trace, WireFormat};
@@ -311,7 +318,10 @@ impl Acc {
         let cycles = |v: Option<f64>, what: &str| {
             let v = v.ok_or_else(|| bad(format!("it has no number \"{what}\"")))? * 1000.0;
             if !v.is_finite() || v.abs() > MAX_CYCLES {
-                return Err(bad(format!("its \"{what}\" is not a finite time")));
+                return Err(bad(format!(
+                    "its \"{what}\" is not a finite time of at most 2^62 cycles (146 years at \
+                     1 GHz)"
+                )));
             }
             Ok(v.round() as i64)
         };
@@ -486,16 +496,20 @@ pub(crate) fn decode(bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, Proton
     if acc.recs.is_empty() {
         return Err(ProtonError::Empty(acc.index));
     }
-    build(acc, rate)
+    set_aside::without_lanes_set_aside(Default::default(), |skip, unused| {
+        drop(unused);
+        build(&acc, rate, skip)
+    })
 }
 
-/// The model of the scopes read (module docs, `# Reading it back`, `# The model`).
-fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
+/// The model of the scopes read (module docs, `# Reading it back`, `# The model`), without
+/// the lanes `skip` names: their scopes place nothing (not even their CTA's first event).
+fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonError> {
     let mut ctas: BTreeMap<u32, Cta> = BTreeMap::new();
     for r in &acc.recs {
         let c = ctas.entry(r.block).or_insert(Cta {
             proc: r.proc,
-            off: r.c0,
+            off: i64::MAX,
             init: r.init,
         });
         let why = if c.proc != r.proc {
@@ -517,14 +531,31 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
                 why,
             });
         }
-        c.off = c.off.min(r.c0);
     }
     let with = ctas.iter().find(|(_, c)| c.init.is_some()).map(|(&b, _)| b);
     let without = ctas.iter().find(|(_, c)| c.init.is_none()).map(|(&b, _)| b);
     if let (Some(with), Some(without)) = (with, without) {
         return Err(ProtonError::MixedInit { with, without });
     }
-    let min_off = ctas.values().map(|c| c.off).min().unwrap_or(0);
+    let ns = |cycles: i128| (cycles * 1_000_000 + rate.khz as i128 / 2) / rate.khz as i128;
+    // Lane ids follow the CTAs and warps of every scope, whatever is set aside.
+    let groups = acc.recs.iter().map(|r| r.warp).max().unwrap_or(0) as u64 + 1;
+    let max_block = ctas.keys().next_back().copied().unwrap_or(0);
+    if max_block as u64 * groups + groups - 1 > u32::MAX as u64 {
+        return Err(ProtonError::Range(format!(
+            "CTA {max_block} x {groups} warps exceeds the 2^32 lane ids of the model"
+        )));
+    }
+    let lane_of = |r: &Rec| (r.block as u64 * groups + r.warp as u64) as u32;
+    let kept = || acc.recs.iter().filter(|r| !skip.skips(lane_of(r)));
+    for r in kept() {
+        let c = ctas.get_mut(&r.block).expect("every CTA was entered above");
+        c.off = c.off.min(r.c0);
+    }
+    let min_off = (ctas.values().map(|c| c.off))
+        .filter(|&o| o != i64::MAX)
+        .min()
+        .unwrap_or(0);
     // Each CTA's first event, in ns (module docs).
     let anchor = |c: &Cta| -> i128 {
         match (c.init, acc.base) {
@@ -533,17 +564,9 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
             (None, None) => c.off as i128 - min_off as i128,
         }
     };
-    let ns = |cycles: i128| (cycles * 1_000_000 + rate.khz as i128 / 2) / rate.khz as i128;
-    let groups = acc.recs.iter().map(|r| r.warp).max().unwrap_or(0) as u64 + 1;
-    let max_block = ctas.keys().next_back().copied().unwrap_or(0);
-    if max_block as u64 * groups + groups - 1 > u32::MAX as u64 {
-        return Err(ProtonError::Range(format!(
-            "CTA {max_block} x {groups} warps exceeds the 2^32 lane ids of the model"
-        )));
-    }
     let mut backward = 0u64;
     let mut rows: Vec<(u32, u64, u64, u16)> = Vec::with_capacity(acc.recs.len());
-    for r in &acc.recs {
+    for r in kept() {
         let c = &ctas[&r.block];
         let d = if r.d < 0 {
             backward += 1;
@@ -560,8 +583,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
                 r.block
             )));
         };
-        let lane = (r.block as u64 * groups + r.warp as u64) as u32;
-        rows.push((lane, begin, end, r.region));
+        rows.push((lane_of(r), begin, end, r.region));
     }
     rows.sort_unstable_by_key(|&(lane, b, e, region)| (lane, b, std::cmp::Reverse(e), region));
 
@@ -616,7 +638,7 @@ fn build(acc: Acc, rate: AssumedClock) -> Result<Trace, ProtonError> {
             overhead_correction: None,
         },
         names: Names {
-            regions: acc.names,
+            regions: acc.names.clone(),
             counters: Vec::new(),
         },
         lanes,

@@ -12,7 +12,7 @@
 //! by the largest run decoded at once, not by the buffer. The TVM format interleaves its
 //! lanes record by record, so only native buffers stream.
 //!
-//! Lanes whose stamps cannot belong to the launch (see [`super::native`], `# Lanes set
+//! Lanes whose stamps cannot belong to the launch (see [`super::set_aside`], `# Lanes set
 //! aside`) are set aside by the counting pass as in a decode of the whole buffer: never in
 //! the outline, counted and named in the diagnostic counts.
 //!

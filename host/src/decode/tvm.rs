@@ -35,10 +35,18 @@
 //! - TVM: records after a lane's finalize are counted in `after_finalize` and not
 //!   decoded, and a lane without one is counted in `unfinalized_lanes`. The other formats
 //!   have no finalize record: their lanes end at their last record and are not counted.
+//! - A lane whose stamps cannot belong to the launch (from its first record to its end
+//!   more than 2^44 ns, or more than 2^40 ns from the other lanes) is set aside, named in
+//!   the diagnostics, and the buffer decodes as if it had never run: its records are
+//!   checked as above, but neither walked nor part of the shared base
+//!   ([`super::set_aside`], `# Lanes set aside`). With 32-bit stamps one corrupted stamp
+//!   moves a lane by less than 2^32 ns, within those bounds: such a lane is decoded, and
+//!   its records after a stamp thrown forward are backward steps, clamped and counted.
 
 use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::family::{self, allowed, Family};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
+use super::set_aside::{self, Skip};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace};
 use rayon::prelude::*;
@@ -658,6 +666,8 @@ struct Body<'w> {
     rows: usize,
     /// The shared base the lanes' stamps unwrap from.
     base: u64,
+    /// Lanes left out (set aside: [`super::set_aside`]).
+    skip: Skip<'w>,
 }
 
 /// Decodes a buffer of format `L`, reusing the memory of `reuse`'s columns.
@@ -670,10 +680,25 @@ struct Body<'w> {
 /// output goes and can be walked at once; into fresh columns, so that they are allocated
 /// at their exact size (growing them would copy them, and the kernel's mapping of their
 /// new pages costs more than the counting).
+///
+/// Lanes whose stamps cannot belong to the launch are set aside ([`super::set_aside`]).
 pub(crate) fn decode<L: Family>(
     words: &[u64],
     opts: &DecodeOptions,
     reuse: Recycled,
+) -> Result<Trace, DecodeError> {
+    set_aside::without_lanes_set_aside(reuse, |skip, reuse| {
+        decode_skipping::<L>(words, opts, reuse, skip)
+    })
+}
+
+/// [`decode`], leaving out the lanes `skip` names (as if they had never run: they are
+/// checked, but neither walked nor part of the shared base).
+fn decode_skipping<L: Family>(
+    words: &[u64],
+    opts: &DecodeOptions,
+    reuse: Recycled,
+    skip: Skip<'_>,
 ) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
     let (groups, blocks) = family::header::<L>(w0)?;
@@ -687,6 +712,7 @@ pub(crate) fn decode<L: Family>(
         groups: groups as usize,
         rows: used.len().div_ceil(stride),
         base: 0,
+        skip,
     };
     let n_lanes = stride.min(body.words.len());
     let strips = |lanes: Range<usize>| {
@@ -695,8 +721,10 @@ pub(crate) fn decode<L: Family>(
 
     let parallel = !opts.single_threaded;
     let stamps = |firsts: &[u64]| {
-        let used = firsts.iter().filter(|&&w| w != 0);
-        shared_base(used.map(|&w| (w >> 32) as u32))
+        let used = (firsts.iter().enumerate())
+            .filter(|&(l, &w)| w != 0 && !skip.skips(l as u32))
+            .map(|(_, &w)| w);
+        shared_base(used.map(|w| (w >> 32) as u32))
     };
     let asm = if !parallel && !reuse.is_empty() {
         let firsts = first_records(body.words, stride, n_lanes, |_| true);
@@ -795,6 +823,9 @@ fn walk_strip<L: Family>(
 ) {
     let base = body.base;
     for (i, l) in lanes.enumerate() {
+        if body.skip.skips(l as u32) {
+            continue;
+        }
         let recs = strip.lane(i);
         // An empty lane has no row in the trace.
         let Some(&first) = recs.first() else {

@@ -100,8 +100,14 @@
 //! the records kept and `dropped` the records its ring overwrote. `%globaltimer` stamps
 //! are 64-bit ns: nothing to unwrap. The grid is `[blocks, 1, 1]`, `groups_per_block` is
 //! `warps_per_block` and `records_per_lane` is `per_warp_cap`.
+//!
+//! One flipped bit in a stamp can throw a warp centuries away: a warp whose stamps cannot
+//! belong to the launch (its latest record more than 2^44 ns after its first, more than
+//! 2^40 ns from the other warps, or past 2^63 ns) is set aside, named in the diagnostics, and the
+//! dump decodes as if it had never run ([`super::set_aside`], `# Lanes set aside`).
 
 use super::peer::{Built, Pairing};
+use super::set_aside::{self, Skip};
 use super::DecodeOptions;
 use crate::model::{Lane, Names, Source, Trace, WireFormat};
 use rayon::prelude::*;
@@ -238,8 +244,21 @@ fn header(words: &[u64]) -> Result<Header, YaoJzError> {
 /// Warp slots decoded per rayon task (a few thousand records each at least).
 const CHUNK_SLOTS: usize = 256;
 
-/// Decodes a dump file's words (module docs).
+/// Decodes a dump file's words (module docs), setting aside the warps whose stamps cannot
+/// belong to the launch ([`super::set_aside`]).
 pub(crate) fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, YaoJzError> {
+    set_aside::without_lanes_set_aside(Default::default(), |skip, unused| {
+        drop(unused);
+        decode_skipping(words, opts, skip)
+    })
+}
+
+/// [`decode`], leaving out the warp slots `skip` names (as if they had never run).
+fn decode_skipping(
+    words: &[u64],
+    opts: &DecodeOptions,
+    skip: Skip<'_>,
+) -> Result<Trace, YaoJzError> {
     let h = header(words)?;
     let bytes: &[u8] = bytemuck::cast_slice(words);
     let counters_end = (HEADER_BYTES + 4 * h.slots) as usize;
@@ -258,7 +277,7 @@ pub(crate) fn decode(words: &[u64], opts: &DecodeOptions) -> Result<Trace, YaoJz
         let mut b = Built::default();
         for s in r {
             let n = count(s);
-            if n > 0 {
+            if n > 0 && !skip.skips(s as u32) {
                 slot(&h, words, s, n, &mut b)?;
             }
         }

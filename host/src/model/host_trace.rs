@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use super::SetAsideReason;
 use crate::clock_sync::HostClock;
 
 /// A host trace read from Chrome JSON, times in ns on [`HostTrace::clock`].
@@ -18,6 +19,64 @@ pub struct HostTrace {
     pub events: Vec<HostEvent>,
     /// Events not read, by `ph` (`"B (unclosed)"` and `"E (unopened)"` for unpaired B / E).
     pub skipped: BTreeMap<String, u64>,
+    /// Threads whose stamps cannot belong to the trace, by the rules every format's lanes
+    /// follow ([`crate::decode::set_aside`]): neither they nor their events are in
+    /// [`HostTrace::threads`] or [`HostTrace::events`]. In thread order.
+    pub set_aside: Vec<SetAsideThread>,
+}
+
+/// A host thread set aside with its events: its stamps cannot belong to the trace (one
+/// event's `ts` thrown decades away, say).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetAsideThread {
+    /// The thread.
+    pub thread: HostThread,
+    /// Its earliest event's begin, ns.
+    pub start: u64,
+    /// Its latest event's end, ns.
+    pub end: u64,
+    /// Its events.
+    pub events: u64,
+    /// Which rule set it aside.
+    pub reason: SetAsideReason,
+}
+
+impl HostThread {
+    /// `pid 7 · tid 9`, as user-facing text names it.
+    pub fn name(&self) -> String {
+        format!("pid {} · tid {}", self.pid, self.tid)
+    }
+}
+
+impl HostTrace {
+    /// Threads named in [`HostTrace::set_aside_phrase`].
+    pub const NAMED: usize = 3;
+
+    /// `1 thread set aside, its stamps not of this trace: pid 7 · tid 9 (its end stamp is
+    /// implausibly far from its start)`, naming the first [`HostTrace::NAMED`] (`None`
+    /// when none was set aside): the words of a launch's lanes set aside.
+    pub fn set_aside_phrase(&self) -> Option<String> {
+        let n = self.set_aside.len();
+        if n == 0 {
+            return None;
+        }
+        let (threads, their) = if n == 1 {
+            ("thread", "its")
+        } else {
+            ("threads", "their")
+        };
+        let names: Vec<String> = (self.set_aside.iter().take(Self::NAMED))
+            .map(|s| format!("{} ({})", s.thread.name(), s.reason.describe()))
+            .collect();
+        let mut s = format!(
+            "{n} {threads} set aside, {their} stamps not of this trace: {}",
+            names.join("; ")
+        );
+        if n > Self::NAMED {
+            s.push_str(&format!("; and {} more", n - Self::NAMED));
+        }
+        Some(s)
+    }
 }
 
 /// A thread of the host trace.

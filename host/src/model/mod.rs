@@ -31,7 +31,7 @@ mod filter;
 mod host_trace;
 
 pub use filter::{BlockFilter, BlockFilterError};
-pub use host_trace::{HostEvent, HostThread, HostTrace};
+pub use host_trace::{HostEvent, HostThread, HostTrace, SetAsideThread};
 
 pub use crate::time::{DurationNs, Timestamp};
 use std::ops::Range;
@@ -551,27 +551,31 @@ pub struct Unpaired {
     pub ts: Timestamp,
 }
 
-/// Why a native lane was set aside ([`Diagnostics::set_aside`]; the rule is in
-/// [`crate::decode::native`], `# Lanes set aside`).
+/// Why a lane was set aside ([`Diagnostics::set_aside`]; the rules, the same for every
+/// format, are in [`crate::decode::set_aside`], `# Lanes set aside`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SetAsideReason {
-    /// Its end `%globaltimer` is more than
-    /// [`LANE_SPAN_MAX_NS`](crate::decode::native::LANE_SPAN_MAX_NS) after (or before) its
-    /// start.
+    /// Its end is more than
+    /// [`LANE_SPAN_MAX_NS`](crate::decode::set_aside::LANE_SPAN_MAX_NS) after (or before)
+    /// its start.
     Span,
     /// Its stamps lie more than
-    /// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) away from the
+    /// [`LAUNCH_GAP_MAX_NS`](crate::decode::set_aside::LAUNCH_GAP_MAX_NS) away from the
     /// launch's lanes (the largest group of lanes linked by smaller gaps).
     Apart,
-    /// Clock mode: its clock64 interval, at the clock rate of the launch's other lanes,
-    /// disagrees with its globaltimer interval (more than
-    /// [`CLOCK_DISAGREEMENT_MAX`](crate::decode::native::CLOCK_DISAGREEMENT_MAX) times,
+    /// Clock mode (native lanes): its clock64 interval, at the clock rate of the launch's
+    /// other lanes, disagrees with its globaltimer interval (more than
+    /// [`CLOCK_DISAGREEMENT_MAX`](crate::decode::set_aside::CLOCK_DISAGREEMENT_MAX) times,
     /// beyond a few ticks).
     Clock,
-    /// A ring lane that never ran finalize and whose every slot holds a record: without
-    /// its trailer's count, the position of its oldest record is unknown, so its records
-    /// cannot be ordered.
+    /// Its stamps reach
+    /// [`STAMP_END_NS`](crate::decode::set_aside::STAMP_END_NS) (2^63 ns, the year 2262)
+    /// or beyond, where no timer reads and no int64 time axis holds.
+    Range,
+    /// A native ring lane that never ran finalize and whose every slot holds a record:
+    /// without its trailer's count, the position of its oldest record is unknown, so its
+    /// records cannot be ordered.
     UnorderedRing,
 }
 
@@ -582,6 +586,7 @@ impl SetAsideReason {
             SetAsideReason::Span => "its end stamp is implausibly far from its start",
             SetAsideReason::Apart => "its stamps are far from every other lane's",
             SetAsideReason::Clock => "its clock64 and globaltimer intervals disagree",
+            SetAsideReason::Range => "its stamps lie past the year 2262 (2^63 ns)",
             SetAsideReason::UnorderedRing => {
                 "a full ring that never finalized: its oldest record is unknown"
             }
@@ -589,22 +594,27 @@ impl SetAsideReason {
     }
 }
 
-/// A native lane that ran but was not decoded, because its stamps cannot belong to the
-/// same launch as the others' (a corrupted buffer): kept here, named, so that it is
-/// neither lost silently nor turned into absurd figures.
+/// A lane that ran but was not decoded, because its stamps cannot belong to the same
+/// launch as the others' (a corrupted buffer): kept here, named, so that it is neither
+/// lost silently nor turned into absurd figures. Any format's lanes may be set aside
+/// ([`crate::decode::set_aside`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SetAsideLane {
     /// Lane index (`block * groups_per_block + group`).
     pub lane: u32,
     /// Where it sits, in user terms.
     pub track: TrackId,
-    /// Its start `%globaltimer`, as written.
+    /// Where it starts, ns: a native lane's start `%globaltimer` as written; in every other
+    /// format, the time of its first record, as decoded.
     pub start: Timestamp,
-    /// Its end `%globaltimer`, as written (`None`: it never ran finalize).
+    /// Where it ends, ns: a native lane's end `%globaltimer` as written (`None`: it never
+    /// ran finalize); in every other format, the time of its latest record, as decoded.
     pub end: Option<Timestamp>,
-    /// Its start clock64, as written.
-    pub start_clock: u64,
-    /// Its end clock64, as written (`None`: it never ran finalize).
+    /// A native lane's start clock64, as written (`None` in the other formats, which
+    /// record none).
+    pub start_clock: Option<u64>,
+    /// A native lane's end clock64, as written (`None`: it never ran finalize, or another
+    /// format).
     pub end_clock: Option<u64>,
     /// Which rule set it aside.
     pub reason: SetAsideReason,
@@ -612,18 +622,19 @@ pub struct SetAsideLane {
 
 /// What went wrong inside an otherwise readable buffer.
 ///
-/// Native lanes whose stamps cannot belong to the same launch as the others are **set
-/// aside** ([`Diagnostics::set_aside`]) rather than decoded: a lane whose end is more than
-/// [`LANE_SPAN_MAX_NS`](crate::decode::native::LANE_SPAN_MAX_NS) (about 4.9 h) from its
-/// start; a lane more than
-/// [`LAUNCH_GAP_MAX_NS`](crate::decode::native::LAUNCH_GAP_MAX_NS) (about 18 min) away
-/// from the largest group of lanes linked by smaller gaps between their init-to-finalize
-/// intervals; in clock mode, a lane whose clock64 and globaltimer intervals disagree at
-/// the clock rate of the others; and a ring lane that never finalized with every slot
-/// full (where its oldest record is cannot be known). The bounds lie far beyond the launches ikp profiles, so
-/// that a genuine launch (persistent lanes, many waves, lanes that start late) keeps
-/// every lane; the rules, why the bounds are safe, and the only launches they would cut
-/// are in [`crate::decode::native`], `# Lanes set aside`.
+/// Lanes whose stamps cannot belong to the same launch as the others are **set aside**
+/// ([`Diagnostics::set_aside`]) rather than decoded, in every format: a lane whose end is
+/// more than [`LANE_SPAN_MAX_NS`](crate::decode::set_aside::LANE_SPAN_MAX_NS) (about
+/// 4.9 h) from its start; a lane more than
+/// [`LAUNCH_GAP_MAX_NS`](crate::decode::set_aside::LAUNCH_GAP_MAX_NS) (about 18 min) away
+/// from the largest group of lanes linked by smaller gaps between their intervals; a lane
+/// whose stamps reach 2^63 ns (the year 2262) when no other rule set it aside; in
+/// native clock mode, a lane whose clock64 and globaltimer intervals disagree at the clock
+/// rate of the others; and a native ring lane that never finalized with every slot full
+/// (where its oldest record is cannot be known). The bounds lie far beyond the launches
+/// ikp profiles, so that a genuine launch (persistent lanes, many waves, lanes that start
+/// late) keeps every lane; the rules, why the bounds are safe, and the only launches they
+/// would cut are in [`crate::decode::set_aside`], `# Lanes set aside`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
     /// Begins never closed: still open when the lane ended.
@@ -642,7 +653,7 @@ pub struct Diagnostics {
     /// resync; see [`mod@crate::decode`], `# Unwrapping`), and native lanes whose end globaltimer (or,
     /// in clock mode, end clock64) is before their start.
     pub backward_steps: u64,
-    /// Native lanes not decoded because their stamps cannot belong to this launch,
+    /// Lanes not decoded because their stamps cannot belong to this launch (any format),
     /// ascending by lane. They are not in [`Trace::lanes`], and none of their records or
     /// counts is in the trace.
     pub set_aside: Vec<SetAsideLane>,

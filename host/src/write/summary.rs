@@ -32,9 +32,9 @@
 //! dropped               records lanes could not write (segment full), summed
 //! dropped_by_lane       [{lane, block, group, warp, sm, dropped}] for lanes that dropped
 //! set_aside_lanes       [{lane, block, group, warp, sm, start, end, start_clock,
-//!                       end_clock, reason}] for native lanes whose stamps cannot belong
-//!                       to this launch, which were not decoded (absent when there are
-//!                       none; see below)
+//!                       end_clock, reason}] for lanes whose stamps cannot belong to
+//!                       this launch (any format), which were not decoded (absent when
+//!                       there are none; see below)
 //! overwritten           ring lanes: records overwritten by newer ones, summed (absent
 //!                       when 0, as the three fields below)
 //! overwritten_by_lane   [{lane, block, group, warp, sm, overwritten}] for ring lanes
@@ -91,15 +91,19 @@
 //! `after_finalize`, `unfinalized_lanes`, `unknown_records` and `backward_steps`, it
 //! describes the whole buffer, whatever the block filter.
 //!
-//! A **set_aside_lanes** entry ([`crate::model::SetAsideLane`]) gives the lane's stamps
-//! as written: `start` and `end` its `%globaltimer` ns at init and finalize,
-//! `start_clock` and `end_clock` its clock64 cycles (`end` and `end_clock` are null for a
-//! lane that never finalized), and `reason` the rule that set it aside
-//! ([`crate::decode::native`], `# Lanes set aside`): `"span"` (its end is more than
+//! A **set_aside_lanes** entry ([`crate::model::SetAsideLane`]) gives the lane's stamps:
+//! for a native lane as written, `start` and `end` its `%globaltimer` ns at init and
+//! finalize, `start_clock` and `end_clock` its clock64 cycles (`end` and `end_clock` are
+//! null for a lane that never finalized); for a lane of any other format, `start` and
+//! `end` the times of its first and latest records (ns, as decoded) and null clocks. And
+//! `reason` the rule that set it aside, the same for every format
+//! ([`crate::decode::set_aside`], `# Lanes set aside`): `"span"` (its end is more than
 //! 2^44 ns from its start), `"apart"` (more than 2^40 ns from the launch's other lanes),
-//! `"clock"` (clock mode: its clock64 and globaltimer intervals disagree at the
-//! launch's clock rate) or `"unordered_ring"` (a full ring that never finalized: its
-//! oldest record is unknown). Such a lane is in no other figure of the summary. The list is
+//! `"clock"` (native clock mode: its clock64 and globaltimer intervals disagree at the
+//! launch's clock rate), `"range"` (its stamps reach 2^63 ns, the year 2262) or
+//! `"unordered_ring"` (a native full ring that never finalized:
+//! its oldest record is unknown). Such a lane is in no other figure of the summary. The
+//! list is
 //! restricted to the blocks of `block_filter`.
 //!
 //! **overhead_correction** ([`crate::model::OverheadCorrection`], rules in
@@ -369,13 +373,15 @@ pub struct LaneSetAside {
     pub warp: Option<u32>,
     /// SM, if known.
     pub sm: Option<u32>,
-    /// Start globaltimer, as written.
+    /// Start, ns: a native lane's start globaltimer as written; in other formats its
+    /// first record's time.
     pub start: u64,
-    /// End globaltimer, as written (null: never finalized).
+    /// End, ns: a native lane's end globaltimer as written (null: never finalized); in
+    /// other formats its latest record's time.
     pub end: Option<u64>,
-    /// Start clock64, as written.
-    pub start_clock: u64,
-    /// End clock64, as written (null: never finalized).
+    /// A native lane's start clock64, as written (null in other formats).
+    pub start_clock: Option<u64>,
+    /// A native lane's end clock64, as written (null: never finalized, or another format).
     pub end_clock: Option<u64>,
     /// The rule that set it aside.
     pub reason: SetAsideReason,

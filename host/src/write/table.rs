@@ -40,9 +40,9 @@
 //! 4 async ranges; 1 async begin never ended, 1 async end without a begin
 //!   async tma: 4 ranges, total 170 ns, mean 42 ns, max 60 ns
 //! ```
-//! Last, when native lanes were
-//! set aside (their stamps cannot belong to this launch; see [`crate::decode::native`],
-//! `# Lanes set aside`), a line counts them, then the first few, one line each, with the
+//! Last, when lanes were set
+//! aside (their stamps cannot belong to this launch, in any format; see
+//! [`crate::decode::set_aside`], `# Lanes set aside`), a line counts them, then the first few, one line each, with the
 //! rule that set them aside:
 //! ```text
 //! 1 lane set aside, not decoded: its stamps cannot belong to this launch

@@ -14,7 +14,9 @@
 //! annotations (strings, integers, doubles, booleans; other values as JSON text). A
 //! thread's events are written in nesting order (by begin, longer first); a slice that
 //! ends after its enclosing one is clipped to the enclosing slice's end (Perfetto's
-//! slices on one track must nest), counted in [`MergeStats::clipped`].
+//! slices on one track must nest), counted in [`MergeStats::clipped`]. Threads the reader
+//! set aside ([`HostTrace::set_aside`]: stamps that cannot belong to the trace) have no
+//! track, as the launches' lanes set aside have none.
 
 use std::cmp::Reverse;
 use std::io;
