@@ -1,23 +1,12 @@
 //! Host clocks on the command line: `ikp merge` writes the library's merged trace, atomic
 //! and refusing buffers without a clock sync by name; `ikp decode --summary` shows the
 //! sync; `ikp decode --host-clock` places a buffer on the host clock.
+use crate::util::{ikp, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{ClockSync, Layout};
 use ikp_host::{read_chrome_trace, write_merged};
 use ikp_host::{Compression, HostClock, Launch, PerfettoOptions};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../host/tests/fixtures/merge/kineto_small.json")

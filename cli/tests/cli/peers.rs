@@ -3,31 +3,17 @@
 //! distributions, and go
 //! through `summary`, `analyze` and `report`, detected or named with `--format`; Proton's
 //! clock is stated and can be given; a wrong `--format` fails naming the file.
+use crate::util::{ikp, repo, s};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
+use std::process::Output;
 
 fn ok(o: Output) -> Vec<u8> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     o.stdout
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The shipped samples and what they hold: format, file, extra arguments, lanes, spans.

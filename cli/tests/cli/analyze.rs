@@ -1,24 +1,14 @@
 //! `ikp analyze` on what the sample alone does not show: a TVM-format buffer (no SM ids),
 //! an annotation that claims more than the GPU can do, the critical path in Perfetto, and
 //! the HTML report showing the analysis' own figures.
+use crate::util::{ikp, s};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
+use std::process::Output;
 
 fn ok(o: Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn sample() -> String {

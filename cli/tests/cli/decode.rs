@@ -2,6 +2,7 @@
 //! shipped sample, the TVM format with a names file, bad input (clear error naming the
 //! file, non-zero exit, no output file left behind), several buffers into one Perfetto
 //! trace, Perfetto compression, and overlapping regions in the Chrome trace.
+use crate::util::{ikp, repo, s};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
@@ -9,23 +10,8 @@ use protobuf::Message;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use std::path::Path;
+use std::process::Command;
 
 /// The shipped sample is exactly what the generator writes (`IKP_BLESS=1` rewrites it).
 #[test]

@@ -1,19 +1,13 @@
 //! Every command on the shipped samples of the TVM family (TVM / warpscope, FlashInfer with
 //! SM ids, Mirage MPK), chosen with `--format` and auto-detected, and the command-line
 //! hint when a buffer fits several formats.
+use crate::util::{ikp, repo, s};
 use perfetto_protos::trace::Trace as PTrace;
 use protobuf::Message;
 use serde_json::Value;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
+use std::path::Path;
+use std::process::Output;
 
 fn ok(o: Output) -> Output {
     assert!(
@@ -23,14 +17,6 @@ fn ok(o: Output) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn bytes(words: &[u64]) -> Vec<u8> {

@@ -1,6 +1,7 @@
 //! `ikp decode` of a buffer with async ranges: the Chrome trace, the summary and the
 //! Perfetto trace (in memory and streamed) show them, and the warning line counts the
 //! token that never ends and the end without a begin.
+use crate::util::{ikp, s};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
@@ -8,14 +9,6 @@ use protobuf::Message;
 use serde_json::Value;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
 
 /// The packets of a Perfetto trace, compressed bundles expanded.
 fn packets(bytes: &[u8]) -> Vec<TracePacket> {
@@ -32,10 +25,6 @@ fn packets(bytes: &[u8]) -> Vec<TracePacket> {
         }
     }
     out
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// A producer lane begins tokens 1, 2 and 3 of the async region `tma`; a consumer lane of

@@ -1,6 +1,7 @@
 //! What every command shares: `--block-filter` restricts every output and figure to the
 //! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
 //! the outputs of one command are written all together or not at all.
+use crate::util::{ikp, s};
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
 use ikp_host::report::{plots, write_html, ReportOptions};
 use ikp_host::{
@@ -10,13 +11,6 @@ use ikp_host::{
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
 fn ok(o: Output) -> Vec<u8> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     o.stdout
@@ -24,10 +18,6 @@ fn ok(o: Output) -> Vec<u8> {
 
 fn sample() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The sample decoded as the CLI decodes it with `--block-filter LIST` (or without).

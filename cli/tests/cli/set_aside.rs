@@ -3,22 +3,11 @@
 //! kernel of 1.7e19 ns and `ikp decode --perfetto` fail. The lane is now set aside: every
 //! figure and output is the one of the sample without that lane, and the warnings and the
 //! summary name it.
+use crate::util::{ikp, s};
 use ikp_device::wire::lane;
 use ikp_device::Header;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// How far the corrupted stamp threw its lane: about 544 years, in ns.
 const YEARS_544: u64 = 17_175_002_975_966_379_653;

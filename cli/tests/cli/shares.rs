@@ -5,10 +5,10 @@
 //! (`--dump-dom`) and the `regions_summary` sheet of `ikp report --xlsx` — and check that
 //! they agree row by row on the shipped sample and on a TVM-format buffer, and that they
 //! show the figures worked out by hand for a hand-built buffer.
-#[path = "support/chromium.rs"]
-mod chromium;
-#[path = "../../host/tests/fixtures/nested_lanes.rs"]
+use crate::chromium;
+#[path = "../../../host/tests/fixtures/nested_lanes.rs"]
 mod nested_lanes;
+use crate::util::s;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,10 +27,6 @@ fn ikp(args: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// One row as an output shows it: name, share and cumulative share, in percent.

@@ -4,22 +4,11 @@
 //! a kernel of 31 years. Their damaged lanes are now set aside as a native buffer's are:
 //! every command warns in the same words, and prints the figures of the capture without
 //! that lane. So does `ikp merge`, for a buffer's lane and for a host trace's thread.
+use crate::util::{ikp, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{ClockSync, Layout};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn repo(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,26 +1,14 @@
 //! `ikp analyze` and `ikp report` end to end on the shipped sample; the report is rendered
 //! in headless Chromium (Debian's package, installed by scripts/provision.sh) and must not be
 //! blank nor log anything to the console.
-#[path = "support/chromium.rs"]
-mod chromium;
+use crate::chromium;
+use crate::util::{ikp, s};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
 
 fn sample() -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/attention.ikp");
     p.to_str().unwrap().to_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// `ikp analyze` of the shipped sample: its stdout and its `--json` output.

@@ -9,21 +9,10 @@ use protobuf::Message;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output};
 
+use crate::util::{ikp, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

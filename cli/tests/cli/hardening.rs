@@ -1,22 +1,11 @@
 //! `ikp decode` hardening: the streaming Perfetto path gives the same bytes as the
 //! in-memory one, an output that is the input is refused, an unwritable output is a clear
 //! error naming the path, and exit codes are as documented (1 for these errors).
+use crate::util::{ikp, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::lane_flags;
 use ikp_device::{Layout, TimerMode};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// A buffer with everything the streamed path must reproduce: unused lanes, drops,
 /// unmatched records, an unfinalized lane, counters, several SMs, a timer that steps

@@ -2,27 +2,12 @@
 //! with the other outputs or not at all, byte for byte what the library writes (whose
 //! tables host/tests/parquet.rs reads back with DuckDB); several buffers and a buffer of
 //! several launches in one set of tables; the errors of a bad path.
+use crate::util::{ikp, repo, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
 use ikp_host::write::parquet::write_spans;
 use ikp_host::{load, load_launches, DecodeOptions, Launch};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use std::path::Path;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
