@@ -2,7 +2,7 @@
 //
 // GENERATED from the ikp wire format (ikp_device::cuh::source()); do not edit. Write a copy
 // with `ikp header -o DIR`. In the ikp repository, `IKP_BLESS=1 cargo test -p ikp-device
-// --test cuh_golden` refreshes device/include/ikp.cuh.
+// --test device cuh_golden` refreshes device/include/ikp.cuh.
 //
 // What it does: each (block, group) pair is a *lane* with one writing thread, its leader.
 // The leader appends 64-bit records (timestamp low 32 bits | payload | region | kind) to

@@ -2,7 +2,7 @@
 //
 // GENERATED from the ikp wire format (ikp_device::cuh::host_source()); do not edit. `ikp
 // header -o DIR` writes it next to ikp.cuh, which it includes. In the ikp repository,
-// `IKP_BLESS=1 cargo test -p ikp-device --test cuh_golden` refreshes device/include/.
+// `IKP_BLESS=1 cargo test -p ikp-device --test device cuh_golden` refreshes device/include/.
 //
 // What it does: ikp::HostLayout describes an instrumented launch (the C++ twin of the Rust
 // ikp_device::Layout, same fields, defaults and limits), sizes its buffer, writes the

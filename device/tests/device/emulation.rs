@@ -14,7 +14,7 @@
 //! The emulated SM clock advances on each read (`kReadCycles` in emulate.cpp, [`READ_CYCLES`]
 //! here), so the record-cost calibration at init sees known rounds and every lane's CALIB
 //! word must be [`CALIB_GLOBALTIMER_LANE`] or [`CALIB_CLOCK_LANE`].
-mod support;
+use crate::support;
 
 use ikp_device::encoder::{BufferWriter, LaneWriter};
 use ikp_device::wire::{self, lane, lane_flags, Kind, MetaKind};

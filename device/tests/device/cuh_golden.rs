@@ -1,7 +1,7 @@
 //! The committed `device/include/ikp.cuh` and `device/include/ikp_host.hpp` must be exactly
 //! what the generator produces, so users who copy the files from the repository get the
 //! headers of this wire format.
-//! `IKP_BLESS=1 cargo test -p ikp-device --test cuh_golden` rewrites them.
+//! `IKP_BLESS=1 cargo test -p ikp-device --test device cuh_golden` rewrites them.
 use ikp_device::cuh;
 use std::path::Path;
 use std::sync::Once;
@@ -27,7 +27,7 @@ fn check(name: &str, generated: &str) {
             });
         panic!(
             "{} differs from the generator (first difference: {line}).\n\
-             Regenerate it with: IKP_BLESS=1 cargo test -p ikp-device --test cuh_golden",
+             Regenerate it with: IKP_BLESS=1 cargo test -p ikp-device --test device cuh_golden",
             path.display()
         );
     }

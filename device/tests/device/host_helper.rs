@@ -7,7 +7,7 @@
 //! `Layout::kernel_arg`, and the decoder must accept the header; every layout the Rust side
 //! refuses must be refused by the helper with the same message (the same field, value and
 //! reason), by `validate()`, `write_header()` and `header_words()` alike.
-mod support;
+use crate::support;
 
 use ikp_device::wire::{self, Overflow};
 use ikp_device::{ClockSync, Header, Layout, LayoutError, TimerMode};
