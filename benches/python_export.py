@@ -1,7 +1,7 @@
 """ikp.export_to_perfetto_trace against FlashInfer's own exporter on the same buffer.
 
 FlashInfer's exporter is flashinfer/profiler/__init__.py from the pinned flashinfer-python
-wheel (scripts/provision.sh unpacks it into .deps/), run as host/tests/peers/flashinfer_
+wheel (scripts/provision.sh unpacks it into .deps/), run as host/tests/host/peers/flashinfer_
 export.py runs it (torch replaced by a numpy stand-in: a Tensor with .cpu()), but writing
 with the real tg4perfetto (PyPI; its sdist needs protoc). The buffer is synthetic, in
 FlashInfer's format (one group per block, where FlashInfer's exporter reads the block

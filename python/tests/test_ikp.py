@@ -364,7 +364,7 @@ def flashinfer_buffer(blocks, pairs, events):
 
 def test_flashinfer_own_exporter_agrees(tmp_path):
     """FlashInfer's exporter (flashinfer/profiler/__init__.py from the pinned wheel, run by
-    host/tests/peers/flashinfer_export.py) and ikp find the same spans."""
+    host/tests/host/peers/flashinfer_export.py) and ikp find the same spans."""
     exporter = sorted(ROOT.glob(".deps/flashinfer-python-*/flashinfer/profiler/__init__.py"))
     if not exporter:
         pytest.skip("FlashInfer's exporter is not provisioned (scripts/provision.sh)")
@@ -373,7 +373,7 @@ def test_flashinfer_own_exporter_agrees(tmp_path):
     (tmp_path / "fi.bin").write_bytes(w.tobytes())
     (tmp_path / "names.txt").write_text("\n".join(names) + "\n")
     run = subprocess.run(
-        [sys.executable, ROOT / "host/tests/peers/flashinfer_export.py", exporter[-1],
+        [sys.executable, ROOT / "host/tests/host/peers/flashinfer_export.py", exporter[-1],
          tmp_path / "fi.bin", tmp_path / "names.txt"],
         capture_output=True, text=True, check=True,
     )
@@ -385,7 +385,7 @@ def test_flashinfer_own_exporter_agrees(tmp_path):
     assert len(theirs) == 20 * 9
     # The sample (two groups per block): the same spans per region.
     run = subprocess.run(
-        [sys.executable, ROOT / "host/tests/peers/flashinfer_export.py", exporter[-1],
+        [sys.executable, ROOT / "host/tests/host/peers/flashinfer_export.py", exporter[-1],
          FLASHINFER, NAMES_FILE],
         capture_output=True, text=True, check=True,
     )

@@ -13,7 +13,7 @@
 //!   versions, with or without `baseTimeNanoseconds`, read at Proton's 1 GHz or at a
 //!   clock given; the model places each CTA's first scope at its init time and converts
 //!   the cycles after it at the clock rate.
-mod peers;
+use crate::peers;
 
 use ikp_host::decode::{decode_bytes, DecodeOptions, FormatChoice};
 use ikp_host::model::{Trace, Unpaired};

@@ -3,9 +3,8 @@
 //! outside any region. Each case checks `ikp_host::stats` and the summary JSON against
 //! figures worked out by hand and against a brute-force reference (`shares_oracle`); a
 //! property test holds the reference against arbitrary lane programs.
-#[path = "fixtures/nested_lanes.rs"]
-mod nested_lanes;
-mod shares_oracle;
+use crate::nested_lanes;
+use crate::shares_oracle;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{Layout, TimerMode};

@@ -9,7 +9,7 @@ use ikp_device::{flashinfer as fi, mirage, sample, tvm};
 use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
 use ikp_host::model::{Trace, WireFormat};
 
-mod peers;
+use crate::peers;
 
 const FORMATS: [WireFormat; 6] = [
     WireFormat::Ikp,

@@ -25,7 +25,7 @@ use ikp_host::decode::{self, decode, native::OWN_RATIO_MIN_NS, DecodeOptions};
 use ikp_host::model::{ClockCalibration, Trace, Unpaired, WireFormat};
 use proptest::prelude::*;
 
-mod peers;
+use crate::peers;
 
 /// One step of a lane program. `dt` is the time since the previous timed record (ticks;
 /// negative when the timer stepped back).

@@ -2,7 +2,7 @@
 //! that consumer lanes (of its block and of another) end, decoded, filtered, streamed,
 //! linked and written (goldens of the Chrome JSON, summary JSON and Perfetto trace).
 //! `IKP_BLESS=1 cargo test -p ikp-host --test async_ranges` rewrites the goldens.
-mod golden_check;
+use crate::golden_check;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;

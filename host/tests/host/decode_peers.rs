@@ -2,7 +2,7 @@
 //! choice, another tool's Chrome trace, a dump whose layout disagrees with the kernel's,
 //! two launches in one Proton trace; and automatic detection never takes an ikp or TVM
 //! buffer for one of them, nor one of them for a `u64` buffer.
-mod peers;
+use crate::peers;
 
 use ikp_host::decode::proton::ProtonError;
 use ikp_host::decode::yaojz::YaoJzError;

@@ -1,7 +1,7 @@
 //! `ikp merge`'s library side: an ikp buffer with a host clock sync (reference encoder)
 //! and a Kineto-like Chrome trace become one Perfetto trace whose host and device events
 //! sit at the host-clock ns the formats say (exact arithmetic), pinned by a golden file.
-mod golden_check;
+use crate::golden_check;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -5,9 +5,9 @@
 //!
 //! Each test also checks the decode's meaning against the program the sample was made
 //! from, so a blessed file that is wrong fails too.
-mod golden_check;
-mod peers;
-mod shares_oracle;
+use crate::golden_check;
+use crate::peers;
+use crate::shares_oracle;
 
 use ikp_host::decode::{decode_bytes, names, DecodeOptions, FormatChoice};
 use ikp_host::model::{Names, Trace, WireFormat};

@@ -5,9 +5,9 @@
 //!
 //! Each test also re-parses its output and checks its meaning against the decoded trace,
 //! so a blessed file that is wrong fails too.
-mod shares_oracle;
+use crate::shares_oracle;
 
-mod golden_check;
+use crate::golden_check;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;

@@ -45,7 +45,7 @@ fn python() -> PathBuf {
 /// Runs a script of `peers/` and parses what it prints.
 fn run_peer(script: &str, args: &[&Path]) -> Value {
     let o = Command::new(python())
-        .arg(repo().join("host/tests/peers").join(script))
+        .arg(repo().join("host/tests/host/peers").join(script))
         .args(args)
         .output()
         .expect("run python");
