@@ -1,31 +1,10 @@
 //! `ikp decode` of a buffer with async ranges: the Chrome trace, the summary and the
 //! Perfetto trace (in memory and streamed) show them, and the warning line counts the
 //! token that never ends and the end without a begin.
-use crate::util::{ikp, s};
-use perfetto_protos::trace::Trace as PTrace;
-use perfetto_protos::trace_packet::TracePacket;
+use crate::util::{ikp, packets, s};
 use perfetto_protos::track_event::track_event::Type;
-use protobuf::Message;
 use serde_json::Value;
-use std::io::Read;
 use std::path::Path;
-
-/// The packets of a Perfetto trace, compressed bundles expanded.
-fn packets(bytes: &[u8]) -> Vec<TracePacket> {
-    let mut out = Vec::new();
-    for p in PTrace::parse_from_bytes(bytes).unwrap().packet {
-        if p.has_compressed_packets() {
-            let mut raw = Vec::new();
-            flate2::read::ZlibDecoder::new(p.compressed_packets())
-                .read_to_end(&mut raw)
-                .unwrap();
-            out.extend(PTrace::parse_from_bytes(&raw).unwrap().packet);
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
 
 /// A producer lane begins tokens 1, 2 and 3 of the async region `tma`; a consumer lane of
 /// the same block ends 1 and 2, and a token 4 that never began.

@@ -2,10 +2,9 @@
 //! shipped sample, the TVM format with a names file, bad input (clear error naming the
 //! file, non-zero exit, no output file left behind), several buffers into one Perfetto
 //! trace, Perfetto compression, and overlapping regions in the Chrome trace.
-use crate::util::{ikp, repo, s};
+use crate::util::{ikp, launches, repo, s};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
-use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -242,47 +241,6 @@ fn perfetto_packets(bytes: &[u8]) -> (Vec<TracePacket>, bool) {
         }
     }
     (out, bundles)
-}
-
-/// Per launch root track (in order): its name and the slices (`TYPE_SLICE_BEGIN`) on the
-/// tracks below it. Events without an explicit track are on their sequence's default one.
-fn launches(packets: &[TracePacket]) -> Vec<(String, u64)> {
-    let mut parent: HashMap<u64, Option<u64>> = HashMap::new();
-    let mut roots: Vec<(u64, String)> = Vec::new();
-    let mut default_track: HashMap<u32, u64> = HashMap::new();
-    let mut slices: HashMap<u64, u64> = HashMap::new();
-    for p in packets {
-        if p.has_track_descriptor() {
-            let td = p.track_descriptor();
-            parent.insert(td.uuid(), td.parent_uuid);
-            if td.parent_uuid.is_none() {
-                roots.push((td.uuid(), td.name().to_string()));
-            }
-        }
-        if let Some(t) = p
-            .trace_packet_defaults
-            .as_ref()
-            .and_then(|d| d.track_event_defaults.as_ref())
-            .and_then(|d| d.track_uuid)
-        {
-            default_track.insert(p.trusted_packet_sequence_id(), t);
-        }
-        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN {
-            let te = p.track_event();
-            let mut t = te
-                .track_uuid
-                .or(default_track.get(&p.trusted_packet_sequence_id()).copied())
-                .expect("a slice without a track");
-            while let Some(Some(up)) = parent.get(&t) {
-                t = *up;
-            }
-            *slices.entry(t).or_default() += 1;
-        }
-    }
-    roots
-        .into_iter()
-        .map(|(uuid, name)| (name, slices.get(&uuid).copied().unwrap_or(0)))
-        .collect()
 }
 
 /// Spans of a buffer decoded by the library (what `ikp decode` writes as slices).

@@ -2,15 +2,9 @@
 //! launch per epoch (also when asked to stream), `ikp summary`, `analyze` and `report`
 //! show each, launches past the buffer's room are named in a warning, one-launch outputs
 //! are a usage error; `--correct-overhead` reports the correction it applied.
-use perfetto_protos::trace::Trace as PTrace;
-use perfetto_protos::trace_packet::TracePacket;
-use perfetto_protos::track_event::track_event::Type;
-use protobuf::Message;
-use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
-use crate::util::{ikp, s};
+use crate::util::{ikp, launches, packets, s};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
 
@@ -49,58 +43,6 @@ fn write_epochs(path: &Path) {
     std::fs::write(path, b.to_bytes()).unwrap();
 }
 
-fn perfetto_packets(bytes: &[u8]) -> Vec<TracePacket> {
-    let trace = PTrace::parse_from_bytes(bytes).expect("a perfetto.protos.Trace");
-    let mut out = Vec::new();
-    for p in trace.packet {
-        if p.has_compressed_packets() {
-            let mut raw = Vec::new();
-            flate2::read::ZlibDecoder::new(p.compressed_packets())
-                .read_to_end(&mut raw)
-                .expect("a zlib stream");
-            out.extend(PTrace::parse_from_bytes(&raw).expect("packets").packet);
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// Per launch root track: its name and the slices on the tracks below it.
-fn launches(packets: &[TracePacket]) -> Vec<(String, u64)> {
-    let mut parent: HashMap<u64, Option<u64>> = HashMap::new();
-    let mut roots: Vec<(u64, String)> = Vec::new();
-    let mut default_track: HashMap<u32, u64> = HashMap::new();
-    let mut slices: HashMap<u64, u64> = HashMap::new();
-    for p in packets {
-        if p.has_track_descriptor() {
-            let td = p.track_descriptor();
-            parent.insert(td.uuid(), td.parent_uuid);
-            if td.parent_uuid.is_none() {
-                roots.push((td.uuid(), td.name().to_string()));
-            }
-        }
-        if let Some(t) = (p.trace_packet_defaults.as_ref())
-            .and_then(|d| d.track_event_defaults.as_ref())
-            .and_then(|d| d.track_uuid)
-        {
-            default_track.insert(p.trusted_packet_sequence_id(), t);
-        }
-        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN {
-            let mut t = (p.track_event().track_uuid)
-                .or(default_track.get(&p.trusted_packet_sequence_id()).copied())
-                .expect("a slice without a track");
-            while let Some(Some(up)) = parent.get(&t) {
-                t = *up;
-            }
-            *slices.entry(t).or_default() += 1;
-        }
-    }
-    (roots.into_iter())
-        .map(|(uuid, name)| (name, slices.get(&uuid).copied().unwrap_or(0)))
-        .collect()
-}
-
 #[test]
 fn decode_writes_a_launch_per_epoch_and_names_the_launches_not_recorded() {
     let d = tempfile::tempdir().unwrap();
@@ -124,7 +66,7 @@ fn decode_writes_a_launch_per_epoch_and_names_the_launches_not_recorded() {
             "{}",
             text(&o.stderr)
         );
-        let got = launches(&perfetto_packets(&std::fs::read(&out).unwrap()));
+        let got = launches(&packets(&std::fs::read(&out).unwrap()));
         assert_eq!(got, want, "--stream {stream}");
     }
     // No output: each launch's table.
