@@ -8,26 +8,6 @@ use ikp_host::{
 };
 use std::path::{Path, PathBuf};
 
-/// Wire format choice on the command line.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// The one format the buffer fits (an error lists them when several do).
-    Auto,
-    /// ikp native format.
-    Ikp,
-    /// TVM / warpscope format (and FlashInfer's before it recorded SM ids).
-    Tvm,
-    /// FlashInfer's format with SM ids (include/flashinfer/profiler.cuh).
-    #[value(name = "flashinfer")]
-    FlashInfer,
-    /// Mirage's persistent-kernel (MPK) format.
-    Mirage,
-    /// yao-jz/intra-kernel-profiler ring dump (header, counters, events).
-    YaoJz,
-    /// Proton (Triton) intra-kernel Chrome trace JSON.
-    Proton,
-}
-
 /// How to decode the buffers (flattened into every command that reads one).
 #[derive(Debug, clap::Args)]
 pub struct InputArgs {
@@ -37,8 +17,8 @@ pub struct InputArgs {
     #[arg(long)]
     pub names: Option<PathBuf>,
     /// Wire format of the buffer.
-    #[arg(long, value_enum, default_value_t = Format::Auto)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = FormatChoice::Auto)]
+    pub format: FormatChoice,
     /// Only these blocks, e.g. "0,1,8-15" (default: all): every output and figure is of
     /// their lanes.
     #[arg(long, value_name = "LIST")]
@@ -66,26 +46,13 @@ impl InputArgs {
             None => BlockFilter::default(),
         };
         Ok(DecodeOptions {
-            format: self.format_choice(),
+            format: self.format,
             names,
             blocks,
             single_threaded: false,
             proton_clock_mhz: self.proton_clock_mhz,
             correct_overhead: self.correct_overhead,
         })
-    }
-
-    /// The `--format` choice.
-    pub fn format_choice(&self) -> FormatChoice {
-        match self.format {
-            Format::Auto => FormatChoice::Auto,
-            Format::Ikp => FormatChoice::Ikp,
-            Format::Tvm => FormatChoice::Tvm,
-            Format::FlashInfer => FormatChoice::FlashInfer,
-            Format::Mirage => FormatChoice::Mirage,
-            Format::YaoJz => FormatChoice::YaoJz,
-            Format::Proton => FormatChoice::Proton,
-        }
     }
 
     /// Reads and decodes one buffer, with a warning line if it had problems.
@@ -215,7 +182,8 @@ fn hint(e: ikp_host::LoadError) -> anyhow::Error {
             anyhow::anyhow!("{e} ({})", format_hint(fits))
         } else if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
             anyhow::anyhow!(
-                "{e} (--format ikp, tvm, flashinfer, mirage, yao-jz or proton forces one)"
+                "{e} (--format {} forces one)",
+                FormatChoice::forcing_names()
             )
         } else if let LoadErrorKind::Decode(DecodeError::SeveralLaunches(n)) = &e.kind {
             anyhow::anyhow!(

@@ -17,12 +17,16 @@ pub use ikp_device::ClockSync;
 
 /// A host clock device time can be mapped onto.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum HostClock {
-    /// `CLOCK_REALTIME`: ns since the Unix epoch (what the PyTorch profiler and Kineto
-    /// write, and what wall-clock logs use). Steps when the system time is set.
+    /// CLOCK_REALTIME: Unix ns (the PyTorch profiler's and Kineto's clock).
+    ///
+    /// What wall-clock logs use too. Steps when the system time is set.
     #[default]
     Realtime,
-    /// `CLOCK_MONOTONIC`: ns since an unspecified point (usually boot), never steps.
+    /// CLOCK_MONOTONIC.
+    ///
+    /// ns since an unspecified point (usually boot), never steps.
     Monotonic,
 }
 

@@ -84,6 +84,7 @@ pub use decode::{
     candidate_formats, decode, decode_buffer, decode_bytes, decode_into, decode_launches,
     detect_file, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions,
     FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
+    UnknownFormat,
 };
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,

@@ -78,23 +78,11 @@ fn load_err(py: Python<'_>, e: ikp_host::LoadError) -> PyErr {
     err(e)
 }
 
-/// The `format=` argument (the command line's `--format` names).
+/// The `format=` argument (the command line's `--format` names, the library's spelling).
 fn format_choice(format: &str) -> PyResult<FormatChoice> {
-    Ok(match format.to_ascii_lowercase().as_str() {
-        "auto" => FormatChoice::Auto,
-        "ikp" => FormatChoice::Ikp,
-        "tvm" => FormatChoice::Tvm,
-        "flashinfer" => FormatChoice::FlashInfer,
-        "mirage" => FormatChoice::Mirage,
-        "yao-jz" | "yaojz" => FormatChoice::YaoJz,
-        "proton" => FormatChoice::Proton,
-        other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "format={other:?}: expected one of \"auto\", \"ikp\", \"tvm\", \"flashinfer\", \
-                 \"mirage\", \"yao-jz\", \"proton\""
-            )))
-        }
-    })
+    format
+        .parse()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("format={format:?}: {e}")))
 }
 
 fn options(names: Option<Vec<String>>, format: &str) -> PyResult<DecodeOptions> {

@@ -36,57 +36,12 @@ use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
     write_block_dists, write_chrome, write_csv, write_parquet, write_perfetto,
-    write_perfetto_streamed, write_summary, write_table, DecodeError, Launch, LoadErrorKind,
-    PerfettoOptions, StreamedBuffer, TraceWriteOptions, WireFormat,
+    write_perfetto_streamed, write_summary, write_table, Compression, DecodeError, GroupBy,
+    HostClock, Launch, LaunchLayout, LoadErrorKind, PerfettoOptions, StreamedBuffer,
+    TraceWriteOptions, WireFormat,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Chrome pid/tid grouping.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum GroupBy {
-    /// pid = SM, tid = block << 6 | warp.
-    Sm,
-    /// pid = block, tid = warp * 32.
-    Block,
-}
-
-/// Placement of several launches in one Perfetto trace.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum LaunchLayout {
-    /// One after the other, in the order given (with a small gap).
-    Sequential,
-    /// All starting at 0, for side-by-side comparison.
-    Aligned,
-}
-
-/// Perfetto packet compression.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum PerfettoCompression {
-    /// Plain packets (fastest to write).
-    None,
-    /// Deflate-compressed packet bundles (read transparently by the Perfetto UI and trace
-    /// processor).
-    Deflate,
-}
-
-/// A host clock (`--host-clock`, and `ikp merge --json-clock`).
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum HostClockArg {
-    /// CLOCK_REALTIME: Unix ns (the PyTorch profiler's and Kineto's clock).
-    Realtime,
-    /// CLOCK_MONOTONIC.
-    Monotonic,
-}
-
-impl From<HostClockArg> for ikp_host::HostClock {
-    fn from(c: HostClockArg) -> Self {
-        match c {
-            HostClockArg::Realtime => ikp_host::HostClock::Realtime,
-            HostClockArg::Monotonic => ikp_host::HostClock::Monotonic,
-        }
-    }
-}
 
 /// Arguments of `ikp decode`.
 #[derive(Debug, clap::Args)]
@@ -120,8 +75,8 @@ pub struct Args {
     pub perfetto: Option<PathBuf>,
     /// Perfetto: deflate-compressed packet bundles (several times smaller; the Perfetto UI
     /// and trace processor read them transparently) or plain packets.
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = PerfettoCompression::Deflate)]
-    pub perfetto_compression: PerfettoCompression,
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Compression::Deflate)]
+    pub perfetto_compression: Compression,
     /// Perfetto with several buffers: launches one after the other, or all starting at 0.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = LaunchLayout::Sequential)]
     pub launch_layout: LaunchLayout,
@@ -165,7 +120,7 @@ pub struct Args {
     /// sync, which HostSession records) instead of launch-relative times; a buffer without
     /// a clock sync is then an error.
     #[arg(long, value_enum, value_name = "CLOCK")]
-    pub host_clock: Option<HostClockArg>,
+    pub host_clock: Option<HostClock>,
     /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
     /// is otherwise taken automatically for native buffers of at least 1 GiB when
     /// --perfetto is the only output. One buffer only.
@@ -207,22 +162,12 @@ impl Args {
     }
 
     fn perfetto_options(&self) -> PerfettoOptions {
-        use ikp_host::{Compression, GroupBy as G, LaunchLayout as L};
         PerfettoOptions {
-            group_by: match self.group_by {
-                GroupBy::Sm => G::Sm,
-                GroupBy::Block => G::Block,
-            },
-            launch_layout: match self.launch_layout {
-                LaunchLayout::Sequential => L::Sequential,
-                LaunchLayout::Aligned => L::Aligned,
-            },
-            compression: match self.perfetto_compression {
-                PerfettoCompression::None => Compression::None,
-                PerfettoCompression::Deflate => Compression::Deflate,
-            },
+            group_by: self.group_by,
+            launch_layout: self.launch_layout,
+            compression: self.perfetto_compression,
             critical_path: self.perfetto_critical_path,
-            host_clock: self.host_clock.map(Into::into),
+            host_clock: self.host_clock,
         }
     }
 
@@ -427,7 +372,7 @@ fn streamable(a: &Args) -> anyhow::Result<bool> {
     if !m.is_file() || (m.len() < STREAM_MIN_BYTES && !a.stream) {
         return Ok(false);
     }
-    let format = ikp_host::detect_file(buf, a.input.format_choice());
+    let format = ikp_host::detect_file(buf, a.input.format);
     Ok(matches!(format, Ok(WireFormat::Ikp)))
 }
 

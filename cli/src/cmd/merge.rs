@@ -8,12 +8,11 @@
 //! whose stamps cannot belong to their launch or trace are set aside, each named in a
 //! warning ([`ikp_host::decode::set_aside`]). The output is written aside and put in
 //! place whole, or not at all.
-use crate::cmd::decode::{HostClockArg, PerfettoCompression};
 use crate::input::{labels, InputArgs};
 use crate::output::Outputs;
 use ikp_host::{
-    read_chrome_trace, write_merged, ChromeReadOptions, Compression, Launch, PerfettoOptions,
-    WriteError, WriteErrorKind,
+    read_chrome_trace, write_merged, ChromeReadOptions, Compression, HostClock, Launch,
+    PerfettoOptions, WriteError, WriteErrorKind,
 };
 use std::path::{Path, PathBuf};
 
@@ -31,8 +30,8 @@ pub struct Args {
     pub host: PathBuf,
     /// The host clock the JSON's times are on (Kineto and the PyTorch profiler:
     /// realtime).
-    #[arg(long, value_enum, value_name = "CLOCK", default_value_t = HostClockArg::Realtime)]
-    pub json_clock: HostClockArg,
+    #[arg(long, value_enum, value_name = "CLOCK", default_value_t = HostClock::Realtime)]
+    pub json_clock: HostClock,
     /// The merged Perfetto trace.
     #[arg(long, short, value_name = "OUT")]
     pub output: PathBuf,
@@ -42,8 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
     pub assume_offset_ns: Option<i64>,
     /// Deflate-compressed packet bundles or plain packets.
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = PerfettoCompression::Deflate)]
-    pub perfetto_compression: PerfettoCompression,
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Compression::Deflate)]
+    pub perfetto_compression: Compression,
     /// Do not print the line per file written and the counts.
     #[arg(long, short)]
     pub quiet: bool,
@@ -54,7 +53,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let host = read_chrome_trace(
         &a.host,
         &ChromeReadOptions {
-            clock: a.json_clock.into(),
+            clock: a.json_clock,
         },
     )?;
     let host_label = ikp_host::file_name(&a.host);
@@ -72,10 +71,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .map(|(l, t)| Launch::new(l, t))
         .collect();
     let opts = PerfettoOptions {
-        compression: match a.perfetto_compression {
-            PerfettoCompression::None => Compression::None,
-            PerfettoCompression::Deflate => Compression::Deflate,
-        },
+        compression: a.perfetto_compression,
         ..PerfettoOptions::default()
     };
     let mut inputs: Vec<&Path> = a.bufs.iter().map(PathBuf::as_path).collect();

@@ -98,24 +98,77 @@ use crate::buffer::{BufferError, RawBuffer};
 use crate::model::{BlockFilter, Names, Trace, WireFormat};
 use std::path::{Path, PathBuf};
 
-/// Which wire format to decode a buffer as.
+/// Which wire format to decode a buffer as. Its names ([`FormatChoice::name`], parsed by
+/// `FromStr`) are the command line's `--format` values and the Python package's `format=`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FormatChoice {
-    /// The one format the buffer fits (module docs, `# Detection`).
+    /// The one format the buffer fits (an error lists them when several do).
     #[default]
     Auto,
-    /// The ikp native format.
+    /// ikp native format.
     Ikp,
-    /// The TVM / warpscope v1 format.
+    /// TVM / warpscope format (and FlashInfer's before it recorded SM ids).
     Tvm,
-    /// FlashInfer's format with SM ids.
+    /// FlashInfer's format with SM ids (include/flashinfer/profiler.cuh).
+    #[cfg_attr(feature = "clap", value(name = "flashinfer"))]
     FlashInfer,
     /// Mirage's persistent-kernel (MPK) format.
     Mirage,
-    /// A yao-jz/intra-kernel-profiler ring dump ([`yaojz`]).
+    /// yao-jz/intra-kernel-profiler ring dump (header, counters, events).
     YaoJz,
-    /// A Proton intra-kernel Chrome trace ([`proton`]).
+    /// Proton (Triton) intra-kernel Chrome trace JSON.
     Proton,
+}
+
+impl FormatChoice {
+    /// Every choice, `Auto` first.
+    pub const ALL: [FormatChoice; 7] = [
+        FormatChoice::Auto,
+        FormatChoice::Ikp,
+        FormatChoice::Tvm,
+        FormatChoice::FlashInfer,
+        FormatChoice::Mirage,
+        FormatChoice::YaoJz,
+        FormatChoice::Proton,
+    ];
+
+    /// The choice's name: `auto`, or the format's ([`WireFormat::name`]).
+    pub fn name(self) -> &'static str {
+        self.forced().map_or("auto", WireFormat::name)
+    }
+
+    /// `ikp, tvm, flashinfer, mirage, yao-jz or proton`: the names that force a format, for
+    /// messages.
+    pub fn forcing_names() -> String {
+        let names: Vec<&str> = Self::ALL[1..].iter().map(|c| c.name()).collect();
+        let (last, rest) = names.split_last().expect("formats");
+        format!("{} or {last}", rest.join(", "))
+    }
+}
+
+impl std::fmt::Display for FormatChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is none of [`FormatChoice::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format {0:?}: expected auto, {forcing}", forcing = FormatChoice::forcing_names())]
+pub struct UnknownFormat(pub String);
+
+impl std::str::FromStr for FormatChoice {
+    type Err = UnknownFormat;
+
+    /// A name of [`FormatChoice::ALL`], in any case; `yaojz` is taken for `yao-jz`.
+    fn from_str(s: &str) -> Result<FormatChoice, UnknownFormat> {
+        let lower = s.to_ascii_lowercase();
+        let lower = if lower == "yaojz" { "yao-jz" } else { &lower };
+        (Self::ALL.iter().copied())
+            .find(|c| c.name() == lower)
+            .ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
 }
 
 impl From<WireFormat> for FormatChoice {

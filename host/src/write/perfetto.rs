@@ -213,35 +213,42 @@ use feed::Feed;
 use flows::{lane_flows, LaneFlows, LaunchFlows};
 use sink::Sink;
 
-/// How lanes are grouped into parent tracks.
+/// How lanes are grouped into parent tracks (and, in the Chrome JSON, into pids).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum GroupBy {
-    /// One group per SM (the SM the lane's leader ran on).
+    /// One group per SM, the SM the lane's leader ran on (Chrome: pid = SM, tid = block << 6
+    /// | warp).
     #[default]
     Sm,
-    /// One group per thread block.
+    /// One group per thread block (Chrome: pid = block, tid = warp * 32).
     Block,
 }
 
 /// Where several launches are placed on the time axis (see the module's `# Time`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LaunchLayout {
-    /// One after another, in the order given.
+    /// One after the other, in the order given (with a small gap).
     #[default]
     Sequential,
-    /// All starting at 0.
+    /// All starting at 0, for side-by-side comparison.
     Aligned,
 }
 
 /// Whether packets are written as they are or deflate-compressed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Compression {
-    /// Plain packets: the fastest to write, several times larger.
+    /// Plain packets (fastest to write, several times larger).
     None,
-    /// Packets in `TracePacket.compressed_packets` bundles (zlib, fastest level), as the
-    /// Perfetto tracing service writes them: several times smaller (about 10x smaller than
-    /// the Chrome JSON of the shipped sample, against about 2x for `None`), slower to
-    /// write. The default, in the library as in `ikp decode`.
+    /// Deflate-compressed packet bundles (read transparently by the Perfetto UI and trace
+    /// processor).
+    ///
+    /// `TracePacket.compressed_packets` bundles (zlib, fastest level), as the Perfetto
+    /// tracing service writes them: several times smaller (about 10x smaller than the
+    /// Chrome JSON of the shipped sample, against about 2x for `None`), slower to write.
+    /// The default, in the library as in `ikp decode`.
     #[default]
     Deflate,
 }

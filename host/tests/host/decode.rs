@@ -926,3 +926,17 @@ fn garbage_records_never_panic() {
         let _ = decode(&t, &DecodeOptions::default());
     }
 }
+
+#[test]
+fn format_names_round_trip_and_a_wrong_one_lists_them() {
+    use ikp_host::FormatChoice;
+    for c in FormatChoice::ALL {
+        assert_eq!(c.name().parse::<FormatChoice>(), Ok(c));
+        assert_eq!(c.to_string(), c.name());
+    }
+    assert_eq!("YAOJZ".parse::<FormatChoice>(), Ok(FormatChoice::YaoJz));
+    assert_eq!(
+        "tvm2".parse::<FormatChoice>().unwrap_err().to_string(),
+        "unknown format \"tvm2\": expected auto, ikp, tvm, flashinfer, mirage, yao-jz or proton"
+    );
+}
