@@ -72,8 +72,7 @@ pub fn evaluate(sync: &ClockSync, stamps: &[Stamp], slack: u64) -> Alignment {
         // Mapped - midpoint, from integer differences: realtime ns since 1970 are beyond a
         // double's exact integers (it would round them to 256 ns).
         let mapped = HostClock::Realtime.map(sync, s.device_ns);
-        offsets
-            .push(crate::gpu::timing::signed_ns(mapped, t0) - t1.saturating_sub(t0) as f64 / 2.0);
+        offsets.push(super::signed_ns(mapped, t0) - t1.saturating_sub(t0) as f64 / 2.0);
         intervals.push(t1.saturating_sub(t0) as f64);
     }
     let max_abs = offsets.iter().fold(0f64, |a, &o| a.max(o.abs()));

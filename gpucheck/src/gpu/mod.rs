@@ -280,6 +280,13 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// `a - b` in ns, as a float. The difference is taken in integers first: the operands are
+/// `%globaltimer` readings (ns since 1970, about 2^61), which a double holds only to the
+/// nearest 256 ns, and converting them first made every error a multiple of 256 ns.
+pub fn signed_ns(a: u64, b: u64) -> f64 {
+    (i128::from(a) - i128::from(b)) as f64
+}
+
 /// `x` rounded to `digits` decimals, for figures.
 pub fn round(x: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);

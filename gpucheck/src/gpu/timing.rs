@@ -27,7 +27,7 @@ use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use ikp_host::model::Trace;
 use serde_json::{json, Value};
 
-use super::{drv, median, round, timer, Error, Gpu};
+use super::{drv, median, round, signed_ns, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
@@ -227,13 +227,6 @@ pub fn judge(mode: Mode, spin: Spin, targets: &[u64], lanes: &[LaneRun], tick_ns
         stamp_error_ns,
         stamp_bound_ns,
     }
-}
-
-/// `a - b` in ns, as a float. The difference is taken in integers first: the operands are
-/// `%globaltimer` readings (ns since 1970, about 2^61), which a double holds only to the
-/// nearest 256 ns, and converting them first made every error a multiple of 256 ns.
-pub fn signed_ns(a: u64, b: u64) -> f64 {
-    (i128::from(a) - i128::from(b)) as f64
 }
 
 /// The regions of every lane of `trace`, matched with the truth the kernel wrote.
