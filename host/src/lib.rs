@@ -60,6 +60,7 @@ pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
+pub mod drain;
 pub mod model;
 pub mod time;
 
@@ -68,6 +69,7 @@ pub mod definitions;
 pub mod report;
 pub mod sass;
 pub mod stats;
+pub mod stream_file;
 pub mod write;
 
 #[cfg(test)]

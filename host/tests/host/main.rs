@@ -42,3 +42,4 @@ mod ring_epochs;
 mod set_aside;
 mod set_aside_formats;
 mod shares;
+mod stream_emulation;
