@@ -87,9 +87,11 @@
 #if defined(IKP_HOST_EMULATION)
 #define IKP_DEVICE_API 1
 #define IKP_INLINE inline
+#define IKP_NOINLINE inline
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define IKP_DEVICE_API 1
 #define IKP_INLINE __device__ __forceinline__
+#define IKP_NOINLINE __device__ __noinline__
 #else
 #define IKP_DEVICE_API 0
 #endif
@@ -433,6 +435,81 @@ IKP_INLINE unsigned spins(unsigned evaluations) {
   return evaluations - 1u;
 }
 
+/// A stream lane's registers, passed by value to and from its out-of-line slow path (by
+/// value, so they stay in registers: a pointer to the Lane would move it to local memory).
+struct StreamState {
+  unsigned cursor;   // records stored (marks included)
+  unsigned limit;    // the cursor may reach this before the slow path runs again
+  unsigned pending;  // records dropped since the last drop mark
+  unsigned dropped;  // records dropped before the last drop mark
+};
+
+/// Publishes HEAD (dropped << 32 | stored) with release semantics at system scope: every
+/// record stored so far becomes visible to a host that reads HEAD with acquire semantics.
+IKP_INLINE void stream_publish(unsigned long long* ev, const StreamState& s) {
+  store_release_sys(ev - STREAM_CTRL_WORDS + STREAM_HEAD,
+                    (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) | s.cursor);
+}
+
+/// Free slots of the ring, from the host's TAIL (acquire: the host's copies are done).
+IKP_INLINE unsigned stream_room(const unsigned long long* ev, unsigned cap, unsigned cursor) {
+  return cap - (cursor - static_cast<unsigned>(load_acquire_sys(ev - STREAM_CTRL_WORDS + STREAM_TAIL)));
+}
+
+/// Stores one record at the stream cursor.
+IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& s, unsigned long long word) {
+  store_record(ev, s.cursor & (cap - 1u), word);
+  ++s.cursor;
+}
+
+/// The slow path of a stream record, out of line (it runs once per publish interval, or
+/// while the ring is full): publish HEAD and read TAIL (a full drop-mode lane only on every
+/// STREAM_RECHECK-th drop); a lane with no room waits for room for a stall mark and the
+/// record (Wait) or writes its drop mark once there is room for it and the record; then the
+/// limit moves to the end of the room or of the next publish interval, and the record is
+/// stored (timed now) or counted as dropped.
+template <bool Wait, bool Timed, bool Clock>
+IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s, unsigned value,
+                                     unsigned tag) {
+  if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
+    stream_publish(ev, s);
+    unsigned free = stream_room(ev, cap, s.cursor);
+    const auto mark = [&](unsigned kind, unsigned v) {
+      stream_store(ev, cap, s,
+                   (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
+                       ((kind & REGION_MASK) << REGION_SHIFT));
+      --free;
+    };
+    if (Wait && free == 0u) {
+      unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
+      const unsigned long long t0 = globaltimer();
+      do {
+        nanosleep(STREAM_WAIT_SLEEP_NS);
+        free = stream_room(ev, cap, s.cursor);
+      } while (free < 2u);
+      const unsigned long long waited = globaltimer() - t0;
+      ctrl[STREAM_STALL_NS] += waited;
+      ctrl[STREAM_STALLS] += 1ull;
+      mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
+    }
+    if (!Wait && s.pending != 0u && free >= 2u) {
+      mark(META_STREAM_DROPPED, s.pending);
+      s.dropped += s.pending;
+      s.pending = 0u;
+    }
+    const unsigned interval = cap >> STREAM_PUBLISH_SHIFT;
+    // A lane with drops not yet marked stays full until it has room for the mark too.
+    s.limit = s.cursor + (s.pending != 0u ? 0u : (free < interval ? free : interval));
+  }
+  if (s.cursor != s.limit) {
+    const unsigned hi = !Timed ? value : (Clock ? clock_lo() : globaltimer_lo());
+    stream_store(ev, cap, s, (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+  } else {
+    ++s.pending;
+  }
+  return s;
+}
+
 template <class T>
 struct remove_ref {
   using type = T;
@@ -708,79 +785,32 @@ class Lane {
     ++cursor_;
   }
 
-  /// A stream record: stored while the cursor is below the limit, else refill() first (which
-  /// a full drop-mode lane runs only on every STREAM_RECHECK-th drop, so a full ring costs
-  /// one system-scope load per STREAM_RECHECK records, not per record). The cursor counts
-  /// stored records only (marks included); a record with no room is counted in pending_.
+  /// A stream record: stored at the cursor masked by the capacity while the cursor is not
+  /// at its limit (the ring's record path plus one compare); at the limit, the out-of-line
+  /// slow path (detail::stream_slow) takes the record.
   template <bool Timed>
   IKP_INLINE void put_stream(unsigned value, unsigned tag) {
-    if (on_) {
-      if (cursor_ == limit_ && (pending_ & (STREAM_RECHECK - 1u)) == 0u) refill();
-      if (cursor_ != limit_) {
-        const unsigned hi = Timed ? now() : value;
-        detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
-        ++cursor_;
-      } else {
-        ++pending_;
+    // One predicate for the record, as in the other modes, so ptxas predicates the store
+    // path instead of branching around it; the slow path is a branch taken rarely.
+    if (on_ && cursor_ != limit_) {
+      const unsigned hi = Timed ? now() : value;
+      detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+      ++cursor_;
+    } else if (on_) {
+      {
+        detail::StreamState st{cursor_, limit_, pending_, dropped_};
+        st = detail::stream_slow<wait, Timed, T == Timer::Clock>(ev_, cap_, st, value, tag);
+        cursor_ = st.cursor;
+        limit_ = st.limit;
+        pending_ = st.pending;
+        dropped_ = st.dropped;
       }
     }
   }
 
-  /// Publishes HEAD: every record stored so far becomes visible to a host that reads HEAD
-  /// with acquire semantics.
-  IKP_INLINE void publish() {
-    detail::store_release_sys(ev_ - STREAM_CTRL_WORDS + STREAM_HEAD,
-                              (static_cast<unsigned long long>(dropped_ + pending_) << STREAM_HEAD_DROPPED_SHIFT) |
-                                  cursor_);
-  }
-
-  /// Free slots of the ring, from the host's TAIL.
-  IKP_INLINE unsigned room() const {
-    return cap_ - (cursor_ - static_cast<unsigned>(detail::load_acquire_sys(ev_ - STREAM_CTRL_WORDS + STREAM_TAIL)));
-  }
-
-  /// The slow path of a stream lane, at its limit: publish HEAD, read TAIL; a StreamWait
-  /// lane with no room sleeps until there is room for a stall mark and the record; a lane
-  /// that dropped records writes their drop mark once there is room for it and the record.
-  /// Then the limit moves to the end of the room or of the next publish interval.
-  IKP_INLINE void refill() {
-    publish();
-    unsigned free = room();
-    if constexpr (wait) {
-      if (free == 0u) {
-        unsigned long long* const ctrl = ev_ - STREAM_CTRL_WORDS;
-        const unsigned long long t0 = detail::globaltimer();
-        do {
-          detail::nanosleep(STREAM_WAIT_SLEEP_NS);
-          free = room();
-        } while (free < 2u);
-        const unsigned long long waited = detail::globaltimer() - t0;
-        ctrl[STREAM_STALL_NS] += waited;
-        ctrl[STREAM_STALLS] += 1ull;
-        mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
-        --free;
-      }
-    } else {
-      if (pending_ != 0u) {
-        if (free < 2u) {
-          limit_ = cursor_;
-          return;
-        }
-        mark(META_STREAM_DROPPED, pending_);
-        dropped_ += pending_;
-        pending_ = 0u;
-        --free;
-      }
-    }
-    const unsigned interval = cap_ >> STREAM_PUBLISH_SHIFT;
-    limit_ = cursor_ + (free < interval ? free : interval);
-  }
-
-  /// Stores a stream mark (a meta record of kind `kind` with value `value`).
-  IKP_INLINE void mark(unsigned kind, unsigned value) {
-    detail::store_record(ev_, cursor_ & (cap_ - 1u),
-                         (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag(KIND_META, kind, 0u));
-    ++cursor_;
+  /// Publishes HEAD at finalize (see detail::stream_publish).
+  IKP_INLINE void publish() const {
+    detail::stream_publish(ev_, detail::StreamState{cursor_, limit_, pending_, dropped_});
   }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader

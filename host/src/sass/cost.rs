@@ -184,6 +184,10 @@ pub struct ArchCost {
     pub ring_records: Vec<RecordCost>,
     /// Ring-lane records in a runtime loop, one entry per mode of [`MODES`].
     pub ring_loop_records: Vec<LoopCost>,
+    /// Straight-line records of stream lanes (drop mode), one entry per mode of [`MODES`].
+    pub stream_records: Vec<RecordCost>,
+    /// Stream-lane records in a runtime loop, one entry per mode of [`MODES`].
+    pub stream_loop_records: Vec<LoopCost>,
     /// Async-range records (`range_begin` / `range_end`), (first, steady) as for
     /// [`RecordCost`].
     pub ranges: (f64, f64),
@@ -221,7 +225,7 @@ fn cost_source() -> String {
     let mut s = String::from(kernels::COST);
     for m in MODES {
         for extra in [0, K, 2 * K] {
-            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS"] {
+            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS", "IKP_STREAM_KERNELS"] {
                 let _ = writeln!(
                     s,
                     "{macro_}({}, {}, {extra})",
@@ -289,6 +293,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
     let (records, loop_records) = mode_costs(&cost, "")?;
     let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
+    let (stream_records, stream_loop_records) = mode_costs(&cost, "stream_")?;
     let r = |extra: u32| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len());
     let (r0, r1, r2) = (r(0)?, r(K)?, r(2 * K)?);
     let full = setup_len(c, arch, &[])?;
@@ -329,6 +334,8 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         examples,
         ring_records,
         ring_loop_records,
+        stream_records,
+        stream_loop_records,
         ranges: (per_record(r0, r1), per_record(r1, r2)),
         setup,
     })
@@ -394,6 +401,23 @@ impl CostReport {
                     m.label()
                 ),
                 cells(&|a| a.ring_loop_records[i].growth.to_string()),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!("stream record ({}), per record: {steps}", m.label()),
+                cells(&|a| {
+                    format!("{} / {}", a.stream_records[i].first, a.stream_records[i].steady)
+                }),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!(
+                    "stream record in a runtime loop ({}), per iteration",
+                    m.label()
+                ),
+                cells(&|a| a.stream_loop_records[i].growth.to_string()),
             ));
         }
         rows.push((
