@@ -1,0 +1,242 @@
+//! The statistics of one trace, computed once ([`TraceStats::of`]) and only formatted by
+//! every output that shows them: the summary JSON and its block distributions, the
+//! terminal table, the HTML report and workbook, the plots, `ikp diff`. One computation, so
+//! the same region shows the same figures in every output.
+
+use super::{dur_stats, self_times, DurStats, Shares};
+use crate::model::{Lane, Trace};
+use crate::time::DurationNs;
+use std::collections::BTreeMap;
+
+/// One region's spans over a set of lanes (all figures in ns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionStats {
+    /// Region id.
+    pub region: u16,
+    /// The spans' durations, ascending (what histograms are drawn from).
+    pub durations: Vec<DurationNs>,
+    /// Their statistics.
+    pub stats: DurStats,
+    /// The spans' self time, summed.
+    pub self_time: DurationNs,
+}
+
+/// Region statistics of a set of lanes, with the time shares of those lanes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneSetStats {
+    /// Self and inclusive time per region, and the lane time they are shares of.
+    pub shares: Shares,
+    /// Regions with at least one span, ids ascending.
+    pub regions: Vec<RegionStats>,
+}
+
+impl LaneSetStats {
+    /// The statistics of `lanes`, given every span's self time (`span_self`).
+    fn new<'a>(trace: &Trace, span_self: &[DurationNs], lanes: &[&'a Lane]) -> LaneSetStats {
+        let shares = Shares::new(trace, span_self, lanes.iter().copied());
+        let regions = durations_by_region(trace, lanes)
+            .into_iter()
+            .map(|(region, durations)| RegionStats {
+                region,
+                stats: dur_stats(&durations),
+                self_time: shares.region(region).map_or(0, |t| t.self_time),
+                durations,
+            })
+            .collect();
+        LaneSetStats { shares, regions }
+    }
+
+    /// Region `region`'s statistics, if it has spans.
+    pub fn region(&self, region: u16) -> Option<&RegionStats> {
+        let k = self.regions.binary_search_by_key(&region, |r| r.region);
+        k.ok().map(|k| &self.regions[k])
+    }
+}
+
+/// Unmatched records of one region.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct UnmatchedRegion {
+    /// Region id.
+    pub region: u16,
+    /// Region name.
+    pub name: String,
+    /// Begins never closed.
+    pub begin: u64,
+    /// Ends without an open begin.
+    pub end: u64,
+}
+
+/// One async region's ranges and unmatched async records (ns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AsyncRegionStats {
+    /// Region id.
+    pub region: u16,
+    /// Ranges.
+    pub count: u64,
+    /// Durations summed.
+    pub total: DurationNs,
+    /// Shortest (0 without ranges).
+    pub min: DurationNs,
+    /// Longest (0 without ranges).
+    pub max: DurationNs,
+    /// Async begins never ended.
+    pub unmatched_begin: u64,
+    /// Async ends with no open begin.
+    pub unmatched_end: u64,
+}
+
+impl AsyncRegionStats {
+    /// Mean duration (0 without ranges).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total as f64 / self.count as f64
+        }
+    }
+}
+
+/// The async ranges of a launch ([`Trace::async_ranges`]), per async region.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AsyncStats {
+    /// Ranges.
+    pub count: u64,
+    /// Async begins never ended.
+    pub unmatched_begin: u64,
+    /// Async ends with no open begin.
+    pub unmatched_end: u64,
+    /// Per async region with a range or an unmatched record, ids ascending.
+    pub regions: Vec<AsyncRegionStats>,
+}
+
+/// The statistics of one trace (see the module docs).
+#[derive(Clone, Debug)]
+pub struct TraceStats<'t> {
+    /// The trace they are of.
+    pub trace: &'t Trace,
+    /// Self time of every span, indexed like [`Trace::spans`].
+    pub span_self: Vec<DurationNs>,
+    /// Over every lane.
+    pub all: LaneSetStats,
+    /// Unmatched begins and ends per region, for regions with any, ids ascending.
+    pub unmatched: Vec<UnmatchedRegion>,
+    /// The async ranges; `None` without ranges or unmatched async records.
+    pub async_ranges: Option<AsyncStats>,
+}
+
+impl<'t> TraceStats<'t> {
+    /// Computes the statistics of `trace`.
+    pub fn of(trace: &'t Trace) -> TraceStats<'t> {
+        let span_self = self_times(trace);
+        let lanes: Vec<&Lane> = trace.lanes.iter().collect();
+        let all = LaneSetStats::new(trace, &span_self, &lanes);
+        let d = &trace.diagnostics;
+        let mut unmatched: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+        for u in &d.unmatched_begin {
+            unmatched.entry(u.region).or_default().0 += 1;
+        }
+        for u in &d.unmatched_end {
+            unmatched.entry(u.region).or_default().1 += 1;
+        }
+        let unmatched = (unmatched.into_iter())
+            .map(|(region, (begin, end))| UnmatchedRegion {
+                region,
+                name: trace.names.region(region).into_owned(),
+                begin,
+                end,
+            })
+            .collect();
+        TraceStats {
+            trace,
+            all,
+            unmatched,
+            async_ranges: async_stats(trace),
+            span_self,
+        }
+    }
+
+    /// The statistics of each lane with spans, in lane order.
+    pub fn by_lane(&self) -> impl Iterator<Item = (&'t Lane, LaneSetStats)> + '_ {
+        (self.trace.lanes.iter())
+            .filter(|l| !l.spans.is_empty())
+            .map(|l| (l, LaneSetStats::new(self.trace, &self.span_self, &[l])))
+    }
+
+    /// The statistics of each block with spans, by block id ascending.
+    pub fn by_block(&self) -> Vec<(u32, LaneSetStats)> {
+        let mut lanes: Vec<&Lane> = self.trace.lanes.iter().collect();
+        lanes.sort_by_key(|l| l.block);
+        (lanes.chunk_by(|a, b| a.block == b.block))
+            .map(|c| {
+                (
+                    c[0].block,
+                    LaneSetStats::new(self.trace, &self.span_self, c),
+                )
+            })
+            .filter(|(_, s)| !s.regions.is_empty())
+            .collect()
+    }
+}
+
+/// Durations of the spans of `lanes`, grouped by region: `(region, ascending durations)`,
+/// regions ascending.
+fn durations_by_region(trace: &Trace, lanes: &[&Lane]) -> Vec<(u16, Vec<DurationNs>)> {
+    let s = &trace.spans;
+    let mut pairs: Vec<(u16, u64)> = (lanes.iter())
+        .flat_map(|l| {
+            l.spans
+                .clone()
+                .map(|i| (s.region[i], s.end[i] - s.begin[i]))
+        })
+        .collect();
+    pairs.sort_unstable();
+    let mut out: Vec<(u16, Vec<u64>)> = Vec::new();
+    for (r, d) in pairs {
+        match out.last_mut() {
+            Some((lr, v)) if *lr == r => v.push(d),
+            _ => out.push((r, vec![d])),
+        }
+    }
+    out
+}
+
+/// The async ranges of `trace` per region (`None` without ranges or unmatched records).
+fn async_stats(trace: &Trace) -> Option<AsyncStats> {
+    let (a, d) = (&trace.async_ranges, &trace.diagnostics);
+    let (ub, ue) = (&d.async_unmatched_begin, &d.async_unmatched_end);
+    if a.is_empty() && ub.is_empty() && ue.is_empty() {
+        return None;
+    }
+    let mut per: BTreeMap<u16, AsyncRegionStats> = BTreeMap::new();
+    fn slot(per: &mut BTreeMap<u16, AsyncRegionStats>, region: u16) -> &mut AsyncRegionStats {
+        per.entry(region).or_insert(AsyncRegionStats {
+            region,
+            count: 0,
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+            unmatched_begin: 0,
+            unmatched_end: 0,
+        })
+    }
+    for i in 0..a.len() {
+        let (e, d) = (slot(&mut per, a.region[i]), a.dur(i));
+        (e.count, e.total, e.min, e.max) = (e.count + 1, e.total + d, e.min.min(d), e.max.max(d));
+    }
+    ub.iter()
+        .for_each(|u| slot(&mut per, u.region).unmatched_begin += 1);
+    ue.iter()
+        .for_each(|u| slot(&mut per, u.region).unmatched_end += 1);
+    let regions = (per.into_values())
+        .map(|r| AsyncRegionStats {
+            min: if r.count == 0 { 0 } else { r.min },
+            ..r
+        })
+        .collect();
+    Some(AsyncStats {
+        count: a.len() as u64,
+        unmatched_begin: ub.len() as u64,
+        unmatched_end: ue.len() as u64,
+        regions,
+    })
+}
