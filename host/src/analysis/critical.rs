@@ -45,7 +45,7 @@ pub struct WaitedOn {
 /// One step of a critical path.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PathStep {
-    /// Index of the span in [`Trace::spans`].
+    /// Index of the span in [`Trace::spans`](crate::model::Trace::spans).
     pub span: usize,
     /// Where it ran.
     #[serde(flatten)]

@@ -548,6 +548,7 @@ fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
 #[test]
 fn step_stats_follow_regions_across_launches() {
     use super::steps::{step_stats, steps_json};
+    use crate::stats::TraceStats;
     let a = trace(
         &["mma", "load"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 10), (0, 10, 40)])],
@@ -556,6 +557,7 @@ fn step_stats_follow_regions_across_launches() {
         &["load", "mma"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 5), (1, 5, 25)])],
     );
+    let (a, b) = (TraceStats::of(&a), TraceStats::of(&b));
     let s = step_stats(&[&a, &b]);
     let mma = &s["mma"];
     assert_eq!(

@@ -12,7 +12,7 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::Trace;
-use crate::stats::{self, AsyncStats};
+use crate::stats::{self, AsyncStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
 use crate::write::WriteError;
 use std::collections::HashMap;
@@ -106,7 +106,7 @@ fn page<W: Write>(
 /// Per-region statistics over all launches (the step statistics of the dPRO trace format,
 /// docs/references.md).
 fn across<W: Write>(out: &mut W, launches: &[ReportLaunch<'_>]) -> io::Result<()> {
-    let traces: Vec<&Trace> = launches.iter().map(|l| l.stats.trace).collect();
+    let traces: Vec<&TraceStats> = launches.iter().map(|l| &l.stats).collect();
     let mut rows: Vec<_> = step_stats(&traces).into_iter().collect();
     rows.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(&b.0)));
     write!(out, "<section id=\"across\"><h2>Across {} launches</h2><table><tr><th>region</th><th>count</th><th>total</th><th>mean</th><th>min</th><th>max</th>", launches.len())?;

@@ -73,7 +73,7 @@
 //! `g + monotonic_minus_device_ns`) within `error_bound_ns` (`round_trip_ns / 2`, the kept
 //! reading's half round trip, out of `samples` readings); `time_base_realtime_ns` and
 //! `time_base_monotonic_ns` are the trace's time base (its earliest stamp) on those clocks.
-//! **async_ranges** ([`Trace::async_ranges`], paired across lanes by token:
+//! **async_ranges** ([`Trace::async_ranges`](crate::model::Trace::async_ranges), paired across lanes by token:
 //! [`crate::decode::async_ranges`]): `count` ranges; `unmatched_begin`, async begins never
 //! ended (a token that never ends); `unmatched_end`, async ends with no open begin. An
 //! **async region entry** has `region` (id), `name`, `count`, `total_dur` (durations
@@ -82,7 +82,7 @@
 //! every async region with a range or an unmatched record, ids ascending. Async ranges
 //! are in none of the other figures (`regions`, `unmatched_*`, lane shares). With a block
 //! filter, ranges with either lane in the kept blocks count (as
-//! [`Trace::filter_blocks`] keeps them).
+//! [`Trace::filter_blocks`](crate::model::Trace::filter_blocks) keeps them).
 //! The **clock** object ([`crate::model::ClockCalibration`]) gives the pooled ratio
 //! both as `pooled_mhz` (`pooled_cycles * 1000 / pooled_ns`) and as its two sums: the
 //! globaltimer ns and clock64 cycles of the `pool_lanes` finalized lanes' init-to-finalize
@@ -132,7 +132,7 @@
 //! largest first.
 //!
 use super::WriteError;
-use crate::model::{SetAsideReason, WireFormat};
+use crate::model::{Epoch, SetAsideReason, TrackId, WireFormat};
 use crate::stats::{self, DurStats, LaneSetStats, TraceStats, UnmatchedRegion, PERCENTILES};
 use crate::time::scaled;
 use serde::ser::{SerializeMap, Serializer};
@@ -303,14 +303,9 @@ pub struct BlockWarpRegion {
 pub struct LaneDrops {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Records dropped.
     pub dropped: u64,
 }
@@ -320,27 +315,19 @@ pub struct LaneDrops {
 pub struct LaneOverwritten {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Records overwritten.
     pub overwritten: u64,
 }
 
-/// Which launch of a buffer of several (see [`crate::model::Epoch`]).
+/// Which launch of a buffer of several.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EpochSummary {
-    /// Launch index.
-    pub index: u32,
-    /// Launches the buffer has room for.
-    pub epochs: u32,
-    /// Launches that ran.
-    pub launches: u64,
+    /// Its index, the launches the buffer has room for, the launches that ran.
+    #[serde(flatten)]
+    pub epoch: Epoch,
     /// Launches that ran and were not recorded.
     pub not_recorded: u64,
 }
@@ -365,14 +352,9 @@ pub struct CorrectionSummary {
 pub struct LaneSetAside {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Start, ns: a native lane's start globaltimer as written; in other formats its
     /// first record's time.
     pub start: u64,
@@ -721,10 +703,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
         .filter(|l| l.dropped > 0)
         .map(|l| LaneDrops {
             lane: l.id,
-            block: l.block,
-            group: l.group,
-            warp: l.warp,
-            sm: l.sm,
+            track: l.track(),
             dropped: l.dropped,
         })
         .collect();
@@ -762,10 +741,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
         set_aside_lanes: (d.set_aside.iter())
             .map(|s| LaneSetAside {
                 lane: s.lane,
-                block: s.track.block,
-                group: s.track.group,
-                warp: s.track.warp,
-                sm: s.track.sm,
+                track: s.track,
                 start: s.start,
                 end: s.end,
                 start_clock: s.start_clock,
@@ -778,19 +754,14 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
             .filter(|l| l.overwritten > 0)
             .map(|l| LaneOverwritten {
                 lane: l.id,
-                block: l.block,
-                group: l.group,
-                warp: l.warp,
-                sm: l.sm,
+                track: l.track(),
                 overwritten: l.overwritten,
             })
             .collect(),
         ends_of_overwritten_begins: d.ends_of_overwritten_begins,
-        epoch: trace.source.epoch.map(|e| EpochSummary {
-            index: e.index,
-            epochs: e.epochs,
-            launches: e.launches,
-            not_recorded: e.not_recorded(),
+        epoch: (trace.source.epoch).map(|epoch| EpochSummary {
+            not_recorded: epoch.not_recorded(),
+            epoch,
         }),
         overhead_correction: (trace.source.overhead_correction).map(|c| CorrectionSummary {
             per_record_ns_median: c.per_record_ns_median(),
