@@ -290,7 +290,7 @@ fn launch<W: Write>(
     }
 
     if let Some(a) = &st.async_ranges {
-        async_section(out, n, t, a)?;
+        async_section(out, n, a)?;
     }
 
     // Roofline.
@@ -327,7 +327,7 @@ fn launch<W: Write>(
 
 /// The launch's async ranges, per async region: the summary JSON's `async_ranges` figures
 /// and the summary table's words (shown only with async ranges or unmatched records).
-fn async_section<W: Write>(out: &mut W, n: usize, t: &Trace, a: &AsyncStats) -> io::Result<()> {
+fn async_section<W: Write>(out: &mut W, n: usize, a: &AsyncStats) -> io::Result<()> {
     writeln!(
         out,
         "<h3>Async ranges</h3><p class=\"meta\">Begun in one lane and ended in any lane, paired by token: {} ranges; {} begins never ended, {} ends without a begin (counted, never paired). Durations are of whole ranges, which may overlap: they are in none of the figures above.</p><table id=\"async-{n}\"><tr><th>region</th><th>ranges</th><th>total</th><th>mean</th><th>min</th><th>max</th><th>never ended</th><th>no begin</th></tr>",
@@ -337,12 +337,12 @@ fn async_section<W: Write>(out: &mut W, n: usize, t: &Trace, a: &AsyncStats) -> 
         writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.names.region(r.region)),
+            esc(&r.name),
             r.count,
-            format_duration(r.total as f64),
-            format_duration(r.mean()),
-            format_duration(r.min as f64),
-            format_duration(r.max as f64),
+            format_duration(r.total_dur),
+            format_duration(r.mean_dur),
+            format_duration(r.min_dur),
+            format_duration(r.max_dur),
             r.unmatched_begin,
             r.unmatched_end
         )?;

@@ -17,11 +17,10 @@ pub struct RegionStats {
     pub durations: Vec<DurationNs>,
     /// Their statistics.
     pub stats: DurStats,
-    /// The spans' self time, summed.
-    pub self_time: DurationNs,
 }
 
-/// Region statistics of a set of lanes, with the time shares of those lanes.
+/// Region statistics of a set of lanes, with the time shares of those lanes (self time
+/// per region is in `shares`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaneSetStats {
     /// Self and inclusive time per region, and the lane time they are shares of.
@@ -39,7 +38,6 @@ impl LaneSetStats {
             .map(|(region, durations)| RegionStats {
                 region,
                 stats: dur_stats(&durations),
-                self_time: shares.region(region).map_or(0, |t| t.self_time),
                 durations,
             })
             .collect();
@@ -66,38 +64,33 @@ pub struct UnmatchedRegion {
     pub end: u64,
 }
 
-/// One async region's ranges and unmatched async records (ns).
-#[derive(Clone, Debug, PartialEq)]
+/// One async region's ranges and unmatched async records, durations in ns (the summary
+/// JSON's async region entry).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct AsyncRegionStats {
     /// Region id.
     pub region: u16,
+    /// Region name.
+    pub name: String,
     /// Ranges.
     pub count: u64,
     /// Durations summed.
-    pub total: DurationNs,
+    pub total_dur: f64,
+    /// Mean duration (0 without ranges).
+    pub mean_dur: f64,
     /// Shortest (0 without ranges).
-    pub min: DurationNs,
+    pub min_dur: f64,
     /// Longest (0 without ranges).
-    pub max: DurationNs,
+    pub max_dur: f64,
     /// Async begins never ended.
     pub unmatched_begin: u64,
     /// Async ends with no open begin.
     pub unmatched_end: u64,
 }
 
-impl AsyncRegionStats {
-    /// Mean duration (0 without ranges).
-    pub fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.total as f64 / self.count as f64
-        }
-    }
-}
-
-/// The async ranges of a launch ([`Trace::async_ranges`]), per async region.
-#[derive(Clone, Debug, PartialEq)]
+/// The async ranges of a launch ([`Trace::async_ranges`]), per async region (the summary
+/// JSON's `async_ranges`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct AsyncStats {
     /// Ranges.
     pub count: u64,
@@ -107,6 +100,18 @@ pub struct AsyncStats {
     pub unmatched_end: u64,
     /// Per async region with a range or an unmatched record, ids ascending.
     pub regions: Vec<AsyncRegionStats>,
+}
+
+impl AsyncStats {
+    /// The same with every duration times `k` (output units per ns).
+    pub fn scaled(&self, k: f64) -> AsyncStats {
+        let mut s = self.clone();
+        for r in &mut s.regions {
+            (r.total_dur, r.mean_dur) = (r.total_dur * k, r.mean_dur * k);
+            (r.min_dur, r.max_dur) = (r.min_dur * k, r.max_dur * k);
+        }
+        s
+    }
 }
 
 /// The statistics of one trace (see the module docs).
@@ -207,30 +212,28 @@ fn async_stats(trace: &Trace) -> Option<AsyncStats> {
     if a.is_empty() && ub.is_empty() && ue.is_empty() {
         return None;
     }
-    let mut per: BTreeMap<u16, AsyncRegionStats> = BTreeMap::new();
-    fn slot(per: &mut BTreeMap<u16, AsyncRegionStats>, region: u16) -> &mut AsyncRegionStats {
-        per.entry(region).or_insert(AsyncRegionStats {
-            region,
-            count: 0,
-            total: 0,
-            min: u64::MAX,
-            max: 0,
-            unmatched_begin: 0,
-            unmatched_end: 0,
-        })
-    }
+    // region -> (count, total, min, max, unmatched begins, unmatched ends)
+    let mut per: BTreeMap<u16, (u64, u64, u64, u64, u64, u64)> = BTreeMap::new();
+    let empty = (0, 0, u64::MAX, 0, 0, 0);
     for i in 0..a.len() {
-        let (e, d) = (slot(&mut per, a.region[i]), a.dur(i));
-        (e.count, e.total, e.min, e.max) = (e.count + 1, e.total + d, e.min.min(d), e.max.max(d));
+        let (e, d) = (per.entry(a.region[i]).or_insert(empty), a.dur(i));
+        (e.0, e.1, e.2, e.3) = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));
     }
     ub.iter()
-        .for_each(|u| slot(&mut per, u.region).unmatched_begin += 1);
+        .for_each(|u| per.entry(u.region).or_insert(empty).4 += 1);
     ue.iter()
-        .for_each(|u| slot(&mut per, u.region).unmatched_end += 1);
-    let regions = (per.into_values())
-        .map(|r| AsyncRegionStats {
-            min: if r.count == 0 { 0 } else { r.min },
-            ..r
+        .for_each(|u| per.entry(u.region).or_insert(empty).5 += 1);
+    let regions = (per.into_iter())
+        .map(|(region, (n, total, min, max, b, e))| AsyncRegionStats {
+            region,
+            name: trace.names.region(region).into_owned(),
+            count: n,
+            total_dur: total as f64,
+            mean_dur: if n == 0 { 0.0 } else { total as f64 / n as f64 },
+            min_dur: if n == 0 { 0.0 } else { min as f64 },
+            max_dur: max as f64,
+            unmatched_begin: b,
+            unmatched_end: e,
         })
         .collect();
     Some(AsyncStats {

@@ -24,9 +24,11 @@ use std::path::Path;
 /// Options of the distribution directory. Field names (the keys of its `filters`) and
 /// defaults follow yao-jz/intra-kernel-profiler's `TraceWriteOptions` (see the
 /// repository's `docs/references.md`).
-#[derive(Clone, Debug, PartialEq)]
+/// Serialized as the index's `filters`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BlockDistOptions {
     /// Multiplier from ns to the reported unit of durations. Default 1.0.
+    #[serde(skip)]
     pub scale: f64,
     /// Histogram bins of each region. Default 128.
     pub block_region_hist_bins: u32,
@@ -57,20 +59,9 @@ pub struct DistIndex {
     /// Directory name.
     pub dir: String,
     /// Filters.
-    pub filters: DistFilters,
+    pub filters: BlockDistOptions,
     /// Blocks with a file.
     pub blocks: Vec<u32>,
-}
-
-/// Filters of the distribution directory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DistFilters {
-    /// Histogram bins.
-    pub block_region_hist_bins: u32,
-    /// Top-K blocks (0 = all).
-    pub block_region_topk_blocks: u32,
-    /// Top-K regions per block (0 = all).
-    pub block_region_topk_regions_per_block: u32,
 }
 
 /// One `block_N.json`.
@@ -132,11 +123,7 @@ pub fn block_dists(
     let index = DistIndex {
         trace: trace_name.to_owned(),
         dir: dir_name.to_owned(),
-        filters: DistFilters {
-            block_region_hist_bins: opt.block_region_hist_bins,
-            block_region_topk_blocks: opt.block_region_topk_blocks,
-            block_region_topk_regions_per_block: opt.block_region_topk_regions_per_block,
-        },
+        filters: opt.clone(),
         blocks: blocks.iter().map(|b| b.0).collect(),
     };
     (index, blocks.into_iter().map(|b| b.2).collect())

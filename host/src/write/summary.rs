@@ -142,13 +142,16 @@ use std::io::Write;
 /// Options of the summary JSON. Field names (the keys of its `filters`) and defaults
 /// follow the in-kernel profiler whose layout it reproduces (yao-jz/intra-kernel-profiler's
 /// `TraceWriteOptions`; see the repository's `docs/references.md`).
-#[derive(Clone, Debug, PartialEq)]
+/// Serialized as the summary's `filters`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SummaryOptions {
     /// Multiplier from ns to the reported unit of durations. Default 1.0.
+    #[serde(skip)]
     pub scale: f64,
     /// Histogram bins of each region. Default 128.
     pub summary_hist_bins: u32,
     /// Include per-(block, warp) statistics of every region. Default true.
+    #[serde(skip)]
     pub summary_dump_by_block_warp: bool,
     /// Keep only the K (block, warp) entries with the largest total time per region
     /// (0 = all). Default 0.
@@ -395,15 +398,6 @@ pub struct AssumedClockSummary {
     pub given: bool,
 }
 
-/// Filters in effect.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SummaryFilters {
-    /// Histogram bins.
-    pub summary_hist_bins: u32,
-    /// Top-K per region (0 = all).
-    pub summary_topk_block_warp_per_region: u32,
-}
-
 /// The whole summary document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[allow(non_snake_case)]
@@ -473,8 +467,8 @@ pub struct Summary {
     pub overhead_correction: Option<CorrectionSummary>,
     /// Percentile method.
     pub percentile_method: &'static str,
-    /// Filters.
-    pub filters: SummaryFilters,
+    /// The options in effect (those the `# Format` lists as `filters`).
+    pub filters: SummaryOptions,
     /// Lane time.
     pub lane_dur: f64,
     /// Lane time outside any region.
@@ -492,7 +486,7 @@ pub struct Summary {
     pub clock_sync: Option<ClockSyncSummary>,
     /// Async ranges (absent without any, so that other summaries keep their shape).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub async_ranges: Option<AsyncSummary>,
+    pub async_ranges: Option<stats::AsyncStats>,
 }
 
 /// A buffer's host clock sync and what it maps (see the module's `# Format`).
@@ -543,67 +537,6 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The async ranges of a launch (module docs, `# Format`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AsyncSummary {
-    /// Ranges.
-    pub count: u64,
-    /// Async begins never ended.
-    pub unmatched_begin: u64,
-    /// Async ends with no open begin.
-    pub unmatched_end: u64,
-    /// Per async region, ids ascending.
-    pub regions: Vec<AsyncRegionEntry>,
-}
-
-/// One async region's ranges, durations in output units.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AsyncRegionEntry {
-    /// Region id.
-    pub region: u16,
-    /// Region name.
-    pub name: String,
-    /// Ranges.
-    pub count: u64,
-    /// Durations summed.
-    pub total_dur: f64,
-    /// Mean duration (0 without ranges).
-    pub mean_dur: f64,
-    /// Shortest (0 without ranges).
-    pub min_dur: f64,
-    /// Longest (0 without ranges).
-    pub max_dur: f64,
-    /// Begins never ended.
-    pub unmatched_begin: u64,
-    /// Ends with no open begin.
-    pub unmatched_end: u64,
-}
-
-impl AsyncSummary {
-    /// The async ranges of `stats`, durations times `k` (output units per ns).
-    fn new(a: &stats::AsyncStats, stats: &TraceStats, k: f64) -> AsyncSummary {
-        let regions = (a.regions.iter())
-            .map(|r| AsyncRegionEntry {
-                region: r.region,
-                name: stats.trace.names.region(r.region).into_owned(),
-                count: r.count,
-                total_dur: scaled(r.total, k),
-                mean_dur: r.mean() * k,
-                min_dur: scaled(r.min, k),
-                max_dur: scaled(r.max, k),
-                unmatched_begin: r.unmatched_begin,
-                unmatched_end: r.unmatched_end,
-            })
-            .collect();
-        AsyncSummary {
-            count: a.count,
-            unmatched_begin: a.unmatched_begin,
-            unmatched_end: a.unmatched_end,
-            regions,
-        }
-    }
-}
-
 /// The region entries of `set`, durations times `k`, histograms of `bins` bins.
 pub(super) fn region_entries(
     stats: &TraceStats,
@@ -614,12 +547,13 @@ pub(super) fn region_entries(
     (set.regions.iter())
         .map(|r| {
             let h = stats::histogram(&r.durations, bins);
+            let self_ns = set.shares.region(r.region).map_or(0, |t| t.self_time);
             RegionEntry {
                 region: r.region,
                 name: stats.trace.names.region(r.region).into_owned(),
                 stats: Stats::from_ns(&r.stats, k),
-                self_dur: scaled(r.self_time, k),
-                self_share: set.shares.share(r.self_time),
+                self_dur: scaled(self_ns, k),
+                self_share: set.shares.share(self_ns),
                 hist: Hist {
                     bins: h.bins,
                     min: scaled(h.min, k),
@@ -771,10 +705,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
             total_ns_removed: c.total_ns_removed,
         }),
         percentile_method: PERCENTILE_METHOD,
-        filters: SummaryFilters {
-            summary_hist_bins: opt.summary_hist_bins,
-            summary_topk_block_warp_per_region: opt.summary_topk_block_warp_per_region,
-        },
+        filters: opt.clone(),
         lane_dur,
         outside_dur,
         outside_share,
@@ -784,7 +715,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
             .then(|| by_block_warp(stats, opt)),
         clock_sync: (trace.source.clock_sync.as_ref())
             .map(|c| ClockSyncSummary::new(c, trace.source.time_base)),
-        async_ranges: (stats.async_ranges.as_ref()).map(|a| AsyncSummary::new(a, stats, k)),
+        async_ranges: (stats.async_ranges.as_ref()).map(|a| a.scaled(k)),
     }
 }
 

@@ -250,11 +250,11 @@ fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> 
             writeln!(
                 w,
                 "  async {}: {} ranges, total {}, mean {}, max {}",
-                names.region(r.region),
+                r.name,
                 r.count,
-                format_duration(r.total as f64),
-                format_duration(r.mean()),
-                format_duration(r.max as f64)
+                format_duration(r.total_dur),
+                format_duration(r.mean_dur),
+                format_duration(r.max_dur)
             )?;
         }
     }
