@@ -49,6 +49,7 @@
 //!   block 5 · group 1 (warp 4, SM 10): its end stamp is implausibly far from its start
 //! ```
 
+use super::summary::ClockSyncSummary;
 use super::WriteError;
 use crate::stats::{TraceStats, OUTSIDE};
 use crate::time::{format_duration, scaled};
@@ -212,13 +213,11 @@ fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> 
         )?;
     }
     if let Some(c) = &src.clock_sync {
+        let c = ClockSyncSummary::new(c, src.time_base);
         writeln!(
             w,
             "host clock sync: started at host realtime {} ns, monotonic {} ns, within {} ns ({} samples)",
-            c.device_to_realtime(src.time_base),
-            c.device_to_monotonic(src.time_base),
-            c.round_trip_ns / 2,
-            c.samples
+            c.time_base_realtime_ns, c.time_base_monotonic_ns, c.error_bound_ns, c.samples
         )?;
     }
     for u in &stats.unmatched {
