@@ -31,7 +31,7 @@ pub struct LaneSetStats {
 
 impl LaneSetStats {
     /// The statistics of `lanes`, given every span's self time (`span_self`).
-    fn new<'a>(trace: &Trace, span_self: &[DurationNs], lanes: &[&'a Lane]) -> LaneSetStats {
+    fn new(trace: &Trace, span_self: &[DurationNs], lanes: &[&Lane]) -> LaneSetStats {
         let shares = Shares::new(trace, span_self, lanes.iter().copied());
         let regions = durations_by_region(trace, lanes)
             .into_iter()

@@ -433,7 +433,6 @@ fn chrome_native_complete_events_by_block_filtered_and_scaled() {
         emit_complete_events: true,
         group_by_smid: false,
         scale: 2.0,
-        ..Default::default()
     };
     let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
     check_chrome(&doc, &t, &opt);
