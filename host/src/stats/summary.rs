@@ -137,12 +137,8 @@ impl<'t> TraceStats<'t> {
         let all = LaneSetStats::new(trace, &span_self, &lanes);
         let d = &trace.diagnostics;
         let mut unmatched: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
-        for u in &d.unmatched_begin {
-            unmatched.entry(u.region).or_default().0 += 1;
-        }
-        for u in &d.unmatched_end {
-            unmatched.entry(u.region).or_default().1 += 1;
-        }
+        (d.unmatched_begin.iter()).for_each(|u| unmatched.entry(u.region).or_default().0 += 1);
+        (d.unmatched_end.iter()).for_each(|u| unmatched.entry(u.region).or_default().1 += 1);
         let unmatched = (unmatched.into_iter())
             .map(|(region, (begin, end))| UnmatchedRegion {
                 region,

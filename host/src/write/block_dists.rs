@@ -141,28 +141,18 @@ pub fn write_block_dists(
     let dir_name = super::file_name(dir);
     let (index, files) = block_dists(stats, opt, trace_name, &dir_name);
     outs.dir(dir, |tmp| {
-        let put = |name: String, v: &dyn erased::Json| -> io::Result<()> {
-            let mut f = io::BufWriter::new(std::fs::File::create(tmp.join(name))?);
-            v.write(&mut f)?;
-            f.write_all(b"\n")?;
-            f.flush()
-        };
-        put("index.json".into(), &index)?;
+        put(&tmp.join("index.json"), &index)?;
         for b in &files {
-            put(format!("block_{}.json", b.block), b)?;
+            put(&tmp.join(format!("block_{}.json", b.block)), b)?;
         }
         Ok::<(), io::Error>(())
     })
 }
 
-mod erased {
-    /// Object-safe pretty JSON serialization.
-    pub trait Json {
-        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()>;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-            serde_json::to_writer_pretty(w, self).map_err(std::io::Error::from)
-        }
-    }
+/// Writes `v` as pretty JSON and a newline to a new file at `path`.
+fn put(path: &Path, v: &impl Serialize) -> io::Result<()> {
+    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
+    serde_json::to_writer_pretty(&mut f, v)?;
+    f.write_all(b"\n")?;
+    f.flush()
 }
