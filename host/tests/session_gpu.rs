@@ -193,7 +193,7 @@ fn session_round_trip_launch_read_back_decode_and_write() {
 
     // Chrome trace + summary + block distributions.
     let opts = TraceWriteOptions {
-        emit_block_region_distributions: true,
+        block_dists: Some(Default::default()),
         ..TraceWriteOptions::default()
     };
     let out = s.write_trace(dir.path().join("probe.json"), &opts).unwrap();

@@ -3,10 +3,10 @@
 //! the outputs of one command are written all together or not at all.
 use crate::util::{ikp, s};
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
-use ikp_host::report::{plots, write_html, ReportOptions};
+use ikp_host::report::{plots, prepare, write_html, ReportOptions};
 use ikp_host::{
-    write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, DecodeOptions,
-    Launch, Trace, TraceWriteOptions,
+    write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, ChromeOptions,
+    DecodeOptions, Launch, Trace, TraceStats,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -49,7 +49,8 @@ fn the_filter_used_here_keeps_some_lanes() {
 fn summary_honours_the_block_filter() {
     let buf = sample();
     let got = ok(ikp(&["summary", s(&buf), "--block-filter", LIST]));
-    let want = bytes(|w| write_table(w, &load(&buf, Some(LIST)), &Default::default()));
+    let t = load(&buf, Some(LIST));
+    let want = bytes(|w| write_table(w, &TraceStats::of(&t), &Default::default()));
     assert_eq!(
         String::from_utf8(got).unwrap(),
         String::from_utf8(want).unwrap()
@@ -94,7 +95,8 @@ fn diff_honours_the_block_filter() {
     ok(ikp(&["sample", s(&a)]));
     ok(ikp(&["sample", s(&b), "--seed", "3"]));
     let got = ok(ikp(&["diff", s(&a), s(&b), "--block-filter", LIST]));
-    let run = ikp_host::analysis::diff::diff(&load(&a, Some(LIST)), &load(&b, Some(LIST)), 5.0);
+    let (ta, tb) = (load(&a, Some(LIST)), load(&b, Some(LIST)));
+    let run = ikp_host::analysis::diff::diff(&TraceStats::of(&ta), &TraceStats::of(&tb), 5.0);
     let want = bytes(|w| write_diff(w, &run));
     assert_ne!(ok(ikp(&["diff", s(&a), s(&b)])), want);
     assert_eq!(
@@ -120,7 +122,7 @@ fn report_honours_the_block_filter() {
     let t = load(&buf, Some(LIST));
     let label = buf.display().to_string();
     let opts = ReportOptions::default();
-    let want = bytes(|w| write_html(w, &[Launch::new(&label, &t)], &opts));
+    let want = bytes(|w| write_html(w, &prepare(&[Launch::new(&label, &t)], &opts), &opts));
     assert!(got == want, "the report is not that of the filtered trace");
     let html = String::from_utf8(got).unwrap();
     assert!(
@@ -142,14 +144,15 @@ fn plot_honours_the_block_filter() {
         "--block-filter",
         LIST,
     ]));
-    let want = plots(&load(&buf, Some(LIST)), 64, 8);
+    let (some, all) = (load(&buf, Some(LIST)), load(&buf, None));
+    let want = plots(&TraceStats::of(&some), 64, 8);
     assert!(!want.is_empty());
     for p in &want {
         let got = std::fs::read_to_string(out.join(&p.file)).unwrap();
         assert_eq!(got, p.svg, "{}", p.file);
     }
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), want.len());
-    let all = plots(&load(&buf, None), 64, 8);
+    let all = plots(&TraceStats::of(&all), 64, 8);
     assert!(all.iter().zip(&want).any(|(a, b)| a.svg != b.svg));
 }
 
@@ -176,11 +179,7 @@ fn decode_honours_the_block_filter_in_every_output() {
         s(&v),
     ]));
     let t = load(&buf, Some(LIST));
-    let opt = TraceWriteOptions {
-        emit_block_region_distributions: false,
-        ..Default::default()
-    };
-    let chrome = bytes(|w| ikp_host::write_chrome(w, &t, &opt));
+    let chrome = bytes(|w| ikp_host::write_chrome(w, &t, &ChromeOptions::default()));
     assert!(std::fs::read(&c).unwrap() == chrome, "chrome");
     let csv = bytes(|w| ikp_host::write_csv(w, &t));
     assert!(std::fs::read(&v).unwrap() == csv, "csv");

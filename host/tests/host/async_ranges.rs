@@ -9,7 +9,8 @@ use ikp_device::Layout;
 use ikp_host::analysis::links::{async_links, links, SignalEvent};
 use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::{Trace, Unpaired};
-use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::write::{self, ChromeOptions};
+use ikp_host::TraceStats;
 use ikp_host::{
     write_perfetto, write_perfetto_streamed, BlockFilter, Compression, Launch, PerfettoOptions,
     StreamedBuffer,
@@ -357,9 +358,9 @@ fn perfetto_draws_ranges_on_async_tracks_with_flows_to_the_waits() {
 #[test]
 fn chrome_json_and_summary_hold_the_ranges() {
     let t = dec(&buffer(true), "");
-    let opt = TraceWriteOptions::default();
     let mut doc = Vec::new();
-    write::chrome::write_chrome(&mut doc, &t, &opt).unwrap();
+    write::chrome::write_chrome(&mut doc, &t, &ChromeOptions::default()).unwrap();
+    let opt = Default::default();
     golden_check::check(&golden_dir().join("async_ranges_chrome.json"), &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
@@ -386,8 +387,11 @@ fn chrome_json_and_summary_hold_the_ranges() {
     assert_eq!(asyncs[4]["args"]["end"]["block"].as_u64(), Some(1));
 
     let mut doc = Vec::new();
-    write::summary::write_summary(&mut doc, &write::summary::summarize(&t, &opt, "a.json"))
-        .unwrap();
+    write::summary::write_summary(
+        &mut doc,
+        &write::summary::summarize(&TraceStats::of(&t), &opt, "a.json"),
+    )
+    .unwrap();
     golden_check::check(&golden_dir().join("async_ranges_summary.json"), &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let a = &v["async_ranges"];
@@ -411,7 +415,12 @@ fn chrome_json_and_summary_hold_the_ranges() {
     assert_eq!(names, ["mainloop", "wait"]);
     // A buffer without async ranges has no key at all.
     let plain = dec(&buffer(false), "");
-    let s = serde_json::to_value(write::summary::summarize(&plain, &opt, "p.json")).unwrap();
+    let s = serde_json::to_value(write::summary::summarize(
+        &TraceStats::of(&plain),
+        &opt,
+        "p.json",
+    ))
+    .unwrap();
     assert!(s.get("async_ranges").is_none());
 }
 
@@ -419,7 +428,7 @@ fn chrome_json_and_summary_hold_the_ranges() {
 fn the_summary_table_counts_the_ranges_after_the_diagnostics() {
     let t = dec(&buffer(true), "");
     let mut out = Vec::new();
-    write::table::write_table(&mut out, &t, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut out, &TraceStats::of(&t), &Default::default()).unwrap();
     let text = String::from_utf8(out).unwrap();
     let tail: Vec<&str> = text.lines().rev().take(2).collect();
     assert_eq!(
@@ -431,21 +440,17 @@ fn the_summary_table_counts_the_ranges_after_the_diagnostics() {
     );
     let plain = dec(&buffer(false), "");
     let mut out = Vec::new();
-    write::table::write_table(&mut out, &plain, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut out, &TraceStats::of(&plain), &Default::default()).unwrap();
     assert!(!String::from_utf8(out).unwrap().contains("async"));
 }
 
 #[test]
 fn the_html_report_tables_the_ranges_as_the_summary_counts_them() {
-    use ikp_host::report::{write_html, ReportOptions};
+    use ikp_host::report::{prepare, write_html, ReportOptions};
     let html = |t: &Trace| {
         let mut out = Vec::new();
-        write_html(
-            &mut out,
-            &[Launch::new("a.ikp", t)],
-            &ReportOptions::default(),
-        )
-        .unwrap();
+        let opts = ReportOptions::default();
+        write_html(&mut out, &prepare(&[Launch::new("a.ikp", t)], &opts), &opts).unwrap();
         String::from_utf8(out).unwrap()
     };
     let page = html(&dec(&buffer(true), ""));
@@ -568,7 +573,7 @@ fn clock_mode_ranges_are_in_ns() {
 fn chrome_events_of_a_range_whose_begin_lane_is_filtered_out() {
     let t = dec(&buffer(true), "1");
     let mut doc = Vec::new();
-    write::chrome::write_chrome(&mut doc, &t, &TraceWriteOptions::default()).unwrap();
+    write::chrome::write_chrome(&mut doc, &t, &ChromeOptions::default()).unwrap();
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let b: Vec<&Value> = (ev.iter())

@@ -11,7 +11,8 @@ use crate::shares_oracle;
 
 use ikp_host::decode::{decode_bytes, names, DecodeOptions, FormatChoice};
 use ikp_host::model::{Names, Trace, WireFormat};
-use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::write::{self, SummaryOptions};
+use ikp_host::TraceStats;
 use peers::{proton, yaojz, Rng};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -97,16 +98,20 @@ fn dump(t: &Trace) -> String {
 
 /// The summary JSON as written, and parsed.
 fn summary(t: &Trace, name: &str) -> (Vec<u8>, Value) {
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let mut v = Vec::new();
-    write::summary::write_summary(&mut v, &write::summary::summarize(t, &opt, name)).unwrap();
+    write::summary::write_summary(
+        &mut v,
+        &write::summary::summarize(&TraceStats::of(t), &opt, name),
+    )
+    .unwrap();
     let parsed = serde_json::from_slice(&v).unwrap();
     (v, parsed)
 }
 
 fn table(t: &Trace) -> Vec<u8> {
     let mut v = Vec::new();
-    write::table::write_table(&mut v, t, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut v, &TraceStats::of(t), &Default::default()).unwrap();
     v
 }
 

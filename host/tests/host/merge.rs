@@ -339,7 +339,11 @@ fn golden_merged_trace() {
 #[test]
 fn golden_clock_sync_summary() {
     let t = buffer(Some(sync()));
-    let doc = ikp_host::summarize(&t, &Default::default(), "attn.json");
+    let doc = ikp_host::summarize(
+        &ikp_host::TraceStats::of(&t),
+        &Default::default(),
+        "attn.json",
+    );
     let c = doc.clock_sync.as_ref().expect("clock_sync");
     assert_eq!(c.error_bound_ns, 1_500);
     assert_eq!(
@@ -360,7 +364,11 @@ fn golden_clock_sync_summary() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/clock_sync_summary.json");
     golden_check::check(&p, text.as_bytes());
     // Absent without a sync.
-    let plain = ikp_host::summarize(&buffer(None), &Default::default(), "p.json");
+    let plain = ikp_host::summarize(
+        &ikp_host::TraceStats::of(&buffer(None)),
+        &Default::default(),
+        "p.json",
+    );
     assert!(plain.clock_sync.is_none());
     let mut out = Vec::new();
     ikp_host::write_summary(&mut out, &plain).unwrap();
