@@ -8,22 +8,12 @@
 //! the way each kernel records (every stamp, the lanes' 64-bit start and end included, on
 //! the coarse timer some GPUs have, so ties are everywhere), and on broken variants of them
 //! that the checks must reject.
-// Each example carries its own copy of examples/common (as it does when built alone).
-#![allow(clippy::duplicate_mod)]
-#[path = "../examples/load_compute_store/main.rs"]
-mod load_compute_store;
-#[path = "../examples/persistent/main.rs"]
-mod persistent;
-#[path = "../host/tests/session_support/mod.rs"]
-mod session_support;
-#[path = "../examples/warp_specialized/main.rs"]
-mod warp_specialized;
-
+use crate::support::gpu_or_skip;
+use crate::{load_compute_store, persistent, warp_specialized};
 use ikp::device::encoder::BufferWriter;
 use ikp::host::model::{Lane, Trace};
 use ikp::host::TraceWriteOptions;
 use ikp::host::{decode as decode_words, DecodeOptions};
-use session_support::gpu_or_skip;
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -211,7 +201,7 @@ fn check_persistent(trace: &Trace) -> Result<(), String> {
 
 #[test]
 fn load_compute_store_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("load_compute_store_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = load_compute_store::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
@@ -237,7 +227,7 @@ fn load_compute_store_runs_end_to_end() {
 
 #[test]
 fn warp_specialized_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("warp_specialized_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = warp_specialized::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
@@ -247,7 +237,7 @@ fn warp_specialized_runs_end_to_end() {
 
 #[test]
 fn persistent_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("persistent_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = persistent::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
