@@ -46,7 +46,9 @@ dev)
   exit 2
   ;;
 esac
-# The test binaries (one per crate) that hold the runner's suites.
+# The example launchers (gpucheck/src/runner/examples.rs, EXAMPLES; not every example of
+# the workspace), and the test binaries (one per crate) that hold the runner's suites.
+examples=(load_compute_store persistent warp_specialized)
 tests=(host integration)
 
 msgs=$(mktemp)
@@ -54,7 +56,7 @@ trap 'rm -f "$msgs"' EXIT
 # One cargo invocation: the selected packages share one feature resolution, so every
 # dependency is compiled once.
 cargo build --profile "$profile" --locked --message-format=json-render-diagnostics \
-  "${packages[@]}" --bin ikp --bin ikp-gpucheck --examples --bench gpu_overhead \
+  "${packages[@]}" --bin ikp --bin ikp-gpucheck "${examples[@]/#/--example=}" --bench gpu_overhead \
   "${tests[@]/#/--test=}" >"$msgs"
 
 rm -rf "$out"

@@ -1,7 +1,7 @@
 //! What every command shares: `--block-filter` restricts every output and figure to the
 //! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
 //! the outputs of one command are written all together or not at all.
-use crate::util::{ikp, s};
+use crate::util::{ikp, ikp_command, s};
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
 use ikp_host::report::{plots, write_html, ReportOptions};
 use ikp_host::{
@@ -9,7 +9,7 @@ use ikp_host::{
     Launch, Trace, TraceWriteOptions,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn ok(o: Output) -> Vec<u8> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -250,8 +250,7 @@ fn merge_honours_the_block_filter() {
 
 /// Runs `args` with a standard output whose reader is already gone.
 fn with_closed_stdout(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
+    let mut child = ikp_command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -3,7 +3,8 @@
 //!
 //! - decoding ikp's own buffers: `decode` (rules and errors), `formats` (every file shape
 //!   the loader takes), `ring_epochs`, `async_ranges`, `set_aside` (lanes whose stamps are
-//!   not of the launch), `big_buffer`;
+//!   not of the launch), `big_buffer` (the generator of the very large buffer measured
+//!   in BENCHMARKS.md, `host/examples/big_buffer.rs`);
 //! - the peers' buffers: `decode_peers`, `golden_peers` (pinned outputs), `peer_decoders`
 //!   (the peers' own decoders, run on the same buffers), `set_aside_formats`, with their
 //!   re-implemented encoders in `peers`;
