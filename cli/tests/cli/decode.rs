@@ -21,7 +21,7 @@ fn shipped_sample_equals_the_generator_output() {
     }
     assert!(
         std::fs::read(&p).unwrap() == want,
-        "samples/attention.ikp is stale: IKP_BLESS=1 cargo test -p ikp-cli"
+        "samples/attention.ikp is stale: IKP_BLESS=1 cargo test -p ikp-cli --test cli shipped_sample"
     );
 }
 
