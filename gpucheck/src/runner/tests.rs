@@ -151,7 +151,7 @@ pub fn run(bundle: &Path, suite: &Suite, plan: &Plan) -> Vec<Check> {
 }
 
 #[cfg(test)]
-mod tests {
+mod unit {
     use super::*;
 
     #[test]
