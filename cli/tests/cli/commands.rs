@@ -1,7 +1,7 @@
 //! What every command shares: `--block-filter` restricts every output and figure to the
 //! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
 //! the outputs of one command are written all together or not at all.
-use crate::util::{ikp, s};
+use crate::util::{ikp, ikp_command, s};
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
 use ikp_host::report::{plots, prepare, write_html, ReportOptions};
 use ikp_host::{
@@ -9,7 +9,7 @@ use ikp_host::{
     DecodeOptions, Launch, Trace, TraceStats,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn ok(o: Output) -> Vec<u8> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -249,8 +249,7 @@ fn merge_honours_the_block_filter() {
 
 /// Runs `args` with a standard output whose reader is already gone.
 fn with_closed_stdout(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
+    let mut child = ikp_command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -335,4 +334,39 @@ fn outputs_of_one_command_are_written_together_or_not_at_all() {
         .collect();
     assert_eq!(left, [std::ffi::OsString::from("p")], "{left:?}");
     assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0);
+}
+
+/// `ikp header -o DIR` creates DIR and writes the generator's two headers, naming them.
+#[test]
+fn header_writes_the_generated_headers_into_a_new_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a/b");
+    let out = String::from_utf8(ok(ikp(&["header", "-o", s(&dir)]))).unwrap();
+    let (cuh, hpp) = (dir.join("ikp.cuh"), dir.join("ikp_host.hpp"));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [s(&cuh), s(&hpp)],
+        "one written path a line"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cuh).unwrap(),
+        ikp_device::cuh::source()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hpp).unwrap(),
+        ikp_device::cuh::host_source()
+    );
+}
+
+/// A path that cannot be a directory fails with status 1 and a message naming it.
+#[test]
+fn header_failure_names_the_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let o = ikp(&["header", "-o", s(&file)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(s(&file)), "{err}");
+    assert!(o.stdout.is_empty());
 }

@@ -1,8 +1,8 @@
 //! Async ranges end to end: a small native buffer whose producer lane begins transfers
 //! that consumer lanes (of its block and of another) end, decoded, filtered, streamed,
 //! linked and written (goldens of the Chrome JSON, summary JSON and Perfetto trace).
-//! `IKP_BLESS=1 cargo test -p ikp-host --test async_ranges` rewrites the goldens.
-use crate::golden_check;
+//! `IKP_BLESS=1 cargo test -p ikp-host --test host async_ranges::` rewrites the goldens.
+use crate::golden_check::golden;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
@@ -19,7 +19,6 @@ use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 use serde_json::Value;
-use std::path::PathBuf;
 
 const T0: u64 = 1_000_000;
 const MAINLOOP: u32 = 0;
@@ -310,16 +309,12 @@ fn async_slices(bytes: &[u8]) -> Vec<(String, String, u64, u64, u64, usize)> {
     out
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
 #[test]
 fn perfetto_draws_ranges_on_async_tracks_with_flows_to_the_waits() {
     let t = dec(&buffer(true), "");
     let mut bytes = Vec::new();
     let stats = write_perfetto(&mut bytes, &[Launch::new("async.ikp", &t)], &plain()).unwrap();
-    golden_check::check(&golden_dir().join("async_ranges.pftrace"), &bytes);
+    golden("async_ranges.pftrace", &bytes);
     let s = async_slices(&bytes);
     // Perfetto times are relative to the launch's time base (the first lane's start).
     let at = |ns: u64| T0 + ns - t.source.time_base;
@@ -361,7 +356,7 @@ fn chrome_json_and_summary_hold_the_ranges() {
     let mut doc = Vec::new();
     write::chrome::write_chrome(&mut doc, &t, &ChromeOptions::default()).unwrap();
     let opt = Default::default();
-    golden_check::check(&golden_dir().join("async_ranges_chrome.json"), &doc);
+    golden("async_ranges_chrome.json", &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let asyncs: Vec<&Value> = ev.iter().filter(|e| e["cat"] == "async").collect();
@@ -392,7 +387,7 @@ fn chrome_json_and_summary_hold_the_ranges() {
         &write::summary::summarize(&TraceStats::of(&t), &opt, "a.json"),
     )
     .unwrap();
-    golden_check::check(&golden_dir().join("async_ranges_summary.json"), &doc);
+    golden("async_ranges_summary.json", &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let a = &v["async_ranges"];
     assert_eq!(a["count"].as_u64(), Some(4));

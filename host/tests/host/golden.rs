@@ -1,13 +1,13 @@
 //! Golden files of every text output (Chrome JSON in both event styles and groupings,
 //! summary JSON, block distributions, CSV, terminal table) for a small native buffer and a
 //! small TVM-format buffer, and of the Chrome JSON and summary of a native buffer whose
-//! regions overlap. `IKP_BLESS=1 cargo test --test golden` rewrites them.
+//! regions overlap. `IKP_BLESS=1 cargo test -p ikp-host --test host golden::` rewrites them.
 //!
 //! Each test also re-parses its output and checks its meaning against the decoded trace,
 //! so a blessed file that is wrong fails too.
 use crate::shares_oracle;
 
-use crate::golden_check;
+use crate::golden_check::golden;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;
@@ -20,15 +20,6 @@ use ikp_host::{BlockFilter, WriteError};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden")
-}
-
-/// Compares `got` with the golden file `name`, or rewrites it under `IKP_BLESS=1`.
-fn golden(name: &str, got: &[u8]) {
-    golden_check::check(&golden_dir().join(name), got);
-}
 
 /// Two blocks x two lanes: nesting, repeats, an instant, counter samples, an unmatched
 /// begin and end, drops, one lane never finalized.
