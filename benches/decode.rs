@@ -20,7 +20,8 @@ use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use ikp::device::sample;
 use ikp::host::decode::{decode, decode_into, DecodeOptions};
-use ikp::host::write::{self, TraceWriteOptions};
+use ikp::host::write::{self, ChromeOptions, SummaryOptions};
+use ikp::host::TraceStats;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -112,8 +113,8 @@ fn writers(c: &mut Criterion) {
     let mut g = c.benchmark_group("write");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     g.throughput(Throughput::Elements(t.spans.len() as u64));
-    let be = TraceWriteOptions::default();
-    let x = TraceWriteOptions {
+    let be = ChromeOptions::default();
+    let x = ChromeOptions {
         emit_complete_events: true,
         ..Default::default()
     };
@@ -127,7 +128,11 @@ fn writers(c: &mut Criterion) {
         b.iter(|| {
             write::summary::write_summary(
                 &mut std::io::sink(),
-                &write::summary::summarize(&t, &be, "t.json"),
+                &write::summary::summarize(
+                    &TraceStats::of(&t),
+                    &SummaryOptions::default(),
+                    "t.json",
+                ),
             )
             .unwrap()
         })

@@ -26,7 +26,8 @@ use ikp::bench_support::native_attention;
 use ikp::device::sample;
 use ikp::host::decode::{decode, DecodeOptions, FormatChoice};
 use ikp::host::model::Trace;
-use ikp::host::write::{self, TraceWriteOptions};
+use ikp::host::write::{self, ChromeOptions, SummaryOptions};
+use ikp::host::TraceStats;
 use ikp::host::{write_perfetto, Launch, PerfettoOptions};
 
 /// Blocks and tiles of the TVM buffer: 1024 blocks x 3 lanes, ~5 M records (40 MB).
@@ -94,7 +95,7 @@ fn decode_group(c: &mut Criterion, name: &str, words: &[u64], format: FormatChoi
 }
 
 fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
-    let opts = TraceWriteOptions::default();
+    let opts = ChromeOptions::default();
     let mut g = group(c, "chrome", tvm);
     g.bench_function("write_chrome", |b| {
         b.iter(|| write::chrome::write_chrome(&mut std::io::sink(), trace, &opts).expect("writes"))
@@ -121,7 +122,11 @@ fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
         b.iter(|| {
             write::summary::write_summary(
                 &mut std::io::sink(),
-                &write::summary::summarize(trace, &opts, "t.json"),
+                &write::summary::summarize(
+                    &TraceStats::of(trace),
+                    &SummaryOptions::default(),
+                    "t.json",
+                ),
             )
             .expect("writes")
         })

@@ -9,7 +9,7 @@
 #     .venv/.ikp-cuda-wheels lists the same pins.
 #   * CUDA 13.0's NVRTC (PyPI nvidia-cuda-nvrtc==13.0.88), whose libnvrtc.so.13 has no
 #     RPATH and so finds its builtins library only through ikp's loader (the test in
-#     host/tests/nvrtc_compile.rs). pip cannot hold two versions of nvidia-cuda-nvrtc in
+#     host/tests/host/nvrtc_compile.rs). pip cannot hold two versions of nvidia-cuda-nvrtc in
 #     one venv, so the wheel is downloaded (pip download --no-deps) and unpacked, not
 #     installed, into .deps/nvrtc-13.0.88/ (the library in nvidia/cu13/lib; env.sh names
 #     it IKP_NVRTC_13_0_LIB). Skipped when libnvrtc.so.13 and libnvrtc-builtins.so.13.0

@@ -46,9 +46,11 @@ phase "no-default-features build"
 phase fuzz
 # The GPU bundle (README, "On a GPU"): built and run on every run so it cannot rot. Here,
 # without a GPU, every check is skipped with its reason and the run exits 0; a required
-# GPU (IKP_GPU_TESTS=1) must turn that into a failure. IKP_SKIP_GPU_BUNDLE=1 skips this.
+# GPU (IKP_GPU_TESTS=1) must turn that into a failure. Built with the dev profile from the
+# test build's artifacts (IKP_BUNDLE_PROFILE=release, the GPU machine's build, takes
+# minutes more); IKP_SKIP_GPU_BUNDLE=1 skips this.
 if [ -z "${IKP_SKIP_GPU_BUNDLE:-}" ]; then
-  bash scripts/gpu-bundle.sh target/gpu-bundle
+  IKP_BUNDLE_PROFILE=${IKP_BUNDLE_PROFILE:-dev} bash scripts/gpu-bundle.sh target/gpu-bundle
   target/gpu-bundle/run.sh target/gpu-results
   if IKP_GPU_TESTS=1 target/gpu-bundle/run.sh target/gpu-results-required >/dev/null; then
     echo "gpu bundle: IKP_GPU_TESTS=1 did not make a run without a GPU fail" >&2

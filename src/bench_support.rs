@@ -41,23 +41,3 @@ pub fn native_attention(blocks: u32, tiles: u32) -> Result<Vec<u64>, LayoutError
     }
     Ok(w.into_words())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn native_attention_decodes_to_the_schedule() {
-        let words = native_attention(4, 3).unwrap();
-        let t = ikp_host::decode::decode(&words, &Default::default()).unwrap();
-        assert_eq!(t.lanes.len(), 12);
-        assert!(t.lanes.iter().all(|l| l.finalized && l.dropped == 0));
-        let begins: usize = (0..4)
-            .flat_map(|b| sample::block_schedule(b, 3))
-            .flat_map(|l| l.2)
-            .filter(|e| matches!(e, sample::Ev::B(..)))
-            .count();
-        assert_eq!(t.spans.len(), begins);
-        assert_eq!(t.diagnostics, Default::default());
-    }
-}

@@ -11,8 +11,8 @@
 //! - the wait-counter tick: the spin loop body with and without IKP_WAIT's count;
 //! - the TVM CudaProfiler record sequence measured the same way, for comparison.
 //!
-//! `cargo test --test device_sass -- --nocapture` prints the table kept in BENCHMARKS.md
-//! (`ikp cost` prints the same table). The tools must be present: CI provisions them
+//! `cargo test --test integration device_sass::print_sass_cost_table -- --nocapture`
+//! prints the table kept in BENCHMARKS.md (`ikp cost` prints the same table). The tools must be present: CI provisions them
 //! (`scripts/provision.sh`, `source scripts/env.sh`), so a missing tool fails the test.
 use ikp::host::sass::cost::{ArchCost, Fence};
 use ikp::host::sass::parse::opcode_difference;
@@ -300,9 +300,83 @@ fn fenced_records_are_cheaper_than_the_tvm_reference_sequence() {
     }
 }
 
+/// The table BENCHMARKS.md keeps (`ikp cost` prints the same): a column per architecture,
+/// a row per site, and in each cell the figures the tests above hold to their budgets,
+/// read back from the printed text. `-- --nocapture` shows it.
 #[test]
 fn print_sass_cost_table() {
-    let md = report().markdown();
-    assert_eq!(md.lines().count(), 3 + report().rows().len());
+    let r = report();
+    let md = r.markdown();
     print!("{md}");
+    let lines: Vec<&str> = md.lines().collect();
+    assert_eq!(lines[0], format!("nvcc: {}", r.nvcc));
+    assert!(lines[0].contains("release"), "{}", lines[0]);
+    assert_eq!(
+        lines[1],
+        "| site | sm_80 SASS instructions | sm_90 SASS instructions |"
+    );
+    assert_eq!(lines[2], "|---|---|---|");
+    assert_eq!(lines.len(), 3 + r.rows().len());
+    // Label -> one cell per architecture, from the printed text.
+    let mut table: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in &lines[3..] {
+        let inner = line
+            .strip_prefix("| ")
+            .and_then(|l| l.strip_suffix(" |"))
+            .unwrap_or_else(|| panic!("not a table row: {line}"));
+        let mut cells = inner.split(" | ");
+        let label = cells.next().unwrap();
+        assert!(table.iter().all(|(l, _)| *l != label), "row {label} twice");
+        table.push((label, cells.collect()));
+    }
+    let row = |prefix: &str| -> Vec<&str> {
+        let found: Vec<_> = table
+            .iter()
+            .filter(|(l, _)| l.starts_with(prefix))
+            .collect();
+        assert_eq!(found.len(), 1, "rows starting with {prefix:?}: {found:?}");
+        assert_eq!(found[0].1.len(), ARCHS.len(), "{prefix}");
+        found[0].1.clone()
+    };
+    // "first / steady" cells: both numbers, the steady one within `budget`.
+    let pair = |cell: &str| -> (f64, f64) {
+        let (a, b) = cell.split_once(" / ").unwrap_or_else(|| panic!("{cell}"));
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    for (i, c) in costs().iter().enumerate() {
+        for rec in &c.records {
+            let label = format!("record ({}), per record", rec.mode.label());
+            let (first, steady) = pair(row(&label)[i]);
+            assert_eq!((first, steady), (rec.first, rec.steady), "{label}");
+            let budget = if rec.mode.fence == Fence::Block {
+                BUDGET_RECORD_FENCED
+            } else {
+                BUDGET_RECORD
+            };
+            assert!(steady <= budget, "{}: {label}: {steady}", c.arch);
+        }
+        for l in &c.loop_records {
+            let label = format!("record in a runtime loop ({})", l.mode.label());
+            assert_eq!(row(&label)[i], l.growth.to_string(), "{label}");
+        }
+        for rec in &c.ring_records {
+            let label = format!("ring record ({}), per record", rec.mode.label());
+            assert_eq!(pair(row(&label)[i]), (rec.first, rec.steady), "{label}");
+        }
+        assert_eq!(pair(row("async-range record")[i]), c.ranges);
+        let &(_, total, calibration, epochs) =
+            BUDGET_SETUP.iter().find(|(a, ..)| *a == c.arch).unwrap();
+        assert_eq!(row("lane init + finalize")[i], c.setup.total.to_string());
+        assert!(c.setup.total <= total, "{}: {:?}", c.arch, c.setup);
+        assert_eq!(
+            row("of which record-cost calibration")[i],
+            c.setup.calibration.to_string()
+        );
+        assert!(c.setup.calibration <= calibration);
+        assert_eq!(row("of which epoch code")[i], c.setup.epochs.to_string());
+        assert!(c.setup.epochs <= epochs);
+        assert_eq!(row("wait-loop tick")[i], BUDGET_TICK.to_string());
+        assert_eq!(row("compiled out")[i], "0 (identical SASS)");
+        assert_eq!(pair(row("TVM-style record")[i]), c.tvm);
+    }
 }

@@ -8,22 +8,12 @@
 //! the way each kernel records (every stamp, the lanes' 64-bit start and end included, on
 //! the coarse timer some GPUs have, so ties are everywhere), and on broken variants of them
 //! that the checks must reject.
-// Each example carries its own copy of examples/common (as it does when built alone).
-#![allow(clippy::duplicate_mod)]
-#[path = "../examples/load_compute_store/main.rs"]
-mod load_compute_store;
-#[path = "../examples/persistent/main.rs"]
-mod persistent;
-#[path = "../host/tests/session_support/mod.rs"]
-mod session_support;
-#[path = "../examples/warp_specialized/main.rs"]
-mod warp_specialized;
-
+use crate::support::gpu_or_skip;
+use crate::{load_compute_store, persistent, warp_specialized};
 use ikp::device::encoder::BufferWriter;
 use ikp::host::model::{Lane, Trace};
 use ikp::host::TraceWriteOptions;
 use ikp::host::{decode as decode_words, DecodeOptions};
-use session_support::gpu_or_skip;
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -211,33 +201,83 @@ fn check_persistent(trace: &Trace) -> Result<(), String> {
 
 #[test]
 fn load_compute_store_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("load_compute_store_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = load_compute_store::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
     let trace = session.decode().unwrap();
     check_load_compute_store(&trace).unwrap_or_else(|e| panic!("load_compute_store: {e}"));
 
-    // The session writes the Chrome trace and its summary.
+    // The session writes the Chrome trace and its summary, of the trace just checked.
     let dir = tempfile::tempdir().unwrap();
     let out = session
         .write_trace(dir.path().join("lcs.json"), &TraceWriteOptions::default())
         .unwrap();
+    let summary = std::fs::read(out.summary.as_ref().expect("a summary by default")).unwrap();
+    let chrome = std::fs::read(&out.chrome).unwrap();
+    check_written(&out.trace, &chrome, &summary).unwrap_or_else(|e| panic!("lcs.json: {e}"));
+}
+
+/// The Chrome trace and the summary written from `trace` (load_compute_store's): one
+/// event per span, named after its region, in well-formed Chrome JSON; the compute
+/// region once per block in the summary.
+fn check_written(trace: &Trace, chrome: &[u8], summary: &[u8]) -> Result<(), String> {
+    let chrome: serde_json::Value =
+        serde_json::from_slice(chrome).map_err(|e| format!("Chrome trace: {e}"))?;
+    let events = chrome["traceEvents"]
+        .as_array()
+        .ok_or("the Chrome trace has no traceEvents")?;
+    // A span is one complete event (`X`, the default) or a begin / end pair.
+    let opened = |name: Option<&str>| {
+        events
+            .iter()
+            .filter(|e| (e["ph"] == "X" || e["ph"] == "B") && name.is_none_or(|n| e["name"] == n))
+            .count()
+    };
+    let (begins, ends) = (
+        events.iter().filter(|e| e["ph"] == "B").count(),
+        events.iter().filter(|e| e["ph"] == "E").count(),
+    );
+    let spans = trace.spans.len();
+    ensure!(spans > 0, "no spans");
+    ensure!(
+        opened(None) == spans && begins == ends,
+        "{} spans written ({begins} begins, {ends} ends) for {spans} spans",
+        opened(None)
+    );
+    for (id, name) in trace.names.regions.iter().enumerate() {
+        let want = trace
+            .spans
+            .region
+            .iter()
+            .filter(|&&r| r as usize == id)
+            .count();
+        let got = opened(Some(name));
+        ensure!(
+            got == want,
+            "{got} spans named {name} written, {want} in the trace"
+        );
+    }
     let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.summary.unwrap()).unwrap()).unwrap();
+        serde_json::from_slice(summary).map_err(|e| format!("summary: {e}"))?;
     let compute = summary["regions"]
         .as_array()
-        .unwrap()
+        .ok_or("the summary has no regions")?
         .iter()
         .find(|r| r["name"] == "compute")
-        .expect("compute in the summary");
-    assert_eq!(compute["count"], load_compute_store::BLOCKS);
-    assert!(out.chrome.metadata().unwrap().len() > 0);
+        .ok_or("no compute region in the summary")?;
+    ensure!(
+        compute["count"] == load_compute_store::BLOCKS,
+        "compute count {} for {} blocks",
+        compute["count"],
+        load_compute_store::BLOCKS
+    );
+    Ok(())
 }
 
 #[test]
 fn warp_specialized_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("warp_specialized_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = warp_specialized::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
@@ -247,7 +287,7 @@ fn warp_specialized_runs_end_to_end() {
 
 #[test]
 fn persistent_runs_end_to_end() {
-    let Some(ctx) = gpu_or_skip("persistent_runs_end_to_end") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let session = persistent::run(&ctx).unwrap_or_else(|e| panic!("{e}"));
@@ -353,9 +393,21 @@ fn synthetic_persistent(blocks: u32, skip_tile: Option<u32>) -> Trace {
     decode(w)
 }
 
+/// `t` written as the session writes it: (Chrome trace, summary).
+fn written(t: &Trace) -> (Vec<u8>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    ikp::host::write_trace(&path, t, &TraceWriteOptions::default()).unwrap();
+    let summary = std::fs::read(ikp::host::summary_path(&path)).unwrap();
+    (std::fs::read(&path).unwrap(), summary)
+}
+
 #[test]
 fn checks_accept_traces_recorded_as_the_kernels_record() {
-    check_load_compute_store(&synthetic_lcs(None)).unwrap();
+    let lcs = synthetic_lcs(None);
+    check_load_compute_store(&lcs).unwrap();
+    let (chrome, summary) = written(&lcs);
+    check_written(&lcs, &chrome, &summary).unwrap();
     check_warp_specialized(&synthetic_ws(5_000, true)).unwrap();
     check_persistent(&synthetic_persistent(7, None)).unwrap();
     check_persistent(&synthetic_persistent(1, None)).unwrap();
@@ -379,4 +431,14 @@ fn checks_reject_lost_records_and_wrong_shapes() {
     // A tile that was never run.
     let e = err(check_persistent(&synthetic_persistent(7, Some(9))));
     assert!(e.contains("block 2: spans"), "{e}");
+    // Written files that are not those of the trace: another trace's, or cut short.
+    let lcs = synthetic_lcs(None);
+    let (chrome, summary) = written(&lcs);
+    let (other, _) = written(&synthetic_ws(5_000, true));
+    let e = err(check_written(&lcs, &other, &summary));
+    assert!(e.contains("spans"), "{e}");
+    let e = err(check_written(&lcs, &chrome[..chrome.len() / 2], &summary));
+    assert!(e.contains("Chrome trace"), "{e}");
+    let e = err(check_written(&lcs, &chrome, b"{\"regions\": []}"));
+    assert!(e.contains("no compute region"), "{e}");
 }

@@ -2,17 +2,8 @@
 //! cubins for several architectures, instrumented and compiled out, and its host-side
 //! names match the ids the kernel uses. No GPU needed (CI cannot launch them; it can
 //! compile them).
-// Each example carries its own copy of examples/common (as it does when built alone).
-#![allow(clippy::duplicate_mod)]
-#[path = "support/cuda_enums.rs"]
-mod cuda_enums;
-#[path = "../examples/load_compute_store/main.rs"]
-mod load_compute_store;
-#[path = "../examples/persistent/main.rs"]
-mod persistent;
-#[path = "../examples/warp_specialized/main.rs"]
-mod warp_specialized;
-
+use crate::support;
+use crate::{load_compute_store, persistent, warp_specialized};
 use ikp::device::Layout;
 use ikp::host::{
     cuda::nvrtc::{self, Compiler},
@@ -99,7 +90,7 @@ fn param_decl(name: &str, index: usize) -> String {
 
 /// The `enum : unsigned { A = 0, B = 1 }` of `source` whose first name is `first`.
 fn kernel_enum(source: &str, first: &str) -> Vec<(String, u32)> {
-    cuda_enums::unsigned_enums(source)
+    support::unsigned_enums(source)
         .into_iter()
         .find(|items| items.first().is_some_and(|(n, _)| n == first))
         .unwrap_or_else(|| panic!("no enum starting with {first} in the kernel source"))

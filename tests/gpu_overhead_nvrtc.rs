@@ -10,8 +10,7 @@
 //! (a 64-bit atomic add); the claims about records and wait counters are checked on the
 //! same builds without those two init parts (`IKP_CALIBRATE=0`, `IKP_EPOCHS=0`), and their
 //! presence in the default builds is checked on its own.
-#[path = "support/cuda_enums.rs"]
-mod cuda_enums;
+use crate::support;
 #[path = "../benches/gpu_overhead/variants.rs"]
 mod variants;
 
@@ -161,7 +160,7 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         ("SC_", "stream_copy"),
     ];
     let mut seen = 0;
-    for items in cuda_enums::unsigned_enums(SOURCE) {
+    for items in support::unsigned_enums(SOURCE) {
         let (prefix, kernel) = prefixes
             .iter()
             .find(|(p, _)| items[0].0.starts_with(p))

@@ -19,7 +19,7 @@
 //! when `gpu_required`); `detail` is one human sentence (why it failed or skipped, or what
 //! passed); `figures` is an object of measured values (numbers, strings, lists), whose
 //! optional `table` entry (`{"columns": [..], "rows": [[..], ..]}`) is rendered as a table
-//! in the Markdown file. Names are `test/<binary>/<test>`, `example/<name>`,
+//! in the Markdown file. Names are `test/<module>/<test>`, `example/<name>`,
 //! `python/wheel`, `python/native`, `python/proton` (the Python clients,
 //! [`crate::runner::python`]; `python` alone when the script could not report),
 //! `timer/resolution`, `timing/<timer>`, `time-axis`, `overflow`, `overhead/<kernel>` and

@@ -7,16 +7,19 @@
 //! # let dir = tempfile::tempdir()?;
 //! # let buf = dir.path().join("attention.ikp");
 //! # std::fs::write(&buf, ikp_device::sample::attention()?.to_bytes())?;
-//! use ikp_host::{atomic, load, write_perfetto, write_summary, summarize};
-//! use ikp_host::{DecodeOptions, Launch, PerfettoOptions, TraceWriteOptions};
+//! use ikp_host::{atomic, load, write_perfetto, write_summary, write_table, summarize};
+//! use ikp_host::{DecodeOptions, Launch, PerfettoOptions, SummaryOptions, TraceStats};
 //!
 //! let trace = load(&buf, &DecodeOptions::default())?;
 //! let perfetto = dir.path().join("attention.trace");
 //! atomic::write_file(&perfetto, |w| {
 //!     write_perfetto(w, &[Launch::new("attention", &trace)], &PerfettoOptions::default())
 //! })?;
-//! let summary = summarize(&trace, &TraceWriteOptions::default(), "attention.trace");
+//! // The statistics once; the summary JSON and the table format the same figures.
+//! let stats = TraceStats::of(&trace);
+//! let summary = summarize(&stats, &SummaryOptions::default(), "attention.trace");
 //! write_summary(std::io::stdout().lock(), &summary)?;
+//! write_table(std::io::stdout().lock(), &stats, &Default::default())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -33,7 +36,8 @@
 //! arrays, names by id; [`load_launches`] gives a trace per launch of a buffer that
 //! recorded several), and a host-side Chrome trace into a [`HostTrace`] that
 //! [`write_merged`] places beside launches on the host's clock; [`stats`] and [`analysis`] read the model; the writers of
-//! [`mod@write`] and [`report`] read the model, the statistics and the analyses. Every
+//! [`mod@write`] and [`report`] read the model, the statistics (a [`TraceStats`], computed
+//! once per trace) and the analyses (built once per launch), and only format them. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
 //! alone or several together. [`time`] holds the time types and every unit conversion;
 //! [`definitions`] says what each reported figure means.
@@ -94,8 +98,10 @@ pub use model::{
     OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, Trace,
     TrackId, Unpaired, WireFormat,
 };
+pub use stats::TraceStats;
 pub use time::{DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};
+pub use write::block_dists::{block_dists, write_block_dists};
 pub use write::chrome::write_chrome;
 pub use write::csv::write_csv;
 #[cfg(feature = "parquet")]
@@ -104,11 +110,11 @@ pub use write::perfetto::{
     write_merged, write_perfetto, write_perfetto_streamed, Compression, GroupBy, LaunchLayout,
     MergeStats, PerfettoOptions, PerfettoStats,
 };
-pub use write::summary::{block_dists, summarize, write_block_dists, write_summary, Summary};
+pub use write::summary::{summarize, write_summary, Summary};
 pub use write::table::write_table;
 pub use write::{
-    atomic, dists_path, file_name, summary_path, write_trace, Launch, TraceWriteOptions,
-    WriteError, WriteErrorKind,
+    atomic, dists_path, file_name, summary_path, write_trace, BlockDistOptions, ChromeOptions,
+    Launch, SummaryOptions, TableOptions, TraceWriteOptions, WriteError, WriteErrorKind,
 };
 
 #[cfg(feature = "cuda")]

@@ -11,10 +11,10 @@
 //! into Python as a `PanicException`.
 
 use ikp_host::analysis::kernel::{self, KernelOptions};
-use ikp_host::report::{write_html, ReportOptions};
+use ikp_host::report::{prepare, write_html, ReportOptions};
 use ikp_host::{
     atomic, summarize, write_chrome, write_parquet, write_perfetto, write_summary, DecodeError,
-    DecodeOptions, FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceWriteOptions,
+    DecodeOptions, FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceStats,
 };
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -285,7 +285,11 @@ impl NativeTrace {
     fn summary_json(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| {
             guard(|| {
-                let doc = summarize(&self.trace, &TraceWriteOptions::default(), &self.label);
+                let doc = summarize(
+                    &TraceStats::of(&self.trace),
+                    &Default::default(),
+                    &self.label,
+                );
                 serde_json::to_string(&doc).map_err(err)
             })
         })
@@ -312,14 +316,18 @@ impl NativeTrace {
     /// Writes a Chrome Trace Event JSON file.
     fn write_chrome(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         write_atomic(py, &path, |w| {
-            write_chrome(w, &self.trace, &TraceWriteOptions::default())
+            write_chrome(w, &self.trace, &Default::default())
         })
     }
 
     /// Writes the summary JSON.
     fn write_summary(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         write_atomic(py, &path, |w| {
-            let doc = summarize(&self.trace, &TraceWriteOptions::default(), &self.label);
+            let doc = summarize(
+                &TraceStats::of(&self.trace),
+                &Default::default(),
+                &self.label,
+            );
             write_summary(w, &doc)
         })
     }
@@ -345,7 +353,8 @@ impl NativeTrace {
         let html = dir.join("report.html");
         let launches = [Launch::new(&self.label, &self.trace)];
         write_atomic(py, &html, |w| {
-            write_html(w, &launches, &ReportOptions::default())
+            let opts = ReportOptions::default();
+            write_html(w, &prepare(&launches, &opts), &opts)
         })?;
         Ok(html)
     }

@@ -36,9 +36,9 @@ use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
     write_block_dists, write_chrome, write_csv, write_parquet, write_perfetto,
-    write_perfetto_streamed, write_summary, write_table, Compression, DecodeError, GroupBy,
-    HostClock, Launch, LaunchLayout, LoadErrorKind, PerfettoOptions, StreamedBuffer,
-    TraceWriteOptions, WireFormat,
+    write_perfetto_streamed, write_summary, write_table, BlockDistOptions, ChromeOptions,
+    Compression, DecodeError, GroupBy, HostClock, Launch, LaunchLayout, LoadErrorKind,
+    PerfettoOptions, StreamedBuffer, SummaryOptions, TableOptions, TraceStats, WireFormat,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -145,20 +145,34 @@ impl Args {
         ]
     }
 
-    fn trace_options(&self) -> TraceWriteOptions {
-        TraceWriteOptions {
+    fn chrome_options(&self) -> ChromeOptions {
+        ChromeOptions {
             scale: self.scale,
             emit_complete_events: !self.begin_end,
             group_by_smid: matches!(self.group_by, GroupBy::Sm),
-            emit_summary_json: self.summary.is_some(),
+        }
+    }
+
+    fn summary_options(&self) -> SummaryOptions {
+        SummaryOptions {
+            scale: self.scale,
             summary_hist_bins: self.hist_bins,
             summary_dump_by_block_warp: !self.no_by_block_warp,
-            emit_block_region_distributions: self.block_dists.is_some(),
-            block_region_hist_bins: self.hist_bins,
             summary_topk_block_warp_per_region: self.topk,
+        }
+    }
+
+    fn block_dist_options(&self) -> BlockDistOptions {
+        BlockDistOptions {
+            scale: self.scale,
+            block_region_hist_bins: self.hist_bins,
             block_region_topk_blocks: self.topk_blocks,
             block_region_topk_regions_per_block: self.topk_regions,
         }
+    }
+
+    fn table_options(&self) -> TableOptions {
+        TableOptions { scale: self.scale }
     }
 
     fn perfetto_options(&self) -> PerfettoOptions {
@@ -202,7 +216,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .traces
         .pop()
         .expect("a buffer decodes to a launch at least");
-    let opt = a.trace_options();
+    let stats = TraceStats::of(&trace);
     let popts = a.perfetto_options();
     // The `trace` field of the JSON outputs names the Chrome trace when there is a file of
     // it, else the buffer.
@@ -211,15 +225,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let label = ikp_host::file_name(buf);
     let mut outs = Outputs::new(&a.inputs(), a.quiet);
     if let Some(p) = &a.chrome {
-        outs.file(p, |w| write_chrome(w, &trace, &opt))?;
+        outs.file(p, |w| write_chrome(w, &trace, &a.chrome_options()))?;
     }
     if let Some(p) = &a.summary {
-        let mut doc = ikp_host::summarize(&trace, &opt, &trace_name);
+        let mut doc = ikp_host::summarize(&stats, &a.summary_options(), &trace_name);
         doc.buffer = Some(label.clone());
         outs.file(p, move |w| write_summary(w, &doc))?;
     }
     if let Some(p) = &a.block_dists {
-        write_block_dists(outs.batch(), p, &trace, &opt, &trace_name)?;
+        let opt = a.block_dist_options();
+        write_block_dists(outs.batch(), p, &stats, &opt, &trace_name)?;
     }
     if let Some(p) = &a.csv {
         outs.file(p, |w| write_csv(w, &trace))?;
@@ -234,7 +249,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     outs.commit()?;
     if a.outputs().iter().all(|(_, p)| p.is_none()) {
-        write_table(std::io::stdout().lock(), &trace, &opt)?;
+        write_table(std::io::stdout().lock(), &stats, &a.table_options())?;
         eprintln!("ikp decode: no output asked for (--chrome, --summary, --csv, --parquet, --perfetto, --block-dists); printed the summary table");
     }
     Ok(())
@@ -342,12 +357,12 @@ fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
         }
         outs.commit()?;
     } else {
-        let opt = a.trace_options();
+        let opt = a.table_options();
         let mut out = std::io::stdout().lock();
         for (i, (l, t)) in labels.iter().zip(&traces).enumerate() {
             let sep = if i == 0 { "" } else { "\n" };
             writeln!(out, "{sep}==> {l} <==").context("writing to stdout")?;
-            write_table(&mut out, t, &opt)?;
+            write_table(&mut out, &TraceStats::of(t), &opt)?;
         }
         eprintln!("ikp decode: no output asked for (--perfetto and --parquet take several buffers); printed the summary tables");
     }

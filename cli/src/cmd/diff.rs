@@ -2,7 +2,7 @@
 use crate::input::InputArgs;
 use crate::output::Outputs;
 use ikp_host::analysis::diff::diff;
-use ikp_host::write_diff;
+use ikp_host::{write_diff, TraceStats};
 use std::path::PathBuf;
 
 /// Arguments of `ikp diff`.
@@ -31,7 +31,8 @@ pub const REGRESSION_EXIT: u8 = 3;
 /// Runs `ikp diff`; `Ok(true)` when a regression was found.
 pub fn run(args: Args) -> anyhow::Result<bool> {
     let runs = args.input.load_all(&[args.a.clone(), args.b.clone()])?;
-    let d = diff(&runs[0], &runs[1], args.threshold);
+    let (a, b) = (TraceStats::of(&runs[0]), TraceStats::of(&runs[1]));
+    let d = diff(&a, &b, args.threshold);
     if let Some(out) = &args.json {
         let mut outs = Outputs::new(&[&args.a, &args.b], true);
         outs.file(out, |w| Ok(serde_json::to_writer_pretty(w, &d)?))?;

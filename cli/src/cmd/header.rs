@@ -31,35 +31,3 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     writeln!(out, "{}", host.display())?;
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_the_generated_header_into_a_new_dir() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a/b");
-        run(Args {
-            out_dir: dir.clone(),
-        })
-        .unwrap();
-        let text = std::fs::read_to_string(dir.join("ikp.cuh")).unwrap();
-        assert_eq!(text, ikp_device::cuh::source());
-        let host = std::fs::read_to_string(dir.join("ikp_host.hpp")).unwrap();
-        assert_eq!(host, ikp_device::cuh::host_source());
-    }
-
-    #[test]
-    fn failure_names_the_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let file = tmp.path().join("not-a-dir");
-        std::fs::write(&file, "x").unwrap();
-        let err = run(Args {
-            out_dir: file.clone(),
-        })
-        .unwrap_err();
-        let msg = format!("{err:#}");
-        assert!(msg.contains(&file.display().to_string()), "{msg}");
-    }
-}

@@ -3,6 +3,7 @@
 use crate::input::InputArgs;
 use crate::output::Outputs;
 use ikp_host::report::plots;
+use ikp_host::TraceStats;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -27,7 +28,7 @@ pub struct Args {
 /// Runs `ikp plot`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let trace = args.input.load(&args.buf)?;
-    let charts = plots(&trace, args.bins, args.top_blocks);
+    let charts = plots(&TraceStats::of(&trace), args.bins, args.top_blocks);
     let mut outs = Outputs::new(&[&args.buf], true);
     for p in &charts {
         outs.file(&args.out_dir.join(&p.file), |w| {

@@ -4,7 +4,7 @@
 use crate::analysis_opts::AnalysisOpts;
 use crate::input::InputArgs;
 use crate::output::Outputs;
-use ikp_host::report::{write_html, write_xlsx, ReportOptions};
+use ikp_host::report::{prepare, write_html, write_xlsx, ReportOptions};
 use ikp_host::Launch;
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,6 +47,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hist_bins: args.hist_bins,
         heat_columns: 200,
     };
+    // The statistics and block views once, for the page and the workbook.
+    let launches = prepare(&launches, &opts);
     let inputs: Vec<&std::path::Path> = args.bufs.iter().map(PathBuf::as_path).collect();
     let mut outs = Outputs::new(&inputs, true);
     let html = args.out_dir.join("report.html");

@@ -2,7 +2,7 @@
 //! launches (epochs), each launch's table under a `==> <file> · launch k <==` line.
 use crate::input::{labels, InputArgs};
 use anyhow::Context;
-use ikp_host::{write_table, TraceWriteOptions};
+use ikp_host::{write_table, TraceStats};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             let sep = if i == 0 { "" } else { "\n" };
             writeln!(out, "{sep}==> {label} <==").context("writing to stdout")?;
         }
-        write_table(&mut out, trace, &TraceWriteOptions::default())?;
+        write_table(&mut out, &TraceStats::of(trace), &Default::default())?;
     }
     Ok(())
 }

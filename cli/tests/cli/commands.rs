@@ -1,15 +1,15 @@
 //! What every command shares: `--block-filter` restricts every output and figure to the
 //! blocks given, a reader that closes the pipe ends a command quietly with status 0, and
 //! the outputs of one command are written all together or not at all.
-use crate::util::{ikp, s};
+use crate::util::{ikp, ikp_command, s};
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
-use ikp_host::report::{plots, write_html, ReportOptions};
+use ikp_host::report::{plots, prepare, write_html, ReportOptions};
 use ikp_host::{
-    write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, DecodeOptions,
-    Launch, Trace, TraceWriteOptions,
+    write_analysis, write_diff, write_table, AnalysisTextOptions, BlockFilter, ChromeOptions,
+    DecodeOptions, Launch, Trace, TraceStats,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn ok(o: Output) -> Vec<u8> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -49,7 +49,8 @@ fn the_filter_used_here_keeps_some_lanes() {
 fn summary_honours_the_block_filter() {
     let buf = sample();
     let got = ok(ikp(&["summary", s(&buf), "--block-filter", LIST]));
-    let want = bytes(|w| write_table(w, &load(&buf, Some(LIST)), &Default::default()));
+    let t = load(&buf, Some(LIST));
+    let want = bytes(|w| write_table(w, &TraceStats::of(&t), &Default::default()));
     assert_eq!(
         String::from_utf8(got).unwrap(),
         String::from_utf8(want).unwrap()
@@ -94,7 +95,8 @@ fn diff_honours_the_block_filter() {
     ok(ikp(&["sample", s(&a)]));
     ok(ikp(&["sample", s(&b), "--seed", "3"]));
     let got = ok(ikp(&["diff", s(&a), s(&b), "--block-filter", LIST]));
-    let run = ikp_host::analysis::diff::diff(&load(&a, Some(LIST)), &load(&b, Some(LIST)), 5.0);
+    let (ta, tb) = (load(&a, Some(LIST)), load(&b, Some(LIST)));
+    let run = ikp_host::analysis::diff::diff(&TraceStats::of(&ta), &TraceStats::of(&tb), 5.0);
     let want = bytes(|w| write_diff(w, &run));
     assert_ne!(ok(ikp(&["diff", s(&a), s(&b)])), want);
     assert_eq!(
@@ -120,7 +122,7 @@ fn report_honours_the_block_filter() {
     let t = load(&buf, Some(LIST));
     let label = buf.display().to_string();
     let opts = ReportOptions::default();
-    let want = bytes(|w| write_html(w, &[Launch::new(&label, &t)], &opts));
+    let want = bytes(|w| write_html(w, &prepare(&[Launch::new(&label, &t)], &opts), &opts));
     assert!(got == want, "the report is not that of the filtered trace");
     let html = String::from_utf8(got).unwrap();
     assert!(
@@ -142,14 +144,15 @@ fn plot_honours_the_block_filter() {
         "--block-filter",
         LIST,
     ]));
-    let want = plots(&load(&buf, Some(LIST)), 64, 8);
+    let (some, all) = (load(&buf, Some(LIST)), load(&buf, None));
+    let want = plots(&TraceStats::of(&some), 64, 8);
     assert!(!want.is_empty());
     for p in &want {
         let got = std::fs::read_to_string(out.join(&p.file)).unwrap();
         assert_eq!(got, p.svg, "{}", p.file);
     }
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), want.len());
-    let all = plots(&load(&buf, None), 64, 8);
+    let all = plots(&TraceStats::of(&all), 64, 8);
     assert!(all.iter().zip(&want).any(|(a, b)| a.svg != b.svg));
 }
 
@@ -176,11 +179,7 @@ fn decode_honours_the_block_filter_in_every_output() {
         s(&v),
     ]));
     let t = load(&buf, Some(LIST));
-    let opt = TraceWriteOptions {
-        emit_block_region_distributions: false,
-        ..Default::default()
-    };
-    let chrome = bytes(|w| ikp_host::write_chrome(w, &t, &opt));
+    let chrome = bytes(|w| ikp_host::write_chrome(w, &t, &ChromeOptions::default()));
     assert!(std::fs::read(&c).unwrap() == chrome, "chrome");
     let csv = bytes(|w| ikp_host::write_csv(w, &t));
     assert!(std::fs::read(&v).unwrap() == csv, "csv");
@@ -250,8 +249,7 @@ fn merge_honours_the_block_filter() {
 
 /// Runs `args` with a standard output whose reader is already gone.
 fn with_closed_stdout(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
+    let mut child = ikp_command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -336,4 +334,39 @@ fn outputs_of_one_command_are_written_together_or_not_at_all() {
         .collect();
     assert_eq!(left, [std::ffi::OsString::from("p")], "{left:?}");
     assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0);
+}
+
+/// `ikp header -o DIR` creates DIR and writes the generator's two headers, naming them.
+#[test]
+fn header_writes_the_generated_headers_into_a_new_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a/b");
+    let out = String::from_utf8(ok(ikp(&["header", "-o", s(&dir)]))).unwrap();
+    let (cuh, hpp) = (dir.join("ikp.cuh"), dir.join("ikp_host.hpp"));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [s(&cuh), s(&hpp)],
+        "one written path a line"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cuh).unwrap(),
+        ikp_device::cuh::source()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&hpp).unwrap(),
+        ikp_device::cuh::host_source()
+    );
+}
+
+/// A path that cannot be a directory fails with status 1 and a message naming it.
+#[test]
+fn header_failure_names_the_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let o = ikp(&["header", "-o", s(&file)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(s(&file)), "{err}");
+    assert!(o.stdout.is_empty());
 }

@@ -1,17 +1,12 @@
 //! `ikp cost` end to end: the table it prints holds the library's own measurement (taken
 //! again here, not hard-coded), and a missing toolkit or a bad architecture is a clear
 //! error. Needs nvcc and cuobjdump (`scripts/provision.sh`, `source scripts/env.sh`).
+use crate::util::ikp_command;
 use ikp_host::sass::cost::MODES;
 use ikp_host::sass::{CostReport, CudaTools, SassCompiler};
 use ikp_host::Arch;
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
-
-fn ikp(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ikp"));
-    c.args(args);
-    c
-}
 
 fn run(mut c: Command) -> Output {
     c.output().expect("run ikp")
@@ -50,7 +45,7 @@ fn numbers(cell: &str) -> Vec<f64> {
 
 #[test]
 fn cost_table_matches_the_library_measurement() {
-    let out = run(ikp(&["cost", "--arch", "sm_80"]));
+    let out = run(ikp_command(&["cost", "--arch", "sm_80"]));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -136,7 +131,7 @@ fn cost_table_matches_the_library_measurement() {
 #[test]
 fn missing_toolkit_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = ikp(&["cost", "--arch", "sm_80"]);
+    let mut c = ikp_command(&["cost", "--arch", "sm_80"]);
     c.env("IKP_CUDA_BIN", dir.path());
     let out = run(c);
     assert_eq!(out.status.code(), Some(1));
@@ -148,7 +143,7 @@ fn missing_toolkit_is_a_clear_error() {
 
 #[test]
 fn bad_architecture_is_rejected_by_the_parser() {
-    let out = run(ikp(&["cost", "--arch", "sm_8x"]));
+    let out = run(ikp_command(&["cost", "--arch", "sm_8x"]));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("sm_8x"), "{err}");

@@ -2,7 +2,7 @@
 //! shipped sample, the TVM format with a names file, bad input (clear error naming the
 //! file, non-zero exit, no output file left behind), several buffers into one Perfetto
 //! trace, Perfetto compression, and overlapping regions in the Chrome trace.
-use crate::util::{ikp, launches, repo, s};
+use crate::util::{ikp, ikp_command, launches, repo, s};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
 use protobuf::Message;
@@ -10,7 +10,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use std::process::Command;
 
 /// The shipped sample is exactly what the generator writes (`IKP_BLESS=1` rewrites it).
 #[test]
@@ -22,7 +21,7 @@ fn shipped_sample_equals_the_generator_output() {
     }
     assert!(
         std::fs::read(&p).unwrap() == want,
-        "samples/attention.ikp is stale: IKP_BLESS=1 cargo test -p ikp-cli"
+        "samples/attention.ikp is stale: IKP_BLESS=1 cargo test -p ikp-cli --test cli shipped_sample"
     );
 }
 
@@ -528,7 +527,21 @@ fn a_dash_is_standard_output_for_one_output_at_a_time() {
     let csv = d.path().join("a.csv");
     let o = ikp(&["decode", s(&sample), "--chrome", "-", "--csv", s(&csv)]);
     assert!(o.status.success() && csv.is_file(), "{o:?}");
-    assert!(serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok());
+    // The trace a file would hold, byte for byte, with a span per CSV row.
+    let file = d.path().join("c.json");
+    assert!(ikp(&["decode", s(&sample), "--chrome", s(&file)])
+        .status
+        .success());
+    assert!(
+        o.stdout == std::fs::read(&file).unwrap(),
+        "--chrome - and --chrome FILE differ"
+    );
+    let c: Value = serde_json::from_slice(&o.stdout).expect("a Chrome trace on stdout");
+    let spans = (c["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["ph"] == "X")
+        .count();
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+    assert_eq!((spans, rows > 0), (rows, true));
     // With a Chrome trace file, `trace` names it and `buffer` still names the buffer.
     let (chrome, summary) = (d.path().join("t.json"), d.path().join("s.json"));
     let o = ikp(&[
@@ -561,8 +574,7 @@ fn a_dash_is_standard_output_for_one_output_at_a_time() {
 #[test]
 fn a_reader_that_closes_the_pipe_ends_the_command_with_status_0() {
     let sample = repo().join("samples/attention.ikp");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(["decode", s(&sample), "--chrome", "-"])
+    let mut child = ikp_command(&["decode", s(&sample), "--chrome", "-"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

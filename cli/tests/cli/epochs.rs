@@ -2,46 +2,10 @@
 //! launch per epoch (also when asked to stream), `ikp summary`, `analyze` and `report`
 //! show each, launches past the buffer's room are named in a warning, one-launch outputs
 //! are a usage error; `--correct-overhead` reports the correction it applied.
-use std::path::Path;
 
-use crate::util::{ikp, launches, packets, s};
+use crate::util::{ikp, launches, packets, s, text, write_epochs};
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Three launches recorded of four that ran, two lanes each; launch `k` has `k + 1`
-/// spans per lane. Lane 0 measured its record cost (8 cycles at 0.5 ns per cycle).
-fn write_epochs(path: &Path) {
-    let mut b = BufferWriter::new(Layout {
-        groups_per_block: 2,
-        records_per_lane: 16,
-        regions: vec!["step".into(), "inner".into()],
-        epochs: 3,
-        ..Layout::default()
-    })
-    .unwrap();
-    for k in 0..4u64 {
-        for l in 0..2u64 {
-            let t0 = 1_000_000 * (k + 1) + 100 * l;
-            if let Some(mut w) = b.launch(l) {
-                w.init(0, l as u32, 0, t0, 0);
-                if l == 0 {
-                    w.calibrate(8);
-                }
-                w.begin(0, 0, t0 + 10);
-                for j in 0..k {
-                    w.begin(1, j as u32, t0 + 20 + 10 * j)
-                        .end(1, j as u32, t0 + 25 + 10 * j);
-                }
-                w.end(0, 0, t0 + 100).finalize(t0 + 200, 400);
-            }
-        }
-    }
-    std::fs::write(path, b.to_bytes()).unwrap();
-}
 
 #[test]
 fn decode_writes_a_launch_per_epoch_and_names_the_launches_not_recorded() {

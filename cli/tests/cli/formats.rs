@@ -57,7 +57,7 @@ fn shipped_samples_equal_the_generator_output() {
         }
         assert!(
             std::fs::read(&p).is_ok_and(|got| got == want),
-            "{file} is stale: IKP_BLESS=1 cargo test -p ikp-cli --test formats_cli"
+            "{file} is stale: IKP_BLESS=1 cargo test -p ikp-cli --test cli shipped_sample"
         );
     }
 }

@@ -2,16 +2,9 @@
 //! with the other outputs or not at all, byte for byte what the library writes (whose
 //! tables host/tests/parquet.rs reads back with DuckDB); several buffers and a buffer of
 //! several launches in one set of tables; the errors of a bad path.
-use crate::util::{ikp, repo, s};
-use ikp_device::encoder::BufferWriter;
-use ikp_device::Layout;
+use crate::util::{ikp, repo, s, text, write_epochs};
 use ikp_host::write::parquet::write_spans;
 use ikp_host::{load, load_launches, DecodeOptions, Launch};
-use std::path::Path;
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 const TABLES: [&str; 3] = ["spans.parquet", "instants.parquet", "counters.parquet"];
 
@@ -126,32 +119,6 @@ fn a_failing_output_leaves_no_table_and_a_bad_table_path_no_other_output() {
     );
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "only a_file: {left:?}");
-}
-
-/// Three launches recorded into one buffer, two lanes each; launch `k` has `k + 1` spans
-/// per lane.
-fn write_epochs(path: &Path) {
-    let mut b = BufferWriter::new(Layout {
-        groups_per_block: 2,
-        records_per_lane: 16,
-        regions: vec!["step".into(), "inner".into()],
-        epochs: 3,
-        ..Layout::default()
-    })
-    .unwrap();
-    for k in 0..3u64 {
-        for l in 0..2u64 {
-            let t0 = 1_000_000 * (k + 1) + 100 * l;
-            let mut w = b.launch(l).unwrap();
-            w.init(0, l as u32, 0, t0, 0).begin(0, 0, t0 + 10);
-            for j in 0..k {
-                w.begin(1, j as u32, t0 + 20 + 10 * j)
-                    .end(1, j as u32, t0 + 25 + 10 * j);
-            }
-            w.end(0, 0, t0 + 100).finalize(t0 + 200, 0);
-        }
-    }
-    std::fs::write(path, b.to_bytes()).unwrap();
 }
 
 #[test]

@@ -8,26 +8,12 @@
 use crate::chromium;
 #[path = "../../../host/tests/fixtures/nested_lanes.rs"]
 mod nested_lanes;
-use crate::util::s;
+use crate::util::{ikp_ok, s};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const OUTSIDE: &str = "(outside any region)";
-
-fn ikp(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp");
-    assert!(
-        o.status.success(),
-        "ikp {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
 
 /// One row as an output shows it: name, share and cumulative share, in percent.
 #[derive(Clone, Debug, PartialEq)]
@@ -223,12 +209,12 @@ struct Outputs {
 }
 
 fn outputs(buf: &Path, dir: &Path) -> Outputs {
-    let table = table_rows(&ikp(&["summary", s(buf)]));
+    let table = table_rows(&ikp_ok(&["summary", s(buf)]));
     let sum = dir.join("summary.json");
-    ikp(&["decode", s(buf), "--summary", s(&sum)]);
+    ikp_ok(&["decode", s(buf), "--summary", s(&sum)]);
     let v: Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
     let rep = dir.join("report");
-    ikp(&["report", s(buf), "-o", s(&rep), "--xlsx"]);
+    ikp_ok(&["report", s(buf), "-o", s(&rep), "--xlsx"]);
     Outputs {
         table,
         json: json_shares(&v),
@@ -308,7 +294,7 @@ fn shipped_sample_shows_the_same_shares_everywhere() {
 fn tvm_buffer_shows_the_same_shares_everywhere() {
     let d = tempfile::tempdir().unwrap();
     let buf = d.path().join("tvm.bin");
-    ikp(&["sample", s(&buf), "--tvm-blocks", "64"]);
+    ikp_ok(&["sample", s(&buf), "--tvm-blocks", "64"]);
     check_agree(&outputs(&buf, d.path()));
 }
 

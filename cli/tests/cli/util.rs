@@ -5,17 +5,67 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use ikp_device::encoder::BufferWriter;
+use ikp_device::Layout;
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 
-/// Runs the `ikp` binary built for these tests with `args`, to completion.
+/// The `ikp` binary built for these tests with `args`, not started (to set its
+/// environment or pipes).
+pub fn ikp_command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ikp"));
+    c.args(args);
+    c
+}
+
+/// Runs `ikp` with `args`, to completion.
 pub fn ikp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ikp"))
-        .args(args)
-        .output()
-        .expect("run ikp")
+    ikp_command(args).output().expect("run ikp")
+}
+
+/// Runs `ikp` with `args`, which must succeed; its standard output as text.
+pub fn ikp_ok(args: &[&str]) -> String {
+    let o = ikp(args);
+    assert!(o.status.success(), "ikp {args:?}: {}", text(&o.stderr));
+    String::from_utf8(o.stdout).expect("UTF-8 output")
+}
+
+/// Output bytes as text, for messages and searches.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Three launches recorded of four that ran, two lanes each; launch `k` has `k + 1`
+/// spans per lane. Lane 0 measured its record cost (8 cycles at 0.5 ns per cycle).
+pub fn write_epochs(path: &Path) {
+    let mut b = BufferWriter::new(Layout {
+        groups_per_block: 2,
+        records_per_lane: 16,
+        regions: vec!["step".into(), "inner".into()],
+        epochs: 3,
+        ..Layout::default()
+    })
+    .unwrap();
+    for k in 0..4u64 {
+        for l in 0..2u64 {
+            let t0 = 1_000_000 * (k + 1) + 100 * l;
+            if let Some(mut w) = b.launch(l) {
+                w.init(0, l as u32, 0, t0, 0);
+                if l == 0 {
+                    w.calibrate(8);
+                }
+                w.begin(0, 0, t0 + 10);
+                for j in 0..k {
+                    w.begin(1, j as u32, t0 + 20 + 10 * j)
+                        .end(1, j as u32, t0 + 25 + 10 * j);
+                }
+                w.end(0, 0, t0 + 100).finalize(t0 + 200, 400);
+            }
+        }
+    }
+    std::fs::write(path, b.to_bytes()).unwrap();
 }
 
 /// `p` as a command-line argument (test paths are UTF-8).

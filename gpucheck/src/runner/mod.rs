@@ -2,15 +2,16 @@
 //! files.
 //!
 //! Order: the machine; the GPU checks of [`crate::gpu`] (each in a child of this binary);
-//! the examples; the Python clients ([`python`]); the test binaries; the overhead bench;
+//! the examples; the Python clients ([`python`]); the test suites ([`tests::SUITES`]); the
+//! overhead bench;
 //! the examples and the overflow check under compute-sanitizer ([`sanitizer`]). Without a
 //! GPU every step reports its checks as skipped with the reason, after listing the test
-//! binaries (which proves they start here), in seconds. A step that would start after the
+//! binaries (which proves they start here and hold their suites), in seconds. A step that would start after the
 //! budget is spent is skipped with that reason. Last, everything but the results files is
 //! packed into [`ARCHIVE`] (see [`crate::results`] for the directory's layout).
 //!
 //! The bundle's layout (written by `scripts/gpu-bundle.sh`): `bin/` (this runner, `ikp`,
-//! `gpu_overhead`), `examples/`, `tests/` (test binaries), `python/` (the wheel and the
+//! `gpu_overhead`), `examples/`, `tests/` (the test binaries of [`tests::SUITES`]), `python/` (the wheel and the
 //! clients' script), `include/` (the headers), `bundle.json` (commit, build).
 
 pub mod examples;
@@ -29,7 +30,7 @@ use crate::child;
 use crate::machine::{self, Availability};
 use crate::results::{Check, Results, Status};
 
-/// Time limit of one test binary.
+/// Time limit of one test suite.
 pub const TEST_LIMIT: Duration = Duration::from_secs(180);
 /// Time limit of one example and of each CLI call on its buffer.
 pub const EXAMPLE_LIMIT: Duration = Duration::from_secs(60);
@@ -102,6 +103,7 @@ pub fn expected_files() -> Vec<String> {
         .map(|s| (*s).to_owned())
         .collect();
     v.extend(examples::EXAMPLES.iter().map(|e| format!("examples/{e}")));
+    v.extend(tests::binaries().iter().map(|b| format!("tests/{b}")));
     v
 }
 
@@ -154,8 +156,8 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         checks.push(examples::run(bundle, e, &plan));
     }
     checks.extend(python::run(bundle, &plan));
-    for binary in test_binaries(bundle)? {
-        checks.extend(tests::run(&binary, &plan));
+    for suite in &tests::SUITES {
+        checks.extend(tests::run(bundle, suite, &plan));
     }
     checks.extend(overhead::run(bundle, &plan));
     checks.extend(sanitizer::run(bundle, &plan));
@@ -230,22 +232,6 @@ fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check 
         Availability::NoGpu(why) => Check::skip("machine", format!("no CUDA GPU: {why}")),
         Availability::Broken(why) => Check::new("machine", Status::Fail, true, why.clone()),
     }
-}
-
-/// The test binaries in `bundle/tests`, by name.
-fn test_binaries(bundle: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let dir = bundle.join("tests");
-    let mut v: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(d) => d
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    v.sort();
-    Ok(v)
 }
 
 /// One GPU check in a child of this binary.

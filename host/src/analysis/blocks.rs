@@ -12,9 +12,39 @@
 //! The one whole-GPU figure kept is the **GPU wall time** ([`gpu_wall`]): the first stamp of
 //! any block to the last, which answers "how long did the launch take".
 
+use super::categories::{region_categories, Category, CategoryTable};
 use crate::model::Trace;
 use crate::time::{DurationNs, Timestamp};
 use std::collections::BTreeMap;
+
+/// A launch block by block, with the category of every region: built once per launch
+/// ([`BlockView::new`]) and read by every per-block analysis (breakdown, compute
+/// isolation, imbalance, critical path), so that none of them builds it again.
+#[derive(Clone, Debug)]
+pub struct BlockView<'t> {
+    /// The trace.
+    pub trace: &'t Trace,
+    /// Its blocks ([`blocks`]).
+    pub blocks: Vec<Block>,
+    /// The category of every region id ([`region_categories`]).
+    pub categories: Vec<Category>,
+}
+
+impl<'t> BlockView<'t> {
+    /// The view of `trace`, its regions categorised by `table`.
+    pub fn new(trace: &'t Trace, table: &CategoryTable) -> BlockView<'t> {
+        BlockView {
+            trace,
+            blocks: blocks(trace),
+            categories: region_categories(trace, table),
+        }
+    }
+
+    /// The slowest block (see [`slowest_block`]).
+    pub fn slowest(&self) -> Option<&Block> {
+        slowest(&self.blocks)
+    }
+}
 
 /// One block's lanes and window.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,9 +99,11 @@ pub fn blocks(trace: &Trace) -> Vec<Block> {
 /// The slowest block: the longest, the lowest id among equals (the block analyses of a
 /// single block, such as the critical path, look at). `None` without lanes.
 pub fn slowest_block(trace: &Trace) -> Option<Block> {
-    blocks(trace)
-        .into_iter()
-        .min_by_key(|b| (std::cmp::Reverse(b.length()), b.id))
+    slowest(&blocks(trace)).cloned()
+}
+
+fn slowest(blocks: &[Block]) -> Option<&Block> {
+    (blocks.iter()).min_by_key(|b| (std::cmp::Reverse(b.length()), b.id))
 }
 
 /// GPU wall time: first lane start to last lane end over the whole launch (0 without

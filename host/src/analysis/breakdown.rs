@@ -15,8 +15,8 @@
 //! ([`block_time_breakdown`]) is the field-by-field **sum** of the block breakdowns, so the
 //! equation holds for it too, with `total` the block-time (summed block lengths).
 
-use super::blocks::{blocks, Block};
-use super::categories::{Category, CategoryTable};
+use super::blocks::{Block, BlockView};
+use super::categories::Category;
 use super::intervals::IntervalSet;
 use crate::model::Trace;
 use crate::stats::self_intervals;
@@ -100,21 +100,6 @@ pub struct CategoryTime {
     pub sets: [IntervalSet; 6],
 }
 
-/// The category of every region id of `trace`.
-pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> {
-    let n = trace
-        .spans
-        .region
-        .iter()
-        .copied()
-        .max()
-        .map_or(0, |m| m as usize + 1)
-        .max(trace.names.regions.len());
-    (0..n)
-        .map(|id| table.classify(&trace.names.region(id as u16)))
-        .collect()
-}
-
 /// Self-time intervals of one lane, per category (unsorted, may be appended to `out`):
 /// [`self_intervals`], so the breakdown and the region shares agree on what is whose.
 fn lane_self_time(
@@ -180,28 +165,25 @@ pub fn block_breakdown(trace: &Trace, block: &Block, cats: &[Category]) -> Block
 }
 
 /// The breakdown of every block that recorded anything, by block id ascending.
-pub fn block_breakdowns(trace: &Trace, table: &CategoryTable) -> Vec<BlockBreakdown> {
-    let cats = region_categories(trace, table);
-    blocks(trace)
-        .iter()
-        .map(|b| block_breakdown(trace, b, &cats))
+pub fn block_breakdowns(v: &BlockView) -> Vec<BlockBreakdown> {
+    (v.blocks.iter())
+        .map(|b| block_breakdown(v.trace, b, &v.categories))
         .collect()
 }
 
 /// The kernel's breakdown in block-time: the sum of [`block_breakdowns`].
-pub fn block_time_breakdown(trace: &Trace, table: &CategoryTable) -> TimeBreakdown {
-    block_breakdowns(trace, table).iter().map(|b| b.time).sum()
+pub fn block_time_breakdown(v: &BlockView) -> TimeBreakdown {
+    block_breakdowns(v).iter().map(|b| b.time).sum()
 }
 
 /// Per category, the sum over blocks of the union of that category's self time in the
 /// block (before exposure: categories may overlap one another), indexed like
 /// [`Category::ALL`]. The "total time of a category" in block-time.
-pub fn block_time_by_category(trace: &Trace, table: &CategoryTable) -> [DurationNs; 6] {
-    let cats = region_categories(trace, table);
+pub fn block_time_by_category(v: &BlockView) -> [DurationNs; 6] {
     let mut out = [0 as DurationNs; 6];
-    for b in blocks(trace) {
+    for b in &v.blocks {
         let win = IntervalSet::span(b.start, b.end);
-        let ct = category_time(trace, b.lanes.iter().copied(), &cats);
+        let ct = category_time(v.trace, b.lanes.iter().copied(), &v.categories);
         for (o, set) in out.iter_mut().zip(&ct.sets) {
             *o += set.intersect(&win).len();
         }

@@ -6,6 +6,7 @@
 //! `softmax`, `rowmax` → compute; `wait`, `barrier`, `syncthreads` → wait; `store`,
 //! `epilogue` → store; `allreduce`, `nccl` → comm); else `other`.
 
+use crate::model::Trace;
 use std::collections::HashMap;
 
 /// What kind of work a region does.
@@ -143,6 +144,21 @@ impl CategoryTable {
             .find(|(k, _)| words.iter().any(|w| w.starts_with(k)))
             .map_or(Category::Other, |&(_, c)| c)
     }
+}
+
+/// The category of every region id of `trace`.
+pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> {
+    let n = trace
+        .spans
+        .region
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1)
+        .max(trace.names.regions.len());
+    (0..n)
+        .map(|id| table.classify(&trace.names.region(id as u16)))
+        .collect()
 }
 
 #[cfg(test)]

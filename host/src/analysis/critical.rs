@@ -18,10 +18,10 @@
 //!   `signal_ns` (its time on the trace's axis);
 //! - `longest_wait`: true for the [`LONGEST_WAITS`] longest wait-category steps.
 
-use super::categories::{Category, CategoryTable};
+use super::blocks::BlockView;
+use super::categories::Category;
 use super::links::{critical_path_links, Link};
-use crate::analysis::breakdown::region_categories;
-use crate::model::{Trace, TrackId};
+use crate::model::TrackId;
 use crate::time::{DurationNs, Timestamp};
 use std::collections::HashMap;
 
@@ -45,7 +45,7 @@ pub struct WaitedOn {
 /// One step of a critical path.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PathStep {
-    /// Index of the span in [`Trace::spans`].
+    /// Index of the span in [`Trace::spans`](crate::model::Trace::spans).
     pub span: usize,
     /// Where it ran.
     #[serde(flatten)]
@@ -70,13 +70,8 @@ pub struct PathStep {
 
 /// The critical path of `block` as named steps, first to last (empty when the block has no
 /// leaf region).
-pub fn critical_path_steps(
-    trace: &Trace,
-    block: u32,
-    links: &[Link],
-    table: &CategoryTable,
-) -> Vec<PathStep> {
-    let cats = region_categories(trace, table);
+pub fn critical_path_steps(v: &BlockView, block: u32, links: &[Link]) -> Vec<PathStep> {
+    let (trace, cats) = (v.trace, &v.categories);
     let by_id: HashMap<u32, usize> = trace
         .lanes
         .iter()

@@ -6,7 +6,7 @@
 //! as added or removed. Kernel length (first lane start to last lane end) is compared too.
 
 use crate::model::Trace;
-use crate::stats::{dur_stats, durations_by_region, DurStats};
+use crate::stats::{DurStats, TraceStats};
 use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
@@ -71,10 +71,9 @@ fn change(a: f64, b: f64) -> f64 {
     }
 }
 
-fn by_name(t: &Trace) -> BTreeMap<String, DurStats> {
-    durations_by_region(t, &t.lanes)
-        .into_iter()
-        .map(|(r, v)| (t.names.region(r).into_owned(), dur_stats(&v)))
+fn by_name<'s>(s: &'s TraceStats) -> BTreeMap<String, &'s DurStats> {
+    (s.all.regions.iter())
+        .map(|r| (s.trace.names.region(r.region).into_owned(), &r.stats))
         .collect()
 }
 
@@ -91,8 +90,9 @@ fn kernel_length(t: &Trace) -> DurationNs {
 const P50: usize = 3;
 const P99: usize = 7;
 
-/// Compares run `b` against baseline `a` with a regression threshold in percent.
-pub fn diff(a: &Trace, b: &Trace, threshold_pct: f64) -> RunDiff {
+/// Compares run `b` against baseline `a` (their statistics) with a regression threshold
+/// in percent.
+pub fn diff(a: &TraceStats, b: &TraceStats, threshold_pct: f64) -> RunDiff {
     let (sa, sb) = (by_name(a), by_name(b));
     let mut regions = Vec::new();
     for (name, x) in &sa {
@@ -117,7 +117,7 @@ pub fn diff(a: &Trace, b: &Trace, threshold_pct: f64) -> RunDiff {
             .total_cmp(&p.mean_change_pct)
             .then(p.name.cmp(&q.name))
     });
-    let (ka, kb) = (kernel_length(a), kernel_length(b));
+    let (ka, kb) = (kernel_length(a.trace), kernel_length(b.trace));
     RunDiff {
         kernel: (ka, kb),
         kernel_change_pct: change(ka as f64, kb as f64),

@@ -4,9 +4,9 @@
 //! SM figures need SM ids, which only native buffers record: for a TVM-format trace they
 //! are `None` (not available), never a number computed from nothing.
 
-use super::blocks::{blocks, distribution};
+use super::blocks::{distribution, BlockView};
 use super::intervals::IntervalSet;
-use crate::model::{Trace, WireFormat};
+use crate::model::WireFormat;
 use crate::time::{DurationNs, Timestamp};
 use std::collections::BTreeMap;
 
@@ -84,8 +84,9 @@ pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
     }
 }
 
-/// Computes the imbalance of `trace`.
-pub fn imbalance(trace: &Trace) -> Imbalance {
+/// Computes the imbalance of the launch of `v`.
+pub fn imbalance(v: &BlockView) -> Imbalance {
+    let trace = v.trace;
     let lanes = spread(
         trace
             .lanes
@@ -99,7 +100,7 @@ pub fn imbalance(trace: &Trace) -> Imbalance {
             sm_lives.entry(sm).or_default().push((l.start, l.end));
         }
     }
-    let blocks = spread(blocks(trace).iter().map(|b| (b.id, b.length())).collect());
+    let blocks = spread(v.blocks.iter().map(|b| (b.id, b.length())).collect());
     let sm_sets: Vec<(u32, IntervalSet)> = sm_lives
         .into_iter()
         .map(|(sm, v)| (sm, IntervalSet::from_unsorted(v)))

@@ -15,9 +15,9 @@
 //! through a rate in ns per iteration, given by the user or fitted from waits that have
 //! both a timed region and a sample.
 
-use super::blocks::{blocks, distribution, Block, Distribution};
-use super::breakdown::{category_time, region_categories};
-use super::categories::{Category, CategoryTable};
+use super::blocks::{distribution, Block, BlockView, Distribution};
+use super::breakdown::category_time;
+use super::categories::Category;
 use super::intervals::IntervalSet;
 use crate::model::Trace;
 use crate::time::DurationNs;
@@ -71,8 +71,8 @@ pub struct ComputeIsolation {
 /// Fits ns per spin iteration from counter samples that directly follow a timed wait
 /// region in the same lane (the sample's time equals that region's end): least squares
 /// through the origin, `rate = Σ dur·iters / Σ iters²`. `None` without such pairs.
-pub fn fit_ns_per_iteration(trace: &Trace, table: &CategoryTable) -> Option<f64> {
-    let cats = region_categories(trace, table);
+pub fn fit_ns_per_iteration(v: &BlockView) -> Option<f64> {
+    let (trace, cats) = (v.trace, &v.categories);
     let (mut num, mut den) = (0f64, 0f64);
     for lane in &trace.lanes {
         let spans = lane.spans.clone();
@@ -93,17 +93,12 @@ pub fn fit_ns_per_iteration(trace: &Trace, table: &CategoryTable) -> Option<f64>
 
 /// Compute isolation of every block and their sums. `rate` overrides the fitted ns per
 /// iteration.
-pub fn isolate_compute(
-    trace: &Trace,
-    table: &CategoryTable,
-    rate: Option<f64>,
-) -> ComputeIsolation {
-    let cats = region_categories(trace, table);
-    let ns_per_iteration = rate.or_else(|| fit_ns_per_iteration(trace, table));
+pub fn isolate_compute(v: &BlockView, rate: Option<f64>) -> ComputeIsolation {
+    let (trace, cats) = (v.trace, &v.categories);
+    let ns_per_iteration = rate.or_else(|| fit_ns_per_iteration(v));
     let counter_rate = ns_per_iteration.filter(|_| !trace.samples.is_empty());
-    let per_block: Vec<BlockIsolation> = blocks(trace)
-        .iter()
-        .map(|b| isolate_block(trace, b, &cats, counter_rate))
+    let per_block: Vec<BlockIsolation> = (v.blocks.iter())
+        .map(|b| isolate_block(trace, b, cats, counter_rate))
         .collect();
     let wait_sum_ns = (0..trace.spans.len())
         .filter(|&i| cats[trace.spans.region[i] as usize] == Category::Wait)

@@ -68,7 +68,7 @@
 //!   rate is above the roof: the annotation or the GPU preset is wrong, the figure is no
 //!   finding); empty without annotations.
 
-use super::blocks::{distribution, gpu_wall, slowest_block, Distribution};
+use super::blocks::{distribution, gpu_wall, BlockView, Distribution};
 use super::breakdown::{block_breakdowns, BlockBreakdown, TimeBreakdown};
 use super::categories::CategoryTable;
 use super::critical::{critical_path_steps, PathStep};
@@ -151,22 +151,21 @@ pub struct KernelAnalysis {
 
 /// Analyses `trace`.
 pub fn analyze(trace: &Trace, opts: &KernelOptions<'_>) -> KernelAnalysis {
-    let table = &opts.categories;
-    let bbs = block_breakdowns(trace, table);
+    let view = BlockView::new(trace, &opts.categories);
+    let bbs = block_breakdowns(&view);
     let breakdown: TimeBreakdown = bbs.iter().map(|b| b.time).sum();
     let mut breakdown_spread = BTreeMap::new();
     breakdown_spread.insert("total", distribution(bbs.iter().map(|b| b.time.total)));
     for (k, (name, _)) in TimeBreakdown::default().parts().iter().enumerate() {
         breakdown_spread.insert(*name, distribution(bbs.iter().map(|b| b.time.parts()[k].1)));
     }
-    let im = imbalance(trace);
     let l = links(trace);
-    let slowest = slowest_block(trace);
+    let slowest = view.slowest();
     let critical_path = CriticalPath {
-        block: slowest.as_ref().map(|b| b.id),
-        length_ns: slowest.as_ref().map_or(0, |b| b.length()),
+        block: slowest.map(|b| b.id),
+        length_ns: slowest.map_or(0, |b| b.length()),
         steps: slowest
-            .map(|b| critical_path_steps(trace, b.id, &l, table))
+            .map(|b| critical_path_steps(&view, b.id, &l))
             .unwrap_or_default(),
     };
     let roofline = match opts.gpu {
@@ -181,8 +180,8 @@ pub fn analyze(trace: &Trace, opts: &KernelOptions<'_>) -> KernelAnalysis {
         breakdown,
         block_breakdowns: bbs,
         breakdown_spread,
-        compute_isolation: isolate_compute(trace, table, opts.ns_per_iteration),
-        imbalance: im,
+        compute_isolation: isolate_compute(&view, opts.ns_per_iteration),
+        imbalance: imbalance(&view),
         gaps: gaps(trace),
         links: l,
         critical_path,

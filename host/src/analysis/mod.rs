@@ -3,7 +3,8 @@
 //! - [`categories`]: what kind of work each region is;
 //! - [`intervals`]: union / intersection / difference of ns intervals;
 //! - [`breakdown`]: compute + exposed wait / memory + idle = total, per block and summed;
-//! - [`blocks`]: blocks, the unit of every per-kernel figure (sums over blocks);
+//! - [`blocks`]: blocks, the unit of every per-kernel figure (sums over blocks), and the
+//!   [`blocks::BlockView`] of a launch that every per-block analysis reads, built once;
 //! - [`isolation`]: compute = block length - union of its waits (the tt-metal
 //!   compute-isolation proposal, docs/references.md), per block;
 //! - [`imbalance`]: stragglers per lane / block / SM, SM occupancy, last-wave tail;

@@ -10,7 +10,7 @@
 //! Times are integer ns except `avg` (ns, float). `id` is the order in which regions were
 //! first met (launch order, then region id).
 
-use crate::model::Trace;
+use crate::stats::TraceStats;
 use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
@@ -36,25 +36,14 @@ pub struct StepStat {
     pub per_step: Vec<(usize, u64, DurationNs)>,
 }
 
-/// Statistics by region name over `launches` (in launch order).
-pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
+/// Statistics by region name over `launches` (their statistics, in launch order).
+pub fn step_stats(launches: &[&TraceStats]) -> BTreeMap<String, StepStat> {
     let mut out: BTreeMap<String, StepStat> = BTreeMap::new();
     let mut next_id = 0;
     for (step, t) in launches.iter().enumerate() {
-        let mut per_region: BTreeMap<u16, (u64, DurationNs, DurationNs, DurationNs)> =
-            BTreeMap::new();
-        for i in 0..t.spans.len() {
-            let d = t.spans.dur(i);
-            let e = per_region
-                .entry(t.spans.region[i])
-                .or_insert((0, 0, DurationNs::MAX, 0));
-            e.0 += 1;
-            e.1 += d;
-            e.2 = e.2.min(d);
-            e.3 = e.3.max(d);
-        }
-        for (r, (cnt, time, min_t, max_t)) in per_region {
-            let name = t.names.region(r).into_owned();
+        for r in &t.all.regions {
+            let (cnt, time) = (r.stats.count, r.stats.total);
+            let name = t.trace.names.region(r.region).into_owned();
             let s = out.entry(name).or_insert_with(|| {
                 next_id += 1;
                 StepStat {
@@ -70,8 +59,8 @@ pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
             });
             s.cnt += cnt;
             s.time += time;
-            s.min_t = s.min_t.min(min_t);
-            s.max_t = s.max_t.max(max_t);
+            s.min_t = s.min_t.min(r.stats.min);
+            s.max_t = s.max_t.max(r.stats.max);
             s.step_ids.push(step);
             s.per_step.push((step, cnt, time));
             s.avg = s.time as f64 / s.cnt as f64;
@@ -81,6 +70,6 @@ pub fn step_stats(launches: &[&Trace]) -> BTreeMap<String, StepStat> {
 }
 
 /// [`step_stats`] as the JSON of the module's `# Format`.
-pub fn steps_json(launches: &[&Trace]) -> serde_json::Value {
+pub fn steps_json(launches: &[&TraceStats]) -> serde_json::Value {
     serde_json::to_value(step_stats(launches)).unwrap_or_default()
 }

@@ -1,4 +1,5 @@
 //! Analysis tests on hand-built traces whose answers are worked out by hand in comments.
+use super::blocks::BlockView;
 use super::breakdown::{block_breakdowns, block_time_breakdown, BlockBreakdown, TimeBreakdown};
 use super::categories::CategoryTable;
 use super::gaps::gaps;
@@ -30,13 +31,13 @@ fn breakdown_unions_lanes_and_exposes_by_priority() {
             lane(0, 3, 0, 50, &[(2, 5, 25), (1, 25, 40)]),
         ],
     );
-    let b = block_time_breakdown(&t, &CategoryTable::default());
+    let b = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         (b.total, b.compute, b.exposed_wait, b.exposed_load, b.idle),
         (50, 30, 5, 5, 10)
     );
     assert_eq!(sum(&b), b.total);
-    let blocks = block_breakdowns(&t, &CategoryTable::default());
+    let blocks = block_breakdowns(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         blocks,
         vec![BlockBreakdown {
@@ -54,7 +55,7 @@ fn nested_time_goes_to_the_innermost_region() {
         &["mainloop", "wait_full", "mma"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 100), (1, 10, 30), (2, 40, 90)])],
     );
-    let b = block_time_breakdown(&t, &CategoryTable::default());
+    let b = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         (b.compute, b.exposed_wait, b.exposed_other, b.idle),
         (50, 20, 30, 0)
@@ -71,7 +72,7 @@ fn a_region_outliving_the_one_it_began_in_keeps_its_time() {
         vec![lane(0, 0, 0, 100, &[(0, 0, 100), (1, 10, 30), (2, 20, 50)])],
     );
     assert_eq!(t.spans.depth, [0, 1, 2]);
-    let b = block_time_breakdown(&t, &CategoryTable::default());
+    let b = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         (b.compute, b.exposed_wait, b.exposed_load, b.idle),
         (60, 30, 10, 0)
@@ -92,7 +93,7 @@ fn concurrent_waits_of_one_block_count_once() {
             lane(0, 0, 0, 100, &[(0, 20, 40), (1, 40, 90)]),
         ],
     );
-    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), None);
     assert_eq!(
         (
             iso.length_ns,
@@ -111,7 +112,7 @@ fn concurrent_waits_of_one_block_count_once() {
         (0, 100, 30, 70)
     );
     // The breakdown of the same block: compute [30,100), exposed wait [10,30), idle [0,10).
-    let k = block_time_breakdown(&t, &CategoryTable::default());
+    let k = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         (k.total, k.compute, k.exposed_wait, k.idle),
         (100, 70, 20, 10)
@@ -131,7 +132,7 @@ fn blocks_are_measured_separately_and_summed() {
             lane(1, 1, 20, 320, &[(1, 20, 320)]),
         ],
     );
-    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), None);
     let per: Vec<_> = iso
         .per_block
         .iter()
@@ -143,14 +144,14 @@ fn blocks_are_measured_separately_and_summed() {
         (400, 50, 350)
     );
     assert_eq!((iso.compute_spread.min, iso.compute_spread.max), (50, 300));
-    let bb = block_breakdowns(&t, &CategoryTable::default());
+    let bb = block_breakdowns(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         bb.iter()
             .map(|b| (b.block, b.start, b.time.total, b.time.compute))
             .collect::<Vec<_>>(),
         vec![(0, 0, 100, 50), (1, 20, 300, 300)]
     );
-    let k = block_time_breakdown(&t, &CategoryTable::default());
+    let k = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(k, bb.iter().map(|b| b.time).sum::<TimeBreakdown>());
     assert_eq!(
         (k.total, k.compute, k.exposed_wait, k.idle),
@@ -179,7 +180,7 @@ fn nested_regions_block_only_for_their_own_time() {
             lane(0, 0, 0, 200, &[(1, 40, 120)]),
         ],
     );
-    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), None);
     assert_eq!(
         (
             iso.length_ns,
@@ -192,7 +193,7 @@ fn nested_regions_block_only_for_their_own_time() {
     );
     // Breakdown: compute [20,30) + [100,150) = 60; exposed wait = blocked minus compute =
     // [10,20) + [30,100) = 80; other = [0,10) + [150,200) = 60; idle 0.
-    let k = block_time_breakdown(&t, &CategoryTable::default());
+    let k = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(
         (k.compute, k.exposed_wait, k.exposed_other, k.idle, k.total),
         (60, 80, 60, 0, 200)
@@ -208,10 +209,10 @@ fn rate_is_fitted_from_timed_waits_with_samples() {
     let mut l2 = lane(1, 1, 0, 400, &[]);
     l2.samples = vec![(0, 300, 10)]; // counter-only lane: [280, 300) blocked by estimate.
     let t = trace(&["wait"], vec![l, l2]);
-    let rate = fit_ns_per_iteration(&t, &CategoryTable::default()).unwrap();
+    let rate = fit_ns_per_iteration(&BlockView::new(&t, &CategoryTable::default())).unwrap();
     assert!((rate - 2.0).abs() < 1e-12, "{rate}");
     // Per block: block 0 [0,100) + [200,260); block 1 [280,300).
-    let iso = isolate_compute(&t, &CategoryTable::default(), None);
+    let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), None);
     assert_eq!(iso.blocked_from_counters_ns, Some(100 + 60 + 20));
     let per: Vec<_> = iso
         .per_block
@@ -219,7 +220,7 @@ fn rate_is_fitted_from_timed_waits_with_samples() {
         .map(|b| b.blocked_from_counters_ns)
         .collect();
     assert_eq!(per, vec![Some(160), Some(20)]);
-    let iso = isolate_compute(&t, &CategoryTable::default(), Some(1.0));
+    let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), Some(1.0));
     assert_eq!(iso.blocked_from_counters_ns, Some(50 + 30 + 10));
 }
 
@@ -235,7 +236,7 @@ fn imbalance_finds_the_straggler_and_the_tail() {
             lane(3, 3, 0, 400, &[]),
         ],
     );
-    let im = imbalance(&t);
+    let im = imbalance(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!(im.blocks.slowest[0], (3, 400));
     assert_eq!((im.blocks.median, im.blocks.max), (100, 400));
     assert!((im.blocks.max_over_median - 4.0).abs() < 1e-12);
@@ -299,15 +300,15 @@ proptest! {
             lane(k as u32 / 2, k as u32, 0, t + 5, &spans)
         }).collect();
         let t = trace(&["load", "mma", "wait_x", "other"], lanes);
-        let b = block_time_breakdown(&t, &CategoryTable::default());
+        let b = block_time_breakdown(&BlockView::new(&t, &CategoryTable::default()));
         prop_assert_eq!(sum(&b), b.total);
-        let bbs = block_breakdowns(&t, &CategoryTable::default());
+        let bbs = block_breakdowns(&BlockView::new(&t, &CategoryTable::default()));
         for bb in &bbs {
             prop_assert_eq!(sum(&bb.time), bb.time.total);
         }
         // The kernel's figures are the sums of the blocks'.
         prop_assert_eq!(bbs.iter().map(|x| x.time).sum::<TimeBreakdown>(), b);
-        let iso = isolate_compute(&t, &CategoryTable::default(), None);
+        let iso = isolate_compute(&BlockView::new(&t, &CategoryTable::default()), None);
         prop_assert_eq!(iso.length_ns, b.total);
         for x in &iso.per_block {
             prop_assert_eq!(x.compute_ns + x.blocked_ns, x.length_ns);
@@ -482,6 +483,7 @@ fn instant_signals_link_and_only_waits_held_up_by_them_are_on_the_critical_path(
 #[test]
 fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
     use super::diff::diff;
+    use crate::stats::TraceStats;
     // A: mma 100 x3, load 50 x3. B: mma 120 x3 (+20%), load: one outlier (mean +33%,
     // median unchanged), store appears, wait disappears.
     let a = trace(
@@ -520,7 +522,7 @@ fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
             ],
         )],
     );
-    let d = diff(&a, &b, 5.0);
+    let d = diff(&TraceStats::of(&a), &TraceStats::of(&b), 5.0);
     assert_eq!(d.kernel, (1000, 1100));
     assert!((d.kernel_change_pct - 10.0).abs() < 1e-9);
     let mma = d.regions.iter().find(|r| r.name == "mma").unwrap();
@@ -546,6 +548,7 @@ fn diff_flags_regressions_only_when_mean_and_median_both_grow() {
 #[test]
 fn step_stats_follow_regions_across_launches() {
     use super::steps::{step_stats, steps_json};
+    use crate::stats::TraceStats;
     let a = trace(
         &["mma", "load"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 10), (0, 10, 40)])],
@@ -554,6 +557,7 @@ fn step_stats_follow_regions_across_launches() {
         &["load", "mma"],
         vec![lane(0, 0, 0, 100, &[(0, 0, 5), (1, 5, 25)])],
     );
+    let (a, b) = (TraceStats::of(&a), TraceStats::of(&b));
     let s = step_stats(&[&a, &b]);
     let mma = &s["mma"];
     assert_eq!(
@@ -603,7 +607,7 @@ fn without_sm_ids_sm_figures_are_not_available() {
     for l in &mut t.lanes {
         l.sm = None;
     }
-    let im = imbalance(&t);
+    let im = imbalance(&BlockView::new(&t, &CategoryTable::default()));
     assert_eq!((im.sms.clone(), im.tail), (None, None));
     assert!(im.sm_occupancy.is_empty());
     assert_eq!((im.blocks.count, im.blocks.max), (2, 300));

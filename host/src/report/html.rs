@@ -2,8 +2,9 @@
 
 use super::regions::region_table;
 use super::svg::{bars, esc, heat_map, histogram, stacked_bar};
-use crate::analysis::blocks::{blocks, distribution, gpu_wall};
-use crate::analysis::breakdown::{block_breakdowns, region_categories, TimeBreakdown};
+use super::ReportLaunch;
+use crate::analysis::blocks::{distribution, gpu_wall, BlockView};
+use crate::analysis::breakdown::{block_breakdowns, TimeBreakdown};
 use crate::analysis::categories::{Category, CategoryTable};
 use crate::analysis::gaps::gaps;
 use crate::analysis::imbalance::{imbalance, sm_figures_unavailable};
@@ -11,10 +12,9 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::Trace;
-use crate::stats::Shares;
-use crate::stats::{self, dur_stats, durations_by_region, DurStats};
+use crate::stats::{self, AsyncStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
-use crate::write::{Launch, WriteError};
+use crate::write::WriteError;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -68,10 +68,10 @@ fn category_color(c: Category) -> &'static str {
     COLORS[Category::ALL.iter().position(|&x| x == c).unwrap_or(5)]
 }
 
-/// Writes the report of `launches` to `out`.
+/// Writes the report of `launches` (see [`super::prepare`]) to `out`.
 pub fn write_html<W: Write>(
     mut out: W,
-    launches: &[Launch<'_>],
+    launches: &[ReportLaunch<'_>],
     opts: &ReportOptions,
 ) -> Result<(), WriteError> {
     page(&mut out, launches, opts)?;
@@ -79,7 +79,11 @@ pub fn write_html<W: Write>(
     Ok(())
 }
 
-fn page<W: Write>(mut out: W, launches: &[Launch<'_>], opts: &ReportOptions) -> io::Result<()> {
+fn page<W: Write>(
+    mut out: W,
+    launches: &[ReportLaunch<'_>],
+    opts: &ReportOptions,
+) -> io::Result<()> {
     let title = launches
         .iter()
         .map(|l| l.label)
@@ -93,21 +97,21 @@ fn page<W: Write>(mut out: W, launches: &[Launch<'_>], opts: &ReportOptions) -> 
     if launches.len() > 1 {
         across(&mut out, launches)?;
     }
-    for (n, Launch { label, trace }) in launches.iter().enumerate() {
-        launch(&mut out, n, label, trace, opts)?;
+    for (n, l) in launches.iter().enumerate() {
+        launch(&mut out, n, l, opts)?;
     }
     writeln!(out, "</body></html>")
 }
 
 /// Per-region statistics over all launches (the step statistics of the dPRO trace format,
 /// docs/references.md).
-fn across<W: Write>(out: &mut W, launches: &[Launch<'_>]) -> io::Result<()> {
-    let traces: Vec<&Trace> = launches.iter().map(|l| l.trace).collect();
+fn across<W: Write>(out: &mut W, launches: &[ReportLaunch<'_>]) -> io::Result<()> {
+    let traces: Vec<&TraceStats> = launches.iter().map(|l| &l.stats).collect();
     let mut rows: Vec<_> = step_stats(&traces).into_iter().collect();
     rows.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(&b.0)));
     write!(out, "<section id=\"across\"><h2>Across {} launches</h2><table><tr><th>region</th><th>count</th><th>total</th><th>mean</th><th>min</th><th>max</th>", launches.len())?;
-    for Launch { label, .. } in launches {
-        write!(out, "<th>{}</th>", esc(label))?;
+    for l in launches {
+        write!(out, "<th>{}</th>", esc(l.label))?;
     }
     writeln!(out, "</tr>")?;
     for (name, st) in rows {
@@ -142,10 +146,11 @@ fn across<W: Write>(out: &mut W, launches: &[Launch<'_>]) -> io::Result<()> {
 fn launch<W: Write>(
     out: &mut W,
     n: usize,
-    label: &str,
-    t: &Trace,
+    l: &ReportLaunch<'_>,
     opts: &ReportOptions,
 ) -> io::Result<()> {
+    let (label, st, view) = (l.label, &l.stats, &l.view);
+    let t = st.trace;
     let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     let end = t.lanes.iter().map(|l| l.end).max().unwrap_or(start);
     let src = &t.source;
@@ -210,24 +215,19 @@ fn launch<W: Write>(
         )?;
     }
 
-    breakdown_section(out, n, t, opts)?;
+    breakdown_section(out, n, view)?;
 
     // Regions, by self time; the histograms follow the table's order.
-    let cats = region_categories(t, &opts.categories);
-    let shares = Shares::of(t, &t.lanes);
-    let by_region: HashMap<u16, (Vec<u64>, DurStats)> = durations_by_region(t, &t.lanes)
-        .into_iter()
-        .map(|(r, v)| {
-            let st = dur_stats(&v);
-            (r, (v, st))
-        })
-        .collect();
-    region_table(out, n, t, &shares, &cats, |r| &by_region[&r].1)?;
-    let rows: Vec<(u16, &Vec<u64>)> = shares
-        .rows()
-        .iter()
+    let cats = &view.categories;
+    region_table(out, n, st, cats)?;
+    let rows: Vec<(u16, &Vec<u64>)> = (st.all.shares.rows().iter())
         .filter_map(|row| row.region)
-        .map(|r| (r.region, &by_region[&r.region].0))
+        .map(|r| {
+            (
+                r.region,
+                &st.all.region(r.region).expect("a row has spans").durations,
+            )
+        })
         .collect();
     let shown = rows.len().min(HISTOGRAMS);
     writeln!(
@@ -268,7 +268,7 @@ fn launch<W: Write>(
         )
     )?;
 
-    imbalance_section(out, n, t)?;
+    imbalance_section(out, n, view)?;
 
     // Gaps.
     let g = gaps(t);
@@ -289,7 +289,9 @@ fn launch<W: Write>(
         writeln!(out, "</table>")?;
     }
 
-    async_section(out, n, t)?;
+    if let Some(a) = &st.async_ranges {
+        async_section(out, n, a)?;
+    }
 
     // Roofline.
     if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
@@ -324,11 +326,8 @@ fn launch<W: Write>(
 }
 
 /// The launch's async ranges, per async region: the summary JSON's `async_ranges` figures
-/// and the summary table's words. Nothing without async ranges or unmatched async records.
-fn async_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
-    let Some(a) = crate::write::summary::async_summary(t, 1.0) else {
-        return Ok(());
-    };
+/// and the summary table's words (shown only with async ranges or unmatched records).
+fn async_section<W: Write>(out: &mut W, n: usize, a: &AsyncStats) -> io::Result<()> {
     writeln!(
         out,
         "<h3>Async ranges</h3><p class=\"meta\">Begun in one lane and ended in any lane, paired by token: {} ranges; {} begins never ended, {} ends without a begin (counted, never paired). Durations are of whole ranges, which may overlap: they are in none of the figures above.</p><table id=\"async-{n}\"><tr><th>region</th><th>ranges</th><th>total</th><th>mean</th><th>min</th><th>max</th><th>never ended</th><th>no begin</th></tr>",
@@ -353,13 +352,8 @@ fn async_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
 
 /// The breakdown per block, summed (block-time), with compute isolation: the same figures
 /// and words as `ikp analyze`.
-fn breakdown_section<W: Write>(
-    out: &mut W,
-    n: usize,
-    t: &Trace,
-    opts: &ReportOptions,
-) -> io::Result<()> {
-    let bbs = block_breakdowns(t, &opts.categories);
+fn breakdown_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::Result<()> {
+    let bbs = block_breakdowns(view);
     let b: TimeBreakdown = bbs.iter().map(|x| x.time).sum();
     let parts = b.parts();
     let bar: Vec<(String, u64, &str)> = parts
@@ -373,7 +367,7 @@ fn breakdown_section<W: Write>(
         "<h3>Where the time goes</h3><p class=\"meta\">Block-time {}: the sum over {} blocks of each block's first-to-last stamp; shares are of it. GPU wall time (first to last stamp of any block): {}.</p><div id=\"breakdown-{n}\">{}</div>",
         format_duration(b.total as f64),
         bbs.len(),
-        format_duration(gpu_wall(t) as f64),
+        format_duration(gpu_wall(view.trace) as f64),
         stacked_bar(&bar, 1000)
     )?;
     writeln!(
@@ -394,7 +388,7 @@ fn breakdown_section<W: Write>(
             format_duration(d.max as f64)
         )?;
     }
-    let iso = isolate_compute(t, &opts.categories, None);
+    let iso = isolate_compute(view, None);
     writeln!(
         out,
         "</table><p class=\"meta\">In a block, a part is time some group spends in it and no earlier part covers. Compute isolation, per block then summed (block length − union of its groups' waits): block-time {} − blocked {} = compute {} ({:.1}% of block-time); summing waits instead of uniting them would give {} blocked. Of the blocked time, {} ({:.1}%) had another group of the block computing: waits hidden behind the block's own math. Per block compute, min / median / p90 / max: {} / {} / {} / {}.</p>",
@@ -413,16 +407,16 @@ fn breakdown_section<W: Write>(
 }
 
 /// Block lengths, slowest first, with the SM figures or why there are none.
-fn imbalance_section<W: Write>(out: &mut W, n: usize, t: &Trace) -> io::Result<()> {
-    let im = imbalance(t);
-    let mut bd: Vec<(u32, u64)> = blocks(t).iter().map(|b| (b.id, b.length())).collect();
+fn imbalance_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::Result<()> {
+    let im = imbalance(view);
+    let mut bd: Vec<(u32, u64)> = view.blocks.iter().map(|b| (b.id, b.length())).collect();
     // Slowest first; ties by block id, so the order is the same on every run.
     bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let bd: Vec<(String, u64)> = bd
         .into_iter()
         .map(|(id, len)| (format!("block {id}"), len))
         .collect();
-    let na = sm_figures_unavailable(t.source.format);
+    let na = sm_figures_unavailable(view.trace.source.format);
     let sms = im
         .sms
         .as_ref()

@@ -18,6 +18,9 @@
 //! With several launches, an `across` section first compares regions over all of them.
 //! Element ids are stable (`launch-N`, `breakdown-N`, `breakdown-table-N`, `regions-N`,
 //! `heatmap-N`, ...) for scripted checks.
+//!
+//! The page and the workbook format what [`prepare`] computes once per launch: its
+//! statistics ([`TraceStats`]) and its blocks with their region categories ([`BlockView`]).
 
 mod html;
 pub mod plot;
@@ -30,6 +33,32 @@ pub use html::{write_html, ReportOptions};
 pub use plot::{plots, Plot};
 #[cfg(feature = "xlsx")]
 pub use xlsx::write_xlsx;
+
+use crate::analysis::blocks::BlockView;
+use crate::stats::TraceStats;
+use crate::write::Launch;
+
+/// One launch as the report reads it.
+#[derive(Clone, Debug)]
+pub struct ReportLaunch<'a> {
+    /// Shown in the launch's heading.
+    pub label: &'a str,
+    /// Its statistics.
+    pub stats: TraceStats<'a>,
+    /// Its blocks and region categories (by [`ReportOptions::categories`]).
+    pub view: BlockView<'a>,
+}
+
+/// Computes, once, what the page and the workbook of `launches` show.
+pub fn prepare<'a>(launches: &[Launch<'a>], opts: &ReportOptions) -> Vec<ReportLaunch<'a>> {
+    (launches.iter())
+        .map(|l| ReportLaunch {
+            label: l.label,
+            stats: TraceStats::of(l.trace),
+            view: BlockView::new(l.trace, &opts.categories),
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {
@@ -55,7 +84,8 @@ mod tests {
             crate::analysis::roofline::parse_annotations(r#"{"mma": {"flops": 1e4}}"#).unwrap();
         opts.gpu = crate::analysis::roofline::preset("h100");
         let mut out = Vec::new();
-        write_html(&mut out, &[Launch::new("run & co", &t)], &opts).unwrap();
+        let one = prepare(&[Launch::new("run & co", &t)], &opts);
+        write_html(&mut out, &one, &opts).unwrap();
         let html = String::from_utf8(out).unwrap();
         for id in [
             "launch-0",
@@ -100,12 +130,8 @@ mod tests {
         assert_eq!(html.matches("<svg").count(), 1 + 3 + 1 + 1);
         assert!(!html.contains("id=\"across\""));
         let mut two = Vec::new();
-        write_html(
-            &mut two,
-            &[Launch::new("a", &t), Launch::new("b", &t)],
-            &opts,
-        )
-        .unwrap();
+        let launches = prepare(&[Launch::new("a", &t), Launch::new("b", &t)], &opts);
+        write_html(&mut two, &launches, &opts).unwrap();
         let two = String::from_utf8(two).unwrap();
         let across = &two[two.find("id=\"across\"").expect("across section")
             ..two.find("id=\"launch-0\"").unwrap()];

@@ -12,10 +12,8 @@
 //! `<name>` keeps ASCII letters, digits, `-` and `_`; other characters become `_`.
 
 use super::svg::{esc, histogram, x_axis, y_axis, AXIS_W};
-use crate::model::Trace;
-use crate::stats::{self, durations_by_region};
+use crate::stats::{self, TraceStats};
 use crate::time::format_duration;
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 const PALETTE: [&str; 8] = [
@@ -51,14 +49,15 @@ fn document(title: &str, body: &str, w: u32, h: u32) -> String {
     )
 }
 
-/// The charts for `trace`: per-region histograms with `bins` bins, and per-block overlays of
-/// the `top_blocks` blocks with the most occurrences of each region.
-pub fn plots(trace: &Trace, bins: u32, top_blocks: usize) -> Vec<Plot> {
+/// The charts of the trace of `stats`: per-region histograms with `bins` bins, and
+/// per-block overlays of the `top_blocks` blocks with the most occurrences of each region.
+pub fn plots(stats: &TraceStats, bins: u32, top_blocks: usize) -> Vec<Plot> {
     let mut out = Vec::new();
-    for (r, durs) in durations_by_region(trace, &trace.lanes) {
-        let name = trace.names.region(r);
-        let h = stats::histogram(&durs, bins);
-        let st = stats::dur_stats(&durs);
+    let by_block = stats.by_block();
+    for region in &stats.all.regions {
+        let (r, st) = (region.region, &region.stats);
+        let name = stats.trace.names.region(r);
+        let h = stats::histogram(&region.durations, bins);
         out.push(Plot {
             file: format!("region_{r}_{}.svg", safe(&name)),
             svg: document(
@@ -75,16 +74,9 @@ pub fn plots(trace: &Trace, bins: u32, top_blocks: usize) -> Vec<Plot> {
             ),
         });
         // Per block, over the region's own range so the curves share an x axis.
-        let mut per_block: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for lane in &trace.lanes {
-            for i in lane.spans.clone().filter(|&i| trace.spans.region[i] == r) {
-                per_block
-                    .entry(lane.block)
-                    .or_default()
-                    .push(trace.spans.dur(i));
-            }
-        }
-        let mut blocks: Vec<(u32, Vec<u64>)> = per_block.into_iter().collect();
+        let mut blocks: Vec<(u32, &Vec<u64>)> = (by_block.iter())
+            .filter_map(|(b, set)| Some((*b, &set.region(r)?.durations)))
+            .collect();
         blocks.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         blocks.truncate(top_blocks.max(1));
         out.push(Plot {
@@ -103,7 +95,7 @@ pub fn plots(trace: &Trace, bins: u32, top_blocks: usize) -> Vec<Plot> {
     out
 }
 
-fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
+fn overlay(blocks: &[(u32, &Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
     let (w, h) = (600.0, 240.0);
     let bins = bins.max(1) as usize;
     let span = (hi - lo).max(1) as f64;
@@ -111,7 +103,7 @@ fn overlay(blocks: &[(u32, Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
         .iter()
         .map(|(_, d)| {
             let mut c = vec![0f64; bins];
-            for &x in d {
+            for &x in d.iter() {
                 let b = (((x - lo) as f64 / span) * bins as f64) as usize;
                 c[b.min(bins - 1)] += 1.0 / d.len() as f64;
             }
@@ -199,7 +191,7 @@ mod tests {
                 lane(2, 2, 0, 100, &[(0, 0, 20)]),
             ],
         );
-        let p = plots(&t, 4, 2);
+        let p = plots(&crate::stats::TraceStats::of(&t), 4, 2);
         let files: Vec<&str> = p.iter().map(|x| x.file.as_str()).collect();
         assert_eq!(
             files,

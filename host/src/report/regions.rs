@@ -4,22 +4,19 @@
 
 use super::svg::esc;
 use crate::analysis::categories::Category;
-use crate::model::Trace;
-use crate::stats::DurStats;
-use crate::stats::{Shares, OUTSIDE};
+use crate::stats::{TraceStats, OUTSIDE};
 use crate::time::format_duration;
 use std::io::{self, Write};
 
-/// Writes the table `regions-{n}` of `t`: one row per row of `shares` (in its order),
-/// `stats(region)` giving the region's duration statistics, then a note on the columns.
-pub(super) fn region_table<'a, W: Write>(
+/// Writes the table `regions-{n}` of the trace of `stats`: one row per row of its shares
+/// (in their order), then a note on the columns.
+pub(super) fn region_table<W: Write>(
     out: &mut W,
     n: usize,
-    t: &Trace,
-    shares: &Shares,
+    stats: &TraceStats,
     cats: &[Category],
-    stats: impl Fn(u16) -> &'a DurStats,
 ) -> io::Result<()> {
+    let shares = &stats.all.shares;
     writeln!(
         out,
         "<h3>Regions</h3><table id=\"regions-{n}\"><tr><th>region</th><th class=\"l\">category</th><th>count</th><th>self</th><th>self %</th><th>cum %</th><th>incl.</th><th>mean</th><th>p50</th><th>p99</th></tr>"
@@ -29,11 +26,11 @@ pub(super) fn region_table<'a, W: Write>(
         let self_time = format_duration(row.self_time as f64);
         match row.region {
             Some(r) => {
-                let st = stats(r.region);
+                let st = &stats.all.region(r.region).expect("a row has spans").stats;
                 writeln!(
                     out,
                     "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{self_time}</td><td>{pct:.1}%</td><td>{cum:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&t.names.region(r.region)),
+                    esc(&stats.trace.names.region(r.region)),
                     cats[r.region as usize].name(),
                     r.count,
                     format_duration(r.inclusive as f64),

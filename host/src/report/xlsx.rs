@@ -29,16 +29,13 @@
 //! `Cumulative Percentage (%)` its running sum, which reaches 100 on the last row: the
 //! definitions of [`crate::definitions`], the same figures as every other output.
 
-use super::ReportOptions;
-use crate::analysis::breakdown::{block_time_breakdown, block_time_by_category, region_categories};
+use super::{ReportLaunch, ReportOptions};
+use crate::analysis::breakdown::{block_time_breakdown, block_time_by_category};
 use crate::analysis::categories::Category;
 use crate::analysis::roofline::roofline;
-use crate::model::Trace;
-use crate::stats::dur_stats;
-use crate::stats::self_times;
-use crate::stats::{Shares, OUTSIDE};
+use crate::stats::{dur_stats, OUTSIDE};
 use crate::time;
-use crate::write::{Launch, WriteError};
+use crate::write::WriteError;
 use rust_xlsxwriter::{Format, Workbook, Worksheet, XlsxError};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -64,10 +61,10 @@ fn sheet<'a>(
     wb.add_worksheet().set_name(format!("{name}{suffix}"))
 }
 
-/// Writes the workbook of `launches` to `out`.
+/// Writes the workbook of `launches` (see [`super::prepare`]) to `out`.
 pub fn write_xlsx<W: Write>(
     mut out: W,
-    launches: &[Launch<'_>],
+    launches: &[ReportLaunch<'_>],
     opts: &ReportOptions,
 ) -> Result<(), WriteError> {
     let bytes = workbook(launches, opts)?;
@@ -77,22 +74,27 @@ pub fn write_xlsx<W: Write>(
 }
 
 /// The workbook's bytes (rust_xlsxwriter builds a whole zip in memory).
-fn workbook(launches: &[Launch<'_>], opts: &ReportOptions) -> Result<Vec<u8>, XlsxError> {
+fn workbook(launches: &[ReportLaunch<'_>], opts: &ReportOptions) -> Result<Vec<u8>, XlsxError> {
     let mut wb = Workbook::new();
-    for (n, Launch { trace: t, .. }) in launches.iter().enumerate() {
+    for (n, l) in launches.iter().enumerate() {
         let suffix = if launches.len() > 1 {
             format!("_{n}")
         } else {
             String::new()
         };
-        launch(&mut wb, t, opts, &suffix)?;
+        launch(&mut wb, l, opts, &suffix)?;
     }
     wb.save_to_buffer()
 }
 
-fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Result<(), XlsxError> {
-    let cats = region_categories(t, &opts.categories);
-    let b = block_time_breakdown(t, &opts.categories);
+fn launch(
+    wb: &mut Workbook,
+    l: &ReportLaunch,
+    opts: &ReportOptions,
+    sfx: &str,
+) -> Result<(), XlsxError> {
+    let (t, cats) = (l.stats.trace, &l.view.categories);
+    let b = block_time_breakdown(&l.view);
     let ms = |ns: u64| time::ms(ns as f64);
     let us = |ns: u64| time::us(ns as f64);
     let pct = |ns: u64| {
@@ -118,7 +120,7 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
         ("idle_time".into(), b.idle),
         ("total_time".into(), b.total),
     ];
-    let by_cat = block_time_by_category(t, &opts.categories);
+    let by_cat = block_time_by_category(&l.view);
     for (k, c) in Category::ALL.iter().enumerate().skip(1) {
         rows.push((format!("total_{}_time", c.name()), by_cat[k]));
     }
@@ -130,7 +132,7 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
     }
 
     // regions (base rows)
-    let selfs = self_times(t);
+    let selfs = &l.stats.span_self;
     let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     let ws = sheet(wb, "regions", sfx)?;
     header(
@@ -167,7 +169,7 @@ fn launch(wb: &mut Workbook, t: &Trace, opts: &ReportOptions, sfx: &str) -> Resu
     }
 
     // Summaries: shares of the lane time.
-    let shares = Shares::new(t, &selfs, &t.lanes);
+    let shares = &l.stats.all.shares;
     let mut by_args: BTreeMap<(u16, u32), Vec<u64>> = BTreeMap::new();
     for i in 0..s.len() {
         by_args
@@ -345,7 +347,8 @@ mod tests {
             gpu: crate::analysis::roofline::preset("a100"),
             ..Default::default()
         };
-        let bytes = workbook(&[Launch::new("k", &t)], &opts).unwrap();
+        let launches = crate::report::prepare(&[crate::write::Launch::new("k", &t)], &opts);
+        let bytes = workbook(&launches, &opts).unwrap();
         let mut z = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
         let mut wbx = String::new();
         z.by_name("xl/workbook.xml")

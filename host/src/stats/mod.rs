@@ -1,7 +1,7 @@
 //! Statistics of a decoded trace: duration statistics of paired regions (moments, exact
 //! percentiles, histograms) and, in [`Shares`], self and inclusive time per region with
-//! the lane time they are shares of. Reads the model only; the analyses and writers build
-//! on it. [`overhead`] is the statistics of run-time slowdowns (the GPU overhead bench's
+//! the lane time they are shares of, gathered once per trace in [`TraceStats`]. Reads the
+//! model only; the analyses and writers build on it. [`overhead`] is the statistics of run-time slowdowns (the GPU overhead bench's
 //! paired repetitions).
 //!
 //! Percentiles are exact: computed from every duration (sorted), not from a histogram,
@@ -11,10 +11,12 @@
 
 pub mod overhead;
 mod shares;
+mod summary;
 
 pub use shares::{lane_time, self_intervals, self_times, RegionTime, Row, Shares, OUTSIDE};
-
-use crate::model::{Lane, Trace};
+pub use summary::{
+    AsyncRegionStats, AsyncStats, LaneSetStats, RegionStats, TraceStats, UnmatchedRegion,
+};
 
 /// The percentiles every summary reports, with their JSON keys.
 pub const PERCENTILES: [(&str, f64); 8] = [
@@ -131,32 +133,6 @@ pub fn histogram(sorted: &[u64], bins: u32) -> Histogram {
         max,
         prob: counts.into_iter().map(|c| c as f64 / n).collect(),
     }
-}
-
-/// Durations of the spans of `lanes`, grouped by region: `(region, ascending durations)`,
-/// regions ascending.
-pub fn durations_by_region<'a>(
-    trace: &Trace,
-    lanes: impl IntoIterator<Item = &'a Lane>,
-) -> Vec<(u16, Vec<u64>)> {
-    let s = &trace.spans;
-    let mut pairs: Vec<(u16, u64)> = Vec::new();
-    for l in lanes {
-        pairs.extend(
-            l.spans
-                .clone()
-                .map(|i| (s.region[i], s.end[i] - s.begin[i])),
-        );
-    }
-    pairs.sort_unstable();
-    let mut out: Vec<(u16, Vec<u64>)> = Vec::new();
-    for (r, d) in pairs {
-        match out.last_mut() {
-            Some((lr, v)) if *lr == r => v.push(d),
-            _ => out.push((r, vec![d])),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

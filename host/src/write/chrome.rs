@@ -5,7 +5,7 @@
 //! One JSON object: `{"displayTimeUnit":"ns","traceEvents":[ ... ]}`, one event per line.
 //! `ts` and `dur` are microseconds (as the Trace Event Format defines) with three decimals,
 //! so every nanosecond is kept; times are relative to the trace's earliest stamp
-//! (`Source::time_base`) and multiplied by [`TraceWriteOptions::scale`].
+//! (`Source::time_base`) and multiplied by [`ChromeOptions::scale`].
 //!
 //! Events, in this order:
 //! 1. Metadata, one `process_name` per pid and one `thread_name` per (pid, tid):
@@ -27,7 +27,7 @@
 //! FlashInfer-format lanes `{"sm":3,"block":2,"group":1}`; Mirage-format lanes
 //! `{"block":2,"group":0,"payload":7}` (the event number).
 //!
-//! pid / tid mapping ([`TraceWriteOptions::group_by_smid`]):
+//! pid / tid mapping ([`ChromeOptions::group_by_smid`]):
 //!
 //! | grouping | pid | tid | process / thread names |
 //! |---|---|---|---|
@@ -68,10 +68,36 @@
 //! async ranges has none of these events.
 
 use super::json::{escape, push_scaled_us, push_u64};
-use super::{TraceWriteOptions, WriteError};
+use super::WriteError;
 use crate::model::{Lane, Trace, WireFormat};
 use rayon::prelude::*;
 use std::io::{self, Write};
+
+/// Options of the Chrome trace. Field names and defaults follow the in-kernel profiler
+/// whose output layout this writer reproduces (yao-jz/intra-kernel-profiler's
+/// `TraceWriteOptions`; see the repository's `docs/references.md`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChromeOptions {
+    /// Multiplier from ns to the unit of `ts` and `dur`. Default 1.0.
+    pub scale: f64,
+    /// Pair each span into one `X` (complete) event (default `true`): a fifth smaller and
+    /// faster to load than the `B`/`E` pairs written when `false`.
+    pub emit_complete_events: bool,
+    /// `pid` = SM and `tid` = `block << 6 | warp` (true, default), or `pid` = block and
+    /// `tid` = `warp * 32` (false). Lanes without an SM (TVM, Mirage formats): `pid` is
+    /// the block.
+    pub group_by_smid: bool,
+}
+
+impl Default for ChromeOptions {
+    fn default() -> Self {
+        ChromeOptions {
+            scale: 1.0,
+            emit_complete_events: true,
+            group_by_smid: true,
+        }
+    }
+}
 
 /// Row identity of a lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -192,7 +218,7 @@ const BATCH_SPANS: usize = 1 << 15;
 pub fn write_chrome<W: Write>(
     mut out: W,
     trace: &Trace,
-    opt: &TraceWriteOptions,
+    opt: &ChromeOptions,
 ) -> Result<(), WriteError> {
     let w = &mut out;
     let by_sm = opt.group_by_smid;
@@ -314,7 +340,7 @@ pub fn write_chrome<W: Write>(
 }
 
 /// The async ranges' `b` / `e` events (module docs, `# Format`).
-fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &TraceWriteOptions) {
+fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) {
     let a = &trace.async_ranges;
     let lane =
         |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
@@ -371,7 +397,7 @@ fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &TraceWriteOptions) {
 /// Per-trace constants of the event formatter.
 struct Ctx<'a> {
     trace: &'a Trace,
-    opt: &'a TraceWriteOptions,
+    opt: &'a ChromeOptions,
     tvm: bool,
     /// Whether spans and instants carry a payload (native and Mirage formats).
     payload: bool,
@@ -381,7 +407,7 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(trace: &'a Trace, opt: &'a TraceWriteOptions, tvm: bool) -> Self {
+    fn new(trace: &'a Trace, opt: &'a ChromeOptions, tvm: bool) -> Self {
         let max_region = trace
             .spans
             .region

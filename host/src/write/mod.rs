@@ -6,8 +6,8 @@
 //! outputs, is [`atomic`]'s business: `atomic::write_file(path, |w| write_csv(w, &trace))`.
 //!
 //! - [`chrome`]: Chrome Trace Event JSON (chrome://tracing, Perfetto UI);
-//! - [`summary`]: summary JSON of region statistics, and the per-block distribution
-//!   directory;
+//! - [`summary`]: summary JSON of region statistics;
+//! - [`block_dists`]: the per-block region distribution directory;
 //! - [`csv`]: one row per span, for pandas / DuckDB;
 //! - [`mod@parquet`] (feature `parquet`): spans, instants and counter samples of one or
 //!   many launches as Parquet tables, for DuckDB, Polars, Spark;
@@ -16,11 +16,13 @@
 //! - [`analysis_text`]: `ikp analyze`'s text and `ikp diff`'s table;
 //! - [`atomic`]: all-or-nothing files and directories, one or several at a time.
 //!
-//! [`TraceWriteOptions`] carries every option of the Chrome, summary and table writers,
-//! with the defaults of the in-kernel profiler this layout comes from, except where noted
-//! on the field.
+//! Each output has its own options ([`ChromeOptions`], [`SummaryOptions`],
+//! [`BlockDistOptions`], [`TableOptions`], ...); [`TraceWriteOptions`] gathers those of
+//! [`write_trace`]. The statistics the summary, the distributions and the table show are
+//! computed once per trace, in [`TraceStats`], which the writers only format.
 pub mod analysis_text;
 pub mod atomic;
+pub mod block_dists;
 pub mod chrome;
 pub mod csv;
 mod error;
@@ -31,9 +33,14 @@ pub mod perfetto;
 pub mod summary;
 pub mod table;
 
+pub use block_dists::BlockDistOptions;
+pub use chrome::ChromeOptions;
 pub use error::{WriteError, WriteErrorKind};
+pub use summary::SummaryOptions;
+pub use table::TableOptions;
 
 use crate::model::Trace;
+use crate::stats::TraceStats;
 use std::path::Path;
 
 /// One decoded launch and the label it is shown under (usually its buffer's file name),
@@ -54,56 +61,27 @@ impl<'a> Launch<'a> {
     }
 }
 
-/// Options of the Chrome trace and summary writers.
+/// Options of [`write_trace`]: the Chrome trace and, beside it, the outputs asked for.
 ///
-/// Field names and defaults follow the in-kernel profiler whose output layout these
-/// writers reproduce (yao-jz/intra-kernel-profiler's `TraceWriteOptions`; see the
-/// repository's `docs/references.md`).
+/// Named after the in-kernel profiler whose `write_trace` this reproduces
+/// (yao-jz/intra-kernel-profiler's `TraceWriteOptions`; see the repository's
+/// `docs/references.md`); each output has its own options, with that profiler's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceWriteOptions {
-    /// Multiplier from ns to the reported unit (times in the Chrome trace, durations in the
-    /// summary). Default 1.0.
-    pub scale: f64,
-    /// Pair each span into one `X` (complete) event (default `true`): a fifth smaller and
-    /// faster to load than the `B`/`E` pairs written when `false`.
-    pub emit_complete_events: bool,
-    /// `pid` = SM and `tid` = `block << 6 | warp` (true, default), or `pid` = block and
-    /// `tid` = `warp * 32` (false). Lanes without an SM (TVM, Mirage formats): `pid` is
-    /// the block.
-    pub group_by_smid: bool,
-    /// Whether [`write_trace`] writes the summary JSON beside the trace. Default true.
-    pub emit_summary_json: bool,
-    /// Histogram bins of each region in the summary. Default 128.
-    pub summary_hist_bins: u32,
-    /// Include per-(block, warp) statistics of every region. Default true.
-    pub summary_dump_by_block_warp: bool,
-    /// Write the per-block region distribution directory. Default false.
-    pub emit_block_region_distributions: bool,
-    /// Histogram bins of the per-block distributions. Default 128.
-    pub block_region_hist_bins: u32,
-    /// Keep only the K (block, warp) entries with the largest total time per region
-    /// (0 = all). Default 0.
-    pub summary_topk_block_warp_per_region: u32,
-    /// Write distributions of only the K blocks with the largest total span time (0 = all).
-    pub block_region_topk_blocks: u32,
-    /// Keep only the K regions with the largest total time per block file (0 = all).
-    pub block_region_topk_regions_per_block: u32,
+    /// The Chrome trace.
+    pub chrome: ChromeOptions,
+    /// The summary JSON at [`summary_path`]; `None`: not written. Default: written.
+    pub summary: Option<SummaryOptions>,
+    /// The distribution directory at [`dists_path`]; `None` (default): not written.
+    pub block_dists: Option<BlockDistOptions>,
 }
 
 impl Default for TraceWriteOptions {
     fn default() -> Self {
         TraceWriteOptions {
-            scale: 1.0,
-            emit_complete_events: true,
-            group_by_smid: true,
-            emit_summary_json: true,
-            summary_hist_bins: 128,
-            summary_dump_by_block_warp: true,
-            emit_block_region_distributions: false,
-            block_region_hist_bins: 128,
-            summary_topk_block_warp_per_region: 0,
-            block_region_topk_blocks: 0,
-            block_region_topk_regions_per_block: 0,
+            chrome: ChromeOptions::default(),
+            summary: Some(SummaryOptions::default()),
+            block_dists: None,
         }
     }
 }
@@ -126,21 +104,24 @@ fn sibling(p: &Path, suffix: &str) -> std::path::PathBuf {
 }
 
 /// Writes the Chrome trace at `path` and, as the options ask, the summary JSON at
-/// [`summary_path`] and the distribution directory at [`dists_path`]: all of them or, on
-/// error, none. Returns the paths written.
+/// [`summary_path`] and the distribution directory at [`dists_path`] (from one
+/// [`TraceStats`]): all of them or, on error, none. Returns the paths written.
 pub fn write_trace(
     path: &Path,
     trace: &Trace,
     opt: &TraceWriteOptions,
 ) -> Result<Vec<std::path::PathBuf>, WriteError> {
     let mut outs = atomic::Outputs::new();
-    outs.file(path, |w| chrome::write_chrome(w, trace, opt))?;
+    outs.file(path, |w| chrome::write_chrome(w, trace, &opt.chrome))?;
     let name = file_name(path);
-    if opt.emit_summary_json {
-        let doc = summary::summarize(trace, opt, &name);
-        outs.file(&summary_path(path), |w| summary::write_summary(w, &doc))?;
-        if opt.emit_block_region_distributions {
-            summary::write_block_dists(&mut outs, &dists_path(path), trace, opt, &name)?;
+    if opt.summary.is_some() || opt.block_dists.is_some() {
+        let stats = TraceStats::of(trace);
+        if let Some(o) = &opt.summary {
+            let doc = summary::summarize(&stats, o, &name);
+            outs.file(&summary_path(path), |w| summary::write_summary(w, &doc))?;
+        }
+        if let Some(o) = &opt.block_dists {
+            block_dists::write_block_dists(&mut outs, &dists_path(path), &stats, o, &name)?;
         }
     }
     let written = outs.paths().map(Path::to_path_buf).collect();

@@ -333,14 +333,20 @@ impl<W: io::Write> Writer<W> {
                 (_, true) => format!("launch {k}"),
             };
             let t = launch.trace;
+            let at = LaunchPlace {
+                trace: t,
+                clock: *clock,
+                name: &name,
+                rank: k,
+            };
             let lanes = Lanes::InMemory(lane_flows(t, flow_base, async_flow_base));
-            let root = w.launch(t, *clock, &name, k, opts.group_by, lanes)?;
+            let root = w.launch(&at, opts.group_by, lanes)?;
             if opts.critical_path {
-                w.critical_path_track(t, *clock, root)?;
+                w.critical_path_track(&at, root)?;
             }
             let first_rank = groups(t, opts.group_by).len() + 1;
             let a = &t.async_ranges;
-            w.async_tracks(t, a, *clock, root, first_rank, Some(async_flow_base))?;
+            w.async_tracks(&at, a, root, first_rank, Some(async_flow_base))?;
             flow_base += t.spans.len() as u64;
             async_flow_base += a.len() as u64;
         }
@@ -380,9 +386,15 @@ pub fn write_perfetto_streamed<W: io::Write>(
     Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
     let mut feed = Feed::new(buf);
     let lanes = Lanes::Streamed(&mut feed);
-    let root = w.launch(outline, clock, label, 0, opts.group_by, lanes)?;
+    let at = LaunchPlace {
+        trace: outline,
+        clock,
+        name: label,
+        rank: 0,
+    };
+    let root = w.launch(&at, opts.group_by, lanes)?;
     let first_rank = groups(outline, opts.group_by).len() + 1;
-    w.async_tracks(outline, buf.async_ranges(), clock, root, first_rank, None)?;
+    w.async_tracks(&at, buf.async_ranges(), root, first_rank, None)?;
     w.finish()
 }
 
@@ -407,6 +419,15 @@ const ANN_PAYLOAD: u8 = 1;
 const ANN_SM: u8 = 2;
 const ANN_BLOCK: u8 = 3;
 const ANN_GROUP: u8 = 4;
+
+/// One launch as the writer lays it out: its trace (the lanes without their events, when
+/// streamed), the clock that places it, and its track's name and rank among the launches.
+struct LaunchPlace<'a> {
+    trace: &'a Trace,
+    clock: LaunchClock,
+    name: &'a str,
+    rank: usize,
+}
 
 /// Model time → trace time of one launch: `t + shift` (wrapping), `shift = offset - base`.
 #[derive(Clone, Copy, Debug)]
@@ -717,13 +738,11 @@ impl<W: io::Write> Writer<W> {
 
     fn launch(
         &mut self,
-        trace: &Trace,
-        clock: LaunchClock,
-        name: &str,
-        k: usize,
+        at: &LaunchPlace<'_>,
         by: GroupBy,
         mut lanes_from: Lanes<'_, '_>,
     ) -> Result<u64, WriteError> {
+        let (trace, clock) = (at.trace, at.clock);
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
         self.regions.prepare(
@@ -731,7 +750,7 @@ impl<W: io::Write> Writer<W> {
             matches!(lanes_from, Lanes::Streamed(_))
                 .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
         );
-        let root = self.track(0, name.to_string(), Some(rank(k)), true, None)?;
+        let root = self.track(0, at.name.to_string(), Some(rank(at.rank)), true, None)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
             let gname = match *key {

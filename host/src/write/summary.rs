@@ -1,8 +1,8 @@
-//! Summary JSON: statistics of every paired region, and the per-block distributions.
+//! Summary JSON: statistics of every paired region, formatted from a [`TraceStats`].
 //!
 //! # Format
 //!
-//! A pretty-printed JSON object. Durations are ns times [`TraceWriteOptions::scale`].
+//! A pretty-printed JSON object. Durations are ns times [`SummaryOptions::scale`].
 //! ```text
 //! trace                 name of the Chrome trace written beside it (or the buffer)
 //! buffer                the buffer file it was decoded from (`ikp decode`; absent when
@@ -73,7 +73,7 @@
 //! `g + monotonic_minus_device_ns`) within `error_bound_ns` (`round_trip_ns / 2`, the kept
 //! reading's half round trip, out of `samples` readings); `time_base_realtime_ns` and
 //! `time_base_monotonic_ns` are the trace's time base (its earliest stamp) on those clocks.
-//! **async_ranges** ([`Trace::async_ranges`], paired across lanes by token:
+//! **async_ranges** ([`Trace::async_ranges`](crate::model::Trace::async_ranges), paired across lanes by token:
 //! [`crate::decode::async_ranges`]): `count` ranges; `unmatched_begin`, async begins never
 //! ended (a token that never ends); `unmatched_end`, async ends with no open begin. An
 //! **async region entry** has `region` (id), `name`, `count`, `total_dur` (durations
@@ -82,7 +82,7 @@
 //! every async region with a range or an unmatched record, ids ascending. Async ranges
 //! are in none of the other figures (`regions`, `unmatched_*`, lane shares). With a block
 //! filter, ranges with either lane in the kept blocks count (as
-//! [`Trace::filter_blocks`] keeps them).
+//! [`Trace::filter_blocks`](crate::model::Trace::filter_blocks) keeps them).
 //! The **clock** object ([`crate::model::ClockCalibration`]) gives the pooled ratio
 //! both as `pooled_mhz` (`pooled_cycles * 1000 / pooled_ns`) and as its two sums: the
 //! globaltimer ns and clock64 cycles of the `pool_lanes` finalized lanes' init-to-finalize
@@ -131,27 +131,43 @@
 //! `summary_topk_block_warp_per_region = K > 0`, the K with the largest `total_dur`,
 //! largest first.
 //!
-//! # Per-block distributions
-//! A directory (`<trace stem>_block_region_dists/` beside the trace) with `index.json`
-//! `{trace, dir, filters: {block_region_hist_bins, block_region_topk_blocks,
-//! block_region_topk_regions_per_block}, blocks: [...]}` and one `block_<N>.json`
-//! `{trace, block, lane_dur, outside_dur, outside_share, regions: [region entry]}` per
-//! listed block, histograms with `block_region_hist_bins` bins, times and shares over
-//! that block's lanes. `block_region_topk_blocks = K` keeps the K blocks with
-//! the largest total span time (listed in block order); `block_region_topk_regions_per_block
-//! = K` keeps each block's K regions with the largest total time (largest first).
-
-use super::atomic::Outputs;
-use super::{TraceWriteOptions, WriteError};
-use crate::model::{Lane, SetAsideReason, Trace, WireFormat};
-use crate::stats::self_times;
-use crate::stats::Shares;
-use crate::stats::{self, DurStats, PERCENTILES};
-use crate::time::{scaled, DurationNs};
+use super::WriteError;
+use crate::model::{Epoch, SetAsideReason, TrackId, WireFormat};
+use crate::stats::{self, DurStats, LaneSetStats, TraceStats, UnmatchedRegion, PERCENTILES};
+use crate::time::scaled;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use std::io::{self, Write};
-use std::path::Path;
+use std::io::Write;
+
+/// Options of the summary JSON. Field names (the keys of its `filters`) and defaults
+/// follow the in-kernel profiler whose layout it reproduces (yao-jz/intra-kernel-profiler's
+/// `TraceWriteOptions`; see the repository's `docs/references.md`).
+/// Serialized as the summary's `filters`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SummaryOptions {
+    /// Multiplier from ns to the reported unit of durations. Default 1.0.
+    #[serde(skip)]
+    pub scale: f64,
+    /// Histogram bins of each region. Default 128.
+    pub summary_hist_bins: u32,
+    /// Include per-(block, warp) statistics of every region. Default true.
+    #[serde(skip)]
+    pub summary_dump_by_block_warp: bool,
+    /// Keep only the K (block, warp) entries with the largest total time per region
+    /// (0 = all). Default 0.
+    pub summary_topk_block_warp_per_region: u32,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            scale: 1.0,
+            summary_hist_bins: 128,
+            summary_dump_by_block_warp: true,
+            summary_topk_block_warp_per_region: 0,
+        }
+    }
+}
 
 /// The percentile method, as stated in every summary.
 pub const PERCENTILE_METHOD: &str =
@@ -285,32 +301,14 @@ pub struct BlockWarpRegion {
     pub by_block_warp: Vec<BlockWarpEntry>,
 }
 
-/// Unmatched records of one region.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UnmatchedRegion {
-    /// Region id.
-    pub region: u16,
-    /// Region name.
-    pub name: String,
-    /// Unmatched begins.
-    pub begin: u64,
-    /// Unmatched ends.
-    pub end: u64,
-}
-
 /// Drops of one lane.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LaneDrops {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Records dropped.
     pub dropped: u64,
 }
@@ -320,27 +318,19 @@ pub struct LaneDrops {
 pub struct LaneOverwritten {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Records overwritten.
     pub overwritten: u64,
 }
 
-/// Which launch of a buffer of several (see [`crate::model::Epoch`]).
+/// Which launch of a buffer of several.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EpochSummary {
-    /// Launch index.
-    pub index: u32,
-    /// Launches the buffer has room for.
-    pub epochs: u32,
-    /// Launches that ran.
-    pub launches: u64,
+    /// Its index, the launches the buffer has room for, the launches that ran.
+    #[serde(flatten)]
+    pub epoch: Epoch,
     /// Launches that ran and were not recorded.
     pub not_recorded: u64,
 }
@@ -365,14 +355,9 @@ pub struct CorrectionSummary {
 pub struct LaneSetAside {
     /// Lane id.
     pub lane: u32,
-    /// Block.
-    pub block: u32,
-    /// Group.
-    pub group: u32,
-    /// Warp, if known.
-    pub warp: Option<u32>,
-    /// SM, if known.
-    pub sm: Option<u32>,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
     /// Start, ns: a native lane's start globaltimer as written; in other formats its
     /// first record's time.
     pub start: u64,
@@ -411,15 +396,6 @@ pub struct AssumedClockSummary {
     pub mhz: f64,
     /// Whether the user gave it (false: the writing tool's own assumption).
     pub given: bool,
-}
-
-/// Filters in effect.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SummaryFilters {
-    /// Histogram bins.
-    pub summary_hist_bins: u32,
-    /// Top-K per region (0 = all).
-    pub summary_topk_block_warp_per_region: u32,
 }
 
 /// The whole summary document.
@@ -491,8 +467,8 @@ pub struct Summary {
     pub overhead_correction: Option<CorrectionSummary>,
     /// Percentile method.
     pub percentile_method: &'static str,
-    /// Filters.
-    pub filters: SummaryFilters,
+    /// The options in effect (those the `# Format` lists as `filters`).
+    pub filters: SummaryOptions,
     /// Lane time.
     pub lane_dur: f64,
     /// Lane time outside any region.
@@ -510,7 +486,7 @@ pub struct Summary {
     pub clock_sync: Option<ClockSyncSummary>,
     /// Async ranges (absent without any, so that other summaries keep their shape).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub async_ranges: Option<AsyncSummary>,
+    pub async_ranges: Option<stats::AsyncStats>,
 }
 
 /// A buffer's host clock sync and what it maps (see the module's `# Format`).
@@ -561,211 +537,107 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// The async ranges of a launch (module docs, `# Format`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AsyncSummary {
-    /// Ranges.
-    pub count: u64,
-    /// Async begins never ended.
-    pub unmatched_begin: u64,
-    /// Async ends with no open begin.
-    pub unmatched_end: u64,
-    /// Per async region, ids ascending.
-    pub regions: Vec<AsyncRegionEntry>,
-}
-
-/// One async region's ranges, durations in output units.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AsyncRegionEntry {
-    /// Region id.
-    pub region: u16,
-    /// Region name.
-    pub name: String,
-    /// Ranges.
-    pub count: u64,
-    /// Durations summed.
-    pub total_dur: f64,
-    /// Mean duration (0 without ranges).
-    pub mean_dur: f64,
-    /// Shortest (0 without ranges).
-    pub min_dur: f64,
-    /// Longest (0 without ranges).
-    pub max_dur: f64,
-    /// Begins never ended.
-    pub unmatched_begin: u64,
-    /// Ends with no open begin.
-    pub unmatched_end: u64,
-}
-
-/// The async summary of `trace` (`None` without ranges or unmatched async records),
-/// durations times `k` (output units per ns); the HTML report's async table too.
-pub(crate) fn async_summary(trace: &Trace, k: f64) -> Option<AsyncSummary> {
-    let (a, d) = (&trace.async_ranges, &trace.diagnostics);
-    let (ub, ue) = (&d.async_unmatched_begin, &d.async_unmatched_end);
-    if a.is_empty() && ub.is_empty() && ue.is_empty() {
-        return None;
-    }
-    // region -> (count, total, min, max, unmatched begins, unmatched ends)
-    let mut per: std::collections::BTreeMap<u16, (u64, u64, u64, u64, u64, u64)> =
-        Default::default();
-    for i in 0..a.len() {
-        let d = a.dur(i);
-        let e = per.entry(a.region[i]).or_insert((0, 0, u64::MAX, 0, 0, 0));
-        (e.0, e.1, e.2, e.3) = (e.0 + 1, e.1 + d, e.2.min(d), e.3.max(d));
-    }
-    for u in ub {
-        per.entry(u.region).or_insert((0, 0, u64::MAX, 0, 0, 0)).4 += 1;
-    }
-    for u in ue {
-        per.entry(u.region).or_insert((0, 0, u64::MAX, 0, 0, 0)).5 += 1;
-    }
-    let regions = (per.into_iter())
-        .map(|(r, (n, total, min, max, b, e))| AsyncRegionEntry {
-            region: r,
-            name: trace.names.region(r).into_owned(),
-            count: n,
-            total_dur: scaled(total, k),
-            mean_dur: if n == 0 {
-                0.0
-            } else {
-                total as f64 / n as f64 * k
-            },
-            min_dur: if n == 0 { 0.0 } else { scaled(min, k) },
-            max_dur: scaled(max, k),
-            unmatched_begin: b,
-            unmatched_end: e,
-        })
-        .collect();
-    Some(AsyncSummary {
-        count: a.len() as u64,
-        unmatched_begin: ub.len() as u64,
-        unmatched_end: ue.len() as u64,
-        regions,
-    })
-}
-
-fn hist(sorted: &[u64], bins: u32, k: f64) -> Hist {
-    let h = stats::histogram(sorted, bins);
-    Hist {
-        bins: h.bins,
-        min: scaled(h.min, k),
-        max: scaled(h.max, k),
-        prob: h.prob,
-    }
-}
-
-fn region_entries(
-    trace: &Trace,
-    by_region: &[(u16, Vec<u64>)],
-    shares: &Shares,
+/// The region entries of `set`, durations times `k`, histograms of `bins` bins.
+pub(super) fn region_entries(
+    stats: &TraceStats,
+    set: &LaneSetStats,
     bins: u32,
     k: f64,
 ) -> Vec<RegionEntry> {
-    by_region
-        .iter()
-        .map(|(r, d)| {
-            let self_ns = shares.region(*r).map_or(0, |t| t.self_time);
+    (set.regions.iter())
+        .map(|r| {
+            let h = stats::histogram(&r.durations, bins);
+            let self_ns = set.shares.region(r.region).map_or(0, |t| t.self_time);
             RegionEntry {
-                region: *r,
-                name: trace.names.region(*r).into_owned(),
-                stats: Stats::from_ns(&stats::dur_stats(d), k),
+                region: r.region,
+                name: stats.trace.names.region(r.region).into_owned(),
+                stats: Stats::from_ns(&r.stats, k),
                 self_dur: scaled(self_ns, k),
-                self_share: shares.share(self_ns),
-                hist: hist(d, bins, k),
+                self_share: set.shares.share(self_ns),
+                hist: Hist {
+                    bins: h.bins,
+                    min: scaled(h.min, k),
+                    max: scaled(h.max, k),
+                    prob: h.prob,
+                },
             }
         })
         .collect()
 }
 
-/// Lane time, time outside any region and its share, in output units.
-fn lane_totals(shares: &Shares, k: f64) -> (f64, f64, f64) {
-    let in_unit = |ns: DurationNs| scaled(ns, k);
+/// Lane time, time outside any region and its share of `set`, in output units.
+pub(super) fn lane_totals(set: &LaneSetStats, k: f64) -> (f64, f64, f64) {
+    let s = &set.shares;
     (
-        in_unit(shares.lane_time),
-        in_unit(shares.outside),
-        shares.share(shares.outside),
+        scaled(s.lane_time, k),
+        scaled(s.outside, k),
+        s.share(s.outside),
     )
 }
 
-/// Computes the summary of `trace`; `trace_name` fills the `trace` field.
-pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Summary {
-    let k = opt.scale;
-    let by_region = stats::durations_by_region(trace, &trace.lanes);
-    let shares = Shares::of(trace, &trace.lanes);
-    let regions = region_entries(trace, &by_region, &shares, opt.summary_hist_bins, k);
-    let (lane_dur, outside_dur, outside_share) = lane_totals(&shares, k);
+/// `by_block_warp_regions`: per region, one entry per lane with spans of it.
+fn by_block_warp(stats: &TraceStats, opt: &SummaryOptions) -> Ordered<BlockWarpRegion> {
+    let (names, k) = (&stats.trace.names, opt.scale);
+    let mut per: Vec<(u16, Vec<BlockWarpEntry>)> = (stats.all.regions.iter())
+        .map(|r| (r.region, Vec::new()))
+        .collect();
+    for (l, set) in stats.by_lane() {
+        for r in &set.regions {
+            let slot = per.binary_search_by_key(&r.region, |p| p.0);
+            per[slot.expect("region seen")].1.push(BlockWarpEntry {
+                block: l.block,
+                warp: l.warp.unwrap_or(l.group),
+                group: l.group,
+                lane: l.id,
+                sm: l.sm,
+                stats: Stats::from_ns(&r.stats, k),
+            });
+        }
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (r, _) in &per {
+        *seen.entry(names.region(*r)).or_insert(0) += 1;
+    }
+    let topk = opt.summary_topk_block_warp_per_region as usize;
+    Ordered(
+        (per.into_iter())
+            .map(|(r, mut entries)| {
+                let name = names.region(r).into_owned();
+                if topk > 0 {
+                    entries.sort_by(|a, b| {
+                        (b.stats.total_dur.total_cmp(&a.stats.total_dur)).then(a.lane.cmp(&b.lane))
+                    });
+                    entries.truncate(topk);
+                }
+                let key = if seen[name.as_str()] > 1 {
+                    format!("region_{name}_{r}")
+                } else {
+                    format!("region_{name}")
+                };
+                let by_block_warp = entries;
+                (
+                    key,
+                    BlockWarpRegion {
+                        region: r,
+                        name,
+                        by_block_warp,
+                    },
+                )
+            })
+            .collect(),
+    )
+}
 
+/// The summary of the trace of `stats`; `trace_name` fills the `trace` field.
+pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> Summary {
+    let (trace, k) = (stats.trace, opt.scale);
+    let (lane_dur, outside_dur, outside_share) = lane_totals(&stats.all, k);
     let d = &trace.diagnostics;
-    let mut unmatched: std::collections::BTreeMap<u16, (u64, u64)> = Default::default();
-    let mut ub = 0;
-    let mut ue = 0;
-    for u in &d.unmatched_begin {
-        unmatched.entry(u.region).or_default().0 += 1;
-        ub += 1;
-    }
-    for u in &d.unmatched_end {
-        unmatched.entry(u.region).or_default().1 += 1;
-        ue += 1;
-    }
-    let by_block_warp_regions = opt.summary_dump_by_block_warp.then(|| {
-        let mut per: Vec<(u16, Vec<BlockWarpEntry>)> =
-            by_region.iter().map(|(r, _)| (*r, Vec::new())).collect();
-        for l in &trace.lanes {
-            for (r, d) in stats::durations_by_region(trace, [l]) {
-                let slot = per.binary_search_by_key(&r, |p| p.0).expect("region seen");
-                per[slot].1.push(BlockWarpEntry {
-                    block: l.block,
-                    warp: l.warp.unwrap_or(l.group),
-                    group: l.group,
-                    lane: l.id,
-                    sm: l.sm,
-                    stats: Stats::from_ns(&stats::dur_stats(&d), k),
-                });
-            }
-        }
-        let mut seen = std::collections::HashMap::new();
-        for (r, _) in &per {
-            *seen.entry(trace.names.region(*r).into_owned()).or_insert(0) += 1;
-        }
-        Ordered(
-            per.into_iter()
-                .map(|(r, mut entries)| {
-                    let name = trace.names.region(r).into_owned();
-                    let topk = opt.summary_topk_block_warp_per_region as usize;
-                    if topk > 0 {
-                        entries.sort_by(|a, b| {
-                            b.stats
-                                .total_dur
-                                .total_cmp(&a.stats.total_dur)
-                                .then(a.lane.cmp(&b.lane))
-                        });
-                        entries.truncate(topk);
-                    }
-                    let key = if seen[&name] > 1 {
-                        format!("region_{name}_{r}")
-                    } else {
-                        format!("region_{name}")
-                    };
-                    (
-                        key,
-                        BlockWarpRegion {
-                            region: r,
-                            name,
-                            by_block_warp: entries,
-                        },
-                    )
-                })
-                .collect(),
-        )
-    });
     let dropped_by_lane: Vec<LaneDrops> = (trace.lanes.iter())
         .filter(|l| l.dropped > 0)
         .map(|l| LaneDrops {
             lane: l.id,
-            block: l.block,
-            group: l.group,
-            warp: l.warp,
-            sm: l.sm,
+            track: l.track(),
             dropped: l.dropped,
         })
         .collect();
@@ -791,17 +663,9 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             given: c.given,
         }),
         block_filter: trace.source.block_filter.blocks().to_vec(),
-        unmatched_begin: ub,
-        unmatched_end: ue,
-        unmatched_by_region: unmatched
-            .into_iter()
-            .map(|(r, (b, e))| UnmatchedRegion {
-                region: r,
-                name: trace.names.region(r).into_owned(),
-                begin: b,
-                end: e,
-            })
-            .collect(),
+        unmatched_begin: d.unmatched_begin.len() as u64,
+        unmatched_end: d.unmatched_end.len() as u64,
+        unmatched_by_region: stats.unmatched.clone(),
         after_finalize: d.after_finalize,
         unfinalized_lanes: d.unfinalized_lanes,
         unknown_records: d.unknown_records,
@@ -811,10 +675,7 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
         set_aside_lanes: (d.set_aside.iter())
             .map(|s| LaneSetAside {
                 lane: s.lane,
-                block: s.track.block,
-                group: s.track.group,
-                warp: s.track.warp,
-                sm: s.track.sm,
+                track: s.track,
                 start: s.start,
                 end: s.end,
                 start_clock: s.start_clock,
@@ -827,19 +688,14 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             .filter(|l| l.overwritten > 0)
             .map(|l| LaneOverwritten {
                 lane: l.id,
-                block: l.block,
-                group: l.group,
-                warp: l.warp,
-                sm: l.sm,
+                track: l.track(),
                 overwritten: l.overwritten,
             })
             .collect(),
         ends_of_overwritten_begins: d.ends_of_overwritten_begins,
-        epoch: trace.source.epoch.map(|e| EpochSummary {
-            index: e.index,
-            epochs: e.epochs,
-            launches: e.launches,
-            not_recorded: e.not_recorded(),
+        epoch: (trace.source.epoch).map(|epoch| EpochSummary {
+            not_recorded: epoch.not_recorded(),
+            epoch,
         }),
         overhead_correction: (trace.source.overhead_correction).map(|c| CorrectionSummary {
             per_record_ns_median: c.per_record_ns_median(),
@@ -849,18 +705,17 @@ pub fn summarize(trace: &Trace, opt: &TraceWriteOptions, trace_name: &str) -> Su
             total_ns_removed: c.total_ns_removed,
         }),
         percentile_method: PERCENTILE_METHOD,
-        filters: SummaryFilters {
-            summary_hist_bins: opt.summary_hist_bins,
-            summary_topk_block_warp_per_region: opt.summary_topk_block_warp_per_region,
-        },
+        filters: opt.clone(),
         lane_dur,
         outside_dur,
         outside_share,
-        regions,
-        by_block_warp_regions,
+        regions: region_entries(stats, &stats.all, opt.summary_hist_bins, k),
+        by_block_warp_regions: opt
+            .summary_dump_by_block_warp
+            .then(|| by_block_warp(stats, opt)),
         clock_sync: (trace.source.clock_sync.as_ref())
             .map(|c| ClockSyncSummary::new(c, trace.source.time_base)),
-        async_ranges: async_summary(trace, k),
+        async_ranges: (stats.async_ranges.as_ref()).map(|a| a.scaled(k)),
     }
 }
 
@@ -871,148 +726,4 @@ pub fn write_summary<W: Write>(mut out: W, summary: &Summary) -> Result<(), Writ
     out.write_all(b"\n")?;
     out.flush()?;
     Ok(())
-}
-
-/// `index.json` of the distribution directory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DistIndex {
-    /// Trace name.
-    pub trace: String,
-    /// Directory name.
-    pub dir: String,
-    /// Filters.
-    pub filters: DistFilters,
-    /// Blocks with a file.
-    pub blocks: Vec<u32>,
-}
-
-/// Filters of the distribution directory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DistFilters {
-    /// Histogram bins.
-    pub block_region_hist_bins: u32,
-    /// Top-K blocks (0 = all).
-    pub block_region_topk_blocks: u32,
-    /// Top-K regions per block (0 = all).
-    pub block_region_topk_regions_per_block: u32,
-}
-
-/// One `block_N.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BlockDist {
-    /// Trace name.
-    pub trace: String,
-    /// Block.
-    pub block: u32,
-    /// The block's lane time.
-    pub lane_dur: f64,
-    /// The block's lane time outside any region.
-    pub outside_dur: f64,
-    /// `outside_dur / lane_dur`.
-    pub outside_share: f64,
-    /// Regions.
-    pub regions: Vec<RegionEntry>,
-}
-
-/// Computes the distribution directory's documents: the index and one per block.
-pub fn block_dists(
-    trace: &Trace,
-    opt: &TraceWriteOptions,
-    trace_name: &str,
-    dir_name: &str,
-) -> (DistIndex, Vec<BlockDist>) {
-    let k = opt.scale;
-    let lanes: Vec<&Lane> = trace.lanes.iter().collect();
-    let span_self = self_times(trace);
-    // Lanes are ascending by id, so a block's lanes are contiguous.
-    let mut blocks: Vec<(u32, u64, Shares, Vec<RegionEntry>)> = Vec::new();
-    for chunk in lanes.chunk_by(|a, b| a.block == b.block) {
-        let by_region = stats::durations_by_region(trace, chunk.iter().copied());
-        if by_region.is_empty() {
-            continue;
-        }
-        let shares = Shares::new(trace, &span_self, chunk.iter().copied());
-        let mut regions = region_entries(trace, &by_region, &shares, opt.block_region_hist_bins, k);
-        let total: u64 = by_region.iter().flat_map(|(_, d)| d).sum();
-        let topr = opt.block_region_topk_regions_per_block as usize;
-        if topr > 0 {
-            regions.sort_by(|a, b| {
-                b.stats
-                    .total_dur
-                    .total_cmp(&a.stats.total_dur)
-                    .then(a.region.cmp(&b.region))
-            });
-            regions.truncate(topr);
-        }
-        blocks.push((chunk[0].block, total, shares, regions));
-    }
-    let topb = opt.block_region_topk_blocks as usize;
-    if topb > 0 && blocks.len() > topb {
-        blocks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        blocks.truncate(topb);
-        blocks.sort_by_key(|b| b.0);
-    }
-    let index = DistIndex {
-        trace: trace_name.to_owned(),
-        dir: dir_name.to_owned(),
-        filters: DistFilters {
-            block_region_hist_bins: opt.block_region_hist_bins,
-            block_region_topk_blocks: opt.block_region_topk_blocks,
-            block_region_topk_regions_per_block: opt.block_region_topk_regions_per_block,
-        },
-        blocks: blocks.iter().map(|b| b.0).collect(),
-    };
-    let files = blocks
-        .into_iter()
-        .map(|(block, _, shares, regions)| {
-            let (lane_dur, outside_dur, outside_share) = lane_totals(&shares, k);
-            BlockDist {
-                trace: trace_name.to_owned(),
-                block,
-                lane_dur,
-                outside_dur,
-                outside_share,
-                regions,
-            }
-        })
-        .collect();
-    (index, files)
-}
-
-/// Writes the distribution directory `dir` into the batch `outs` (it replaces any
-/// previous one when `outs` is committed).
-pub fn write_block_dists(
-    outs: &mut Outputs,
-    dir: &Path,
-    trace: &Trace,
-    opt: &TraceWriteOptions,
-    trace_name: &str,
-) -> Result<(), WriteError> {
-    let dir_name = super::file_name(dir);
-    let (index, files) = block_dists(trace, opt, trace_name, &dir_name);
-    outs.dir(dir, |tmp| {
-        let put = |name: String, v: &dyn erased::Json| -> io::Result<()> {
-            let mut f = io::BufWriter::new(std::fs::File::create(tmp.join(name))?);
-            v.write(&mut f)?;
-            f.write_all(b"\n")?;
-            f.flush()
-        };
-        put("index.json".into(), &index)?;
-        for b in &files {
-            put(format!("block_{}.json", b.block), b)?;
-        }
-        Ok::<(), io::Error>(())
-    })
-}
-
-mod erased {
-    /// Object-safe pretty JSON serialization.
-    pub trait Json {
-        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()>;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn write(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-            serde_json::to_writer_pretty(w, self).map_err(std::io::Error::from)
-        }
-    }
 }

@@ -49,41 +49,45 @@
 //!   block 5 · group 1 (warp 4, SM 10): its end stamp is implausibly far from its start
 //! ```
 
-use super::summary::summarize;
-use super::{TraceWriteOptions, WriteError};
-use crate::model::Trace;
-use crate::stats::{Shares, OUTSIDE};
+use super::summary::ClockSyncSummary;
+use super::WriteError;
+use crate::stats::{TraceStats, OUTSIDE};
 use crate::time::{format_duration, scaled};
 use std::io::{self, Write};
 
 /// Set-aside lanes the table names, one line each.
 const SET_ASIDE_LISTED: usize = 8;
 
-/// Writes the table of `trace` to `out`.
+/// Options of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableOptions {
+    /// Multiplier from ns to the unit the region rows and the lane time are shown in.
+    /// Default 1.0.
+    pub scale: f64,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions { scale: 1.0 }
+    }
+}
+
+/// Writes the table of the trace of `stats` to `out`.
 pub fn write_table<W: Write>(
     mut out: W,
-    trace: &Trace,
-    opt: &TraceWriteOptions,
+    stats: &TraceStats,
+    opt: &TableOptions,
 ) -> Result<(), WriteError> {
-    write_rows(&mut out, trace, opt)?;
+    write_rows(&mut out, stats, opt.scale)?;
     out.flush()?;
     Ok(())
 }
 
-fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io::Result<()> {
-    let opt = TraceWriteOptions {
-        summary_dump_by_block_warp: false,
-        summary_hist_bins: 1,
-        ..opt.clone()
-    };
-    let s = summarize(trace, &opt, "");
-    let shares = Shares::of(trace, &trace.lanes);
-    let k = opt.scale;
-    let rows = shares.rows();
-    let width = s
-        .regions
-        .iter()
-        .map(|r| r.name.chars().count())
+fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> {
+    let (trace, shares) = (stats.trace, &stats.all.shares);
+    let names = &trace.names;
+    let width = (stats.all.regions.iter())
+        .map(|r| names.region(r.region).chars().count())
         .chain([OUTSIDE.chars().count()])
         .max()
         .unwrap_or(6)
@@ -93,30 +97,28 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
         "{:<width$} {:>9} {:>11} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}",
         "region", "count", "self", "self %", "cum %", "incl.", "mean", "p50", "p99"
     )?;
-    for row in &rows {
+    for row in &shares.rows() {
         let pct = format!("{:.1}", 100.0 * row.share);
         let cum = format!("{:.1}", 100.0 * row.cumulative);
         let self_time = format_duration(scaled(row.self_time, k));
         match row.region {
             Some(t) => {
-                let r = s
-                    .regions
-                    .iter()
-                    .find(|e| e.region == t.region)
-                    .expect("every region with spans has a summary entry");
-                let name: String = r.name.chars().take(width).collect();
+                let st = &(stats.all.region(t.region))
+                    .expect("every region with spans has statistics")
+                    .stats;
+                let name: String = names.region(t.region).chars().take(width).collect();
                 writeln!(
                     w,
                     "{:<width$} {:>9} {:>11} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}",
                     name,
-                    r.stats.count,
+                    st.count,
                     self_time,
                     pct,
                     cum,
-                    format_duration(r.stats.total_dur),
-                    format_duration(r.stats.mean_dur),
-                    format_duration(r.stats.percentiles.0[3]),
-                    format_duration(r.stats.percentiles.0[7]),
+                    format_duration(scaled(st.total, k)),
+                    format_duration(st.mean * k),
+                    format_duration(st.percentiles[3] * k),
+                    format_duration(st.percentiles[7] * k),
                 )?;
             }
             None => writeln!(
@@ -126,7 +128,7 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             )?,
         }
     }
-    if s.regions.is_empty() {
+    if stats.all.regions.is_empty() {
         writeln!(w, "(no paired regions)")?;
     }
     writeln!(
@@ -139,26 +141,27 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
         format_duration(shares.lane_time as f64 * k),
         shares.lanes
     )?;
-    let lanes = trace.lanes.len();
-    let spans: u64 = s.regions.iter().map(|r| r.stats.count).sum();
+    let (src, d) = (&trace.source, &trace.diagnostics);
+    let spans: u64 = stats.all.regions.iter().map(|r| r.stats.count).sum();
     writeln!(w)?;
     writeln!(
         w,
-        "{lanes} lanes, {spans} spans ({} format, {} blocks x {} groups)",
-        s.format.name(),
-        s.blocks,
-        s.warps_per_block
+        "{} lanes, {spans} spans ({} format, {} blocks x {} groups)",
+        trace.lanes.len(),
+        src.format.name(),
+        src.grid.iter().map(|&g| g as u64).product::<u64>(),
+        src.groups_per_block
     )?;
     writeln!(
         w,
         "unmatched begin {}, unmatched end {}, after finalize {}, unfinalized lanes {}, unknown records {}, backward steps {}, dropped {}",
-        s.unmatched_begin, s.unmatched_end, s.after_finalize, s.unfinalized_lanes, s.unknown_records, s.backward_steps, s.dropped
+        d.unmatched_begin.len(), d.unmatched_end.len(), d.after_finalize, d.unfinalized_lanes, d.unknown_records, d.backward_steps, trace.dropped()
     )?;
-    if let Some(c) = &s.clock {
+    if let Some(c) = &src.clock {
         writeln!(
             w,
             "clock {:.2} MHz pooled over {} lanes ({} ns / {} cycles); {} lanes on their own ratio, {} on the pooled one",
-            c.pooled_mhz,
+            c.pooled_mhz(),
             c.pool_lanes,
             c.pooled_ns,
             c.pooled_cycles,
@@ -166,94 +169,91 @@ fn write_rows(w: &mut impl Write, trace: &Trace, opt: &TraceWriteOptions) -> io:
             c.pooled_ratio_lanes
         )?;
     }
-    if s.overwritten > 0 || s.ends_of_overwritten_begins > 0 {
+    if trace.overwritten() > 0 || d.ends_of_overwritten_begins > 0 {
         writeln!(
             w,
             "ring: {} records overwritten in {} lanes (the oldest are lost); {} ends whose begins were overwritten (not spans)",
-            s.overwritten,
-            s.overwritten_by_lane.len(),
-            s.ends_of_overwritten_begins
+            trace.overwritten(),
+            trace.lanes.iter().filter(|l| l.overwritten > 0).count(),
+            d.ends_of_overwritten_begins
         )?;
     }
-    if let Some(e) = &s.epoch {
+    if let Some(e) = &src.epoch {
         write!(
             w,
             "launch {} (from 0) of a buffer of {} launches; {} launches ran",
             e.index, e.epochs, e.launches
         )?;
-        if e.not_recorded > 0 {
+        if e.not_recorded() > 0 {
             write!(
                 w,
                 ", the buffer holds {}: the last {} were not recorded",
-                e.epochs, e.not_recorded
+                e.epochs,
+                e.not_recorded()
             )?;
         }
         writeln!(w)?;
     }
-    if let Some(c) = &s.overhead_correction {
+    if let Some(c) = &src.overhead_correction {
         writeln!(
             w,
             "overhead correction: {:.3} ns per record (median), {} lanes corrected, {} not measured; {} span ends moved, {} ns removed",
-            c.per_record_ns_median,
+            c.per_record_ns_median(),
             c.lanes_corrected,
             c.lanes_unmeasured,
             c.spans_corrected,
             c.total_ns_removed
         )?;
     }
-    if let Some(c) = &trace.source.assumed_clock {
+    if let Some(c) = &src.assumed_clock {
         writeln!(
             w,
             "cycles converted to ns at {}: durations scale with the ratio of the real clock to it",
             c.describe()
         )?;
     }
-    if let Some(c) = &s.clock_sync {
+    if let Some(c) = &src.clock_sync {
+        let c = ClockSyncSummary::new(c, src.time_base);
         writeln!(
             w,
             "host clock sync: started at host realtime {} ns, monotonic {} ns, within {} ns ({} samples)",
             c.time_base_realtime_ns, c.time_base_monotonic_ns, c.error_bound_ns, c.samples
         )?;
     }
-    for u in &s.unmatched_by_region {
+    for u in &stats.unmatched {
         writeln!(
             w,
             "  unmatched {}: {} begin, {} end",
             u.name, u.begin, u.end
         )?;
     }
-    if !s.dropped_by_lane.is_empty() {
-        let worst = s
-            .dropped_by_lane
-            .iter()
-            .max_by_key(|l| l.dropped)
-            .expect("non-empty");
+    let dropping = || trace.lanes.iter().filter(|l| l.dropped > 0);
+    if let Some(worst) = dropping().max_by_key(|l| l.dropped) {
         writeln!(
             w,
             "  {} lanes dropped records (most: lane {} block {} group {}: {}); raise records_per_lane",
-            s.dropped_by_lane.len(),
-            worst.lane,
+            dropping().count(),
+            worst.id,
             worst.block,
             worst.group,
             worst.dropped
         )?;
     }
-    if let Some(a) = &s.async_ranges {
+    if let Some(a) = &stats.async_ranges {
         writeln!(
             w,
             "{} async ranges; {} async begin never ended, {} async end without a begin",
             a.count, a.unmatched_begin, a.unmatched_end
         )?;
-        let t = |x: f64| format_duration(x / k);
         for r in &a.regions {
             writeln!(
                 w,
                 "  async {}: {} ranges, total {}, mean {}, max {}",
                 r.name,
                 r.count,
-                t(r.total_dur),
-                t(r.mean_dur),
-                t(r.max_dur)
+                format_duration(r.total_dur),
+                format_duration(r.mean_dur),
+                format_duration(r.max_dur)
             )?;
         }
     }

@@ -1,15 +1,16 @@
 //! Async ranges end to end: a small native buffer whose producer lane begins transfers
 //! that consumer lanes (of its block and of another) end, decoded, filtered, streamed,
 //! linked and written (goldens of the Chrome JSON, summary JSON and Perfetto trace).
-//! `IKP_BLESS=1 cargo test -p ikp-host --test async_ranges` rewrites the goldens.
-use crate::golden_check;
+//! `IKP_BLESS=1 cargo test -p ikp-host --test host async_ranges::` rewrites the goldens.
+use crate::golden_check::golden;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
 use ikp_host::analysis::links::{async_links, links, SignalEvent};
 use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::{Trace, Unpaired};
-use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::write::{self, ChromeOptions};
+use ikp_host::TraceStats;
 use ikp_host::{
     write_perfetto, write_perfetto_streamed, BlockFilter, Compression, Launch, PerfettoOptions,
     StreamedBuffer,
@@ -18,7 +19,6 @@ use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
 use serde_json::Value;
-use std::path::PathBuf;
 
 const T0: u64 = 1_000_000;
 const MAINLOOP: u32 = 0;
@@ -309,16 +309,12 @@ fn async_slices(bytes: &[u8]) -> Vec<(String, String, u64, u64, u64, usize)> {
     out
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
 #[test]
 fn perfetto_draws_ranges_on_async_tracks_with_flows_to_the_waits() {
     let t = dec(&buffer(true), "");
     let mut bytes = Vec::new();
     let stats = write_perfetto(&mut bytes, &[Launch::new("async.ikp", &t)], &plain()).unwrap();
-    golden_check::check(&golden_dir().join("async_ranges.pftrace"), &bytes);
+    golden("async_ranges.pftrace", &bytes);
     let s = async_slices(&bytes);
     // Perfetto times are relative to the launch's time base (the first lane's start).
     let at = |ns: u64| T0 + ns - t.source.time_base;
@@ -357,10 +353,10 @@ fn perfetto_draws_ranges_on_async_tracks_with_flows_to_the_waits() {
 #[test]
 fn chrome_json_and_summary_hold_the_ranges() {
     let t = dec(&buffer(true), "");
-    let opt = TraceWriteOptions::default();
     let mut doc = Vec::new();
-    write::chrome::write_chrome(&mut doc, &t, &opt).unwrap();
-    golden_check::check(&golden_dir().join("async_ranges_chrome.json"), &doc);
+    write::chrome::write_chrome(&mut doc, &t, &ChromeOptions::default()).unwrap();
+    let opt = Default::default();
+    golden("async_ranges_chrome.json", &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let asyncs: Vec<&Value> = ev.iter().filter(|e| e["cat"] == "async").collect();
@@ -386,9 +382,12 @@ fn chrome_json_and_summary_hold_the_ranges() {
     assert_eq!(asyncs[4]["args"]["end"]["block"].as_u64(), Some(1));
 
     let mut doc = Vec::new();
-    write::summary::write_summary(&mut doc, &write::summary::summarize(&t, &opt, "a.json"))
-        .unwrap();
-    golden_check::check(&golden_dir().join("async_ranges_summary.json"), &doc);
+    write::summary::write_summary(
+        &mut doc,
+        &write::summary::summarize(&TraceStats::of(&t), &opt, "a.json"),
+    )
+    .unwrap();
+    golden("async_ranges_summary.json", &doc);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let a = &v["async_ranges"];
     assert_eq!(a["count"].as_u64(), Some(4));
@@ -411,7 +410,12 @@ fn chrome_json_and_summary_hold_the_ranges() {
     assert_eq!(names, ["mainloop", "wait"]);
     // A buffer without async ranges has no key at all.
     let plain = dec(&buffer(false), "");
-    let s = serde_json::to_value(write::summary::summarize(&plain, &opt, "p.json")).unwrap();
+    let s = serde_json::to_value(write::summary::summarize(
+        &TraceStats::of(&plain),
+        &opt,
+        "p.json",
+    ))
+    .unwrap();
     assert!(s.get("async_ranges").is_none());
 }
 
@@ -419,7 +423,7 @@ fn chrome_json_and_summary_hold_the_ranges() {
 fn the_summary_table_counts_the_ranges_after_the_diagnostics() {
     let t = dec(&buffer(true), "");
     let mut out = Vec::new();
-    write::table::write_table(&mut out, &t, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut out, &TraceStats::of(&t), &Default::default()).unwrap();
     let text = String::from_utf8(out).unwrap();
     let tail: Vec<&str> = text.lines().rev().take(2).collect();
     assert_eq!(
@@ -431,21 +435,17 @@ fn the_summary_table_counts_the_ranges_after_the_diagnostics() {
     );
     let plain = dec(&buffer(false), "");
     let mut out = Vec::new();
-    write::table::write_table(&mut out, &plain, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut out, &TraceStats::of(&plain), &Default::default()).unwrap();
     assert!(!String::from_utf8(out).unwrap().contains("async"));
 }
 
 #[test]
 fn the_html_report_tables_the_ranges_as_the_summary_counts_them() {
-    use ikp_host::report::{write_html, ReportOptions};
+    use ikp_host::report::{prepare, write_html, ReportOptions};
     let html = |t: &Trace| {
         let mut out = Vec::new();
-        write_html(
-            &mut out,
-            &[Launch::new("a.ikp", t)],
-            &ReportOptions::default(),
-        )
-        .unwrap();
+        let opts = ReportOptions::default();
+        write_html(&mut out, &prepare(&[Launch::new("a.ikp", t)], &opts), &opts).unwrap();
         String::from_utf8(out).unwrap()
     };
     let page = html(&dec(&buffer(true), ""));
@@ -568,7 +568,7 @@ fn clock_mode_ranges_are_in_ns() {
 fn chrome_events_of_a_range_whose_begin_lane_is_filtered_out() {
     let t = dec(&buffer(true), "1");
     let mut doc = Vec::new();
-    write::chrome::write_chrome(&mut doc, &t, &TraceWriteOptions::default()).unwrap();
+    write::chrome::write_chrome(&mut doc, &t, &ChromeOptions::default()).unwrap();
     let v: Value = serde_json::from_slice(&doc).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
     let b: Vec<&Value> = (ev.iter())

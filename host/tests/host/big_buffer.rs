@@ -1,91 +1,11 @@
-//! Very large buffers. `write_big_buffer` (ignored; run on demand) streams a multi-GB
-//! native buffer to a file, lane by lane, for the measurement in BENCHMARKS.md
-//! (`## Very large buffers`):
-//!
-//! ```text
-//! IKP_BIG_OUT=/tmp/big.ikp IKP_BIG_GIB=4 cargo test --release -p ikp-host \
-//!     --test big_buffer -- --ignored write_big_buffer
-//! ```
-//! The small test checks the generator's output decodes as designed, so the measured
-//! buffer is a valid one.
-use ikp_device::wire::{self, Kind};
-use ikp_device::{Layout, TimerMode};
-use std::io::Write;
+//! Very large buffers: the generator of the measurement in BENCHMARKS.md
+//! (`## Very large buffers`, `cargo run --release -p ikp-host --example big_buffer`)
+//! writes a buffer that decodes as designed, so the measured buffer is a valid one.
+#[allow(dead_code)] // its `main`
+#[path = "../../examples/big_buffer.rs"]
+mod generator;
 
-/// Layout of a buffer of about `bytes`: 8 lanes per block on a 132-SM-like grid.
-fn layout(bytes: u64) -> Layout {
-    let lanes: u64 = 1056 * 8;
-    let per_lane = (bytes / 8 / lanes).max(16) - 6 - 1;
-    Layout {
-        grid: [1056, 1, 1],
-        groups_per_block: 8,
-        records_per_lane: per_lane as u32,
-        timer: TimerMode::Globaltimer,
-        regions: vec!["tile".into(), "load".into(), "mma".into(), "wait".into()],
-        counters: vec!["spin".into()],
-        ..Layout::default()
-    }
-}
-
-/// Lane `l`'s segment: tiles of `tile { load, wait, mma }` plus a counter sample per wait,
-/// an instant every 64 tiles, filling the lane exactly; starts are spread across a 2^32
-/// ns wrap so unwrapping is exercised.
-fn segment(lay: &Layout, l: u64, seg: &mut Vec<u64>) {
-    let cap = lay.records_per_lane as usize;
-    seg.clear();
-    let start = (3u64 << 32) - 20_000_000 + l * 1_000;
-    seg.push(start);
-    seg.push(0);
-    seg.push(wire::pack_ids((l % 132) as u32, (l % 8) as u32, 0));
-    seg.push(0); // record cost: not measured
-    let mut t = start;
-    let rec = |seg: &mut Vec<u64>, k: Kind, r: u32, p: u32, lo: u32| {
-        seg.push(wire::pack_record(lo, wire::pack_tag(k, r, p)))
-    };
-    let mut tile = 0u32;
-    while seg.len() - 4 + 10 <= cap {
-        let step = 50 + (l * 7 + tile as u64 * 13) % 400;
-        rec(seg, Kind::Begin, 0, tile & wire::PAYLOAD_MASK, t as u32);
-        t += step;
-        rec(seg, Kind::Begin, 1, 0, t as u32);
-        t += step * 2;
-        rec(seg, Kind::End, 1, 0, t as u32);
-        rec(seg, Kind::Begin, 3, 0, t as u32);
-        t += step / 2;
-        rec(seg, Kind::End, 3, 0, t as u32);
-        rec(seg, Kind::Meta, 0, 0, (step / 10) as u32);
-        rec(seg, Kind::Begin, 2, 0, t as u32);
-        t += step * 3;
-        rec(seg, Kind::End, 2, 0, t as u32);
-        rec(seg, Kind::End, 0, 0, t as u32);
-        if tile.is_multiple_of(64) {
-            rec(seg, Kind::Instant, 0, tile & wire::PAYLOAD_MASK, t as u32);
-        }
-        tile += 1;
-    }
-    let written = seg.len() - 4;
-    seg.resize(4 + cap, 0);
-    seg.push(t + 100);
-    seg.push(0);
-    seg.push(wire::pack_count(written as u32, 0));
-    seg.push(tile as u64 * 5);
-}
-
-fn write(out: &mut impl Write, lay: &Layout) -> std::io::Result<()> {
-    let header = lay.header_words().unwrap();
-    let mut bytes: Vec<u8> = header.iter().flat_map(|w| w.to_le_bytes()).collect();
-    // One epoch: the launch counters stay zero.
-    bytes.resize(bytes.len() + lay.lane_count() as usize * 8, 0);
-    out.write_all(&bytes)?;
-    let mut seg = Vec::new();
-    for l in 0..lay.lane_count() {
-        segment(lay, l, &mut seg);
-        bytes.clear();
-        bytes.extend(seg.iter().flat_map(|w| w.to_le_bytes()));
-        out.write_all(&bytes)?;
-    }
-    Ok(())
-}
+use generator::{layout, write};
 
 #[test]
 fn generated_buffer_decodes_as_designed() {
@@ -102,24 +22,4 @@ fn generated_buffer_decodes_as_designed() {
     assert!(t.diagnostics.unmatched_begin.is_empty() && t.diagnostics.unmatched_end.is_empty());
     assert_eq!(t.dropped(), 0);
     assert!(t.spans.len() > 4 * t.lanes.len());
-}
-
-#[test]
-#[ignore = "writes a multi-GB file: run on demand for BENCHMARKS.md"]
-fn write_big_buffer() {
-    let out = std::env::var("IKP_BIG_OUT").expect("set IKP_BIG_OUT to the output path");
-    let gib: u64 = std::env::var("IKP_BIG_GIB")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
-    let lay = layout(gib << 30);
-    let mut f = std::io::BufWriter::with_capacity(8 << 20, std::fs::File::create(&out).unwrap());
-    write(&mut f, &lay).unwrap();
-    f.flush().unwrap();
-    eprintln!(
-        "{out}: {} bytes, {} lanes x {} records",
-        lay.buffer_words() * 8,
-        lay.lane_count(),
-        lay.records_per_lane
-    );
 }

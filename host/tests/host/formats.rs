@@ -259,7 +259,8 @@ fn flashinfer_lanes_carry_their_sm_and_group_by_it() {
         t.diagnostic_counts()
     );
     // The SM figures are available: two blocks per SM.
-    let im = ikp_host::analysis::imbalance::imbalance(&t);
+    let view = ikp_host::analysis::blocks::BlockView::new(&t, &Default::default());
+    let im = ikp_host::analysis::imbalance::imbalance(&view);
     let sms = im.sms.expect("SM ids");
     assert_eq!(sms.count, 4);
     // The same records as the TVM sample's begins and ends, paired the same way.

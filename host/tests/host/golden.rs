@@ -1,33 +1,25 @@
 //! Golden files of every text output (Chrome JSON in both event styles and groupings,
 //! summary JSON, block distributions, CSV, terminal table) for a small native buffer and a
 //! small TVM-format buffer, and of the Chrome JSON and summary of a native buffer whose
-//! regions overlap. `IKP_BLESS=1 cargo test --test golden` rewrites them.
+//! regions overlap. `IKP_BLESS=1 cargo test -p ikp-host --test host golden::` rewrites them.
 //!
 //! Each test also re-parses its output and checks its meaning against the decoded trace,
 //! so a blessed file that is wrong fails too.
 use crate::shares_oracle;
 
-use crate::golden_check;
+use crate::golden_check::golden;
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::tvm::pack;
 use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::{Names, Trace};
-use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::write::{self, BlockDistOptions, ChromeOptions, SummaryOptions};
+use ikp_host::TraceStats;
 use ikp_host::{BlockFilter, WriteError};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden")
-}
-
-/// Compares `got` with the golden file `name`, or rewrites it under `IKP_BLESS=1`.
-fn golden(name: &str, got: &[u8]) {
-    golden_check::check(&golden_dir().join(name), got);
-}
 
 /// Two blocks x two lanes: nesting, repeats, an instant, counter samples, an unmatched
 /// begin and end, drops, one lane never finalized.
@@ -227,7 +219,7 @@ fn us(v: &Value) -> f64 {
 
 /// Checks a Chrome trace against the model: per-thread B/E nesting and time order, one
 /// B (or X) per span with the right duration, instants, metadata for every row.
-fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
+fn check_chrome(doc: &[u8], t: &Trace, opt: &ChromeOptions) {
     let v: Value = serde_json::from_slice(doc).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     let ev = v["traceEvents"].as_array().unwrap();
@@ -302,7 +294,7 @@ fn check_chrome(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
     assert_eq!(durs, scaled);
 }
 
-fn check_summary(doc: &[u8], t: &Trace, opt: &TraceWriteOptions) {
+fn check_summary(doc: &[u8], t: &Trace, opt: &SummaryOptions) {
     let v: Value = serde_json::from_slice(doc).unwrap();
     let lanes: Vec<_> = t.lanes.iter().collect();
     let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
@@ -416,7 +408,7 @@ fn check_csv(doc: &[u8], t: &Trace) {
 #[test]
 fn chrome_native_begin_end_by_sm() {
     let t = native();
-    let opt = TraceWriteOptions {
+    let opt = ChromeOptions {
         emit_complete_events: false,
         ..Default::default()
     };
@@ -428,11 +420,10 @@ fn chrome_native_begin_end_by_sm() {
 #[test]
 fn chrome_native_complete_events_by_block_filtered_and_scaled() {
     let t = native().filter_blocks(&BlockFilter::new(vec![1]));
-    let opt = TraceWriteOptions {
+    let opt = ChromeOptions {
         emit_complete_events: true,
         group_by_smid: false,
         scale: 2.0,
-        ..Default::default()
     };
     let doc = out(|w| write::chrome::write_chrome(w, &t, &opt));
     check_chrome(&doc, &t, &opt);
@@ -449,7 +440,7 @@ fn chrome_native_complete_events_by_block_filtered_and_scaled() {
 #[test]
 fn chrome_tvm() {
     let t = tvm();
-    let opt = TraceWriteOptions {
+    let opt = ChromeOptions {
         emit_complete_events: false,
         ..Default::default()
     };
@@ -486,7 +477,7 @@ fn chrome_overlapping_regions_go_to_overlap_rows_of_their_lane() {
     // B/E by SM (pid = SM 3, tid = block << 6 | warp), X by block (pid = block 0, tid =
     // warp * 32).
     for (complete, by_sm) in [(false, true), (true, false)] {
-        let opt = TraceWriteOptions {
+        let opt = ChromeOptions {
             emit_complete_events: complete,
             group_by_smid: by_sm,
             ..Default::default()
@@ -551,9 +542,12 @@ fn chrome_overlapping_regions_go_to_overlap_rows_of_their_lane() {
 #[test]
 fn summary_overlapping() {
     let t = overlapping();
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let doc = out(|w| {
-        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "overlap.json"))
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "overlap.json"),
+        )
     });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
@@ -576,9 +570,12 @@ fn summary_overlapping() {
 #[test]
 fn summary_native() {
     let t = native();
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let doc = out(|w| {
-        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "native.json"))
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "native.json"),
+        )
     });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
@@ -593,13 +590,16 @@ fn summary_native() {
 #[test]
 fn summary_native_topk_and_filter() {
     let t = native().filter_blocks(&BlockFilter::new(vec![0]));
-    let opt = TraceWriteOptions {
+    let opt = SummaryOptions {
         summary_topk_block_warp_per_region: 1,
         summary_hist_bins: 4,
         ..Default::default()
     };
     let doc = out(|w| {
-        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "native.json"))
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "native.json"),
+        )
     });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
@@ -614,9 +614,13 @@ fn summary_native_topk_and_filter() {
 #[test]
 fn summary_tvm() {
     let t = tvm();
-    let opt = TraceWriteOptions::default();
-    let doc =
-        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "tvm.json")));
+    let opt = SummaryOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "tvm.json"),
+        )
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["format"], "tvm");
@@ -637,9 +641,12 @@ fn summary_tvm() {
 #[test]
 fn summary_clock() {
     let t = clock();
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let doc = out(|w| {
-        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "clock.json"))
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "clock.json"),
+        )
     });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
@@ -660,7 +667,7 @@ fn summary_clock() {
 #[test]
 fn block_distributions() {
     let t = native();
-    let opt = TraceWriteOptions {
+    let opt = BlockDistOptions {
         block_region_hist_bins: 4,
         block_region_topk_blocks: 1,
         block_region_topk_regions_per_block: 2,
@@ -669,7 +676,8 @@ fn block_distributions() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("native_block_region_dists");
     let mut outs = ikp_host::atomic::Outputs::new();
-    write::summary::write_block_dists(&mut outs, &p, &t, &opt, "native.json").unwrap();
+    write::block_dists::write_block_dists(&mut outs, &p, &TraceStats::of(&t), &opt, "native.json")
+        .unwrap();
     assert!(!p.exists(), "the directory is in place only once committed");
     outs.commit().unwrap();
     let index = std::fs::read(p.join("index.json")).unwrap();
@@ -709,7 +717,7 @@ fn csv_native_and_tvm() {
 #[test]
 fn table_native() {
     let t = native();
-    let doc = out(|w| write::table::write_table(w, &t, &TraceWriteOptions::default()));
+    let doc = out(|w| write::table::write_table(w, &TraceStats::of(&t), &Default::default()));
     let text = String::from_utf8(doc.clone()).unwrap();
     let rows: Vec<&str> = text.lines().skip(1).take(4).collect();
     // Sorted by self time: lane 0's and lane 2's loads make "load \"kv\"" the largest;
@@ -731,7 +739,7 @@ fn table_native() {
 #[test]
 fn table_clock() {
     let t = clock();
-    let doc = out(|w| write::table::write_table(w, &t, &TraceWriteOptions::default()));
+    let doc = out(|w| write::table::write_table(w, &TraceStats::of(&t), &Default::default()));
     let text = String::from_utf8(doc.clone()).unwrap();
     assert!(text.contains("backward steps 1"), "{text}");
     assert!(
@@ -754,9 +762,13 @@ fn shipped(buf: &str, names: &str) -> Trace {
 #[test]
 fn summary_and_csv_of_the_tvm_sample() {
     let t = shipped("samples/attention_tvm.bin", "samples/attention_names.txt");
-    let opt = TraceWriteOptions::default();
-    let doc =
-        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "tvm.json")));
+    let opt = SummaryOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "tvm.json"),
+        )
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["format"], "tvm");
@@ -779,9 +791,13 @@ fn summary_and_csv_of_the_flashinfer_sample() {
         "samples/attention_flashinfer.bin",
         "samples/attention_names.txt",
     );
-    let opt = TraceWriteOptions::default();
-    let doc =
-        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "fi.json")));
+    let opt = SummaryOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "fi.json"),
+        )
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["format"], "flashinfer");
@@ -805,9 +821,13 @@ fn summary_and_csv_of_the_flashinfer_sample() {
 #[test]
 fn summary_and_csv_of_the_mirage_sample() {
     let t = shipped("samples/mpk_mirage.bin", "samples/mpk_names.json");
-    let opt = TraceWriteOptions::default();
-    let doc =
-        out(|w| write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "mpk.json")));
+    let opt = SummaryOptions::default();
+    let doc = out(|w| {
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "mpk.json"),
+        )
+    });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
     assert_eq!(v["format"], "mirage");
@@ -866,9 +886,12 @@ fn ring_launch() -> Trace {
 #[test]
 fn summary_and_table_of_a_ring_launch_with_the_overhead_correction() {
     let t = ring_launch();
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let doc = out(|w| {
-        write::summary::write_summary(w, &write::summary::summarize(&t, &opt, "ring.json"))
+        write::summary::write_summary(
+            w,
+            &write::summary::summarize(&TraceStats::of(&t), &opt, "ring.json"),
+        )
     });
     check_summary(&doc, &t, &opt);
     let v: Value = serde_json::from_slice(&doc).unwrap();
@@ -896,7 +919,7 @@ fn summary_and_table_of_a_ring_launch_with_the_overhead_correction() {
         c.total_ns_removed
     );
     golden("ring_launch_summary.json", &doc);
-    let doc = out(|w| write::table::write_table(w, &t, &opt));
+    let doc = out(|w| write::table::write_table(w, &TraceStats::of(&t), &Default::default()));
     let text = String::from_utf8(doc.clone()).unwrap();
     assert!(
         text.contains("ring: 3 records overwritten in 1 lanes"),

@@ -1,17 +1,18 @@
 //! The other profilers' formats: the shipped samples are exactly what the encoders of
 //! `peers/` (re-implementations of each tool's writer) produce, and their decodes match
 //! golden files: the decoded model written out in full, the summary JSON and the table.
-//! `IKP_BLESS=1 cargo test --test golden_peers` rewrites samples and golden files.
+//! `IKP_BLESS=1 cargo test -p ikp-host --test host golden_peers::` rewrites samples and golden files.
 //!
 //! Each test also checks the decode's meaning against the program the sample was made
 //! from, so a blessed file that is wrong fails too.
-use crate::golden_check;
+use crate::golden_check::{self, golden};
 use crate::peers;
 use crate::shares_oracle;
 
 use ikp_host::decode::{decode_bytes, names, DecodeOptions, FormatChoice};
 use ikp_host::model::{Names, Trace, WireFormat};
-use ikp_host::write::{self, TraceWriteOptions};
+use ikp_host::write::{self, SummaryOptions};
+use ikp_host::TraceStats;
 use peers::{proton, yaojz, Rng};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -21,9 +22,9 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Compares `got` with the file `rel` (from the repository root), or rewrites it under
-/// `IKP_BLESS=1`.
-fn golden(rel: &str, got: &[u8]) {
+/// Compares `got` with the shipped sample `rel` (from the repository root), or rewrites
+/// it under `IKP_BLESS=1`.
+fn sample(rel: &str, got: &[u8]) {
     golden_check::check(&repo().join(rel), got);
 }
 
@@ -97,16 +98,20 @@ fn dump(t: &Trace) -> String {
 
 /// The summary JSON as written, and parsed.
 fn summary(t: &Trace, name: &str) -> (Vec<u8>, Value) {
-    let opt = TraceWriteOptions::default();
+    let opt = SummaryOptions::default();
     let mut v = Vec::new();
-    write::summary::write_summary(&mut v, &write::summary::summarize(t, &opt, name)).unwrap();
+    write::summary::write_summary(
+        &mut v,
+        &write::summary::summarize(&TraceStats::of(t), &opt, name),
+    )
+    .unwrap();
     let parsed = serde_json::from_slice(&v).unwrap();
     (v, parsed)
 }
 
 fn table(t: &Trace) -> Vec<u8> {
     let mut v = Vec::new();
-    write::table::write_table(&mut v, t, &TraceWriteOptions::default()).unwrap();
+    write::table::write_table(&mut v, &TraceStats::of(t), &Default::default()).unwrap();
     v
 }
 
@@ -183,8 +188,8 @@ fn yaojz_decode(bytes: &[u8]) -> Trace {
 #[test]
 fn yaojz_sample_decodes_to_what_the_tool_keeps() {
     let (s, bytes) = yaojz_sample();
-    golden("samples/yaojz_attention.yjz", &bytes);
-    golden("samples/yaojz_attention.names", yaojz_names().as_bytes());
+    sample("samples/yaojz_attention.yjz", &bytes);
+    sample("samples/yaojz_attention.names", yaojz_names().as_bytes());
     let t = yaojz_decode(&bytes);
     // Auto-detection finds it, and gives the same trace.
     let auto = DecodeOptions {
@@ -222,7 +227,7 @@ fn yaojz_sample_decodes_to_what_the_tool_keeps() {
     assert_eq!(ends, [(15, 2), (15, 0)]);
     assert!(d.unmatched_begin.is_empty());
     assert_eq!((d.unknown_records, d.backward_steps), (1, 1));
-    golden("tests/golden/yaojz_decode.txt", dump(&t).as_bytes());
+    golden("yaojz_decode.txt", dump(&t).as_bytes());
     let (doc, v) = summary(&t, "yaojz_attention.json");
     assert_eq!(v["format"], "yao-jz");
     assert_eq!(v["per_warp_cap"], 16);
@@ -230,8 +235,8 @@ fn yaojz_sample_decodes_to_what_the_tool_keeps() {
     assert!(v.get("assumed_clock").is_none());
     let e = shares_oracle::expected(&t, &t.lanes);
     assert_eq!(v["lane_dur"].as_f64().unwrap(), e.lane_time as f64);
-    golden("tests/golden/yaojz_summary.json", &doc);
-    golden("tests/golden/yaojz_table.txt", &table(&t));
+    golden("yaojz_summary.json", &doc);
+    golden("yaojz_table.txt", &table(&t));
 }
 
 /// The Proton sample: kernel `attn_fwd`, 4 CTAs on 4 SMs, 4 warps each. Warp 0 issues
@@ -320,7 +325,7 @@ fn spans_of(t: &Trace) -> Vec<(u32, u32, String, u64, u64)> {
 fn proton_sample_decodes_to_the_scopes_written() {
     let k = proton_kernel();
     let text = proton::write(std::slice::from_ref(&k), proton::Writer::InitTimes, None);
-    golden("samples/proton_attn_fwd.chrome_trace", text.as_bytes());
+    sample("samples/proton_attn_fwd.chrome_trace", text.as_bytes());
     // Warp 0's loads overlap: Proton put them on two rows.
     assert!(text.contains("\"warp 0 (line 1)\""));
     let t = decode_bytes(text.as_bytes(), &DecodeOptions::default()).unwrap();
@@ -344,14 +349,14 @@ fn proton_sample_decodes_to_the_scopes_written() {
     }
     let c = t.source.assumed_clock.unwrap();
     assert_eq!((c.khz, c.given), (1_000_000, false));
-    golden("tests/golden/proton_decode.txt", dump(&t).as_bytes());
+    golden("proton_decode.txt", dump(&t).as_bytes());
     let (doc, v) = summary(&t, "proton_attn_fwd.json");
     assert_eq!(v["format"], "proton");
     assert_eq!(
         v["assumed_clock"],
         serde_json::json!({"mhz": 1000.0, "given": false})
     );
-    golden("tests/golden/proton_summary.json", &doc);
+    golden("proton_summary.json", &doc);
     // At a clock given as 1500 MHz the scopes' cycles take 2/3 of the time; the CTAs
     // still start at their init times.
     let opts = DecodeOptions {
@@ -364,5 +369,5 @@ fn proton_sample_decodes_to_the_scopes_written() {
     let tab = table(&t);
     let text = String::from_utf8_lossy(&tab);
     assert!(text.contains("1500 MHz (given, not measured)"), "{text}");
-    golden("tests/golden/proton_1500mhz_table.txt", &tab);
+    golden("proton_1500mhz_table.txt", &tab);
 }

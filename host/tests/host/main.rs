@@ -3,7 +3,8 @@
 //!
 //! - decoding ikp's own buffers: `decode` (rules and errors), `formats` (every file shape
 //!   the loader takes), `ring_epochs`, `async_ranges`, `set_aside` (lanes whose stamps are
-//!   not of the launch), `big_buffer`;
+//!   not of the launch), `big_buffer` (the generator of the very large buffer measured
+//!   in BENCHMARKS.md, `host/examples/big_buffer.rs`);
 //! - the peers' buffers: `decode_peers`, `golden_peers` (pinned outputs), `peer_decoders`
 //!   (the peers' own decoders, run on the same buffers), `set_aside_formats`, with their
 //!   re-implemented encoders in `peers`;
@@ -13,14 +14,22 @@
 //! - property tests: `proptest_roundtrip` (encode -> decode), `proptest_peers`,
 //!   `proptest_seeds` (the fuzz corpus replayed).
 //!
-//! Tests that load NVRTC or the CUDA driver are separate binaries (`nvrtc_compile`,
-//! `session_gpu`, `session_no_gpu`): the GPU bundle carries them, and each needs a process
-//! of its own for the library's once-per-process driver and NVRTC loading.
+//! - the GPU side (`cuda` feature): `nvrtc_compile` (the NVRTC helper and its library
+//!   search, no GPU), `session_no_gpu` (the driver's absence, stubs and errors, no GPU),
+//!   `session_gpu` (HostSession on a GPU; skips without one), sharing `session_support`.
+//!   The library loads the driver and NVRTC once per process, so a test that needs another
+//!   environment re-runs itself in a child (`session_support::run_child`). The GPU bundle
+//!   carries this binary and runs these three modules, each as its own check group.
+//!
+//! Goldens live in `host/tests/golden/` (`golden_check`; `IKP_BLESS=1` rewrites them). The
+//! map of every crate's tests is in CONTRIBUTING.md.
 
 mod golden_check;
 #[path = "../fixtures/nested_lanes.rs"]
 mod nested_lanes;
 mod peers;
+#[cfg(feature = "cuda")]
+mod session_support;
 mod shares_oracle;
 
 mod async_ranges;
@@ -31,6 +40,8 @@ mod formats;
 mod golden;
 mod golden_peers;
 mod merge;
+#[cfg(feature = "cuda")]
+mod nvrtc_compile;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod peer_decoders;
@@ -39,6 +50,10 @@ mod proptest_peers;
 mod proptest_roundtrip;
 mod proptest_seeds;
 mod ring_epochs;
+#[cfg(feature = "cuda")]
+mod session_gpu;
+#[cfg(feature = "cuda")]
+mod session_no_gpu;
 mod set_aside;
 mod set_aside_formats;
 mod shares;

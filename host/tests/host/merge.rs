@@ -1,7 +1,7 @@
 //! `ikp merge`'s library side: an ikp buffer with a host clock sync (reference encoder)
 //! and a Kineto-like Chrome trace become one Perfetto trace whose host and device events
 //! sit at the host-clock ns the formats say (exact arithmetic), pinned by a golden file.
-use crate::golden_check;
+use crate::golden_check::golden;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -326,12 +326,11 @@ fn bad_host_traces_name_the_file() {
 }
 
 /// Golden bytes of the merged trace. Re-bless with `IKP_BLESS=1 cargo test -p ikp-host
-/// --test merge`.
+/// --test host merge::golden`.
 #[test]
 fn golden_merged_trace() {
     let (bytes, _) = merged(&buffer(Some(sync())));
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/merge_small.pftrace");
-    golden_check::check(&p, &bytes);
+    golden("merge_small.pftrace", &bytes);
 }
 
 /// The summary JSON's `clock_sync` object of the synced buffer, pinned (the rest of the
@@ -339,7 +338,11 @@ fn golden_merged_trace() {
 #[test]
 fn golden_clock_sync_summary() {
     let t = buffer(Some(sync()));
-    let doc = ikp_host::summarize(&t, &Default::default(), "attn.json");
+    let doc = ikp_host::summarize(
+        &ikp_host::TraceStats::of(&t),
+        &Default::default(),
+        "attn.json",
+    );
     let c = doc.clock_sync.as_ref().expect("clock_sync");
     assert_eq!(c.error_bound_ns, 1_500);
     assert_eq!(
@@ -356,11 +359,13 @@ fn golden_clock_sync_summary() {
     let text = format!("{}\n", &all[at..end]);
     let v: serde_json::Value = serde_json::from_str(&all).unwrap();
     assert_eq!(v["clock_sync"]["samples"], 16);
-    let p =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/clock_sync_summary.json");
-    golden_check::check(&p, text.as_bytes());
+    golden("clock_sync_summary.json", text.as_bytes());
     // Absent without a sync.
-    let plain = ikp_host::summarize(&buffer(None), &Default::default(), "p.json");
+    let plain = ikp_host::summarize(
+        &ikp_host::TraceStats::of(&buffer(None)),
+        &Default::default(),
+        "p.json",
+    );
     assert!(plain.clock_sync.is_none());
     let mut out = Vec::new();
     ikp_host::write_summary(&mut out, &plain).unwrap();

@@ -217,7 +217,11 @@ fn duckdb_sums_self_time_over_ranks_as_the_summaries_do() {
         let t = ikp_host::decode(&words, &DecodeOptions::default()).unwrap();
         let dir = d.path().join(format!("runs/rank={rank}"));
         write_tables(&dir, &[Launch::new("attention.ikp", &t)]);
-        let summary = ikp_host::summarize(&t, &Default::default(), "attention");
+        let summary = ikp_host::summarize(
+            &ikp_host::TraceStats::of(&t),
+            &Default::default(),
+            "attention",
+        );
         let mut regions: Vec<Value> = (summary.regions.iter())
             .map(|r| {
                 Value::from(vec![

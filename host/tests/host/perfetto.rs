@@ -1,6 +1,7 @@
 //! Perfetto writer: decode the output with the `perfetto_protos` types and check it against
 //! the model it was written from, the way trace processor would read it.
 
+use crate::golden_check::golden;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -1038,7 +1039,7 @@ fn empty_inputs() {
 }
 
 /// Golden bytes of the small trace (two launches, both groupings exercised elsewhere).
-/// Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+/// Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
 #[test]
 fn golden_small_trace() {
     let a = small_trace(1_000);
@@ -1046,20 +1047,8 @@ fn golden_small_trace() {
     let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
     let mut bytes = Vec::new();
     write_perfetto(&mut bytes, &launches, &plain_opts()).unwrap();
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_small.pftrace");
-    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &bytes).unwrap();
-    }
-    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
-    assert!(
-        golden == bytes,
-        "output differs from {} ({} vs {} bytes); re-bless with IKP_BLESS=1 if intended",
-        path.display(),
-        bytes.len(),
-        golden.len()
-    );
+    golden("perfetto_small.pftrace", &bytes);
+    let golden = bytes;
     check(&decode(&golden), &launches, &plain_opts());
 }
 
@@ -1683,7 +1672,7 @@ fn traces_without_signal_wait_regions_have_no_flow_ids() {
 }
 
 /// Golden bytes of the link trace, twice (flow ids of the second launch start after the
-/// first's spans). Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+/// first's spans). Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
 #[test]
 fn golden_links_trace() {
     let a = links_trace(1_000);
@@ -1691,17 +1680,8 @@ fn golden_links_trace() {
     let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
     let mut bytes = Vec::new();
     write_perfetto(&mut bytes, &launches, &plain_opts()).unwrap();
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_links.pftrace");
-    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &bytes).unwrap();
-    }
-    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
-    assert!(
-        golden == bytes,
-        "output differs from {}; re-bless with IKP_BLESS=1 if intended",
-        path.display()
-    );
+    golden("perfetto_links.pftrace", &bytes);
+    let golden = bytes;
     let d = decode(&golden);
     check(&d, &launches, &plain_opts());
     // The ids: spans of the launch before + wait span + 1.
@@ -2157,7 +2137,7 @@ fn synced_buffer_streams_on_the_host_clock() {
 }
 
 /// Golden bytes of two synced launches on the host's realtime clock. Re-bless with
-/// `IKP_BLESS=1 cargo test -p ikp-host --test perfetto`.
+/// `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
 #[test]
 fn golden_host_clock_trace() {
     let a = synced(small_trace(1_000_000), sync_at(1_000_000));
@@ -2169,12 +2149,7 @@ fn golden_host_clock_trace() {
     };
     let mut bytes = Vec::new();
     write_perfetto(&mut bytes, &launches, &opts).unwrap();
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/perfetto_host_clock.pftrace");
-    if std::env::var_os("IKP_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &bytes).unwrap();
-    }
-    let golden = std::fs::read(&path).expect("golden file (bless with IKP_BLESS=1)");
-    assert!(golden == bytes, "output differs from {}", path.display());
+    golden("perfetto_host_clock.pftrace", &bytes);
+    let golden = bytes;
     check(&decode(&golden), &launches, &opts);
 }

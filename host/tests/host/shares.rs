@@ -11,8 +11,9 @@ use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::model::Trace;
 use ikp_host::stats::{Shares, OUTSIDE};
-use ikp_host::write::{summary, TraceWriteOptions};
+use ikp_host::write::{block_dists, summary, SummaryOptions};
 use ikp_host::BlockFilter;
+use ikp_host::TraceStats;
 use nested_lanes::{T0, WAIT};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -49,13 +50,17 @@ fn check_reference(t: &Trace, s: &Shares, filter: &BlockFilter) {
 
 /// The summary JSON of the lanes of `filter`.
 fn summary_json(t: &Trace, filter: BlockFilter, scale: f64) -> Value {
-    let opt = TraceWriteOptions {
+    let opt = SummaryOptions {
         scale,
         ..Default::default()
     };
     let t = t.filter_blocks(&filter);
     let mut v = Vec::new();
-    summary::write_summary(&mut v, &summary::summarize(&t, &opt, "t.json")).unwrap();
+    summary::write_summary(
+        &mut v,
+        &summary::summarize(&TraceStats::of(&t), &opt, "t.json"),
+    )
+    .unwrap();
     serde_json::from_slice(&v).unwrap()
 }
 
@@ -142,7 +147,8 @@ fn time_outside_any_region_is_a_share_of_its_own() {
 #[test]
 fn block_distributions_are_shares_of_their_block() {
     let t = buffer(&[0, 1, 2, 3]);
-    let (_, files) = summary::block_dists(&t, &TraceWriteOptions::default(), "t.json", "d");
+    let (_, files) =
+        block_dists::block_dists(&TraceStats::of(&t), &Default::default(), "t.json", "d");
     let b1 = files.iter().find(|f| f.block == 1).unwrap();
     assert_eq!(
         (b1.lane_dur, b1.outside_dur, b1.outside_share),

@@ -315,11 +315,8 @@ impl HostSession {
         let path = path.as_ref();
         let trace = self.decode()?;
         crate::write::write_trace(path, &trace, opts)?;
-        let summary = opts
-            .emit_summary_json
-            .then(|| crate::write::summary_path(path));
-        let block_dists = (opts.emit_summary_json && opts.emit_block_region_distributions)
-            .then(|| crate::write::dists_path(path));
+        let summary = (opts.summary.as_ref()).map(|_| crate::write::summary_path(path));
+        let block_dists = (opts.block_dists.as_ref()).map(|_| crate::write::dists_path(path));
         Ok(WrittenTrace {
             chrome: path.to_owned(),
             summary,

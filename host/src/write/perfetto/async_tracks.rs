@@ -7,9 +7,9 @@ use std::io;
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 
 use super::critical::{string, uint};
-use super::{LaunchClock, Writer};
+use super::{LaunchPlace, Writer};
 use crate::analysis::links::SignalEvent;
-use crate::model::{AsyncRanges, Trace};
+use crate::model::AsyncRanges;
 
 /// First flow id of async ranges: above every wait span's flow id (`base + w + 1`, which
 /// counts spans), so the two never meet.
@@ -42,13 +42,13 @@ impl<W: io::Write> Writer<W> {
     /// `flow_base + k + 1` at its begin.
     pub(super) fn async_tracks(
         &mut self,
-        trace: &Trace,
+        at: &LaunchPlace<'_>,
         a: &AsyncRanges,
-        clock: LaunchClock,
         root: u64,
         first_rank: usize,
         flow_base: Option<u64>,
     ) -> io::Result<()> {
+        let (trace, clock) = (at.trace, at.clock);
         if a.is_empty() {
             return Ok(());
         }

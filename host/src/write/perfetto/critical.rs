@@ -14,10 +14,9 @@ use perfetto_protos::debug_annotation::DebugAnnotation;
 use perfetto_protos::trace_packet::TracePacket;
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 
-use super::{LaunchClock, Writer, META_SEQ};
+use super::{LaunchPlace, Writer, META_SEQ};
 use crate::analysis::blocks::slowest_block;
 use crate::analysis::links::{critical_path_links, links};
-use crate::model::Trace;
 
 pub(super) fn uint(name: &str, v: u64) -> DebugAnnotation {
     let mut a = DebugAnnotation::new();
@@ -38,10 +37,10 @@ impl<W: io::Write> Writer<W> {
     /// children), with one slice per step; nothing when the launch has no leaf region.
     pub(super) fn critical_path_track(
         &mut self,
-        trace: &Trace,
-        clock: LaunchClock,
+        at: &LaunchPlace<'_>,
         root: u64,
     ) -> io::Result<()> {
+        let (trace, clock) = (at.trace, at.clock);
         let Some(block) = slowest_block(trace) else {
             return Ok(());
         };

@@ -1,4 +1,10 @@
-//! Shared by the integration tests that check kernel sources against host-side names.
+//! What the root tests share: the GPU tests' gate and skip notices (the host tests' own
+//! `session_support`, so both binaries skip with the same words), and reading the ids a
+//! CUDA source gives its regions and counters.
+
+#[path = "../host/tests/host/session_support.rs"]
+mod session;
+pub use session::gpu_or_skip;
 
 /// Every one-line `enum : unsigned { A = 0, B = 1u }` of a CUDA source, in order, as
 /// (name, value) pairs. Values must be explicit.

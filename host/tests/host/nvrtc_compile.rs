@@ -11,17 +11,16 @@
 //!
 //! The tests work with whichever NVRTC the search finds (12.9 on CI, CUDA 13 on a GPU
 //! machine): the oldest architecture they target is the oldest the library supports.
-mod session_support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::session_support::*;
 use ikp_host::cuda::driver_version;
 use ikp_host::{
     cuda::nvrtc::{self, Compiler, FoundBy, NvrtcError, Target},
     Arch,
 };
-use session_support::*;
 
 /// Every part of the device API, so a header change that breaks any of it fails here.
 const ALL_OF_THE_API: &str = r#"
@@ -369,34 +368,27 @@ fn loaded_as_expected(found_by: FoundBy, arch: Arch) {
 
 #[test]
 fn pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90() {
-    const TEST: &str = "pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "venv-cuda-13");
         return loaded_as_expected(FoundBy::PythonPackage, Arch::new(9, 0));
     }
     if let Some(found) = system_nvrtc() {
-        skip(
-            TEST,
-            &format!(
-                "a system NVRTC ({}) would be found before the venv's",
-                found.display()
-            ),
-        );
+        skip(&format!(
+            "a system NVRTC ({}) would be found before the venv's",
+            found.display()
+        ));
         return;
     }
     if let Ok((major, minor)) = driver_version() {
         if major < 13 {
-            skip(
-                TEST,
-                &format!(
-                    "the driver supports CUDA {major}.{minor}, so the search rightly prefers \
+            skip(&format!(
+                "the driver supports CUDA {major}.{minor}, so the search rightly prefers \
                      the venv's CUDA 12 NVRTC"
-                ),
-            );
+            ));
             return;
         }
     }
-    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+    let Some(nvrtc_dir) = provisioned_dir("IKP_NVRTC_LIB", "libnvrtc.so.12") else {
         return;
     };
     let venv = venv_of(&nvrtc_dir);
@@ -410,7 +402,6 @@ fn pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90() {
     let (major, minor) = dist_version(&site, "nvidia_cuda_nvrtc");
     let home = tempfile::tempdir().unwrap();
     let out = run_child_with(
-        TEST,
         "venv-cuda-13",
         &search_env(
             home.path(),
@@ -430,13 +421,12 @@ fn pip_cuda_13_is_found_through_virtual_env_and_compiles_for_sm_90() {
 
 #[test]
 fn ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv() {
-    const TEST: &str = "ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "ikp-nvrtc-12");
         return loaded_as_expected(FoundBy::IkpNvrtc, Arch::new(9, 0));
     }
     // IKP_NVRTC overrides every other place: any machine can set this scenario up.
-    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+    let Some(nvrtc_dir) = provisioned_dir("IKP_NVRTC_LIB", "libnvrtc.so.12") else {
         return;
     };
     let venv = venv_of(&nvrtc_dir);
@@ -444,7 +434,6 @@ fn ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv() {
     let want = nvrtc_dir.join("libnvrtc.so.12");
     let home = tempfile::tempdir().unwrap();
     let out = run_child_with(
-        TEST,
         "ikp-nvrtc-12",
         &search_env(
             home.path(),
@@ -466,7 +455,6 @@ fn ikp_nvrtc_naming_the_cuda_12_directory_wins_over_the_venv() {
 
 #[test]
 fn an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback() {
-    const TEST: &str = "an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "ikp-nvrtc-empty");
         let empty = PathBuf::from(from_parent("IKP_NVRTC"));
@@ -488,13 +476,12 @@ fn an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback() {
         return;
     }
     // A loadable NVRTC on LD_LIBRARY_PATH is what a silent fallback would take.
-    let Some(nvrtc_dir) = provisioned_dir(TEST, "IKP_NVRTC_LIB", "libnvrtc.so.12") else {
+    let Some(nvrtc_dir) = provisioned_dir("IKP_NVRTC_LIB", "libnvrtc.so.12") else {
         return;
     };
     let home = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
     let out = run_child_with(
-        TEST,
         "ikp-nvrtc-empty",
         &search_env(
             home.path(),
@@ -516,7 +503,6 @@ fn an_ikp_nvrtc_naming_nothing_is_an_error_without_fallback() {
 
 #[test]
 fn without_libnvrtc_compiling_is_a_typed_error() {
-    const TEST: &str = "without_libnvrtc_compiling_is_a_typed_error";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "no-nvrtc");
         let e = Compiler::new(Arch::new(8, 0))
@@ -553,17 +539,14 @@ fn without_libnvrtc_compiling_is_a_typed_error() {
         return;
     }
     if let Some(found) = system_nvrtc() {
-        skip(
-            TEST,
-            &format!(
-                "this machine has a system NVRTC ({}), so its absence cannot be simulated",
-                found.display()
-            ),
-        );
+        skip(&format!(
+            "this machine has a system NVRTC ({}), so its absence cannot be simulated",
+            found.display()
+        ));
         return;
     }
     let home = tempfile::tempdir().unwrap();
-    let out = run_child_with(TEST, "no-nvrtc", &search_env(home.path(), &[]));
+    let out = run_child_with("no-nvrtc", &search_env(home.path(), &[]));
     let stdout = assert_child_passed("the no-NVRTC scenario", &out);
     assert!(stdout.contains("NVRTC library not found"), "{stdout}");
 }
@@ -576,8 +559,8 @@ const NVRTC_13_0_VAR: &str = "IKP_NVRTC_13_0_LIB";
 
 /// The provisioned CUDA 13.0 NVRTC directory, its `major.minor` (from the wheel's
 /// `.dist-info`), or `None` after a skip under `IKP_GPU_BUNDLE=1`.
-fn nvrtc_13_0(test: &str) -> Option<(PathBuf, (u32, u32))> {
-    let dir = provisioned_dir(test, NVRTC_13_0_VAR, "libnvrtc.so.13")?;
+fn nvrtc_13_0() -> Option<(PathBuf, (u32, u32))> {
+    let dir = provisioned_dir(NVRTC_13_0_VAR, "libnvrtc.so.13")?;
     // .deps/nvrtc-13.0.88/nvidia/cu13/lib: the wheel's root is three levels up.
     let wheel = dir.ancestors().nth(3).unwrap();
     Some((dir.clone(), dist_version(wheel, "nvidia_cuda_nvrtc")))
@@ -597,19 +580,17 @@ fn no_library_path_env(
 
 #[test]
 fn nvrtc_13_0_without_rpath_compiles_with_no_library_path() {
-    const TEST: &str = "nvrtc_13_0_without_rpath_compiles_with_no_library_path";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "nvrtc-13.0");
         assert_eq!(std::env::var_os("LD_LIBRARY_PATH"), None);
         return loaded_as_expected(FoundBy::IkpNvrtc, Arch::new(9, 0));
     }
-    let Some((dir, (major, minor))) = nvrtc_13_0(TEST) else {
+    let Some((dir, (major, minor))) = nvrtc_13_0() else {
         return;
     };
     let want = dir.join("libnvrtc.so.13");
     let home = tempfile::tempdir().unwrap();
     let out = run_child_with(
-        TEST,
         "nvrtc-13.0",
         &no_library_path_env(
             home.path(),
@@ -674,7 +655,6 @@ fn raw_compile_status(path: &Path) -> i32 {
 
 #[test]
 fn without_ikp_nvrtc_13_0_fails_with_builtin_operation_failure() {
-    const TEST: &str = "without_ikp_nvrtc_13_0_fails_with_builtin_operation_failure";
     if let Some(mode) = child_mode() {
         assert_eq!(mode, "nvrtc-13.0-raw");
         let dir = PathBuf::from(from_parent("IKP_TEST_NVRTC_DIR"));
@@ -692,23 +672,19 @@ fn without_ikp_nvrtc_13_0_fails_with_builtin_operation_failure() {
         );
         return;
     }
-    let Some((dir, (major, minor))) = nvrtc_13_0(TEST) else {
+    let Some((dir, (major, minor))) = nvrtc_13_0() else {
         return;
     };
     let builtins = format!("libnvrtc-builtins.so.{major}.{minor}");
     if system_has_library(&builtins) {
-        skip(
-            TEST,
-            &format!(
-                "the dynamic loader finds a system {builtins}, so NVRTC finds it without ikp \
+        skip(&format!(
+            "the dynamic loader finds a system {builtins}, so NVRTC finds it without ikp \
                  and the failure cannot be shown"
-            ),
-        );
+        ));
         return;
     }
     let home = tempfile::tempdir().unwrap();
     let out = run_child_with(
-        TEST,
         "nvrtc-13.0-raw",
         &no_library_path_env(home.path(), &[("IKP_TEST_NVRTC_DIR", dir.into())]),
     );

@@ -1,5 +1,5 @@
-//! Helpers shared by the session and NVRTC integration tests: re-running one test of this
-//! binary in a child process with a chosen environment (the dynamic loader reads
+//! Helpers shared by the session and NVRTC tests (and, through `tests/support.rs`, the root
+//! package's GPU tests): re-running one test of this binary in a child process with a chosen environment (the dynamic loader reads
 //! `LD_LIBRARY_PATH` once, at exec, and ikp's NVRTC search reads the environment once, so
 //! "no libcuda", "libcuda without a device" and each NVRTC search need their own
 //! process), requiring the provisioned libraries, and reporting skips.
@@ -33,16 +33,15 @@ pub fn child_mode() -> Option<String> {
     std::env::var(CHILD_ENV).ok()
 }
 
-/// A directory named by a provisioning variable, or `None` after printing a skip for
-/// `test` when the variable is unset and `IKP_GPU_BUNDLE=1`. Fails the test when the
+/// A directory named by a provisioning variable, or `None` after printing a skip for this
+/// test when the variable is unset and `IKP_GPU_BUNDLE=1`. Fails the test when the
 /// variable is unset otherwise, or when the directory lacks `must_hold`.
-pub fn provisioned_dir(test: &str, var: &str, must_hold: &str) -> Option<PathBuf> {
+pub fn provisioned_dir(var: &str, must_hold: &str) -> Option<PathBuf> {
     let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
         if std::env::var(GPU_BUNDLE_ENV).as_deref() == Ok("1") {
-            skip(
-                test,
-                &format!("{var} is not set ({GPU_BUNDLE_ENV}=1: this machine is not provisioned)"),
-            );
+            skip(&format!(
+                "{var} is not set ({GPU_BUNDLE_ENV}=1: this machine is not provisioned)"
+            ));
             return None;
         }
         panic!(
@@ -188,21 +187,31 @@ pub fn library_path(remove: &[&Path], prepend: &[&Path]) -> String {
     parts.join(":")
 }
 
-/// Re-runs test `name` of this binary in a child with `mode` and `LD_LIBRARY_PATH`.
-pub fn run_child(name: &str, mode: &str, ld_library_path: &str) -> Output {
+/// The running test's full name as libtest lists it (`session_gpu::a_test`): libtest runs
+/// every test on a thread of that name, whatever `--test-threads` says. Skip notices and
+/// children use it, so they name the test as the GPU bundle's runner and `--exact` do.
+pub fn this_test() -> String {
+    std::thread::current()
+        .name()
+        .filter(|n| *n != "main")
+        .expect("called from a libtest test thread")
+        .to_owned()
+}
+
+/// Re-runs the running test of this binary in a child with `mode` and `LD_LIBRARY_PATH`.
+pub fn run_child(mode: &str, ld_library_path: &str) -> Output {
     run_child_with(
-        name,
         mode,
         &[("LD_LIBRARY_PATH", Some(OsString::from(ld_library_path)))],
     )
 }
 
-/// Re-runs test `name` of this binary in a child with `mode` and the environment changed
-/// by `env`: `Some` sets a variable, `None` removes it.
-pub fn run_child_with(name: &str, mode: &str, env: &[(&str, Option<OsString>)]) -> Output {
+/// Re-runs the running test of this binary in a child with `mode` and the environment
+/// changed by `env`: `Some` sets a variable, `None` removes it.
+pub fn run_child_with(mode: &str, env: &[(&str, Option<OsString>)]) -> Output {
     let exe = std::env::current_exe().expect("path of the test binary");
     let mut cmd = Command::new(exe);
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+    cmd.args([&this_test(), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, mode);
     for (var, value) in env {
         match value {
@@ -283,10 +292,11 @@ pub fn machine_has_gpu() -> bool {
         || Path::new("/dev/nvidia0").exists()
 }
 
-/// Prints a skip notice straight to stderr, past the test harness's output capture, so it
-/// shows in a plain `cargo test` run.
-pub fn skip(test: &str, why: &str) {
-    let line = format!("SKIPPED {test}: {why}\n");
+/// Prints a skip notice for the running test straight to stderr, past the test harness's
+/// output capture, so it shows in a plain `cargo test` run (scripts/test.sh counts them;
+/// the GPU bundle's runner reports them as skips).
+pub fn skip(why: &str) {
+    let line = format!("SKIPPED {}: {why}\n", this_test());
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
@@ -298,12 +308,11 @@ pub fn skip(test: &str, why: &str) {
 /// test "pass". `IKP_GPU_TESTS=1` makes a missing GPU a failure too (the GPU bundle's
 /// runner sets it on a machine that has one); `IKP_GPU_TESTS=0` skips even when a GPU is
 /// present.
-pub fn gpu_or_skip(
-    test: &str,
-) -> Option<std::sync::Arc<ikp_host::cuda::cudarc::driver::CudaContext>> {
+pub fn gpu_or_skip() -> Option<std::sync::Arc<ikp_host::cuda::cudarc::driver::CudaContext>> {
+    let test = this_test();
     let setting = std::env::var("IKP_GPU_TESTS").unwrap_or_default();
     if setting == "0" {
-        skip(test, "IKP_GPU_TESTS=0");
+        skip("IKP_GPU_TESTS=0");
         return None;
     }
     let why = match ikp_host::cuda::device_count() {
@@ -320,9 +329,8 @@ pub fn gpu_or_skip(
         setting != "1",
         "{test}: IKP_GPU_TESTS=1 but no usable GPU: {why}"
     );
-    skip(
-        test,
-        &format!("no CUDA GPU ({why}); set IKP_GPU_TESTS=1 to make this a failure"),
-    );
+    skip(&format!(
+        "no CUDA GPU ({why}); set IKP_GPU_TESTS=1 to make this a failure"
+    ));
     None
 }

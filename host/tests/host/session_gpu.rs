@@ -1,10 +1,10 @@
 //! HostSession on a real GPU: header upload, kernel argument, launch, read-back, the raw
 //! file, decoding, trace writing and reset. Skipped (with a notice on stderr) when there is
 //! no GPU; `IKP_GPU_TESTS=1` turns the skip into a failure.
-mod session_support;
 
 use std::sync::Arc;
 
+use crate::session_support::gpu_or_skip;
 use ikp_device::{Layout, TimerMode};
 use ikp_host::cuda::cudarc::driver::{
     CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
@@ -15,7 +15,6 @@ use ikp_host::{
     cuda::{HostSession, SessionError},
     TraceWriteOptions,
 };
-use session_support::gpu_or_skip;
 
 /// Two lanes per block (one per warp); each leader records `reps` spans of region 0 with
 /// the repetition as payload, one instant, and adds `blockIdx.x` to counter 0.
@@ -109,7 +108,7 @@ fn launch_on(ctx: &Arc<CudaContext>, session: &HostSession, stream: &Arc<CudaStr
 
 #[test]
 fn session_uploads_header_and_zeroes_the_lanes() {
-    let Some(ctx) = gpu_or_skip("session_uploads_header_and_zeroes_the_lanes") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let stream = ctx.default_stream();
@@ -149,7 +148,7 @@ fn session_uploads_header_and_zeroes_the_lanes() {
 
 #[test]
 fn session_round_trip_launch_read_back_decode_and_write() {
-    let Some(ctx) = gpu_or_skip("session_round_trip_launch_read_back_decode_and_write") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let stream = ctx.default_stream();
@@ -193,7 +192,7 @@ fn session_round_trip_launch_read_back_decode_and_write() {
 
     // Chrome trace + summary + block distributions.
     let opts = TraceWriteOptions {
-        emit_block_region_distributions: true,
+        block_dists: Some(Default::default()),
         ..TraceWriteOptions::default()
     };
     let out = s.write_trace(dir.path().join("probe.json"), &opts).unwrap();
@@ -225,8 +224,7 @@ fn session_round_trip_launch_read_back_decode_and_write() {
 
 #[test]
 fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
-    let Some(ctx) = gpu_or_skip("reset_clears_the_previous_launch_and_full_lanes_count_drops")
-    else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let stream = ctx.default_stream();
@@ -260,7 +258,7 @@ fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
 fn session_takes_a_host_clock_sync_at_new_and_reset() {
     use ikp_host::clock_sync::host_now;
     use ikp_host::cuda::SessionOptions;
-    let Some(ctx) = gpu_or_skip("session_takes_a_host_clock_sync_at_new_and_reset") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let stream = ctx.default_stream();
@@ -311,9 +309,7 @@ fn assert_probe_trace(trace: &Trace) {
 
 #[test]
 fn a_launch_on_another_stream_right_after_reset_sees_the_prepared_buffer() {
-    let Some(ctx) =
-        gpu_or_skip("a_launch_on_another_stream_right_after_reset_sees_the_prepared_buffer")
-    else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let (own, other) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
@@ -340,7 +336,7 @@ fn a_launch_on_another_stream_right_after_reset_sees_the_prepared_buffer() {
 
 #[test]
 fn clock_mode_converts_cycles_to_the_nanoseconds_they_took() {
-    let Some(ctx) = gpu_or_skip("clock_mode_converts_cycles_to_the_nanoseconds_they_took") else {
+    let Some(ctx) = gpu_or_skip() else {
         return;
     };
     let stream = ctx.default_stream();

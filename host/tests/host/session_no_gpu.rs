@@ -11,16 +11,15 @@
 //! Where a GPU is present, or the dynamic loader finds a driver library by itself (its
 //! cache or default directories, which no `LD_LIBRARY_PATH` hides), these scenarios
 //! cannot be set up and the tests skip, saying so.
-mod session_support;
 
 use std::path::{Path, PathBuf};
 
+use crate::session_support::*;
 use ikp_host::cuda::cudarc::driver::{sys::CUresult, DeviceRepr, DriverError};
 use ikp_host::cuda::{
     device_count, driver_library, driver_version, open_device, probe_driver, HostSession, IkpArg,
     SessionError,
 };
-use session_support::*;
 
 const LIBCUDA: &str = "libcuda.so.1";
 
@@ -109,15 +108,13 @@ fn without_libcuda_every_entry_point_reports_no_driver() {
         assert_eq!(mode, "no-driver");
         return no_driver_child();
     }
-    const TEST: &str = "without_libcuda_every_entry_point_reports_no_driver";
     if let Some(why) = real_driver_here() {
-        skip(
-            TEST,
-            &format!("{why}, so a machine without a driver cannot be simulated"),
-        );
+        skip(&format!(
+            "{why}, so a machine without a driver cannot be simulated"
+        ));
         return;
     }
-    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+    let Some(libcuda_dir) = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA) else {
         return;
     };
     // Every directory holding a driver library goes, the provisioned one too.
@@ -125,11 +122,7 @@ fn without_libcuda_every_entry_point_reports_no_driver() {
     let mut remove: Vec<&Path> = others.iter().map(PathBuf::as_path).collect();
     remove.push(&libcuda_dir);
     let path = library_path(&remove, &[]);
-    let out = run_child(
-        "without_libcuda_every_entry_point_reports_no_driver",
-        "no-driver",
-        &path,
-    );
+    let out = run_child("no-driver", &path);
     let stdout = assert_child_passed("the no-driver scenario", &out);
     assert!(stdout.contains("no CUDA driver found"), "{stdout}");
 }
@@ -140,37 +133,28 @@ fn real_libcuda_without_gpu_reports_cuda_error_no_device() {
         assert_eq!(mode, "no-device");
         return no_device_child();
     }
-    const TEST: &str = "real_libcuda_without_gpu_reports_cuda_error_no_device";
     if machine_has_gpu() {
         skip(
-            TEST,
             "this machine has an NVIDIA GPU, so the driver will not answer \
              CUDA_ERROR_NO_DEVICE (CI has none)",
         );
         return;
     }
-    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+    let Some(libcuda_dir) = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA) else {
         return;
     };
     // A system libcuda.so.1 is harmless (the provisioned one comes first on the path), a
     // system libcuda.so is not when the provisioned directory has none to come first.
     if !libcuda_dir.join("libcuda.so").exists() && system_has_library("libcuda.so") {
-        skip(
-            TEST,
-            &format!(
-                "the dynamic loader finds a system libcuda.so, which cudarc tries before \
+        skip(&format!(
+            "the dynamic loader finds a system libcuda.so, which cudarc tries before \
                  libcuda.so.1, and {} has no libcuda.so to come first",
-                libcuda_dir.display()
-            ),
-        );
+            libcuda_dir.display()
+        ));
         return;
     }
     let path = path_with_only(&[&libcuda_dir]);
-    let out = run_child(
-        "real_libcuda_without_gpu_reports_cuda_error_no_device",
-        "no-device",
-        &path,
-    );
+    let out = run_child("no-device", &path);
     let stdout = assert_child_passed("the no-device scenario", &out);
     assert!(stdout.contains("CUDA_ERROR_NO_DEVICE"), "{stdout}");
 }
@@ -274,7 +258,7 @@ fn stub_driver_child() {
         "expected the stub's error, got {e:?}"
     );
     // The GPU tests' gate fails instead of skipping: a stub is not "no GPU".
-    let gate = std::panic::catch_unwind(|| gpu_or_skip("stub_driver_gate").is_some());
+    let gate = std::panic::catch_unwind(|| gpu_or_skip().is_some());
     let msg = match gate {
         Ok(opened) => panic!("gpu_or_skip returned (opened: {opened}) on a stub driver"),
         Err(p) => p
@@ -293,20 +277,13 @@ fn a_stub_driver_fails_the_gpu_gate_instead_of_skipping() {
         return stub_driver_child();
     }
     if let Some(why) = real_driver_here() {
-        skip(
-            "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
-            &format!("{why}, which could be loaded instead of the stub"),
-        );
+        skip(&format!("{why}, which could be loaded instead of the stub"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     build_stub_libcuda(dir.path(), LIBCUDA);
     let path = path_with_only(&[dir.path()]);
-    let out = run_child(
-        "a_stub_driver_fails_the_gpu_gate_instead_of_skipping",
-        "stub-driver",
-        &path,
-    );
+    let out = run_child("stub-driver", &path);
     let stdout = assert_child_passed("the stub-driver scenario", &out);
     assert!(stdout.contains("CUDA_ERROR_STUB_LIBRARY"), "{stdout}");
 }
@@ -351,7 +328,7 @@ fn shadowed_driver_child() {
     }
     assert_eq!(driver_library(), None);
     // Not "no GPU": the GPU tests' gate fails.
-    let gate = std::panic::catch_unwind(|| gpu_or_skip("shadowed_driver_gate").is_some());
+    let gate = std::panic::catch_unwind(|| gpu_or_skip().is_some());
     assert!(gate.is_err(), "gpu_or_skip passed a shadowed driver");
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     assert!(
@@ -367,12 +344,11 @@ fn a_libcuda_so_ahead_of_the_driver_is_named_not_used() {
         assert_eq!(mode, "shadowed-driver");
         return shadowed_driver_child();
     }
-    const TEST: &str = "a_libcuda_so_ahead_of_the_driver_is_named_not_used";
     if let Some(why) = real_driver_here() {
-        skip(TEST, &format!("{why}, which could be loaded instead"));
+        skip(&format!("{why}, which could be loaded instead"));
         return;
     }
-    let Some(libcuda_dir) = provisioned_dir(TEST, "IKP_LIBCUDA_DIR", LIBCUDA) else {
+    let Some(libcuda_dir) = provisioned_dir("IKP_LIBCUDA_DIR", LIBCUDA) else {
         return;
     };
     // A toolkit's lib64/stubs on the path: a libcuda.so that is not the driver, ahead of
@@ -382,7 +358,6 @@ fn a_libcuda_so_ahead_of_the_driver_is_named_not_used() {
     let stub = stubs.path().join("libcuda.so");
     let path = path_with_only(&[stubs.path(), &libcuda_dir]);
     let out = run_child_with(
-        TEST,
         "shadowed-driver",
         &[
             ("LD_LIBRARY_PATH", Some(path.into())),

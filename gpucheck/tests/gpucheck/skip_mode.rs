@@ -47,14 +47,19 @@ fn bundle(root: &Path) {
     for e in runner::examples::EXAMPLES {
         script(&root.join("examples").join(e), "exit 99");
     }
-    script(
-        &root.join("tests/session_gpu"),
-        "if [ \"$1\" = --list ]; then printf 'gpu_a: test\\ngpu_b: test\\n\\n2 tests, 0 benchmarks\\n'; exit 0; fi; exit 99",
-    );
-    script(
-        &root.join("tests/nvrtc_only"),
-        "if [ \"$1\" = --list ]; then printf 'compiles: test\\n'; exit 0; fi; exit 99",
-    );
+    // Each test binary lists two tests of each of its suites and one test of a module the
+    // bundle does not run.
+    for binary in runner::tests::binaries() {
+        let mut list = String::new();
+        for s in runner::tests::SUITES.iter().filter(|s| s.binary == binary) {
+            list += &format!("{0}::first: test\\n{0}::second: test\\n", s.module);
+        }
+        list += "not_bundled::cpu_only: test\\n\\n";
+        script(
+            &root.join("tests").join(binary),
+            &format!("if [ \"$1\" = --list ]; then printf '{list}'; exit 0; fi; exit 99"),
+        );
+    }
     // The real Python clients' script; in skip mode it never opens the wheel.
     std::fs::create_dir_all(root.join("python")).unwrap();
     std::fs::copy(
@@ -139,18 +144,13 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             .iter()
             .map(|e| format!("example/{e}")),
     );
-    want.extend(
-        [
-            "python/wheel",
-            "python/native",
-            "python/proton",
-            "test/nvrtc_only/compiles",
-            "test/session_gpu/gpu_a",
-            "test/session_gpu/gpu_b",
-            "overhead",
-        ]
-        .map(String::from),
-    );
+    want.extend(["python/wheel", "python/native", "python/proton"].map(String::from));
+    for suite in &runner::tests::SUITES {
+        for t in ["first", "second"] {
+            want.push(format!("test/{}/{t}", suite.module));
+        }
+    }
+    want.push("overhead".into());
     for target in runner::examples::EXAMPLES
         .iter()
         .map(|e| format!("example/{e}"))
@@ -194,10 +194,12 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     assert_eq!(json["summary"]["exit"], 0);
     assert!(md.contains("| overhead | skip | no CUDA GPU"), "{md}");
     assert!(md.contains("| python/proton | skip | no CUDA GPU"), "{md}");
-    // The test binaries of GPU tests are GPU checks, the others are not.
+    // The suites of GPU tests are GPU checks, the others are not.
     let gpu_flag = |n: &str| checks.iter().find(|c| c["name"] == n).unwrap()["gpu"].clone();
-    assert_eq!(gpu_flag("test/session_gpu/gpu_a"), true);
-    assert_eq!(gpu_flag("test/nvrtc_only/compiles"), false);
+    assert_eq!(gpu_flag("test/session_gpu/first"), true);
+    assert_eq!(gpu_flag("test/examples_gpu/second"), true);
+    assert_eq!(gpu_flag("test/nvrtc_compile/first"), false);
+    assert_eq!(gpu_flag("test/device_nvrtc/first"), false);
     assert_eq!(gpu_flag("python/native"), true);
     assert_eq!(gpu_flag("python/wheel"), false);
 
@@ -218,6 +220,7 @@ fn a_broken_bundle_fails_before_anything_runs() {
     let root = dir.path().join("bundle");
     bundle(&root);
     std::fs::remove_file(root.join("bin/gpu_overhead")).unwrap();
+    std::fs::remove_file(root.join("tests/host")).unwrap();
     let (code, json, _) = run(&root, &dir.path().join("r"), None);
     assert_eq!(code, 1);
     let bundle_check = json["checks"]
@@ -227,10 +230,21 @@ fn a_broken_bundle_fails_before_anything_runs() {
         .find(|c| c["name"] == "bundle")
         .unwrap();
     assert_eq!(bundle_check["status"], "fail");
-    assert!(bundle_check["detail"]
-        .as_str()
-        .unwrap()
-        .contains("bin/gpu_overhead"));
+    let detail = bundle_check["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("bin/gpu_overhead") && detail.contains("tests/host"),
+        "{detail}"
+    );
+    // The suites of the missing binary fail, one check each, saying why.
+    for suite in runner::tests::SUITES.iter().filter(|s| s.binary == "host") {
+        let c = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == format!("test/{}", suite.module))
+            .unwrap_or_else(|| panic!("no check for {}: {json:#}", suite.module));
+        assert_eq!(c["status"], "fail", "{c}");
+    }
 }
 
 #[test]

@@ -1,0 +1,197 @@
+//! The event tables, struct of arrays: spans, instants, counter samples, async ranges.
+
+use super::{DurationNs, Timestamp};
+
+/// Paired begin / end records, struct of arrays (all columns have one length).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Region id.
+    pub region: Vec<u16>,
+    /// Nesting depth within the lane: 0 = no region open at the begin, else one more
+    /// than the innermost open region's (module docs, `# Ordering invariants`).
+    pub depth: Vec<u16>,
+    /// Payload of the begin record.
+    pub payload: Vec<u32>,
+    /// Begin time.
+    pub begin: Vec<Timestamp>,
+    /// End time (`>= begin`).
+    pub end: Vec<Timestamp>,
+}
+
+impl Spans {
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Duration of span `i`.
+    pub fn dur(&self, i: usize) -> DurationNs {
+        self.end[i] - self.begin[i]
+    }
+
+    /// Appends one span.
+    pub fn push(
+        &mut self,
+        lane: u32,
+        region: u16,
+        depth: u16,
+        payload: u32,
+        begin: Timestamp,
+        end: Timestamp,
+    ) {
+        debug_assert!(end >= begin);
+        self.lane.push(lane);
+        self.region.push(region);
+        self.depth.push(depth);
+        self.payload.push(payload);
+        self.begin.push(begin);
+        self.end.push(end);
+    }
+}
+
+/// Instant events, struct of arrays.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Instants {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Region id.
+    pub region: Vec<u16>,
+    /// Payload.
+    pub payload: Vec<u32>,
+    /// Time.
+    pub ts: Vec<Timestamp>,
+}
+
+impl Instants {
+    /// Number of instants.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Appends one instant.
+    pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Timestamp) {
+        self.lane.push(lane);
+        self.region.push(region);
+        self.payload.push(payload);
+        self.ts.push(ts);
+    }
+}
+
+/// Wait-counter samples (one per instrumented wait that asked for a sample).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterSamples {
+    /// Lane index.
+    pub lane: Vec<u32>,
+    /// Counter id.
+    pub counter: Vec<u16>,
+    /// Time of the record before the sample (the end of the wait it follows).
+    pub ts: Vec<Timestamp>,
+    /// Spin iterations of that wait.
+    pub value: Vec<u32>,
+}
+
+impl CounterSamples {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.lane.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lane.is_empty()
+    }
+
+    /// Appends one sample.
+    pub fn push(&mut self, lane: u32, counter: u16, ts: Timestamp, value: u32) {
+        self.lane.push(lane);
+        self.counter.push(counter);
+        self.ts.push(ts);
+        self.value.push(value);
+    }
+}
+
+/// Async ranges: begin and end records of a region the buffer declares async, paired
+/// across the whole launch by token, whichever lanes wrote them (rules in
+/// [`crate::decode::async_ranges`], `# Pairing`). Struct of arrays, sorted by begin
+/// (then by the order of the begin records: lane, then record order). Native buffers only;
+/// empty for every other format.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AsyncRanges {
+    /// Region id (one of the header's async regions).
+    pub region: Vec<u16>,
+    /// The token (payload) that paired the begin and the end.
+    pub token: Vec<u32>,
+    /// Begin time.
+    pub begin: Vec<Timestamp>,
+    /// End time (`>= begin`).
+    pub end: Vec<Timestamp>,
+    /// Lane index of the begin record.
+    pub begin_lane: Vec<u32>,
+    /// Lane index of the end record.
+    pub end_lane: Vec<u32>,
+}
+
+impl AsyncRanges {
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.region.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.region.is_empty()
+    }
+
+    /// Duration of range `i`.
+    pub fn dur(&self, i: usize) -> DurationNs {
+        self.end[i] - self.begin[i]
+    }
+
+    /// Appends one range.
+    pub fn push(
+        &mut self,
+        region: u16,
+        token: u32,
+        begin: Timestamp,
+        end: Timestamp,
+        begin_lane: u32,
+        end_lane: u32,
+    ) {
+        debug_assert!(end >= begin);
+        self.region.push(region);
+        self.token.push(token);
+        self.begin.push(begin);
+        self.end.push(end);
+        self.begin_lane.push(begin_lane);
+        self.end_lane.push(end_lane);
+    }
+
+    /// The ranges `keep` accepts (order kept).
+    pub fn retain(&self, keep: impl Fn(usize) -> bool) -> AsyncRanges {
+        let mut out = AsyncRanges::default();
+        for i in (0..self.len()).filter(|&i| keep(i)) {
+            let (r, t) = (self.region[i], self.token[i]);
+            out.push(
+                r,
+                t,
+                self.begin[i],
+                self.end[i],
+                self.begin_lane[i],
+                self.end_lane[i],
+            );
+        }
+        out
+    }
+}
