@@ -73,7 +73,11 @@ pub fn run(ctx: &Arc<CudaContext>, out_dir: &std::path::Path) -> Result<PathBuf,
             shared_mem_bytes: 0,
         };
         let mut b = s.launch_builder(&kernel);
-        b.arg(&mut output).arg(&input).arg(&tiles).arg(&ITERS).arg(&prof);
+        b.arg(&mut output)
+            .arg(&input)
+            .arg(&tiles)
+            .arg(&ITERS)
+            .arg(&prof);
         // SAFETY: the kernel's signature; it reads and writes 64 * THREADS floats.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
         Ok(())

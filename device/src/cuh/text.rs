@@ -281,11 +281,11 @@ IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& 
 /// while the ring is full): publish HEAD and read TAIL (a full drop-mode lane only on every
 /// STREAM_RECHECK-th drop); a lane with no room waits for room for a stall mark and the
 /// record (Wait) or writes its drop mark once there is room for it and the record; then the
-/// limit moves to the end of the room or of the next publish interval, and the record is
-/// stored (timed now) or counted as dropped.
-template <bool Wait, bool Timed, bool Clock>
-IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s, unsigned value,
-                                     unsigned tag) {
+/// limit moves to the end of the room or of the next publish interval, and `record` (timed
+/// at the record site) is stored or counted as dropped.
+template <bool Wait>
+IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s,
+                                     unsigned long long record) {
   if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
     stream_publish(ev, s);
     unsigned free = stream_room(ev, cap, s.cursor);
@@ -317,8 +317,7 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     s.limit = s.cursor + (s.pending != 0u ? 0u : (free < interval ? free : interval));
   }
   if (s.cursor != s.limit) {
-    const unsigned hi = !Timed ? value : (Clock ? clock_lo() : globaltimer_lo());
-    stream_store(ev, cap, s, (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+    stream_store(ev, cap, s, record);
   } else {
     ++s.pending;
   }
@@ -608,16 +607,16 @@ class Lane {
   /// slow path (detail::stream_slow) takes the record.
   template <bool Timed>
   IKP_INLINE void put_stream(unsigned value, unsigned tag) {
-    // One predicate for the record, as in the other modes, so ptxas predicates the store
-    // path instead of branching around it; the slow path is a branch taken rarely.
-    if (on_ && cursor_ != limit_) {
+    if (on_) {
+      // The time is read at the record, whichever path stores it; reading it outside the
+      // branch keeps it a vector-register read (CS2R), as in the other modes.
       const unsigned hi = Timed ? now() : value;
-      detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
-      ++cursor_;
-    } else if (on_) {
-      {
+      if (cursor_ != limit_) {
+        detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+        ++cursor_;
+      } else {
         detail::StreamState st{cursor_, limit_, pending_, dropped_};
-        st = detail::stream_slow<wait, Timed, T == Timer::Clock>(ev_, cap_, st, value, tag);
+        st = detail::stream_slow<wait>(ev_, cap_, st, (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
         cursor_ = st.cursor;
         limit_ = st.limit;
         pending_ = st.pending;

@@ -115,7 +115,9 @@ fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
     let probe_pairs = (pairs / 16).max(1);
     let mut work = 16u32;
     for _ in 0..4 {
-        let t = off.run(probe_pairs, work, &arg).map_err(|e| e.to_string())?;
+        let t = off
+            .run(probe_pairs, work, &arg)
+            .map_err(|e| e.to_string())?;
         let t = t.as_nanos() as f64;
         let full = t * pairs as f64 / probe_pairs as f64;
         let next = (work as f64 * TARGET_NS / full.max(1.0)).clamp(1.0, 1e6) as u32;
@@ -177,7 +179,11 @@ pub fn lane_tally(capture: &StreamCapture, lane: usize, pairs: u32) -> Result<[u
             }
             continue;
         }
-        let kind = if next % 2 == 0 { Kind::Begin } else { Kind::End };
+        let kind = if next % 2 == 0 {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
         let payload = (next / 2) as u32 & wire::MAX_PAYLOAD;
         if (rec.kind, rec.payload) != (kind, payload) {
             return Err(format!(
@@ -250,9 +256,7 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     if wait && sums[0] != attempted {
         bad.push(format!("{} of {attempted} records arrived", sums[0]));
     }
-    let slow = |t: Duration, base: Duration| {
-        100.0 * (t.as_secs_f64() / base.as_secs_f64() - 1.0)
-    };
+    let slow = |t: Duration, base: Duration| 100.0 * (t.as_secs_f64() / base.as_secs_f64() - 1.0);
     let wall_s = stats.wall_ns as f64 / 1e9;
     let rate = attempted as f64 / ran.as_secs_f64();
     let vs_off = slow(ran, off);
@@ -324,7 +328,8 @@ mod tests {
             w.records(0, (k * 64) as u32, chunk).unwrap();
         }
         let mut state = vec![0u64; stream_file::lane_state_words(0) as usize];
-        let count = (wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS + wire::lane::T_COUNT) as usize;
+        let count =
+            (wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS + wire::lane::T_COUNT) as usize;
         state[count] = wire::pack_count(records.len() as u32, dropped);
         w.lane(0, &state).unwrap();
         let stats = DrainStats {

@@ -83,10 +83,19 @@ fn the_checks_kernels_compile_and_match_their_launches() {
         // release store and reads TAIL with an acquire load, both at system scope; the
         // uninstrumented one records nothing.
         for name in ["persistent_stream", "persistent_stream_wait"] {
-            assert!(entry(ptx, name).contains("call"), "{arch} {name}: no slow-path call");
+            assert!(
+                entry(ptx, name).contains("call"),
+                "{arch} {name}: no slow-path call"
+            );
         }
-        assert!(ptx.contains("st.release.sys.global.u64"), "{arch}: no HEAD publication");
-        assert!(ptx.contains("ld.acquire.sys.global.u64"), "{arch}: no TAIL read");
+        assert!(
+            ptx.contains("st.release.sys.global.u64"),
+            "{arch}: no HEAD publication"
+        );
+        assert!(
+            ptx.contains("ld.acquire.sys.global.u64"),
+            "{arch}: no TAIL read"
+        );
         assert!(ptx.contains("nanosleep"), "{arch}: the wait mode sleeps");
         assert!(
             !entry(ptx, "persistent_off").contains("st.global.u64"),

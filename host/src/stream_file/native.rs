@@ -76,7 +76,12 @@ impl StreamCapture {
         if waits {
             counters.extend([STALLS_COUNTER.to_string(), STALL_NS_COUNTER.to_string()]);
         }
-        let most = self.lanes.iter().map(|l| l.records.len()).max().unwrap_or(0);
+        let most = self
+            .lanes
+            .iter()
+            .map(|l| l.records.len())
+            .max()
+            .unwrap_or(0);
         let layout = Layout {
             records_per_lane: (most as u32).max(1),
             regions,
@@ -104,12 +109,17 @@ impl StreamCapture {
             seg[..pro].copy_from_slice(&state[..pro]);
             let native_flags = wire::lane_flags::CLOCK | wire::lane_flags::BLOCK_FENCE;
             if let Some(ids) = wire::unpack_ids(state[lane::IDS as usize]) {
-                seg[lane::IDS as usize] = wire::pack_ids(ids.smid, ids.warp, ids.flags & native_flags);
+                seg[lane::IDS as usize] =
+                    wire::pack_ids(ids.smid, ids.warp, ids.flags & native_flags);
             }
             // A mark takes the time of the record before it: the lane's start if none.
             let clock = wire::unpack_ids(state[lane::IDS as usize])
                 .is_some_and(|i| i.flags & wire::lane_flags::CLOCK != 0);
-            let start = if clock { lane::START_CLK } else { lane::START_GT };
+            let start = if clock {
+                lane::START_CLK
+            } else {
+                lane::START_GT
+            };
             let mut last_time = state[start as usize] as u32;
             for (i, &r) in capture.records.iter().enumerate() {
                 let rec = wire::unpack_record(r);

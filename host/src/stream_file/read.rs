@@ -102,10 +102,7 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
     let mut lanes = vec![LaneCapture::default(); lane_count];
     let mut at = 2 + n;
     loop {
-        let bad = |why: String| StreamFileError::Block {
-            at: at as u64,
-            why,
-        };
+        let bad = |why: String| StreamFileError::Block { at: at as u64, why };
         let (Some(&a), Some(&b)) = (words.get(at), words.get(at + 1)) else {
             return Err(truncated(words.len()));
         };

@@ -10,7 +10,7 @@
 //! publication order under a race detector. The stream file's reader refuses a torn or
 //! half-written file.
 
-use ikp_device::wire::{self, Kind, KernelArg, Overflow};
+use ikp_device::wire::{self, KernelArg, Kind, Overflow};
 use ikp_device::{stream, Layout};
 use ikp_host::drain::Drain;
 use ikp_host::stream_file::{self, StreamCapture, StreamFileError};
@@ -108,7 +108,9 @@ struct Run {
 fn run(blocks: u32, pairs: u32, overflow: Overflow, slow_every: u32, pause: Duration) -> Run {
     let layout = layout(blocks, overflow);
     let header = layout.header_words().expect("a valid stream layout");
-    let buf: Vec<AtomicU64> = (0..layout.buffer_words()).map(|_| AtomicU64::new(0)).collect();
+    let buf: Vec<AtomicU64> = (0..layout.buffer_words())
+        .map(|_| AtomicU64::new(0))
+        .collect();
     for (w, h) in buf.iter().zip(&header) {
         w.store(*h, Ordering::Relaxed);
     }
@@ -147,7 +149,11 @@ fn check_lane(capture: &StreamCapture, lane: usize, pairs: u32) -> (u64, u64, u6
     let trailer = &state[(wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS) as usize..];
     let count = trailer[wire::lane::T_COUNT as usize];
     let (written, dropped) = (count as u32 as u64, count >> wire::COUNT_DROPPED_SHIFT);
-    assert_eq!(written, l.records.len() as u64, "lane {lane}: written vs arrived");
+    assert_eq!(
+        written,
+        l.records.len() as u64,
+        "lane {lane}: written vs arrived"
+    );
     let (mut next, mut marked, mut stalls) = (0u64, 0u64, 0u64);
     for (i, &r) in l.records.iter().enumerate() {
         let rec = wire::unpack_record(r);
@@ -163,7 +169,11 @@ fn check_lane(capture: &StreamCapture, lane: usize, pairs: u32) -> (u64, u64, u6
             }
             continue;
         }
-        let want_kind = if next % 2 == 0 { Kind::Begin } else { Kind::End };
+        let want_kind = if next % 2 == 0 {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
         assert_eq!(
             (rec.kind, rec.payload),
             (want_kind, (next / 2) as u32 & wire::MAX_PAYLOAD),
@@ -187,17 +197,34 @@ fn wait_mode_delivers_every_record_once_and_in_order() {
     let r = run(blocks, pairs, Overflow::StreamWait, 3, Duration::ZERO);
     for lane in 0..blocks as usize {
         let (arrived, marked, unmarked, _) = check_lane(&r.capture, lane, pairs);
-        assert_eq!((arrived, marked, unmarked), (2 * pairs as u64, 0, 0), "lane {lane}");
+        assert_eq!(
+            (arrived, marked, unmarked),
+            (2 * pairs as u64, 0, 0),
+            "lane {lane}"
+        );
     }
     // 40,000 records per lane through a ring of 64: the ring turned over 600 times.
     assert!(r.capture.drain.max_backlog <= CAP as u64);
-    assert_eq!(r.capture.drain.records, r.capture.lanes.iter().map(|l| l.records.len() as u64).sum::<u64>());
+    assert_eq!(
+        r.capture.drain.records,
+        r.capture
+            .lanes
+            .iter()
+            .map(|l| l.records.len() as u64)
+            .sum::<u64>()
+    );
 }
 
 #[test]
 fn wait_mode_loses_nothing_while_the_drain_pauses() {
     let (blocks, pairs) = (4, 2_000);
-    let r = run(blocks, pairs, Overflow::StreamWait, 0, Duration::from_millis(200));
+    let r = run(
+        blocks,
+        pairs,
+        Overflow::StreamWait,
+        0,
+        Duration::from_millis(200),
+    );
     let mut stall_marks = 0;
     for lane in 0..blocks as usize {
         let (arrived, _, _, stalls) = check_lane(&r.capture, lane, pairs);
@@ -211,7 +238,10 @@ fn wait_mode_loses_nothing_while_the_drain_pauses() {
         );
         assert_eq!(stall_count, stalls, "lane {lane}: STALLS vs stall marks");
         // Every lane filled its ring before the drain's first poll, 200 ms in.
-        assert!(stall_count >= 1 && stall_ns > 0, "lane {lane}: {stall_count} stalls, {stall_ns} ns");
+        assert!(
+            stall_count >= 1 && stall_ns > 0,
+            "lane {lane}: {stall_count} stalls, {stall_ns} ns"
+        );
     }
     assert!(stall_marks >= blocks as u64);
 }
@@ -232,7 +262,10 @@ fn drop_mode_counts_every_drop_and_marks_each_gap() {
         let (arrived, marked, _, stalls) = check_lane(&r.capture, lane, pairs);
         assert_eq!(stalls, 0, "drop mode never waits");
         assert!(marked > 0, "lane {lane}: no drop mark");
-        assert!(arrived >= CAP as u64 - 1, "lane {lane}: the first ring's worth arrives");
+        assert!(
+            arrived >= CAP as u64 - 1,
+            "lane {lane}: the first ring's worth arrives"
+        );
     }
 }
 
@@ -242,7 +275,11 @@ fn a_stream_file_decodes_like_a_buffer() {
     let r = run(blocks, pairs, Overflow::StreamWait, 0, Duration::ZERO);
     let trace = r.capture.decode(&Default::default()).expect("decodes");
     assert_eq!(trace.lanes.len(), blocks as usize);
-    assert_eq!(trace.spans.len(), (blocks * pairs) as usize, "every pair is a span");
+    assert_eq!(
+        trace.spans.len(),
+        (blocks * pairs) as usize,
+        "every pair is a span"
+    );
     assert_eq!(trace.names.regions[0], "work");
     assert_eq!(trace.dropped(), 0);
 
@@ -275,13 +312,19 @@ fn a_torn_or_unfinished_stream_file_is_refused() {
     let r = run(2, 100, Overflow::StreamWait, 0, Duration::ZERO);
     let f = &r.file;
     // Cut inside a word.
-    assert!(matches!(stream_file::read(&f[..f.len() - 3]), Err(StreamFileError::Torn(_))));
+    assert!(matches!(
+        stream_file::read(&f[..f.len() - 3]),
+        Err(StreamFileError::Torn(_))
+    ));
     // Cut before the end block (6 words: its two block words and four figures).
     let e = stream_file::read(&f[..f.len() - 6 * 8]).unwrap_err();
     assert!(matches!(e, StreamFileError::Truncated { .. }), "{e}");
     assert!(e.to_string().contains("did not finish"), "{e}");
     // A records block lost from the middle: the next one does not continue the lane.
-    let words: Vec<u64> = f.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let words: Vec<u64> = f
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     let header_len = (words[1] >> 32) as usize;
     let first_block = 2 + header_len;
     let count = (words[first_block + 1] >> 32) as usize;
@@ -289,7 +332,11 @@ fn a_torn_or_unfinished_stream_file_is_refused() {
     cut.extend_from_slice(&words[first_block + 2 + count..]);
     let bytes: Vec<u8> = cut.iter().flat_map(|w| w.to_le_bytes()).collect();
     let e = stream_file::read(&bytes).unwrap_err();
-    assert!(e.to_string().contains("missing or repeated") || e.to_string().contains("records, the file holds"), "{e}");
+    assert!(
+        e.to_string().contains("missing or repeated")
+            || e.to_string().contains("records, the file holds"),
+        "{e}"
+    );
     // A newer version asks for a newer ikp.
     let mut newer = f.clone();
     newer[8..12].copy_from_slice(&(stream_file::FILE_VERSION + 1).to_le_bytes());
@@ -304,7 +351,11 @@ fn stream_lanes_are_race_free_under_thread_sanitizer() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("emulate_stream_tsan");
     compile(&["-O1", "-g", "-fsanitize=thread", "-DIKP_EMU_MAIN"], &exe);
-    for (overflow, pause_ms) in [(Overflow::StreamWait, 50), (Overflow::Stream, 20), (Overflow::StreamWait, 0)] {
+    for (overflow, pause_ms) in [
+        (Overflow::StreamWait, 50),
+        (Overflow::Stream, 20),
+        (Overflow::StreamWait, 0),
+    ] {
         let blocks = 4u32;
         let layout = layout(blocks, overflow);
         let mut buf = layout.header_words().unwrap();
@@ -317,12 +368,25 @@ fn stream_lanes_are_race_free_under_thread_sanitizer() {
         let out = Command::new(&exe)
             .arg(&buf_file)
             .arg(&arg_file)
-            .args([blocks.to_string(), "3000".into(), wait.to_string(), "2".into(), pause_ms.to_string()])
+            .args([
+                blocks.to_string(),
+                "3000".into(),
+                wait.to_string(),
+                "2".into(),
+                pause_ms.to_string(),
+            ])
             .env("TSAN_OPTIONS", "halt_on_error=1")
             .output()
             .expect("running the TSan build");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("checked"), "{overflow:?}, pause {pause_ms} ms:\n{text}");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("checked"),
+            "{overflow:?}, pause {pause_ms} ms:\n{text}"
+        );
         assert!(!text.contains("ThreadSanitizer"), "{text}");
     }
 }

@@ -71,8 +71,9 @@ impl StreamSession {
             .ok_or(SessionError::TooLarge { words })?;
         let ctx = stream.context();
         // SAFETY: the memory is zeroed below before anything reads it.
-        let buf = unsafe { ctx.alloc_pinned_with_flags::<u64>(len, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
-            .map_err(|e| SessionError::driver("cuMemHostAlloc (ikp stream buffer)", e))?;
+        let buf =
+            unsafe { ctx.alloc_pinned_with_flags::<u64>(len, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+                .map_err(|e| SessionError::driver("cuMemHostAlloc (ikp stream buffer)", e))?;
         let host = buf
             .as_ptr()
             .map_err(|e| SessionError::driver("cuEventSynchronize (ikp stream buffer)", e))?
@@ -80,8 +81,9 @@ impl StreamSession {
         let mut device: sys::CUdeviceptr = 0;
         // SAFETY: `host` is a live DEVICEMAP allocation of this context; flags must be 0.
         let rc = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) };
-        rc.result()
-            .map_err(|e| SessionError::driver("cuMemHostGetDevicePointer (ikp stream buffer)", e))?;
+        rc.result().map_err(|e| {
+            SessionError::driver("cuMemHostGetDevicePointer (ikp stream buffer)", e)
+        })?;
         let probe = match opts.clock_sync_samples {
             0 => None,
             n => Some(ClockProbe::new(stream, n)?),
