@@ -93,7 +93,7 @@ pub enum Loaded {
     /// Decoded in memory.
     Launches(Launches),
     /// The one buffer, to decode lane by lane.
-    Streamed(StreamedBuffer),
+    Streamed(Box<StreamedBuffer>),
 }
 
 impl InputArgs {

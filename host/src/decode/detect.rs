@@ -1,7 +1,7 @@
 //! Auto-detection (module docs of [`super`], `# Detection`): a cheap, strict test per
 //! format, run over a bounded head and tail of the buffer ([`Probe`]).
 
-use super::{family, proton, yaojz, DecodeError, FormatChoice};
+use super::{proton, tvm_family, yaojz, DecodeError, FormatChoice};
 use crate::model::WireFormat;
 
 /// Words at the start of a buffer that detection reads (512 KiB).
@@ -60,15 +60,15 @@ const DETECT: [Detect; 6] = [
     },
     Detect {
         format: WireFormat::Tvm,
-        fits: family::fits::<family::Tvm>,
+        fits: tvm_family::fits::<tvm_family::Tvm>,
     },
     Detect {
         format: WireFormat::FlashInfer,
-        fits: family::fits::<family::FlashInfer>,
+        fits: tvm_family::fits::<tvm_family::FlashInfer>,
     },
     Detect {
         format: WireFormat::Mirage,
-        fits: family::fits::<family::Mirage>,
+        fits: tvm_family::fits::<tvm_family::Mirage>,
     },
     Detect {
         format: WireFormat::YaoJz,

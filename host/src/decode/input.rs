@@ -35,8 +35,8 @@ pub enum Streaming {
 pub enum Decoded {
     /// Decoded in memory: a trace per launch ([`Input::decode_launches`]).
     Launches(Vec<Trace>),
-    /// Checked and outlined; its lanes decode when asked.
-    Streamed(StreamedBuffer),
+    /// Checked and outlined; its lanes decode when asked (boxed: it is large).
+    Streamed(Box<StreamedBuffer>),
 }
 
 /// A buffer read for decoding and the format it is in (detected, or forced by the
@@ -213,7 +213,7 @@ impl<'b> Input<'b> {
         }
         let name = self.name.clone();
         match self.stream(opts) {
-            Ok(s) => Ok(Decoded::Streamed(s)),
+            Ok(s) => Ok(Decoded::Streamed(Box::new(s))),
             Err(LoadError {
                 kind: LoadErrorKind::Decode(DecodeError::NotStreamable(_)),
                 ..

@@ -3,9 +3,9 @@
 //!
 //! - [`native`]: the ikp wire format v2 (see `ikp_device::wire`): rings, several launches
 //!   per buffer ([`decode_launches`]), the opt-in overhead correction.
-//! - [`tvm`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer with SM
-//!   ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one slot
-//!   layout with three packings of the tag (`family`).
+//! - [`tvm_family`]: the TVM family: TVM / warpscope v1 (`ikp_device::tvm`), FlashInfer
+//!   with SM ids (`ikp_device::flashinfer`) and Mirage MPK (`ikp_device::mirage`), one
+//!   slot layout with three packings of the tag (`tvm_family::packing`).
 //! - [`yaojz`]: yao-jz/intra-kernel-profiler's per-warp rings, in a dump file with a
 //!   small header.
 //! - [`proton`]: Proton's (Triton) intra-kernel Chrome trace: JSON text, not `u64` words,
@@ -84,7 +84,6 @@ mod assemble;
 pub mod async_ranges;
 pub mod chrome_host;
 mod correct;
-mod family;
 mod lane;
 pub mod names;
 pub mod native;
@@ -92,7 +91,7 @@ mod peer;
 pub mod proton;
 pub mod set_aside;
 pub mod stream;
-pub mod tvm;
+pub mod tvm_family;
 pub mod yaojz;
 
 mod detect;
@@ -194,9 +193,9 @@ fn decode_as(
 ) -> Result<Trace, DecodeError> {
     let trace = match format {
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
-        WireFormat::Tvm => tvm::decode::<family::Tvm>(words, opts, reuse)?,
-        WireFormat::FlashInfer => tvm::decode::<family::FlashInfer>(words, opts, reuse)?,
-        WireFormat::Mirage => tvm::decode::<family::Mirage>(words, opts, reuse)?,
+        WireFormat::Tvm => tvm_family::decode::<tvm_family::Tvm>(words, opts, reuse)?,
+        WireFormat::FlashInfer => tvm_family::decode::<tvm_family::FlashInfer>(words, opts, reuse)?,
+        WireFormat::Mirage => tvm_family::decode::<tvm_family::Mirage>(words, opts, reuse)?,
         WireFormat::YaoJz => yaojz::decode(words, opts)?,
         // JSON text held in words (a caller padded it to whole words with zeros).
         WireFormat::Proton => {
