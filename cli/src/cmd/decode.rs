@@ -198,19 +198,9 @@ fn write_launches(a: &Args, launches: Launches) -> anyhow::Result<()> {
         traces,
     } = launches;
     let opt = a.trace_options();
-    let one_launch_flags: Vec<&str> = (a.outputs().into_iter())
-        .filter(|(f, p)| !several_launches(f) && p.is_some())
-        .map(|(f, _)| f)
-        .collect();
-    if traces.len() > 1 && !one_launch_flags.is_empty() {
-        return Err(UsageError(format!(
-            "{} {} one launch; {} holds {} launches (epochs): several launches go to --perfetto and --parquet, or to ikp summary, analyze and report",
-            one_launch_flags.join(", "),
-            if one_launch_flags.len() == 1 { "takes" } else { "take" },
-            a.bufs[0].display(),
-            traces.len()
-        ))
-        .into());
+    if traces.len() > 1 {
+        let why = format!("one launch; {} holds {} launches (epochs): several launches go to --perfetto and --parquet, or to ikp summary, analyze and report", a.bufs[0].display(), traces.len());
+        refuse_one_launch_outputs(a, None, &why)?;
     }
     if a.outputs().iter().all(|(_, p)| p.is_none()) {
         return print_tables(&labels, &traces, &opt);
@@ -291,24 +281,26 @@ fn one_buffer_outputs(a: &Args) -> anyhow::Result<()> {
     if a.bufs.len() < 2 {
         return Ok(());
     }
-    let flags: Vec<&str> = a
-        .outputs()
-        .into_iter()
+    let why = format!(
+        "one buffer; {} were given (several buffers go to --perfetto and --parquet)",
+        a.bufs.len()
+    );
+    refuse_one_launch_outputs(a, a.stream.then_some("--stream"), &why)
+}
+
+/// A usage error naming the one-launch outputs asked for (and `more`), if any: they take `why`.
+fn refuse_one_launch_outputs(a: &Args, more: Option<&str>, why: &str) -> anyhow::Result<()> {
+    let flags: Vec<&str> = (a.outputs().into_iter())
         .filter(|(f, p)| !several_launches(f) && p.is_some())
         .map(|(f, _)| f)
-        .chain(a.stream.then_some("--stream"))
+        .chain(more)
         .collect();
     let verb = match flags.len() {
         0 => return Ok(()),
         1 => "takes",
         _ => "take",
     };
-    Err(UsageError(format!(
-        "{} {verb} one buffer; {} were given (several buffers go to --perfetto and --parquet)",
-        flags.join(", "),
-        a.bufs.len()
-    ))
-    .into())
+    Err(UsageError(format!("{} {verb} {why}", flags.join(", "))).into())
 }
 
 /// Refuses, as a usage error, `-` (standard output) for more than one output, or for the

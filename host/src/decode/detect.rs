@@ -45,39 +45,21 @@ impl<'w> Probe<'w> {
     }
 }
 
-/// One format auto-detection can pick, and its test ([`Probe`]): cheap (it reads the
-/// probe only) and strict (a buffer of another format fails it). A misfit says why.
-struct Detect {
-    format: WireFormat,
-    fits: fn(&Probe<'_>) -> Result<(), String>,
-}
+/// A format's test of a [`Probe`]: cheap (it reads the probe only) and strict (a buffer of
+/// another format fails it). A misfit says why.
+type Fits = fn(&Probe<'_>) -> Result<(), String>;
 
 /// Every format auto-detection tries, in the order errors list them.
-const DETECT: [Detect; 6] = [
-    Detect {
-        format: WireFormat::Ikp,
-        fits: native_fits,
-    },
-    Detect {
-        format: WireFormat::Tvm,
-        fits: tvm_family::fits::<tvm_family::Tvm>,
-    },
-    Detect {
-        format: WireFormat::FlashInfer,
-        fits: tvm_family::fits::<tvm_family::FlashInfer>,
-    },
-    Detect {
-        format: WireFormat::Mirage,
-        fits: tvm_family::fits::<tvm_family::Mirage>,
-    },
-    Detect {
-        format: WireFormat::YaoJz,
-        fits: yaojz_fits,
-    },
-    Detect {
-        format: WireFormat::Proton,
-        fits: proton_fits,
-    },
+const DETECT: [(WireFormat, Fits); 6] = [
+    (WireFormat::Ikp, native_fits),
+    (WireFormat::Tvm, tvm_family::fits::<tvm_family::Tvm>),
+    (
+        WireFormat::FlashInfer,
+        tvm_family::fits::<tvm_family::FlashInfer>,
+    ),
+    (WireFormat::Mirage, tvm_family::fits::<tvm_family::Mirage>),
+    (WireFormat::YaoJz, yaojz_fits),
+    (WireFormat::Proton, proton_fits),
 ];
 
 /// Whether the probe starts with the ikp magic.
@@ -113,7 +95,7 @@ fn proton_fits(p: &Probe<'_>) -> Result<(), String> {
 /// or why not (module docs, `# Detection`).
 pub fn candidate_formats(words: &[u64]) -> Vec<(WireFormat, Result<(), String>)> {
     let p = Probe::of(words);
-    DETECT.iter().map(|d| (d.format, (d.fits)(&p))).collect()
+    DETECT.iter().map(|(f, fits)| (*f, fits(&p))).collect()
 }
 
 /// Which format `words` is in, honouring a forced choice: with [`FormatChoice::Auto`],

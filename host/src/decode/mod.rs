@@ -159,11 +159,8 @@ pub fn decode_launches(words: &[u64], opts: &DecodeOptions) -> Result<Vec<Trace>
     launches_as(detect_format(words, opts.format)?, words, opts)
 }
 
-/// Reads and decodes a file ([`Input::open`], [`Input::decode`]): memory-mapped (never
-/// copied) when it is a regular file, read into memory otherwise (a pipe). The raw words
-/// are released before returning. A Proton trace (JSON text: by its first bytes, or when
-/// chosen) is read whole and parsed; the checks of a word buffer (a whole number of words)
-/// apply to the binary formats only.
+/// Reads and decodes a file ([`Input::open`], [`Input::decode`]); its words are released
+/// before returning.
 pub fn load(path: &Path, opts: &DecodeOptions) -> Result<Trace, LoadError> {
     Input::open(path, opts.format)?.decode(opts)
 }
@@ -173,8 +170,7 @@ pub fn load_launches(path: &Path, opts: &DecodeOptions) -> Result<Vec<Trace>, Lo
     Input::open(path, opts.format)?.decode_launches(opts)
 }
 
-/// Decodes a buffer held as bytes, in any format: JSON text (a Proton trace) is parsed as
-/// such, anything else must be a whole number of little-endian `u64` words.
+/// Decodes a buffer held as bytes, in any format ([`Input::from_bytes`]).
 pub fn decode_bytes(bytes: &[u8], opts: &DecodeOptions) -> Result<Trace, LoadError> {
     Input::from_bytes(bytes, opts.format)?.decode(opts)
 }

@@ -120,12 +120,7 @@ impl StreamedBuffer {
             }
             let (t, records) = self.decode_slots(s..s + 1)?;
             async_records.extend(records);
-            ran.lanes.extend(t.lanes.iter().map(|l| Lane {
-                spans: 0..0,
-                instants: 0..0,
-                samples: 0..0,
-                ..l.clone()
-            }));
+            ran.lanes.extend(t.lanes.iter().map(without_events));
             if !t.lanes.iter().all(|l| filter.contains(l.block)) {
                 // No lane, but the counts that are not per lane.
                 self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
@@ -144,12 +139,7 @@ impl StreamedBuffer {
                 );
             }
             for l in &t.lanes {
-                outline.lanes.push(Lane {
-                    spans: 0..0,
-                    instants: 0..0,
-                    samples: 0..0,
-                    ..l.clone()
-                });
+                outline.lanes.push(without_events(l));
                 self.slot_of.push(s);
                 self.first_span.push(spans);
             }
@@ -263,6 +253,16 @@ impl StreamedBuffer {
     /// writer thus decodes each lane twice in all.
     pub fn slot_decodes(&self) -> u64 {
         self.decodes.get()
+    }
+}
+
+/// Lane `l` with empty event ranges.
+fn without_events(l: &Lane) -> Lane {
+    Lane {
+        spans: 0..0,
+        instants: 0..0,
+        samples: 0..0,
+        ..l.clone()
     }
 }
 

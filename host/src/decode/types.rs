@@ -84,14 +84,7 @@ impl std::str::FromStr for FormatChoice {
 impl From<WireFormat> for FormatChoice {
     /// The choice that forces `f`.
     fn from(f: WireFormat) -> FormatChoice {
-        match f {
-            WireFormat::Ikp => FormatChoice::Ikp,
-            WireFormat::Tvm => FormatChoice::Tvm,
-            WireFormat::FlashInfer => FormatChoice::FlashInfer,
-            WireFormat::Mirage => FormatChoice::Mirage,
-            WireFormat::YaoJz => FormatChoice::YaoJz,
-            WireFormat::Proton => FormatChoice::Proton,
-        }
+        (Self::ALL.into_iter().find(|c| c.forced() == Some(f))).expect("a choice per format")
     }
 }
 
@@ -271,6 +264,16 @@ pub struct LoadError {
     pub path: PathBuf,
     /// The problem.
     pub kind: LoadErrorKind,
+}
+
+impl LoadError {
+    /// The problem `kind` of the file `path`.
+    pub fn new(path: &std::path::Path, kind: impl Into<LoadErrorKind>) -> LoadError {
+        LoadError {
+            path: path.to_path_buf(),
+            kind: kind.into(),
+        }
+    }
 }
 
 /// The problem of a [`LoadError`].
