@@ -3,8 +3,8 @@
 //! errors do not carry.
 use anyhow::Context;
 use ikp_host::{
-    BlockFilter, DecodeError, DecodeOptions, DiagnosticCounts, FormatChoice, LoadErrorKind, Trace,
-    WireFormat,
+    BlockFilter, DecodeError, DecodeOptions, Decoded, DiagnosticCounts, FormatChoice, Input,
+    LoadErrorKind, StreamedBuffer, Streaming, Trace, WireFormat,
 };
 use std::path::{Path, PathBuf};
 
@@ -88,6 +88,14 @@ pub struct Launches {
     pub traces: Vec<ikp_host::Trace>,
 }
 
+/// What [`InputArgs::load_or_stream`] gives.
+pub enum Loaded {
+    /// Decoded in memory.
+    Launches(Launches),
+    /// The one buffer, to decode lane by lane.
+    Streamed(Box<StreamedBuffer>),
+}
+
 impl InputArgs {
     /// Reads and decodes several buffers with the same options, each into every launch it
     /// recorded: a buffer of several launches (epochs) gives one per launch, labelled
@@ -95,6 +103,21 @@ impl InputArgs {
     /// one, labelled `<label>`, where `labels` are the buffers' own. A warning line for each launch that had problems,
     /// and one for each buffer whose launches outran its room.
     pub fn load_launches(&self, bufs: &[PathBuf], labels: Vec<String>) -> anyhow::Result<Launches> {
+        match self.load_or_stream(bufs, labels, Streaming::Never)? {
+            Loaded::Launches(l) => Ok(l),
+            Loaded::Streamed(_) => unreachable!("Streaming::Never"),
+        }
+    }
+
+    /// [`InputArgs::load_launches`], or, for one buffer that the library finds streams
+    /// with `streaming` ([`ikp_host::Input::decode_or_stream`]), that buffer outlined for a
+    /// decode lane by lane.
+    pub fn load_or_stream(
+        &self,
+        bufs: &[PathBuf],
+        labels: Vec<String>,
+        streaming: Streaming,
+    ) -> anyhow::Result<Loaded> {
         let opts = self.options()?;
         let mut out = Launches {
             labels: Vec::new(),
@@ -102,7 +125,18 @@ impl InputArgs {
             traces: Vec::new(),
         };
         for (label, b) in labels.into_iter().zip(bufs) {
-            let traces = load_launches(b, &opts)?;
+            let one = if bufs.len() == 1 {
+                streaming
+            } else {
+                Streaming::Never
+            };
+            let decoded = Input::open(b, opts.format)
+                .and_then(|i| i.decode_or_stream(&opts, one))
+                .map_err(hint)?;
+            let traces = match decoded {
+                Decoded::Streamed(s) => return Ok(Loaded::Streamed(s)),
+                Decoded::Launches(t) => t,
+            };
             if let Some(e) = traces.first().and_then(|t| t.source.epoch) {
                 if e.not_recorded() > 0 {
                     eprintln!(
@@ -127,7 +161,7 @@ impl InputArgs {
         for (l, t) in out.labels.iter().zip(&out.traces) {
             warn((!one).then_some(l.as_str()), &t.diagnostic_counts());
         }
-        Ok(out)
+        Ok(Loaded::Launches(out))
     }
 }
 
@@ -167,11 +201,6 @@ pub fn labels(bufs: &[PathBuf]) -> Vec<String> {
 /// [`ikp_host::load`], with the command-line hint for a buffer that fits several formats.
 fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
     ikp_host::load(buf, opts).map_err(hint)
-}
-
-/// [`ikp_host::load_launches`], with the same hints as [`load`].
-fn load_launches(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Vec<Trace>> {
-    ikp_host::load_launches(buf, opts).map_err(hint)
 }
 
 /// A load error, with the command-line hint for a buffer that fits several formats, or

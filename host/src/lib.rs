@@ -87,10 +87,9 @@ pub use decode::chrome_host::{
     parse_chrome_trace, read_chrome_trace, ChromeReadOptions, HostTraceError,
 };
 pub use decode::{
-    candidate_formats, decode, decode_buffer, decode_bytes, decode_into, decode_launches,
-    detect_file, detect_format, load, load_launches, read_names, DecodeError, DecodeOptions,
-    FormatChoice, LoadError, LoadErrorKind, NamesError, NoCalibration, StreamedBuffer,
-    UnknownFormat,
+    decode, decode_bytes, decode_into, decode_launches, detect_file, load, load_launches,
+    read_names, DecodeError, DecodeOptions, Decoded, FormatChoice, Input, LoadError, LoadErrorKind,
+    NamesError, NoCalibration, StreamedBuffer, Streaming, UnknownFormat,
 };
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,

@@ -31,14 +31,14 @@
 //! leaves none of them), then named on stderr with its size unless `--quiet`. `-` as an
 //! output path is standard output, for one output at a time (not for the directories of
 //! `--block-dists` and `--parquet`).
-use crate::input::{labels, warn, InputArgs, Launches};
+use crate::input::{labels, warn, InputArgs, Launches, Loaded};
 use crate::output::{is_stdout, Outputs, UsageError};
 use anyhow::Context;
 use ikp_host::{
     write_block_dists, write_chrome, write_csv, write_parquet, write_perfetto,
     write_perfetto_streamed, write_summary, write_table, BlockDistOptions, ChromeOptions,
-    Compression, DecodeError, GroupBy, HostClock, Launch, LaunchLayout, LoadErrorKind,
-    PerfettoOptions, StreamedBuffer, SummaryOptions, TableOptions, TraceStats, WireFormat,
+    Compression, GroupBy, HostClock, Launch, LaunchLayout, PerfettoOptions, StreamedBuffer,
+    Streaming, SummaryOptions, TableOptions, Trace, TraceStats,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -128,10 +128,6 @@ pub struct Args {
     pub stream: bool,
 }
 
-/// Native buffers from this size on are decoded to Perfetto lane by lane when Perfetto is
-/// the only output: peak memory is then bounded by the largest lane, not by the trace.
-const STREAM_MIN_BYTES: u64 = 1 << 30;
-
 impl Args {
     /// The outputs asked for, with their flags.
     fn outputs(&self) -> [(&'static str, Option<&Path>); 6] {
@@ -190,7 +186,8 @@ impl Args {
     }
 }
 
-/// Runs `ikp decode`.
+/// Runs `ikp decode`: the one buffer streamed to `--perfetto` when the library finds it
+/// streams (see [`streaming`]), else every launch in memory.
 pub fn run(a: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         a.scale.is_finite() && a.scale > 0.0,
@@ -200,58 +197,88 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     anyhow::ensure!(a.hist_bins >= 1, "--hist-bins must be at least 1");
     one_buffer_outputs(&a)?;
     stdout_outputs(&a)?;
-    let buf = &a.bufs[0];
-    if a.bufs.len() == 1 {
-        if let Some(p) = &a.perfetto {
-            if streamable(&a)? && stream_perfetto(&a, buf, p)? {
-                return Ok(());
-            }
+    match (a.input).load_or_stream(&a.bufs, labels(&a.bufs), streaming(&a))? {
+        Loaded::Streamed(src) => stream_perfetto(&a, &src),
+        Loaded::Launches(launches) => write_launches(&a, launches),
+    }
+}
+
+/// Writes the outputs of the launches decoded in memory: the one-launch outputs (refused,
+/// as a usage error, for several), Parquet and Perfetto; with no output, each launch's
+/// summary table.
+fn write_launches(a: &Args, launches: Launches) -> anyhow::Result<()> {
+    let Launches {
+        labels,
+        buffers,
+        traces,
+    } = launches;
+    if traces.len() > 1 {
+        let why = format!("one launch; {} holds {} launches (epochs): several launches go to --perfetto and --parquet, or to ikp summary, analyze and report", a.bufs[0].display(), traces.len());
+        refuse_one_launch_outputs(a, None, &why)?;
+    }
+    if a.outputs().iter().all(|(_, p)| p.is_none()) {
+        return print_tables(&labels, &traces, &a.table_options());
+    }
+    // One launch is labelled by its buffer (a launch of an epoch too).
+    let names = if traces.len() == 1 { &buffers } else { &labels };
+    let launches: Vec<Launch> = (names.iter().zip(&traces))
+        .map(|(l, t)| Launch::new(l, t))
+        .collect();
+    // The Parquet rows are labelled by buffer: their `launch` column tells a buffer's
+    // launches apart.
+    let by_buffer: Vec<Launch> = (buffers.iter().zip(&traces))
+        .map(|(b, t)| Launch::new(b, t))
+        .collect();
+    let popts = a.perfetto_options();
+    let mut outs = Outputs::new(&a.inputs(), a.quiet);
+    if let [trace] = &traces[..] {
+        let stats = TraceStats::of(trace);
+        let buf = &a.bufs[0];
+        // The `trace` field of the JSON outputs names the Chrome trace when there is a file
+        // of it, else the buffer.
+        let chrome_file = a.chrome.as_deref().filter(|p| !is_stdout(p));
+        let trace_name = ikp_host::file_name(chrome_file.unwrap_or(buf));
+        let label = ikp_host::file_name(buf);
+        if let Some(p) = &a.chrome {
+            outs.file(p, |w| write_chrome(w, trace, &a.chrome_options()))?;
+        }
+        if let Some(p) = &a.summary {
+            let mut doc = ikp_host::summarize(&stats, &a.summary_options(), &trace_name);
+            doc.buffer = Some(label.clone());
+            outs.file(p, move |w| write_summary(w, &doc))?;
+        }
+        if let Some(p) = &a.block_dists {
+            let opt = a.block_dist_options();
+            write_block_dists(outs.batch(), p, &stats, &opt, &trace_name)?;
+        }
+        if let Some(p) = &a.csv {
+            outs.file(p, |w| write_csv(w, trace))?;
         }
     }
-    let mut launches = a.input.load_launches(&a.bufs, labels(&a.bufs))?;
-    if launches.traces.len() > 1 {
-        return run_several(&a, launches);
-    }
-    let trace = launches
-        .traces
-        .pop()
-        .expect("a buffer decodes to a launch at least");
-    let stats = TraceStats::of(&trace);
-    let popts = a.perfetto_options();
-    // The `trace` field of the JSON outputs names the Chrome trace when there is a file of
-    // it, else the buffer.
-    let chrome_file = a.chrome.as_deref().filter(|p| !is_stdout(p));
-    let trace_name = ikp_host::file_name(chrome_file.unwrap_or(buf));
-    let label = ikp_host::file_name(buf);
-    let mut outs = Outputs::new(&a.inputs(), a.quiet);
-    if let Some(p) = &a.chrome {
-        outs.file(p, |w| write_chrome(w, &trace, &a.chrome_options()))?;
-    }
-    if let Some(p) = &a.summary {
-        let mut doc = ikp_host::summarize(&stats, &a.summary_options(), &trace_name);
-        doc.buffer = Some(label.clone());
-        outs.file(p, move |w| write_summary(w, &doc))?;
-    }
-    if let Some(p) = &a.block_dists {
-        let opt = a.block_dist_options();
-        write_block_dists(outs.batch(), p, &stats, &opt, &trace_name)?;
-    }
-    if let Some(p) = &a.csv {
-        outs.file(p, |w| write_csv(w, &trace))?;
-    }
     if let Some(p) = &a.parquet {
-        write_parquet(outs.batch(), p, &[Launch::new(&label, &trace)])?;
+        write_parquet(outs.batch(), p, &by_buffer)?;
     }
     if let Some(p) = &a.perfetto {
-        outs.file(p, |w| {
-            write_perfetto(w, &[Launch::new(&label, &trace)], &popts).map(|_| ())
-        })?;
+        outs.file(p, |w| write_perfetto(w, &launches, &popts).map(|_| ()))?;
     }
-    outs.commit()?;
-    if a.outputs().iter().all(|(_, p)| p.is_none()) {
-        write_table(std::io::stdout().lock(), &stats, &a.table_options())?;
+    outs.commit()
+}
+
+/// Without an output: the summary table of the one launch, or each launch's under a
+/// `==> label <==` line.
+fn print_tables(labels: &[String], traces: &[Trace], opt: &TableOptions) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if let [trace] = traces {
+        write_table(&mut out, &TraceStats::of(trace), opt)?;
         eprintln!("ikp decode: no output asked for (--chrome, --summary, --csv, --parquet, --perfetto, --block-dists); printed the summary table");
+        return Ok(());
     }
+    for (i, (l, t)) in labels.iter().zip(traces).enumerate() {
+        let sep = if i == 0 { "" } else { "\n" };
+        writeln!(out, "{sep}==> {l} <==").context("writing to stdout")?;
+        write_table(&mut out, &TraceStats::of(t), opt)?;
+    }
+    eprintln!("ikp decode: no output asked for (--perfetto and --parquet take several buffers); printed the summary tables");
     Ok(())
 }
 
@@ -266,24 +293,26 @@ fn one_buffer_outputs(a: &Args) -> anyhow::Result<()> {
     if a.bufs.len() < 2 {
         return Ok(());
     }
-    let flags: Vec<&str> = a
-        .outputs()
-        .into_iter()
+    let why = format!(
+        "one buffer; {} were given (several buffers go to --perfetto and --parquet)",
+        a.bufs.len()
+    );
+    refuse_one_launch_outputs(a, a.stream.then_some("--stream"), &why)
+}
+
+/// A usage error naming the one-launch outputs asked for (and `more`), if any: they take `why`.
+fn refuse_one_launch_outputs(a: &Args, more: Option<&str>, why: &str) -> anyhow::Result<()> {
+    let flags: Vec<&str> = (a.outputs().into_iter())
         .filter(|(f, p)| !several_launches(f) && p.is_some())
         .map(|(f, _)| f)
-        .chain(a.stream.then_some("--stream"))
+        .chain(more)
         .collect();
     let verb = match flags.len() {
         0 => return Ok(()),
         1 => "takes",
         _ => "take",
     };
-    Err(UsageError(format!(
-        "{} {verb} one buffer; {} were given (several buffers go to --perfetto and --parquet)",
-        flags.join(", "),
-        a.bufs.len()
-    ))
-    .into())
+    Err(UsageError(format!("{} {verb} {why}", flags.join(", "))).into())
 }
 
 /// Refuses, as a usage error, `-` (standard output) for more than one output, or for the
@@ -313,101 +342,34 @@ fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ikp decode` with several launches (several buffers, or a buffer of several epochs):
-/// one Perfetto trace with a launch each and one set of Parquet tables holding them all,
-/// or without an output each launch's summary table (other outputs are refused, as a
-/// usage error). Every buffer is decoded, one after the other, before anything is
-/// written.
-fn run_several(a: &Args, launches: Launches) -> anyhow::Result<()> {
-    let flags: Vec<&str> = (a.outputs().into_iter())
-        .filter(|(f, p)| !several_launches(f) && p.is_some())
-        .map(|(f, _)| f)
-        .collect();
-    if !flags.is_empty() {
-        return Err(UsageError(format!(
-            "{} {} one launch; {} holds {} launches (epochs): several launches go to --perfetto and --parquet, or to ikp summary, analyze and report",
-            flags.join(", "),
-            if flags.len() == 1 { "takes" } else { "take" },
-            a.bufs[0].display(),
-            launches.traces.len()
-        ))
-        .into());
-    }
-    let Launches {
-        labels,
-        buffers,
-        traces,
-    } = launches;
-    if a.perfetto.is_some() || a.parquet.is_some() {
-        let launches: Vec<Launch> = (labels.iter().zip(&traces))
-            .map(|(l, t)| Launch::new(l, t))
-            .collect();
-        // The Parquet rows are labelled by buffer: their `launch` column tells a buffer's
-        // launches apart.
-        let by_buffer: Vec<Launch> = (buffers.iter().zip(&traces))
-            .map(|(b, t)| Launch::new(b, t))
-            .collect();
-        let popts = a.perfetto_options();
-        let mut outs = Outputs::new(&a.inputs(), a.quiet);
-        if let Some(p) = &a.perfetto {
-            outs.file(p, |w| write_perfetto(w, &launches, &popts).map(|_| ()))?;
-        }
-        if let Some(p) = &a.parquet {
-            write_parquet(outs.batch(), p, &by_buffer)?;
-        }
-        outs.commit()?;
-    } else {
-        let opt = a.table_options();
-        let mut out = std::io::stdout().lock();
-        for (i, (l, t)) in labels.iter().zip(&traces).enumerate() {
-            let sep = if i == 0 { "" } else { "\n" };
-            writeln!(out, "{sep}==> {l} <==").context("writing to stdout")?;
-            write_table(&mut out, &TraceStats::of(t), &opt)?;
-        }
-        eprintln!("ikp decode: no output asked for (--perfetto and --parquet take several buffers); printed the summary tables");
-    }
-    Ok(())
-}
-
-/// Whether `--perfetto` takes the streaming path: it is the only output, nothing needs the
-/// whole trace (the critical path does), and the buffer is a native one of at least
-/// [`STREAM_MIN_BYTES`] (or `--stream`).
-fn streamable(a: &Args) -> anyhow::Result<bool> {
+/// Whether `--perfetto` may be written lane by lane: it is the only output and nothing
+/// needs the whole trace (the critical path does). Whether the buffer streams is the
+/// library's call ([`ikp_host::Input::decode_or_stream`]): a native one of at least 1 GiB,
+/// or of any size with `--stream`.
+fn streaming(a: &Args) -> Streaming {
     let only_perfetto = a
         .outputs()
         .iter()
         .all(|(f, p)| *f == "--perfetto" || p.is_none());
-    if !only_perfetto || a.perfetto_critical_path || a.input.correct_overhead {
-        return Ok(false);
+    if a.perfetto.is_none() || !only_perfetto || a.perfetto_critical_path {
+        Streaming::Never
+    } else if a.stream {
+        Streaming::Always
+    } else {
+        Streaming::Large
     }
-    let buf = &a.bufs[0];
-    let Ok(m) = std::fs::metadata(buf) else {
-        return Ok(false); // the in-memory path reports the error
-    };
-    if !m.is_file() || (m.len() < STREAM_MIN_BYTES && !a.stream) {
-        return Ok(false);
-    }
-    let format = ikp_host::detect_file(buf, a.input.format);
-    Ok(matches!(format, Ok(WireFormat::Ikp)))
 }
 
-/// `--perfetto` by streaming (see the module documentation); `false` (nothing written)
-/// for a buffer that does not stream (several launches), which is then decoded in memory.
-fn stream_perfetto(a: &Args, buf: &Path, p: &Path) -> anyhow::Result<bool> {
-    let src = match StreamedBuffer::open(buf, &a.input.options()?) {
-        Ok(s) => s,
-        Err(e) if matches!(e.kind, LoadErrorKind::Decode(DecodeError::NotStreamable(_))) => {
-            return Ok(false)
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let label = ikp_host::file_name(buf);
+/// `--perfetto` by streaming (see the module documentation).
+fn stream_perfetto(a: &Args, src: &StreamedBuffer) -> anyhow::Result<()> {
+    let p = a.perfetto.as_deref().expect("streaming writes --perfetto");
+    let label = ikp_host::file_name(src.path());
     let popts = a.perfetto_options();
     let mut outs = Outputs::new(&a.inputs(), a.quiet);
     outs.file(p, |w| {
-        write_perfetto_streamed(w, &label, &src, &popts).map(|_| ())
+        write_perfetto_streamed(w, &label, src, &popts).map(|_| ())
     })?;
     outs.commit()?;
     warn(None, &src.diagnostic_counts());
-    Ok(true)
+    Ok(())
 }

@@ -19,7 +19,7 @@
 //! Ring lanes stream as they decode in memory (each lane's records are ordered on their
 //! own). A buffer that records several launches (epochs), and a decode with
 //! [`DecodeOptions::correct_overhead`], are refused ([`DecodeError::NotStreamable`]): decode
-//! them in memory ([`super::load_launches`]); `ikp decode --perfetto` does so itself.
+//! them in memory ([`super::load_launches`]); [`Input::decode_or_stream`] does so itself.
 //!
 //! A block filter ([`DecodeOptions::blocks`]) keeps the lanes of its blocks with the
 //! results of [`Trace::filter_blocks`] on the whole decode: the whole launch's time base,
@@ -38,7 +38,7 @@ use std::path::Path;
 
 use super::async_ranges::{self, AsyncRecord};
 use super::native::{self, Prepared};
-use super::{names, DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind};
+use super::{names, DecodeError, DecodeOptions, FormatChoice, Input, LoadError};
 use crate::buffer::MappedBuffer;
 use crate::model::{BlockFilter, DiagnosticCounts, Lane, Names, Trace};
 
@@ -67,24 +67,26 @@ impl StreamedBuffer {
     /// decoding each lane once. The names of `opts` replace the buffer's own; its block
     /// filter keeps the lanes of those blocks (see the module documentation).
     pub fn open(path: &Path, opts: &DecodeOptions) -> Result<StreamedBuffer, LoadError> {
-        let err = |kind: LoadErrorKind| LoadError {
-            path: path.to_path_buf(),
-            kind,
-        };
-        let map = MappedBuffer::open(path).map_err(|e| err(e.into()))?;
+        Input::open(path, FormatChoice::Ikp)?.stream(opts)
+    }
+
+    /// [`StreamedBuffer::open`] of a file mapped by [`Input`].
+    pub(super) fn from_map(
+        map: MappedBuffer,
+        opts: &DecodeOptions,
+    ) -> Result<StreamedBuffer, DecodeError> {
         let opts = DecodeOptions {
             format: FormatChoice::Ikp,
             ..opts.clone()
         };
         if opts.correct_overhead {
             let why = "the overhead correction needs the whole launch".to_string();
-            return Err(err(DecodeError::NotStreamable(why).into()));
+            return Err(DecodeError::NotStreamable(why));
         }
-        let prepared =
-            native::prepare(map.words(), &opts, &|r| map.release(r)).map_err(|e| err(e.into()))?;
+        let prepared = native::prepare(map.words(), &opts, &|r| map.release(r))?;
         if prepared.several_launches() {
             let why = "the buffer records several launches (epochs)".to_string();
-            return Err(err(DecodeError::NotStreamable(why).into()));
+            return Err(DecodeError::NotStreamable(why));
         }
         let mut buf = StreamedBuffer {
             map,
@@ -98,7 +100,7 @@ impl StreamedBuffer {
             decodes: Cell::new(0),
             async_ranges: Trace::default(),
         };
-        buf.outline_lanes(&opts.blocks).map_err(|e| err(e.into()))?;
+        buf.outline_lanes(&opts.blocks)?;
         Ok(buf)
     }
 
@@ -118,12 +120,7 @@ impl StreamedBuffer {
             }
             let (t, records) = self.decode_slots(s..s + 1)?;
             async_records.extend(records);
-            ran.lanes.extend(t.lanes.iter().map(|l| Lane {
-                spans: 0..0,
-                instants: 0..0,
-                samples: 0..0,
-                ..l.clone()
-            }));
+            ran.lanes.extend(t.lanes.iter().map(without_events));
             if !t.lanes.iter().all(|l| filter.contains(l.block)) {
                 // No lane, but the counts that are not per lane.
                 self.diagnostics += t.filter_blocks(filter).diagnostic_counts();
@@ -142,12 +139,7 @@ impl StreamedBuffer {
                 );
             }
             for l in &t.lanes {
-                outline.lanes.push(Lane {
-                    spans: 0..0,
-                    instants: 0..0,
-                    samples: 0..0,
-                    ..l.clone()
-                });
+                outline.lanes.push(without_events(l));
                 self.slot_of.push(s);
                 self.first_span.push(spans);
             }
@@ -261,6 +253,16 @@ impl StreamedBuffer {
     /// writer thus decodes each lane twice in all.
     pub fn slot_decodes(&self) -> u64 {
         self.decodes.get()
+    }
+}
+
+/// Lane `l` with empty event ranges.
+fn without_events(l: &Lane) -> Lane {
+    Lane {
+        spans: 0..0,
+        instants: 0..0,
+        samples: 0..0,
+        ..l.clone()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The TVM family of formats: one slot layout (`ikp_device::tvm`, `# Format`), three
 //! packings of the record's tag. [`Family`] says where a format keeps the fields the
-//! decoder checks and reads; the decoder ([`super::tvm`]) is generic over it, so each
+//! decoder checks and reads; the decoder ([`super`]) is generic over it, so each
 //! format's hot loops are compiled for its own fields and TVM's are the same as before.
 //!
 //! | format | its record's tag (low 32 bits) | what names the slot | more |
@@ -12,7 +12,7 @@
 //! The formats are specified in `ikp_device::tvm`, `ikp_device::flashinfer` and
 //! `ikp_device::mirage` (`# Format`, with their sources).
 
-use super::{DecodeError, Probe};
+use super::super::{DecodeError, Probe};
 use crate::model::WireFormat;
 use ikp_device::{flashinfer as fi, mirage as mpk, tvm};
 
@@ -313,7 +313,7 @@ fn reason(e: &DecodeError) -> String {
             expected,
             stride,
         } => {
-            let why = super::tvm_lane_why(*found, *expected, *stride);
+            let why = super::super::tvm_lane_why(*found, *expected, *stride);
             format!("slot {slot}: record {word:#018x} {why}")
         }
         DecodeError::SlotHeader { word, why, .. } | DecodeError::TvmHeader { word, why } => {

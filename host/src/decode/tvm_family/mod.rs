@@ -5,7 +5,7 @@
 //! [`ikp_device::tvm`], `# Format`; each packs the record's tag its own way
 //! ([`ikp_device::flashinfer`], [`ikp_device::mirage`]). The decoder is generic over the
 //! tag layout (where a format keeps the field naming the slot, the SM and the payload, and
-//! whether type 3 finalizes: the `Family` trait of `decode/family.rs`), so each format's
+//! whether type 3 finalizes: the `Family` trait of `packing`), so each format's
 //! hot loops are compiled for its own fields. Names come from a names file; the Chrome
 //! "warp" of a lane is its group.
 //!
@@ -43,12 +43,16 @@
 //!   moves a lane by less than 2^32 ns, within those bounds: such a lane is decoded, and
 //!   its records after a stamp thrown forward are backward steps, clamped and counted.
 
+pub(crate) mod packing;
+
+pub(crate) use packing::{fits, FlashInfer, Mirage, Tvm};
+
 use super::assemble::{self, Caps, ChunkDone, Recycled};
-use super::family::{self, allowed, Family};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::set_aside::{self, Skip};
 use super::{DecodeError, DecodeOptions};
 use crate::model::{Lane, Names, Source, Trace};
+use packing::{allowed, Family};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -149,7 +153,7 @@ struct Strip {
     begins: usize,
     insts: usize,
     /// Whether the last gather saw a record its slot does not allow
-    /// ([`family::allowed`]).
+    /// ([`packing::allowed`]).
     misplaced: bool,
     /// Per lane of the last [`Strip::scan`]: slots up to its last record.
     ends: Vec<usize>,
@@ -701,7 +705,7 @@ fn decode_skipping<L: Family>(
     skip: Skip<'_>,
 ) -> Result<Trace, DecodeError> {
     let w0 = words.first().copied().unwrap_or(0);
-    let (groups, blocks) = family::header::<L>(w0)?;
+    let (groups, blocks) = packing::header::<L>(w0)?;
     let stride = (groups * blocks) as usize;
     // Rows below the last record are left out: buffers are often sized for more records
     // than the kernel wrote, and reading them backwards until a record is faster than
@@ -905,7 +909,7 @@ fn shared_base(firsts: impl Iterator<Item = u32>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{count_rows, count_rows_any, shared_base, Expect, Strip};
-    use crate::decode::family::Tvm;
+    use crate::decode::tvm_family::Tvm;
     use ikp_device::tvm::pack;
 
     /// A body of `lanes` lanes (some records missing, some lanes ending early) cut off
@@ -1021,7 +1025,7 @@ mod tests {
 
     #[test]
     fn flashinfer_gather_and_count_find_a_wrong_block_a_type_3_and_a_second_sm() {
-        use crate::decode::family::FlashInfer;
+        use crate::decode::tvm_family::FlashInfer;
         use ikp_device::flashinfer::{pack as fpack, BEGIN, END};
         // 11 blocks x 3 groups (lanes past a group of four and a strip's edge), 9 rows.
         let (blocks, groups, rows) = (11usize, 3usize, 9usize);

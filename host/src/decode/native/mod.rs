@@ -30,9 +30,9 @@
 //!
 //! Pairing runs on what survives. An end with no open begin of its region in a ring that
 //! wrapped closed a begin that was overwritten (as far as the lane can tell): it is
-//! counted in [`Diagnostics::ends_of_overwritten_begins`], not in `unmatched_end`, and
+//! counted in [`Diagnostics::ends_of_overwritten_begins`](crate::Diagnostics::ends_of_overwritten_begins), not in `unmatched_end`, and
 //! never made into a span (its begin time is lost). A begin still open at the end is
-//! unmatched as in any lane. Each lane's [`Lane::overwritten`] and the launch's total
+//! unmatched as in any lane. Each lane's [`Lane::overwritten`](crate::Lane::overwritten) and the launch's total
 //! ([`Trace::overwritten`](crate::Trace::overwritten)) say what was lost.
 //!
 //! A ring that never ran finalize has no trailer counts: if its last slot holds a record
@@ -105,9 +105,9 @@
 //! Every other lane (shorter, or never finalized) takes the pooled ratio. The calibration
 //! used is recorded in [`Source::clock`](crate::model::Source::clock). When the pooled
 //! ratio cannot be measured, a buffer with lanes is refused
-//! ([`DecodeError::NoClockCalibration`]): with no usable pair ([`NoCalibration::NoPair`]),
+//! ([`DecodeError::NoClockCalibration`]): with no usable pair ([`NoCalibration::NoPair`](super::NoCalibration::NoPair)),
 //! or when every pair spans 0 ns, all lanes having ended within one globaltimer tick
-//! ([`NoCalibration::WithinOneTick`]). ikp never assumes a clock frequency.
+//! ([`NoCalibration::WithinOneTick`](super::NoCalibration::WithinOneTick)). ikp never assumes a clock frequency.
 //!
 //! Inconsistent segments are errors naming the lane: records in a lane that never ran
 //! init, an IDS word without the lane mark, a ring flag without the header's, a
@@ -117,7 +117,7 @@
 //!
 //! The counting pass sets aside every lane whose stamps cannot belong to the same launch
 //! as the others, before the clock calibration and the time base, so that it poisons
-//! neither: it is named in [`Diagnostics::set_aside`] with its stamps and the rule, and
+//! neither: it is named in [`Diagnostics::set_aside`](crate::Diagnostics::set_aside) with its stamps and the rule, and
 //! none of its records is decoded. The rules (**span**, **clock**, **apart**, **range**)
 //! are every format's, in [`super::set_aside`] (`# Lanes set aside`): a native lane is
 //! judged by its init and finalize `%globaltimer` as written (its init alone if it never
@@ -125,19 +125,25 @@
 //! as the counting pass reads them. A lane kept so starts before 2^63 ns, and its records,
 //! at most 2^31 ticks apart, never unwrap past 2^64.
 
-use super::assemble::{self, Caps, ChunkDone, Recycled};
-use super::async_ranges::{self, AsyncMask, AsyncRecord};
-use super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
+mod clock;
+mod inspect;
+mod walk;
+
+pub use clock::OWN_RATIO_MIN_NS;
+
+use super::assemble::Caps;
+use super::assemble::{self, Recycled};
 use super::set_aside::{self, Extent, Judged};
-use super::{DecodeError, DecodeOptions, NoCalibration};
-use crate::model::{
-    ClockCalibration, Diagnostics, Epoch, Lane, Names, SetAsideLane, SetAsideReason, Source, Trace,
-    TrackId, WireFormat,
-};
+use super::{DecodeError, DecodeOptions};
+use crate::model::{ClockCalibration, Epoch, SetAsideReason, Trace};
 use crate::time::Timestamp;
-use ikp_device::wire::{self, lane, Kind};
-use ikp_device::{Header, Overflow};
+use clock::{calibration, pair};
+use ikp_device::wire::{self, lane};
+use ikp_device::Header;
+use inspect::inspect;
 use rayon::prelude::*;
+#[cfg(test)]
+use {super::NoCalibration, clock::own_ratio};
 
 /// What the counting pass learned about one lane.
 #[derive(Clone, Copy, Debug, Default)]
@@ -210,6 +216,27 @@ impl LaneInfo {
         } else {
             (&events[..self.n], &[])
         }
+    }
+}
+
+impl Judged for LaneInfo {
+    fn live(&self) -> bool {
+        LaneInfo::live(self)
+    }
+    fn aside(&self) -> bool {
+        self.set_aside.is_some()
+    }
+    fn start(&self) -> u64 {
+        self.start_gt
+    }
+    fn reach(&self) -> u64 {
+        LaneInfo::reach(self)
+    }
+    fn pair(&self) -> Option<(u64, u64)> {
+        pair(self)
+    }
+    fn set_aside(&mut self, why: SetAsideReason) {
+        self.set_aside = Some(why);
     }
 }
 
@@ -414,27 +441,6 @@ fn prepare_epoch(
     })
 }
 
-impl Judged for LaneInfo {
-    fn live(&self) -> bool {
-        LaneInfo::live(self)
-    }
-    fn aside(&self) -> bool {
-        self.set_aside.is_some()
-    }
-    fn start(&self) -> u64 {
-        self.start_gt
-    }
-    fn reach(&self) -> u64 {
-        LaneInfo::reach(self)
-    }
-    fn pair(&self) -> Option<(u64, u64)> {
-        pair(self)
-    }
-    fn set_aside(&mut self, why: SetAsideReason) {
-        self.set_aside = Some(why);
-    }
-}
-
 impl Prepared {
     /// Lane slots of the layout (lanes that never ran are slots without a lane).
     pub(crate) fn lane_count(&self) -> usize {
@@ -471,486 +477,6 @@ impl Prepared {
             .min()
             .unwrap_or(0)
     }
-
-    /// Decodes lane slots `lanes` of `words` (the words [`prepare`] checked) into a trace
-    /// holding only those lanes (its `time_base` is the earliest start among them),
-    /// reusing the memory of `reuse`'s columns; the async records of those lanes are
-    /// paired among themselves ([`async_ranges::pair`]). Decoding every slot in one call
-    /// is [`decode`].
-    fn decode_lanes_reusing(
-        &self,
-        words: &[u64],
-        lanes: std::ops::Range<usize>,
-        reuse: Recycled,
-    ) -> Result<Trace, DecodeError> {
-        let (mut t, records) = self.decode_lanes_unpaired(words, lanes, reuse)?;
-        async_ranges::pair_into(&mut t, records);
-        Ok(t)
-    }
-
-    /// [`Prepared::decode_lanes_reusing`] with no async range (those lanes' async records,
-    /// unpaired, in lane order, returned beside it): what a decode of some of a launch's
-    /// lanes pairs with the others' ([`super::stream`]).
-    pub(crate) fn decode_lanes_unpaired(
-        &self,
-        words: &[u64],
-        lanes: std::ops::Range<usize>,
-        reuse: Recycled,
-    ) -> Result<(Trace, Vec<AsyncRecord>), DecodeError> {
-        let async_mask = AsyncMask::of(&self.h.layout.async_regions);
-        let (h, infos) = (&self.h, &self.infos[lanes.clone()]);
-        let l_base = lanes.start;
-        let epoch = self.epoch_index();
-        let clock = self.clock;
-        let caps: Vec<Caps> = (infos.iter())
-            .map(|i| if i.live() { i.caps } else { Caps::default() })
-            .collect();
-        let cap = h.layout.records_per_lane as usize;
-        let counters = h.layout.counters.len() as u32;
-        let groups = h.layout.groups_per_block;
-
-        let asm = assemble::run(&caps, self.parallel, reuse, |chunk| {
-            let mut done = ChunkDone::default();
-            for k in chunk.lanes.clone() {
-                let info = &infos[k];
-                let l = l_base + k;
-                if !info.live() {
-                    continue;
-                }
-                let start = chunk.starts[k - chunk.lanes.start];
-                let seg = &words[h.segment_range(epoch, l as u64)];
-                let events = info.ordered(&seg[lane::EVENTS as usize..][..cap]);
-                let (l, out) = (l as u32, &mut chunk.out);
-                let ends_before = out.unmatched_end.len();
-                // Each lane's own timer: a kernel may mix lanes of both.
-                let clock = clock.filter(|_| info.clock());
-                let walked = if async_mask.is_empty() {
-                    walk_lane::<false>(info, l, start, clock, events, counters, &async_mask, out)
-                } else {
-                    walk_async(info, l, start, clock, events, counters, &async_mask, out)
-                };
-                if info.wrapped() {
-                    // Ends whose begins the ring overwrote: counted, never spans.
-                    let orphans = out.unmatched_end.len() - ends_before;
-                    out.unmatched_end.truncate(ends_before);
-                    done.diag.ends_of_overwritten_begins += orphans as u64;
-                }
-                done.diag.unknown_records += walked.unknown;
-                done.diag.backward_steps += walked.backward + u64::from(info.end_backward);
-                let b = chunk.base;
-                done.diag.after_finalize += info.after_finalize;
-                done.diag.unfinalized_lanes += u64::from(!info.finalized);
-                let ids = info.ids;
-                done.lanes.push(Lane {
-                    id: l,
-                    block: l / groups,
-                    group: l % groups,
-                    sm: ids.map(|i| i.smid),
-                    warp: ids.map(|i| i.warp),
-                    start: info.start_gt,
-                    end: if info.finalized {
-                        info.end()
-                    } else {
-                        walked.last_ns
-                    },
-                    finalized: info.finalized,
-                    written: info.n as u64,
-                    dropped: info.dropped,
-                    overwritten: info.overwritten,
-                    spans: b.span + start.span..b.span + walked.cur.span,
-                    instants: b.inst + start.inst..b.inst + walked.cur.inst,
-                    samples: b.samp + start.samp..b.samp + walked.cur.samp,
-                });
-            }
-            Ok(done)
-        })?;
-
-        let nc = h.layout.counters.len();
-        let mut counter_totals = Vec::with_capacity(asm.lanes.len() * nc);
-        for l in &asm.lanes {
-            let seg = &words[h.segment_range(epoch, l.id as u64)];
-            let t = (lane::EVENTS + lane::T_COUNTERS) as usize + cap;
-            counter_totals.extend_from_slice(&seg[t..t + nc]);
-        }
-        let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-        // A sound buffer has none to look for (one pass less over many lanes).
-        let with_set_aside = if self.set_aside > 0 { infos } else { &[] };
-        let set_aside = (with_set_aside.iter().enumerate())
-            .filter_map(|(k, i)| {
-                let reason = i.set_aside?;
-                let l = (l_base + k) as u32;
-                Some(SetAsideLane {
-                    lane: l,
-                    track: TrackId {
-                        block: l / groups,
-                        group: l % groups,
-                        warp: i.ids.map(|i| i.warp),
-                        sm: i.ids.map(|i| i.smid),
-                    },
-                    start: i.start_gt,
-                    end: i.finalized.then_some(i.end_gt),
-                    start_clock: Some(i.start_clk),
-                    end_clock: i.finalized.then_some(i.end_clk),
-                    reason,
-                })
-            })
-            .collect();
-        let mut trace = Trace {
-            source: Source {
-                format: WireFormat::Ikp,
-                version: h.version,
-                timer: h.layout.timer,
-                clock: self.clock,
-                assumed_clock: None,
-                grid: h.layout.grid,
-                groups_per_block: groups,
-                records_per_lane: h.layout.records_per_lane,
-                time_base,
-                block_filter: Default::default(),
-                clock_sync: h.layout.clock_sync,
-                epoch: self.epoch,
-                overhead_correction: None,
-            },
-            names: Names {
-                regions: h.layout.regions.clone(),
-                counters: h.layout.counters.clone(),
-            },
-            lanes: asm.lanes,
-            spans: asm.spans,
-            instants: asm.instants,
-            samples: asm.samples,
-            async_ranges: Default::default(),
-            counter_totals,
-            diagnostics: Diagnostics {
-                set_aside,
-                ..asm.diag
-            },
-        };
-        if self.correct {
-            let costs = |i: &LaneInfo| self.record_cost(i);
-            let at = |id: u32| {
-                let (info, seg) = (
-                    &infos[id as usize - l_base],
-                    h.segment_range(epoch, id as u64),
-                );
-                info.ordered(&words[seg][lane::EVENTS as usize..][..cap])
-            };
-            let cost = |id: u32| costs(&infos[id as usize - l_base]);
-            let c = super::correct::apply(&mut trace, cost, at, self.parallel);
-            trace.source.overhead_correction = Some(c);
-        }
-        Ok((trace, asm.async_records))
-    }
-
-    /// A lane's cost of one record as `(cycles, ns, per cycles)`: its `CALIB` cycles and
-    /// the ratio its stamps convert with (module docs, `# Overhead correction`); `None`
-    /// when the cost was not measured or no ratio is known.
-    fn record_cost(&self, i: &LaneInfo) -> Option<(u64, u64, u64)> {
-        let c = self.cost_clock.filter(|_| i.calib > 0)?;
-        let (num, den) = match self.clock.filter(|_| i.clock()) {
-            Some(_) => own_ratio(i).unwrap_or((c.pooled_ns, c.pooled_cycles)),
-            None => (c.pooled_ns, c.pooled_cycles),
-        };
-        Some((i.calib as u64, num, den))
-    }
-}
-
-/// The 64-bit tick a lane's first record unwraps from: its start stamp `start`; for a
-/// ring that wrapped, whose first surviving record may be far more than 2^31 ticks after
-/// its start, the stamp reached by unwrapping its records backward from its end stamp
-/// `end` (each at most 2^31 ticks before the one after it; a record stamped after the
-/// one after it is a backward step, and keeps that one's tick), never before `start`.
-fn anchor(info: &LaneInfo, start: u64, end: u64, (a, b): (&[u64], &[u64])) -> u64 {
-    if !info.wrapped() {
-        return start;
-    }
-    let mut t = end.max(start);
-    for &w in b.iter().rev().chain(a.iter().rev()) {
-        if w as u32 & wire::KIND_MASK == Kind::Meta as u32 {
-            continue;
-        }
-        let d = (t as u32).wrapping_sub((w >> wire::TIME_SHIFT) as u32);
-        if (d as i32) >= 0 {
-            t = t.wrapping_sub(d as u64);
-        }
-    }
-    if t < start || t > end.max(start) {
-        start
-    } else {
-        t
-    }
-}
-
-fn inspect(h: &Header, words: &[u64], epoch: u32, l: usize) -> Result<LaneInfo, DecodeError> {
-    let range = h.segment_range(epoch, l as u64);
-    let bad = |why: String| DecodeError::Lane {
-        lane: l as u64,
-        first: range.start as u64,
-        end: range.end as u64,
-        why: if h.layout.epochs > 1 {
-            format!("launch {epoch}: {why}")
-        } else {
-            why
-        },
-    };
-    let seg = &words[range.clone()];
-    let cap = h.layout.records_per_lane as usize;
-    let ev0 = lane::EVENTS as usize;
-    let events = &seg[ev0..ev0 + cap];
-    let trailer = &seg[ev0 + cap..];
-    let ids_word = seg[lane::IDS as usize];
-    if ids_word == 0 {
-        if seg.iter().any(|&w| w != 0) {
-            return Err(bad(
-                "holds data but never ran init (its IDS word is zero)".into()
-            ));
-        }
-        return Ok(LaneInfo::default());
-    }
-    let ids = wire::unpack_ids(ids_word).ok_or_else(|| {
-        bad(format!(
-            "IDS word {ids_word:#018x} lacks the lane mark: not written by ikp"
-        ))
-    })?;
-    // The lane's own flag, not the header's timer, says how its records were stamped
-    // (`# Clock mode`).
-    let lane_clock = ids.flags & wire::lane_flags::CLOCK != 0;
-    let ring = ids.flags & wire::lane_flags::RING != 0;
-    if ring && h.layout.overflow != Overflow::Ring {
-        return Err(bad(
-            "lane flags say ring but the header does not (the kernel was built for rings, the \
-             host's layout was not)"
-                .into(),
-        ));
-    }
-    let mut info = LaneInfo {
-        used: true,
-        ids: Some(ids),
-        calib: seg[lane::CALIB as usize] as u32,
-        start_gt: seg[lane::START_GT as usize],
-        start_clk: seg[lane::START_CLK as usize],
-        end_gt: trailer[lane::T_END_GT as usize],
-        end_clk: trailer[lane::T_END_CLK as usize],
-        ..Default::default()
-    };
-    let count = trailer[lane::T_COUNT as usize];
-    info.finalized = info.end_gt != 0;
-    if info.finalized {
-        let (written, dropped) = (count as u32 as usize, count >> 32);
-        if written > cap {
-            return Err(bad(format!(
-                "trailer counts {written} records written, more than the {cap} that fit"
-            )));
-        }
-        if dropped > 0 && written < cap {
-            let what = if ring { "overwritten" } else { "dropped" };
-            return Err(bad(format!(
-                "trailer counts {dropped} {what} records but only {written} of {cap} slots were used"
-            )));
-        }
-        // A timer that stepped back: the lane ends at its start (and has no calibration
-        // pair of its own), counted in `backward_steps`.
-        let clock_back = lane_clock && info.end_clk < info.start_clk;
-        info.end_backward = info.end_gt < info.start_gt || clock_back;
-        info.set_aside = set_aside::span(info.start_gt, info.end_gt);
-        info.n = written;
-        if ring {
-            info.overwritten = dropped;
-            // The device's cursor is `written + overwritten` mod 2^32, which `cap` divides.
-            info.oldest = ((written as u64 + dropped) % cap as u64) as usize;
-        } else {
-            info.dropped = dropped;
-        }
-        info.after_finalize = events[written..].iter().filter(|&&w| w != 0).count() as u64;
-    } else {
-        if count != 0 || info.end_clk != 0 {
-            return Err(bad(
-                "trailer is partly written (counts or end clock without an end globaltimer)".into(),
-            ));
-        }
-        info.n = events.iter().rposition(|&w| w != 0).map_or(0, |i| i + 1);
-        if ring && info.n == cap && cap > 0 {
-            // It may have wrapped, any number of times: where its oldest record is, only
-            // the trailer it never wrote would say.
-            info.set_aside = Some(SetAsideReason::UnorderedRing);
-        }
-    }
-    let (spans, insts, samps) = count_kinds(&events[..info.n]);
-    info.caps = Caps {
-        spans,
-        insts,
-        samps,
-        records: info.n,
-    };
-    Ok(info)
-}
-
-/// What walking one native lane left.
-struct Walked {
-    last_ns: Timestamp,
-    cur: Cursor,
-    unknown: u64,
-    backward: u64,
-}
-
-/// Walks native lane `l` (a clock lane when `clock` is given) to the end: one instance per
-/// clock, so the globaltimer walk has no conversion in its loop, and per `ASYNC`, so the
-/// walk of a buffer without async regions has no test for them in its loop (with `ASYNC`,
-/// the records of `async_mask`'s regions are set aside: [`LaneWalk::run_async`]).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn walk_lane<const ASYNC: bool>(
-    info: &LaneInfo,
-    l: u32,
-    start: Cursor,
-    clock: Option<ClockCalibration>,
-    events: (&[u64], &[u64]),
-    counters: u32,
-    async_mask: &AsyncMask,
-    out: &mut ChunkOut<'_>,
-) -> Walked {
-    match clock {
-        Some(c) => {
-            let (num, den) = own_ratio(info).unwrap_or((c.pooled_ns, c.pooled_cycles));
-            let cycles = Cycles {
-                clk0: info.start_clk,
-                gt0: info.start_gt,
-                num,
-                den,
-            };
-            let a = anchor(info, info.start_clk, info.end_clk, events);
-            let w = LaneWalk::new(l, a, cycles, start);
-            walk::<_, ASYNC>(w, events, counters, async_mask, out)
-        }
-        None => {
-            let a = anchor(info, info.start_gt, info.end_gt, events);
-            let w = LaneWalk::new(l, a, Globaltimer, start);
-            walk::<_, ASYNC>(w, events, counters, async_mask, out)
-        }
-    }
-}
-
-/// [`walk_lane`] with async regions, out of line: a buffer without them runs the plain
-/// walk's code as it was.
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn walk_async(
-    info: &LaneInfo,
-    l: u32,
-    start: Cursor,
-    clock: Option<ClockCalibration>,
-    events: (&[u64], &[u64]),
-    counters: u32,
-    async_mask: &AsyncMask,
-    out: &mut ChunkOut<'_>,
-) -> Walked {
-    walk_lane::<true>(info, l, start, clock, events, counters, async_mask, out)
-}
-
-/// Walks a lane's records to the end: `events`, then (a ring that wrapped) `more`.
-fn walk<C: Clock, const ASYNC: bool>(
-    mut w: LaneWalk<C>,
-    (events, more): (&[u64], &[u64]),
-    counters: u32,
-    async_mask: &AsyncMask,
-    out: &mut ChunkOut<'_>,
-) -> Walked {
-    let run = |w: &mut LaneWalk<C>, words: &[u64], out: &mut ChunkOut<'_>| {
-        if ASYNC {
-            w.run_async(words, counters, async_mask, out)
-        } else {
-            w.run::<false>(words, counters, out)
-        }
-    };
-    let mut r = run(&mut w, events, out);
-    if !more.is_empty() {
-        // A ring that wrapped: its records from the start of the event area come last.
-        let m = run(&mut w, more, out);
-        (r.unknown, r.backward) = (r.unknown + m.unknown, r.backward + m.backward);
-    }
-    w.finish(out);
-    Walked {
-        last_ns: w.last_ns,
-        cur: w.cur,
-        unknown: r.unknown,
-        backward: r.backward,
-    }
-}
-
-/// Begins, instants and meta records among `events`. The kinds are two bits, so three
-/// sums of bits give all four counts (ends are the rest): `b0` (set in ends and metas),
-/// `b1` (instants and metas) and `b0 & b1` (metas). Plain masked adds of whole words,
-/// which vectorize without unpacking the tags.
-fn count_kinds(events: &[u64]) -> (usize, usize, usize) {
-    const _: () = assert!(
-        wire::KIND_MASK == 3
-            && Kind::Begin as u32 == 0
-            && Kind::End as u32 == 1
-            && Kind::Instant as u32 == 2
-            && Kind::Meta as u32 == 3
-    );
-    let (mut b0, mut b1, mut both) = (0u64, 0u64, 0u64);
-    for &w in events {
-        b0 += w & 1;
-        b1 += w & 2;
-        both += w & (w >> 1) & 1;
-    }
-    let (b0, b1, metas) = (b0 as usize, (b1 >> 1) as usize, both as usize);
-    let begins = events.len() + metas - b0 - b1;
-    (begins, b1 - metas, metas)
-}
-
-/// The globaltimer span from which a lane converts its cycles with its own ratio rather
-/// than the pooled one: 1 ms. `%globaltimer` ticks are up to about 1 us on some GPUs, and
-/// the interval between two ticked stamps is off by less than one tick, so a lane of at
-/// least 1 ms measures its own rate to better than 0.1 %. Shorter lanes are better served
-/// by the pooled ratio (module docs, `# Clock mode`).
-pub const OWN_RATIO_MIN_NS: u64 = 1_000_000;
-
-/// `(ns, cycles)` elapsed between a decoded finalized lane's start and end, if both
-/// advanced (ns may be 0: a lane shorter than one globaltimer tick).
-fn pair(i: &LaneInfo) -> Option<(u64, u64)> {
-    if !i.live() || !i.finalized || i.end_backward || i.end_clk <= i.start_clk {
-        return None;
-    }
-    Some((i.end_gt - i.start_gt, i.end_clk - i.start_clk))
-}
-
-/// The lane's own `(ns, cycles)`, if it spans at least [`OWN_RATIO_MIN_NS`].
-fn own_ratio(i: &LaneInfo) -> Option<(u64, u64)> {
-    pair(i).filter(|&(ns, _)| ns >= OWN_RATIO_MIN_NS)
-}
-
-/// The pooled calibration of the lanes `infos`, and how many lanes use which ratio.
-fn calibration(infos: &[LaneInfo]) -> Result<ClockCalibration, NoCalibration> {
-    let (mut ns, mut cycles, mut lanes) = (0u128, 0u128, 0u64);
-    for (n, c) in infos.iter().filter_map(pair) {
-        (ns, cycles, lanes) = (ns + n as u128, cycles + c as u128, lanes + 1);
-    }
-    if lanes == 0 {
-        return Err(NoCalibration::NoPair);
-    }
-    if ns == 0 {
-        let cycles = u64::try_from(cycles).unwrap_or(u64::MAX);
-        return Err(NoCalibration::WithinOneTick { lanes, cycles });
-    }
-    // `Cycles::ns` multiplies in 128 bits by a 64-bit numerator: halve both sums until
-    // they fit (the ratio keeps at least 63 significant bits).
-    while ns > u64::MAX as u128 || cycles > u64::MAX as u128 {
-        (ns, cycles) = (ns >> 1, cycles >> 1);
-    }
-    let used = infos.iter().filter(|i| i.live());
-    let own = used.clone().filter(|i| own_ratio(i).is_some()).count() as u64;
-    Ok(ClockCalibration {
-        pooled_ns: ns as u64,
-        // Non-zero: at least one cycle per pooled lane, unless halved away by an absurd
-        // ns sum (garbage); one cycle then keeps the division defined.
-        pooled_cycles: (cycles as u64).max(1),
-        pool_lanes: lanes,
-        own_ratio_lanes: own,
-        pooled_ratio_lanes: used.count() as u64 - own,
-    })
 }
 
 #[cfg(test)]
