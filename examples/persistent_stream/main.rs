@@ -18,7 +18,7 @@ use ikp::host::cuda::cudarc::driver::{
     sys::CUdevice_attribute, CudaContext, LaunchConfig, PushKernelArg,
 };
 use ikp::host::cuda::{open_device, SessionOptions, StreamSession};
-use ikp::host::{atomic, stream_file, write_perfetto, Launch, PerfettoOptions};
+use ikp::host::{atomic, write_perfetto, Launch, PerfettoOptions};
 
 /// Kernel source.
 pub const KERNEL: &str = include_str!("kernel.cu");
@@ -98,8 +98,8 @@ fn main() -> ExitCode {
         std::fs::create_dir_all(&out_dir)?;
         let ctx = open_device(0)?;
         let path = run(&ctx, &out_dir)?;
-        let capture = stream_file::read(&std::fs::read(&path)?)?;
-        let trace = capture.decode(&Default::default())?;
+        // A stream file decodes as any buffer does.
+        let trace = ikp::host::load(&path, &Default::default())?;
         let perfetto = out_dir.join(format!("{NAME}.trace"));
         atomic::write_file(&perfetto, |w| {
             write_perfetto(w, &[Launch::new(NAME, &trace)], &PerfettoOptions::default())

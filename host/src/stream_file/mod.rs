@@ -41,7 +41,7 @@ mod native;
 mod read;
 mod write;
 
-pub use native::{DROPPED_REGION, STALLED_REGION, STALLS_COUNTER, STALL_NS_COUNTER};
+pub use native::{ACROSS_REGION, DROPPED_REGION, STALLED_REGION, STALLS_COUNTER, STALL_NS_COUNTER};
 pub use read::{read, LaneCapture, StreamCapture, StreamFileError};
 pub use write::StreamFileWriter;
 
@@ -80,6 +80,11 @@ pub struct DrainStats {
 /// True when `bytes` start like a stream file.
 pub fn is_stream_file(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..8] == FILE_MAGIC.to_le_bytes()
+}
+
+/// True when `words` start like a stream file.
+pub fn is_stream_words(words: &[u64]) -> bool {
+    words.first() == Some(&FILE_MAGIC)
 }
 
 /// Words of a lane's final state (the lane block): its segment without the ring.

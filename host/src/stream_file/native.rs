@@ -10,13 +10,17 @@
 //!   launch's regions when a lane dropped any), its payload the records dropped there
 //!   (saturating at the payload's 2^20 - 1), at the time of the record before it; the
 //!   lane's `dropped` count is the exact total, as for a full fixed lane;
+//! - an end that would close a region begun before a drop mark becomes an instant of
+//!   `[ikp] end of a region begun before a drop` (payload: the region's id), and that
+//!   region's begin stays unmatched: the records dropped may have held its real end, so no
+//!   span is made across a gap;
 //! - a stall mark becomes an instant of `[ikp] waited for room (us)`, its payload the wait
 //!   in microseconds (saturating); a wait-mode launch also gets two wait counters per lane,
 //!   `[ikp] waits for room` and `[ikp] ns waiting for room`, the lane's exact totals.
 
 use super::{StreamCapture, StreamFileError};
-use crate::decode::{DecodeError, DecodeOptions};
-use crate::model::Trace;
+use crate::decode::{DecodeError, DecodeOptions, Recycled};
+use crate::model::{StreamSource, Trace};
 use ikp_device::wire::{self, lane, Kind, Overflow};
 use ikp_device::{stream, Layout};
 
@@ -24,20 +28,37 @@ use ikp_device::{stream, Layout};
 pub const DROPPED_REGION: &str = "[ikp] records dropped";
 /// Name of the region stall marks become.
 pub const STALLED_REGION: &str = "[ikp] waited for room (us)";
+/// Name of the region an end becomes when it would close a region begun before a drop
+/// mark; its payload is the region's id.
+pub const ACROSS_REGION: &str = "[ikp] end of a region begun before a drop";
 /// Name of the wait counter of a wait-mode lane's waits.
 pub const STALLS_COUNTER: &str = "[ikp] waits for room";
 /// Name of the wait counter of a wait-mode lane's time waiting, ns.
 pub const STALL_NS_COUNTER: &str = "[ikp] ns waiting for room";
 
 impl StreamCapture {
-    /// Decodes the capture: its native form ([`StreamCapture::to_native_words`]) decoded,
-    /// each lane's `dropped` the lane's own total.
-    pub fn decode(&self, opts: &DecodeOptions) -> Result<Trace, DecodeError> {
+    /// The capture decoded: its native form ([`StreamCapture::to_native_words`]) decoded,
+    /// each lane's `dropped` the lane's own total. (Users decode a stream file as any
+    /// buffer: `ikp_host::load`, `decode_bytes`.)
+    pub(crate) fn native_trace(
+        &self,
+        opts: &DecodeOptions,
+        reuse: Recycled,
+    ) -> Result<Trace, DecodeError> {
         let words = self.to_native_words()?;
-        let mut trace = crate::decode::decode(&words, opts)?;
+        let mut trace = crate::decode::native::decode(&words, opts, reuse)?;
         for lane in &mut trace.lanes {
             lane.dropped = self.dropped(lane.id as usize);
         }
+        let layout = &self.header.layout;
+        trace.source.records_per_lane = layout.records_per_lane;
+        trace.source.stream = Some(StreamSource {
+            ring_records: layout.records_per_lane,
+            wait: layout.overflow == Overflow::StreamWait,
+            drained_records: self.drain.records,
+            drain_polls: self.drain.polls,
+            drain_max_backlog: self.drain.max_backlog,
+        });
         Ok(trace)
     }
 
@@ -69,8 +90,12 @@ impl StreamCapture {
                 regions.len() as u32 - 1
             })
         };
+        let across: Vec<Vec<bool>> = (self.lanes.iter())
+            .map(|l| ends_across_drops(&l.records, src))
+            .collect();
         let dropped_region = add_region(DROPPED_REGION, has(stream::META_DROPPED));
         let stalled_region = add_region(STALLED_REGION, has(stream::META_STALLED));
+        let across_region = add_region(ACROSS_REGION, across.iter().any(|l| l.iter().any(|&a| a)));
         let waits = src.overflow == Overflow::StreamWait;
         let mut counters = src.counters.clone();
         if waits {
@@ -135,6 +160,11 @@ impl StreamCapture {
                         wire::pack_record(last_time, wire::pack_tag(Kind::Instant, region, payload))
                     }
                     (Kind::Meta, _) => r,
+                    (Kind::End, r_id) if across[l][i] => {
+                        let region = across_region.expect("an end across a drop adds the region");
+                        last_time = rec.time_lo;
+                        wire::pack_record(rec.time_lo, wire::pack_tag(Kind::Instant, region, r_id))
+                    }
                     _ => {
                         last_time = rec.time_lo;
                         r
@@ -148,7 +178,7 @@ impl StreamCapture {
             seg[t + lane::T_END_CLK as usize] = trailer[lane::T_END_CLK as usize];
             // Written = the records streamed (marks included). A native lane's drops are
             // its newest records, after a full segment; a stream lane's are anywhere, so
-            // they are not written here but set on the decoded lane ([`StreamCapture::decode`]).
+            // they are not written here but set on the decoded lane (`native_trace`).
             seg[t + lane::T_COUNT as usize] = if trailer[lane::T_END_GT as usize] == 0 {
                 0
             } else {
@@ -164,5 +194,66 @@ impl StreamCapture {
             }
         }
         Ok(words)
+    }
+}
+
+/// Per record of a lane: whether it is an end that would close a region begun before a drop
+/// mark (the innermost open begin of its region, as the decoder pairs, was recorded before
+/// the last drop mark). The records dropped between may have held that region's own end,
+/// so such an end is not trusted to close it: it becomes an instant of [`ACROSS_REGION`]
+/// and the begin stays unmatched (counted). Async regions pair across lanes by token and
+/// are left to their own rules.
+fn ends_across_drops(records: &[u64], layout: &Layout) -> Vec<bool> {
+    let mut open: Vec<(u32, u32)> = Vec::new(); // (region, drop marks before its begin)
+    let mut marks = 0u32;
+    let mut across = vec![false; records.len()];
+    for (i, &r) in records.iter().enumerate() {
+        let rec = wire::unpack_record(r);
+        match rec.kind {
+            Kind::Meta if rec.region == stream::META_DROPPED => marks += 1,
+            Kind::Begin if !layout.is_async(rec.region) => open.push((rec.region, marks)),
+            Kind::End if !layout.is_async(rec.region) => {
+                match open.iter().rposition(|o| o.0 == rec.region) {
+                    Some(p) if open[p].1 == marks => {
+                        open.remove(p);
+                    }
+                    Some(_) => across[i] = true,
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    across
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_after_a_drop_does_not_close_a_begin_before_it() {
+        let layout = Layout {
+            regions: vec!["a".into(), "b".into(), "c".into()],
+            async_regions: vec![2],
+            ..Layout::default()
+        };
+        let rec = |kind, region| wire::pack_record(0, wire::pack_tag(kind, region, 0));
+        let mark = wire::pack_record(5, wire::pack_tag(Kind::Meta, stream::META_DROPPED, 0));
+        let records = [
+            rec(Kind::Begin, 0), // a, before the drop
+            rec(Kind::Begin, 2), // async c
+            mark,
+            rec(Kind::Begin, 1), // b, after the drop
+            rec(Kind::End, 1),   // closes b: kept
+            rec(Kind::End, 0),   // would close a across the drop
+            rec(Kind::End, 2),   // async: its own rules
+            rec(Kind::End, 1),   // no open b: the decoder's unmatched end
+            rec(Kind::End, 0),   // a still open from before the drop: across again
+        ];
+        assert_eq!(
+            ends_across_drops(&records, &layout),
+            [false, false, false, false, false, true, false, false, true]
+        );
     }
 }

@@ -273,7 +273,7 @@ fn drop_mode_counts_every_drop_and_marks_each_gap() {
 fn a_stream_file_decodes_like_a_buffer() {
     let (blocks, pairs) = (3, 300);
     let r = run(blocks, pairs, Overflow::StreamWait, 0, Duration::ZERO);
-    let trace = r.capture.decode(&Default::default()).expect("decodes");
+    let trace = ikp_host::decode_bytes(&r.file, &Default::default()).expect("decodes");
     assert_eq!(trace.lanes.len(), blocks as usize);
     assert_eq!(
         trace.spans.len(),
@@ -286,7 +286,7 @@ fn a_stream_file_decodes_like_a_buffer() {
     // Drop mode with a paused drain: the gaps are instants of the drop region and the
     // lanes' dropped counts are the exact totals.
     let r = dropping_run(2, 20_000);
-    let trace = r.capture.decode(&Default::default()).expect("decodes");
+    let trace = ikp_host::decode_bytes(&r.file, &Default::default()).expect("decodes");
     let drop_region = trace
         .names
         .regions
@@ -297,6 +297,21 @@ fn a_stream_file_decodes_like_a_buffer() {
         .filter(|&i| trace.instants.region[i] == drop_region)
         .count();
     assert!(marks > 0);
+    // No span is made across a drop: the records dropped may have held its end.
+    for lane in &trace.lanes {
+        let drops: Vec<u64> = (lane.instants.clone())
+            .filter(|&i| trace.instants.region[i] == drop_region)
+            .map(|i| trace.instants.ts[i])
+            .collect();
+        for i in lane.spans.clone() {
+            let (b, e) = (trace.spans.begin[i], trace.spans.end[i]);
+            assert!(
+                !drops.iter().any(|&d| b <= d && d < e),
+                "lane {}: span {b}..{e} covers a drop mark",
+                lane.id
+            );
+        }
+    }
     let dropped = trace.dropped();
     let want: u64 = (0..2)
         .map(|l| {
@@ -337,6 +352,15 @@ fn a_torn_or_unfinished_stream_file_is_refused() {
             || e.to_string().contains("records, the file holds"),
         "{e}"
     );
+    // Through the loader, the same errors name the input.
+    let e = ikp_host::decode_bytes(&f[..f.len() - 6 * 8], &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("did not finish"), "{e}");
+    // A stream launch's buffer given to the decoder says what it is.
+    let layout = layout(1, Overflow::Stream);
+    let mut buf = layout.header_words().unwrap();
+    buf.resize(layout.buffer_words() as usize, 0);
+    let e = ikp_host::decode(&buf, &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("stream launch's buffer"), "{e}");
     // A newer version asks for a newer ikp.
     let mut newer = f.clone();
     newer[8..12].copy_from_slice(&(stream_file::FILE_VERSION + 1).to_le_bytes());
@@ -413,6 +437,6 @@ fn the_stream_sample_is_a_whole_capture_of_the_emulated_lanes() {
         marked_lanes += (marked > 0) as u32;
     }
     assert!(marked_lanes > 0, "the sample shows no drop mark");
-    let trace = capture.decode(&Default::default()).expect("decodes");
+    let trace = ikp_host::load(&path, &Default::default()).expect("decodes");
     assert!(trace.dropped() > 0 && !trace.spans.is_empty());
 }
