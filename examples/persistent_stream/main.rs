@@ -1,9 +1,12 @@
 //! A persistent kernel recorded in stream mode: one block per SM runs 20,000 tiles per SM,
 //! 8 records a tile (about 21 M records on 132 SMs), through a ring of 512 records (4 KiB)
 //! per lane that a drain thread empties into `OUT_DIR/persistent_stream.ikps` while the
-//! kernel runs. Then the stream file is decoded like any buffer and written as a Perfetto
-//! trace, and the drops (if the drain fell behind) are counted per lane.
-//! Run with `cargo run --example persistent_stream [OUT_DIR]` on a machine with a CUDA GPU.
+//! kernel runs; a lane whose ring is full waits for room (`Overflow::StreamWait`), so no
+//! record is lost. Then the stream file is decoded like any buffer and written as a
+//! Perfetto trace.
+//! Run with `cargo run --example persistent_stream [OUT_DIR [TILES_PER_SM]]` on a machine
+//! with a CUDA GPU (the GPU bundle runs it under compute-sanitizer with fewer tiles).
+#![allow(dead_code)]
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -28,7 +31,7 @@ pub const NAME: &str = "persistent_stream";
 pub const REGIONS: [&str; 4] = ["tile", "load", "compute", "store"];
 /// Threads per block.
 pub const THREADS: u32 = 128;
-/// Tiles per SM.
+/// Tiles per SM, unless the second argument says otherwise.
 pub const TILES_PER_SM: u32 = 20_000;
 /// FMA iterations per tile.
 pub const ITERS: u32 = 200;
@@ -42,14 +45,18 @@ pub fn layout(blocks: u32) -> Layout {
         records_per_lane: RING,
         timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
-        overflow: Overflow::Stream,
+        overflow: Overflow::StreamWait,
         ..Layout::default()
     }
 }
 
 /// Compiles, launches one block per SM with the drain beside it, and returns the stream
 /// file's path.
-pub fn run(ctx: &Arc<CudaContext>, out_dir: &std::path::Path) -> Result<PathBuf, BoxError> {
+pub fn run(
+    ctx: &Arc<CudaContext>,
+    out_dir: &std::path::Path,
+    tiles_per_sm: u32,
+) -> Result<PathBuf, BoxError> {
     let sms = ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(drv("cuDeviceGetAttribute (multiprocessor count)"))? as u32;
@@ -64,7 +71,7 @@ pub fn run(ctx: &Arc<CudaContext>, out_dir: &std::path::Path) -> Result<PathBuf,
         .map_err(drv("cuMemAlloc (output)"))?;
     let mut session = StreamSession::new(&stream, layout(sms), SessionOptions::default())?;
     let prof = session.kernel_arg();
-    let tiles = sms * TILES_PER_SM;
+    let tiles = sms * tiles_per_sm;
     let path = out_dir.join(format!("{NAME}.ikps"));
     let stats = session.record(&path, |s| {
         let cfg = LaunchConfig {
@@ -95,9 +102,13 @@ pub fn run(ctx: &Arc<CudaContext>, out_dir: &std::path::Path) -> Result<PathBuf,
 fn main() -> ExitCode {
     let out_dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "ikp-out".into()));
     let result = (|| -> Result<(), BoxError> {
+        let tiles_per_sm = match std::env::args().nth(2) {
+            Some(n) => n.parse().map_err(|e| format!("TILES_PER_SM {n:?}: {e}"))?,
+            None => TILES_PER_SM,
+        };
         std::fs::create_dir_all(&out_dir)?;
         let ctx = open_device(0)?;
-        let path = run(&ctx, &out_dir)?;
+        let path = run(&ctx, &out_dir, tiles_per_sm)?;
         // A stream file decodes as any buffer does.
         let trace = ikp::host::load(&path, &Default::default())?;
         let perfetto = out_dir.join(format!("{NAME}.trace"));
