@@ -617,6 +617,10 @@ mod tests {
             md.contains("| of which record-cost calibration (IKP_CALIBRATE=0 saves) | 25 | 25 |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 4 * MODES.len() + 7);
+        assert!(
+            md.contains("| stream record in a runtime loop (Fence::None, Timer::Global), per iteration while the ring has room | 11 | 11 |"),
+            "{md}"
+        );
+        assert_eq!(r.rows().len(), 7 * MODES.len() + 7);
     }
 }
