@@ -9,10 +9,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, Criterion, Throughput};
-use ikp_host::model::{
+use ikp_host::{write_perfetto, Compression, Launch, PerfettoOptions};
+use ikp_host::{
     CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Trace, WireFormat,
 };
-use ikp_host::{write_perfetto, Compression, Launch, PerfettoOptions};
 
 fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
     let mut spans = Spans::default();

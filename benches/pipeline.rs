@@ -25,8 +25,8 @@ use criterion::{BenchmarkGroup, Criterion, Throughput};
 use ikp::bench_support::native_attention;
 use ikp::device::sample;
 use ikp::host::decode::{decode, DecodeOptions, FormatChoice};
-use ikp::host::model::Trace;
 use ikp::host::write::{self, ChromeOptions, SummaryOptions};
+use ikp::host::Trace;
 use ikp::host::TraceStats;
 use ikp::host::{write_perfetto, Launch, PerfettoOptions};
 

@@ -11,9 +11,9 @@
 use crate::support::gpu_or_skip;
 use crate::{load_compute_store, persistent, warp_specialized};
 use ikp::device::encoder::BufferWriter;
-use ikp::host::model::{Lane, Trace};
 use ikp::host::TraceWriteOptions;
 use ikp::host::{decode as decode_words, DecodeOptions};
+use ikp::host::{Lane, Trace};
 
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {

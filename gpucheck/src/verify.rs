@@ -5,7 +5,7 @@
 //! lane's spans in order (begins never go back, ends never precede their begins, nested
 //! spans lie inside their parents).
 
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 
 /// Why a trace is not clean, naming the first offending lane or span.
 pub fn clean_and_ordered(trace: &Trace) -> Result<(), String> {

@@ -39,7 +39,8 @@
 //! [`mod@write`] and [`report`] read the model, the statistics (a [`TraceStats`], computed
 //! once per trace) and the analyses (built once per launch), and only format them. Every
 //! writer takes its sink first and returns [`WriteError`]; [`atomic`] writes files whole,
-//! alone or several together. [`time`] holds the time types and every unit conversion;
+//! alone or several together. [`Timestamp`] and [`DurationNs`] are the time types (every
+//! unit conversion is made in one private module, `time`);
 //! [`definitions`] says what each reported figure means.
 //!
 //! Beside the flow: [`cuda`] (cargo feature `cuda`, default on) is the GPU side of the
@@ -47,6 +48,14 @@
 //! measures what instrumentation sites cost in SASS with nvcc and cuobjdump (no driver);
 //! [`stats::overhead`] computes run-time slowdown statistics. [`Arch`] names a GPU architecture
 //! for both.
+//!
+//! # Public paths
+//!
+//! What a user needs is at the crate root (the `pub use` list below). A module is public
+//! only for what its rustdoc specifies (a file format's `# Format`, the model's ordering
+//! invariants, the clock sync, the decoders' rules) or as the namespace of one feature's
+//! API ([`analysis`], [`report`], [`sass`], [`cuda`], [`stats::overhead`]); the rest
+//! (lane-by-lane decoding, time conversions, the writers' encoders) is private.
 //!
 //! # Features
 //!
@@ -66,7 +75,7 @@ pub mod cuda;
 pub mod decode;
 pub mod drain;
 pub mod model;
-pub mod time;
+mod time;
 
 pub mod analysis;
 pub mod definitions;
@@ -82,7 +91,7 @@ mod testutil;
 pub use analysis::kernel::{analyze, KernelAnalysis, KernelOptions};
 pub use arch::{Arch, ArchError};
 pub use buffer::{BufferError, RawBuffer};
-pub use clock_sync::{ClockSync, HostClock};
+pub use clock_sync::{host_now, ClockSync, HostClock, HostInstant};
 pub use decode::chrome_host::{
     parse_chrome_trace, read_chrome_trace, ChromeReadOptions, HostTraceError,
 };
@@ -98,7 +107,7 @@ pub use model::{
     TrackId, Unpaired, WireFormat,
 };
 pub use stats::TraceStats;
-pub use time::{DurationNs, Timestamp};
+pub use time::{format_duration, DurationNs, Timestamp};
 pub use write::analysis_text::{write_analysis, write_diff, AnalysisTextOptions};
 pub use write::block_dists::{block_dists, write_block_dists};
 pub use write::chrome::write_chrome;

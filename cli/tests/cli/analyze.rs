@@ -107,7 +107,7 @@ fn tvm_buffer_per_block_equations_hold_and_sm_figures_are_not_available() {
 
 #[test]
 fn report_shows_the_analysis_figures() {
-    use ikp_host::time::format_duration as fmt_ns;
+    use ikp_host::format_duration as fmt_ns;
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("an.json");
     ok(ikp(&["analyze", &sample(), "--json", s(&json)]));

@@ -16,7 +16,7 @@
 
 use ikp_device::{Layout, TimerMode};
 use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use serde_json::json;
 
 use super::{drv, median, round, timer, Error, Gpu};

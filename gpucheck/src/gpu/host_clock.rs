@@ -13,9 +13,9 @@
 use std::time::{Duration, Instant};
 
 use ikp_device::{ClockSync, Layout};
-use ikp_host::clock_sync::{host_now, HostClock, HostInstant};
 use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use ikp_host::cuda::{HostSession, SessionOptions};
+use ikp_host::{host_now, HostClock, HostInstant};
 
 use super::{drv, median, round, timer, Error, Gpu};
 use crate::results::{Check, Status};

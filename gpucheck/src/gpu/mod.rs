@@ -34,7 +34,7 @@ use ikp_host::cuda::cudarc::driver::{
     LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use ikp_host::cuda::{open_device, HostSession};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
 use crate::results::{Check, Status};

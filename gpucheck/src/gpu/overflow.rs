@@ -12,7 +12,7 @@
 use ikp_device::wire::lane as seg;
 use ikp_device::{Header, Layout, TimerMode};
 use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use serde_json::json;
 
 use super::{drv, Error, Gpu};

@@ -24,7 +24,7 @@
 
 use ikp_device::{Layout, TimerMode};
 use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use serde_json::{json, Value};
 
 use super::{drv, median, round, signed_ns, timer, Error, Gpu};

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use ikp_host::analysis::blocks::gpu_wall;
 use ikp_host::decode::{load, DecodeOptions};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use serde_json::{json, Map, Value};
 
 use super::{Plan, EXAMPLE_LIMIT};

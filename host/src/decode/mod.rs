@@ -11,7 +11,7 @@
 //! - [`proton`]: Proton's (Triton) intra-kernel Chrome trace: JSON text, not `u64` words,
 //!   so it is told apart by its first bytes before any word is read ([`load`],
 //!   [`detect_file`], [`decode_bytes`]).
-//! - [`stream`]: a native buffer file decoded lane by lane, for outputs larger than memory.
+//! - [`StreamedBuffer`]: a native buffer file decoded lane by lane, for outputs larger than memory.
 //! - [`names`]: names files, for buffers that carry no names.
 //! - [`async_ranges`]: native async ranges, which begin and end in any lanes of a launch,
 //!   paired across lanes by token after the lane walk.
@@ -91,7 +91,7 @@ pub mod native;
 mod peer;
 pub mod proton;
 pub mod set_aside;
-pub mod stream;
+mod stream;
 pub mod tvm_family;
 pub mod yaojz;
 

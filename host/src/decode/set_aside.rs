@@ -29,7 +29,7 @@
 //!   then decoded again without them (`without_lanes_set_aside`): a damaged buffer pays
 //!   a second decode, a sound one a pass over its lanes.
 //!
-//! A native buffer decoded lane by lane ([`super::stream`]) goes through the same
+//! A native buffer decoded lane by lane ([`super::StreamedBuffer`]) goes through the same
 //! counting pass as one decoded whole. A host trace's threads (`ikp merge`,
 //! [`super::chrome_host`]) are judged likewise, by rules 1, 3 and 4, from their earliest
 //! begin to their latest end.

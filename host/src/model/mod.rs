@@ -1,7 +1,7 @@
 //! The decoded trace: what every writer and analysis reads.
 //!
 //! Time is integer nanoseconds on one absolute axis per launch (the GPU's `%globaltimer`):
-//! points in time are [`Timestamp`]s, lengths [`DurationNs`] (see [`crate::time`], where
+//! points in time are [`Timestamp`]s, lengths [`DurationNs`] (the crate's private `time` module, where
 //! every conversion to other units is made). Events are stored as
 //! struct-of-arrays tables, names by id: a 100 M-record buffer decodes into flat vectors,
 //! not 100 M heap objects, and names are resolved only when a writer needs them.

@@ -8,13 +8,13 @@ use ikp_device::encoder::BufferWriter;
 use ikp_device::Layout;
 use ikp_host::analysis::links::{async_links, links, SignalEvent};
 use ikp_host::decode::{decode, DecodeOptions};
-use ikp_host::model::{Trace, Unpaired};
 use ikp_host::write::{self, ChromeOptions};
 use ikp_host::TraceStats;
 use ikp_host::{
     write_perfetto, write_perfetto_streamed, BlockFilter, Compression, Launch, PerfettoOptions,
     StreamedBuffer,
 };
+use ikp_host::{Trace, Unpaired};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;

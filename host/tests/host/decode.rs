@@ -7,8 +7,8 @@ use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::{
     self, decode, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice, NoCalibration,
 };
-use ikp_host::model::{Trace, WireFormat};
 use ikp_host::RawBuffer;
+use ikp_host::{Trace, WireFormat};
 
 fn layout(blocks: u32, groups: u32, cap: u32, timer: TimerMode) -> Layout {
     Layout {
@@ -693,7 +693,7 @@ fn names_file_names_tvm_regions() {
     // One lane without a finalize: it would fit the FlashInfer and Mirage formats too.
     let words = tvm(1, 1, &[vec![pack(5, 0, 1, 0), pack(9, 0, 1, 1)]]);
     let opts = DecodeOptions {
-        names: Some(ikp_host::model::Names {
+        names: Some(ikp_host::Names {
             regions: decode::names::parse("load\ncompute\n").unwrap(),
             counters: vec![],
         }),

@@ -7,7 +7,7 @@
 //! from the peers' sources, sharing no constant with ikp).
 use ikp_device::{flashinfer as fi, mirage, sample, tvm};
 use ikp_host::decode::{self, decode, DecodeError, DecodeOptions, FormatChoice};
-use ikp_host::model::{Trace, WireFormat};
+use ikp_host::{Trace, WireFormat};
 
 use crate::peers;
 

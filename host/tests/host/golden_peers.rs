@@ -10,9 +10,9 @@ use crate::peers;
 use crate::shares_oracle;
 
 use ikp_host::decode::{decode_bytes, names, DecodeOptions, FormatChoice};
-use ikp_host::model::{Names, Trace, WireFormat};
 use ikp_host::write::{self, SummaryOptions};
 use ikp_host::TraceStats;
+use ikp_host::{Names, Trace, WireFormat};
 use peers::{proton, yaojz, Rng};
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use ikp_device::encoder::BufferWriter;
 use ikp_device::{ClockSync, Layout};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use ikp_host::{
     parse_chrome_trace, read_chrome_trace, write_merged, ChromeReadOptions, WriteErrorKind,
 };

@@ -13,7 +13,7 @@
 //! name others.
 use ikp_device::{flashinfer as fi, sample, tvm};
 use ikp_host::decode::{decode, DecodeOptions, FormatChoice};
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 
 use ikp_host::analysis::blocks::slowest_block;
 use ikp_host::analysis::links::{critical_path_links, links, SignalEvent};
-use ikp_host::model::{
-    CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Timestamp, Trace, WireFormat,
-};
 use ikp_host::{
     write_perfetto, Compression, GroupBy, Launch, LaunchLayout, PerfettoOptions, PerfettoStats,
     WriteErrorKind,
 };
 use ikp_host::{ClockSync, HostClock};
+use ikp_host::{
+    CounterSamples, Diagnostics, Instants, Lane, Names, Source, Spans, Timestamp, Trace, WireFormat,
+};
 use perfetto_protos::trace::Trace as PTrace;
 use perfetto_protos::track_event::track_event::{Counter_value_field, Name_field, Type};
 use proptest::prelude::*;

@@ -16,7 +16,7 @@
 use crate::peers;
 
 use ikp_host::decode::{decode_bytes, DecodeOptions, FormatChoice};
-use ikp_host::model::{Trace, Unpaired};
+use ikp_host::{Trace, Unpaired};
 use peers::{proton, yaojz, Rng};
 use proptest::prelude::*;
 

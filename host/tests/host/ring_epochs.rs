@@ -7,7 +7,7 @@ use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane, lane_flags};
 use ikp_device::{Header, Layout, Overflow, TimerMode};
 use ikp_host::decode::{decode, decode_launches, DecodeError, DecodeOptions};
-use ikp_host::model::{Epoch, SetAsideReason, Trace};
+use ikp_host::{Epoch, SetAsideReason, Trace};
 
 fn ring(lanes: u32, cap: u32, timer: TimerMode) -> Layout {
     Layout {

@@ -9,7 +9,7 @@ use ikp_device::{Layout, TimerMode};
 use ikp_host::cuda::cudarc::driver::{
     CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
 };
-use ikp_host::model::Trace;
+use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 use ikp_host::{
     cuda::{HostSession, SessionError},
@@ -256,8 +256,8 @@ fn reset_clears_the_previous_launch_and_full_lanes_count_drops() {
 /// in the decoded trace), within a plausible round trip, and none when asked not to.
 #[test]
 fn session_takes_a_host_clock_sync_at_new_and_reset() {
-    use ikp_host::clock_sync::host_now;
     use ikp_host::cuda::SessionOptions;
+    use ikp_host::host_now;
     let Some(ctx) = gpu_or_skip() else {
         return;
     };

@@ -12,8 +12,8 @@ use ikp_host::analysis::kernel::{analyze, KernelOptions};
 use ikp_host::decode::{
     decode, DecodeOptions, CLOCK_DISAGREEMENT_MAX, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS,
 };
-use ikp_host::model::{BlockFilter, SetAsideLane, SetAsideReason, Trace};
 use ikp_host::{write_perfetto, Compression, Launch, PerfettoOptions};
+use ikp_host::{BlockFilter, SetAsideLane, SetAsideReason, Trace};
 
 /// How far the corrupted stamp threw its lane: about 544 years, in ns.
 const YEARS_544: u64 = 17_175_002_975_966_379_653;

@@ -10,8 +10,8 @@
 use ikp_host::analysis::blocks::gpu_wall;
 use ikp_host::analysis::kernel::{analyze, KernelOptions};
 use ikp_host::decode::{decode, decode_bytes, DecodeOptions, FormatChoice, LANE_SPAN_MAX_NS};
-use ikp_host::model::{SetAsideLane, SetAsideReason, Trace};
 use ikp_host::{write_perfetto, Compression, Launch, PerfettoOptions, StreamedBuffer};
+use ikp_host::{SetAsideLane, SetAsideReason, Trace};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

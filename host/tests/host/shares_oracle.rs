@@ -2,7 +2,7 @@
 //! in `ikp_host::definitions` and sharing no code with `ikp_host::stats`: each lane's
 //! time is cut at every stamp, and each piece goes to the innermost span open over it
 //! (the one that began last), or to the time outside any region.
-use ikp_host::model::{Lane, Trace};
+use ikp_host::{Lane, Trace};
 use std::collections::BTreeMap;
 
 /// Lane time, time outside any region, and self and inclusive time per region id.
