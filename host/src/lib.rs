@@ -103,8 +103,8 @@ pub use decode::{
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
     DiagnosticCounts, Diagnostics, Epoch, HostEvent, HostThread, HostTrace, Instants, Lane, Names,
-    OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, Trace,
-    TrackId, Unpaired, WireFormat,
+    OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, StreamSource,
+    Trace, TrackId, Unpaired, WireFormat,
 };
 pub use stats::TraceStats;
 pub use time::{format_duration, DurationNs, Timestamp};

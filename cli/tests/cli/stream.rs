@@ -36,7 +36,10 @@ fn every_command_reads_the_stream_sample() {
         text(&o.stderr)
     );
     let table = ikp_ok(&["summary", s(&sample())]);
-    assert!(table.contains("work") && table.contains("dropped"), "{table}");
+    assert!(
+        table.contains("work") && table.contains("dropped"),
+        "{table}"
+    );
     let analysis = d.path().join("a.json");
     ikp_ok(&["analyze", s(&sample()), "--json", s(&analysis)]);
     let a: Value = serde_json::from_slice(&std::fs::read(&analysis).unwrap()).unwrap();

@@ -53,7 +53,11 @@ fn targets(bundle: &Path, plan: &Plan) -> Vec<(String, PathBuf, Vec<String>)> {
                 // 200 tiles per SM: the rings still turn over, in a sanitizer's time.
                 args.push("200".into());
             }
-            (format!("example/{e}"), bundle.join("examples").join(e), args)
+            (
+                format!("example/{e}"),
+                bundle.join("examples").join(e),
+                args,
+            )
         })
         .collect();
     v.push((
