@@ -218,7 +218,6 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     };
     let opts = SessionOptions {
         clock_sync_samples: 0,
-        ..SessionOptions::default()
     };
     let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), opts)
         .map_err(|e| e.to_string())?;
@@ -340,7 +339,11 @@ mod tests {
     }
 
     fn pair(n: u64) -> u64 {
-        let kind = if n % 2 == 0 { Kind::Begin } else { Kind::End };
+        let kind = if n.is_multiple_of(2) {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
         wire::pack_record(n as u32, wire::pack_tag(kind, 0, (n / 2) as u32))
     }
 

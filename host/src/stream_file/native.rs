@@ -107,6 +107,19 @@ impl StreamCapture {
             .map(|l| l.records.len())
             .max()
             .unwrap_or(0);
+        let lanes = src.lane_count();
+        let need = lanes.saturating_mul(ikp_device::wire::lane_stride(
+            most as u32,
+            src.counters.len() as u32 + 2,
+        ));
+        if need > 4 * self.file_words + (1 << 18) {
+            return Err(StreamFileError::Uneven {
+                lanes,
+                most: most as u64,
+                need,
+                have: self.file_words,
+            });
+        }
         let layout = Layout {
             records_per_lane: (most as u32).max(1),
             regions,

@@ -32,6 +32,23 @@ pub enum StreamFileError {
         /// Words present.
         at: u64,
     },
+    /// The lanes are too uneven for the native form the decoders read
+    /// ([`StreamCapture::to_native_words`]: every lane as long as the longest).
+    #[error(
+        "stream file of {lanes} lanes, the longest with {most} records: its native form \
+         would need {need} words, more than 4 x the file's {have} words + 2^18; this ikp \
+         decodes a stream file as a buffer of lanes x the longest lane"
+    )]
+    Uneven {
+        /// Lanes.
+        lanes: u64,
+        /// Records of the longest lane.
+        most: u64,
+        /// Words of the native form.
+        need: u64,
+        /// Words of the file.
+        have: u64,
+    },
     /// A block breaks a rule of the format.
     #[error("stream file block at word {at}: {why}")]
     Block {
@@ -62,11 +79,13 @@ pub struct StreamCapture {
     pub lanes: Vec<LaneCapture>,
     /// The drain's figures (the end block).
     pub drain: DrainStats,
+    /// Words of the file.
+    pub file_words: u64,
 }
 
 /// Reads a stream file from its bytes.
 pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(StreamFileError::Torn(bytes.len() as u64));
     }
     let words: Vec<u64> = bytes
@@ -99,6 +118,18 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
     let lane_count = header.layout.lane_count() as usize;
     let cap = header.layout.records_per_lane as u64;
     let state_words = lane_state_words(header.layout.counters.len() as u32) as usize;
+    // A finished file holds every lane's final state: a header declaring more lanes than
+    // the file has room for is refused before anything is allocated for them.
+    let room = (words.len() - (2 + n)) as u64;
+    if (lane_count as u64).saturating_mul(2 + state_words as u64) > room {
+        return Err(StreamFileError::Block {
+            at: 1,
+            why: format!(
+                "the header declares {lane_count} lanes, more than the file's {room} words \
+                 after it can hold the final states of"
+            ),
+        });
+    }
     let mut lanes = vec![LaneCapture::default(); lane_count];
     let mut at = 2 + n;
     loop {
@@ -175,6 +206,7 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
                     header,
                     lanes,
                     drain,
+                    file_words: words.len() as u64,
                 });
             }
             k => return Err(bad(format!("unknown block kind {k}"))),

@@ -419,7 +419,7 @@ fn stream_lanes_are_race_free_under_thread_sanitizer() {
 /// capture without a GPU: the emulated lanes in drop mode (4 lanes of 6,000 pairs, each
 /// sleeping 50 us every 64 pairs, the drain starting 2 ms late, so each lane drops records
 /// early and marks the gap). `IKP_BLESS=1` records it again (its drops then differ: the
-/// test checks what holds for any such capture).
+/// test checks what holds for any such capture), and the fuzz corpus's stream seeds.
 #[test]
 fn the_stream_sample_is_a_whole_capture_of_the_emulated_lanes() {
     let (blocks, pairs) = (4, 6_000);
@@ -427,6 +427,12 @@ fn the_stream_sample_is_a_whole_capture_of_the_emulated_lanes() {
     if std::env::var_os("IKP_BLESS").is_some() {
         let r = run(blocks, pairs, Overflow::Stream, 1, Duration::from_millis(2));
         std::fs::write(&path, &r.file).unwrap();
+        // A small one seeds the fuzzers of the file reader and the native decoder.
+        let seed = run(2, 40, Overflow::StreamWait, 0, Duration::ZERO).file;
+        let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+        for target in ["read_file", "decode_native"] {
+            std::fs::write(fuzz.join(target).join("stream.ikps"), &seed).unwrap();
+        }
     }
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let capture = stream_file::read(&bytes).expect("the sample reads");
@@ -439,4 +445,48 @@ fn the_stream_sample_is_a_whole_capture_of_the_emulated_lanes() {
     assert!(marked_lanes > 0, "the sample shows no drop mark");
     let trace = ikp_host::load(&path, &Default::default()).expect("decodes");
     assert!(trace.dropped() > 0 && !trace.spans.is_empty());
+}
+
+/// A stream file is read within memory proportional to it: a header declaring more lanes
+/// than the file has final states for is refused before anything is allocated for them,
+/// and lanes too uneven for the native form (every lane as long as the longest) are
+/// refused with the figures, not decoded into gigabytes.
+#[test]
+fn a_stream_file_cannot_ask_for_more_memory_than_it_is_worth() {
+    use ikp_host::stream_file::{DrainStats, StreamFileWriter};
+    // A lane that ran: stamps 5 ns and 30 us, its IDS word, no drops.
+    let mut state = vec![0u64; stream_file::lane_state_words(0) as usize];
+    state[wire::lane::START_GT as usize] = 5;
+    state[wire::lane::IDS as usize] = wire::pack_ids(0, 0, stream::lane_flags::STREAM);
+    let trailer = (wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS) as usize;
+    state[trailer + wire::lane::T_END_GT as usize] = 30_000;
+    let file = |blocks: u32, lanes_written: u32, records: &[u64]| {
+        let header = layout(blocks, Overflow::Stream).header_words().unwrap();
+        let mut w = StreamFileWriter::new(Vec::new(), &header).unwrap();
+        for (k, chunk) in records.chunks(CAP as usize).enumerate() {
+            w.records(0, (k * CAP as usize) as u32, chunk).unwrap();
+        }
+        for l in 0..lanes_written {
+            w.lane(l, &state).unwrap();
+        }
+        let stats = DrainStats {
+            records: records.len() as u64,
+            ..DrainStats::default()
+        };
+        w.finish(&stats).unwrap()
+    };
+    let e = stream_file::read(&file(1 << 20, 1, &[])).unwrap_err();
+    assert!(e.to_string().contains("1048576 lanes"), "{e}");
+    let pair = |n: u64| wire::pack_record(10 + n as u32, wire::pack_tag(Kind::Instant, 0, 0));
+    let hot: Vec<u64> = (0..20_000).map(pair).collect();
+    let bytes = file(1_000, 1_000, &hot);
+    let e = ikp_host::decode_bytes(&bytes, &Default::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("too uneven") || e.to_string().contains("native form"),
+        "{e}"
+    );
+    // The same records in 10 lanes decode.
+    let bytes = file(10, 10, &hot);
+    let t = ikp_host::decode_bytes(&bytes, &Default::default()).unwrap();
+    assert_eq!(t.instants.len(), 20_000);
 }
