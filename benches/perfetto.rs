@@ -88,6 +88,7 @@ fn attention_like(blocks: u32, groups: u32, tiles: u32) -> Trace {
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names: Names {
             regions: ["tile", "load_kv", "mma", "store_o", "kv_ready"]

@@ -48,7 +48,7 @@ dev)
 esac
 # The example launchers (gpucheck/src/runner/examples.rs, EXAMPLES; not every example of
 # the workspace), and the test binaries (one per crate) that hold the runner's suites.
-examples=(load_compute_store persistent warp_specialized)
+examples=(load_compute_store persistent persistent_stream warp_specialized)
 tests=(host integration)
 
 msgs=$(mktemp)

@@ -5,7 +5,8 @@
 //!   the uninstrumented kernel;
 //! - a record's marginal cost (1 -> 1 + K and 1 + K -> 1 + 2K records) for every fence and
 //!   timer mode, and one record per iteration of a runtime loop;
-//! - the same for ring lanes (`Overflow::Ring`), and async-range records;
+//! - the same for ring lanes (`Overflow::Ring`) and stream lanes (`Overflow::Stream`),
+//!   and async-range records;
 //! - a lane's init and finalize (no record), with the share of its record-cost calibration
 //!   and of its epoch code;
 //! - the wait-counter tick: the spin loop body with and without IKP_WAIT's count;
@@ -170,6 +171,72 @@ fn ring_records_stay_within_budget() {
                 c.arch,
                 l.mode.label(),
                 l.growth
+            );
+        }
+    }
+}
+
+/// A stream record (`Overflow::Stream`). While the ring has room a record is the ring's
+/// (timer, tag, `cursor & (capacity - 1)`, the address pair, the store, the increment) plus
+/// the compare with the lane's limit and the branches around the out-of-line slow path
+/// (`detail::stream_slow`): measured 12 per loop iteration on sm_80, 13 on sm_90, against
+/// the ring's 7. The static counts also hold the slow path's call block (the lane's four
+/// registers moved into the call's argument registers and back, the call), run once per
+/// publish interval: 27.25 / 27.625 per straight-line record, 14 / 20 per loop iteration
+/// (sm_80 / sm_90), one more each with the fence. Measured with the pinned nvcc 13.5.
+const BUDGET_STREAM_RECORD: f64 = 28.0;
+const BUDGET_STREAM_RECORD_FENCED: f64 = BUDGET_STREAM_RECORD + 1.0;
+const BUDGET_STREAM_LOOP_RECORD: i64 = 20;
+const BUDGET_STREAM_LOOP_RECORD_FENCED: i64 = BUDGET_STREAM_LOOP_RECORD + 1;
+/// The path an iteration runs while the ring has room.
+const BUDGET_STREAM_LOOP_FAST: i64 = 13;
+const BUDGET_STREAM_LOOP_FAST_FENCED: i64 = BUDGET_STREAM_LOOP_FAST + 1;
+
+#[test]
+fn stream_records_stay_within_budget() {
+    for c in costs() {
+        assert_eq!(c.stream_records.len(), 4);
+        for r in &c.stream_records {
+            let budget = if r.mode.fence == Fence::Block {
+                BUDGET_STREAM_RECORD_FENCED
+            } else {
+                BUDGET_STREAM_RECORD
+            };
+            assert!(
+                r.steady <= budget && r.steady > 0.0,
+                "{} stream {}: {} instructions per record, budget {budget}",
+                c.arch,
+                r.mode.label(),
+                r.steady
+            );
+        }
+        for l in &c.stream_loop_records {
+            let budget = if l.mode.fence == Fence::Block {
+                BUDGET_STREAM_LOOP_RECORD_FENCED
+            } else {
+                BUDGET_STREAM_LOOP_RECORD
+            };
+            assert!(
+                l.growth <= budget && l.growth > 0,
+                "{} stream {}: a record in a loop costs {}, budget {budget}",
+                c.arch,
+                l.mode.label(),
+                l.growth
+            );
+        }
+        for (l, ring) in c.stream_loop_fast.iter().zip(&c.ring_loop_records) {
+            let budget = if l.mode.fence == Fence::Block {
+                BUDGET_STREAM_LOOP_FAST_FENCED
+            } else {
+                BUDGET_STREAM_LOOP_FAST
+            };
+            assert!(
+                l.growth <= budget && l.growth > ring.growth,
+                "{} stream {}: {} per iteration while the ring has room (ring: {}), budget {budget}",
+                c.arch,
+                l.mode.label(),
+                l.growth,
+                ring.growth
             );
         }
     }
@@ -362,6 +429,27 @@ fn print_sass_cost_table() {
         for rec in &c.ring_records {
             let label = format!("ring record ({}), per record", rec.mode.label());
             assert_eq!(pair(row(&label)[i]), (rec.first, rec.steady), "{label}");
+        }
+        for rec in &c.stream_records {
+            let label = format!("stream record ({}), per record", rec.mode.label());
+            assert_eq!(pair(row(&label)[i]), (rec.first, rec.steady), "{label}");
+        }
+        for l in &c.stream_loop_records {
+            let label = format!(
+                "stream record in a runtime loop ({}), per iteration |",
+                l.mode.label()
+            );
+            let label = label.trim_end_matches(" |");
+            let cells: Vec<_> = table.iter().filter(|(t, _)| *t == label).collect();
+            assert_eq!(cells.len(), 1, "{label}");
+            assert_eq!(cells[0].1[i], l.growth.to_string(), "{label}");
+        }
+        for l in &c.stream_loop_fast {
+            let label = format!(
+                "stream record in a runtime loop ({}), per iteration while",
+                l.mode.label()
+            );
+            assert_eq!(row(&label)[i], l.growth.to_string(), "{label}");
         }
         assert_eq!(pair(row("async-range record")[i]), c.ranges);
         let &(_, total, calibration, epochs) =

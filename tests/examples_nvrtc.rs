@@ -3,7 +3,7 @@
 //! names match the ids the kernel uses. No GPU needed (CI cannot launch them; it can
 //! compile them).
 use crate::support;
-use crate::{load_compute_store, persistent, warp_specialized};
+use crate::{load_compute_store, persistent, persistent_stream, warp_specialized};
 use ikp::device::Layout;
 use ikp::host::{
     cuda::nvrtc::{self, Compiler},
@@ -42,6 +42,13 @@ fn examples() -> Vec<Example> {
                 persistent::layout(blocks, tiles)
             },
             regions: &persistent::REGIONS,
+            counters: &[],
+        },
+        Example {
+            name: persistent_stream::NAME,
+            source: persistent_stream::KERNEL,
+            layout: persistent_stream::layout(132),
+            regions: &persistent_stream::REGIONS,
             counters: &[],
         },
     ]

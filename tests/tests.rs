@@ -25,6 +25,8 @@ mod support;
 mod load_compute_store;
 #[path = "../examples/persistent/main.rs"]
 mod persistent;
+#[path = "../examples/persistent_stream/main.rs"]
+mod persistent_stream;
 #[path = "../examples/warp_specialized/main.rs"]
 mod warp_specialized;
 

@@ -87,9 +87,11 @@
 #if defined(IKP_HOST_EMULATION)
 #define IKP_DEVICE_API 1
 #define IKP_INLINE inline
+#define IKP_NOINLINE inline
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define IKP_DEVICE_API 1
 #define IKP_INLINE __device__ __forceinline__
+#define IKP_NOINLINE __device__ __noinline__
 #else
 #define IKP_DEVICE_API 0
 #endif
@@ -151,6 +153,25 @@ constexpr unsigned HEADER_FLAG_RING = 1u;  // buffer-header flag: the launch's l
 constexpr unsigned MAX_EPOCHS = 0x10000u;  // largest number of epochs (launches) a buffer records
 constexpr unsigned CALIB_RECORDS = 4u;  // records per round of the record-cost calibration at init
 
+// Stream launches (Overflow::Stream / StreamWait): control words after the prologue, then the ring.
+constexpr unsigned long long STREAM_MAGIC = 0x004d525453504b49ull;  // word 0 of a stream buffer ("IKPSTRM\0" little-endian), written by the host
+constexpr unsigned STREAM_VERSION = 1u;  // stream format this header writes
+constexpr unsigned STREAM_CTRL_WORDS = 4u;  // control words between a lane's prologue and its ring
+constexpr unsigned STREAM_HEAD = 0u;  // dropped << 32 | stored, published by the lane (release, system scope)
+constexpr unsigned STREAM_TAIL = 1u;  // records the host consumed (low 32 bits), read with acquire
+constexpr unsigned STREAM_STALL_NS = 2u;  // ns the lane waited for room
+constexpr unsigned STREAM_STALLS = 3u;  // waits for room
+constexpr unsigned STREAM_HEAD_DROPPED_SHIFT = 32u;  // shift of the dropped count in HEAD
+constexpr unsigned STREAM_PUBLISH_SHIFT = 2u;  // HEAD is published at least every capacity >> this records
+constexpr unsigned STREAM_RECHECK = 32u;  // a full lane in drop mode reads TAIL again every this many drops
+constexpr unsigned STREAM_WAIT_SLEEP_NS = 0x100u;  // nanosleep between reads of TAIL while waiting for room
+constexpr unsigned META_STREAM_DROPPED = 1u;  // meta kind of a drop mark: value = records dropped before it
+constexpr unsigned META_STREAM_STALLED = 2u;  // meta kind of a stall mark: value = ns waited before it
+constexpr unsigned LANE_FLAG_STREAM = 8u;  // the lane records into a stream ring
+constexpr unsigned LANE_FLAG_STREAM_WAIT = 16u;  // the stream lane waits for room when full
+constexpr unsigned HEADER_FLAG_STREAM_WAIT = 2u;  // stream-buffer header flag: lanes wait for room (host side)
+constexpr unsigned ARG_FLAG_STREAM = 1u;  // Arg::flags: the buffer is a stream buffer
+
 /// How a lane takes timestamps (the values are the wire TimerMode ids).
 /// Global: %globaltimer_lo, ns, one time axis for the whole GPU; its resolution is
 ///   coarse (tens of ns on many parts) but lanes on different SMs compare directly.
@@ -166,7 +187,11 @@ enum class Timer : unsigned { Global = 0u, Clock = 1u };
 /// Ring: keep the newest, overwriting the oldest (the end of a long or persistent
 ///   kernel); the host must declare the launch a ring (Layout::overflow), which makes
 ///   records_per_lane a power of two.
-enum class Overflow : unsigned { DropNewest = 0u, Ring = 1u };
+/// Stream: keep every record the host drains in time; a full ring drops and counts
+///   (the kernel never waits for the host). StreamWait: a full ring waits for room
+///   (no loss; the waits are counted and timed). Both need a stream launch
+///   (Layout::overflow, drained by the host while the kernel runs).
+enum class Overflow : unsigned { DropNewest = 0u, Ring = 1u, Stream = 2u, StreamWait = 3u };
 
 /// Whether records are ordered against the group's memory traffic.
 /// None: a record is a timer read and a predicated store; the compiler may move
@@ -187,7 +212,7 @@ struct Arg {
   unsigned lane_count;  // number of lanes; lanes at or past it never write
   unsigned n_counters;  // number of wait counters in each lane's trailer
   unsigned epochs;  // segments per lane (launches recorded); 1: every launch writes epoch 0
-  unsigned reserved;  // zero
+  unsigned flags;  // STREAM (1) for a stream buffer, else 0
 };
 static_assert(sizeof(Arg) == 40, "ikp::Arg must match the host's KernelArg");
 static_assert(alignof(Arg) == 8, "ikp::Arg must match the host's KernelArg");
@@ -200,7 +225,7 @@ static_assert(__builtin_offsetof(Arg, groups_per_block) == 20, "ikp::Arg field o
 static_assert(__builtin_offsetof(Arg, lane_count) == 24, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, n_counters) == 28, "ikp::Arg field offset");
 static_assert(__builtin_offsetof(Arg, epochs) == 32, "ikp::Arg field offset");
-static_assert(__builtin_offsetof(Arg, reserved) == 36, "ikp::Arg field offset");
+static_assert(__builtin_offsetof(Arg, flags) == 36, "ikp::Arg field offset");
 #endif
 
 }  // namespace ikp
@@ -226,6 +251,7 @@ void fence_block();                // __threadfence_block()
 void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicAdd (RED)
 // atomicAdd whose old value is used (an ATOM): takes a lane's epoch from its launch counter.
 unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value);
+void nanosleep(unsigned ns);  // __nanosleep: a stream lane waiting for the host
 }  // namespace emu
 #endif
 
@@ -343,6 +369,43 @@ IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigne
 #endif
 }
 
+/// `*addr = value` with release semantics at system scope: a stream lane publishes its
+/// HEAD this way, so a host that reads HEAD with acquire semantics sees every record stored
+/// before it (the ring lives where the host can read it while the kernel runs). The
+/// "memory" clobber keeps the compiler from sinking the record stores below it; it is paid
+/// once per publish interval, never on the record path.
+IKP_INLINE void store_release_sys(unsigned long long* addr, unsigned long long value) {
+#if defined(IKP_HOST_EMULATION)
+  __atomic_store_n(addr, value, __ATOMIC_RELEASE);
+#else
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
+#endif
+}
+
+/// `*addr` with acquire semantics at system scope: a stream lane reads the host's TAIL this
+/// way before it reuses the slots the host consumed.
+IKP_INLINE unsigned long long load_acquire_sys(const unsigned long long* addr) {
+#if defined(IKP_HOST_EMULATION)
+  return __atomic_load_n(addr, __ATOMIC_ACQUIRE);
+#else
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+  return v;
+#endif
+}
+
+/// Sleeps about `ns` (a stream lane in wait mode, between reads of TAIL).
+IKP_INLINE void nanosleep(unsigned ns) {
+#if defined(IKP_HOST_EMULATION)
+  emu::nanosleep(ns);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __nanosleep(ns);
+#else
+  (void)ns;  // before sm_70 (no nanosleep, and no stream launches: they need sm_70's
+             // release / acquire at system scope), and in the host pass of nvcc
+#endif
+}
+
 /// `base[i] = word` for the record path, as one wide multiply-add and one global store.
 /// Written in PTX so the optimizer takes it as is: left to itself, it strength-reduces a
 /// record in a loop into a second 64-bit pointer bumped every iteration, or re-associates
@@ -370,6 +433,80 @@ IKP_INLINE unsigned spins(unsigned evaluations) {
   asm("" : "+r"(evaluations));
 #endif
   return evaluations - 1u;
+}
+
+/// A stream lane's registers, passed by value to and from its out-of-line slow path (by
+/// value, so they stay in registers: a pointer to the Lane would move it to local memory).
+struct StreamState {
+  unsigned cursor;   // records stored (marks included)
+  unsigned limit;    // the cursor may reach this before the slow path runs again
+  unsigned pending;  // records dropped since the last drop mark
+  unsigned dropped;  // records dropped before the last drop mark
+};
+
+/// Publishes HEAD (dropped << 32 | stored) with release semantics at system scope: every
+/// record stored so far becomes visible to a host that reads HEAD with acquire semantics.
+IKP_INLINE void stream_publish(unsigned long long* ev, const StreamState& s) {
+  store_release_sys(ev - STREAM_CTRL_WORDS + STREAM_HEAD,
+                    (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) | s.cursor);
+}
+
+/// Free slots of the ring, from the host's TAIL (acquire: the host's copies are done).
+IKP_INLINE unsigned stream_room(const unsigned long long* ev, unsigned cap, unsigned cursor) {
+  return cap - (cursor - static_cast<unsigned>(load_acquire_sys(ev - STREAM_CTRL_WORDS + STREAM_TAIL)));
+}
+
+/// Stores one record at the stream cursor.
+IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& s, unsigned long long word) {
+  store_record(ev, s.cursor & (cap - 1u), word);
+  ++s.cursor;
+}
+
+/// The slow path of a stream record, out of line (it runs once per publish interval, or
+/// while the ring is full): publish HEAD and read TAIL (a full drop-mode lane only on every
+/// STREAM_RECHECK-th drop); a lane with no room waits for room for a stall mark and the
+/// record (Wait) or writes its drop mark once there is room for it and the record; then the
+/// limit moves to the end of the room or of the next publish interval, and `record` (timed
+/// at the record site) is stored or counted as dropped.
+template <bool Wait>
+IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s,
+                                     unsigned long long record) {
+  if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
+    stream_publish(ev, s);
+    unsigned free = stream_room(ev, cap, s.cursor);
+    const auto mark = [&](unsigned kind, unsigned v) {
+      stream_store(ev, cap, s,
+                   (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
+                       ((kind & REGION_MASK) << REGION_SHIFT));
+      --free;
+    };
+    if (Wait && free == 0u) {
+      unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
+      const unsigned long long t0 = globaltimer();
+      do {
+        nanosleep(STREAM_WAIT_SLEEP_NS);
+        free = stream_room(ev, cap, s.cursor);
+      } while (free < 2u);
+      const unsigned long long waited = globaltimer() - t0;
+      ctrl[STREAM_STALL_NS] += waited;
+      ctrl[STREAM_STALLS] += 1ull;
+      mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
+    }
+    if (!Wait && s.pending != 0u && free >= 2u) {
+      mark(META_STREAM_DROPPED, s.pending);
+      s.dropped += s.pending;
+      s.pending = 0u;
+    }
+    const unsigned interval = cap >> STREAM_PUBLISH_SHIFT;
+    // A lane with drops not yet marked stays full until it has room for the mark too.
+    s.limit = s.cursor + (s.pending != 0u ? 0u : (free < interval ? free : interval));
+  }
+  if (s.cursor != s.limit) {
+    stream_store(ev, cap, s, record);
+  } else {
+    ++s.pending;
+  }
+  return s;
 }
 
 template <class T>
@@ -412,9 +549,19 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// a Ring lane in a drop-newest buffer never writes outside its segment (the decoder
 /// refuses the mismatch instead).
 ///
+/// A stream lane (Overflow::Stream, Overflow::StreamWait; the host declares a stream launch
+/// and drains the rings while the kernel runs) stores record n at `n & (capacity - 1)` while
+/// n is below its limit, a register holding how far it may write before it must look at
+/// the host again: the record path is the ring's plus one compare. At the limit (every
+/// capacity >> STREAM_PUBLISH_SHIFT records, or when the ring is full) refill() publishes
+/// HEAD and reads the host's TAIL. A full Stream lane counts the record as dropped and
+/// writes a drop mark once it has room again; a full StreamWait lane sleeps until the host
+/// makes room and writes a stall mark. A stream lane in a buffer that is not a stream
+/// buffer (Arg::flags) records nothing.
+///
 /// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
-/// O (Overflow::DropNewest / Overflow::Ring) and On (defaults to IKP_ENABLED; false makes
-/// every method an empty inline function).
+/// O (Overflow::DropNewest / Ring / Stream / StreamWait) and On (defaults to IKP_ENABLED;
+/// false makes every method an empty inline function).
 template <Fence F = Fence::None, Timer T = Timer::Global, Overflow O = Overflow::DropNewest,
           bool On = (IKP_ENABLED != 0)>
 class Lane {
@@ -422,10 +569,15 @@ class Lane {
   static constexpr bool enabled = On;
   /// True for a ring lane (Overflow::Ring).
   static constexpr bool ring = O == Overflow::Ring;
+  /// True for a stream lane (Overflow::Stream or Overflow::StreamWait).
+  static constexpr bool stream = O == Overflow::Stream || O == Overflow::StreamWait;
+  /// True for a stream lane that waits for room (Overflow::StreamWait).
+  static constexpr bool wait = O == Overflow::StreamWait;
   /// Lane flags stamped into the IDS word so the decoder knows how the lane recorded.
   static constexpr unsigned flags = (T == Timer::Clock ? LANE_FLAG_CLOCK : 0u) |
                                     (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u) |
-                                    (ring ? LANE_FLAG_RING : 0u);
+                                    (ring ? LANE_FLAG_RING : 0u) | (stream ? LANE_FLAG_STREAM : 0u) |
+                                    (wait ? LANE_FLAG_STREAM_WAIT : 0u);
 
   /// Finds this thread's lane (`linear_block * groups_per_block + group`) and, on the
   /// leader, takes the epoch, stamps the start globaltimer, start clock64 and the IDS word
@@ -459,6 +611,7 @@ class Lane {
 #else
       on = on && arg.epochs <= 1u;
 #endif
+      if constexpr (stream) on = on && (arg.flags & ARG_FLAG_STREAM) != 0u;
       on_ = on;
       unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
@@ -466,7 +619,13 @@ class Lane {
       // lives in uniform registers, and ptxas then copies it back into vector registers
       // around the stores (fewer instructions this way in most of the ikp test kernels, on
       // sm_80 and sm_90).
-      ev_ = on_ ? seg + LANE_EVENTS : nullptr;
+      ev_ = on_ ? seg + LANE_EVENTS + (stream ? STREAM_CTRL_WORDS : 0u) : nullptr;
+      if constexpr (stream) {
+        // The host zeroed TAIL: the first publish interval is free to write.
+        limit_ = cap_ >> STREAM_PUBLISH_SHIFT;
+        pending_ = 0u;
+        dropped_ = 0u;
+      }
       if (on_) {
         // Read back to back so the decoder can pair them to convert clock to ns.
         const unsigned long long gt = detail::globaltimer();
@@ -554,13 +713,15 @@ class Lane {
       if constexpr (F == Fence::Block) detail::fence_block();
       if (on_) {
         unsigned long long* trailer = ev_ + cap_;
-        const unsigned written = cursor_ < cap_ ? cursor_ : cap_;
+        // A stream lane's cursor counts stored records only; its drops are counted apart.
+        const unsigned written = stream ? cursor_ : (cursor_ < cap_ ? cursor_ : cap_);
+        const unsigned dropped = stream ? dropped_ + pending_ : cursor_ - written;
         const unsigned long long gt = detail::globaltimer();
         const unsigned long long clk = detail::clock64();
         trailer[TRAILER_END_GT] = gt;
         trailer[TRAILER_END_CLK] = clk;
-        trailer[TRAILER_COUNT] =
-            (static_cast<unsigned long long>(cursor_ - written) << COUNT_DROPPED_SHIFT) | written;
+        trailer[TRAILER_COUNT] = (static_cast<unsigned long long>(dropped) << COUNT_DROPPED_SHIFT) | written;
+        if constexpr (stream) publish();
       }
     }
   }
@@ -587,6 +748,10 @@ class Lane {
   /// a uniform-register read plus a move. A ring lane always has room: it stores at the
   /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
+    if constexpr (stream) {
+      put_stream<true>(0u, tag);
+      return;
+    }
     if constexpr (ring) {
       const unsigned i = cursor_ & (cap_ - 1u);
       if (on_ && i < cap_) {
@@ -602,6 +767,10 @@ class Lane {
 
   /// The same for an untimed (meta) record whose high half is `value`.
   IKP_INLINE void put(unsigned value, unsigned tag) {
+    if constexpr (stream) {
+      put_stream<false>(value, tag);
+      return;
+    }
     if constexpr (ring) {
       const unsigned i = cursor_ & (cap_ - 1u);
       if (on_ && i < cap_) {
@@ -613,6 +782,34 @@ class Lane {
       }
     }
     ++cursor_;
+  }
+
+  /// A stream record: stored at the cursor masked by the capacity while the cursor is not
+  /// at its limit (the ring's record path plus one compare); at the limit, the out-of-line
+  /// slow path (detail::stream_slow) takes the record.
+  template <bool Timed>
+  IKP_INLINE void put_stream(unsigned value, unsigned tag) {
+    if (on_) {
+      // The time is read at the record, whichever path stores it; reading it outside the
+      // branch keeps it a vector-register read (CS2R), as in the other modes.
+      const unsigned hi = Timed ? now() : value;
+      if (cursor_ != limit_) {
+        detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+        ++cursor_;
+      } else {
+        detail::StreamState st{cursor_, limit_, pending_, dropped_};
+        st = detail::stream_slow<wait>(ev_, cap_, st, (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
+        cursor_ = st.cursor;
+        limit_ = st.limit;
+        pending_ = st.pending;
+        dropped_ = st.dropped;
+      }
+    }
+  }
+
+  /// Publishes HEAD at finalize (see detail::stream_publish).
+  IKP_INLINE void publish() const {
+    detail::stream_publish(ev_, detail::StreamState{cursor_, limit_, pending_, dropped_});
   }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
@@ -651,9 +848,12 @@ class Lane {
   }
 
   unsigned long long* ev_;  // this lane's first event record
-  unsigned cursor_;         // records attempted so far (written + dropped)
+  unsigned cursor_;         // records attempted so far (written + dropped); stream: stored
   unsigned cap_;            // records_per_lane
   unsigned counters_;       // n_counters
+  unsigned limit_;          // stream: the cursor may reach this before refill()
+  unsigned pending_;        // stream: records dropped since the last drop mark
+  unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
 };
 

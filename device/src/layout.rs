@@ -5,6 +5,7 @@
 //! [`Header::parse`] validates and decodes it, refusing anything that would make a reader
 //! allocate or index beyond the buffer.
 
+use crate::stream;
 use crate::wire::{self, hdr, header_flags, Overflow, TimerMode};
 
 /// What the host knows about an instrumented launch.
@@ -97,6 +98,13 @@ pub enum LayoutError {
     /// Word 0 is not [`wire::MAGIC`].
     #[error("not an ikp buffer (bad magic {0:#018x})")]
     BadMagic(u64),
+    /// A stream launch's buffer ([`crate::stream`]) read as a fixed one: its records left
+    /// it while the kernel ran, for the stream file the host's drain wrote.
+    #[error(
+        "a stream launch's buffer, not a trace: its records went to the stream file (.ikps) \
+         the host drained them into; decode that file"
+    )]
+    StreamBuffer,
     /// Written by a newer ikp.
     #[error(
         "buffer has wire format version {found}, this ikp reads up to {supported}: upgrade ikp"
@@ -162,7 +170,12 @@ impl Layout {
 
     /// Words per lane segment.
     pub fn lane_stride(&self) -> u64 {
-        wire::lane_stride(self.records_per_lane, self.counters.len() as u32)
+        let n_counters = self.counters.len() as u32;
+        if self.overflow.is_stream() {
+            stream::lane_stride(self.records_per_lane, n_counters)
+        } else {
+            wire::lane_stride(self.records_per_lane, n_counters)
+        }
     }
 
     /// Words of the async-region bitmap.
@@ -212,6 +225,23 @@ impl Layout {
                 self.records_per_lane as u64,
                 "a ring needs a power of two",
             ));
+        }
+        if self.overflow.is_stream() {
+            if !self.records_per_lane.is_power_of_two() || self.records_per_lane < stream::MIN_RING
+            {
+                return Err(field(
+                    "records_per_lane",
+                    self.records_per_lane as u64,
+                    "a stream ring needs a power of two of at least 4",
+                ));
+            }
+            if self.epochs != 1 {
+                return Err(field(
+                    "epochs",
+                    self.epochs as u64,
+                    "a stream launch records one launch",
+                ));
+            }
         }
         if self.epochs == 0 || self.epochs > wire::MAX_EPOCHS {
             return Err(field("epochs", self.epochs as u64, "must be 1..=65536"));
@@ -296,12 +326,18 @@ impl Layout {
         let header_len = self.header_len();
         let mut w = vec![0u64; header_len as usize];
         let flags = match self.overflow {
-            Overflow::DropNewest => 0,
+            Overflow::DropNewest | Overflow::Stream => 0,
             Overflow::Ring => header_flags::RING as u64,
+            Overflow::StreamWait => stream::header_flags::WAIT as u64,
+        };
+        let (magic, version) = if self.overflow.is_stream() {
+            (stream::MAGIC, stream::VERSION)
+        } else {
+            (wire::MAGIC, wire::FORMAT_VERSION)
         };
         let hi = |v: u64| v << wire::HDR_HI_SHIFT;
-        w[hdr::MAGIC] = wire::MAGIC;
-        w[hdr::VERSION] = hi(header_len) | wire::FORMAT_VERSION as u64;
+        w[hdr::MAGIC] = magic;
+        w[hdr::VERSION] = hi(header_len) | version as u64;
         w[hdr::LANES] = hi(self.records_per_lane as u64) | self.lane_count();
         w[hdr::GROUPS] = ((self.counters.len() as u64) << wire::HDR_COUNTERS_SHIFT)
             | (flags << wire::HDR_FLAGS_SHIFT)
@@ -341,7 +377,11 @@ impl Layout {
             lane_count: self.lane_count() as u32,
             n_counters: self.counters.len() as u32,
             epochs: self.epochs,
-            reserved: 0,
+            flags: if self.overflow.is_stream() {
+                stream::arg_flags::STREAM
+            } else {
+                0
+            },
         }
     }
 }
@@ -365,6 +405,27 @@ impl Header {
     /// Decodes and validates the header of `words`, checking that every lane segment it
     /// declares lies inside `words`.
     pub fn parse(words: &[u64]) -> Result<Header, LayoutError> {
+        Header::parse_as(words, false, true)
+    }
+
+    /// [`Header::parse`] for a stream buffer ([`crate::stream`]), whose magic, version,
+    /// flags and lane stride are the stream format's.
+    pub fn parse_stream(words: &[u64]) -> Result<Header, LayoutError> {
+        Header::parse_as(words, true, true)
+    }
+
+    /// [`Header::parse_stream`] of the header words alone (a stream file keeps the header
+    /// without the lane segments): everything but the buffer's length is checked.
+    pub fn parse_stream_header(words: &[u64]) -> Result<Header, LayoutError> {
+        Header::parse_as(words, true, false)
+    }
+
+    fn parse_as(words: &[u64], streamed: bool, whole: bool) -> Result<Header, LayoutError> {
+        let (magic, supported, known_flags) = if streamed {
+            (stream::MAGIC, stream::VERSION, stream::header_flags::ALL)
+        } else {
+            (wire::MAGIC, wire::FORMAT_VERSION, header_flags::ALL)
+        };
         let have = words.len() as u64;
         let need_fixed = wire::HEADER_FIXED_WORDS as u64;
         if have == 0 {
@@ -373,7 +434,10 @@ impl Header {
                 have,
             });
         }
-        if words[hdr::MAGIC] != wire::MAGIC {
+        if !streamed && words[hdr::MAGIC] == stream::MAGIC {
+            return Err(LayoutError::StreamBuffer);
+        }
+        if words[hdr::MAGIC] != magic {
             return Err(LayoutError::BadMagic(words[hdr::MAGIC]));
         }
         if have < need_fixed {
@@ -388,16 +452,16 @@ impl Header {
         if version == 0 {
             return Err(LayoutError::ZeroVersion);
         }
-        if version < wire::FORMAT_VERSION {
+        if version < supported {
             return Err(LayoutError::OlderVersion {
                 found: version,
-                supported: wire::FORMAT_VERSION,
+                supported,
             });
         }
-        if version > wire::FORMAT_VERSION {
+        if version > supported {
             return Err(LayoutError::NewerVersion {
                 found: version,
-                supported: wire::FORMAT_VERSION,
+                supported,
             });
         }
         let header_len = hi(hdr::VERSION) as u64;
@@ -417,7 +481,7 @@ impl Header {
             timer_id as u64,
             "unknown timer mode",
         ))?;
-        if flags & !header_flags::ALL != 0 {
+        if flags & !known_flags != 0 {
             return Err(field(
                 "flags",
                 flags as u64,
@@ -488,7 +552,12 @@ impl Header {
                 "must be 1..=2^28",
             ));
         }
-        if lane_stride != wire::lane_stride(records_per_lane, n_counters) {
+        let expected_stride = if streamed {
+            stream::lane_stride(records_per_lane, n_counters)
+        } else {
+            wire::lane_stride(records_per_lane, n_counters)
+        };
+        if lane_stride != expected_stride {
             return Err(field(
                 "lane_stride",
                 lane_stride,
@@ -514,10 +583,10 @@ impl Header {
             + lane_count as u128
             + epochs as u128 * lane_count as u128 * lane_stride as u128)
             .min(u64::MAX as u128) as u64;
-        if have < need {
+        if whole && have < need {
             return Err(LayoutError::Truncated { need, have });
         }
-        if have > need {
+        if whole && have > need {
             return Err(field(
                 "buffer length",
                 have,
@@ -576,10 +645,11 @@ impl Header {
             timer,
             regions: names,
             counters,
-            overflow: if flags & header_flags::RING != 0 {
-                Overflow::Ring
-            } else {
-                Overflow::DropNewest
+            overflow: match (streamed, flags) {
+                (true, f) if f & stream::header_flags::WAIT != 0 => Overflow::StreamWait,
+                (true, _) => Overflow::Stream,
+                (false, f) if f & header_flags::RING != 0 => Overflow::Ring,
+                (false, _) => Overflow::DropNewest,
             },
             epochs,
             async_regions,

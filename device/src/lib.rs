@@ -7,6 +7,7 @@
 //! - [`tvm`]: the TVM / warpscope wire format, which ikp also reads, and its slot layout;
 //! - [`flashinfer`], [`mirage`]: the peers' repackings of the TVM tag (SM ids; event
 //!   numbers), which ikp also reads;
+//! - [`stream`]: the stream format: lanes the host drains while the kernel runs;
 //! - [`cuh`]: the CUDA device header `ikp.cuh`, generated from [`wire`].
 pub mod cuh;
 pub mod encoder;
@@ -14,6 +15,7 @@ pub mod flashinfer;
 pub mod layout;
 pub mod mirage;
 pub mod sample;
+pub mod stream;
 pub mod tvm;
 pub mod wire;
 

@@ -348,6 +348,19 @@ pub enum Overflow {
     /// Keep the newest records, overwriting the oldest (the end of a long or persistent
     /// kernel); `records_per_lane` must be a power of two.
     Ring,
+    /// Keep every record the host drains in time: a stream launch ([`crate::stream`]); a
+    /// full ring drops and counts, never slowing the kernel for the host.
+    Stream,
+    /// A stream launch whose full rings wait for the host to make room: no loss, at the
+    /// cost of stalls, which are counted and timed.
+    StreamWait,
+}
+
+impl Overflow {
+    /// True for the stream policies ([`crate::stream`]).
+    pub const fn is_stream(self) -> bool {
+        matches!(self, Overflow::Stream | Overflow::StreamWait)
+    }
 }
 
 /// Packs a tag (the low 32 bits of a record). Fields are masked, never bled into neighbours.
@@ -525,8 +538,9 @@ pub struct KernelArg {
     pub n_counters: u32,
     /// Segments per lane: launches this buffer records (1: every launch writes epoch 0).
     pub epochs: u32,
-    /// Zero (keeps the struct a whole number of 8-byte words).
-    pub reserved: u32,
+    /// [`crate::stream::arg_flags`]; zero for a native buffer (it also keeps the struct a
+    /// whole number of 8-byte words).
+    pub flags: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<KernelArg>() == 40);

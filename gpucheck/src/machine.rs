@@ -175,7 +175,7 @@ fn describe_nvrtc(m: &mut Map<String, Value>) {
 /// Driver version, current and maximum clocks, power state and temperature as
 /// `nvidia-smi` reports them for GPU 0 (`None` when it is not installed).
 pub fn nvidia_smi() -> Option<Map<String, Value>> {
-    const FIELDS: [&str; 8] = [
+    const FIELDS: [&str; 10] = [
         "driver_version",
         "clocks.sm",
         "clocks.mem",
@@ -184,6 +184,8 @@ pub fn nvidia_smi() -> Option<Map<String, Value>> {
         "pstate",
         "temperature.gpu",
         "power.draw",
+        "pcie.link.gen.current",
+        "pcie.link.width.current",
     ];
     let out = Command::new("nvidia-smi")
         .args([

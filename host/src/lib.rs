@@ -73,6 +73,7 @@ pub mod clock_sync;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod decode;
+pub mod drain;
 pub mod model;
 mod time;
 
@@ -81,6 +82,7 @@ pub mod definitions;
 pub mod report;
 pub mod sass;
 pub mod stats;
+pub mod stream_file;
 pub mod write;
 
 #[cfg(test)]
@@ -101,8 +103,8 @@ pub use decode::{
 pub use model::{
     AssumedClock, AsyncRanges, BlockFilter, BlockFilterError, ClockCalibration, CounterSamples,
     DiagnosticCounts, Diagnostics, Epoch, HostEvent, HostThread, HostTrace, Instants, Lane, Names,
-    OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, Trace,
-    TrackId, Unpaired, WireFormat,
+    OverheadCorrection, SetAsideLane, SetAsideReason, SetAsideThread, Source, Spans, StreamSource,
+    Trace, TrackId, Unpaired, WireFormat,
 };
 pub use stats::TraceStats;
 pub use time::{format_duration, DurationNs, Timestamp};

@@ -46,6 +46,7 @@ pub(crate) fn trace(names: &[&str], lanes: Vec<L>) -> Trace {
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names: Names {
             regions: names.iter().map(|s| s.to_string()).collect(),

@@ -502,7 +502,7 @@ impl NativeLayout {
             a.lane_count,
             a.n_counters,
             a.epochs,
-            a.reserved,
+            a.flags,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }

@@ -80,6 +80,20 @@ def test_instants_counters_lanes():
         assert "ts_ns" in table and "name" in table
 
 
+def test_load_stream_file():
+    # A stream launch's file (the tests' CPU emulation of stream lanes, drop mode) loads as
+    # any buffer: its lanes' drops are the exact totals, its drop marks instants.
+    t = ikp.load(SAMPLES / "stream_emulated.ikps")
+    assert t.format == "ikp"
+    assert t.region_names[0] == "work"
+    assert "[ikp] records dropped" in t.region_names
+    s = t.summary()
+    assert s["stream"]["ring_records"] == 64 and s["stream"]["wait"] is False
+    assert s["dropped"] > 0
+    assert s["dropped"] == sum(l["dropped"] for l in s["dropped_by_lane"])
+    assert len(t.spans()["lane"]) > 0
+
+
 def test_load_tvm_with_names_file_and_list():
     a = ikp.load(TVM, names=NAMES_FILE)
     b = ikp.load(TVM, names=NAMES)

@@ -5,7 +5,7 @@
 //!   `report`, `merge`, `cost`, `commands` for `summary` / `plot` / `diff` / `sample` /
 //!   `header`), or `parquet`, `shares`;
 //! - a buffer format read by every command: `formats` (ikp's own), `peers` (TVM family,
-//!   Mirage, yao-jz, Proton), `epochs`, `async_ranges`;
+//!   Mirage, yao-jz, Proton), `epochs`, `async_ranges`, `stream` (stream files);
 //! - damaged input (a clear error, never a panic or a half-written file): `hardening`,
 //!   `set_aside` and `set_aside_formats` (lanes whose stamps are not of the launch);
 //! - helpers every module uses: [`util`]; headless Chromium for the HTML report: `chromium`.
@@ -30,3 +30,4 @@ mod report;
 mod set_aside;
 mod set_aside_formats;
 mod shares;
+mod stream;

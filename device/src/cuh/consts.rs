@@ -4,6 +4,7 @@
 //! header without anyone editing C++. The hand-written device code
 //! ([`super::text`]) refers to these constants only by name.
 
+use crate::stream;
 use crate::wire::{
     self, header_flags, lane, lane_flags, KernelArg, Kind, MetaKind, Overflow, TimerMode,
 };
@@ -116,6 +117,33 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("CALIB_RECORDS", wire::CALIB_RECORDS, "records per round of the record-cost calibration at init"),
             ],
         ),
+        (
+            "Stream launches (Overflow::Stream / StreamWait): control words after the prologue, then the ring.",
+            vec![
+                Const {
+                    name: "STREAM_MAGIC",
+                    value: stream::MAGIC,
+                    wide: true,
+                    doc: "word 0 of a stream buffer (\"IKPSTRM\\0\" little-endian), written by the host",
+                },
+                u32c("STREAM_VERSION", stream::VERSION, "stream format this header writes"),
+                u32c("STREAM_CTRL_WORDS", stream::CTRL_WORDS, "control words between a lane's prologue and its ring"),
+                u32c("STREAM_HEAD", stream::ctrl::HEAD, "dropped << 32 | stored, published by the lane (release, system scope)"),
+                u32c("STREAM_TAIL", stream::ctrl::TAIL, "records the host consumed (low 32 bits), read with acquire"),
+                u32c("STREAM_STALL_NS", stream::ctrl::STALL_NS, "ns the lane waited for room"),
+                u32c("STREAM_STALLS", stream::ctrl::STALLS, "waits for room"),
+                u32c("STREAM_HEAD_DROPPED_SHIFT", stream::HEAD_DROPPED_SHIFT, "shift of the dropped count in HEAD"),
+                u32c("STREAM_PUBLISH_SHIFT", stream::PUBLISH_SHIFT, "HEAD is published at least every capacity >> this records"),
+                u32c("STREAM_RECHECK", stream::RECHECK, "a full lane in drop mode reads TAIL again every this many drops"),
+                u32c("STREAM_WAIT_SLEEP_NS", stream::WAIT_SLEEP_NS, "nanosleep between reads of TAIL while waiting for room"),
+                u32c("META_STREAM_DROPPED", stream::META_DROPPED, "meta kind of a drop mark: value = records dropped before it"),
+                u32c("META_STREAM_STALLED", stream::META_STALLED, "meta kind of a stall mark: value = ns waited before it"),
+                u32c("LANE_FLAG_STREAM", stream::lane_flags::STREAM, "the lane records into a stream ring"),
+                u32c("LANE_FLAG_STREAM_WAIT", stream::lane_flags::STREAM_WAIT, "the stream lane waits for room when full"),
+                u32c("HEADER_FLAG_STREAM_WAIT", stream::header_flags::WAIT, "stream-buffer header flag: lanes wait for room (host side)"),
+                u32c("ARG_FLAG_STREAM", stream::arg_flags::STREAM, "Arg::flags: the buffer is a stream buffer"),
+            ],
+        ),
     ]
 }
 
@@ -145,9 +173,15 @@ pub(super) fn write(out: &mut String) {
          /// Ring: keep the newest, overwriting the oldest (the end of a long or persistent\n\
          ///   kernel); the host must declare the launch a ring (Layout::overflow), which makes\n\
          ///   records_per_lane a power of two.\n\
-         enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u }};\n",
+         /// Stream: keep every record the host drains in time; a full ring drops and counts\n\
+         ///   (the kernel never waits for the host). StreamWait: a full ring waits for room\n\
+         ///   (no loss; the waits are counted and timed). Both need a stream launch\n\
+         ///   (Layout::overflow, drained by the host while the kernel runs).\n\
+         enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u, Stream = {}u, StreamWait = {}u }};\n",
         Overflow::DropNewest as u32,
-        Overflow::Ring as u32
+        Overflow::Ring as u32,
+        Overflow::Stream as u32,
+        Overflow::StreamWait as u32
     );
     out.push_str(
         "/// Whether records are ordered against the group's memory traffic.\n\
@@ -231,7 +265,7 @@ fn arg_field_list() -> Vec<Field> {
         lane_count: "number of lanes; lanes at or past it never write",
         n_counters: "number of wait counters in each lane's trailer",
         epochs: "segments per lane (launches recorded); 1: every launch writes epoch 0",
-        reserved: "zero",
+        flags: "STREAM (1) for a stream buffer, else 0",
     }
 }
 

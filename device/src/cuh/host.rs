@@ -286,6 +286,8 @@ fn overflow_name(o: Overflow) -> &'static str {
     match o {
         Overflow::DropNewest => "Overflow::DropNewest",
         Overflow::Ring => "Overflow::Ring",
+        Overflow::Stream => "Overflow::Stream",
+        Overflow::StreamWait => "Overflow::StreamWait",
     }
 }
 
@@ -512,6 +514,10 @@ const METHODS: &str = r#"  /// Blocks in the grid (saturating: a product past 2^
     if (overflow == Overflow::Ring && (records_per_lane & (records_per_lane - 1u)) != 0u) {
       return host_detail::field("records_per_lane", records_per_lane, "a ring needs a power of two");
     }
+    if (overflow == Overflow::Stream || overflow == Overflow::StreamWait) {
+      return host_detail::field("overflow", static_cast<std::uint64_t>(overflow),
+                                "a stream launch needs a drain while it runs: launch it with ikp's HostSession");
+    }
     if (epochs == 0u || epochs > MAX_EPOCHS) return host_detail::field("epochs", epochs, "must be 1..=65536");
     if (lanes * epochs > MAX_LANES) {
       return host_detail::field("epochs", epochs, "epochs x lanes is more segments than the format allows");
@@ -617,7 +623,7 @@ const METHODS: &str = r#"  /// Blocks in the grid (saturating: a product past 2^
     a.lane_count = static_cast<unsigned>(lane_count());
     a.n_counters = static_cast<unsigned>(counters.size());
     a.epochs = epochs;
-    a.reserved = 0u;
+    a.flags = 0u;
     return a;
   }
 

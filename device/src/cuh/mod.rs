@@ -192,9 +192,11 @@ mod tests {
         }
         assert!(s.contains(&format!("MAGIC = {:#018x}ull;", wire::MAGIC)));
         assert!(s.contains(&format!(
-            "enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u }};",
+            "enum class Overflow : unsigned {{ DropNewest = {}u, Ring = {}u, Stream = {}u, StreamWait = {}u }};",
             wire::Overflow::DropNewest as u32,
-            wire::Overflow::Ring as u32
+            wire::Overflow::Ring as u32,
+            wire::Overflow::Stream as u32,
+            wire::Overflow::StreamWait as u32
         )));
     }
 

@@ -59,10 +59,7 @@ fn input_line(c: &Case) -> String {
         l.groups_per_block,
         l.records_per_lane,
         l.timer as u8,
-        match l.overflow {
-            Overflow::DropNewest => 0,
-            Overflow::Ring => 1,
-        },
+        l.overflow as u8,
         l.epochs
     );
     s.push_str(&format!(" regions {}", regions.len()));

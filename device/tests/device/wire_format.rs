@@ -68,7 +68,7 @@ fn kernel_arg_is_40_bytes_of_plain_data() {
         lane_count: 6,
         n_counters: 7,
         epochs: 8,
-        reserved: 0,
+        flags: 0,
     };
     let bytes = bytemuck::bytes_of(&a);
     assert_eq!(&bytes[0..8], &1u64.to_le_bytes());

@@ -237,3 +237,37 @@ extern "C" __global__ void warm_up(unsigned long long ns, unsigned long long* ou
   }
   if (a == 0.123f) sink[0] = a;
 }
+
+// ---------------------------------------------------------------------------------------
+// Stream launches: a persistent kernel of one block per SM, four warps a block, each warp a
+// lane whose leader records `pairs` begin / end pairs of region 0 (payload = pair index)
+// around `work` dependent FMA steps of every thread, 1 to 3 s in all. The same body with
+// recording compiled out (On = false), into a buffer large enough for every record
+// (DropNewest), and into stream rings (Stream, StreamWait).
+template <ikp::Overflow O, bool On>
+__device__ __forceinline__ void persistent_body(float* sink, unsigned pairs, unsigned work, ikp::Arg prof) {
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O, On> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  float x = threadIdx.x * 1e-3f;
+  const float y = 1.0000001f;
+  for (unsigned i = 0; i < pairs; ++i) {
+    lane.begin(0u, i);
+    for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
+    lane.end(0u, i);
+    for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
+  }
+  lane.finalize();
+  if (x == 12345.0f) sink[threadIdx.x] = x;  // keeps the work
+}
+
+extern "C" __global__ void persistent_off(float* sink, unsigned pairs, unsigned work, ikp::Arg prof) {
+  persistent_body<ikp::Overflow::DropNewest, false>(sink, pairs, work, prof);
+}
+extern "C" __global__ void persistent_fixed(float* sink, unsigned pairs, unsigned work, ikp::Arg prof) {
+  persistent_body<ikp::Overflow::DropNewest, true>(sink, pairs, work, prof);
+}
+extern "C" __global__ void persistent_stream(float* sink, unsigned pairs, unsigned work, ikp::Arg prof) {
+  persistent_body<ikp::Overflow::Stream, true>(sink, pairs, work, prof);
+}
+extern "C" __global__ void persistent_stream_wait(float* sink, unsigned pairs, unsigned work, ikp::Arg prof) {
+  persistent_body<ikp::Overflow::StreamWait, true>(sink, pairs, work, prof);
+}

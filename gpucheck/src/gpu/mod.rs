@@ -21,6 +21,7 @@ pub mod host_clock;
 pub mod overflow;
 pub mod ranges;
 pub mod ring;
+pub mod stream;
 pub mod timer;
 pub mod timing;
 mod words;
@@ -46,7 +47,7 @@ pub const WARM_UP_NS: u64 = 150_000_000;
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 11] = [
+pub const CHECKS: [&str; 13] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
@@ -58,6 +59,8 @@ pub const CHECKS: [&str; 11] = [
     "epochs/graph",
     "async-ranges",
     "overhead-correction",
+    "stream/wait",
+    "stream/drop",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -220,6 +223,8 @@ pub fn run(name: &str) -> Vec<Check> {
         "epochs/graph" => epochs::check(&gpu).map(|c| vec![c]),
         "async-ranges" => ranges::check(&gpu).map(|c| vec![c]),
         "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
+        "stream/wait" => stream::check(&gpu, true).map(|c| vec![c]),
+        "stream/drop" => stream::check(&gpu, false).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     let smi_after = smi_sm_mhz();

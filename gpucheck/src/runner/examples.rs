@@ -16,7 +16,12 @@ use crate::results::{Check, Status};
 use crate::verify::clean_and_ordered;
 
 /// The example launchers the bundle carries.
-pub const EXAMPLES: [&str; 3] = ["load_compute_store", "warp_specialized", "persistent"];
+pub const EXAMPLES: [&str; 4] = [
+    "load_compute_store",
+    "warp_specialized",
+    "persistent",
+    "persistent_stream",
+];
 
 /// Runs example `name` from the bundle and checks what it wrote.
 pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
@@ -41,7 +46,11 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     if !f.ok() {
         return fail(format!("the launcher {}", f.failure()));
     }
-    let raw = out.join(format!("{name}.ikp"));
+    // A stream launch's launcher writes its stream file; the others their buffer.
+    let raw = match out.join(format!("{name}.ikps")) {
+        p if p.exists() => p,
+        _ => out.join(format!("{name}.ikp")),
+    };
     let trace = match load(&raw, &DecodeOptions::default()) {
         Ok(t) => t,
         Err(e) => return fail(format!("decoding its buffer: {e}")),

@@ -48,10 +48,15 @@ fn targets(bundle: &Path, plan: &Plan) -> Vec<(String, PathBuf, Vec<String>)> {
         .iter()
         .map(|e| {
             let out = plan.files.join("sanitizer").join(e);
+            let mut args = vec![out.display().to_string()];
+            if *e == "persistent_stream" {
+                // 200 tiles per SM: the rings still turn over, in a sanitizer's time.
+                args.push("200".into());
+            }
             (
                 format!("example/{e}"),
                 bundle.join("examples").join(e),
-                vec![out.display().to_string()],
+                args,
             )
         })
         .collect();

@@ -10,7 +10,7 @@ use ikp_host::{
 };
 
 /// (entry point, parameters) as the checks launch them.
-const ENTRIES: [(&str, usize); 11] = [
+const ENTRIES: [(&str, usize); 15] = [
     ("gt_resolution", 4),
     ("timing_globaltimer", 5),
     ("timing_clock", 5),
@@ -22,6 +22,10 @@ const ENTRIES: [(&str, usize); 11] = [
     ("async_ranges", 2),
     ("correction_probe", 2),
     ("warm_up", 3),
+    ("persistent_off", 4),
+    ("persistent_fixed", 4),
+    ("persistent_stream", 4),
+    ("persistent_stream_wait", 4),
 ];
 
 fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
@@ -74,6 +78,28 @@ fn the_checks_kernels_compile_and_match_their_launches() {
         assert!(
             entry(ptx, "rendezvous").contains("atom.global.add.u32"),
             "{arch}"
+        );
+        // The stream kernels call their out-of-line slow path, which publishes HEAD with a
+        // release store and reads TAIL with an acquire load, both at system scope; the
+        // uninstrumented one records nothing.
+        for name in ["persistent_stream", "persistent_stream_wait"] {
+            assert!(
+                entry(ptx, name).contains("call"),
+                "{arch} {name}: no slow-path call"
+            );
+        }
+        assert!(
+            ptx.contains("st.release.sys.global.u64"),
+            "{arch}: no HEAD publication"
+        );
+        assert!(
+            ptx.contains("ld.acquire.sys.global.u64"),
+            "{arch}: no TAIL read"
+        );
+        assert!(ptx.contains("nanosleep"), "{arch}: the wait mode sleeps");
+        assert!(
+            !entry(ptx, "persistent_off").contains("st.global.u64"),
+            "{arch}: the uninstrumented kernel stores"
         );
     }
 }

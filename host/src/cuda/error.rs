@@ -72,6 +72,15 @@ pub enum SessionError {
     /// A host copy of the buffer was needed before [`HostSession::read_back`](super::HostSession::read_back) made one.
     #[error("the ikp buffer has not been read back: call read_back() after the launch")]
     NotReadBack,
+    /// A stream session was given a layout that is not a stream launch's.
+    #[error(
+        "a stream session needs a stream layout (overflow Stream or StreamWait); use \
+         HostSession for the other overflow policies"
+    )]
+    NotStream,
+    /// The drain of a stream launch failed.
+    #[error(transparent)]
+    Drain(#[from] crate::drain::DrainError),
     /// Kernel compilation failed.
     #[error(transparent)]
     Nvrtc(#[from] NvrtcError),

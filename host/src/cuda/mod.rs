@@ -21,7 +21,7 @@ mod session;
 
 pub use driver::{device_count, driver_library, driver_version, open_device, probe_driver};
 pub use error::SessionError;
-pub use session::{HostSession, IkpArg, SessionOptions, WrittenTrace};
+pub use session::{HostSession, IkpArg, SessionOptions, StreamSession, WrittenTrace};
 
 /// The cudarc this crate is built against, for launchers that have no direct dependency.
 pub use cudarc;

@@ -62,10 +62,16 @@ const DETECT: [(WireFormat, Fits); 6] = [
     (WireFormat::Proton, proton_fits),
 ];
 
-/// Whether the probe starts with the ikp magic.
+/// Whether the probe starts with the ikp magic, or a stream file's (`.ikps`, the ikp
+/// format's records drained from a stream launch).
 fn native_fits(p: &Probe<'_>) -> Result<(), String> {
     match p.head.first() {
-        Some(&ikp_device::wire::MAGIC) => Ok(()),
+        Some(&ikp_device::wire::MAGIC) | Some(&crate::stream_file::FILE_MAGIC) => Ok(()),
+        Some(&ikp_device::stream::MAGIC) => Err(
+            "word 0 is a stream launch's buffer magic: its records went to the stream file \
+             (.ikps) the host drained them into; decode that file"
+                .into(),
+        ),
         w0 => Err(format!(
             "word 0 is {:#018x}, not the ikp magic",
             w0.copied().unwrap_or(0)

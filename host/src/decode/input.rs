@@ -169,7 +169,8 @@ impl<'b> Input<'b> {
             (Data::Mapped(_), Streaming::Always) => true,
             _ => false,
         };
-        if !wanted || self.format != WireFormat::Ikp || opts.correct_overhead {
+        let stream_file = crate::stream_file::is_stream_words(self.data.words());
+        if !wanted || self.format != WireFormat::Ikp || stream_file || opts.correct_overhead {
             return self.decode_launches(opts).map(Decoded::Launches);
         }
         match self.stream(opts) {

@@ -81,6 +81,7 @@
 //! [`decode_into`] and [`decode_launches`].
 
 mod assemble;
+pub(crate) use assemble::Recycled;
 pub mod async_ranges;
 pub mod chrome_host;
 mod correct;
@@ -188,6 +189,10 @@ fn decode_as(
     reuse: assemble::Recycled,
 ) -> Result<Trace, DecodeError> {
     let trace = match format {
+        // A stream file (`.ikps`) is the ikp format's too: its records, in their native form.
+        WireFormat::Ikp if crate::stream_file::is_stream_words(words) => {
+            crate::stream_file::read(bytemuck::cast_slice(words))?.native_trace(opts, reuse)?
+        }
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
         WireFormat::Tvm => tvm_family::decode::<tvm_family::Tvm>(words, opts, reuse)?,
         WireFormat::FlashInfer => tvm_family::decode::<tvm_family::FlashInfer>(words, opts, reuse)?,
@@ -210,10 +215,12 @@ fn launches_as(
     opts: &DecodeOptions,
 ) -> Result<Vec<Trace>, DecodeError> {
     match format {
-        WireFormat::Ikp => Ok(native::decode_launches(words, opts)?
-            .into_iter()
-            .map(|t| finish(t, opts))
-            .collect()),
+        WireFormat::Ikp if !crate::stream_file::is_stream_words(words) => {
+            Ok(native::decode_launches(words, opts)?
+                .into_iter()
+                .map(|t| finish(t, opts))
+                .collect())
+        }
         f => Ok(vec![decode_as(f, words, opts, Default::default())?]),
     }
 }

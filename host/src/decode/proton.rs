@@ -636,6 +636,7 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names: Names {
             regions: acc.names.clone(),

@@ -148,6 +148,9 @@ pub enum DecodeError {
     /// A Proton trace that cannot be decoded.
     #[error("Proton trace: {0}")]
     Proton(#[from] proton::ProtonError),
+    /// An ikp stream file (`.ikps`) that cannot be read.
+    #[error("ikp stream file: {0}")]
+    Stream(#[from] crate::stream_file::StreamFileError),
     /// The TVM-format header (slot 0) is unusable.
     #[error("TVM-format header (slot 0 = {word:#018x}): {why}")]
     TvmHeader {

@@ -314,6 +314,7 @@ fn decode_skipping(
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names: Names::default(),
         lanes: all.lanes,

@@ -41,7 +41,9 @@ pub use filter::{BlockFilter, BlockFilterError};
 pub use host_trace::{HostEvent, HostThread, HostTrace, SetAsideThread};
 pub use lane::{Lane, TrackId};
 pub use names::Names;
-pub use source::{AssumedClock, ClockCalibration, Epoch, OverheadCorrection, Source, WireFormat};
+pub use source::{
+    AssumedClock, ClockCalibration, Epoch, OverheadCorrection, Source, StreamSource, WireFormat,
+};
 pub use tables::{AsyncRanges, CounterSamples, Instants, Spans};
 pub use trace::Trace;
 

@@ -94,6 +94,26 @@ pub struct Source {
     /// The per-record cost removed from span durations
     /// ([`crate::DecodeOptions::correct_overhead`]; `None`: durations are as recorded).
     pub overhead_correction: Option<OverheadCorrection>,
+    /// A stream launch's file (`.ikps`): how its lanes recorded and what the drain saw
+    /// (`None` for every other input).
+    pub stream: Option<StreamSource>,
+}
+
+/// How a stream launch recorded ([`crate::stream_file`]): its lanes' rings, their policy
+/// when full, and the drain's figures from the file's end block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StreamSource {
+    /// Records each lane's ring holds.
+    pub ring_records: u32,
+    /// Whether a full lane waited for room (`Overflow::StreamWait`) rather than dropped.
+    pub wait: bool,
+    /// Records the drain copied out (marks included).
+    pub drained_records: u64,
+    /// The drain's passes over the lanes.
+    pub drain_polls: u64,
+    /// The most records one lane had waiting at a pass: near `ring_records` means the
+    /// drain nearly fell behind.
+    pub drain_max_backlog: u64,
 }
 
 /// Which launch of a buffer that records several (wire `epochs > 1`, one segment per lane

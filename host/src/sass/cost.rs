@@ -184,6 +184,13 @@ pub struct ArchCost {
     pub ring_records: Vec<RecordCost>,
     /// Ring-lane records in a runtime loop, one entry per mode of [`MODES`].
     pub ring_loop_records: Vec<LoopCost>,
+    /// Straight-line records of stream lanes (drop mode), one entry per mode of [`MODES`].
+    pub stream_records: Vec<RecordCost>,
+    /// Stream-lane records in a runtime loop, one entry per mode of [`MODES`].
+    pub stream_loop_records: Vec<LoopCost>,
+    /// The same without the out-of-line slow path's call block: what an iteration runs
+    /// while the ring has room (the call runs once per publish interval).
+    pub stream_loop_fast: Vec<LoopCost>,
     /// Async-range records (`range_begin` / `range_end`), (first, steady) as for
     /// [`RecordCost`].
     pub ranges: (f64, f64),
@@ -221,7 +228,7 @@ fn cost_source() -> String {
     let mut s = String::from(kernels::COST);
     for m in MODES {
         for extra in [0, K, 2 * K] {
-            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS"] {
+            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS", "IKP_STREAM_KERNELS"] {
                 let _ = writeln!(
                     s,
                     "{macro_}({}, {}, {extra})",
@@ -289,6 +296,20 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
     let (records, loop_records) = mode_costs(&cost, "")?;
     let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
+    let (stream_records, stream_loop_records) = mode_costs(&cost, "stream_")?;
+    let stream_loop_fast = MODES
+        .iter()
+        .map(|&m| {
+            let body = |extra| {
+                cost.single_loop_without_calls(&m.kernel("stream_loop_records", extra))
+                    .map(|l| l.len() as i64)
+            };
+            Ok(LoopCost {
+                mode: m,
+                growth: body(K)? - body(0)?,
+            })
+        })
+        .collect::<Result<Vec<_>, SassError>>()?;
     let r = |extra: u32| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len());
     let (r0, r1, r2) = (r(0)?, r(K)?, r(2 * K)?);
     let full = setup_len(c, arch, &[])?;
@@ -329,6 +350,9 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         examples,
         ring_records,
         ring_loop_records,
+        stream_records,
+        stream_loop_records,
+        stream_loop_fast,
         ranges: (per_record(r0, r1), per_record(r1, r2)),
         setup,
     })
@@ -394,6 +418,35 @@ impl CostReport {
                     m.label()
                 ),
                 cells(&|a| a.ring_loop_records[i].growth.to_string()),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!("stream record ({}), per record: {steps}", m.label()),
+                cells(&|a| {
+                    format!(
+                        "{} / {}",
+                        a.stream_records[i].first, a.stream_records[i].steady
+                    )
+                }),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!(
+                    "stream record in a runtime loop ({}), per iteration",
+                    m.label()
+                ),
+                cells(&|a| a.stream_loop_records[i].growth.to_string()),
+            ));
+        }
+        for (i, m) in MODES.iter().enumerate() {
+            rows.push((
+                format!(
+                    "stream record in a runtime loop ({}), per iteration while the ring has room",
+                    m.label()
+                ),
+                cells(&|a| a.stream_loop_fast[i].growth.to_string()),
             ));
         }
         rows.push((
@@ -489,6 +542,22 @@ mod tests {
                 .iter()
                 .map(|&mode| LoopCost { mode, growth: 8 })
                 .collect(),
+            stream_records: MODES
+                .iter()
+                .map(|&mode| RecordCost {
+                    mode,
+                    first: 20.0,
+                    steady: 21.0,
+                })
+                .collect(),
+            stream_loop_records: MODES
+                .iter()
+                .map(|&mode| LoopCost { mode, growth: 17 })
+                .collect(),
+            stream_loop_fast: MODES
+                .iter()
+                .map(|&mode| LoopCost { mode, growth: 11 })
+                .collect(),
             ranges: (3.5, 4.0),
             setup: LaneSetup {
                 total: 60,
@@ -548,6 +617,10 @@ mod tests {
             md.contains("| of which record-cost calibration (IKP_CALIBRATE=0 saves) | 25 | 25 |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 4 * MODES.len() + 7);
+        assert!(
+            md.contains("| stream record in a runtime loop (Fence::None, Timer::Global), per iteration while the ring has room | 11 | 11 |"),
+            "{md}"
+        );
+        assert_eq!(r.rows().len(), 7 * MODES.len() + 7);
     }
 }

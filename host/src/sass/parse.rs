@@ -102,6 +102,64 @@ impl Sass {
         Ok(loops)
     }
 
+    /// The body of the only loop of kernel `name` without its out-of-line calls' blocks:
+    /// the instructions an iteration runs when no call is made. A call's block is what a
+    /// forward branch before the call jumps over (from that branch to its target), the
+    /// shape ptxas gives a rarely taken path: `@P BRA past; ... CALL ...; past:`.
+    pub fn single_loop_without_calls(&self, name: &str) -> Result<Vec<String>, SassError> {
+        let ins = self.insns(name)?;
+        let body = self.single_loop_range(name)?;
+        let body = &ins[body];
+        let mut skipped = vec![false; body.len()];
+        for (c, (call_addr, text)) in body.iter().enumerate() {
+            if !opcode(text).starts_with("CALL") {
+                continue;
+            }
+            let jump = body[..c].iter().rev().find_map(|(addr, t)| {
+                branch_target(t)
+                    .filter(|target| target > call_addr)
+                    .map(|target| (*addr, target))
+            });
+            let Some((from, to)) = jump else {
+                return Err(SassError::BranchTarget {
+                    kernel: name.to_owned(),
+                    target: *call_addr,
+                });
+            };
+            for (k, (addr, _)) in body.iter().enumerate() {
+                if *addr > from && *addr < to {
+                    skipped[k] = true;
+                }
+            }
+        }
+        Ok(body
+            .iter()
+            .zip(skipped)
+            .filter(|(_, s)| !s)
+            .map(|((_, t), _)| t.clone())
+            .collect())
+    }
+
+    /// Index range of the only loop of kernel `name` in its instructions.
+    fn single_loop_range(&self, name: &str) -> Result<std::ops::Range<usize>, SassError> {
+        let ins = self.insns(name)?;
+        let mut found = Vec::new();
+        for (i, (addr, text)) in ins.iter().enumerate() {
+            if let Some(target) = branch_target(text).filter(|t| t < addr) {
+                if let Some(start) = ins.iter().position(|(a, _)| *a == target) {
+                    found.push(start..i + 1);
+                }
+            }
+        }
+        if found.len() != 1 {
+            return Err(SassError::LoopCount {
+                kernel: name.to_owned(),
+                found: found.len(),
+            });
+        }
+        Ok(found.pop().unwrap_or_default())
+    }
+
     /// The body of the only loop of kernel `name`.
     pub fn single_loop(&self, name: &str) -> Result<Vec<String>, SassError> {
         let mut loops = self.loops(name)?;
@@ -214,6 +272,40 @@ mod tests {
             Sass::parse(&bad).loops("spin"),
             Err(SassError::BranchTarget { target: 8, .. })
         ));
+    }
+
+    #[test]
+    fn a_loops_call_block_is_left_out_of_its_path_without_calls() {
+        let listing = "\
+        Function : k
+        /*0000*/                   MOV R1, RZ ;
+        /*0010*/                   ISETP.NE.AND P1, PT, R7, R6, PT ;
+        /*0020*/               @P1 STG.E.64 desc[UR8][R10.64], R18 ;
+        /*0030*/               @P1 BRA 0x70 ;
+        /*0040*/                   MOV R0, 0x60 ;
+        /*0050*/                   CALL.REL.NOINC 0xa0 ;
+        /*0060*/                   IMAD.MOV.U32 R7, RZ, RZ, R8 ;
+        /*0070*/                   VIADD R15, R15, 0x1 ;
+        /*0080*/              @!P2 BRA 0x10 ;
+        /*0090*/                   EXIT ;
+        /*00a0*/                   RET.REL.NODEC R16 0x0 ;
+        /*00b0*/                   BRA 0xb0 ;
+        ";
+        let s = Sass::parse(listing);
+        assert_eq!(s.single_loop("k").unwrap().len(), 8);
+        assert_eq!(
+            s.single_loop_without_calls("k").unwrap(),
+            [
+                "ISETP.NE.AND P1, PT, R7, R6, PT",
+                "@P1 STG.E.64 desc[UR8][R10.64], R18",
+                "@P1 BRA 0x70",
+                "VIADD R15, R15, 0x1",
+                "@!P2 BRA 0x10",
+            ]
+        );
+        // A call no branch jumps over cannot be told apart from the loop's own path.
+        let bare = listing.replace("@P1 BRA 0x70", "NOP");
+        assert!(Sass::parse(&bare).single_loop_without_calls("k").is_err());
     }
 
     #[test]

@@ -50,6 +50,10 @@
 //!                       lanes_unmeasured, spans_corrected, total_ns_removed}: span ends
 //!                       were moved earlier by each lane's per-record cost for every
 //!                       record between begin and end (see below)
+//! stream                stream files (`.ikps`) only (absent otherwise): {ring_records,
+//!                       wait, drained_records, drain_polls, drain_max_backlog}: each
+//!                       lane's ring, whether full lanes waited (else dropped), and the
+//!                       drain's figures ([`crate::model::StreamSource`])
 //! percentile_method     how percentiles were computed (exact, see below)
 //! filters               {summary_hist_bins, summary_topk_block_warp_per_region}
 //! lane_dur              lane time: the lanes' first-to-last-stamp times, summed
@@ -465,6 +469,9 @@ pub struct Summary {
     /// The overhead correction applied (absent when not asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overhead_correction: Option<CorrectionSummary>,
+    /// A stream launch's rings and drain (absent for other inputs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::model::StreamSource>,
     /// Percentile method.
     pub percentile_method: &'static str,
     /// The options in effect (those the `# Format` lists as `filters`).
@@ -704,6 +711,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
             spans_corrected: c.spans_corrected,
             total_ns_removed: c.total_ns_removed,
         }),
+        stream: trace.source.stream,
         percentile_method: PERCENTILE_METHOD,
         filters: opt.clone(),
         lane_dur,

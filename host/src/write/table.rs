@@ -229,14 +229,29 @@ fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> 
     }
     let dropping = || trace.lanes.iter().filter(|l| l.dropped > 0);
     if let Some(worst) = dropping().max_by_key(|l| l.dropped) {
+        let remedy = match src.stream {
+            Some(_) => "the drain fell behind: a larger ring, or Overflow::StreamWait",
+            None => "raise records_per_lane",
+        };
         writeln!(
             w,
-            "  {} lanes dropped records (most: lane {} block {} group {}: {}); raise records_per_lane",
+            "  {} lanes dropped records (most: lane {} block {} group {}: {}); {remedy}",
             dropping().count(),
             worst.id,
             worst.block,
             worst.group,
             worst.dropped
+        )?;
+    }
+    if let Some(s) = &src.stream {
+        writeln!(
+            w,
+            "stream launch: rings of {} records, {} when full; the drain copied {} records in {} passes, at most {} waiting in one ring",
+            s.ring_records,
+            if s.wait { "waiting" } else { "dropping" },
+            s.drained_records,
+            s.drain_polls,
+            s.drain_max_backlog
         )?;
     }
     if let Some(a) = &stats.async_ranges {

@@ -57,3 +57,4 @@ mod session_no_gpu;
 mod set_aside;
 mod set_aside_formats;
 mod shares;
+mod stream_emulation;

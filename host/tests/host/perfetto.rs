@@ -65,6 +65,7 @@ fn build(groups_per_block: u32, names: Names, mut lanes: Vec<LaneSpec>) -> Trace
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names,
         lanes: Vec::new(),

@@ -67,6 +67,9 @@
 
 mod arg;
 mod clock;
+mod stream;
+
+pub use stream::StreamSession;
 
 use std::fmt;
 use std::io::Write as _;

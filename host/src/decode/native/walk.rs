@@ -76,6 +76,7 @@ impl Prepared {
                 clock_sync: h.layout.clock_sync,
                 epoch: self.epoch,
                 overhead_correction: None,
+                stream: None,
             },
             names: Names {
                 regions: h.layout.regions.clone(),

@@ -785,6 +785,7 @@ fn decode_skipping<L: Family>(
             clock_sync: None,
             epoch: None,
             overhead_correction: None,
+            stream: None,
         },
         names: Names::default(),
         lanes: asm.lanes,

@@ -9,7 +9,8 @@
 //   fence        None | Block        timer  Global | Clock
 // `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count.
 // IKP_RING_KERNELS(fence, timer, extra) instantiates the same two kernels for ring lanes
-// (`ring_records_...`, `ring_loop_records_...`), IKP_RANGE_KERNELS(extra) straight-line
+// (`ring_records_...`, `ring_loop_records_...`), IKP_STREAM_KERNELS for stream lanes in drop
+// mode (`stream_records_...`, `stream_loop_records_...`), IKP_RANGE_KERNELS(extra) straight-line
 // async-range records (`ranges_<extra>`: range_begin then alternately range_end and
 // range_begin).
 #include "ikp.cuh"
@@ -55,6 +56,15 @@ __device__ __forceinline__ void loop_records_body(unsigned* out, unsigned n, ikp
   extern "C" __global__ void ring_loop_records_##F##_##T##_##EXTRA(unsigned* out, unsigned n, \
                                                                    ikp::Arg prof) {          \
     loop_records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::Ring, EXTRA>(out, n, prof); \
+  }
+
+#define IKP_STREAM_KERNELS(F, T, EXTRA)                                                        \
+  extern "C" __global__ void stream_records_##F##_##T##_##EXTRA(unsigned pay, ikp::Arg prof) { \
+    records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::Stream, EXTRA>(pay, prof);       \
+  }                                                                                            \
+  extern "C" __global__ void stream_loop_records_##F##_##T##_##EXTRA(unsigned* out, unsigned n, \
+                                                                     ikp::Arg prof) {          \
+    loop_records_body<ikp::Fence::F, ikp::Timer::T, ikp::Overflow::Stream, EXTRA>(out, n, prof); \
   }
 
 template <unsigned EXTRA>

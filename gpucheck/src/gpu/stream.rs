@@ -1,0 +1,371 @@
+//! `stream/wait` and `stream/drop`: a persistent kernel on every SM records about 10^8
+//! events in 1 to 3 s through rings of [`RING`] records (4 KiB) per lane, drained into a
+//! stream file while it runs.
+//!
+//! The kernel (`persistent_*` in kernels.cu) is one block per SM of four warps; each warp
+//! is a lane recording `pairs` begin / end pairs numbered by their payload. Its work per
+//! pair is calibrated first so that the uninstrumented kernel runs about
+//! [`TARGET_NS`]: then 10^8 records in that time are about 10^8 records/s.
+//!
+//! - `stream/wait` (`Overflow::StreamWait`): passes when every record of every lane is in
+//!   the file, once, in order; figures: stalls, the drain's records/s and bytes/s, the
+//!   slowdown against the uninstrumented kernel and against the same kernel recording into
+//!   a buffer large enough for everything.
+//! - `stream/drop` (`Overflow::Stream`): passes when, in every lane, the records in the
+//!   file and the records dropped add up to the records attempted, each gap announced by a
+//!   drop mark; figures: the drops, the slowdowns, and whether the drop-mode target
+//!   (slowdown <= 3 % at 10^8 records/s) is met.
+//!
+//! The file goes to `/dev/shm` where there is one, so the drain is measured rather than the
+//! disk. The PCIe link (nvidia-smi's generation and width) is a figure of both.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ikp_device::wire::{self, Kind};
+use ikp_device::{stream, Layout, Overflow, TimerMode};
+use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
+use ikp_host::stream_file::{self, StreamCapture};
+
+use super::words::verdict;
+use super::{Error, Gpu};
+use crate::results::Check;
+
+/// Records a run makes, about.
+pub const RECORDS: u64 = 100_000_000;
+/// Ring capacity per lane (records; 4 KiB).
+pub const RING: u32 = 512;
+/// Warps (lanes) per block.
+pub const WARPS: u32 = 4;
+/// Wall time the uninstrumented kernel is calibrated to, ns.
+pub const TARGET_NS: f64 = 1.5e9;
+/// The drop-mode slowdown target at 10^8 records/s, percent.
+pub const DROP_TARGET_PCT: f64 = 3.0;
+
+/// The kernels' shape on `gpu`: `(blocks, pairs per lane)`.
+fn shape(gpu: &Gpu) -> (u32, u32) {
+    let lanes = (gpu.sms * WARPS) as u64;
+    (gpu.sms, RECORDS.div_ceil(2 * lanes) as u32)
+}
+
+fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
+    Layout {
+        grid: [gpu.sms, 1, 1],
+        groups_per_block: WARPS,
+        records_per_lane,
+        timer: TimerMode::Globaltimer,
+        regions: vec!["pair".into()],
+        overflow,
+        ..Layout::default()
+    }
+}
+
+/// One kernel of the `persistent_*` family, ready to launch.
+struct Kernel<'g> {
+    gpu: &'g Gpu,
+    f: CudaFunction,
+    sink: CudaSlice<f32>,
+}
+
+impl<'g> Kernel<'g> {
+    fn new(gpu: &'g Gpu, name: &str) -> Result<Kernel<'g>, Error> {
+        Ok(Kernel {
+            gpu,
+            f: gpu.function(name)?,
+            sink: gpu.zeros::<f32>(32 * WARPS as usize)?,
+        })
+    }
+
+    /// Launches once and waits; returns the wall time.
+    fn run(&self, pairs: u32, work: u32, arg: &IkpArg) -> Result<Duration, SessionError> {
+        launch(self.gpu, &self.f, &self.sink, pairs, work, arg)
+    }
+}
+
+/// Launches `f` once and waits; returns its wall time.
+fn launch(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    sink: &CudaSlice<f32>,
+    pairs: u32,
+    work: u32,
+    arg: &IkpArg,
+) -> Result<Duration, SessionError> {
+    let cfg = LaunchConfig {
+        grid_dim: (gpu.sms, 1, 1),
+        block_dim: (32 * WARPS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let t = Instant::now();
+    let mut b = gpu.stream.launch_builder(f);
+    b.arg(sink).arg(&pairs).arg(&work).arg(arg);
+    // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
+    unsafe { b.launch(cfg) }.map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
+    gpu.stream
+        .synchronize()
+        .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;
+    Ok(t.elapsed())
+}
+
+/// The work per pair that makes the uninstrumented kernel run about [`TARGET_NS`].
+fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
+    let off = Kernel::new(gpu, "persistent_off")?;
+    let arg = IkpArg::default();
+    let probe_pairs = (pairs / 16).max(1);
+    let mut work = 16u32;
+    for _ in 0..4 {
+        let t = off
+            .run(probe_pairs, work, &arg)
+            .map_err(|e| e.to_string())?;
+        let t = t.as_nanos() as f64;
+        let full = t * pairs as f64 / probe_pairs as f64;
+        let next = (work as f64 * TARGET_NS / full.max(1.0)).clamp(1.0, 1e6) as u32;
+        if (next as f64 / work as f64 - 1.0).abs() < 0.1 {
+            return Ok(next);
+        }
+        work = next;
+    }
+    Ok(work)
+}
+
+/// Runs of the uninstrumented kernel and of the fixed-buffer kernel: `(off, fixed)` wall
+/// times, the shorter of two each.
+fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), Error> {
+    let (off_k, fixed_k) = (
+        Kernel::new(gpu, "persistent_off")?,
+        Kernel::new(gpu, "persistent_fixed")?,
+    );
+    let off_arg = IkpArg::default();
+    let mut fixed = gpu.session(layout(gpu, Overflow::DropNewest, 2 * pairs))?;
+    let fixed_arg = fixed.kernel_arg();
+    let mut off = Duration::MAX;
+    let mut fix = Duration::MAX;
+    let e = |e: SessionError| e.to_string();
+    for _ in 0..2 {
+        off = off.min(off_k.run(pairs, work, &off_arg).map_err(e)?);
+        fix = fix.min(fixed_k.run(pairs, work, &fixed_arg).map_err(e)?);
+    }
+    fixed.read_back().map_err(|e| e.to_string())?;
+    Ok((off, fix))
+}
+
+/// Where the stream file goes: `/dev/shm` if it exists (memory, not the disk).
+fn file_dir() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// What one lane's records say: `(arrived, marked drops, drop marks, stall marks)`, or
+/// what is wrong.
+pub fn lane_tally(capture: &StreamCapture, lane: usize, pairs: u32) -> Result<[u64; 4], String> {
+    let l = &capture.lanes[lane];
+    let (mut next, mut marked, mut drop_marks, mut stall_marks) = (0u64, 0u64, 0u64, 0u64);
+    for (i, &r) in l.records.iter().enumerate() {
+        let rec = wire::unpack_record(r);
+        if rec.kind == Kind::Meta {
+            match rec.region {
+                stream::META_DROPPED => {
+                    next += rec.time_lo as u64;
+                    marked += rec.time_lo as u64;
+                    drop_marks += 1;
+                }
+                stream::META_STALLED => stall_marks += 1,
+                k => return Err(format!("lane {lane}: record {i} is meta kind {k}")),
+            }
+            continue;
+        }
+        let kind = if next % 2 == 0 {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
+        let payload = (next / 2) as u32 & wire::MAX_PAYLOAD;
+        if (rec.kind, rec.payload) != (kind, payload) {
+            return Err(format!(
+                "lane {lane}: record {i} is {:?} {}, expected attempt {next} ({kind:?} {payload})",
+                rec.kind, rec.payload
+            ));
+        }
+        next += 1;
+    }
+    let dropped = capture.dropped(lane);
+    let attempted = 2 * pairs as u64;
+    if dropped < marked || next + (dropped - marked) != attempted {
+        return Err(format!(
+            "lane {lane}: {} records arrived, {dropped} dropped ({marked} marked), {attempted} \
+             attempted",
+            next - marked
+        ));
+    }
+    Ok([next - marked, marked, drop_marks, stall_marks])
+}
+
+/// `stream/wait` (`wait`) or `stream/drop`.
+pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
+    let name = if wait { "stream/wait" } else { "stream/drop" };
+    let (_, pairs) = shape(gpu);
+    let work = calibrate(gpu, pairs)?;
+    let (off, fixed) = references(gpu, pairs, work)?;
+    let overflow = if wait {
+        Overflow::StreamWait
+    } else {
+        Overflow::Stream
+    };
+    let opts = SessionOptions {
+        clock_sync_samples: 0,
+    };
+    let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), opts)
+        .map_err(|e| e.to_string())?;
+    let arg = session.kernel_arg();
+    let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
+    let kernel = Kernel::new(
+        gpu,
+        if wait {
+            "persistent_stream_wait"
+        } else {
+            "persistent_stream"
+        },
+    )?;
+    let mut ran = Duration::ZERO;
+    let stats = session
+        .record(&path, |_| {
+            ran = kernel.run(pairs, work, &arg)?;
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    let capture = stream_file::read(&bytes).map_err(|e| e.to_string())?;
+    let lanes = capture.lanes.len();
+    let mut bad = Vec::new();
+    let mut sums = [0u64; 4];
+    for l in 0..lanes {
+        match lane_tally(&capture, l, pairs) {
+            Ok(t) => sums.iter_mut().zip(t).for_each(|(s, v)| *s += v),
+            Err(e) => bad.push(e),
+        }
+    }
+    let attempted = 2 * pairs as u64 * lanes as u64;
+    let dropped: u64 = (0..lanes).map(|l| capture.dropped(l)).sum();
+    if wait && sums[0] != attempted {
+        bad.push(format!("{} of {attempted} records arrived", sums[0]));
+    }
+    let slow = |t: Duration, base: Duration| 100.0 * (t.as_secs_f64() / base.as_secs_f64() - 1.0);
+    let wall_s = stats.wall_ns as f64 / 1e9;
+    let rate = attempted as f64 / ran.as_secs_f64();
+    let vs_off = slow(ran, off);
+    let summary = if wait {
+        format!(
+            "{lanes} lanes, {attempted} records through rings of {RING}: every one arrived once, \
+             in order; {} stalls; slowdown {vs_off:.2} % vs uninstrumented",
+            sums[3]
+        )
+    } else {
+        format!(
+            "{lanes} lanes, {attempted} records attempted at {:.0} M/s: {} arrived + {dropped} \
+             dropped add up in every lane ({} drop marks); slowdown {vs_off:.2} % vs \
+             uninstrumented",
+            rate / 1e6,
+            sums[0],
+            sums[2]
+        )
+    };
+    let smi = crate::machine::nvidia_smi().unwrap_or_default();
+    let pcie = |k: &str| smi.get(k).cloned().unwrap_or_default();
+    let mut c = verdict(name, bad, summary)
+        .figure("lanes", lanes as u64)
+        .figure("ring_records", RING)
+        .figure("records_attempted", attempted)
+        .figure("records_arrived", sums[0])
+        .figure("records_dropped", dropped)
+        .figure("drop_marks", sums[2])
+        .figure("stall_marks", sums[3])
+        .figure("work_per_pair", work)
+        .figure("kernel_off_s", off.as_secs_f64())
+        .figure("kernel_fixed_buffer_s", fixed.as_secs_f64())
+        .figure("kernel_stream_s", ran.as_secs_f64())
+        .figure("records_per_s", rate)
+        .figure("slowdown_vs_off_pct", vs_off)
+        .figure("slowdown_vs_fixed_buffer_pct", slow(ran, fixed))
+        .figure("fixed_buffer_slowdown_vs_off_pct", slow(fixed, off))
+        .figure("drain_records_per_s", stats.records as f64 / wall_s)
+        .figure("drain_bytes_per_s", 8.0 * stats.records as f64 / wall_s)
+        .figure("drain_polls", stats.polls)
+        .figure("drain_max_backlog", stats.max_backlog)
+        .figure("pcie_link_gen", pcie("smi_pcie_link_gen_current"))
+        .figure("pcie_link_width", pcie("smi_pcie_link_width_current"));
+    if !wait {
+        c = c.figure(
+            "drop_target_met",
+            rate >= 0.9e8 && vs_off <= DROP_TARGET_PCT,
+        );
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ikp_host::stream_file::{DrainStats, StreamFileWriter};
+
+    /// A capture of one lane whose records are `records`, dropping `dropped` in all.
+    fn capture(records: &[u64], dropped: u32) -> StreamCapture {
+        let layout = Layout {
+            records_per_lane: 64,
+            regions: vec!["pair".into()],
+            overflow: Overflow::Stream,
+            ..Layout::default()
+        };
+        let header = layout.header_words().unwrap();
+        let mut w = StreamFileWriter::new(Vec::new(), &header).unwrap();
+        for (k, chunk) in records.chunks(64).enumerate() {
+            w.records(0, (k * 64) as u32, chunk).unwrap();
+        }
+        let mut state = vec![0u64; stream_file::lane_state_words(0) as usize];
+        let count =
+            (wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS + wire::lane::T_COUNT) as usize;
+        state[count] = wire::pack_count(records.len() as u32, dropped);
+        w.lane(0, &state).unwrap();
+        let stats = DrainStats {
+            records: records.len() as u64,
+            ..DrainStats::default()
+        };
+        stream_file::read(&w.finish(&stats).unwrap()).unwrap()
+    }
+
+    fn pair(n: u64) -> u64 {
+        let kind = if n.is_multiple_of(2) {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
+        wire::pack_record(n as u32, wire::pack_tag(kind, 0, (n / 2) as u32))
+    }
+
+    fn mark(kind: u32, value: u32) -> u64 {
+        wire::pack_record(value, wire::pack_tag(Kind::Meta, kind, 0))
+    }
+
+    #[test]
+    fn a_whole_lane_tallies_and_a_gap_is_caught() {
+        let all: Vec<u64> = (0..200).map(pair).collect();
+        assert_eq!(lane_tally(&capture(&all, 0), 0, 100), Ok([200, 0, 0, 0]));
+        // Records 50..60 dropped, announced by a mark; 4 more dropped at the end.
+        let mut some: Vec<u64> = (0..50).map(pair).collect();
+        some.push(mark(stream::META_DROPPED, 10));
+        some.extend((60..196).map(pair));
+        assert_eq!(lane_tally(&capture(&some, 14), 0, 100), Ok([186, 10, 1, 0]));
+        // The same without the mark: record 50 is not attempt 50.
+        let unmarked: Vec<u64> = (0..50).chain(60..200).map(pair).collect();
+        let e = lane_tally(&capture(&unmarked, 10), 0, 100).unwrap_err();
+        assert!(e.contains("record 50"), "{e}");
+        // A lane whose counts do not add up.
+        let e = lane_tally(&capture(&all[..190], 0), 0, 100).unwrap_err();
+        assert!(e.contains("190 records arrived"), "{e}");
+    }
+}

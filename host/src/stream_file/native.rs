@@ -1,0 +1,272 @@
+//! A stream capture as a native buffer, so every decoder, writer and analysis of ikp reads
+//! a stream launch as it reads a fixed one.
+//!
+//! The buffer has the launch's shape and names with `records_per_lane` the most records
+//! any lane streamed, each lane's records in order, and its stamps, IDS (stream flags
+//! cleared), record cost, counters and counts from its final state. The stream's marks
+//! become what the native format can say:
+//!
+//! - a drop mark becomes an instant of the region `[ikp] records dropped` (added after the
+//!   launch's regions when a lane dropped any), its payload the records dropped there
+//!   (saturating at the payload's 2^20 - 1), at the time of the record before it; the
+//!   lane's `dropped` count is the exact total, as for a full fixed lane;
+//! - an end that would close a region begun before a drop mark becomes an instant of
+//!   `[ikp] end of a region begun before a drop` (payload: the region's id), and that
+//!   region's begin stays unmatched: the records dropped may have held its real end, so no
+//!   span is made across a gap;
+//! - a stall mark becomes an instant of `[ikp] waited for room (us)`, its payload the wait
+//!   in microseconds (saturating); a wait-mode launch also gets two wait counters per lane,
+//!   `[ikp] waits for room` and `[ikp] ns waiting for room`, the lane's exact totals.
+
+use super::{StreamCapture, StreamFileError};
+use crate::decode::{DecodeError, DecodeOptions, Recycled};
+use crate::model::{StreamSource, Trace};
+use ikp_device::wire::{self, lane, Kind, Overflow};
+use ikp_device::{stream, Layout};
+
+/// Name of the region drop marks become.
+pub const DROPPED_REGION: &str = "[ikp] records dropped";
+/// Name of the region stall marks become.
+pub const STALLED_REGION: &str = "[ikp] waited for room (us)";
+/// Name of the region an end becomes when it would close a region begun before a drop
+/// mark; its payload is the region's id.
+pub const ACROSS_REGION: &str = "[ikp] end of a region begun before a drop";
+/// Name of the wait counter of a wait-mode lane's waits.
+pub const STALLS_COUNTER: &str = "[ikp] waits for room";
+/// Name of the wait counter of a wait-mode lane's time waiting, ns.
+pub const STALL_NS_COUNTER: &str = "[ikp] ns waiting for room";
+
+impl StreamCapture {
+    /// The capture decoded: its native form ([`StreamCapture::to_native_words`]) decoded,
+    /// each lane's `dropped` the lane's own total. (Users decode a stream file as any
+    /// buffer: `ikp_host::load`, `decode_bytes`.)
+    pub(crate) fn native_trace(
+        &self,
+        opts: &DecodeOptions,
+        reuse: Recycled,
+    ) -> Result<Trace, DecodeError> {
+        let words = self.to_native_words()?;
+        let mut trace = crate::decode::native::decode(&words, opts, reuse)?;
+        for lane in &mut trace.lanes {
+            lane.dropped = self.dropped(lane.id as usize);
+        }
+        let layout = &self.header.layout;
+        trace.source.records_per_lane = layout.records_per_lane;
+        trace.source.stream = Some(StreamSource {
+            ring_records: layout.records_per_lane,
+            wait: layout.overflow == Overflow::StreamWait,
+            drained_records: self.drain.records,
+            drain_polls: self.drain.polls,
+            drain_max_backlog: self.drain.max_backlog,
+        });
+        Ok(trace)
+    }
+
+    /// Records lane `lane` dropped (its final state's count; 0 without one).
+    pub fn dropped(&self, lane: usize) -> u64 {
+        let Some(state) = self.lanes.get(lane).and_then(|l| l.state.as_ref()) else {
+            return 0;
+        };
+        let count = (lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::T_COUNT) as usize;
+        state[count] >> wire::COUNT_DROPPED_SHIFT
+    }
+
+    /// The native buffer words of this capture (see the module doc).
+    pub fn to_native_words(&self) -> Result<Vec<u64>, StreamFileError> {
+        let src = &self.header.layout;
+        let meta_of = |r: u64| {
+            let r = wire::unpack_record(r);
+            (r.kind == Kind::Meta).then_some(r.region)
+        };
+        let has = |kind: u32| {
+            self.lanes
+                .iter()
+                .any(|l| l.records.iter().any(|&r| meta_of(r) == Some(kind)))
+        };
+        let mut regions = src.regions.clone();
+        let mut add_region = |name: &str, present: bool| {
+            present.then(|| {
+                regions.push(name.to_string());
+                regions.len() as u32 - 1
+            })
+        };
+        let across: Vec<Vec<bool>> = (self.lanes.iter())
+            .map(|l| ends_across_drops(&l.records, src))
+            .collect();
+        let dropped_region = add_region(DROPPED_REGION, has(stream::META_DROPPED));
+        let stalled_region = add_region(STALLED_REGION, has(stream::META_STALLED));
+        let across_region = add_region(ACROSS_REGION, across.iter().any(|l| l.iter().any(|&a| a)));
+        let waits = src.overflow == Overflow::StreamWait;
+        let mut counters = src.counters.clone();
+        if waits {
+            counters.extend([STALLS_COUNTER.to_string(), STALL_NS_COUNTER.to_string()]);
+        }
+        let most = self
+            .lanes
+            .iter()
+            .map(|l| l.records.len())
+            .max()
+            .unwrap_or(0);
+        let lanes = src.lane_count();
+        let need = lanes.saturating_mul(ikp_device::wire::lane_stride(
+            most as u32,
+            src.counters.len() as u32 + 2,
+        ));
+        if need > 4 * self.file_words + (1 << 18) {
+            return Err(StreamFileError::Uneven {
+                lanes,
+                most: most as u64,
+                need,
+                have: self.file_words,
+            });
+        }
+        let layout = Layout {
+            records_per_lane: (most as u32).max(1),
+            regions,
+            counters,
+            overflow: Overflow::DropNewest,
+            epochs: 1,
+            ..src.clone()
+        };
+        let bad = |why: String| StreamFileError::Block { at: 0, why };
+        let mut words = layout
+            .header_words()
+            .map_err(|e| bad(format!("the capture has no native form: {e}")))?;
+        let lane_base = layout.lane_base() as usize;
+        let stride = layout.lane_stride() as usize;
+        words.resize(layout.buffer_words() as usize, 0);
+        let cap = layout.records_per_lane as usize;
+        let n_src_counters = src.counters.len();
+        for (l, capture) in self.lanes.iter().enumerate() {
+            let Some(state) = &capture.state else {
+                continue;
+            };
+            let seg = &mut words[lane_base + l * stride..lane_base + (l + 1) * stride];
+            let pro = lane::PROLOGUE_WORDS as usize;
+            let ctrl = stream::CTRL_WORDS as usize;
+            seg[..pro].copy_from_slice(&state[..pro]);
+            let native_flags = wire::lane_flags::CLOCK | wire::lane_flags::BLOCK_FENCE;
+            if let Some(ids) = wire::unpack_ids(state[lane::IDS as usize]) {
+                seg[lane::IDS as usize] =
+                    wire::pack_ids(ids.smid, ids.warp, ids.flags & native_flags);
+            }
+            // A mark takes the time of the record before it: the lane's start if none.
+            let clock = wire::unpack_ids(state[lane::IDS as usize])
+                .is_some_and(|i| i.flags & wire::lane_flags::CLOCK != 0);
+            let start = if clock {
+                lane::START_CLK
+            } else {
+                lane::START_GT
+            };
+            let mut last_time = state[start as usize] as u32;
+            for (i, &r) in capture.records.iter().enumerate() {
+                let rec = wire::unpack_record(r);
+                let native = match (rec.kind, rec.region) {
+                    (Kind::Meta, k) if k == stream::META_DROPPED => {
+                        let region = dropped_region.expect("a drop mark adds the region");
+                        let payload = rec.time_lo.min(wire::MAX_PAYLOAD);
+                        wire::pack_record(last_time, wire::pack_tag(Kind::Instant, region, payload))
+                    }
+                    (Kind::Meta, k) if k == stream::META_STALLED => {
+                        let region = stalled_region.expect("a stall mark adds the region");
+                        let payload = (rec.time_lo / 1000).min(wire::MAX_PAYLOAD);
+                        wire::pack_record(last_time, wire::pack_tag(Kind::Instant, region, payload))
+                    }
+                    (Kind::Meta, _) => r,
+                    (Kind::End, r_id) if across[l][i] => {
+                        let region = across_region.expect("an end across a drop adds the region");
+                        last_time = rec.time_lo;
+                        wire::pack_record(rec.time_lo, wire::pack_tag(Kind::Instant, region, r_id))
+                    }
+                    _ => {
+                        last_time = rec.time_lo;
+                        r
+                    }
+                };
+                seg[pro + i] = native;
+            }
+            let trailer = &state[pro + ctrl..];
+            let t = pro + cap;
+            seg[t + lane::T_END_GT as usize] = trailer[lane::T_END_GT as usize];
+            seg[t + lane::T_END_CLK as usize] = trailer[lane::T_END_CLK as usize];
+            // Written = the records streamed (marks included). A native lane's drops are
+            // its newest records, after a full segment; a stream lane's are anywhere, so
+            // they are not written here but set on the decoded lane (`native_trace`).
+            seg[t + lane::T_COUNT as usize] = if trailer[lane::T_END_GT as usize] == 0 {
+                0
+            } else {
+                wire::pack_count(capture.records.len() as u32, 0)
+            };
+            let counters = t + lane::T_COUNTERS as usize;
+            let src_counters = lane::T_COUNTERS as usize;
+            seg[counters..counters + n_src_counters]
+                .copy_from_slice(&trailer[src_counters..src_counters + n_src_counters]);
+            if waits {
+                seg[counters + n_src_counters] = state[pro + stream::ctrl::STALLS as usize];
+                seg[counters + n_src_counters + 1] = state[pro + stream::ctrl::STALL_NS as usize];
+            }
+        }
+        Ok(words)
+    }
+}
+
+/// Per record of a lane: whether it is an end that would close a region begun before a drop
+/// mark (the innermost open begin of its region, as the decoder pairs, was recorded before
+/// the last drop mark). The records dropped between may have held that region's own end,
+/// so such an end is not trusted to close it: it becomes an instant of [`ACROSS_REGION`]
+/// and the begin stays unmatched (counted). Async regions pair across lanes by token and
+/// are left to their own rules.
+fn ends_across_drops(records: &[u64], layout: &Layout) -> Vec<bool> {
+    let mut open: Vec<(u32, u32)> = Vec::new(); // (region, drop marks before its begin)
+    let mut marks = 0u32;
+    let mut across = vec![false; records.len()];
+    for (i, &r) in records.iter().enumerate() {
+        let rec = wire::unpack_record(r);
+        match rec.kind {
+            Kind::Meta if rec.region == stream::META_DROPPED => marks += 1,
+            Kind::Begin if !layout.is_async(rec.region) => open.push((rec.region, marks)),
+            Kind::End if !layout.is_async(rec.region) => {
+                match open.iter().rposition(|o| o.0 == rec.region) {
+                    Some(p) if open[p].1 == marks => {
+                        open.remove(p);
+                    }
+                    Some(_) => across[i] = true,
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    across
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_after_a_drop_does_not_close_a_begin_before_it() {
+        let layout = Layout {
+            regions: vec!["a".into(), "b".into(), "c".into()],
+            async_regions: vec![2],
+            ..Layout::default()
+        };
+        let rec = |kind, region| wire::pack_record(0, wire::pack_tag(kind, region, 0));
+        let mark = wire::pack_record(5, wire::pack_tag(Kind::Meta, stream::META_DROPPED, 0));
+        let records = [
+            rec(Kind::Begin, 0), // a, before the drop
+            rec(Kind::Begin, 2), // async c
+            mark,
+            rec(Kind::Begin, 1), // b, after the drop
+            rec(Kind::End, 1),   // closes b: kept
+            rec(Kind::End, 0),   // would close a across the drop
+            rec(Kind::End, 2),   // async: its own rules
+            rec(Kind::End, 1),   // no open b: the decoder's unmatched end
+            rec(Kind::End, 0),   // a still open from before the drop: across again
+        ];
+        assert_eq!(
+            ends_across_drops(&records, &layout),
+            [false, false, false, false, false, true, false, false, true]
+        );
+    }
+}

@@ -1,0 +1,492 @@
+//! Stream launches without a GPU: `ikp.cuh`'s stream lanes run as real threads under host
+//! emulation (`tests/kernels/emulate_stream.cpp`, a shared library) while ikp-host's own
+//! [`Drain`] empties their rings on another thread, as it does beside a running kernel.
+//!
+//! Each lane records `pairs` begin / end pairs whose payload is the pair index, so the
+//! stream file says exactly which records arrived: in wait mode every record, once, in
+//! order, even with a drain that pauses; in drop mode the records that arrived plus the
+//! drops add up to what the lanes attempted, with each gap announced by a drop mark.
+//! The same program built with ThreadSanitizer and a C++ drain checks the header's
+//! publication order under a race detector. The stream file's reader refuses a torn or
+//! half-written file.
+
+use ikp_device::wire::{self, KernelArg, Kind, Overflow};
+use ikp_device::{stream, Layout};
+use ikp_host::drain::Drain;
+use ikp_host::stream_file::{self, StreamCapture, StreamFileError};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Ring capacity of the tests' lanes: small, so rings wrap hundreds of times.
+const CAP: u32 = 64;
+
+fn layout(blocks: u32, overflow: Overflow) -> Layout {
+    Layout {
+        grid: [blocks, 1, 1],
+        records_per_lane: CAP,
+        regions: vec!["work".into()],
+        overflow,
+        ..Layout::default()
+    }
+}
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels")
+}
+
+/// A directory with the generated header, written once per test process.
+fn header_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir for ikp.cuh");
+        ikp_device::cuh::write_to_dir(dir.path()).expect("writing ikp.cuh");
+        dir
+    })
+    .path()
+}
+
+/// The host C++ compiler `cc` picks for this target.
+fn cxx() -> Command {
+    let triple = std::env::var("TARGET")
+        .ok()
+        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
+    cc::Build::new()
+        .cpp(true)
+        .host(&triple)
+        .target(&triple)
+        .opt_level(2)
+        .cargo_metadata(false)
+        .get_compiler()
+        .to_command()
+}
+
+fn compile(extra: &[&str], out: &Path) {
+    let mut cmd = cxx();
+    cmd.arg("-std=c++17")
+        .arg("-pthread")
+        .arg("-I")
+        .arg(header_dir())
+        .args(extra)
+        .arg(kernels_dir().join("emulate_stream.cpp"))
+        .arg("-o")
+        .arg(out);
+    let o = cmd.output().expect("running the C++ compiler");
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+type RunFn = unsafe extern "C" fn(*const KernelArg, u32, u32, i32, u32) -> i32;
+
+/// The emulated lanes, as a shared library loaded once.
+fn lanes_library() -> &'static libloading::Library {
+    static LIB: OnceLock<(tempfile::TempDir, libloading::Library)> = OnceLock::new();
+    &LIB.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let so = dir.path().join("libemulate_stream.so");
+        compile(&["-fPIC", "-shared"], &so);
+        // SAFETY: the library is ours, built above; its initializers only set globals.
+        let lib = unsafe { libloading::Library::new(&so) }.expect("loading the emulated lanes");
+        (dir, lib)
+    })
+    .1
+}
+
+/// What a run of the emulated kernel and the drain produced.
+struct Run {
+    capture: StreamCapture,
+    file: Vec<u8>,
+}
+
+/// Runs `blocks` lanes of `pairs` pairs with the real drain, which sleeps `pause` before
+/// its first poll.
+fn run(blocks: u32, pairs: u32, overflow: Overflow, slow_every: u32, pause: Duration) -> Run {
+    let layout = layout(blocks, overflow);
+    let header = layout.header_words().expect("a valid stream layout");
+    let buf: Vec<AtomicU64> = (0..layout.buffer_words())
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    for (w, h) in buf.iter().zip(&header) {
+        w.store(*h, Ordering::Relaxed);
+    }
+    let arg = layout.kernel_arg(buf.as_ptr() as u64);
+    let done = AtomicBool::new(false);
+    // SAFETY: the symbol has this signature (emulate_stream.cpp).
+    let lanes: libloading::Symbol<RunFn> =
+        unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
+    let wait = (overflow == Overflow::StreamWait) as i32;
+    let file = std::thread::scope(|s| {
+        let drainer = s.spawn(|| {
+            let mut drain = Drain::new(&buf, Vec::new()).expect("a stream buffer");
+            std::thread::sleep(pause);
+            drain
+                .run_until(&done, Duration::from_micros(20))
+                .expect("draining");
+            drain
+        });
+        // SAFETY: `arg` points into `buf`, which outlives the call; the lanes write only
+        // their own segments, through atomics-compatible u64 words.
+        let rc = unsafe { lanes(&arg, blocks, pairs, wait, slow_every) };
+        assert_eq!(rc, 0);
+        done.store(true, Ordering::Release);
+        let drain = drainer.join().expect("the drain thread");
+        drain.finish().expect("finishing the drain").0
+    });
+    let capture = stream_file::read(&file).expect("the drain's file reads back");
+    Run { capture, file }
+}
+
+/// Per lane: the records that arrived, checked in order; returns `(arrived, marked drops,
+/// unmarked drops at the end, stall marks)`.
+fn check_lane(capture: &StreamCapture, lane: usize, pairs: u32) -> (u64, u64, u64, u64) {
+    let l = &capture.lanes[lane];
+    let state = l.state.as_ref().expect("every lane has its final state");
+    let trailer = &state[(wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS) as usize..];
+    let count = trailer[wire::lane::T_COUNT as usize];
+    let (written, dropped) = (count as u32 as u64, count >> wire::COUNT_DROPPED_SHIFT);
+    assert_eq!(
+        written,
+        l.records.len() as u64,
+        "lane {lane}: written vs arrived"
+    );
+    let (mut next, mut marked, mut stalls) = (0u64, 0u64, 0u64);
+    for (i, &r) in l.records.iter().enumerate() {
+        let rec = wire::unpack_record(r);
+        if rec.kind == Kind::Meta {
+            match rec.region {
+                stream::META_DROPPED => {
+                    assert!(rec.time_lo > 0, "lane {lane}: an empty drop mark");
+                    next += rec.time_lo as u64;
+                    marked += rec.time_lo as u64;
+                }
+                stream::META_STALLED => stalls += 1,
+                k => panic!("lane {lane}: unexpected meta kind {k}"),
+            }
+            continue;
+        }
+        let want_kind = if next % 2 == 0 {
+            Kind::Begin
+        } else {
+            Kind::End
+        };
+        assert_eq!(
+            (rec.kind, rec.payload),
+            (want_kind, (next / 2) as u32 & wire::MAX_PAYLOAD),
+            "lane {lane}: record {i} is not attempt {next}"
+        );
+        next += 1;
+    }
+    assert!(dropped >= marked, "lane {lane}: marks exceed the drops");
+    let unmarked = dropped - marked;
+    assert_eq!(
+        next + unmarked,
+        2 * pairs as u64,
+        "lane {lane}: arrived + dropped != attempted"
+    );
+    (next - marked, marked, unmarked, stalls)
+}
+
+#[test]
+fn wait_mode_delivers_every_record_once_and_in_order() {
+    let (blocks, pairs) = (6, 20_000);
+    let r = run(blocks, pairs, Overflow::StreamWait, 3, Duration::ZERO);
+    for lane in 0..blocks as usize {
+        let (arrived, marked, unmarked, _) = check_lane(&r.capture, lane, pairs);
+        assert_eq!(
+            (arrived, marked, unmarked),
+            (2 * pairs as u64, 0, 0),
+            "lane {lane}"
+        );
+    }
+    // 40,000 records per lane through a ring of 64: the ring turned over 600 times.
+    assert!(r.capture.drain.max_backlog <= CAP as u64);
+    assert_eq!(
+        r.capture.drain.records,
+        r.capture
+            .lanes
+            .iter()
+            .map(|l| l.records.len() as u64)
+            .sum::<u64>()
+    );
+}
+
+#[test]
+fn wait_mode_loses_nothing_while_the_drain_pauses() {
+    let (blocks, pairs) = (4, 2_000);
+    let r = run(
+        blocks,
+        pairs,
+        Overflow::StreamWait,
+        0,
+        Duration::from_millis(200),
+    );
+    let mut stall_marks = 0;
+    for lane in 0..blocks as usize {
+        let (arrived, _, _, stalls) = check_lane(&r.capture, lane, pairs);
+        assert_eq!(arrived, 2 * pairs as u64, "lane {lane}");
+        stall_marks += stalls;
+        let state = r.capture.lanes[lane].state.as_ref().unwrap();
+        let ctrl = wire::lane::PROLOGUE_WORDS as usize;
+        let (stall_count, stall_ns) = (
+            state[ctrl + stream::ctrl::STALLS as usize],
+            state[ctrl + stream::ctrl::STALL_NS as usize],
+        );
+        assert_eq!(stall_count, stalls, "lane {lane}: STALLS vs stall marks");
+        // Every lane filled its ring before the drain's first poll, 200 ms in.
+        assert!(
+            stall_count >= 1 && stall_ns > 0,
+            "lane {lane}: {stall_count} stalls, {stall_ns} ns"
+        );
+    }
+    assert!(stall_marks >= blocks as u64);
+}
+
+/// Drop mode, made to drop: the drain sleeps 5 ms before its first poll, long after every
+/// lane filled its ring of 64 (microseconds), and every lane runs longer than that (it
+/// sleeps 50 us every 64 pairs: 312 sleeps, at least 15.6 ms), so each lane drops records
+/// and then finds room again, where it writes a drop mark.
+fn dropping_run(blocks: u32, pairs: u32) -> Run {
+    run(blocks, pairs, Overflow::Stream, 1, Duration::from_millis(5))
+}
+
+#[test]
+fn drop_mode_counts_every_drop_and_marks_each_gap() {
+    let (blocks, pairs) = (4, 20_000);
+    let r = dropping_run(blocks, pairs);
+    for lane in 0..blocks as usize {
+        let (arrived, marked, _, stalls) = check_lane(&r.capture, lane, pairs);
+        assert_eq!(stalls, 0, "drop mode never waits");
+        assert!(marked > 0, "lane {lane}: no drop mark");
+        assert!(
+            arrived >= CAP as u64 - 1,
+            "lane {lane}: the first ring's worth arrives"
+        );
+    }
+}
+
+#[test]
+fn a_stream_file_decodes_like_a_buffer() {
+    let (blocks, pairs) = (3, 300);
+    let r = run(blocks, pairs, Overflow::StreamWait, 0, Duration::ZERO);
+    let trace = ikp_host::decode_bytes(&r.file, &Default::default()).expect("decodes");
+    assert_eq!(trace.lanes.len(), blocks as usize);
+    assert_eq!(
+        trace.spans.len(),
+        (blocks * pairs) as usize,
+        "every pair is a span"
+    );
+    assert_eq!(trace.names.regions[0], "work");
+    assert_eq!(trace.dropped(), 0);
+
+    // Drop mode with a paused drain: the gaps are instants of the drop region and the
+    // lanes' dropped counts are the exact totals.
+    let r = dropping_run(2, 20_000);
+    let trace = ikp_host::decode_bytes(&r.file, &Default::default()).expect("decodes");
+    let drop_region = trace
+        .names
+        .regions
+        .iter()
+        .position(|n| n == stream_file::DROPPED_REGION)
+        .expect("the drop region is named") as u16;
+    let marks = (0..trace.instants.len())
+        .filter(|&i| trace.instants.region[i] == drop_region)
+        .count();
+    assert!(marks > 0);
+    // No span is made across a drop: the records dropped may have held its end.
+    for lane in &trace.lanes {
+        let drops: Vec<u64> = (lane.instants.clone())
+            .filter(|&i| trace.instants.region[i] == drop_region)
+            .map(|i| trace.instants.ts[i])
+            .collect();
+        for i in lane.spans.clone() {
+            let (b, e) = (trace.spans.begin[i], trace.spans.end[i]);
+            assert!(
+                !drops.iter().any(|&d| b <= d && d < e),
+                "lane {}: span {b}..{e} covers a drop mark",
+                lane.id
+            );
+        }
+    }
+    let dropped = trace.dropped();
+    let want: u64 = (0..2)
+        .map(|l| {
+            let (_, marked, unmarked, _) = check_lane(&r.capture, l, 20_000);
+            marked + unmarked
+        })
+        .sum();
+    assert_eq!(dropped, want);
+}
+
+#[test]
+fn a_torn_or_unfinished_stream_file_is_refused() {
+    let r = run(2, 100, Overflow::StreamWait, 0, Duration::ZERO);
+    let f = &r.file;
+    // Cut inside a word.
+    assert!(matches!(
+        stream_file::read(&f[..f.len() - 3]),
+        Err(StreamFileError::Torn(_))
+    ));
+    // Cut before the end block (6 words: its two block words and four figures).
+    let e = stream_file::read(&f[..f.len() - 6 * 8]).unwrap_err();
+    assert!(matches!(e, StreamFileError::Truncated { .. }), "{e}");
+    assert!(e.to_string().contains("did not finish"), "{e}");
+    // A records block lost from the middle: the next one does not continue the lane.
+    let words: Vec<u64> = f
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let header_len = (words[1] >> 32) as usize;
+    let first_block = 2 + header_len;
+    let count = (words[first_block + 1] >> 32) as usize;
+    let mut cut = words[..first_block].to_vec();
+    cut.extend_from_slice(&words[first_block + 2 + count..]);
+    let bytes: Vec<u8> = cut.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let e = stream_file::read(&bytes).unwrap_err();
+    assert!(
+        e.to_string().contains("missing or repeated")
+            || e.to_string().contains("records, the file holds"),
+        "{e}"
+    );
+    // Through the loader, the same errors name the input.
+    let e = ikp_host::decode_bytes(&f[..f.len() - 6 * 8], &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("did not finish"), "{e}");
+    // A stream launch's buffer given to the decoder says what it is.
+    let layout = layout(1, Overflow::Stream);
+    let mut buf = layout.header_words().unwrap();
+    buf.resize(layout.buffer_words() as usize, 0);
+    let e = ikp_host::decode(&buf, &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("stream launch's buffer"), "{e}");
+    // A newer version asks for a newer ikp.
+    let mut newer = f.clone();
+    newer[8..12].copy_from_slice(&(stream_file::FILE_VERSION + 1).to_le_bytes());
+    let e = stream_file::read(&newer).unwrap_err();
+    assert!(e.to_string().contains("upgrade ikp"), "{e}");
+}
+
+/// The lanes and a C++ drain built with ThreadSanitizer: any data race between the
+/// header's record stores and a concurrent reader fails the run (TSan exits 66).
+#[test]
+fn stream_lanes_are_race_free_under_thread_sanitizer() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("emulate_stream_tsan");
+    compile(&["-O1", "-g", "-fsanitize=thread", "-DIKP_EMU_MAIN"], &exe);
+    for (overflow, pause_ms) in [
+        (Overflow::StreamWait, 50),
+        (Overflow::Stream, 20),
+        (Overflow::StreamWait, 0),
+    ] {
+        let blocks = 4u32;
+        let layout = layout(blocks, overflow);
+        let mut buf = layout.header_words().unwrap();
+        buf.resize(layout.buffer_words() as usize, 0);
+        let buf_file = dir.path().join("buf.bin");
+        let arg_file = dir.path().join("arg.bin");
+        std::fs::write(&buf_file, bytemuck::cast_slice::<u64, u8>(&buf)).unwrap();
+        std::fs::write(&arg_file, bytemuck::bytes_of(&layout.kernel_arg(0))).unwrap();
+        let wait = (overflow == Overflow::StreamWait) as u32;
+        let out = Command::new(&exe)
+            .arg(&buf_file)
+            .arg(&arg_file)
+            .args([
+                blocks.to_string(),
+                "3000".into(),
+                wait.to_string(),
+                "2".into(),
+                pause_ms.to_string(),
+            ])
+            .env("TSAN_OPTIONS", "halt_on_error=1")
+            .output()
+            .expect("running the TSan build");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("checked"),
+            "{overflow:?}, pause {pause_ms} ms:\n{text}"
+        );
+        assert!(!text.contains("ThreadSanitizer"), "{text}");
+    }
+}
+
+/// `samples/stream_emulated.ikps`, shipped so that every command can be tried on a stream
+/// capture without a GPU: the emulated lanes in drop mode (4 lanes of 6,000 pairs, each
+/// sleeping 50 us every 64 pairs, the drain starting 2 ms late, so each lane drops records
+/// early and marks the gap). `IKP_BLESS=1` records it again (its drops then differ: the
+/// test checks what holds for any such capture), and the fuzz corpus's stream seeds.
+#[test]
+fn the_stream_sample_is_a_whole_capture_of_the_emulated_lanes() {
+    let (blocks, pairs) = (4, 6_000);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/stream_emulated.ikps");
+    if std::env::var_os("IKP_BLESS").is_some() {
+        let r = run(blocks, pairs, Overflow::Stream, 1, Duration::from_millis(2));
+        std::fs::write(&path, &r.file).unwrap();
+        // A small one seeds the fuzzers of the file reader and the native decoder.
+        let seed = run(2, 40, Overflow::StreamWait, 0, Duration::ZERO).file;
+        let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+        for target in ["read_file", "decode_native"] {
+            std::fs::write(fuzz.join(target).join("stream.ikps"), &seed).unwrap();
+        }
+    }
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let capture = stream_file::read(&bytes).expect("the sample reads");
+    assert_eq!(capture.lanes.len(), blocks as usize);
+    let mut marked_lanes = 0;
+    for lane in 0..blocks as usize {
+        let (_, marked, _, _) = check_lane(&capture, lane, pairs);
+        marked_lanes += (marked > 0) as u32;
+    }
+    assert!(marked_lanes > 0, "the sample shows no drop mark");
+    let trace = ikp_host::load(&path, &Default::default()).expect("decodes");
+    assert!(trace.dropped() > 0 && !trace.spans.is_empty());
+}
+
+/// A stream file is read within memory proportional to it: a header declaring more lanes
+/// than the file has final states for is refused before anything is allocated for them,
+/// and lanes too uneven for the native form (every lane as long as the longest) are
+/// refused with the figures, not decoded into gigabytes.
+#[test]
+fn a_stream_file_cannot_ask_for_more_memory_than_it_is_worth() {
+    use ikp_host::stream_file::{DrainStats, StreamFileWriter};
+    // A lane that ran: stamps 5 ns and 30 us, its IDS word, no drops.
+    let mut state = vec![0u64; stream_file::lane_state_words(0) as usize];
+    state[wire::lane::START_GT as usize] = 5;
+    state[wire::lane::IDS as usize] = wire::pack_ids(0, 0, stream::lane_flags::STREAM);
+    let trailer = (wire::lane::PROLOGUE_WORDS + stream::CTRL_WORDS) as usize;
+    state[trailer + wire::lane::T_END_GT as usize] = 30_000;
+    let file = |blocks: u32, lanes_written: u32, records: &[u64]| {
+        let header = layout(blocks, Overflow::Stream).header_words().unwrap();
+        let mut w = StreamFileWriter::new(Vec::new(), &header).unwrap();
+        for (k, chunk) in records.chunks(CAP as usize).enumerate() {
+            w.records(0, (k * CAP as usize) as u32, chunk).unwrap();
+        }
+        for l in 0..lanes_written {
+            w.lane(l, &state).unwrap();
+        }
+        let stats = DrainStats {
+            records: records.len() as u64,
+            ..DrainStats::default()
+        };
+        w.finish(&stats).unwrap()
+    };
+    let e = stream_file::read(&file(1 << 20, 1, &[])).unwrap_err();
+    assert!(e.to_string().contains("1048576 lanes"), "{e}");
+    let pair = |n: u64| wire::pack_record(10 + n as u32, wire::pack_tag(Kind::Instant, 0, 0));
+    let hot: Vec<u64> = (0..20_000).map(pair).collect();
+    let bytes = file(1_000, 1_000, &hot);
+    let e = ikp_host::decode_bytes(&bytes, &Default::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("too uneven") || e.to_string().contains("native form"),
+        "{e}"
+    );
+    // The same records in 10 lanes decode.
+    let bytes = file(10, 10, &hot);
+    let t = ikp_host::decode_bytes(&bytes, &Default::default()).unwrap();
+    assert_eq!(t.instants.len(), 20_000);
+}
