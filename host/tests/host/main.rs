@@ -11,6 +11,8 @@
 //! - writers and analyses: `perfetto`, `parquet`, `merge` (host traces), `shares`
 //!   (against the brute-force `shares_oracle`), `golden` (pinned outputs of every writer,
 //!   compared by `golden_check`);
+//! - stream launches: `stream_emulation` (stream lanes as threads, the real drain, the
+//!   ThreadSanitizer build, the stream file's reader and the shipped sample);
 //! - property tests: `proptest_roundtrip` (encode -> decode), `proptest_peers`,
 //!   `proptest_seeds` (the fuzz corpus replayed).
 //!
