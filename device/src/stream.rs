@@ -158,18 +158,7 @@ pub const fn layout_fingerprint() -> u64 {
         arg_flags::STREAM as u64,
         crate::wire::layout_fingerprint(),
     ];
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < parts.len() {
-        let mut b = 0;
-        while b < 8 {
-            h ^= (parts[i] >> (8 * b)) & 0xFF;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            b += 1;
-        }
-        i += 1;
-    }
-    h
+    crate::wire::fnv1a(&parts)
 }
 
 const _: () = assert!(RECHECK.is_power_of_two());

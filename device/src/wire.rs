@@ -501,7 +501,11 @@ pub const fn layout_fingerprint() -> u64 {
         MAX_COUNTERS as u64 | (MAX_EPOCHS as u64) << 32,
         std::mem::size_of::<KernelArg>() as u64,
     ];
-    // FNV-1a over the little-endian bytes.
+    fnv1a(&parts)
+}
+
+/// FNV-1a over the little-endian bytes of `parts`: the layout fingerprints' hash.
+pub(crate) const fn fnv1a(parts: &[u64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut i = 0;
     while i < parts.len() {

@@ -1,6 +1,7 @@
 //! Pins the v2 wire format: field boundaries, no bleed between fields, the header
 //! round trip, and the version / layout fingerprint pair.
 use ikp_device::encoder::BufferWriter;
+use ikp_device::stream;
 use ikp_device::wire::{self, Kind};
 use ikp_device::{Header, Layout, LayoutError, TimerMode};
 
@@ -11,6 +12,50 @@ fn version_and_layout_fingerprint_are_pinned() {
         (wire::FORMAT_VERSION, wire::layout_fingerprint()),
         (2, 0xb45d_8b64_94bd_a329)
     );
+}
+
+/// The same for the stream format (it hashes the native fingerprint too): bump
+/// `stream::VERSION` and re-pin.
+#[test]
+fn stream_version_and_layout_fingerprint_are_pinned() {
+    assert_eq!(
+        (stream::VERSION, stream::layout_fingerprint()),
+        (1, 0x7c88_93c4_527f_6259)
+    );
+}
+
+/// A stream layout's buffer: its own magic and version, control words in every lane's
+/// segment, the stream flag in the kernel argument; the native parser names it, the stream
+/// parser reads it back, and a ring that is not a power of two is refused.
+#[test]
+fn a_stream_layout_round_trips_and_is_told_apart() {
+    let layout = Layout {
+        grid: [3, 1, 1],
+        records_per_lane: 64,
+        regions: vec!["r".into()],
+        overflow: ikp_device::Overflow::StreamWait,
+        ..Layout::default()
+    };
+    let mut words = layout.header_words().unwrap();
+    assert_eq!(words[0], stream::MAGIC);
+    assert_eq!(
+        layout.lane_stride(),
+        wire::lane_stride(64, 0) + stream::CTRL_WORDS as u64
+    );
+    assert_eq!(layout.kernel_arg(0).flags, stream::arg_flags::STREAM);
+    words.resize(layout.buffer_words() as usize, 0);
+    assert_eq!(Header::parse(&words), Err(LayoutError::StreamBuffer));
+    assert_eq!(Header::parse_stream(&words).unwrap().layout, layout);
+    let odd = Layout {
+        records_per_lane: 48,
+        ..layout.clone()
+    };
+    assert!(odd.header_words().is_err());
+    let several = Layout {
+        epochs: 2,
+        ..layout
+    };
+    assert!(several.header_words().is_err());
 }
 
 #[test]
