@@ -92,6 +92,7 @@ mod peer;
 pub mod proton;
 pub mod set_aside;
 mod stream;
+pub mod stream_capture;
 pub mod tvm_family;
 pub mod yaojz;
 

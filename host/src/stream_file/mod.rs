@@ -37,11 +37,9 @@
 //!
 //! Source: this crate (no peer profiler streams records out of a running kernel).
 
-mod native;
 mod read;
 mod write;
 
-pub use native::{ACROSS_REGION, DROPPED_REGION, STALLED_REGION, STALLS_COUNTER, STALL_NS_COUNTER};
 pub use read::{read, LaneCapture, StreamCapture, StreamFileError};
 pub use write::StreamFileWriter;
 

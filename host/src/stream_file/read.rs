@@ -1,7 +1,8 @@
 //! Reads a stream file whole, checking every rule of the module's `# Format`.
 
 use super::{block, lane_state_words, DrainStats, END_WORDS, FILE_MAGIC, FILE_VERSION};
-use ikp_device::{Header, LayoutError};
+use ikp_device::wire::{self, lane};
+use ikp_device::{stream, Header, LayoutError};
 
 /// Why a stream file cannot be read. Each names the place (word index) that is wrong.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -81,6 +82,17 @@ pub struct StreamCapture {
     pub drain: DrainStats,
     /// Words of the file.
     pub file_words: u64,
+}
+
+impl StreamCapture {
+    /// Records lane `lane` dropped (its final state's count; 0 without one).
+    pub fn dropped(&self, lane: usize) -> u64 {
+        let Some(state) = self.lanes.get(lane).and_then(|l| l.state.as_ref()) else {
+            return 0;
+        };
+        let count = (lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::T_COUNT) as usize;
+        state[count] >> wire::COUNT_DROPPED_SHIFT
+    }
 }
 
 /// Reads a stream file from its bytes.

@@ -291,7 +291,7 @@ fn a_stream_file_decodes_like_a_buffer() {
         .names
         .regions
         .iter()
-        .position(|n| n == stream_file::DROPPED_REGION)
+        .position(|n| n == ikp_host::decode::stream_capture::DROPPED_REGION)
         .expect("the drop region is named") as u16;
     let marks = (0..trace.instants.len())
         .filter(|&i| trace.instants.region[i] == drop_region)

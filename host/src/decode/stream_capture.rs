@@ -18,9 +18,9 @@
 //!   in microseconds (saturating); a wait-mode launch also gets two wait counters per lane,
 //!   `[ikp] waits for room` and `[ikp] ns waiting for room`, the lane's exact totals.
 
-use super::{StreamCapture, StreamFileError};
-use crate::decode::{DecodeError, DecodeOptions, Recycled};
+use super::{DecodeError, DecodeOptions, Recycled};
 use crate::model::{StreamSource, Trace};
+use crate::stream_file::{StreamCapture, StreamFileError};
 use ikp_device::wire::{self, lane, Kind, Overflow};
 use ikp_device::{stream, Layout};
 
@@ -46,7 +46,7 @@ impl StreamCapture {
         reuse: Recycled,
     ) -> Result<Trace, DecodeError> {
         let words = self.to_native_words()?;
-        let mut trace = crate::decode::native::decode(&words, opts, reuse)?;
+        let mut trace = super::native::decode(&words, opts, reuse)?;
         for lane in &mut trace.lanes {
             lane.dropped = self.dropped(lane.id as usize);
         }
@@ -60,15 +60,6 @@ impl StreamCapture {
             drain_max_backlog: self.drain.max_backlog,
         });
         Ok(trace)
-    }
-
-    /// Records lane `lane` dropped (its final state's count; 0 without one).
-    pub fn dropped(&self, lane: usize) -> u64 {
-        let Some(state) = self.lanes.get(lane).and_then(|l| l.state.as_ref()) else {
-            return 0;
-        };
-        let count = (lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::T_COUNT) as usize;
-        state[count] >> wire::COUNT_DROPPED_SHIFT
     }
 
     /// The native buffer words of this capture (see the module doc).
