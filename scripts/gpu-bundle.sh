@@ -7,7 +7,7 @@
 #   bash scripts/gpu-bundle.sh OUT_DIR      then, on the GPU machine:  OUT_DIR/run.sh RESULTS
 #
 # Layout: bin/ (ikp-gpucheck = the runner, ikp = the CLI, gpu_overhead = the overhead
-# bench), examples/ (the three example launchers), tests/ (the test binaries whose modules
+# bench), examples/ (the example launchers the runner runs), tests/ (the test binaries whose modules
 # launch kernels or compile them with NVRTC: ikp-host's `host`, the root's `integration`;
 # the runner runs the modules named in gpucheck/src/runner/tests.rs, SUITES), python/ (the Python package's abi3 wheel, release
 # build, and gpu_clients.py, the Python clients' checks), include/ (ikp.cuh and
