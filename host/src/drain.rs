@@ -70,6 +70,9 @@ pub struct Drain<'b, W: Write> {
     out: StreamFileWriter<W>,
     stats: DrainStats,
     started: Instant,
+    /// The first error: from then on the drain only hands slots back (see
+    /// [`Drain::run_until`]).
+    failed: Option<DrainError>,
 }
 
 impl<'b, W: Write> Drain<'b, W> {
@@ -100,6 +103,7 @@ impl<'b, W: Write> Drain<'b, W> {
             out: StreamFileWriter::new(out, &header_words)?,
             stats: DrainStats::default(),
             started: Instant::now(),
+            failed: None,
         })
     }
 
@@ -144,13 +148,39 @@ impl<'b, W: Write> Drain<'b, W> {
 
     /// Polls until `done` is set (the kernel finished), sleeping `idle` after a pass that
     /// found nothing. Call [`Drain::finish`] after it, once the kernel's writes are visible.
+    ///
+    /// After an error (the file cannot be written, a lane breaks the protocol) it goes on
+    /// handing every lane's slots back without copying them, until `done`: a lane waiting
+    /// for room (`Overflow::StreamWait`) must never wait for a drain that stopped, or the
+    /// kernel would never end. The error is returned then.
     pub fn run_until(&mut self, done: &AtomicBool, idle: Duration) -> Result<(), DrainError> {
         while !done.load(Ordering::Acquire) {
-            if self.poll()? == 0 {
+            let copied = match self.failed {
+                None => self.poll().unwrap_or_else(|e| {
+                    self.failed = Some(e);
+                    0
+                }),
+                Some(_) => self.release_all(),
+            };
+            if copied == 0 {
                 std::thread::sleep(idle);
             }
         }
-        Ok(())
+        self.failed.take().map_or(Ok(()), Err)
+    }
+
+    /// Hands every lane's published slots back without copying them; returns how many.
+    fn release_all(&mut self) -> u64 {
+        let mut released = 0u64;
+        for l in 0..self.consumed.len() {
+            let ctrl = self.lane_base + l * self.stride + lane::EVENTS as usize;
+            let head = self.words[ctrl + stream::ctrl::HEAD as usize].load(Ordering::Acquire);
+            let (stored, _) = stream::unpack_head(head);
+            released += stored.wrapping_sub(self.consumed[l]) as u64;
+            self.consumed[l] = stored;
+            self.words[ctrl + stream::ctrl::TAIL as usize].store(stored as u64, Ordering::Release);
+        }
+        released
     }
 
     /// After the kernel: copies what is left, writes every lane's final state and the end

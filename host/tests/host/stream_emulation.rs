@@ -490,3 +490,56 @@ fn a_stream_file_cannot_ask_for_more_memory_than_it_is_worth() {
     let t = ikp_host::decode_bytes(&bytes, &Default::default()).unwrap();
     assert_eq!(t.instants.len(), 20_000);
 }
+
+/// A sink that takes `left` bytes, then fails (a full disk).
+struct FullDisk {
+    left: usize,
+}
+
+impl std::io::Write for FullDisk {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("no space left on device"));
+        }
+        let n = buf.len().min(self.left);
+        self.left -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A drain whose file cannot be written any more still hands the slots back, so lanes
+/// waiting for room (wait mode) finish: the kernel never hangs on a dead drain, and the
+/// error comes back once it ended.
+#[test]
+fn wait_mode_lanes_finish_when_the_drain_cannot_write() {
+    let (blocks, pairs) = (3u32, 5_000u32);
+    let layout = layout(blocks, Overflow::StreamWait);
+    let header = layout.header_words().unwrap();
+    let buf: Vec<AtomicU64> = (0..layout.buffer_words())
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    for (w, h) in buf.iter().zip(&header) {
+        w.store(*h, Ordering::Relaxed);
+    }
+    let arg = layout.kernel_arg(buf.as_ptr() as u64);
+    let done = AtomicBool::new(false);
+    // SAFETY: the symbol has this signature (emulate_stream.cpp).
+    let lanes: libloading::Symbol<RunFn> =
+        unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
+    let result = std::thread::scope(|s| {
+        let drainer = s.spawn(|| {
+            let mut drain = Drain::new(&buf, FullDisk { left: 8 << 10 }).expect("a stream buffer");
+            drain.run_until(&done, Duration::from_micros(20))
+        });
+        // SAFETY: as in `run`.
+        let rc = unsafe { lanes(&arg, blocks, pairs, 1, 0) };
+        assert_eq!(rc, 0);
+        done.store(true, Ordering::Release);
+        drainer.join().expect("the drain thread")
+    });
+    let e = result.expect_err("the full disk is reported");
+    assert!(e.to_string().contains("no space left"), "{e}");
+}
