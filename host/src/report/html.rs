@@ -154,9 +154,19 @@ fn launch<W: Write>(
     let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
     let end = t.lanes.iter().map(|l| l.end).max().unwrap_or(start);
     let src = &t.source;
+    // A stream launch says so, with its rings' policy: its drops are a drain that fell
+    // behind, not a full buffer.
+    let kind = match &src.stream {
+        Some(s) => format!(
+            "stream file · rings of {} records, {} when full · ",
+            s.ring_records,
+            if s.wait { "waiting" } else { "dropping" }
+        ),
+        None => String::new(),
+    };
     writeln!(
         out,
-        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{} format v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
+        "<section id=\"launch-{n}\"><h2>{}</h2><p class=\"meta\">{kind}{} format v{} · grid {}×{}×{} · {} groups/block · {} lanes · GPU wall time {} · {} spans · dropped {} · unmatched begin {} / end {}</p>",
         esc(label),
         src.format,
         src.version,
