@@ -39,7 +39,7 @@ pub const RING: u32 = 512;
 /// Warps (lanes) per block.
 pub const WARPS: u32 = 4;
 /// Wall time the uninstrumented kernel is calibrated to, ns.
-pub const TARGET_NS: f64 = 1.5e9;
+pub const TARGET_NS: f64 = 1.0e9;
 /// The drop-mode slowdown target at 10^8 records/s, percent.
 pub const DROP_TARGET_PCT: f64 = 3.0;
 
