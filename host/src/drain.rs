@@ -113,10 +113,9 @@ impl<'b, W: Write> Drain<'b, W> {
         let mask = self.cap - 1;
         let mut copied = 0u64;
         for l in 0..self.consumed.len() {
-            let ctrl = self.lane_base + l * self.stride + lane::EVENTS as usize;
+            let ctrl = self.ctrl(l);
             let ring = ctrl + stream::CTRL_WORDS as usize;
-            let head = self.words[ctrl + stream::ctrl::HEAD as usize].load(Ordering::Acquire);
-            let (stored, _) = stream::unpack_head(head);
+            let stored = self.stored(l);
             let consumed = self.consumed[l];
             let n = stored.wrapping_sub(consumed);
             if n == 0 {
@@ -136,8 +135,7 @@ impl<'b, W: Write> Drain<'b, W> {
                 self.words[ring + slot].load(Ordering::Relaxed)
             }));
             self.out.records(l as u32, consumed, &self.scratch)?;
-            self.consumed[l] = stored;
-            self.words[ctrl + stream::ctrl::TAIL as usize].store(stored as u64, Ordering::Release);
+            self.hand_back(l, stored);
             self.stats.max_backlog = self.stats.max_backlog.max(n as u64);
             copied += n as u64;
         }
@@ -173,14 +171,30 @@ impl<'b, W: Write> Drain<'b, W> {
     fn release_all(&mut self) -> u64 {
         let mut released = 0u64;
         for l in 0..self.consumed.len() {
-            let ctrl = self.lane_base + l * self.stride + lane::EVENTS as usize;
-            let head = self.words[ctrl + stream::ctrl::HEAD as usize].load(Ordering::Acquire);
-            let (stored, _) = stream::unpack_head(head);
+            let stored = self.stored(l);
             released += stored.wrapping_sub(self.consumed[l]) as u64;
-            self.consumed[l] = stored;
-            self.words[ctrl + stream::ctrl::TAIL as usize].store(stored as u64, Ordering::Release);
+            self.hand_back(l, stored);
         }
         released
+    }
+
+    /// Word index of lane `l`'s control words.
+    fn ctrl(&self, l: usize) -> usize {
+        self.lane_base + l * self.stride + lane::EVENTS as usize
+    }
+
+    /// Records lane `l` published (HEAD, read with acquire: its records are visible).
+    fn stored(&self, l: usize) -> u32 {
+        let head = self.words[self.ctrl(l) + stream::ctrl::HEAD as usize].load(Ordering::Acquire);
+        stream::unpack_head(head).0
+    }
+
+    /// Tells lane `l` the drain has consumed up to `stored` (TAIL, release: the copies
+    /// are done before the lane may reuse the slots).
+    fn hand_back(&mut self, l: usize, stored: u32) {
+        self.consumed[l] = stored;
+        let tail = self.ctrl(l) + stream::ctrl::TAIL as usize;
+        self.words[tail].store(stored as u64, Ordering::Release);
     }
 
     /// After the kernel: copies what is left, writes every lane's final state and the end

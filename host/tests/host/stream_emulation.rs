@@ -12,7 +12,7 @@
 
 use ikp_device::wire::{self, KernelArg, Kind, Overflow};
 use ikp_device::{stream, Layout};
-use ikp_host::drain::Drain;
+use ikp_host::drain::{Drain, DrainError};
 use ikp_host::stream_file::{self, StreamCapture, StreamFileError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -106,6 +106,22 @@ struct Run {
 /// Runs `blocks` lanes of `pairs` pairs with the real drain, which sleeps `pause` before
 /// its first poll.
 fn run(blocks: u32, pairs: u32, overflow: Overflow, slow_every: u32, pause: Duration) -> Run {
+    let file = emulate(blocks, pairs, overflow, slow_every, pause, Vec::new()).expect("draining");
+    let capture = stream_file::read(&file).expect("the drain's file reads back");
+    Run { capture, file }
+}
+
+/// The emulated kernel (`blocks` lanes of `pairs` pairs) with the real drain writing to
+/// `sink` beside it; the drain sleeps `pause` before its first poll. Returns the sink,
+/// finished, or the drain's error once the lanes ended.
+fn emulate<W: std::io::Write + Send>(
+    blocks: u32,
+    pairs: u32,
+    overflow: Overflow,
+    slow_every: u32,
+    pause: Duration,
+    sink: W,
+) -> Result<W, DrainError> {
     let layout = layout(blocks, overflow);
     let header = layout.header_words().expect("a valid stream layout");
     let buf: Vec<AtomicU64> = (0..layout.buffer_words())
@@ -120,25 +136,21 @@ fn run(blocks: u32, pairs: u32, overflow: Overflow, slow_every: u32, pause: Dura
     let lanes: libloading::Symbol<RunFn> =
         unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
     let wait = (overflow == Overflow::StreamWait) as i32;
-    let file = std::thread::scope(|s| {
-        let drainer = s.spawn(|| {
-            let mut drain = Drain::new(&buf, Vec::new()).expect("a stream buffer");
+    std::thread::scope(|s| {
+        let drainer = s.spawn(|| -> Result<_, DrainError> {
+            let mut drain = Drain::new(&buf, sink).expect("a stream buffer");
             std::thread::sleep(pause);
-            drain
-                .run_until(&done, Duration::from_micros(20))
-                .expect("draining");
-            drain
+            drain.run_until(&done, Duration::from_micros(20))?;
+            Ok(drain)
         });
         // SAFETY: `arg` points into `buf`, which outlives the call; the lanes write only
         // their own segments, through atomics-compatible u64 words.
         let rc = unsafe { lanes(&arg, blocks, pairs, wait, slow_every) };
         assert_eq!(rc, 0);
         done.store(true, Ordering::Release);
-        let drain = drainer.join().expect("the drain thread");
-        drain.finish().expect("finishing the drain").0
-    });
-    let capture = stream_file::read(&file).expect("the drain's file reads back");
-    Run { capture, file }
+        let drain = drainer.join().expect("the drain thread")?;
+        Ok(drain.finish()?.0)
+    })
 }
 
 /// Per lane: the records that arrived, checked in order; returns `(arrived, marked drops,
@@ -492,6 +504,7 @@ fn a_stream_file_cannot_ask_for_more_memory_than_it_is_worth() {
 }
 
 /// A sink that takes `left` bytes, then fails (a full disk).
+#[derive(Debug)]
 struct FullDisk {
     left: usize,
 }
@@ -515,31 +528,8 @@ impl std::io::Write for FullDisk {
 /// error comes back once it ended.
 #[test]
 fn wait_mode_lanes_finish_when_the_drain_cannot_write() {
-    let (blocks, pairs) = (3u32, 5_000u32);
-    let layout = layout(blocks, Overflow::StreamWait);
-    let header = layout.header_words().unwrap();
-    let buf: Vec<AtomicU64> = (0..layout.buffer_words())
-        .map(|_| AtomicU64::new(0))
-        .collect();
-    for (w, h) in buf.iter().zip(&header) {
-        w.store(*h, Ordering::Relaxed);
-    }
-    let arg = layout.kernel_arg(buf.as_ptr() as u64);
-    let done = AtomicBool::new(false);
-    // SAFETY: the symbol has this signature (emulate_stream.cpp).
-    let lanes: libloading::Symbol<RunFn> =
-        unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
-    let result = std::thread::scope(|s| {
-        let drainer = s.spawn(|| {
-            let mut drain = Drain::new(&buf, FullDisk { left: 8 << 10 }).expect("a stream buffer");
-            drain.run_until(&done, Duration::from_micros(20))
-        });
-        // SAFETY: as in `run`.
-        let rc = unsafe { lanes(&arg, blocks, pairs, 1, 0) };
-        assert_eq!(rc, 0);
-        done.store(true, Ordering::Release);
-        drainer.join().expect("the drain thread")
-    });
+    let full = FullDisk { left: 8 << 10 };
+    let result = emulate(3, 5_000, Overflow::StreamWait, 0, Duration::ZERO, full);
     let e = result.expect_err("the full disk is reported");
     assert!(e.to_string().contains("no space left"), "{e}");
 }

@@ -105,6 +105,15 @@ impl Default for SessionOptions {
     }
 }
 
+/// Words of `layout`'s buffer, if this host can address its bytes.
+fn buffer_len(layout: &Layout) -> Result<usize, SessionError> {
+    let words = layout.buffer_words();
+    usize::try_from(words)
+        .ok()
+        .filter(|&n| n.checked_mul(8).is_some())
+        .ok_or(SessionError::TooLarge { words })
+}
+
 /// One instrumented launch: the device buffer, its layout and, after the launch, its host
 /// copy.
 ///
@@ -150,11 +159,7 @@ impl HostSession {
         opts: SessionOptions,
     ) -> Result<HostSession, SessionError> {
         let header = layout.header_words()?;
-        let words = layout.buffer_words();
-        let len = usize::try_from(words)
-            .ok()
-            .filter(|&n| n.checked_mul(8).is_some())
-            .ok_or(SessionError::TooLarge { words })?;
+        let len = buffer_len(&layout)?;
         let buf = stream
             .alloc_zeros::<u64>(len)
             .map_err(|e| SessionError::driver("cuMemAlloc (ikp buffer)", e))?;

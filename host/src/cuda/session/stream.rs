@@ -64,11 +64,7 @@ impl StreamSession {
             return Err(SessionError::NotStream);
         }
         layout.validate()?;
-        let words = layout.buffer_words();
-        let len = usize::try_from(words)
-            .ok()
-            .filter(|&n| n.checked_mul(8).is_some())
-            .ok_or(SessionError::TooLarge { words })?;
+        let len = super::buffer_len(&layout)?;
         let ctx = stream.context();
         // SAFETY: the memory is zeroed below before anything reads it.
         let buf =
