@@ -192,7 +192,7 @@ fn decode_as(
     let trace = match format {
         // A stream file (`.ikps`) is the ikp format's too: its records, in their native form.
         WireFormat::Ikp if crate::stream_file::is_stream_words(words) => {
-            crate::stream_file::read(bytemuck::cast_slice(words))?.native_trace(opts, reuse)?
+            crate::stream_file::read_words(words)?.native_trace(opts, reuse)?
         }
         WireFormat::Ikp => native::decode(words, opts, reuse)?,
         WireFormat::Tvm => tvm_family::decode::<tvm_family::Tvm>(words, opts, reuse)?,

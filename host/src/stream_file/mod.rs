@@ -40,7 +40,7 @@
 mod read;
 mod write;
 
-pub use read::{read, LaneCapture, StreamCapture, StreamFileError};
+pub use read::{read, read_words, LaneCapture, StreamCapture, StreamFileError};
 pub use write::StreamFileWriter;
 
 /// `b"IKPSFILE"` as a little-endian `u64`: word 0 of a stream file.

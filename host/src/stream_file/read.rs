@@ -104,6 +104,11 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
         .collect();
+    read_words(&words)
+}
+
+/// [`read`] of a file already held as little-endian words (a mapped buffer): no copy.
+pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
     let truncated = |at: usize| StreamFileError::Truncated { at: at as u64 };
     match words.first() {
         None => return Err(truncated(0)),
