@@ -36,3 +36,4 @@ mod device_sass;
 mod examples_gpu;
 mod examples_nvrtc;
 mod gpu_overhead_nvrtc;
+mod instrument_ptx;

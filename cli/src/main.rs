@@ -45,6 +45,9 @@ enum Command {
     Sample(cmd::sample::Args),
     /// SASS instructions per instrumentation site by mode (nvcc + cuobjdump, no GPU).
     Cost(cmd::cost::Args),
+    /// Insert ikp probes into a PTX module (kernel entry and exits, loops, source lines):
+    /// no source edit, no signature change.
+    Instrument(cmd::instrument::Args),
     /// One Perfetto trace of ikp buffers (recorded with a host clock sync) and a host
     /// Chrome trace (e.g. the PyTorch profiler's), on the host's clock.
     Merge(cmd::merge::Args),
@@ -62,6 +65,7 @@ fn main() -> std::process::ExitCode {
         Command::Plot(a) => cmd::plot::run(a).map(|()| 0),
         Command::Cost(a) => cmd::cost::run(a).map(|()| 0),
         Command::Merge(a) => cmd::merge::run(a).map(|()| 0),
+        Command::Instrument(a) => cmd::instrument::run(a).map(|()| 0),
         Command::Diff(a) => cmd::diff::run(a).map(|regressed| {
             if regressed {
                 cmd::diff::REGRESSION_EXIT

@@ -74,6 +74,7 @@ pub mod clock_sync;
 pub mod cuda;
 pub mod decode;
 pub mod drain;
+pub mod instrument;
 pub mod model;
 mod time;
 

@@ -4,6 +4,7 @@ pub mod cost;
 pub mod decode;
 pub mod diff;
 pub mod header;
+pub mod instrument;
 pub mod merge;
 pub mod plot;
 pub mod report;

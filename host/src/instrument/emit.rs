@@ -1,0 +1,231 @@
+//! The PTX text of each probe. Every constant of the record and lane layout comes from
+//! [`ikp_device::wire`], so instrumented PTX writes the same buffer `ikp.cuh` writes and
+//! the native decoder reads it unchanged.
+//!
+//! **Lanes are warps.** At entry every thread computes its warp's lane segment from the
+//! buffer header (the host wrote it: lanes, records per lane, warps per block, epochs) and
+//! keeps its address in `%ikp_lane`. At a probe the *lowest active thread* records
+//! (`activemask` and `%lanemask_lt`), so a probe reached by a divergent part of a warp is
+//! still recorded, once per part that reaches it. The slot comes from an atomic add on the
+//! lane's count word (`dropped << 32 | written`): parts of a diverged warp that record at
+//! the same time never take the same slot, and a full lane turns the add into a drop
+//! (`+2^32 - 1`: one more dropped, written unchanged) so the word is the wire format's
+//! trailer at every moment. A loop's end is recorded by the thread that recorded its begin
+//! (`%ikp_own<k>`), once per begin, when that thread leaves the loop; its payload is the
+//! number of times that thread ran the loop's header (the trip count), capped at
+//! [`MAX_PAYLOAD`]. The lane's end stamps are the latest of its threads' exits
+//! (`atom.max`).
+
+use ikp_device::wire::{self, lane, Kind, LANE_MARK, MAX_PAYLOAD};
+
+/// The module-scope pointer the host sets to the buffer (`cuModuleGetGlobal`).
+pub(crate) fn symbol_decl(symbol: &str) -> String {
+    format!(".visible .global .align 8 .u64 {symbol};\n")
+}
+
+/// Registers every probe uses, declared once at the top of the body.
+pub(crate) fn decls(loops: usize) -> String {
+    let mut s = String::from(
+        "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt;\n\t.reg .b32 \t%ikp_r;\n\t.reg .pred \t%ikp_on;\n",
+    );
+    if loops > 0 {
+        s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
+    }
+    s
+}
+
+/// Lane init: locate the warp's segment, stamp its start and ids (lowest active thread).
+pub(crate) fn init(symbol: &str, loops: usize) -> String {
+    let w = |word: usize| word * 8;
+    let mut s = format!(
+        "{{ // ikp: lane init
+\t.reg .pred %iq<4>;
+\t.reg .b32 %ia<16>;
+\t.reg .b64 %ib<12>;
+\tld.global.u64 %ib0, [{symbol}];
+\tsetp.ne.u64 %iq2, %ib0, 0;
+\tmov.u64 %ib1, 0;
+\tmov.u64 %ib2, 0;
+\tmov.u64 %ib3, 0;
+\tmov.u64 %ib11, 0;
+\tmov.u32 %ia10, 0;
+\t@%iq2 ld.global.u64 %ib1, [%ib0+{hw}];
+\t@%iq2 ld.global.u64 %ib2, [%ib0+{lanes}];
+\t@%iq2 ld.global.u64 %ib3, [%ib0+{groups}];
+\t@%iq2 ld.global.u64 %ib11, [%ib0+{stride}];
+\t@%iq2 ld.global.u32 %ia10, [%ib0+{epochs}];
+\tmov.b64 {{%ia0, %ia1}}, %ib1;
+\tmov.b64 {{%ia2, %ia3}}, %ib2;
+\tcvt.u32.u64 %ia4, %ib3;
+\tcvt.u32.u64 %ia15, %ib11;
+\tmov.u32 %ia5, %tid.z;
+\tmov.u32 %ia6, %ntid.y;
+\tmov.u32 %ia7, %tid.y;
+\tmad.lo.u32 %ia5, %ia5, %ia6, %ia7;
+\tmov.u32 %ia6, %ntid.x;
+\tmov.u32 %ia7, %tid.x;
+\tmad.lo.u32 %ia5, %ia5, %ia6, %ia7;
+\tshr.u32 %ia5, %ia5, 5;
+\tmov.u32 %ia6, %ctaid.z;
+\tmov.u32 %ia7, %nctaid.y;
+\tmov.u32 %ia8, %ctaid.y;
+\tmad.lo.u32 %ia6, %ia6, %ia7, %ia8;
+\tmov.u32 %ia7, %nctaid.x;
+\tmov.u32 %ia8, %ctaid.x;
+\tmad.lo.u32 %ia6, %ia6, %ia7, %ia8;
+\tmad.lo.u32 %ia6, %ia6, %ia4, %ia5;
+\tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
+\tsetp.lt.and.u32 %iq0, %ia6, %ia2, %iq0;
+\tactivemask.b32 %ia7;
+\tmov.u32 %ia8, %lanemask_lt;
+\tand.b32 %ia8, %ia8, %ia7;
+\tsetp.eq.and.u32 %iq1, %ia8, 0, %iq0;
+\tsetp.gt.and.u32 %iq3, %ia10, 1, %iq1;
+\tmov.u32 %ia9, 0;
+\tadd.s32 %ia11, %ia1, %ia6;
+\tmul.wide.u32 %ib4, %ia11, 8;
+\tadd.s64 %ib4, %ib0, %ib4;
+\t@%iq3 atom.global.add.u32 %ia9, [%ib4], 1;
+\tneg.s32 %ia11, %ia7;
+\tand.b32 %ia11, %ia11, %ia7;
+\tbfind.u32 %ia11, %ia11;
+\tshfl.sync.idx.b32 %ia9, %ia9, %ia11, 31, %ia7;
+\tmax.u32 %ia10, %ia10, 1;
+\tsetp.lt.and.u32 %iq0, %ia9, %ia10, %iq0;
+\tand.pred %iq1, %iq1, %iq0;
+\tmad.lo.u32 %ia12, %ia9, %ia2, %ia6;
+\tadd.s32 %ia13, %ia1, %ia2;
+\tcvt.u64.u32 %ib5, %ia13;
+\tmul.wide.u32 %ib6, %ia12, %ia15;
+\tadd.s64 %ib5, %ib5, %ib6;
+\tshl.b64 %ib5, %ib5, 3;
+\tadd.s64 %ib5, %ib0, %ib5;
+\tselp.b64 %ikp_lane, %ib5, 0, %iq0;
+\tmov.pred %ikp_on, %iq0;
+\tmov.u32 %ikp_r, %ia3;
+\tadd.s32 %ia14, %ia3, {count_word};
+\tmul.wide.u32 %ib7, %ia14, 8;
+\tadd.s64 %ikp_cnt, %ikp_lane, %ib7;
+\tmov.u64 %ib8, %globaltimer;
+\tmov.u64 %ib9, %clock64;
+\tmov.u32 %ia14, %smid;
+\tshl.b32 %ia13, %ia5, {warp_shift};
+\tor.b32 %ia14, %ia14, %ia13;
+\tcvt.u64.u32 %ib10, %ia14;
+\tor.b64 %ib10, %ib10, {mark};
+\t@%iq1 st.global.u64 [%ikp_lane+{start_gt}], %ib8;
+\t@%iq1 st.global.u64 [%ikp_lane+{start_clk}], %ib9;
+\t@%iq1 st.global.u64 [%ikp_lane+{ids}], %ib10;
+",
+        hw = w(wire::hdr::VERSION),
+        lanes = w(wire::hdr::LANES),
+        groups = w(wire::hdr::GROUPS),
+        stride = w(wire::hdr::STRIDE),
+        epochs = w(wire::hdr::EPOCHS),
+        count_word = lane::EVENTS + lane::T_COUNT,
+        warp_shift = wire::IDS_WARP_SHIFT,
+        mark = (LANE_MARK as u64) << wire::IDS_MARK_SHIFT,
+        start_gt = lane::START_GT * 8,
+        start_clk = lane::START_CLK * 8,
+        ids = lane::IDS * 8,
+    );
+    for k in 0..loops {
+        s += &format!("\tsetp.ne.u32 %ikp_own{k}, %ia4, %ia4;\n\tmov.u32 %ikp_trip{k}, 0;\n");
+    }
+    s += "}\n";
+    s
+}
+
+/// Who records a probe.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Who {
+    /// The lowest active thread.
+    Leader,
+    /// The thread that recorded loop `k`'s begin.
+    Owner(usize),
+}
+
+/// What a record's payload is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Payload {
+    Zero,
+    /// Loop `k`'s trip count so far.
+    Trip(usize),
+}
+
+/// One record: stamp, take a slot, store (or count a drop). `extra` runs inside the probe's
+/// scope with `%iq0` the recording thread's predicate.
+pub(crate) fn record(kind: Kind, region: u32, payload: Payload, who: Who, extra: &str) -> String {
+    let tag = (region << wire::REGION_SHIFT) | kind as u32;
+    let mut s = String::from(
+        "{ // ikp: record\n\t.reg .pred %iq<3>;\n\t.reg .b32 %ia<6>;\n\t.reg .b64 %ib<3>;\n\tmov.u32 %ia0, %globaltimer_lo;\n",
+    );
+    match who {
+        Who::Leader => s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n",
+        Who::Owner(k) => s += &format!("\tand.pred %iq0, %ikp_own{k}, %ikp_on;\n"),
+    }
+    s += "\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], 1;\n\tcvt.u32.u64 %ia3, %ib0;\n\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;\n\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;\n\t@%iq2 red.global.add.u64 [%ikp_cnt], 4294967295;\n";
+    match payload {
+        Payload::Zero => s += &format!("\tmov.b32 %ia4, {tag};\n"),
+        Payload::Trip(k) => {
+            s += &format!(
+                "\tmin.u32 %ia4, %ikp_trip{k}, {MAX_PAYLOAD};\n\tshl.b32 %ia4, %ia4, {};\n\tor.b32 %ia4, %ia4, {tag};\n",
+                wire::PAYLOAD_SHIFT
+            )
+        }
+    }
+    s += &format!(
+        "\tmov.b64 %ib1, {{%ia4, %ia0}};\n\tmul.wide.u32 %ib2, %ia3, 8;\n\tadd.s64 %ib2, %ikp_lane, %ib2;\n\t@%iq1 st.global.u64 [%ib2+{}], %ib1;\n",
+        lane::EVENTS * 8
+    );
+    s += extra;
+    s += "}\n";
+    s
+}
+
+/// A loop's begin: the record, the trip count reset, the owner chosen.
+pub(crate) fn loop_begin(k: usize, region: u32) -> String {
+    let extra = format!("\tmov.pred %ikp_own{k}, %iq0;\n");
+    format!(
+        "\tmov.u32 %ikp_trip{k}, 0;\n{}",
+        record(Kind::Begin, region, Payload::Zero, Who::Leader, &extra)
+    )
+}
+
+/// Counts one run of loop `k`'s header.
+pub(crate) fn loop_trip(k: usize) -> String {
+    format!("\tadd.u32 %ikp_trip{k}, %ikp_trip{k}, 1; // ikp: trip\n")
+}
+
+/// A loop's end, recorded by its begin's owner, who then owns it no more.
+pub(crate) fn loop_end(k: usize, region: u32) -> String {
+    let extra = format!("\tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;\n");
+    record(Kind::End, region, Payload::Trip(k), Who::Owner(k), &extra)
+}
+
+/// An instant at a source line.
+pub(crate) fn instant(region: u32) -> String {
+    record(Kind::Instant, region, Payload::Zero, Who::Leader, "")
+}
+
+/// Lane finalize before a `ret` / `exit`: the lane's end stamps are the latest exit's.
+pub(crate) fn finalize() -> String {
+    format!(
+        "{{ // ikp: lane finalize
+\t.reg .pred %iq<1>;
+\t.reg .b32 %ia<3>;
+\t.reg .b64 %ib<2>;
+\tactivemask.b32 %ia1;
+\tmov.u32 %ia2, %lanemask_lt;
+\tand.b32 %ia2, %ia2, %ia1;
+\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;
+\tmov.u64 %ib0, %globaltimer;
+\tmov.u64 %ib1, %clock64;
+\t@%iq0 red.global.max.u64 [%ikp_cnt+{gt}], %ib0;
+\t@%iq0 red.global.max.u64 [%ikp_cnt+{clk}], %ib1;
+}}
+",
+        gt = (lane::T_END_GT as i64 - lane::T_COUNT as i64) * 8,
+        clk = (lane::T_END_CLK as i64 - lane::T_COUNT as i64) * 8,
+    )
+}

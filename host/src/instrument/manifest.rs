@@ -1,0 +1,147 @@
+//! The probe manifest: what an instrumented module records, for the host that launches it.
+//!
+//! # Format
+//!
+//! A JSON object, written by `ikp instrument` beside the PTX (`OUT.probes.json`) and by
+//! the Python package for each module it instruments:
+//!
+//! ```text
+//! {
+//!   "ikp_probes": 1,                 // manifest version (MANIFEST_VERSION)
+//!   "target": "sm_90a",              // the module's .target
+//!   "probes": "entry,loops",         // the selection that made it (ProbeSet's Display)
+//!   "kernels": [{
+//!     "name": "matmul_kernel",       // the .entry
+//!     "symbol": "ikp_buf_matmul_kernel",  // .visible .global .u64 the host sets
+//!     "warps_per_block": 4,          // from .reqntid / .maxntid; null when the PTX says none
+//!     "regions": ["matmul.py:52 loop"],   // region names, by region id
+//!     "probes": [{"kind": "loop", "region": 0, "ptx_line": 210, "source": "matmul.py:52"}]
+//!   }]
+//! }
+//! ```
+//!
+//! The host lays the kernel's buffer out as for any ikp launch ([`KernelProbes::layout`]):
+//! lanes are warps (`groups_per_block = warps_per_block`), the grid is given linearly
+//! (`[blocks, 1, 1]`, as the probes number blocks `x + grid_x * (y + grid_y * z)`), and
+//! the region names go into the buffer header, so the buffer decodes without the
+//! manifest. A warp beyond `warps_per_block` or a block beyond the buffer's records
+//! nothing. A reader refuses a manifest of a newer version.
+
+use ikp_device::{Layout, Overflow, TimerMode};
+use serde::{Deserialize, Serialize};
+
+/// Version of the manifest format this build writes and the newest it reads.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// What an instrumented module records, per kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_VERSION`].
+    #[serde(rename = "ikp_probes")]
+    pub version: u32,
+    /// The module's `.target`.
+    pub target: String,
+    /// The probe selection, as `--at` takes it.
+    pub probes: String,
+    /// One entry per kernel, in module order.
+    pub kernels: Vec<KernelProbes>,
+}
+
+/// One instrumented kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelProbes {
+    /// The kernel (`.entry`) name.
+    pub name: String,
+    /// The module-scope `u64` the host sets to the buffer's device address.
+    pub symbol: String,
+    /// Warps per block, from `.reqntid` / `.maxntid` (`None`: the PTX does not say).
+    pub warps_per_block: Option<u32>,
+    /// Region names, by region id.
+    pub regions: Vec<String>,
+    /// The probes inserted.
+    pub probes: Vec<Probe>,
+}
+
+/// One inserted probe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// What it records.
+    pub kind: ProbeKind,
+    /// Its region id.
+    pub region: u32,
+    /// Line of the input PTX it was placed at (a loop's header label, a line's instruction).
+    pub ptx_line: usize,
+    /// `file:line` from `.loc`, when the PTX has line info.
+    pub source: Option<String>,
+}
+
+/// What a probe records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// A loop: a begin / end pair per entry, the trip count as the end's payload.
+    Loop,
+    /// An instant at a source line.
+    Line,
+}
+
+/// Why a manifest could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// Not the manifest's JSON.
+    #[error("not an ikp probe manifest: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a newer ikp.
+    #[error(
+        "probe manifest version {found}, this ikp reads up to {MANIFEST_VERSION}: upgrade ikp"
+    )]
+    Newer {
+        /// Its version.
+        found: u32,
+    },
+}
+
+impl Manifest {
+    /// Reads a manifest's JSON.
+    pub fn from_json(text: &str) -> Result<Manifest, ManifestError> {
+        let m: Manifest = serde_json::from_str(text)?;
+        if m.version > MANIFEST_VERSION {
+            return Err(ManifestError::Newer { found: m.version });
+        }
+        Ok(m)
+    }
+
+    /// The manifest as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("plain data serializes") + "\n"
+    }
+
+    /// The kernel named `name`.
+    pub fn kernel(&self, name: &str) -> Option<&KernelProbes> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+impl KernelProbes {
+    /// The buffer layout for launches of up to `blocks` blocks of `warps_per_block` warps
+    /// (the manifest's, unless `warps` overrides it), `records_per_lane` records per warp,
+    /// and `epochs` launches into one buffer.
+    pub fn layout(
+        &self,
+        blocks: u32,
+        warps: Option<u32>,
+        records_per_lane: u32,
+        epochs: u32,
+    ) -> Layout {
+        Layout {
+            grid: [blocks.max(1), 1, 1],
+            groups_per_block: warps.or(self.warps_per_block).unwrap_or(1).max(1),
+            records_per_lane,
+            timer: TimerMode::Globaltimer,
+            regions: self.regions.clone(),
+            overflow: Overflow::DropNewest,
+            epochs: epochs.max(1),
+            ..Layout::default()
+        }
+    }
+}

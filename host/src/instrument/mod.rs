@@ -1,0 +1,250 @@
+//! Instrument kernels nobody edited: ikp probes written into a PTX module.
+//!
+//! [`instrument`] reads a PTX module (from nvcc `--ptx`/`-keep`, Triton, CuTe DSL, any
+//! LLVM NVPTX output), and writes it again with ikp records at the points a [`ProbeSet`]
+//! asks for: every kernel's entry and exits (a lane init and finalize; always), each loop
+//! (a region per loop: begin on every edge that enters it, end on every edge that leaves
+//! it, with the trip count as the end's payload) and the source lines chosen by `.loc`
+//! (an instant at the first instruction of each basic block on such a line). Lanes are
+//! warps; `emit` says what happens when a warp diverges. The records are the native
+//! wire format's ([`ikp_device::wire`]), into a buffer laid out by the host exactly as for
+//! an `ikp.cuh` kernel, so every reader of ikp reads them.
+//!
+//! **No signature change.** A kernel's parameter list is left byte for byte as it was:
+//! the buffer's address comes from a module-scope variable, one per kernel
+//! ([`KernelProbes::symbol`], `.visible .global .u64`), which the host sets after loading
+//! the module (`cuModuleGetGlobal`; [`crate::cuda::HostSession::attach_probes`], or the
+//! Python package's `ikp.triton`). While it is zero (not set) every probe is off, so an
+//! instrumented module still runs correctly on its own.
+//!
+//! What the pass does not understand it refuses, naming the line and the reason
+//! ([`InstrumentError::Unsupported`]): an indirect branch, irreducible control flow, a
+//! kernel that sets its register count (`setmaxnreg`), a module already instrumented.
+//! It never rewrites what it did not read.
+
+mod cfg;
+mod emit;
+mod manifest;
+mod ptx;
+pub mod report;
+mod rewrite;
+
+pub use manifest::{KernelProbes, Manifest, Probe, ProbeKind, MANIFEST_VERSION};
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Why a module could not be instrumented.
+#[derive(Debug, thiserror::Error)]
+pub enum InstrumentError {
+    /// No `.version` / `.target` directive: this is not PTX text.
+    #[error("not a PTX module (no .version and .target directives)")]
+    NotPtx,
+    /// The module has no kernel (`.entry`).
+    #[error("the module has no kernel (.entry) to instrument")]
+    NoKernel,
+    /// The module was instrumented already.
+    #[error("the module is already instrumented by ikp (it declares {0})")]
+    AlreadyInstrumented(String),
+    /// Something the instrumenter will not rewrite.
+    #[error("PTX line {line}: {reason}")]
+    Unsupported {
+        /// 1-based line in the input module.
+        line: usize,
+        /// What is there and why it is refused.
+        reason: String,
+    },
+    /// More regions than a buffer can name.
+    #[error("kernel {kernel} would need more than {max} regions: choose fewer probes")]
+    TooManyRegions {
+        /// The kernel.
+        kernel: String,
+        /// [`ikp_device::wire::MAX_REGIONS`].
+        max: u32,
+    },
+    /// A probe selection that does not parse.
+    #[error("probe selection `{0}`: expected a comma-separated list of entry, loops and lines=FILE:FIRST[-LAST]")]
+    BadSelection(String),
+}
+
+/// Source lines chosen by `.loc`: a file (matched against the end of `.file`'s path) and
+/// an inclusive line range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineRange {
+    /// `attn.py`, or a longer path suffix.
+    pub file: String,
+    /// First line.
+    pub first: u32,
+    /// Last line (inclusive).
+    pub last: u32,
+}
+
+impl LineRange {
+    fn contains(&self, path: &str, line: u32) -> bool {
+        (self.first..=self.last).contains(&line)
+            && (path == self.file || path.ends_with(&format!("/{}", self.file)))
+    }
+}
+
+/// Which probes to insert. Lane init and finalize (`entry`) are always inserted: every
+/// record needs them.
+///
+/// Parsed from the command line's `--at` list (`entry,loops,lines=attn.py:40-60`; `lines`
+/// may be given more than once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSet {
+    /// A region per loop.
+    pub loops: bool,
+    /// Instants at these source lines.
+    pub lines: Vec<LineRange>,
+}
+
+impl Default for ProbeSet {
+    /// Entry and loops.
+    fn default() -> Self {
+        ProbeSet {
+            loops: true,
+            lines: Vec::new(),
+        }
+    }
+}
+
+impl FromStr for ProbeSet {
+    type Err = InstrumentError;
+
+    fn from_str(s: &str) -> Result<ProbeSet, InstrumentError> {
+        let bad = || InstrumentError::BadSelection(s.to_string());
+        let mut set = ProbeSet {
+            loops: false,
+            lines: Vec::new(),
+        };
+        for item in s.split(',').map(str::trim) {
+            match item {
+                "entry" => {}
+                "loops" => set.loops = true,
+                _ => {
+                    let spec = item.strip_prefix("lines=").ok_or_else(bad)?;
+                    let (file, range) = spec.rsplit_once(':').ok_or_else(bad)?;
+                    let (first, last) = range.split_once('-').unwrap_or((range, range));
+                    let (first, last) = (
+                        first.parse().map_err(|_| bad())?,
+                        last.parse().map_err(|_| bad())?,
+                    );
+                    if file.is_empty() || first > last {
+                        return Err(bad());
+                    }
+                    set.lines.push(LineRange {
+                        file: file.to_string(),
+                        first,
+                        last,
+                    });
+                }
+            }
+        }
+        Ok(set)
+    }
+}
+
+impl fmt::Display for ProbeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("entry")?;
+        if self.loops {
+            f.write_str(",loops")?;
+        }
+        for r in &self.lines {
+            write!(f, ",lines={}:{}-{}", r.file, r.first, r.last)?;
+        }
+        Ok(())
+    }
+}
+
+/// An instrumented module: its text and what each kernel records.
+#[derive(Clone, Debug)]
+pub struct Instrumented {
+    /// The PTX to load instead of the input.
+    pub ptx: String,
+    /// Per kernel: the buffer symbol, warps per block, region names, probes.
+    pub manifest: Manifest,
+}
+
+/// The buffer symbol of kernel `name`.
+pub fn symbol_of(kernel: &str) -> String {
+    format!("ikp_buf_{kernel}")
+}
+
+/// Instruments every kernel of a PTX module.
+///
+/// ```
+/// use ikp_host::instrument::{instrument, ProbeSet};
+/// let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\
+///            .visible .entry k(.param .u32 n)\n.reqntid 64\n{\n.reg .pred %p<2>;\n.reg .b32 %r<3>;\n\
+///            ld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\n$L1:\nadd.s32 %r2, %r2, 1;\n\
+///            setp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L1;\nret;\n}\n";
+/// let out = instrument(ptx, &ProbeSet::default())?;
+/// let k = &out.manifest.kernels[0];
+/// assert_eq!((k.symbol.as_str(), k.warps_per_block), ("ikp_buf_k", Some(2)));
+/// assert_eq!(k.regions, ["k loop at $L1"]);
+/// assert!(out.ptx.contains(".visible .global .align 8 .u64 ikp_buf_k;"));
+/// # Ok::<(), ikp_host::instrument::InstrumentError>(())
+/// ```
+pub fn instrument(ptx: &str, probes: &ProbeSet) -> Result<Instrumented, InstrumentError> {
+    let module = ptx::Module::parse(ptx)?;
+    if module.kernels.is_empty() {
+        return Err(InstrumentError::NoKernel);
+    }
+    if let Some(at) = ptx.find("ikp_buf_").or_else(|| ptx.find("%ikp_")) {
+        let word: String = ptx[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "_%$".contains(*c))
+            .collect();
+        return Err(InstrumentError::AlreadyInstrumented(word));
+    }
+    let mut edits = Vec::new();
+    let mut kernels = Vec::new();
+    let mut decls = String::from("\n// ikp: each kernel's record buffer, set by the host\n");
+    for k in &module.kernels {
+        let symbol = symbol_of(&k.name);
+        let (e, probes) = rewrite::kernel(&module, k, probes, &symbol)?;
+        decls += &emit::symbol_decl(&symbol);
+        edits.extend(e);
+        kernels.push(probes);
+    }
+    edits.push(rewrite::Edit {
+        at: module.header_end,
+        order: 0,
+        end: None,
+        text: decls,
+    });
+    Ok(Instrumented {
+        ptx: rewrite::apply(ptx, edits),
+        manifest: Manifest {
+            version: MANIFEST_VERSION,
+            target: module.target.clone(),
+            probes: probes.to_string(),
+            kernels,
+        },
+    })
+}
+
+/// The parameter list of each kernel of a module, as written: instrumenting leaves them
+/// byte for byte as they were.
+pub fn kernel_params(ptx: &str) -> Result<Vec<(String, String)>, InstrumentError> {
+    let module = ptx::Module::parse(ptx)?;
+    Ok(module
+        .kernels
+        .iter()
+        .map(|k| (k.name.clone(), ptx[k.params.clone()].to_string()))
+        .collect())
+}
+
+/// The `.target` architecture of a module (`sm_90a`).
+pub fn target_of(ptx: &str) -> Result<String, InstrumentError> {
+    let module = ptx::Module::parse(ptx)?;
+    Ok(module
+        .target
+        .split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string())
+}

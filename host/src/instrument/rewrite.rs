@@ -1,0 +1,411 @@
+//! Where each probe goes in a kernel, as text edits on the module.
+//!
+//! Probes sit on control-flow edges and before exits: a loop's begin on every edge that
+//! enters it, its end on every edge that leaves it (and before a `ret` inside it), a trip
+//! count after its header's label, a line's instant before the first instruction of a
+//! block at that line. An edge that a branch takes gets a trampoline (the branch is pointed
+//! at a new label after the body's last instruction, whose probes end in a branch to the
+//! old target); a fall-through edge gets its probes in place, before the label it falls
+//! into. A guarded `ret` becomes a guarded branch to a trampoline that finalizes and
+//! returns. Everything else in the text stays as it was.
+
+use std::collections::HashMap;
+
+use ikp_device::wire::MAX_REGIONS;
+
+use super::cfg::Cfg;
+use super::emit;
+use super::ptx::{branch_target, loc_of, Kernel, Module, Stmt};
+use super::{InstrumentError, KernelProbes, Probe, ProbeKind, ProbeSet};
+
+/// A text edit: insert `text` at `at` (edits at one offset in `order`), or replace
+/// `at..end` with `text`.
+#[derive(Clone, Debug)]
+pub(crate) struct Edit {
+    pub at: usize,
+    pub order: u8,
+    pub end: Option<usize>,
+    pub text: String,
+}
+
+// Orders of edits made at the same offset.
+const INIT: u8 = 0;
+const EDGE: u8 = 1;
+const LINE: u8 = 3;
+const EXIT: u8 = 4;
+const REPLACE: u8 = 9;
+
+/// Declarations that may lead a body before its first instruction.
+fn is_declaration(s: &Stmt) -> bool {
+    matches!(s, Stmt::Directive { name, .. } if matches!(name.as_str(), "reg" | "local" | "shared" | "param" | "loc" | "pragma"))
+}
+
+/// The edits that instrument kernel `k` of `m`, and what they record.
+pub(crate) fn kernel(
+    m: &Module,
+    k: &Kernel,
+    probes: &ProbeSet,
+    symbol: &str,
+) -> Result<(Vec<Edit>, KernelProbes), InstrumentError> {
+    if let Some(s) = k.stmts.iter().find(|s| s.op() == Some("setmaxnreg")) {
+        return Err(InstrumentError::Unsupported {
+            line: s.line,
+            reason: format!(
+                "kernel {} sets its warps' register count (setmaxnreg): probes need registers of \
+                 their own and could break the count its warp groups were given",
+                k.name
+            ),
+        });
+    }
+    let cfg = Cfg::of(k)?;
+    // The .loc in effect at each statement.
+    let mut loc = Vec::with_capacity(k.stmts.len());
+    let mut current = None;
+    for s in &k.stmts {
+        if let Stmt::Directive { name, rest } = &s.stmt {
+            if name == "loc" {
+                current = loc_of(rest);
+            }
+        }
+        loc.push(current);
+    }
+    let source = |i: usize| -> Option<String> {
+        let (file, line) = loc.get(i).copied().flatten()?;
+        Some(format!("{}:{line}", m.file_name(file).unwrap_or("?")))
+    };
+    let first_instr = |b: usize| {
+        cfg.blocks[b]
+            .stmts
+            .clone()
+            .find(|&i| matches!(k.stmts[i].stmt, Stmt::Instr { .. }))
+    };
+
+    let mut out = KernelProbes {
+        name: k.name.clone(),
+        symbol: symbol.to_string(),
+        warps_per_block: k.threads_per_block.map(|t| t.div_ceil(32)),
+        regions: Vec::new(),
+        probes: Vec::new(),
+    };
+    let mut region_of_name: HashMap<String, u32> = HashMap::new();
+    let mut region =
+        |out: &mut KernelProbes, name: String, unique: bool| -> Result<u32, InstrumentError> {
+            if !unique {
+                if let Some(&r) = region_of_name.get(&name) {
+                    return Ok(r);
+                }
+            }
+            let mut named = name.clone();
+            let mut n = 2;
+            while unique && region_of_name.contains_key(&named) {
+                named = format!("{name} #{n}");
+                n += 1;
+            }
+            let r = out.regions.len() as u32;
+            if r >= MAX_REGIONS {
+                return Err(InstrumentError::TooManyRegions {
+                    kernel: k.name.clone(),
+                    max: MAX_REGIONS,
+                });
+            }
+            region_of_name.insert(named.clone(), r);
+            out.regions.push(named);
+            Ok(r)
+        };
+
+    // Loop regions, in the order of their headers.
+    let loops: Vec<usize> = if probes.loops {
+        (0..cfg.loops.len()).collect()
+    } else {
+        Vec::new()
+    };
+    let mut loop_region = Vec::new();
+    for &l in &loops {
+        let header = cfg.loops[l].header;
+        let at = first_instr(header).unwrap_or(cfg.blocks[header].stmts.start);
+        // Named for its first source line in the header's file: the loop statement's
+        // line, usually, as the compiler charges the loop's test and step to it.
+        let line = loc[at].and_then(|(file, _)| {
+            cfg.loops[l]
+                .body
+                .iter()
+                .flat_map(|&b| cfg.blocks[b].stmts.clone())
+                .filter(|&i| matches!(k.stmts[i].stmt, Stmt::Instr { .. }))
+                .filter_map(|i| loc[i].filter(|&(f, n)| f == file && n > 0))
+                .map(|(_, n)| n)
+                .min()
+                .map(|n| format!("{}:{n}", m.file_name(file).unwrap_or("?")))
+        });
+        let name = match &line {
+            Some(s) => format!("{s} loop"),
+            None => format!(
+                "{} loop at {}",
+                k.name,
+                cfg.blocks[header].label.as_deref().unwrap_or("?")
+            ),
+        };
+        let r = region(&mut out, name, true)?;
+        out.probes.push(Probe {
+            kind: ProbeKind::Loop,
+            region: r,
+            ptx_line: k.stmts[cfg.blocks[header].stmts.start].line,
+            source: line,
+        });
+        loop_region.push(r);
+    }
+    // Our loop index of a cfg loop.
+    let slot = |l: usize| loops.iter().position(|&x| x == l);
+
+    let mut edits = Vec::new();
+    let mut trampolines = String::new();
+    let mut n_tramp = 0usize;
+    let tramp_label = |n: &mut usize| {
+        *n += 1;
+        format!("$ikp_t{}_{}", k.name.len(), *n)
+    };
+
+    // Declarations and init.
+    edits.push(Edit {
+        at: k.body.start + 1,
+        order: INIT,
+        end: None,
+        text: format!("\n{}", emit::decls(loops.len())),
+    });
+    let init_at = k
+        .stmts
+        .iter()
+        .find(|s| !is_declaration(&s.stmt))
+        .map(|s| s.at.start)
+        .ok_or_else(|| InstrumentError::Unsupported {
+            line: k.stmts.first().map_or(0, |s| s.line),
+            reason: format!("kernel {} has no instruction", k.name),
+        })?;
+    edits.push(Edit {
+        at: init_at,
+        order: INIT,
+        end: None,
+        text: emit::init(symbol, loops.len()),
+    });
+
+    let ends = |b_loops: &[usize], keep: &[usize]| -> String {
+        b_loops
+            .iter()
+            .filter(|l| !keep.contains(l))
+            .filter_map(|&l| slot(l).map(|s| emit::loop_end(s, loop_region[s])))
+            .collect()
+    };
+
+    // Edges. Block 0 is entered from the kernel's start (after init, which precedes the
+    // first label), so a loop headed there is entered by that path too.
+    let reachable = reachable(&cfg);
+    let mut entry_edges: Vec<(Option<usize>, usize, bool)> = vec![(None, 0, false)];
+    for (u, b) in cfg.blocks.iter().enumerate() {
+        if reachable[u] {
+            entry_edges.extend(b.succs.iter().map(|e| (Some(u), e.to, e.branch)));
+        }
+    }
+    for (u, v, branch) in entry_edges {
+        let from = u.map(|u| cfg.loops_of(u)).unwrap_or_default();
+        let to = cfg.loops_of(v);
+        let mut text = ends(&from, &to);
+        for &l in to.iter().rev().filter(|l| !from.contains(l)) {
+            if cfg.loops[l].header != v {
+                let line = k.stmts.get(cfg.blocks[v].stmts.start).map_or(0, |s| s.line);
+                return Err(InstrumentError::Unsupported {
+                    line,
+                    reason: "a loop is entered other than through its header".into(),
+                });
+            }
+            if let Some(s) = slot(l) {
+                text += &emit::loop_begin(s, loop_region[s]);
+            }
+        }
+        if text.is_empty() {
+            continue;
+        }
+        let v_start = k
+            .stmts
+            .get(cfg.blocks[v].stmts.start)
+            .map(|s| s.at.start)
+            .unwrap_or(k.body.end - 1);
+        if branch {
+            let u = u.expect("a branch has a source");
+            let last = cfg.blocks[u]
+                .stmts
+                .clone()
+                .rev()
+                .find(|&i| k.stmts[i].op() == Some("bra"))
+                .expect("branch edge");
+            let Stmt::Instr {
+                operands,
+                operands_at,
+                ..
+            } = &k.stmts[last].stmt
+            else {
+                unreachable!()
+            };
+            let (target, range) = branch_target(operands, operands_at).expect("cfg read it");
+            let label = tramp_label(&mut n_tramp);
+            edits.push(Edit {
+                at: range.start,
+                order: REPLACE,
+                end: Some(range.end),
+                text: label.clone(),
+            });
+            trampolines += &format!("{label}:\n{text}\tbra \t{target};\n");
+        } else {
+            edits.push(Edit {
+                at: v_start,
+                order: EDGE,
+                end: None,
+                text,
+            });
+        }
+    }
+
+    // Trip counts after each loop header's label.
+    for (s, &l) in loops.iter().enumerate() {
+        let h = cfg.loops[l].header;
+        let first = &k.stmts[cfg.blocks[h].stmts.start];
+        let at = match first.stmt {
+            Stmt::Label(_) => first.at.end,
+            _ => first.at.start,
+        };
+        edits.push(Edit {
+            at,
+            order: INIT,
+            end: None,
+            text: format!("\n{}", emit::loop_trip(s)),
+        });
+    }
+
+    // Exits: close the loops still open, finalize the lane.
+    for (b, block) in cfg.blocks.iter().enumerate() {
+        if !block.exits || !reachable[b] {
+            continue;
+        }
+        let i = block
+            .stmts
+            .clone()
+            .rev()
+            .find(|&i| matches!(k.stmts[i].op(), Some("ret" | "exit")))
+            .expect("exit block");
+        let s = &k.stmts[i];
+        let Stmt::Instr { guard, opcode, .. } = &s.stmt else {
+            unreachable!()
+        };
+        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize();
+        match guard {
+            None => edits.push(Edit {
+                at: s.at.start,
+                order: EXIT,
+                end: None,
+                text,
+            }),
+            Some(g) => {
+                let label = tramp_label(&mut n_tramp);
+                edits.push(Edit {
+                    at: s.at.start,
+                    order: REPLACE,
+                    end: Some(s.at.end),
+                    text: format!("@{g} bra \t{label};"),
+                });
+                trampolines += &format!("{label}:\n{text}\t{opcode};\n");
+            }
+        }
+    }
+
+    // Source lines: an instant before a block's first instruction in a chosen range.
+    if !probes.lines.is_empty() {
+        for (b, block) in cfg.blocks.iter().enumerate() {
+            if !reachable[b] {
+                continue;
+            }
+            let hit = block.stmts.clone().find(|&i| {
+                matches!(k.stmts[i].stmt, Stmt::Instr { .. })
+                    && loc[i].is_some_and(|(f, line)| {
+                        probes
+                            .lines
+                            .iter()
+                            .any(|r| r.contains(m.file_path(f).unwrap_or(""), line))
+                    })
+            });
+            if let Some(i) = hit {
+                let name = source(i).expect("a hit has a .loc");
+                let r = region(&mut out, name.clone(), false)?;
+                out.probes.push(Probe {
+                    kind: ProbeKind::Line,
+                    region: r,
+                    ptx_line: k.stmts[i].line,
+                    source: Some(name),
+                });
+                edits.push(Edit {
+                    at: k.stmts[i].at.start,
+                    order: LINE,
+                    end: None,
+                    text: emit::instant(r),
+                });
+            }
+        }
+    }
+
+    if !trampolines.is_empty() {
+        let last = k
+            .stmts
+            .iter()
+            .rev()
+            .find(|s| s.op().is_some())
+            .expect("a kernel with an exit has an instruction");
+        let falls_through = match &last.stmt {
+            Stmt::Instr { guard, .. } => {
+                guard.is_some() || !matches!(last.op(), Some("ret" | "exit" | "bra" | "trap"))
+            }
+            _ => true,
+        };
+        if falls_through {
+            return Err(InstrumentError::Unsupported {
+                line: last.line,
+                reason: format!("kernel {} does not end in ret, exit or a branch", k.name),
+            });
+        }
+        edits.push(Edit {
+            at: last.at.end,
+            order: 10,
+            end: None,
+            text: format!("\n// ikp: trampolines\n{trampolines}"),
+        });
+    }
+    Ok((edits, out))
+}
+
+fn reachable(cfg: &Cfg) -> Vec<bool> {
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut work = vec![0];
+    while let Some(b) = work.pop() {
+        if !std::mem::replace(&mut seen[b], true) {
+            work.extend(cfg.blocks[b].succs.iter().map(|e| e.to));
+        }
+    }
+    seen
+}
+
+/// Applies edits to `text`.
+pub(crate) fn apply(text: &str, mut edits: Vec<Edit>) -> String {
+    edits.sort_by_key(|e| (e.at, e.order));
+    let mut out =
+        String::with_capacity(text.len() + edits.iter().map(|e| e.text.len()).sum::<usize>());
+    let mut pos = 0;
+    for e in edits {
+        if e.at < pos {
+            continue;
+        }
+        out.push_str(&text[pos..e.at]);
+        out.push_str(&e.text);
+        if !e.text.ends_with('\n') && e.end.is_none() {
+            out.push('\t');
+        }
+        pos = e.end.unwrap_or(e.at);
+    }
+    out.push_str(&text[pos..]);
+    out
+}

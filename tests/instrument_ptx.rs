@@ -1,0 +1,180 @@
+//! `ikp instrument` on real compiler output: Triton's and CuTe DSL's PTX (fixtures in
+//! host/tests/ptx, made by scripts/triton-ptx-fixtures.py and cute-ptx-fixtures.py) and
+//! nvcc's (the repository's example kernels, compiled here for sm_80, sm_90 and sm_100).
+//!
+//! Each instrumented module must assemble with ptxas for its own target, keep every
+//! kernel's parameter list byte for byte, find the loops the fixture says it has, and
+//! carry in its SASS exactly the timer reads and global stores its probes account for.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ikp_host::instrument::{instrument, kernel_params, report, target_of, ProbeKind, ProbeSet};
+use ikp_host::sass::{CudaTools, Sass};
+
+fn tools() -> CudaTools {
+    CudaTools::discover().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn fixture_dir(kind: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("host/tests/ptx")
+        .join(kind)
+}
+
+struct Fixture {
+    name: String,
+    ptx: String,
+    /// Loops per the fixture's generator.
+    loops: Option<usize>,
+}
+
+/// The fixtures of one generator, with their loop counts from its fixtures.json.
+fn fixtures(kind: &str) -> Vec<Fixture> {
+    let dir = fixture_dir(kind);
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fixtures.json")).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "ptx") {
+            let file = path.file_name().unwrap().to_str().unwrap().to_string();
+            let loops = meta["files"][&file]["loops"].as_array().map(Vec::len);
+            out.push(Fixture {
+                name: file,
+                ptx: std::fs::read_to_string(&path).unwrap(),
+                loops,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    assert!(!out.is_empty(), "no fixtures in {}", dir.display());
+    out
+}
+
+/// Opcode counts of the SASS instructions that read the global timer and that write global
+/// memory (stores, atomics, reductions).
+#[derive(Debug, Default, PartialEq, Eq, Clone, Copy)]
+struct ProbeOps {
+    timer_reads: usize,
+    stores: usize,
+    atomics: usize,
+}
+
+fn probe_ops(sass: &Sass, kernel: &str) -> ProbeOps {
+    let mut ops = ProbeOps::default();
+    for ins in sass.kernel(kernel).unwrap() {
+        if ins.contains("SR_GLOBALTIMER") {
+            ops.timer_reads += 1;
+        }
+        let op = ikp_host::sass::parse::opcode(&ins);
+        if op.starts_with("STG") {
+            ops.stores += 1;
+        }
+        if op.starts_with("ATOMG")
+            || op.starts_with("REDG")
+            || op.starts_with("RED.")
+            || op == "RED"
+        {
+            ops.atomics += 1;
+        }
+    }
+    ops
+}
+
+fn arch_of(target: &str) -> String {
+    target.to_string()
+}
+
+/// Instruments `ptx` with `probes`, assembles both for the module's target, and checks
+/// what every test here holds to. Returns the manifest's kernels and each kernel's probe
+/// operations (after minus before).
+fn check(
+    name: &str,
+    ptx: &str,
+    probes: &ProbeSet,
+    arch: Option<&str>,
+) -> Vec<(ikp_host::instrument::KernelProbes, ProbeOps, ProbeOps)> {
+    let out = instrument(ptx, probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        kernel_params(ptx).unwrap(),
+        kernel_params(&out.ptx).unwrap(),
+        "{name}: parameters changed"
+    );
+    let arch = arch
+        .map(str::to_string)
+        .unwrap_or_else(|| arch_of(&target_of(ptx).unwrap()));
+    let tools = tools();
+    let before = report::assemble(&tools, ptx, &arch)
+        .unwrap_or_else(|e| panic!("{name} (input) for {arch}: {e}"));
+    let after = report::assemble(&tools, &out.ptx, &arch)
+        .unwrap_or_else(|e| panic!("{name} instrumented, for {arch}: {e}"));
+    out.manifest
+        .kernels
+        .iter()
+        .map(|k| {
+            let (b, a) = (
+                probe_ops(&before.sass, &k.name),
+                probe_ops(&after.sass, &k.name),
+            );
+            (k.clone(), b, a)
+        })
+        .collect()
+}
+
+/// What the probes of kernel `k` put in SASS: the init's and each finalize's 64-bit timer
+/// read, each record's 32-bit one; the init's three stores and each record's one; each
+/// record's slot atomic and drop reduction, the finalize's two max reductions, the init's
+/// epoch atomic.
+fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize) -> ProbeOps {
+    let records: usize = k
+        .probes
+        .iter()
+        .map(|p| match p.kind {
+            ProbeKind::Loop => 2,
+            ProbeKind::Line => 1,
+        })
+        .sum();
+    ProbeOps {
+        timer_reads: 1 + exits + records,
+        stores: 3 + records,
+        atomics: 1 + 2 * records + 2 * exits,
+    }
+}
+
+fn exits(ptx: &str, kernel: &str) -> usize {
+    // Every fixture kernel has one `ret` per exit; count them in its body.
+    let start = ptx.find(&format!(".entry {kernel}(")).unwrap();
+    let body = &ptx[start..];
+    let end = body.find("\n}").unwrap();
+    body[..end].matches("\tret;").count()
+}
+
+#[test]
+fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
+    let probes = ProbeSet::default();
+    for f in fixtures("triton") {
+        for (k, before, after) in check(&f.name, &f.ptx, &probes, None) {
+            if let Some(loops) = f.loops {
+                assert_eq!(
+                    k.probes.len(),
+                    loops,
+                    "{}: loops found {:?}",
+                    f.name,
+                    k.regions
+                );
+            }
+            let want = expected(&k, exits(&f.ptx, &k.name));
+            let got = ProbeOps {
+                timer_reads: after.timer_reads - before.timer_reads,
+                stores: after.stores - before.stores,
+                atomics: after.atomics - before.atomics,
+            };
+            assert_eq!(
+                got, want,
+                "{}: probe operations in SASS (before {before:?}, after {after:?})",
+                f.name
+            );
+        }
+    }
+}
