@@ -122,23 +122,20 @@ fn check(
         .collect()
 }
 
-/// What the probes of kernel `k` put in SASS: the init's and each finalize's 64-bit timer
-/// read, each record's 32-bit one; the init's three stores and each record's one; each
-/// record's slot atomic and drop reduction, the finalize's two max reductions, the init's
-/// epoch atomic.
+/// What the probes of kernel `k` put in SASS. The init: one 64-bit timer read, three
+/// stores (start stamps and ids), the epoch atomic. A begin or a line's instant: one
+/// 32-bit timer read, one store, the slot atomic and the drop reduction. A loop's end: one
+/// timer read, two stores (the end and the trip-count sample), the slot atomic, the drop
+/// reduction and the counter total. Each exit: one 64-bit timer read, two max reductions.
 fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize) -> ProbeOps {
-    let records: usize = k
-        .probes
-        .iter()
-        .map(|p| match p.kind {
-            ProbeKind::Loop => 2,
-            ProbeKind::Line => 1,
-        })
-        .sum();
+    let (loops, lines) = k.probes.iter().fold((0, 0), |(l, n), p| match p.kind {
+        ProbeKind::Loop => (l + 1, n),
+        ProbeKind::Line => (l, n + 1),
+    });
     ProbeOps {
-        timer_reads: 1 + exits + records,
-        stores: 3 + records,
-        atomics: 1 + 2 * records + 2 * exits,
+        timer_reads: 1 + 2 * loops + lines + exits,
+        stores: 3 + 3 * loops + lines,
+        atomics: 1 + 5 * loops + 2 * lines + 2 * exits,
     }
 }
 
@@ -176,5 +173,89 @@ fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
                 f.name
             );
         }
+    }
+}
+
+/// nvcc's PTX of the repository's example kernels (their uninstrumented build), for each
+/// architecture ikp supports.
+fn nvcc_ptx(arch: &str) -> String {
+    let tools = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("examples.cu");
+    std::fs::write(&src, ikp_host::sass::kernels::EXAMPLES).unwrap();
+    let out = dir.path().join("examples.ptx");
+    let status = Command::new(&tools.nvcc)
+        .args([
+            "--ptx",
+            "-lineinfo",
+            "-DIKP_BASELINE",
+            &format!("-arch={arch}"),
+            "-o",
+        ])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc --ptx for {arch}");
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
+    let probes: ProbeSet = "entry,loops,lines=examples.cu:1-400".parse().unwrap();
+    for arch in ["sm_80", "sm_90", "sm_100"] {
+        let ptx = nvcc_ptx(arch);
+        let kernels = check(arch, &ptx, &probes, None);
+        assert!(kernels.len() >= 4, "{arch}: kernels {}", kernels.len());
+        let loops: usize = kernels
+            .iter()
+            .map(|(k, _, _)| {
+                k.probes
+                    .iter()
+                    .filter(|p| p.kind == ProbeKind::Loop)
+                    .count()
+            })
+            .sum();
+        let lines: usize = kernels
+            .iter()
+            .map(|(k, _, _)| {
+                k.probes
+                    .iter()
+                    .filter(|p| p.kind == ProbeKind::Line)
+                    .count()
+            })
+            .sum();
+        assert!(
+            loops >= 3 && lines >= 4,
+            "{arch}: {loops} loops, {lines} line probes"
+        );
+        for (k, before, after) in kernels {
+            let want = expected(&k, exits(&ptx, &k.name));
+            let got = ProbeOps {
+                timer_reads: after.timer_reads - before.timer_reads,
+                stores: after.stores - before.stores,
+                atomics: after.atomics - before.atomics,
+            };
+            assert_eq!(got, want, "{arch} {}: probe operations in SASS", k.name);
+        }
+    }
+}
+
+#[test]
+fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
+    for f in fixtures("cute") {
+        let kernels = check(&f.name, &f.ptx, &ProbeSet::default(), None);
+        assert_eq!(kernels.len(), 1);
+        let (k, before, after) = &kernels[0];
+        assert_eq!(Some(k.probes.len()), f.loops);
+        assert!(
+            k.regions[0].starts_with("cute-ptx-fixtures.py:") && k.regions[0].ends_with(" loop"),
+            "{:?}",
+            k.regions
+        );
+        assert_eq!(k.warps_per_block, Some(4));
+        let want = expected(k, exits(&f.ptx, &k.name));
+        assert_eq!(after.timer_reads - before.timer_reads, want.timer_reads);
+        assert_eq!(after.stores - before.stores, want.stores);
     }
 }

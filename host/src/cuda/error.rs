@@ -78,6 +78,15 @@ pub enum SessionError {
          HostSession for the other overflow policies"
     )]
     NotStream,
+    /// An instrumented module's buffer symbol is not the 8-byte pointer `ikp instrument`
+    /// declares.
+    #[error("the ikp buffer symbol {symbol} is {bytes} bytes, not a 64-bit pointer: was the module instrumented by this ikp?")]
+    ProbeSymbol {
+        /// The symbol.
+        symbol: String,
+        /// Its size in the module.
+        bytes: usize,
+    },
     /// The drain of a stream launch failed.
     #[error(transparent)]
     Drain(#[from] crate::drain::DrainError),

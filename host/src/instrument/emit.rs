@@ -11,12 +11,12 @@
 //! the same time never take the same slot, and a full lane turns the add into a drop
 //! (`+2^32 - 1`: one more dropped, written unchanged) so the word is the wire format's
 //! trailer at every moment. A loop's end is recorded by the thread that recorded its begin
-//! (`%ikp_own<k>`), once per begin, when that thread leaves the loop; its payload is the
-//! number of times that thread ran the loop's header (the trip count), capped at
-//! [`MAX_PAYLOAD`]. The lane's end stamps are the latest of its threads' exits
+//! (`%ikp_own<k>`), once per begin, when that thread leaves the loop, followed by a
+//! sample of the loop's counter: the number of times that thread ran the loop's header
+//! (the trip count, 32 bits). The lane's end stamps are the latest of its threads' exits
 //! (`atom.max`).
 
-use ikp_device::wire::{self, lane, Kind, LANE_MARK, MAX_PAYLOAD};
+use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
 /// The module-scope pointer the host sets to the buffer (`cuModuleGetGlobal`).
 pub(crate) fn symbol_decl(symbol: &str) -> String {
@@ -136,44 +136,16 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
     s
 }
 
-/// Who records a probe.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Who {
-    /// The lowest active thread.
-    Leader,
-    /// The thread that recorded loop `k`'s begin.
-    Owner(usize),
-}
-
-/// What a record's payload is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Payload {
-    Zero,
-    /// Loop `k`'s trip count so far.
-    Trip(usize),
-}
-
-/// One record: stamp, take a slot, store (or count a drop). `extra` runs inside the probe's
-/// scope with `%iq0` the recording thread's predicate.
-pub(crate) fn record(kind: Kind, region: u32, payload: Payload, who: Who, extra: &str) -> String {
+/// One record by the lowest active thread: stamp, take a slot, store (or count a drop).
+/// `extra` runs inside the probe's scope with `%iq0` the recording thread's predicate.
+pub(crate) fn record(kind: Kind, region: u32, extra: &str) -> String {
     let tag = (region << wire::REGION_SHIFT) | kind as u32;
     let mut s = String::from(
         "{ // ikp: record\n\t.reg .pred %iq<3>;\n\t.reg .b32 %ia<6>;\n\t.reg .b64 %ib<3>;\n\tmov.u32 %ia0, %globaltimer_lo;\n",
     );
-    match who {
-        Who::Leader => s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n",
-        Who::Owner(k) => s += &format!("\tand.pred %iq0, %ikp_own{k}, %ikp_on;\n"),
-    }
+    s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n";
     s += "\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], 1;\n\tcvt.u32.u64 %ia3, %ib0;\n\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;\n\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;\n\t@%iq2 red.global.add.u64 [%ikp_cnt], 4294967295;\n";
-    match payload {
-        Payload::Zero => s += &format!("\tmov.b32 %ia4, {tag};\n"),
-        Payload::Trip(k) => {
-            s += &format!(
-                "\tmin.u32 %ia4, %ikp_trip{k}, {MAX_PAYLOAD};\n\tshl.b32 %ia4, %ia4, {};\n\tor.b32 %ia4, %ia4, {tag};\n",
-                wire::PAYLOAD_SHIFT
-            )
-        }
-    }
+    s += &format!("\tmov.b32 %ia4, {tag};\n");
     s += &format!(
         "\tmov.b64 %ib1, {{%ia4, %ia0}};\n\tmul.wide.u32 %ib2, %ia3, 8;\n\tadd.s64 %ib2, %ikp_lane, %ib2;\n\t@%iq1 st.global.u64 [%ib2+{}], %ib1;\n",
         lane::EVENTS * 8
@@ -188,7 +160,7 @@ pub(crate) fn loop_begin(k: usize, region: u32) -> String {
     let extra = format!("\tmov.pred %ikp_own{k}, %iq0;\n");
     format!(
         "\tmov.u32 %ikp_trip{k}, 0;\n{}",
-        record(Kind::Begin, region, Payload::Zero, Who::Leader, &extra)
+        record(Kind::Begin, region, &extra)
     )
 }
 
@@ -197,15 +169,51 @@ pub(crate) fn loop_trip(k: usize) -> String {
     format!("\tadd.u32 %ikp_trip{k}, %ikp_trip{k}, 1; // ikp: trip\n")
 }
 
-/// A loop's end, recorded by its begin's owner, who then owns it no more.
+/// A loop's end, recorded by its begin's owner, who then owns it no more: the end record
+/// and, right after it, a counter sample of the loop's counter `k` (`MetaKind::CounterSample`,
+/// value = the trip count, timed by the end before it), in two slots taken by one atomic
+/// add (both or neither: a lane with one slot left drops both); the trip count is also added
+/// to the counter's total in the lane's trailer, as `ikp.cuh`'s counted waits do.
 pub(crate) fn loop_end(k: usize, region: u32) -> String {
-    let extra = format!("\tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;\n");
-    record(Kind::End, region, Payload::Trip(k), Who::Owner(k), &extra)
+    let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
+    let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
+        | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
+        | Kind::Meta as u32;
+    format!(
+        "{{ // ikp: loop end
+\t.reg .pred %iq<3>;
+\t.reg .b32 %ia<6>;
+\t.reg .b64 %ib<4>;
+\tmov.u32 %ia0, %globaltimer_lo;
+\tand.pred %iq0, %ikp_own{k}, %ikp_on;
+\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], 2;
+\tcvt.u32.u64 %ia3, %ib0;
+\tadd.s32 %ia5, %ia3, 1;
+\tsetp.lt.and.u32 %iq1, %ia5, %ikp_r, %iq0;
+\tsetp.ge.and.u32 %iq2, %ia5, %ikp_r, %iq0;
+\t@%iq2 red.global.add.u64 [%ikp_cnt], 8589934590;
+\tmov.b32 %ia4, {end_tag};
+\tmov.b64 %ib1, {{%ia4, %ia0}};
+\tmov.b32 %ia4, {sample_tag};
+\tmov.b64 %ib3, {{%ia4, %ikp_trip{k}}};
+\tmul.wide.u32 %ib2, %ia3, 8;
+\tadd.s64 %ib2, %ikp_lane, %ib2;
+\t@%iq1 st.global.u64 [%ib2+{events}], %ib1;
+\t@%iq1 st.global.u64 [%ib2+{next}], %ib3;
+\tcvt.u64.u32 %ib3, %ikp_trip{k};
+\t@%iq0 red.global.add.u64 [%ikp_cnt+{total}], %ib3;
+\tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
+}}
+",
+        events = lane::EVENTS * 8,
+        next = (lane::EVENTS + 1) * 8,
+        total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8,
+    )
 }
 
 /// An instant at a source line.
 pub(crate) fn instant(region: u32) -> String {
-    record(Kind::Instant, region, Payload::Zero, Who::Leader, "")
+    record(Kind::Instant, region, "")
 }
 
 /// Lane finalize before a `ret` / `exit`: the lane's end stamps are the latest exit's.

@@ -15,6 +15,8 @@
 //!     "symbol": "ikp_buf_matmul_kernel",  // .visible .global .u64 the host sets
 //!     "warps_per_block": 4,          // from .reqntid / .maxntid; null when the PTX says none
 //!     "regions": ["matmul.py:52 loop"],   // region names, by region id
+//!     "counters": ["matmul.py:52 loop trips"],  // counter names, by counter id: loop k's
+//!                                    // trip counts are samples of counter k
 //!     "probes": [{"kind": "loop", "region": 0, "ptx_line": 210, "source": "matmul.py:52"}]
 //!   }]
 //! }
@@ -58,6 +60,9 @@ pub struct KernelProbes {
     pub warps_per_block: Option<u32>,
     /// Region names, by region id.
     pub regions: Vec<String>,
+    /// Counter names, by counter id: counter `k` holds loop `k`'s trip counts (a sample
+    /// after each end of the loop's region; the lane's total in its trailer).
+    pub counters: Vec<String>,
     /// The probes inserted.
     pub probes: Vec<Probe>,
 }
@@ -79,7 +84,7 @@ pub struct Probe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
-    /// A loop: a begin / end pair per entry, the trip count as the end's payload.
+    /// A loop: a begin / end pair per entry, then a sample of its trip count.
     Loop,
     /// An instant at a source line.
     Line,
@@ -139,6 +144,7 @@ impl KernelProbes {
             records_per_lane,
             timer: TimerMode::Globaltimer,
             regions: self.regions.clone(),
+            counters: self.counters.clone(),
             overflow: Overflow::DropNewest,
             epochs: epochs.max(1),
             ..Layout::default()

@@ -4,7 +4,7 @@
 //! LLVM NVPTX output), and writes it again with ikp records at the points a [`ProbeSet`]
 //! asks for: every kernel's entry and exits (a lane init and finalize; always), each loop
 //! (a region per loop: begin on every edge that enters it, end on every edge that leaves
-//! it, with the trip count as the end's payload) and the source lines chosen by `.loc`
+//! it, and the trip count as a sample of the loop's counter) and the source lines chosen by `.loc`
 //! (an instant at the first instruction of each basic block on such a line). Lanes are
 //! warps; `emit` says what happens when a warp diverges. The records are the native
 //! wire format's ([`ikp_device::wire`]), into a buffer laid out by the host exactly as for
@@ -60,6 +60,16 @@ pub enum InstrumentError {
         /// The kernel.
         kernel: String,
         /// [`ikp_device::wire::MAX_REGIONS`].
+        max: u32,
+    },
+    /// More loops than a buffer has counters for their trip counts.
+    #[error(
+        "kernel {kernel} has more than {max} loops: probe fewer (--at without loops, or lines=...)"
+    )]
+    TooManyLoops {
+        /// The kernel.
+        kernel: String,
+        /// [`ikp_device::wire::MAX_COUNTERS`].
         max: u32,
     },
     /// A probe selection that does not parse.
@@ -247,4 +257,132 @@ pub fn target_of(ptx: &str) -> Result<String, InstrumentError> {
         .unwrap_or("")
         .trim()
         .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(body: &str) -> String {
+        format!(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 p)\n.reqntid 96, 1, 1\n{{\n.reg .pred %p<3>;\n.reg .b32 %r<4>;\n{body}\n}}\n")
+    }
+
+    fn refused(ptx: &str) -> String {
+        instrument(ptx, &ProbeSet::default())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn refuses_with_the_line_and_the_reason() {
+        let e = refused(&module(
+            "mov.u32 %r1, 0;\nsetmaxnreg.inc.sync.aligned.u32 240;\nret;",
+        ));
+        assert!(
+            e.starts_with("PTX line 10: kernel k sets its warps' register count (setmaxnreg)"),
+            "{e}"
+        );
+        let e = refused(&module("brx.idx %r1, $T;\nret;"));
+        assert!(e.contains("PTX line 9:") && e.contains("brx.idx"), "{e}");
+        assert_eq!(
+            refused("int main() {}"),
+            "not a PTX module (no .version and .target directives)"
+        );
+        assert_eq!(
+            refused(".version 8.0\n.target sm_80\n.address_size 64\n"),
+            InstrumentError::NoKernel.to_string()
+        );
+        let once = instrument(&module("ret;"), &ProbeSet::default())
+            .unwrap()
+            .ptx;
+        assert!(refused(&once).contains("already instrumented"));
+        let e = refused(&module("@%p1 bra $Nowhere;\nret;"));
+        assert!(e.contains("not a label of the kernel"), "{e}");
+    }
+
+    #[test]
+    fn selections_parse_and_print_back() {
+        let s: ProbeSet = "entry,loops,lines=attn.py:40-60,lines=a/b.py:7"
+            .parse()
+            .unwrap();
+        assert!(s.loops);
+        assert_eq!(
+            s.lines[1],
+            LineRange {
+                file: "a/b.py".into(),
+                first: 7,
+                last: 7
+            }
+        );
+        assert_eq!(
+            s.to_string(),
+            "entry,loops,lines=attn.py:40-60,lines=a/b.py:7-7"
+        );
+        assert_eq!(
+            "entry".parse::<ProbeSet>().unwrap(),
+            ProbeSet {
+                loops: false,
+                lines: vec![]
+            }
+        );
+        for bad in [
+            "loop",
+            "lines=x.py",
+            "lines=:3",
+            "lines=x.py:9-3",
+            "lines=x.py:a",
+        ] {
+            assert!(bad.parse::<ProbeSet>().is_err(), "{bad}");
+        }
+        assert!(LineRange {
+            file: "b.py".into(),
+            first: 1,
+            last: 9
+        }
+        .contains("/x/b.py", 3));
+        assert!(!LineRange {
+            file: "b.py".into(),
+            first: 1,
+            last: 9
+        }
+        .contains("/x/ab.py", 3));
+    }
+
+    #[test]
+    fn guarded_exits_and_loop_exits_get_trampolines_and_the_rest_stays_as_it_was() {
+        let ptx = module(
+            "mov.u32 %r1, 0;\n@%p2 ret;\n$L1:\nadd.s32 %r1, %r1, 1;\nsetp.eq.s32 %p1, %r1, 5;\n\
+             @%p1 bra $Out;\nsetp.lt.s32 %p1, %r1, 9;\n@%p1 bra $L1;\n$Out:\nret;",
+        );
+        let out = instrument(&ptx, &ProbeSet::default()).unwrap();
+        let k = &out.manifest.kernels[0];
+        assert_eq!(k.warps_per_block, Some(3));
+        assert_eq!(k.regions, ["k loop at $L1"]);
+        // The guarded ret and the loop's early exit branch to trampolines; the loop's
+        // fall-through exit gets its end in place.
+        assert!(out.ptx.contains("@%p2 bra \t$ikp_t"), "{}", out.ptx);
+        assert!(out.ptx.contains("@%p1 bra $ikp_t"), "{}", out.ptx);
+        assert_eq!(out.ptx.matches("\n$ikp_t").count(), 2, "{}", out.ptx);
+        assert_eq!(out.ptx.matches("// ikp: lane finalize").count(), 2);
+        assert_eq!(
+            out.ptx.matches("// ikp: loop end").count(),
+            2,
+            "one end per exit edge"
+        );
+        assert_eq!(k.counters, ["k loop at $L1 trips"]);
+        assert_eq!(
+            out.ptx.matches("mov.pred %ikp_own0, %iq0;").count(),
+            1,
+            "one begin per entry edge"
+        );
+        // Every original line is still there, in order.
+        let mut rest = out.ptx.as_str();
+        for line in ptx
+            .lines()
+            .filter(|l| !l.contains("@%p2 ret") && !l.contains("bra $Out"))
+        {
+            let at = rest.find(line).unwrap_or_else(|| panic!("lost `{line}`"));
+            rest = &rest[at + line.len()..];
+        }
+    }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use ikp_device::wire::MAX_REGIONS;
+use ikp_device::wire::{MAX_COUNTERS, MAX_REGIONS};
 
 use super::cfg::Cfg;
 use super::emit;
@@ -85,6 +85,7 @@ pub(crate) fn kernel(
         symbol: symbol.to_string(),
         warps_per_block: k.threads_per_block.map(|t| t.div_ceil(32)),
         regions: Vec::new(),
+        counters: Vec::new(),
         probes: Vec::new(),
     };
     let mut region_of_name: HashMap<String, u32> = HashMap::new();
@@ -145,6 +146,14 @@ pub(crate) fn kernel(
             ),
         };
         let r = region(&mut out, name, true)?;
+        if out.counters.len() as u32 >= MAX_COUNTERS {
+            return Err(InstrumentError::TooManyLoops {
+                kernel: k.name.clone(),
+                max: MAX_COUNTERS,
+            });
+        }
+        out.counters
+            .push(format!("{} trips", out.regions[r as usize]));
         out.probes.push(Probe {
             kind: ProbeKind::Loop,
             region: r,
@@ -161,7 +170,7 @@ pub(crate) fn kernel(
     let mut n_tramp = 0usize;
     let tramp_label = |n: &mut usize| {
         *n += 1;
-        format!("$ikp_t{}_{}", k.name.len(), *n)
+        format!("$ikp_t{n}")
     };
 
     // Declarations and init.

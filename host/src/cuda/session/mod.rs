@@ -76,7 +76,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaModule, CudaSlice, CudaStream, DevicePtr};
 use ikp_device::{ClockSync, Layout};
 
 use super::error::SessionError;
@@ -239,6 +239,35 @@ impl HostSession {
     pub fn kernel_arg(&self) -> IkpArg {
         let (ptr, _record) = self.buf.device_ptr(&self.stream);
         IkpArg(self.layout.kernel_arg(ptr))
+    }
+
+    /// Points a kernel instrumented by `ikp instrument` ([`crate::instrument`]) at this
+    /// session's buffer: writes the buffer's device address into the kernel's buffer
+    /// symbol (`symbol`, [`crate::instrument::KernelProbes::symbol`]) in `module`, then
+    /// waits for the session's stream. The kernel's parameters stay as they are: launch it
+    /// as before, any number of times (up to the layout's epochs), captured in a CUDA
+    /// Graph or not. Lay the session out with [`crate::instrument::KernelProbes::layout`].
+    pub fn attach_probes(
+        &self,
+        module: &Arc<CudaModule>,
+        symbol: &str,
+    ) -> Result<(), SessionError> {
+        let mut global = module
+            .get_global(symbol, &self.stream)
+            .map_err(|e| SessionError::driver("cuModuleGetGlobal (ikp buffer symbol)", e))?;
+        if global.len() != 8 {
+            return Err(SessionError::ProbeSymbol {
+                symbol: symbol.to_string(),
+                bytes: global.len(),
+            });
+        }
+        let (ptr, _record) = self.buf.device_ptr(&self.stream);
+        self.stream
+            .memcpy_htod(&(ptr as u64).to_le_bytes(), &mut global)
+            .map_err(|e| SessionError::driver("cuMemcpyHtoD (ikp buffer symbol)", e))?;
+        self.stream
+            .synchronize()
+            .map_err(|e| SessionError::driver("cuStreamSynchronize", e))
     }
 
     /// Waits for all work on the session's context (the instrumented kernel, whichever
