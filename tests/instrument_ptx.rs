@@ -259,3 +259,28 @@ fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
         assert_eq!(after.stores - before.stores, want.stores);
     }
 }
+
+/// The kernel the GPU test runs (host/tests/host/session_gpu.rs), compiled here by NVRTC as
+/// the GPU test compiles it: its three loops are found, named by their source lines in
+/// source order (the GPU test relies on the order), and the module assembles.
+#[test]
+fn nvrtc_ptx_of_the_gpu_test_kernel_has_its_three_loops_in_source_order() {
+    use ikp_host::cuda::nvrtc::Compiler;
+    let src = include_str!("../host/tests/kernels/plain_loops.cu");
+    for arch in [ikp_host::Arch::new(8, 0), ikp_host::Arch::new(9, 0)] {
+        let ptx = Compiler::new(arch)
+            .line_info(true)
+            .ptx("plain_loops.cu", src)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ptx = ptx.ptx().unwrap();
+        let kernels = check("plain_loops", ptx, &ProbeSet::default(), None);
+        let k = &kernels[0].0;
+        let line = |needle: &str| src.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        let want: Vec<String> = ["o < outer", "j < inner;", "j < inner +"]
+            .iter()
+            .map(|n| format!("plain_loops.cu:{} loop", line(n)))
+            .collect();
+        assert_eq!(k.regions, want, "{arch}");
+        assert_eq!(k.warps_per_block, Some(4));
+    }
+}

@@ -398,3 +398,114 @@ fn the_gpu_tests_kernels_compile_for_ampere_and_hopper_without_a_gpu() {
         );
     }
 }
+
+/// A kernel nobody instrumented (see the file).
+const PLAIN: &str = include_str!("../kernels/plain_loops.cu");
+
+/// Runs `plain_loops` from `ptx` over `BLOCKS_P` blocks; returns the output.
+fn run_plain(ctx: &Arc<CudaContext>, ptx: &str, attach: Option<(&HostSession, &str)>) -> Vec<f32> {
+    use ikp_host::cuda::cudarc::nvrtc::Ptx;
+    let stream = ctx.default_stream();
+    let module = ctx.load_module(Ptx::from_src(ptx.to_string())).unwrap();
+    if let Some((session, symbol)) = attach {
+        session.attach_probes(&module, symbol).unwrap();
+    }
+    let f = module.load_function("plain_loops").unwrap();
+    let n = (BLOCKS_P * 128) as usize;
+    let input: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    let d_in = stream.memcpy_stod(&input).unwrap();
+    let mut d_out = stream.alloc_zeros::<f32>(n).unwrap();
+    let cfg = LaunchConfig {
+        grid_dim: (BLOCKS_P, 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(&f);
+    b.arg(&mut d_out).arg(&d_in).arg(&OUTER).arg(&INNER);
+    // SAFETY: (float*, const float*, unsigned, unsigned) is the kernel's signature.
+    unsafe { b.launch(cfg) }.unwrap();
+    stream.memcpy_dtov(&d_out).unwrap()
+}
+
+const BLOCKS_P: u32 = 5;
+const OUTER: u32 = 3;
+const INNER: u32 = 7;
+
+/// `ikp instrument`'s probes on a GPU: the instrumented module computes bit for bit what
+/// the plain one does (with the buffer attached and without), every warp records each loop
+/// once per entry, nested as in the source, and the trip counts are the known ones
+/// (the divergent loop's is its lowest odd thread's: `INNER + 1`).
+#[test]
+fn instrumented_ptx_records_loops_and_leaves_results_alone() {
+    use ikp_host::instrument::{instrument, ProbeSet};
+    let Some(ctx) = gpu_or_skip() else {
+        return;
+    };
+    let ptx = Compiler::new(Arch::of_device(&ctx).unwrap())
+        .line_info(true)
+        .ptx("plain_loops.cu", PLAIN)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ptx = ptx.ptx().unwrap().to_string();
+    let out = instrument(&ptx, &ProbeSet::default()).unwrap();
+    let k = out.manifest.kernel("plain_loops").unwrap();
+    assert_eq!(k.warps_per_block, Some(4));
+    assert_eq!(k.regions.len(), 3, "{:?}", k.regions);
+
+    let plain = run_plain(&ctx, &ptx, None);
+    let unattached = run_plain(&ctx, &out.ptx, None);
+    let stream = ctx.default_stream();
+    let mut session = HostSession::new(&stream, k.layout(BLOCKS_P, None, 64, 1)).unwrap();
+    let recorded = run_plain(&ctx, &out.ptx, Some((&session, &k.symbol)));
+    assert!(plain
+        .iter()
+        .zip(&unattached)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert!(plain
+        .iter()
+        .zip(&recorded)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+
+    session.read_back().unwrap();
+    let trace = session.decode().unwrap();
+    let lanes = (BLOCKS_P * 4) as usize;
+    assert_eq!(trace.lanes.len(), lanes);
+    // Regions by source line order: outer, inner, the divergent loop.
+    let (outer, inner, odd) = (0u16, 1u16, 2u16);
+    let count = |r: u16| {
+        (0..trace.spans.len())
+            .filter(|&i| trace.spans.region[i] == r)
+            .count()
+    };
+    assert_eq!(count(outer), lanes);
+    assert_eq!(count(inner), lanes * OUTER as usize);
+    assert_eq!(count(odd), lanes);
+    for i in 0..trace.spans.len() {
+        let want = if trace.spans.region[i] == inner { 1 } else { 0 };
+        assert_eq!(trace.spans.depth[i], want, "span {i}");
+    }
+    let values = |c: u16| -> Vec<u32> {
+        (0..trace.samples.len())
+            .filter(|&i| trace.samples.counter[i] == c)
+            .map(|i| trace.samples.value[i])
+            .collect()
+    };
+    assert_eq!(values(0), vec![OUTER; lanes]);
+    assert_eq!(values(1), vec![INNER; lanes * OUTER as usize]);
+    assert_eq!(values(2), vec![INNER + 1; lanes]);
+    let d = &trace.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty(),
+        "{d:?}"
+    );
+    assert_eq!((d.backward_steps, d.unfinalized_lanes), (0, 0));
+    for (l, lane) in trace.lanes.iter().enumerate() {
+        assert!(lane.finalized && lane.end > lane.start, "lane {l}");
+        assert_eq!(
+            (lane.dropped, lane.warp),
+            (0, Some(l as u32 % 4)),
+            "lane {l}"
+        );
+        // Each warp's records: 2 + 2 per loop entry (begin, end + trip-count sample).
+        assert_eq!(lane.written, 3 * (1 + OUTER as u64 + 1), "lane {l}");
+    }
+}
