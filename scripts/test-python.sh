@@ -2,7 +2,8 @@
 # The Python package's tests (README, "From Python"): builds the abi3 wheel of python/ with
 # maturin (dev profile, in the workspace's target directory, so a warm run rebuilds
 # nothing), installs it into a fresh venv (target/py-venv) with the pinned test
-# requirements (python/requirements-test.txt; from pip's cache once downloaded), and runs
+# requirements (python/requirements-test.txt, and Triton for ikp.triton's tests:
+# python/requirements-triton.txt; from pip's cache once downloaded), and runs
 # pytest there on the shipped samples. Run by scripts/test.sh after provision.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,8 @@ wheel=$(ls "$wheels"/ikp-*.whl)
 pyvenv="$root/target/py-venv"
 rm -rf "$pyvenv"
 "$venv/bin/python" -m venv "$pyvenv"
-"$pyvenv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements-test.txt
+"$pyvenv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements-test.txt \
+  -r python/requirements-triton.txt
 "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$wheel"
 # Run from outside the source tree: the tests import the installed package, not python/ikp.
 cd "$pyvenv"

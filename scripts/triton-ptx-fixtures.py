@@ -266,6 +266,24 @@ def fixtures():
     return out
 
 
+def ast_source(fn, fargs):
+    """The kernel as Triton's JIT specializes it at a launch with these arguments: ints of
+    value 1 become constexprs, pointers and multiples of 16 get tt.divisibility=16.
+    Returns (ASTSource, runtime argument values, attrs, constexprs)."""
+    signature, constexprs, attrs, runtime = {}, {}, {}, {}
+    for i, (arg, (ty, val)) in enumerate(fargs.items()):
+        if ty == "constexpr" or (ty.startswith("i") and val == 1):
+            signature[arg] = "constexpr"
+            constexprs[arg] = val
+            continue
+        signature[arg] = ty
+        runtime[arg] = val if val is not None else "pointer"
+        if ty.startswith("*") or (ty.startswith("i") and val % 16 == 0):
+            attrs[(i, )] = [["tt.divisibility", 16]]
+    src = triton.compiler.ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return src, runtime, attrs, constexprs
+
+
 def find_ptxas(given):
     if given:
         return given
@@ -292,17 +310,7 @@ def main():
                  ptxas_checked_with=ptxas_version, files={})
     failed = False
     for name, fn, fargs, opts, grid, shapes, loops in fixtures():
-        signature, constexprs, attrs, runtime = {}, {}, {}, {}
-        for i, (arg, (ty, val)) in enumerate(fargs.items()):
-            if ty == "constexpr" or (ty.startswith("i") and val == 1):
-                signature[arg] = "constexpr"
-                constexprs[arg] = val
-                continue
-            signature[arg] = ty
-            runtime[arg] = val if val is not None else "pointer"
-            if ty.startswith("*") or (ty.startswith("i") and val % 16 == 0):
-                attrs[(i, )] = [["tt.divisibility", 16]]
-        src = triton.compiler.ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
+        src, runtime, attrs, constexprs = ast_source(fn, fargs)
         options = backend.parse_options(dict(opts)).__dict__
         k = triton.compile(src, target=target, options=options)
         ptx = k.asm["ptx"]

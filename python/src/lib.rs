@@ -404,6 +404,19 @@ fn read_names(path: PathBuf) -> PyResult<Vec<String>> {
     guard(|| ikp_host::read_names(&path).map(|n| n.regions).map_err(err))
 }
 
+/// Instruments a PTX module (`ikp_host::instrument`): the new PTX and the probe
+/// manifest's JSON. `at`: the probe selection, as `ikp instrument --at` takes it.
+#[pyfunction]
+#[pyo3(signature = (ptx, at="entry,loops"))]
+fn instrument_ptx(ptx: &str, at: &str) -> PyResult<(String, String)> {
+    use ikp_host::instrument::{instrument, ProbeSet};
+    guard(|| {
+        let probes: ProbeSet = at.parse().map_err(err)?;
+        let out = instrument(ptx, &probes).map_err(err)?;
+        Ok((out.ptx, out.manifest.to_json()))
+    })
+}
+
 /// The header and sizes of a native buffer: `ikp_device::Layout`.
 #[pyclass(module = "ikp._ikp", frozen)]
 #[derive(Debug)]
@@ -524,5 +537,6 @@ fn _ikp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(decode_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(read_names, m)?)?;
+    m.add_function(wrap_pyfunction!(instrument_ptx, m)?)?;
     Ok(())
 }
