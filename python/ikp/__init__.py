@@ -28,6 +28,7 @@ __all__ = [
     "Layout",
     "Trace",
     "decode",
+    "decode_launches",
     "export_to_perfetto_trace",
     "load",
 ]
@@ -124,6 +125,15 @@ def decode(buffer: Any, names: _Names = None, format: str = "auto") -> "Trace":
     host with ``.cpu()``. ``names`` and ``format`` as for :func:`load`.
     """
     return Trace(_ikp.decode_bytes(_buffer_bytes(buffer), _names(names), format))
+
+
+def decode_launches(buffer: Any, names: _Names = None, format: str = "auto") -> List["Trace"]:
+    """:func:`decode`, one trace per launch the buffer recorded: a native buffer laid out
+    for several launches (``Layout(epochs=N)``) gives one per launch that ran, in order
+    (``decode`` refuses it); every other buffer gives one."""
+    return [
+        Trace(t) for t in _ikp.decode_launches(_buffer_bytes(buffer), _names(names), format)
+    ]
 
 
 def export_to_perfetto_trace(

@@ -3,7 +3,7 @@
     import ikp.triton
     with ikp.triton.profile(at="entry,loops") as prof:
         my_kernel[grid](x, y, n, BLOCK=1024)
-    trace = prof.traces["my_kernel"]          # an ikp.Trace, one lane per warp
+    trace = prof.traces["my_kernel"][0]       # its first launch: an ikp.Trace, a lane per warp
     trace.write_perfetto("my_kernel.trace")
 
 While the context is open, every ``@triton.jit`` kernel that Triton compiles goes through
@@ -13,7 +13,8 @@ loop with its trip count, instants at chosen source lines), by Triton's own comp
 signature does not change: when Triton loads an instrumented module, the context allocates
 the kernel's buffer (a torch tensor on the current device) and writes its address into the
 module's buffer symbol (``cuModuleGetGlobal``), so Triton's launcher, autotuning and CUDA
-Graph capture work as before. At exit it waits for the device and decodes each buffer.
+Graph capture work as before. At exit it waits for the device and decodes each buffer,
+a trace per launch.
 
 Triton's caches: inside the context Triton compiles every kernel anew
 (``knobs.compilation.always_compile``) into a private cache directory, so instrumented
@@ -35,7 +36,7 @@ import json
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import Layout, Trace, _ikp, decode
+from . import Layout, Trace, _ikp, decode_launches
 
 __all__ = ["SUPPORTED_TRITON", "instrument", "profile"]
 
@@ -114,8 +115,8 @@ class profile:
         self.kernels = list(kernels)
         #: Per kernel name: its probe manifest entry (filled as Triton compiles).
         self.manifests: Dict[str, Dict[str, Any]] = {}
-        #: Per kernel name: its decoded trace (filled at exit).
-        self.traces: Dict[str, Trace] = {}
+        #: Per kernel name: a decoded trace per launch recorded (filled at exit).
+        self.traces: Dict[str, List[Trace]] = {}
         self._buffers: Dict[str, Tuple[Any, List[int]]] = {}
         self._driver: Optional[_Driver] = None
 
@@ -148,7 +149,7 @@ class profile:
 
             torch.cuda.synchronize()
             for name, (buf, modules) in self._buffers.items():
-                self.traces[name] = decode(buf)
+                self.traces[name] = decode_launches(buf)
                 for (module, symbol) in modules:
                     self._driver.set_pointer(module, symbol, 0)
         self._cache.cleanup()

@@ -398,6 +398,27 @@ fn decode_bytes(
     })
 }
 
+/// [`decode_bytes`], one trace per launch the buffer recorded (a native buffer of
+/// several epochs; every other buffer gives one).
+#[pyfunction]
+#[pyo3(signature = (data, names=None, format="auto", label="buffer"))]
+fn decode_launches(
+    py: Python<'_>,
+    data: &[u8],
+    names: Option<Vec<String>>,
+    format: &str,
+    label: &str,
+) -> PyResult<Vec<NativeTrace>> {
+    let opts = options(names, format)?;
+    let traces = py
+        .detach(|| guard(|| Ok(ikp_host::Input::from_bytes(data, opts.format).and_then(|i| i.decode_launches(&opts)))))?
+        .map_err(|e| load_err(py, e))?;
+    Ok(traces
+        .into_iter()
+        .map(|trace| NativeTrace { trace, label: label.to_owned() })
+        .collect())
+}
+
 /// Region names from a names file (one per line, or a JSON object of id -> name).
 #[pyfunction]
 fn read_names(path: PathBuf) -> PyResult<Vec<String>> {
@@ -536,6 +557,7 @@ fn _ikp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLayout>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(decode_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_launches, m)?)?;
     m.add_function(wrap_pyfunction!(read_names, m)?)?;
     m.add_function(wrap_pyfunction!(instrument_ptx, m)?)?;
     Ok(())

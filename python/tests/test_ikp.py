@@ -455,3 +455,27 @@ def test_the_package_lists_its_api_only():
     for name in ikp.__all__:
         assert hasattr(ikp, name), name
     assert "np" not in dir(ikp) and "json" not in dir(ikp)
+
+
+def test_decode_launches_gives_a_trace_per_launch():
+    # Two launches of one warp into a 2-epoch buffer, written as ikp.cuh writes them: a
+    # span of region 0 each, 100 ns long, the second launch 1 us after the first.
+    layout = ikp.Layout(grid=(1,), records_per_lane=4, regions=["r"], epochs=2)
+    buf = layout.buffer()
+    lane_mark = 0x494B50 << 40
+    buf[layout.header_len] = 2  # the lane's launch counter: two launches ran
+    for e in range(2):
+        seg = layout.lane_base + e * layout.lane_stride
+        t0 = 1_000_000 + 1_000 * e
+        buf[seg : seg + 3] = [t0, 5_000 + e, lane_mark]
+        buf[seg + 4] = ((t0 + 10) << 32) | 0  # begin region 0
+        buf[seg + 5] = ((t0 + 110) << 32) | 1  # end region 0
+        buf[seg + 8 : seg + 11] = [t0 + 200, 6_000 + e, 2]  # end stamps, written = 2
+    with pytest.raises(ikp.IkpError, match="launch"):
+        ikp.decode(buf)
+    traces = ikp.decode_launches(buf)
+    assert len(traces) == 2
+    for t in traces:
+        s = t.spans()
+        assert s["region"].tolist() == [0]
+        assert s["dur_ns"].tolist() == [100]
