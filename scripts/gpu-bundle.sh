@@ -94,7 +94,7 @@ fi
 mkdir -p "$out/python"
 "$maturin" build --quiet --profile "$profile" --locked -m python/Cargo.toml \
   --interpreter "$root/.venv/bin/python" --out "$out/python"
-cp gpucheck/python/gpu_clients.py "$out/python/"
+cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py scripts/triton-ptx-fixtures.py "$out/python/"
 
 # bundle.json: what was built, from which commit.
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)

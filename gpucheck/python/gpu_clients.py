@@ -18,6 +18,10 @@ on standard output and everything else on standard error. The checks:
   the kernel's (programs x warps per name), and ikp's spans the file's events. Where
   Proton's instrumentation mode is missing or fails, this check is skipped with the reason
   (not counted against the GPU run); a wrong decode fails it.
+- ``python/triton-probes``: Triton kernels nobody edited (scripts/triton-ptx-fixtures.py's,
+  at its shapes), instrumented by ``ikp.triton``: outputs bit for bit the plain kernels',
+  a lane per warp, each loop once per warp with the known trip count, and the slowdown per
+  kernel (see triton_probes.py beside this script).
 
 Without a GPU (``--no-gpu REASON``, or no CUDA device visible to CuPy / torch) the GPU
 checks are skipped with the reason. The script never exits without printing the list: an
@@ -38,6 +42,8 @@ import time
 import traceback
 import zipfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The native kernel: B blocks of G warps, one lane per warp (its thread 0 leads); each lane
 # records LOAD (payload: its block), ITERS x COMPUTE (payload: the iteration), STORE
@@ -594,6 +600,35 @@ def proton_check(ikp: Any, cli: str, work: str) -> Dict[str, Any]:
     )
 
 
+def triton_probes_check(ikp: Any) -> Dict[str, Any]:
+    name = "python/triton-probes"
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        return check(name, "skip", f"torch is not importable here ({last_line(e)})")
+    if not torch.cuda.is_available():
+        return check(name, "skip", "no CUDA device visible to torch")
+    try:
+        import triton  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return check(name, "skip", f"Triton is not importable here ({last_line(e)})")
+    if ikp is None:
+        return check(name, "fail", NO_IKP)
+    sys.path.insert(0, HERE)
+    import triton_probes
+
+    t0 = time.monotonic()
+    problems, figures = triton_probes.run_check(ikp, HERE)
+    figures["seconds"] = round(time.monotonic() - t0, 2)
+    return verdict(
+        name,
+        problems,
+        "every fixture kernel instrumented by ikp.triton computed bit for bit what the plain "
+        "kernel did, with a lane per warp and each loop's known trip count",
+        figures=figures,
+    )
+
+
 def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
     if args.no_gpu is not None:
         figures = {"wheel": os.path.basename(args.wheel)}
@@ -601,6 +636,7 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
             check("python/wheel", "skip", args.no_gpu, gpu=False, figures=figures),
             check("python/native", "skip", args.no_gpu),
             check("python/proton", "skip", args.no_gpu),
+            check("python/triton-probes", "skip", args.no_gpu),
         ]
     os.makedirs(args.work, exist_ok=True)
     checks: List[Dict[str, Any]] = []
@@ -614,6 +650,7 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
         steps: List[Tuple[str, Callable[[], Dict[str, Any]]]] = [
             ("python/native", lambda: native_check(ikp, args.include, args.work)),
             ("python/proton", lambda: proton_check(ikp, args.ikp, args.work)),
+            ("python/triton-probes", lambda: triton_probes_check(ikp)),
         ]
         for name, step in steps:
             try:
@@ -751,6 +788,10 @@ def self_check() -> int:
                 proton_problems(ev, spans, counts, PROTON_SCOPES, p, w),
                 False,
             )
+    sys.path.insert(0, HERE)
+    import triton_probes
+
+    failures += [f"triton-probes: {f}" for f in triton_probes.self_check()]
     for f in failures:
         log(f"self-check FAILED: {f}")
     log(f"self-check: {'FAILED' if failures else 'passed'}")
