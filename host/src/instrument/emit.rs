@@ -144,7 +144,10 @@ pub(crate) fn record(kind: Kind, region: u32, extra: &str) -> String {
         "{ // ikp: record\n\t.reg .pred %iq<3>;\n\t.reg .b32 %ia<6>;\n\t.reg .b64 %ib<3>;\n\tmov.u32 %ia0, %globaltimer_lo;\n",
     );
     s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n";
-    s += "\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], 1;\n\tcvt.u32.u64 %ia3, %ib0;\n\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;\n\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;\n\t@%iq2 red.global.add.u64 [%ikp_cnt], 4294967295;\n";
+    // The atomics' operands carry the lane mask below the recording thread (0 for it):
+    // with constant operands ptxas cannot know one thread adds and wraps each atomic in
+    // warp aggregation (some 15 instructions) that a one-thread atomic never needs.
+    s += "\tadd.s32 %ia5, %ia2, 1;\n\tcvt.u64.u32 %ib2, %ia5;\n\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib2;\n\tcvt.u32.u64 %ia3, %ib0;\n\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;\n\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;\n\tcvt.u64.u32 %ib2, %ia2;\n\tadd.s64 %ib2, %ib2, 4294967295;\n\t@%iq2 red.global.add.u64 [%ikp_cnt], %ib2;\n";
     s += &format!("\tmov.b32 %ia4, {tag};\n");
     s += &format!(
         "\tmov.b64 %ib1, {{%ia4, %ia0}};\n\tmul.wide.u32 %ib2, %ia3, 8;\n\tadd.s64 %ib2, %ikp_lane, %ib2;\n\t@%iq1 st.global.u64 [%ib2+{}], %ib1;\n",
@@ -186,12 +189,20 @@ pub(crate) fn loop_end(k: usize, region: u32) -> String {
 \t.reg .b64 %ib<4>;
 \tmov.u32 %ia0, %globaltimer_lo;
 \tand.pred %iq0, %ikp_own{k}, %ikp_on;
-\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], 2;
+\tactivemask.b32 %ia1;
+\tmov.u32 %ia2, %lanemask_lt;
+\tand.b32 %ia2, %ia2, %ia1;
+\tselp.b32 %ia2, 0, %ia2, %iq0;
+\tadd.s32 %ia5, %ia2, 2;
+\tcvt.u64.u32 %ib2, %ia5;
+\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib2;
 \tcvt.u32.u64 %ia3, %ib0;
 \tadd.s32 %ia5, %ia3, 1;
 \tsetp.lt.and.u32 %iq1, %ia5, %ikp_r, %iq0;
 \tsetp.ge.and.u32 %iq2, %ia5, %ikp_r, %iq0;
-\t@%iq2 red.global.add.u64 [%ikp_cnt], 8589934590;
+\tcvt.u64.u32 %ib2, %ia2;
+\tadd.s64 %ib2, %ib2, 8589934590;
+\t@%iq2 red.global.add.u64 [%ikp_cnt], %ib2;
 \tmov.b32 %ia4, {end_tag};
 \tmov.b64 %ib1, {{%ia4, %ia0}};
 \tmov.b32 %ia4, {sample_tag};
