@@ -23,6 +23,7 @@ mod decode;
 mod epochs;
 mod formats;
 mod hardening;
+mod instrument;
 mod merge;
 mod parquet;
 mod peers;
