@@ -284,3 +284,55 @@ fn nvrtc_ptx_of_the_gpu_test_kernel_has_its_three_loops_in_source_order() {
         assert_eq!(k.warps_per_block, Some(4));
     }
 }
+
+/// A kernel with one loop whose body is on source line 20, for the probe costs.
+fn one_loop(arch: &str) -> String {
+    format!(
+        ".version 8.0\n.target {arch}\n.address_size 64\n\
+         .visible .entry one_loop(.param .u64 p, .param .u32 n)\n.reqntid 128\n{{\n\
+         .reg .pred %p<2>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<3>;\n\
+         .loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\n\
+         $L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L1;\n\
+         .loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}}\n.file 1 \"k.py\"\n"
+    )
+}
+
+/// SASS instructions (static count, `cuobjdump -sass`, NOPs left out) of `ptx`'s kernel,
+/// and of its one loop's body.
+fn sass_count(ptx: &str, arch: &str) -> (usize, usize) {
+    let a = report::assemble(&tools(), ptx, arch).unwrap();
+    let real = |v: Vec<String>| v.iter().filter(|i| ikp_host::sass::parse::opcode(i) != "NOP").count();
+    (real(a.sass.kernel("one_loop").unwrap()), real(a.sass.single_loop("one_loop").unwrap()))
+}
+
+/// What each probe kind costs in SASS (BENCHMARKS.md section 1, "PTX probes"), held to
+/// budgets: a warp's init and finalize once, a loop's probes (begin, end with its trip-count
+/// sample, the trip add), an instant at a line inside the loop (per iteration: the loop's
+/// body grows by it). `-- --nocapture` prints the table.
+#[test]
+fn probe_costs_in_sass() {
+    let mut table = String::from("| probe | sm_80 | sm_90 |\n|---|---|---|\n");
+    let mut rows: Vec<(&str, Vec<usize>)> = vec![("lane init + finalize (once per warp)", vec![]), ("loop: begin, end + trip-count sample, trip add (per loop entry)", vec![]), ("instant at a line (per execution)", vec![])];
+    for arch in ["sm_80", "sm_90"] {
+        let base = one_loop(arch);
+        let at = |s: &str| instrument(&base, &s.parse().unwrap()).unwrap().ptx;
+        let (b, e, l, i) = (
+            sass_count(&base, arch),
+            sass_count(&at("entry"), arch),
+            sass_count(&at("entry,loops"), arch),
+            sass_count(&at("entry,lines=k.py:20"), arch),
+        );
+        rows[0].1.push(e.0 - b.0);
+        rows[1].1.push(l.0 - e.0);
+        // Per iteration: the loop body's growth.
+        rows[2].1.push(i.1 - e.1);
+    }
+    for (name, v) in &rows {
+        table += &format!("| {name} | {} | {} |\n", v[0], v[1]);
+    }
+    println!("{table}");
+    let budget = [95, 70, 30];
+    for ((name, v), max) in rows.iter().zip(budget) {
+        assert!(v.iter().all(|&n| n <= max && n > 0), "{name}: {v:?} over the budget {max}");
+    }
+}
