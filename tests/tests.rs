@@ -7,6 +7,8 @@
 //!   prints the table of BENCHMARKS.md);
 //! - the examples compiled with NVRTC (`examples_nvrtc`) and run on a GPU, with their
 //!   checks tried on synthetic buffers without one (`examples_gpu`);
+//! - `ikp instrument` on Triton, CuTe DSL and nvcc PTX (assembles, parameters unchanged,
+//!   probe operations and costs in SASS): `instrument_ptx`;
 //! - the GPU overhead bench's kernels: `gpu_overhead_nvrtc`;
 //! - the benches' inputs: `bench_inputs`;
 //! - helpers: [`support`].

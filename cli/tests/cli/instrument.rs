@@ -53,3 +53,15 @@ fn refuses_bad_input_naming_the_file_and_writes_nothing() {
     let o = ikp(&["instrument", "/nonexistent.ptx", "-o", out.to_str().unwrap()]);
     assert!(text(&o.stderr).contains("/nonexistent.ptx"));
 }
+
+#[test]
+fn the_manifest_is_a_names_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = repo().join("host/tests/ptx/triton/softmax_looped_kernel.ptx");
+    let out = dir.path().join("s.ptx");
+    ikp_ok(&["instrument", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let names = ikp_host::read_names(&dir.path().join("s.probes.json")).unwrap();
+    assert_eq!(names.regions.len(), 2);
+    assert!(names.regions.iter().all(|r| r.ends_with(" loop")));
+    assert_eq!(names.counters, names.regions.iter().map(|r| format!("{r} trips")).collect::<Vec<_>>());
+}

@@ -4,7 +4,9 @@
 //! Either plain text, one region name per line, line `i` (from 0) naming region `i` (an
 //! empty line leaves that id unnamed; a trailing newline does not add an entry), or a JSON
 //! object mapping region ids (decimal strings) to names, e.g. `{"0": "load", "3": "mma"}`.
-//! The file is JSON when its first non-blank character is `{`.
+//! The file is JSON when its first non-blank character is `{`. A probe manifest of one
+//! kernel (`ikp instrument`'s `OUT.probes.json`, [`crate::instrument::Manifest`]) gives its
+//! region and counter names.
 
 use crate::model::Names;
 use std::path::{Path, PathBuf};
@@ -67,6 +69,20 @@ pub fn read(path: &Path) -> Result<Names, NamesError> {
         why,
     };
     let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    if text.trim_start().starts_with('{') && text.contains("\"ikp_probes\"") {
+        let m = crate::instrument::Manifest::from_json(&text).map_err(|e| err(e.to_string()))?;
+        return match m.kernels.as_slice() {
+            [k] => Ok(Names {
+                regions: k.regions.clone(),
+                counters: k.counters.clone(),
+            }),
+            ks => Err(err(format!(
+                "a probe manifest of {} kernels: the names of one kernel are needed (its buffer's \
+                 header holds them)",
+                ks.len()
+            ))),
+        };
+    }
     Ok(Names {
         regions: parse(&text).map_err(err)?,
         counters: Vec::new(),
