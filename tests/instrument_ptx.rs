@@ -301,8 +301,15 @@ fn one_loop(arch: &str) -> String {
 /// and of its one loop's body.
 fn sass_count(ptx: &str, arch: &str) -> (usize, usize) {
     let a = report::assemble(&tools(), ptx, arch).unwrap();
-    let real = |v: Vec<String>| v.iter().filter(|i| ikp_host::sass::parse::opcode(i) != "NOP").count();
-    (real(a.sass.kernel("one_loop").unwrap()), real(a.sass.single_loop("one_loop").unwrap()))
+    let real = |v: Vec<String>| {
+        v.iter()
+            .filter(|i| ikp_host::sass::parse::opcode(i) != "NOP")
+            .count()
+    };
+    (
+        real(a.sass.kernel("one_loop").unwrap()),
+        real(a.sass.single_loop("one_loop").unwrap()),
+    )
 }
 
 /// What each probe kind costs in SASS (BENCHMARKS.md section 1, "PTX probes"), held to
@@ -312,7 +319,14 @@ fn sass_count(ptx: &str, arch: &str) -> (usize, usize) {
 #[test]
 fn probe_costs_in_sass() {
     let mut table = String::from("| probe | sm_80 | sm_90 |\n|---|---|---|\n");
-    let mut rows: Vec<(&str, Vec<usize>)> = vec![("lane init + finalize (once per warp)", vec![]), ("loop: begin, end + trip-count sample, trip add (per loop entry)", vec![]), ("instant at a line (per execution)", vec![])];
+    let mut rows: Vec<(&str, Vec<usize>)> = vec![
+        ("lane init + finalize (once per warp)", vec![]),
+        (
+            "loop: begin, end + trip-count sample, trip add (per loop entry)",
+            vec![],
+        ),
+        ("instant at a line (per execution)", vec![]),
+    ];
     for arch in ["sm_80", "sm_90"] {
         let base = one_loop(arch);
         let at = |s: &str| instrument(&base, &s.parse().unwrap()).unwrap().ptx;
@@ -333,6 +347,9 @@ fn probe_costs_in_sass() {
     println!("{table}");
     let budget = [95, 70, 30];
     for ((name, v), max) in rows.iter().zip(budget) {
-        assert!(v.iter().all(|&n| n <= max && n > 0), "{name}: {v:?} over the budget {max}");
+        assert!(
+            v.iter().all(|&n| n <= max && n > 0),
+            "{name}: {v:?} over the budget {max}"
+        );
     }
 }

@@ -411,11 +411,19 @@ fn decode_launches(
 ) -> PyResult<Vec<NativeTrace>> {
     let opts = options(names, format)?;
     let traces = py
-        .detach(|| guard(|| Ok(ikp_host::Input::from_bytes(data, opts.format).and_then(|i| i.decode_launches(&opts)))))?
+        .detach(|| {
+            guard(|| {
+                Ok(ikp_host::Input::from_bytes(data, opts.format)
+                    .and_then(|i| i.decode_launches(&opts)))
+            })
+        })?
         .map_err(|e| load_err(py, e))?;
     Ok(traces
         .into_iter()
-        .map(|trace| NativeTrace { trace, label: label.to_owned() })
+        .map(|trace| NativeTrace {
+            trace,
+            label: label.to_owned(),
+        })
         .collect())
 }
 

@@ -9,16 +9,29 @@ fn writes_the_ptx_and_its_manifest_and_says_what_it_did() {
     let dir = tempfile::tempdir().unwrap();
     let input = repo().join("host/tests/ptx/triton/layer_norm_fwd_kernel.ptx");
     let out = dir.path().join("ln.ptx");
-    let said = ikp_ok(&["instrument", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let said = ikp_ok(&[
+        "instrument",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(said.starts_with("layer_norm_fwd_kernel: 3 probes, 3 regions, warps per block 8, buffer symbol ikp_buf_layer_norm_fwd_kernel\n"), "{said}");
     let ptx = std::fs::read_to_string(&out).unwrap();
     let original = std::fs::read_to_string(&input).unwrap();
-    assert_eq!(kernel_params(&ptx).unwrap(), kernel_params(&original).unwrap());
-    let manifest = Manifest::from_json(&std::fs::read_to_string(dir.path().join("ln.probes.json")).unwrap()).unwrap();
+    assert_eq!(
+        kernel_params(&ptx).unwrap(),
+        kernel_params(&original).unwrap()
+    );
+    let manifest =
+        Manifest::from_json(&std::fs::read_to_string(dir.path().join("ln.probes.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest.target, "sm_90a");
     assert_eq!(manifest.probes, "entry,loops");
     let k = &manifest.kernels[0];
-    assert_eq!((k.regions.len(), k.counters.len(), k.warps_per_block), (3, 3, Some(8)));
+    assert_eq!(
+        (k.regions.len(), k.counters.len(), k.warps_per_block),
+        (3, 3, Some(8))
+    );
     // A chosen manifest path, and lines.
     let m2 = dir.path().join("m.json");
     ikp_ok(&[
@@ -32,7 +45,14 @@ fn writes_the_ptx_and_its_manifest_and_says_what_it_did() {
         m2.to_str().unwrap(),
     ]);
     let m2 = Manifest::from_json(&std::fs::read_to_string(&m2).unwrap()).unwrap();
-    assert!(m2.kernels[0].regions.iter().all(|r| r.starts_with("triton-ptx-fixtures.py:13")), "{:?}", m2.kernels[0].regions);
+    assert!(
+        m2.kernels[0]
+            .regions
+            .iter()
+            .all(|r| r.starts_with("triton-ptx-fixtures.py:13")),
+        "{:?}",
+        m2.kernels[0].regions
+    );
     assert!(!m2.kernels[0].regions.is_empty());
 }
 
@@ -42,15 +62,35 @@ fn refuses_bad_input_naming_the_file_and_writes_nothing() {
     let bad = dir.path().join("bad.ptx");
     std::fs::write(&bad, ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n.reg .b32 %r<2>;\nbrx.idx %r1, $T;\nret;\n}\n").unwrap();
     let out = dir.path().join("out.ptx");
-    let o = ikp(&["instrument", bad.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let o = ikp(&[
+        "instrument",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = text(&o.stderr);
-    assert!(err.contains("bad.ptx") && err.contains("PTX line 7") && err.contains("brx.idx"), "{err}");
+    assert!(
+        err.contains("bad.ptx") && err.contains("PTX line 7") && err.contains("brx.idx"),
+        "{err}"
+    );
     assert!(!out.exists() && !dir.path().join("out.probes.json").exists());
-    let o = ikp(&["instrument", bad.to_str().unwrap(), "-o", out.to_str().unwrap(), "--at", "everything"]);
+    let o = ikp(&[
+        "instrument",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--at",
+        "everything",
+    ]);
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("--at"), "{}", text(&o.stderr));
-    let o = ikp(&["instrument", "/nonexistent.ptx", "-o", out.to_str().unwrap()]);
+    let o = ikp(&[
+        "instrument",
+        "/nonexistent.ptx",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(text(&o.stderr).contains("/nonexistent.ptx"));
 }
 
@@ -59,9 +99,21 @@ fn the_manifest_is_a_names_file() {
     let dir = tempfile::tempdir().unwrap();
     let input = repo().join("host/tests/ptx/triton/softmax_looped_kernel.ptx");
     let out = dir.path().join("s.ptx");
-    ikp_ok(&["instrument", input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    ikp_ok(&[
+        "instrument",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     let names = ikp_host::read_names(&dir.path().join("s.probes.json")).unwrap();
     assert_eq!(names.regions.len(), 2);
     assert!(names.regions.iter().all(|r| r.ends_with(" loop")));
-    assert_eq!(names.counters, names.regions.iter().map(|r| format!("{r} trips")).collect::<Vec<_>>());
+    assert_eq!(
+        names.counters,
+        names
+            .regions
+            .iter()
+            .map(|r| format!("{r} trips"))
+            .collect::<Vec<_>>()
+    );
 }

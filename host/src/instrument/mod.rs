@@ -386,3 +386,37 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod damaged {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PTX: &str = include_str!("../../tests/ptx/triton/softmax_looped_kernel.ptx");
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any cut, deletion or stray character gives an instrumented module or an error,
+        /// never a panic; what is instrumented keeps its parameters.
+        #[test]
+        fn damaged_ptx_is_refused_or_instrumented_never_a_panic(
+            cut in 0usize..PTX.len(),
+            del in 0usize..PTX.len(),
+            len in 0usize..40,
+            ch in prop::sample::select(vec!['{', '}', ';', ':', '@', '$', '(', ')', '"', '/', '\n']),
+        ) {
+            let mut bad: String = PTX[..cut].to_string();
+            bad.push(ch);
+            let rest = &PTX[cut..];
+            let del = del.min(rest.len());
+            bad.push_str(&rest[..del]);
+            bad.push_str(&rest[(del + len).min(rest.len())..]);
+            for probes in ["entry,loops", "entry,lines=triton-ptx-fixtures.py:1-999"] {
+                if let Ok(out) = instrument(&bad, &probes.parse().unwrap()) {
+                    prop_assert_eq!(kernel_params(&bad).unwrap(), kernel_params(&out.ptx).unwrap());
+                }
+            }
+        }
+    }
+}

@@ -97,7 +97,7 @@ fn refuse(text: &str, at: usize, why: impl Into<String>) -> InstrumentError {
 }
 
 /// 1-based line of byte offset `at`.
-pub(crate) fn line_of(text: &str, at: usize) -> usize {
+fn line_of(text: &str, at: usize) -> usize {
     text.as_bytes()[..at.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
@@ -459,6 +459,8 @@ fn read_kernel(text: &str, start: usize, lx: &mut Lexer) -> Result<Kernel, Instr
     lx.pos = open + 1;
     let mut stmts = Vec::new();
     let mut depth = 1usize;
+    // Lines counted as the statements come, not from the start each time.
+    let (mut line, mut counted) = (line_of(text, lx.pos), lx.pos);
     while let Some(at) = lx.next_unit()? {
         let stmt = classify(text, at.clone())?;
         match stmt {
@@ -471,7 +473,11 @@ fn read_kernel(text: &str, start: usize, lx: &mut Lexer) -> Result<Kernel, Instr
             }
             _ => {}
         }
-        let line = line_of(text, at.start);
+        line += text.as_bytes()[counted..at.start]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        counted = at.start;
         stmts.push(Located { stmt, at, line });
     }
     lx.pos = close;
