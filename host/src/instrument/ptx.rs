@@ -417,12 +417,8 @@ fn read_kernel(text: &str, start: usize, lx: &mut Lexer) -> Result<Kernel, Instr
         .find(['(', '{', ';'])
         .map(|i| after + i)
         .filter(|&i| text.as_bytes()[i] == b'(');
-    let name_end = open_paren.unwrap_or_else(|| {
-        after
-            + text[after..]
-                .find(|c: char| c == '{' || c == ';')
-                .unwrap_or(0)
-    });
+    let name_end =
+        open_paren.unwrap_or_else(|| after + text[after..].find(['{', ';']).unwrap_or(0));
     let name = text[after..name_end].trim().to_string();
     if name.is_empty() {
         return Err(refuse(text, entry, ".entry without a name"));

@@ -413,7 +413,7 @@ fn run_plain(ctx: &Arc<CudaContext>, ptx: &str, attach: Option<(&HostSession, &s
     let f = module.load_function("plain_loops").unwrap();
     let n = (BLOCKS_P * 128) as usize;
     let input: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
-    let d_in = stream.memcpy_stod(&input).unwrap();
+    let d_in = stream.clone_htod(&input).unwrap();
     let mut d_out = stream.alloc_zeros::<f32>(n).unwrap();
     let cfg = LaunchConfig {
         grid_dim: (BLOCKS_P, 1, 1),
@@ -424,7 +424,7 @@ fn run_plain(ctx: &Arc<CudaContext>, ptx: &str, attach: Option<(&HostSession, &s
     b.arg(&mut d_out).arg(&d_in).arg(&OUTER).arg(&INNER);
     // SAFETY: (float*, const float*, unsigned, unsigned) is the kernel's signature.
     unsafe { b.launch(cfg) }.unwrap();
-    stream.memcpy_dtov(&d_out).unwrap()
+    stream.clone_dtoh(&d_out).unwrap()
 }
 
 const BLOCKS_P: u32 = 5;

@@ -263,7 +263,7 @@ impl HostSession {
         }
         let (ptr, _record) = self.buf.device_ptr(&self.stream);
         self.stream
-            .memcpy_htod(&(ptr as u64).to_le_bytes(), &mut global)
+            .memcpy_htod(&ptr.to_le_bytes(), &mut global)
             .map_err(|e| SessionError::driver("cuMemcpyHtoD (ikp buffer symbol)", e))?;
         self.stream
             .synchronize()
