@@ -207,24 +207,14 @@ fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
         let ptx = nvcc_ptx(arch);
         let kernels = check(arch, &ptx, &probes, None);
         assert!(kernels.len() >= 4, "{arch}: kernels {}", kernels.len());
-        let loops: usize = kernels
-            .iter()
-            .map(|(k, _, _)| {
-                k.probes
-                    .iter()
-                    .filter(|p| p.kind == ProbeKind::Loop)
-                    .count()
-            })
-            .sum();
-        let lines: usize = kernels
-            .iter()
-            .map(|(k, _, _)| {
-                k.probes
-                    .iter()
-                    .filter(|p| p.kind == ProbeKind::Line)
-                    .count()
-            })
-            .sum();
+        let count = |kind: ProbeKind| {
+            kernels
+                .iter()
+                .flat_map(|(k, _, _)| &k.probes)
+                .filter(|p| p.kind == kind)
+                .count()
+        };
+        let (loops, lines) = (count(ProbeKind::Loop), count(ProbeKind::Line));
         assert!(
             loops >= 3 && lines >= 4,
             "{arch}: {loops} loops, {lines} line probes"

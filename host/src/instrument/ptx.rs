@@ -173,16 +173,8 @@ impl<'a> Lexer<'a> {
                     self.pos = i + 1;
                     return Ok(Some(start..self.pos));
                 }
-                b'"' => {
-                    i += 1;
-                    while i < b.len() && b[i] != b'"' {
-                        i += 1;
-                    }
-                }
-                b'/' if b.get(i + 1) == Some(&b'/') => {
-                    while i < b.len() && b[i] != b'\n' {
-                        i += 1;
-                    }
+                b'"' | b'/' if let Some(end) = skip_literal(b, i) => {
+                    i = end;
                     continue;
                 }
                 // An instruction's braces are vector operands (`{%r1, %r2}`); a
@@ -377,6 +369,25 @@ fn parse_file(line: &str) -> Option<(u32, String)> {
     Some((n.parse().ok()?, path.to_string()))
 }
 
+/// Where a string literal (`"..."`, through its closing quote) or a `//` comment (to its
+/// line's end) that starts at `i` ends; `None` when neither starts there.
+fn skip_literal(b: &[u8], i: usize) -> Option<usize> {
+    let (close, from) = match (b[i], b.get(i + 1)) {
+        (b'"', _) => (b'"', i + 1),
+        (b'/', Some(b'/')) => (b'\n', i + 2),
+        _ => return None,
+    };
+    let end = b[from..]
+        .iter()
+        .position(|&c| c == close)
+        .map_or(b.len(), |p| from + p);
+    Some(if close == b'"' {
+        (end + 1).min(b.len())
+    } else {
+        end
+    })
+}
+
 /// Offset just after the `}` matching the `{` at `open` (strings and comments skipped).
 fn skip_scope(text: &str, open: usize) -> Result<usize, InstrumentError> {
     let b = text.as_bytes();
@@ -391,16 +402,9 @@ fn skip_scope(text: &str, open: usize) -> Result<usize, InstrumentError> {
                     return Ok(i + 1);
                 }
             }
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
+            b'"' | b'/' if let Some(end) = skip_literal(b, i) => {
+                i = end;
+                continue;
             }
             _ => {}
         }
