@@ -144,7 +144,15 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             .iter()
             .map(|e| format!("example/{e}")),
     );
-    want.extend(["python/wheel", "python/native", "python/proton"].map(String::from));
+    want.extend(
+        [
+            "python/wheel",
+            "python/native",
+            "python/proton",
+            "python/triton-probes",
+        ]
+        .map(String::from),
+    );
     for suite in &runner::tests::SUITES {
         for t in ["first", "second"] {
             want.push(format!("test/{}/{t}", suite.module));
