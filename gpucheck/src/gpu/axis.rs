@@ -15,11 +15,11 @@
 //! also match the lane's own raw read right after it within one tick plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
 
-use super::{drv, median, round, timer, Error, Gpu};
+use super::{median, round, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
@@ -106,7 +106,6 @@ pub fn holds(rounds: &[Round], tick_ns: f64) -> bool {
 /// The `time-axis` check.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
-    let f = gpu.function("rendezvous")?;
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
@@ -120,17 +119,10 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let mut arrived = gpu.zeros::<u32>(1)?;
     let mut raw = gpu.zeros::<u64>((blocks * ROUNDS) as usize)?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&mut arrived).arg(&ROUNDS).arg(&arg).arg(&mut raw);
     // SAFETY: rendezvous(unsigned* arrived, unsigned rounds, ikp::Arg, u64* raw) with `raw`
     // holding blocks * ROUNDS words; one block per SM, so every block is resident and the
     // spin ends.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (rendezvous)"))?;
+    unsafe { launch!(gpu, "rendezvous", blocks, 32; &mut arrived, &ROUNDS, &arg, &mut raw) }?;
     let trace = super::decode(&mut session)?;
     clean_and_ordered(&trace)?;
     let raw = gpu.download(&raw)?;

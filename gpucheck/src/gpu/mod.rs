@@ -14,6 +14,25 @@
 //!   a CUDA Graph replayed into a buffer of epochs; [`ranges`]: async ranges across warps
 //!   (these three read the raw buffer words).
 
+/// `unsafe { launch!(gpu, "kernel", blocks, threads; args..) }?` launches kernel `kernel` of
+/// `kernels.cu` on the checks' stream with `blocks` blocks of `threads` threads and the
+/// given arguments; a driver error, named `cuLaunchKernel (kernel)` (or the `=> call`
+/// given), becomes the check's error. Unsafe as every launch: the arguments must be the
+/// kernel's parameters (each call's SAFETY comment says how).
+macro_rules! launch {
+    ($gpu:expr, $kernel:literal, $($rest:tt)+) => {
+        launch!($gpu, $kernel => concat!("cuLaunchKernel (", $kernel, ")"), $($rest)+)
+    };
+    ($gpu:expr, $kernel:expr => $call:expr, $blocks:expr, $threads:expr; $($arg:expr),+) => {{
+        let f = $gpu.function($kernel)?;
+        let mut b = $gpu.stream.launch_builder(&f);
+        $(b.arg($arg);)+
+        b.launch($crate::gpu::grid($blocks, $threads))
+            .map(drop)
+            .map_err($crate::gpu::drv($call))
+    }};
+}
+
 pub mod axis;
 pub mod correction;
 pub mod epochs;
@@ -92,6 +111,15 @@ fn drv(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| ikp_host::cuda::SessionError::driver(call, e).to_string()
 }
 
+/// A one-dimensional launch of `blocks` blocks of `threads` threads.
+fn grid(blocks: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 impl Gpu {
     /// Opens device 0 and compiles the checks' kernels for its exact architecture.
     pub fn open() -> Result<Gpu, Error> {
@@ -145,19 +173,10 @@ impl Gpu {
     /// at the working clock, not the idle one (each check is a fresh process on a GPU that
     /// may have idled between them).
     pub fn warm_up(&self) -> Result<f64, Error> {
-        let f = self.function("warm_up")?;
         let mut out = self.zeros::<u64>(2)?;
         let mut sink = self.zeros::<f32>(1)?;
-        let cfg = LaunchConfig {
-            grid_dim: (self.sms * 4, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let ns = WARM_UP_NS;
-        let mut b = self.stream.launch_builder(&f);
-        b.arg(&ns).arg(&mut out).arg(&mut sink);
         // SAFETY: warm_up(u64 ns, u64* out[2], float* sink[1]).
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (warm_up)"))?;
+        unsafe { launch!(self, "warm_up", self.sms * 4, 256; &WARM_UP_NS, &mut out, &mut sink) }?;
         let o = self.download(&out)?;
         Ok(if o[1] > 0 {
             o[0] as f64 * 1e3 / o[1] as f64

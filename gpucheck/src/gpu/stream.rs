@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ikp_device::wire::{self, Kind};
 use ikp_device::{stream, Layout, Overflow, TimerMode};
-use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
 
@@ -92,16 +92,12 @@ fn launch(
     work: u32,
     arg: &IkpArg,
 ) -> Result<Duration, SessionError> {
-    let cfg = LaunchConfig {
-        grid_dim: (gpu.sms, 1, 1),
-        block_dim: (32 * WARPS, 1, 1),
-        shared_mem_bytes: 0,
-    };
     let t = Instant::now();
     let mut b = gpu.stream.launch_builder(f);
     b.arg(sink).arg(&pairs).arg(&work).arg(arg);
     // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
-    unsafe { b.launch(cfg) }.map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
+    unsafe { b.launch(super::grid(gpu.sms, 32 * WARPS)) }
+        .map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
     gpu.stream
         .synchronize()
         .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;

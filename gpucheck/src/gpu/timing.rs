@@ -23,11 +23,11 @@
 //! it must stay within two ticks plus 0.1 % of the time since the lane started, plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::{json, Value};
 
-use super::{drv, median, round, signed_ns, timer, Error, Gpu};
+use super::{median, round, signed_ns, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
@@ -281,7 +281,6 @@ fn launch(
         Mode::Globaltimer => ("timing_globaltimer", TimerMode::Globaltimer),
         Mode::Clock => ("timing_clock", TimerMode::Clock),
     };
-    let f = gpu.function(kernel)?;
     let n = targets.len();
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
@@ -298,20 +297,12 @@ fn launch(
     let mut truth = gpu.zeros::<u64>(blocks as usize * n * TRUTH)?;
     let arg = session.kernel_arg();
     let (n32, spin32) = (n as u32, spin as u32);
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&dev_targets)
-        .arg(&n32)
-        .arg(&spin32)
-        .arg(&arg)
-        .arg(&mut truth);
     // SAFETY: (const u64* targets[n], unsigned n, unsigned spin, ikp::Arg, u64* truth) with
     // `truth` holding blocks * n * TRUTH words.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (timing)"))?;
+    unsafe {
+        launch!(gpu, kernel => "cuLaunchKernel (timing)", blocks, 32;
+            &dev_targets, &n32, &spin32, &arg, &mut truth)
+    }?;
     let trace = super::decode(&mut session)?;
     clean_and_ordered(&trace)?;
     let truth = gpu.download(&truth)?;
