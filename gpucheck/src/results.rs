@@ -93,6 +93,11 @@ impl Check {
         Check::new(name, Status::Skip, true, why)
     }
 
+    /// A GPU check failed for `why`.
+    pub fn fail(name: impl Into<String>, why: impl Into<String>) -> Check {
+        Check::new(name, Status::Fail, true, why)
+    }
+
     /// Adds figure `key`.
     pub fn figure(mut self, key: &str, value: impl Into<Value>) -> Check {
         self.figures.insert(key.to_owned(), value.into());

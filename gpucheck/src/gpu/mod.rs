@@ -56,7 +56,7 @@ use ikp_host::cuda::{open_device, HostSession};
 use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
-use crate::results::{Check, Status};
+use crate::results::Check;
 
 /// How long [`Gpu::warm_up`] keeps every SM busy before a check: an H100 goes from its
 /// idle clock to its working clock within tens of ms of load.
@@ -202,14 +202,7 @@ pub fn decode(session: &mut HostSession) -> Result<Trace, Error> {
 pub fn run(name: &str) -> Vec<Check> {
     let gpu = match Gpu::open() {
         Ok(g) => g,
-        Err(e) => {
-            return vec![Check::new(
-                name,
-                Status::Fail,
-                true,
-                format!("could not start: {e}"),
-            )]
-        }
+        Err(e) => return vec![Check::fail(name, format!("could not start: {e}"))],
     };
     // Every check starts at the working clock; the clocks before and after are figures of
     // each check (the kernel's own measure at the end of the warm-up, and nvidia-smi's).
@@ -220,14 +213,7 @@ pub fn run(name: &str) -> Vec<Check> {
     };
     let warm_mhz = match warm {
         Ok(m) => m,
-        Err(e) => {
-            return vec![Check::new(
-                name,
-                Status::Fail,
-                true,
-                format!("warming up: {e}"),
-            )]
-        }
+        Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
     };
     let smi_before = smi_sm_mhz();
     let result = match name {
@@ -247,18 +233,13 @@ pub fn run(name: &str) -> Vec<Check> {
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     let smi_after = smi_sm_mhz();
-    let mut checks = result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)]);
-    for c in &mut checks {
-        c.figures.insert(
-            "sm_mhz_after_warm_up".into(),
-            warm_mhz.map(|m| round(m, 0)).into(),
-        );
-        c.figures
-            .insert("smi_sm_mhz_before".into(), smi_before.into());
-        c.figures
-            .insert("smi_sm_mhz_after".into(), smi_after.into());
-    }
-    checks
+    let checks = result.unwrap_or_else(|e| vec![Check::fail(name, e)]);
+    let with_clocks = |c: Check| {
+        c.figure("sm_mhz_after_warm_up", warm_mhz.map(|m| round(m, 0)))
+            .figure("smi_sm_mhz_before", smi_before)
+            .figure("smi_sm_mhz_after", smi_after)
+    };
+    checks.into_iter().map(with_clocks).collect()
 }
 
 /// The SM clock nvidia-smi reads now, MHz (None where it cannot).

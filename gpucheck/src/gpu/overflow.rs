@@ -16,7 +16,7 @@ use ikp_host::Trace;
 use serde_json::json;
 
 use super::{Error, Gpu};
-use crate::results::{Check, Status};
+use crate::results::Check;
 
 /// Record capacity of every lane.
 pub const CAPACITY: u32 = 16;
@@ -131,20 +131,13 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         .map(|&n| n.saturating_sub(CAPACITY) as u64)
         .sum();
     let full = table.iter().filter(|&&n| n > CAPACITY).count();
-    let (status, detail) = if bad.is_empty() {
-        (
-            Status::Pass,
-            format!(
-                "{full} of {} lanes overflowed their {CAPACITY} slots: {} records dropped, as \
-                 attempted; every kept record, counter and neighbouring slot intact",
-                table.len(),
-                trace.dropped()
-            ),
-        )
-    } else {
-        (Status::Fail, bad.join("; "))
-    };
-    Ok(Check::new("overflow", status, true, detail)
+    let pass = format!(
+        "{full} of {} lanes overflowed their {CAPACITY} slots: {} records dropped, as \
+         attempted; every kept record, counter and neighbouring slot intact",
+        table.len(),
+        trace.dropped()
+    );
+    Ok(super::words::verdict("overflow", bad, pass)
         .figure("lanes", table.len())
         .figure("overflowing_lanes", full)
         .figure("dropped_expected", expected_dropped)

@@ -39,6 +39,6 @@ pub(super) fn verdict(name: &str, bad: Vec<String>, pass: String) -> Check {
     if bad.is_empty() {
         Check::new(name, Status::Pass, true, pass)
     } else {
-        Check::new(name, Status::Fail, true, bad.join("; "))
+        Check::fail(name, bad.join("; "))
     }
 }

@@ -33,7 +33,7 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     let mut cmd = Command::new(bundle.join("examples").join(name));
     cmd.arg(&out);
     plan.gpu_env(&mut cmd);
-    let fail = |detail: String| Check::new(check.clone(), Status::Fail, true, detail);
+    let fail = |detail: String| Check::fail(&check, detail);
     let f = match child::run(
         cmd,
         &format!("example-{name}"),

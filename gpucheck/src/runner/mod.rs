@@ -230,7 +230,7 @@ fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check 
             ),
         ),
         Availability::NoGpu(why) => Check::skip("machine", format!("no CUDA GPU: {why}")),
-        Availability::Broken(why) => Check::new("machine", Status::Fail, true, why.clone()),
+        Availability::Broken(why) => Check::fail("machine", why.clone()),
     }
 }
 
@@ -244,7 +244,7 @@ fn gpu_check(bundle: &Path, name: &str, plan: &Plan) -> Vec<Check> {
     cmd.args(["check", name]);
     plan.gpu_env(&mut cmd);
     let log = format!("check-{}", name.replace('/', "-"));
-    let fail = |d: String| vec![Check::new(name, Status::Fail, true, d)];
+    let fail = |d: String| vec![Check::fail(name, d)];
     match child::run(cmd, &log, &plan.logs, plan.limit(CHECK_LIMIT)) {
         Ok(f) if f.ok() => match serde_json::from_str::<Vec<Check>>(f.stdout.trim()) {
             Ok(c) if !c.is_empty() => c,

@@ -45,7 +45,7 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
         .env("IKP_OVERHEAD_JSON", &json_path)
         .env("IKP_OVERHEAD_CRITERION", "0");
     plan.gpu_env(&mut cmd);
-    let fail = |d: String| Check::new("overhead", Status::Fail, true, d);
+    let fail = |d: String| Check::fail("overhead", d);
     let ended = match child::run(cmd, "gpu_overhead", &plan.logs, plan.limit(OVERHEAD_LIMIT)) {
         Ok(f) if f.ok() => None,
         Ok(f) => Some(fail(format!("the bench {}", f.failure()))),
@@ -185,12 +185,7 @@ pub fn judge(json: &Value) -> Vec<Check> {
         );
     }
     if checks.is_empty() {
-        return vec![Check::new(
-            "overhead",
-            Status::Fail,
-            true,
-            "the bench output lists no kernel",
-        )];
+        return vec![Check::fail("overhead", "the bench output lists no kernel")];
     }
     let mut t = Table::new(&[
         "build",

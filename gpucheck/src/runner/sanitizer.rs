@@ -110,12 +110,7 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
             checks.push(
                 match child::run(cmd, &log, &plan.logs, plan.limit(SANITIZER_LIMIT)) {
                     Ok(f) => judge(&check, tool, &f),
-                    Err(e) => Check::new(
-                        check,
-                        Status::Fail,
-                        true,
-                        format!("could not start {}: {e}", exe.display()),
-                    ),
+                    Err(e) => Check::fail(check, format!("could not start {}: {e}", exe.display())),
                 },
             );
         }
