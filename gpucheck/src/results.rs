@@ -71,6 +71,17 @@ pub struct Check {
     pub figures: Map<String, Value>,
 }
 
+impl Status {
+    /// Pass when `holds`, else fail.
+    pub fn of(holds: bool) -> Status {
+        if holds {
+            Status::Pass
+        } else {
+            Status::Fail
+        }
+    }
+}
+
 impl Check {
     /// A check with `status` and no figures yet.
     pub fn new(

@@ -147,23 +147,18 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         sms.len(),
         tick.ns
     );
-    Ok(Check::new(
-        "time-axis",
-        if ok { Status::Pass } else { Status::Fail },
-        true,
-        detail,
-    )
-    .figure("tick_ns", round(tick.ns, 1))
-    .figure("lanes", trace.lanes.len())
-    .figure("distinct_sms", sms.len())
-    .figure("spread_ns_median", median_spread)
-    .figure("spread_ns_max", max_spread)
-    .figure("allowed_spread_ns", round(allowed, 0))
-    .figure(
-        "stamp_vs_raw_ns_max",
-        rounds.iter().map(Round::stamp_error).max().unwrap_or(0),
-    )
-    .table(table))
+    Ok(Check::new("time-axis", Status::of(ok), true, detail)
+        .figure("tick_ns", round(tick.ns, 1))
+        .figure("lanes", trace.lanes.len())
+        .figure("distinct_sms", sms.len())
+        .figure("spread_ns_median", median_spread)
+        .figure("spread_ns_max", max_spread)
+        .figure("allowed_spread_ns", round(allowed, 0))
+        .figure(
+            "stamp_vs_raw_ns_max",
+            rounds.iter().map(Round::stamp_error).max().unwrap_or(0),
+        )
+        .table(table))
 }
 
 #[cfg(test)]

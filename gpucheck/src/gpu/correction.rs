@@ -89,7 +89,7 @@ pub fn judge(d: &[(u64, u64, u64)]) -> (Status, f64, f64, f64) {
     );
     let share = if e > 0.0 { r / e } else { f64::NAN };
     let ok = (REMOVED_MIN..=REMOVED_MAX).contains(&share);
-    (if ok { Status::Pass } else { Status::Fail }, e, r, res)
+    (Status::of(ok), e, r, res)
 }
 
 /// The `overhead-correction` check.

@@ -148,11 +148,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     )
     .map_err(|e| e.to_string())?;
     let without_sync = reset_us(&mut plain, 20)?;
-    let status = if a.outside == 0 {
-        Status::Pass
-    } else {
-        Status::Fail
-    };
+    let status = Status::of(a.outside == 0);
     let detail = format!(
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \
          bound ({bound} ns) and one tick ({tick} ns){}; median mapped - midpoint {:.0} ns",

@@ -456,13 +456,8 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     } else {
         problems.join("; ")
     };
-    let mut c = Check::new(
-        name,
-        if holds { Status::Pass } else { Status::Fail },
-        true,
-        detail,
-    )
-    .figure("tick_ns", round(tick.ns, 1));
+    let mut c =
+        Check::new(name, Status::of(holds), true, detail).figure("tick_ns", round(tick.ns, 1));
     c.figures.extend(figures);
     Ok(c.table(table))
 }
