@@ -310,13 +310,6 @@ fn launch(
     Ok((trace, lanes))
 }
 
-fn mode_key(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Globaltimer => "globaltimer",
-        Mode::Clock => "clock",
-    }
-}
-
 /// Every lane's measured regions beside their truth, one row per (lane, target), for
 /// reading a run's figures again off the machine.
 fn lanes_csv(trace: &Trace, lanes: &[LaneRun], targets: &[u64]) -> String {
@@ -345,20 +338,20 @@ fn lanes_csv(trace: &Trace, lanes: &[LaneRun], targets: &[u64]) -> String {
     s
 }
 
-fn spin_key(spin: Spin) -> &'static str {
-    match spin {
-        Spin::Globaltimer => "globaltimer",
-        Spin::Clock => "clock",
+/// `clock` or `globaltimer`: the timer a [`Mode`] or [`Spin`] reads, in names and keys.
+fn key(clock: bool) -> &'static str {
+    if clock {
+        "clock"
+    } else {
+        "globaltimer"
     }
 }
 
 /// The `timing/<mode>` check: both spins in `mode`.
 pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
-    let name = match mode {
-        Mode::Globaltimer => "timing/globaltimer",
-        Mode::Clock => "timing/clock",
-    };
+    let mode_key = key(mode == Mode::Clock);
+    let name = format!("timing/{mode_key}");
     let mut table = Table::new(&[
         "spin on",
         "target",
@@ -376,13 +369,14 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
     ] {
         let (trace, lanes) = launch(gpu, mode, spin, targets)?;
+        let spin_key = key(spin == Spin::Clock);
         super::save_data(
-            &format!("timing-{}-spin-{}.csv", mode_key(mode), spin_key(spin)),
+            &format!("timing-{mode_key}-spin-{spin_key}.csv"),
             &lanes_csv(&trace, &lanes, targets),
         );
         if let Some(c) = trace.source.clock {
             figures.insert(
-                format!("decoder_clock_{}", spin_key(spin)),
+                format!("decoder_clock_{spin_key}"),
                 json!({
                     "pooled_mhz": round(c.pooled_mhz(), 2),
                     "own_ratio_lanes": c.own_ratio_lanes,
@@ -392,7 +386,6 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         }
         let j = judge(mode, spin, targets, &lanes, tick.ns);
         holds &= j.holds();
-        let key = format!("spin_{}", spin_key(spin));
         for r in &j.rows {
             if r.within < r.lanes {
                 problems.push(format!(
@@ -405,7 +398,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
                 ));
             }
             table.row(vec![
-                json!(spin_key(spin)),
+                json!(spin_key),
                 json!(format!("{} {unit}", r.target)),
                 json!(round(r.expected_ns, 1)),
                 json!(round(r.decoded_ns, 1)),
@@ -428,7 +421,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         let mut errs = j.stamp_error_ns.clone();
         let ns_per_cycle: Vec<f64> = lanes.iter().map(LaneRun::ns_per_cycle).collect();
         figures.insert(
-            key,
+            format!("spin_{spin_key}"),
             json!({
                 "floor_ns": round(j.floor_ns, 1),
                 "loop_iteration_ns": round(j.loop_ns, 2),

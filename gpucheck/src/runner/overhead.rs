@@ -75,14 +75,15 @@ fn slowdown(b: &Value, what: &str) -> Option<f64> {
     b["slowdown"][what].as_f64()
 }
 
+/// `(low, high)` of a build's 95 % interval.
+fn ci95(b: &Value) -> Option<(f64, f64)> {
+    let ci = b["slowdown"]["ci95"].as_array()?;
+    Some((ci.first()?.as_f64()?, ci.get(1)?.as_f64()?))
+}
+
 /// `low..high` of a build's 95 % interval, for tables.
 fn interval(b: &Value) -> Option<String> {
-    let ci = b["slowdown"]["ci95"].as_array()?;
-    Some(format!(
-        "{:+.3}..{:+.3}",
-        ci.first()?.as_f64()?,
-        ci.get(1)?.as_f64()?
-    ))
+    ci95(b).map(|(lo, hi)| format!("{lo:+.3}..{hi:+.3}"))
 }
 
 fn build<'a>(k: &'a Value, name: &str) -> Option<&'a Value> {
@@ -131,14 +132,8 @@ pub fn judge(json: &Value) -> Vec<Check> {
                 json!(if cliff { "occupancy cliff" } else { "" }),
             ]);
         }
-        let compiled_out = build(k, "compiled out").and_then(|b| {
-            let ci = b["slowdown"]["ci95"].as_array()?;
-            Some((
-                slowdown(b, "mean")?,
-                ci.first()?.as_f64()?,
-                ci.get(1)?.as_f64()?,
-            ))
-        });
+        let compiled_out =
+            build(k, "compiled out").and_then(|b| Some((slowdown(b, "mean")?, ci95(b)?)));
         let ikp = build(k, IKP_BUILD).and_then(|b| slowdown(b, "median"));
         let peer = build(k, PEER_BUILD).and_then(|b| slowdown(b, "median"));
         let ratio = match (ikp, peer) {
@@ -147,14 +142,14 @@ pub fn judge(json: &Value) -> Vec<Check> {
         };
         ratios.push(json!({"kernel": kernel, "ikp_median_pct": ikp, "tvm_style_median_pct": peer, "ratio": ratio}));
         let (status, mut detail) = match compiled_out {
-            Some((m, lo, hi)) if -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT => (
+            Some((m, (lo, hi))) if -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT => (
                 Status::Pass,
                 format!(
                     "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
                      ±{COMPILED_OUT_MAX_PCT} %)"
                 ),
             ),
-            Some((m, lo, hi)) => (
+            Some((m, (lo, hi))) => (
                 Status::Fail,
                 format!(
                     "compiled out {m:+.2} % from the baseline: its 95 % interval \
