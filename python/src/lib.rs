@@ -259,28 +259,22 @@ impl NativeTrace {
 
     /// The instants: column name -> (dtype, bytes).
     fn instants<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.trace.instants;
+        let (s, base) = (&self.trace.instants, self.trace.source.time_base);
         let d = PyDict::new(py);
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("region", ("<u2", u16s(py, &s.region)))?;
         d.set_item("payload", ("<u4", u32s(py, &s.payload)))?;
-        d.set_item(
-            "ts_ns",
-            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
-        )?;
+        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, base)))?;
         Ok(d)
     }
 
     /// The counter samples: column name -> (dtype, bytes).
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.trace.samples;
+        let (s, base) = (&self.trace.samples, self.trace.source.time_base);
         let d = PyDict::new(py);
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("counter", ("<u2", u16s(py, &s.counter)))?;
-        d.set_item(
-            "ts_ns",
-            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
-        )?;
+        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, base)))?;
         d.set_item("value", ("<u4", u32s(py, &s.value)))?;
         Ok(d)
     }
