@@ -213,20 +213,17 @@ fn archive(plan: &Plan) -> Result<(), String> {
 }
 
 fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check {
-    let gpu = m.get("gpu").and_then(Value::as_str).unwrap_or("GPU 0");
+    let get = |k: &str, or| m.get(k).and_then(Value::as_str).unwrap_or(or);
     match a {
         Availability::Gpu => Check::new(
             "machine",
             Status::Pass,
             true,
             format!(
-                "{gpu}, driver CUDA {}, NVRTC {}",
-                m.get("driver_cuda_version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                m.get("nvrtc_version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
+                "{}, driver CUDA {}, NVRTC {}",
+                get("gpu", "GPU 0"),
+                get("driver_cuda_version", "?"),
+                get("nvrtc_version", "?")
             ),
         ),
         Availability::NoGpu(why) => Check::skip("machine", format!("no CUDA GPU: {why}")),
