@@ -39,7 +39,7 @@ pub fn allowance_ns(tick_ns: f64, sms: usize) -> f64 {
 }
 
 /// Per round: the decoded instants of every lane, and the raw reads after them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Round {
     /// Decoded instant of each lane, ns.
     pub decoded: Vec<u64>,
@@ -66,12 +66,7 @@ impl Round {
 
 /// The rounds of a decoded rendezvous trace; `raw[block * rounds + round]`.
 pub fn rounds_of(trace: &Trace, raw: &[u64], rounds: u32) -> Result<Vec<Round>, Error> {
-    let mut out: Vec<Round> = (0..rounds)
-        .map(|_| Round {
-            decoded: Vec::new(),
-            raw: Vec::new(),
-        })
-        .collect();
+    let mut out = vec![Round::default(); rounds as usize];
     for lane in &trace.lanes {
         if lane.instants.len() != rounds as usize {
             return Err(format!(

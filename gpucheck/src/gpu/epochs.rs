@@ -92,8 +92,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .map_err(drv("cuStreamBeginCapture"))?;
     let mut b = stream.launch_builder(&f);
-    let tag = TAG;
-    b.arg(&tag).arg(&arg);
+    b.arg(&TAG).arg(&arg);
     // SAFETY: epoch_replay(unsigned tag, ikp::Arg).
     let launched = unsafe { b.launch(grid(BLOCKS, 64)) }
         .map_err(drv("cuLaunchKernel (epoch_replay, captured)"));

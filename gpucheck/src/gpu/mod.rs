@@ -83,6 +83,7 @@ pub const CHECKS: [&str; 13] = [
 ];
 
 /// Device 0 with the checks' kernels loaded.
+#[derive(Debug)]
 pub struct Gpu {
     /// Its primary context.
     pub ctx: Arc<CudaContext>,
@@ -93,15 +94,6 @@ pub struct Gpu {
     /// Its SM count.
     pub sms: u32,
     module: Arc<CudaModule>,
-}
-
-impl std::fmt::Debug for Gpu {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("arch", &self.arch)
-            .field("sms", &self.sms)
-            .finish()
-    }
 }
 
 /// A check's failure to run at all (a driver or compile error), as text.

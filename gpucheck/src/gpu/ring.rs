@@ -142,10 +142,8 @@ pub fn calib_check(gpu: &Gpu) -> Result<Check, Error> {
     let words = ring_launch(gpu)?;
     let (calib, bad) = calib_differences(&words);
     let mut v: Vec<f64> = calib.iter().map(|&c| c as f64).collect();
-    let (lo, hi) = (
-        calib.iter().min().copied().unwrap_or(0),
-        calib.iter().max().copied().unwrap_or(0),
-    );
+    let lo = calib.iter().min().copied().unwrap_or(0);
+    let hi = calib.iter().max().copied().unwrap_or(0);
     let med = median(&mut v);
     let pass =
         format!("every lane measured its record cost at init: {lo}..{hi} cycles, median {med}");

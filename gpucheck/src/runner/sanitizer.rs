@@ -152,23 +152,24 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
         .figure("seconds", (f.secs * 10.0).round() / 10.0)
 }
 
-fn unit(tool: &str) -> &'static str {
+/// What the tool counts, and the key of its summary line.
+fn unit_and_key(tool: &str) -> (&'static str, &'static str) {
     if tool == "racecheck" {
-        "hazards"
+        ("hazards", "RACECHECK SUMMARY:")
     } else {
-        "errors"
+        ("errors", "ERROR SUMMARY:")
     }
+}
+
+fn unit(tool: &str) -> &'static str {
+    unit_and_key(tool).0
 }
 
 /// The count in the tool's summary line: `ERROR SUMMARY: N errors` (memcheck) or
 /// `RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)` (racecheck, whose N
 /// counts every displayed hazard, warnings included).
 pub fn summary(tool: &str, report: &str) -> Option<u64> {
-    let key = if tool == "racecheck" {
-        "RACECHECK SUMMARY:"
-    } else {
-        "ERROR SUMMARY:"
-    };
+    let key = unit_and_key(tool).1;
     let line = report.lines().rev().find(|l| l.contains(key))?;
     let rest = line[line.find(key)? + key.len()..].trim_start();
     rest.split_whitespace().next()?.parse().ok()
