@@ -141,25 +141,19 @@ pub fn judge(json: &Value) -> Vec<Check> {
             _ => None,
         };
         ratios.push(json!({"kernel": kernel, "ikp_median_pct": ikp, "tvm_style_median_pct": peer, "ratio": ratio}));
-        let (status, mut detail) = match compiled_out {
-            Some((m, (lo, hi))) if -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT => (
-                Status::Pass,
-                format!(
-                    "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
-                     ±{COMPILED_OUT_MAX_PCT} %)"
-                ),
+        let holds = compiled_out
+            .is_some_and(|(_, (lo, hi))| -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT);
+        let status = Status::of(holds);
+        let mut detail = match compiled_out {
+            Some((m, (lo, hi))) if holds => format!(
+                "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
+                 ±{COMPILED_OUT_MAX_PCT} %)"
             ),
-            Some((m, (lo, hi))) => (
-                Status::Fail,
-                format!(
-                    "compiled out {m:+.2} % from the baseline: its 95 % interval \
-                     {lo:+.2}..{hi:+.2} % is not within ±{COMPILED_OUT_MAX_PCT} %"
-                ),
+            Some((m, (lo, hi))) => format!(
+                "compiled out {m:+.2} % from the baseline: its 95 % interval \
+                 {lo:+.2}..{hi:+.2} % is not within ±{COMPILED_OUT_MAX_PCT} %"
             ),
-            None => (
-                Status::Fail,
-                "no compiled-out build with a mean and interval in the bench output".into(),
-            ),
+            None => "no compiled-out build with a mean and interval in the bench output".into(),
         };
         if let (Some(i), Some(p)) = (ikp, peer) {
             detail.push_str(&format!(
