@@ -123,27 +123,18 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
     // The sanitizer prints its report on stdout, prefixed with "========= ".
     let report = format!("{}\n{}", f.stdout, f.stderr);
     let found = summary(tool, &report);
-    let (status, detail) = match (found, f.ok()) {
-        (Some(0), true) => (
-            Status::Pass,
-            format!("{tool}: 0 {} in {:.1} s", unit(tool), f.secs),
-        ),
-        (Some(n), _) if n > 0 => (
-            Status::Fail,
-            format!("{tool}: {n} {}: {}", unit(tool), first_findings(&report, 3)),
-        ),
-        (_, false) => (
-            Status::Fail,
-            format!("the program under {tool} {}", f.failure()),
-        ),
-        _ => (
-            Status::Fail,
-            format!(
-                "{tool} printed no summary line: {}",
-                child::last_lines(&report, 3)
-            ),
+    let detail = match (found, f.ok()) {
+        (Some(0), true) => format!("{tool}: 0 {} in {:.1} s", unit(tool), f.secs),
+        (Some(n), _) if n > 0 => {
+            format!("{tool}: {n} {}: {}", unit(tool), first_findings(&report, 3))
+        }
+        (_, false) => format!("the program under {tool} {}", f.failure()),
+        _ => format!(
+            "{tool} printed no summary line: {}",
+            child::last_lines(&report, 3)
         ),
     };
+    let status = Status::of(found == Some(0) && f.ok());
     Check::new(check, status, true, detail)
         .figure(
             unit(tool),
