@@ -4,7 +4,7 @@ use anyhow::Context;
 use ikp_host::analysis::categories::CategoryTable;
 use ikp_host::analysis::roofline::{self, GpuPreset, Work};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// How to interpret regions.
 #[derive(Debug, clap::Args)]
@@ -22,16 +22,18 @@ pub struct AnalysisOpts {
     pub gpu: String,
 }
 
+/// The text of `p`, or an error naming it.
+fn read(p: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))
+}
+
 impl AnalysisOpts {
     /// The category table.
     pub fn categories(&self) -> anyhow::Result<CategoryTable> {
         match &self.categories {
             None => Ok(CategoryTable::default()),
-            Some(p) => {
-                let s = std::fs::read_to_string(p)
-                    .with_context(|| format!("{}: cannot read", p.display()))?;
-                CategoryTable::from_json(&s).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
-            }
+            Some(p) => CategoryTable::from_json(&read(p)?)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display())),
         }
     }
 
@@ -39,12 +41,8 @@ impl AnalysisOpts {
     pub fn work(&self) -> anyhow::Result<HashMap<String, Work>> {
         match &self.annotations {
             None => Ok(HashMap::new()),
-            Some(p) => {
-                let s = std::fs::read_to_string(p)
-                    .with_context(|| format!("{}: cannot read", p.display()))?;
-                roofline::parse_annotations(&s)
-                    .with_context(|| format!("{}: invalid annotation file", p.display()))
-            }
+            Some(p) => roofline::parse_annotations(&read(p)?)
+                .with_context(|| format!("{}: invalid annotation file", p.display())),
         }
     }
 

@@ -37,10 +37,9 @@ pub struct InputArgs {
 impl InputArgs {
     /// The decode options these arguments ask for.
     pub fn options(&self) -> anyhow::Result<DecodeOptions> {
-        let names = match &self.names {
-            Some(p) => Some(ikp_host::read_names(p).context("--names")?),
-            None => None,
-        };
+        let names = (self.names.as_deref().map(ikp_host::read_names))
+            .transpose()
+            .context("--names")?;
         let blocks = match &self.block_filter {
             Some(s) => BlockFilter::parse(s).context("--block-filter")?,
             None => BlockFilter::default(),
@@ -79,6 +78,7 @@ impl InputArgs {
 
 /// Launches read from buffers: a label and a trace each, in order (see
 /// [`InputArgs::load_launches`]).
+#[derive(Default)]
 pub struct Launches {
     /// Each launch's label.
     pub labels: Vec<String>,
@@ -119,11 +119,7 @@ impl InputArgs {
         streaming: Streaming,
     ) -> anyhow::Result<Loaded> {
         let opts = self.options()?;
-        let mut out = Launches {
-            labels: Vec::new(),
-            buffers: Vec::new(),
-            traces: Vec::new(),
-        };
+        let mut out = Launches::default();
         for (label, b) in labels.into_iter().zip(bufs) {
             let one = if bufs.len() == 1 {
                 streaming
@@ -206,22 +202,18 @@ fn load(buf: &Path, opts: &DecodeOptions) -> anyhow::Result<Trace> {
 /// A load error, with the command-line hint for a buffer that fits several formats, or
 /// none, or holds several launches.
 fn hint(e: ikp_host::LoadError) -> anyhow::Error {
-    {
-        if let LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) = &e.kind {
+    match &e.kind {
+        LoadErrorKind::Decode(DecodeError::Ambiguous(fits)) => {
             anyhow::anyhow!("{e} ({})", format_hint(fits))
-        } else if matches!(e.kind, LoadErrorKind::Decode(DecodeError::Unrecognized(_))) {
-            anyhow::anyhow!(
-                "{e} (--format {} forces one)",
-                FormatChoice::forcing_names()
-            )
-        } else if let LoadErrorKind::Decode(DecodeError::SeveralLaunches(n)) = &e.kind {
-            anyhow::anyhow!(
-                "{}: the buffer holds {n} launches (epochs); ikp decode, summary, analyze and report show each",
-                e.path.display()
-            )
-        } else {
-            e.into()
         }
+        LoadErrorKind::Decode(DecodeError::Unrecognized(_)) => {
+            anyhow::anyhow!("{e} (--format {} forces one)", FormatChoice::forcing_names())
+        }
+        LoadErrorKind::Decode(DecodeError::SeveralLaunches(n)) => anyhow::anyhow!(
+            "{}: the buffer holds {n} launches (epochs); ikp decode, summary, analyze and report show each",
+            e.path.display()
+        ),
+        _ => e.into(),
     }
 }
 

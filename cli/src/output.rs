@@ -9,16 +9,9 @@ use std::path::{Path, PathBuf};
 
 /// A usage error found after parsing (arguments that parse but do not go together): exit
 /// code 2, like clap's own usage errors.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// Whether an output path means standard output.
 pub fn is_stdout(p: &Path) -> bool {

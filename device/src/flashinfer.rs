@@ -49,12 +49,9 @@ pub const BLOCK_MASK: u64 = (MAX_BLOCKS - 1) << BLOCK_SHIFT;
 /// The SM field's bits in a record.
 pub const SM_MASK: u64 = ((1 << SM_BITS) - 1) << SM_SHIFT;
 
-/// Record type: a region begins.
-pub const BEGIN: u32 = 0;
-/// Record type: a region ends.
-pub const END: u32 = 1;
-/// Record type: a point event.
-pub const INSTANT: u32 = 2;
+/// The record types (TVM's, without its finalize) and the event field, as in TVM's format.
+pub use crate::tvm::{event_of, BEGIN, END, INSTANT};
+const _: () = assert!(EVENT_BITS == crate::tvm::EVENT_BITS);
 
 /// Packs a record as `encode_tag` does, with the stamp in the high half: fields are
 /// shifted but not masked, so a block index of [`MAX_BLOCKS`] or more spills into the SM
@@ -74,12 +71,6 @@ pub const fn block_of(w: u64) -> u64 {
 #[inline(always)]
 pub const fn sm_of(w: u64) -> u32 {
     ((w & SM_MASK) >> SM_SHIFT) as u32
-}
-
-/// The event field of a record.
-#[inline(always)]
-pub const fn event_of(w: u64) -> u32 {
-    ((w >> 2) & ((1 << EVENT_BITS) - 1)) as u32
 }
 
 #[cfg(test)]

@@ -48,12 +48,8 @@ pub const MAX_LANES: u64 = 1 << LANE_BITS;
 /// The lane field's bits in a record.
 pub const LANE_MASK: u64 = (MAX_LANES - 1) << LANE_SHIFT;
 
-/// Record type: a region begins.
-pub const BEGIN: u32 = 0;
-/// Record type: a region ends.
-pub const END: u32 = 1;
-/// Record type: a point event.
-pub const INSTANT: u32 = 2;
+/// The record types (TVM's, without its finalize).
+pub use crate::tvm::{BEGIN, END, INSTANT};
 
 /// Packs a record as `make_event_tag_*` does, with the stamp in the high half: fields are
 /// shifted but not masked, so a lane of [`MAX_LANES`] or more spills into the event

@@ -150,9 +150,7 @@ pub fn block_schedule_seeded(block: u32, tiles: u32, seed: u64) -> [(u64, u64, V
     // tile before in it has freed it.
     let mut tp = t0 + 40;
     p.push(Ev::B(MAINLOOP, 0, tp));
-    p.push(Ev::B(LOAD_Q, 0, tp));
-    tp += rng.dur(700, 150);
-    p.push(Ev::E(LOAD_Q, 0, tp));
+    tp = span(&mut p, LOAD_Q, 0, tp, rng.dur(700, 150));
     let mut pv_end: Vec<u64> = Vec::new();
     // MMA and softmax state.
     let mut tm = t0 + 60;
@@ -163,58 +161,27 @@ pub fn block_schedule_seeded(block: u32, tiles: u32, seed: u64) -> [(u64, u64, V
         // Producer waits for the stage to be free (PV of tile k-2 done).
         if k >= 2 {
             let free = pv_end[(k - 2) as usize];
-            tp += 5;
-            p.push(Ev::B(WAIT_KV_FREE, k - 2, tp));
-            let spin = free.saturating_sub(tp);
-            tp = tp.max(free) + 10;
-            p.push(Ev::E(WAIT_KV_FREE, k - 2, tp));
-            p.push(Ev::S(1, (spin / 40) as u32));
+            tp = wait(&mut p, WAIT_KV_FREE, k - 2, tp + 5, free, 10, Some(1));
         }
-        tp += 10;
-        p.push(Ev::B(LOAD_KV, k, tp));
-        tp += rng.dur(850, 200);
-        p.push(Ev::E(LOAD_KV, k, tp));
+        tp = span(&mut p, LOAD_KV, k, tp + 10, rng.dur(850, 200));
         p.push(Ev::I(SIGNAL_KV, k, tp));
         let kv_ready = tp;
         // MMA: wait for the tile, QK^T, hand the scores to softmax.
-        tm += 10;
-        m.push(Ev::B(WAIT_KV, k, tm));
-        let spin = kv_ready.saturating_sub(tm);
-        tm = tm.max(kv_ready) + 15;
-        m.push(Ev::E(WAIT_KV, k, tm));
-        m.push(Ev::S(0, (spin / 40) as u32));
-        m.push(Ev::B(QK_GEMM, k, tm));
-        tm += rng.dur(560, 80);
-        m.push(Ev::E(QK_GEMM, k, tm));
+        tm = wait(&mut m, WAIT_KV, k, tm + 10, kv_ready, 15, Some(0));
+        tm = span(&mut m, QK_GEMM, k, tm, rng.dur(560, 80));
         m.push(Ev::I(SIGNAL_SCORES, k, tm));
         let scores = tm;
         // Softmax on the scores, nested phases, then P back to the MMA group.
-        ts += 5;
-        s.push(Ev::B(WAIT_SCORES, k, ts));
-        ts = ts.max(scores) + 15;
-        s.push(Ev::E(WAIT_SCORES, k, ts));
-        ts += 10;
+        ts = wait(&mut s, WAIT_SCORES, k, ts + 5, scores, 15, None) + 10;
         s.push(Ev::B(SOFTMAX, k, ts));
-        let mut t = ts + 10;
-        s.push(Ev::B(ROWMAX, k, t));
-        t += rng.dur(180, 60);
-        s.push(Ev::E(ROWMAX, k, t));
-        s.push(Ev::B(EXP2, k, t));
-        t += rng.dur(320, 90);
-        s.push(Ev::E(EXP2, k, t));
-        ts = t + 12;
+        let t = span(&mut s, ROWMAX, k, ts + 10, rng.dur(180, 60));
+        ts = span(&mut s, EXP2, k, t, rng.dur(320, 90)) + 12;
         s.push(Ev::E(SOFTMAX, k, ts));
         s.push(Ev::I(SIGNAL_PROBS, k, ts));
         let probs = ts;
         // MMA: PV once softmax is done; the stage of tile k is then free.
-        tm += 5;
-        m.push(Ev::B(WAIT_PROBS, k, tm));
-        tm = tm.max(probs) + 15;
-        m.push(Ev::E(WAIT_PROBS, k, tm));
-        tm += 5;
-        m.push(Ev::B(PV_GEMM, k, tm));
-        tm += rng.dur(480, 70);
-        m.push(Ev::E(PV_GEMM, k, tm));
+        tm = wait(&mut m, WAIT_PROBS, k, tm + 5, probs, 15, None);
+        tm = span(&mut m, PV_GEMM, k, tm + 5, rng.dur(480, 70));
         m.push(Ev::I(SIGNAL_KV_FREE, k, tm));
         pv_end.push(tm);
     }
@@ -232,6 +199,33 @@ pub fn block_schedule_seeded(block: u32, tiles: u32, seed: u64) -> [(u64, u64, V
         (t0 + 5, end(tm), m),
         (t0 + 9, end(ts + 5), s),
     ]
+}
+
+/// Pushes a span of `region` (payload `k`) from `t` lasting `d`; returns its end.
+fn span(v: &mut Vec<Ev>, region: u32, k: u32, t: u64, d: u64) -> u64 {
+    v.push(Ev::B(region, k, t));
+    v.push(Ev::E(region, k, t + d));
+    t + d
+}
+
+/// Pushes a wait span of `region` (payload `k`) from `t` until `latency` after `ready`,
+/// then its spins (one per 40 ns) as a sample of `counter` if any; returns its end.
+fn wait(
+    v: &mut Vec<Ev>,
+    region: u32,
+    k: u32,
+    t: u64,
+    ready: u64,
+    latency: u64,
+    counter: Option<u32>,
+) -> u64 {
+    let end = t.max(ready) + latency;
+    v.push(Ev::B(region, k, t));
+    v.push(Ev::E(region, k, end));
+    if let Some(c) = counter {
+        v.push(Ev::S(c, (ready.saturating_sub(t) / 40) as u32));
+    }
+    end
 }
 
 /// Tiles of block `b` in the shipped sample (8 to 10: imbalanced blocks).

@@ -125,12 +125,6 @@ pub const fn lane_stride(records_per_lane: u32, n_counters: u32) -> u64 {
     crate::wire::lane_stride(records_per_lane, n_counters) + CTRL_WORDS as u64
 }
 
-/// Packs HEAD.
-#[inline]
-pub const fn pack_head(stored: u32, dropped: u32) -> u64 {
-    ((dropped as u64) << HEAD_DROPPED_SHIFT) | stored as u64
-}
-
 /// Splits HEAD into `(stored, dropped)`.
 #[inline]
 pub const fn unpack_head(word: u64) -> (u32, u32) {

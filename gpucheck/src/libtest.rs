@@ -29,10 +29,10 @@ pub fn parse_list(stdout: &str) -> Vec<String> {
 pub fn parse_outcomes(stdout: &str) -> BTreeMap<String, Outcome> {
     let mut out = BTreeMap::new();
     for line in stdout.lines() {
-        let Some(rest) = line.strip_prefix("test ") else {
-            continue;
-        };
-        let Some((name, result)) = rest.rsplit_once(" ... ") else {
+        let test = line
+            .strip_prefix("test ")
+            .and_then(|r| r.rsplit_once(" ... "));
+        let Some((name, result)) = test else {
             continue;
         };
         let outcome = match result.trim() {

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use ikp_host::cuda::cudarc::driver::{sys, CudaContext};
+use ikp_host::cuda::cudarc::driver::sys;
 use ikp_host::cuda::{self, SessionError};
 use serde_json::{json, Map, Value};
 
@@ -123,31 +123,19 @@ fn describe_device(m: &mut Map<String, Value>) {
         json!(ctx.total_mem().ok().map(|b| b >> 20)),
     );
     use sys::CUdevice_attribute as A;
+    #[rustfmt::skip]
     let attrs = [
         ("sm_count", A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         ("sm_clock_max_khz", A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
-        (
-            "memory_clock_max_khz",
-            A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-        ),
+        ("memory_clock_max_khz", A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
         ("l2_bytes", A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
-        (
-            "max_threads_per_sm",
-            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-        ),
-        (
-            "cooperative_launch",
-            A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
-        ),
+        ("max_threads_per_sm", A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        ("cooperative_launch", A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH),
     ];
     for (key, a) in attrs {
         // Some attributes are deprecated in newer drivers: "when readable".
-        m.insert(key.into(), json!(attribute(&ctx, a)));
+        m.insert(key.into(), json!(ctx.attribute(a).ok()));
     }
-}
-
-fn attribute(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Option<i32> {
-    ctx.attribute(a).ok()
 }
 
 fn describe_nvrtc(m: &mut Map<String, Value>) {
@@ -175,22 +163,13 @@ fn describe_nvrtc(m: &mut Map<String, Value>) {
 /// Driver version, current and maximum clocks, power state and temperature as
 /// `nvidia-smi` reports them for GPU 0 (`None` when it is not installed).
 pub fn nvidia_smi() -> Option<Map<String, Value>> {
-    const FIELDS: [&str; 10] = [
-        "driver_version",
-        "clocks.sm",
-        "clocks.mem",
-        "clocks.max.sm",
-        "clocks.max.mem",
-        "pstate",
-        "temperature.gpu",
-        "power.draw",
-        "pcie.link.gen.current",
-        "pcie.link.width.current",
-    ];
+    const FIELDS: &str = "driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,\
+                          pstate,temperature.gpu,power.draw,pcie.link.gen.current,\
+                          pcie.link.width.current";
     let out = Command::new("nvidia-smi")
         .args([
             "--id=0",
-            &format!("--query-gpu={}", FIELDS.join(",")),
+            &format!("--query-gpu={FIELDS}"),
             "--format=csv,noheader,nounits",
         ])
         .output()
@@ -200,7 +179,7 @@ pub fn nvidia_smi() -> Option<Map<String, Value>> {
     let values: Vec<&str> = line.lines().next()?.split(',').map(str::trim).collect();
     Some(
         FIELDS
-            .iter()
+            .split(',')
             .zip(values)
             .map(|(k, v)| (format!("smi_{}", k.replace('.', "_")), json!(v)))
             .collect(),

@@ -32,11 +32,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
+        _ => usage(),
     }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("{USAGE}");
+    ExitCode::from(2)
 }
 
 fn run(args: &[String]) -> ExitCode {
@@ -46,15 +48,11 @@ fn run(args: &[String]) -> ExitCode {
         match a.as_str() {
             "--bundle" => bundle = it.next().map(PathBuf::from),
             s if results.is_none() && !s.starts_with('-') => results = Some(PathBuf::from(s)),
-            _ => {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
-            }
+            _ => return usage(),
         }
     }
     let Some(results) = results else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+        return usage();
     };
     let bundle = bundle.or_else(|| {
         let exe = std::env::current_exe().ok()?;

@@ -71,6 +71,17 @@ pub struct Check {
     pub figures: Map<String, Value>,
 }
 
+impl Status {
+    /// Pass when `holds`, else fail.
+    pub fn of(holds: bool) -> Status {
+        if holds {
+            Status::Pass
+        } else {
+            Status::Fail
+        }
+    }
+}
+
 impl Check {
     /// A check with `status` and no figures yet.
     pub fn new(
@@ -91,6 +102,11 @@ impl Check {
     /// A GPU check skipped for `why`.
     pub fn skip(name: impl Into<String>, why: impl Into<String>) -> Check {
         Check::new(name, Status::Skip, true, why)
+    }
+
+    /// A GPU check failed for `why`.
+    pub fn fail(name: impl Into<String>, why: impl Into<String>) -> Check {
+        Check::new(name, Status::Fail, true, why)
     }
 
     /// Adds figure `key`.

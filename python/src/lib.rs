@@ -106,31 +106,27 @@ struct NativeTrace {
 }
 
 /// Little-endian bytes of a column.
-fn column<'py, T: Copy>(
+fn column<'py, T: Copy, const N: usize>(
     py: Python<'py>,
     v: &[T],
-    to_le: impl Fn(T) -> Vec<u8>,
+    to_le: impl Fn(T) -> [u8; N],
 ) -> Bound<'py, PyBytes> {
-    let mut out = Vec::with_capacity(std::mem::size_of_val(v));
-    for &x in v {
-        out.extend_from_slice(&to_le(x));
-    }
-    PyBytes::new(py, &out)
+    PyBytes::new(py, &v.iter().flat_map(|&x| to_le(x)).collect::<Vec<u8>>())
 }
 
 /// Times relative to the trace's time base (as the CSV and Chrome outputs write them).
 fn rel<'py>(py: Python<'py>, v: &[u64], base: u64) -> Bound<'py, PyBytes> {
-    column(py, v, |x| x.saturating_sub(base).to_le_bytes().to_vec())
+    column(py, v, |x| x.saturating_sub(base).to_le_bytes())
 }
 
 fn u64s<'py>(py: Python<'py>, v: &[u64]) -> Bound<'py, PyBytes> {
-    column(py, v, |x| x.to_le_bytes().to_vec())
+    column(py, v, u64::to_le_bytes)
 }
 fn u32s<'py>(py: Python<'py>, v: &[u32]) -> Bound<'py, PyBytes> {
-    column(py, v, |x| x.to_le_bytes().to_vec())
+    column(py, v, u32::to_le_bytes)
 }
 fn u16s<'py>(py: Python<'py>, v: &[u16]) -> Bound<'py, PyBytes> {
-    column(py, v, |x| x.to_le_bytes().to_vec())
+    column(py, v, u16::to_le_bytes)
 }
 
 /// Writes `path` whole (nothing is left there on error).
@@ -140,6 +136,17 @@ fn write_atomic(
     fill: impl FnOnce(&mut dyn std::io::Write) -> Result<(), ikp_host::WriteError> + Send,
 ) -> PyResult<()> {
     py.detach(|| guard(|| atomic::write_file(path, |w| fill(w)).map_err(err)))
+}
+
+impl NativeTrace {
+    /// The summary document of the trace, with the default options.
+    fn summary(&self) -> ikp_host::Summary {
+        summarize(
+            &TraceStats::of(&self.trace),
+            &Default::default(),
+            &self.label,
+        )
+    }
 }
 
 #[pymethods]
@@ -200,6 +207,7 @@ impl NativeTrace {
         let l = &self.trace.lanes;
         let d = PyDict::new(py);
         let col = |f: fn(&ikp_host::Lane) -> u32| l.iter().map(f).collect::<Vec<u32>>();
+        let col64 = |f: fn(&ikp_host::Lane) -> u64| l.iter().map(f).collect::<Vec<u64>>();
         let opt = |f: fn(&ikp_host::Lane) -> Option<u32>| {
             l.iter()
                 .map(|x| f(x).map_or(-1i64, i64::from) as u64)
@@ -211,14 +219,10 @@ impl NativeTrace {
         d.set_item("sm", ("<i8", u64s(py, &opt(|x| x.sm))))?;
         d.set_item("warp", ("<i8", u64s(py, &opt(|x| x.warp))))?;
         let base = self.trace.source.time_base;
-        let ts: Vec<u64> = l.iter().map(|x| x.start).collect();
-        d.set_item("start_ns", ("<u8", rel(py, &ts, base)))?;
-        let ts: Vec<u64> = l.iter().map(|x| x.end).collect();
-        d.set_item("end_ns", ("<u8", rel(py, &ts, base)))?;
-        let n: Vec<u64> = l.iter().map(|x| x.written).collect();
-        d.set_item("written", ("<u8", u64s(py, &n)))?;
-        let n: Vec<u64> = l.iter().map(|x| x.dropped).collect();
-        d.set_item("dropped", ("<u8", u64s(py, &n)))?;
+        d.set_item("start_ns", ("<u8", rel(py, &col64(|x| x.start), base)))?;
+        d.set_item("end_ns", ("<u8", rel(py, &col64(|x| x.end), base)))?;
+        d.set_item("written", ("<u8", u64s(py, &col64(|x| x.written))))?;
+        d.set_item("dropped", ("<u8", u64s(py, &col64(|x| x.dropped))))?;
         Ok(d)
     }
 
@@ -255,44 +259,29 @@ impl NativeTrace {
 
     /// The instants: column name -> (dtype, bytes).
     fn instants<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.trace.instants;
+        let (s, base) = (&self.trace.instants, self.trace.source.time_base);
         let d = PyDict::new(py);
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("region", ("<u2", u16s(py, &s.region)))?;
         d.set_item("payload", ("<u4", u32s(py, &s.payload)))?;
-        d.set_item(
-            "ts_ns",
-            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
-        )?;
+        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, base)))?;
         Ok(d)
     }
 
     /// The counter samples: column name -> (dtype, bytes).
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.trace.samples;
+        let (s, base) = (&self.trace.samples, self.trace.source.time_base);
         let d = PyDict::new(py);
         d.set_item("lane", ("<u4", u32s(py, &s.lane)))?;
         d.set_item("counter", ("<u2", u16s(py, &s.counter)))?;
-        d.set_item(
-            "ts_ns",
-            ("<u8", rel(py, &s.ts, self.trace.source.time_base)),
-        )?;
+        d.set_item("ts_ns", ("<u8", rel(py, &s.ts, base)))?;
         d.set_item("value", ("<u4", u32s(py, &s.value)))?;
         Ok(d)
     }
 
     /// The summary JSON (what `ikp decode --summary` writes), as text.
     fn summary_json(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| {
-            guard(|| {
-                let doc = summarize(
-                    &TraceStats::of(&self.trace),
-                    &Default::default(),
-                    &self.label,
-                );
-                serde_json::to_string(&doc).map_err(err)
-            })
-        })
+        py.detach(|| guard(|| serde_json::to_string(&self.summary()).map_err(err)))
     }
 
     /// The analysis JSON (what `ikp analyze --json` writes), as text.
@@ -322,14 +311,7 @@ impl NativeTrace {
 
     /// Writes the summary JSON.
     fn write_summary(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        write_atomic(py, &path, |w| {
-            let doc = summarize(
-                &TraceStats::of(&self.trace),
-                &Default::default(),
-                &self.label,
-            );
-            write_summary(w, &doc)
-        })
+        write_atomic(py, &path, |w| write_summary(w, &self.summary()))
     }
 
     /// Writes the Parquet tables (`spans.parquet`, `instants.parquet`, `counters.parquet`:

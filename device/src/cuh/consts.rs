@@ -27,28 +27,25 @@ pub(super) const fn u32c(name: &'static str, value: u32, doc: &'static str) -> C
     }
 }
 
+const fn u64c(name: &'static str, value: u64, doc: &'static str) -> Const {
+    Const {
+        name,
+        value,
+        wide: true,
+        doc,
+    }
+}
+
 /// The constants, grouped; each group gets a heading comment in the header.
+#[rustfmt::skip]
 fn groups() -> Vec<(&'static str, Vec<Const>)> {
     vec![
         (
             "Format identity.",
             vec![
-                u32c(
-                    "FORMAT_VERSION",
-                    wire::FORMAT_VERSION,
-                    "wire format this header writes",
-                ),
-                Const {
-                    name: "MAGIC",
-                    value: wire::MAGIC,
-                    wide: true,
-                    doc: "word 0 of every buffer (\"IKPTRACE\" little-endian), written by the host",
-                },
-                u32c(
-                    "HEADER_FIXED_WORDS",
-                    wire::HEADER_FIXED_WORDS,
-                    "fixed buffer-header words before the name table (host side)",
-                ),
+                u32c("FORMAT_VERSION", wire::FORMAT_VERSION, "wire format this header writes"),
+                u64c("MAGIC", wire::MAGIC, "word 0 of every buffer (\"IKPTRACE\" little-endian), written by the host"),
+                u32c("HEADER_FIXED_WORDS", wire::HEADER_FIXED_WORDS, "fixed buffer-header words before the name table (host side)"),
             ],
         ),
         (
@@ -120,12 +117,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
         (
             "Stream launches (Overflow::Stream / StreamWait): control words after the prologue, then the ring.",
             vec![
-                Const {
-                    name: "STREAM_MAGIC",
-                    value: stream::MAGIC,
-                    wide: true,
-                    doc: "word 0 of a stream buffer (\"IKPSTRM\\0\" little-endian), written by the host",
-                },
+                u64c("STREAM_MAGIC", stream::MAGIC, "word 0 of a stream buffer (\"IKPSTRM\\0\" little-endian), written by the host"),
                 u32c("STREAM_VERSION", stream::VERSION, "stream format this header writes"),
                 u32c("STREAM_CTRL_WORDS", stream::CTRL_WORDS, "control words between a lane's prologue and its ring"),
                 u32c("STREAM_HEAD", stream::ctrl::HEAD, "dropped << 32 | stored, published by the lane (release, system scope)"),
@@ -200,26 +192,17 @@ pub(super) fn write(out: &mut String) {
 pub(super) fn write_group(out: &mut String, indent: &str, heading: &str, consts: &[Const]) {
     let _ = writeln!(out, "{indent}// {heading}");
     for c in consts {
-        if c.wide {
-            let _ = writeln!(
-                out,
-                "{indent}constexpr unsigned long long {} = {:#018x}ull;  // {}",
-                c.name, c.value, c.doc
-            );
-        } else if c.value >= 256 {
+        let (ty, value) = match (c.wide, c.value) {
+            (true, v) => ("unsigned long long", format!("{v:#018x}ull")),
             // Masks, marks and limits read better in hex.
-            let _ = writeln!(
-                out,
-                "{indent}constexpr unsigned {} = {:#x}u;  // {}",
-                c.name, c.value, c.doc
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "{indent}constexpr unsigned {} = {}u;  // {}",
-                c.name, c.value, c.doc
-            );
-        }
+            (false, v) if v >= 256 => ("unsigned", format!("{v:#x}u")),
+            (false, v) => ("unsigned", format!("{v}u")),
+        };
+        let _ = writeln!(
+            out,
+            "{indent}constexpr {ty} {} = {value};  // {}",
+            c.name, c.doc
+        );
     }
     out.push('\n');
 }

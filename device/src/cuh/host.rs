@@ -13,7 +13,7 @@
 
 use super::consts::{u32c, write_group, Const};
 use crate::layout::{ClockSync, Layout};
-use crate::wire::{self, hdr, Overflow, TimerMode};
+use crate::wire::{self, hdr, TimerMode};
 use std::fmt::Write as _;
 
 /// The whole `ikp_host.hpp` text.
@@ -119,56 +119,25 @@ const INCLUDES: &str = r#"#include <array>
 "#;
 
 /// Host-side constants that `ikp.cuh` does not declare.
+#[rustfmt::skip]
 fn groups() -> Vec<(&'static str, Vec<Const>)> {
     vec![
         (
             "Buffer header fields: bit positions inside header words (see hdr below).",
             vec![
-                u32c(
-                    "HDR_HI_SHIFT",
-                    wire::HDR_HI_SHIFT,
-                    "high half of a two-field word (words 1, 2, 4, 5, 6, 7)",
-                ),
-                u32c(
-                    "HDR_TIMER_SHIFT",
-                    wire::HDR_TIMER_SHIFT,
-                    "word 3: the timer id (ikp::Timer), 8 bits",
-                ),
-                u32c(
-                    "HDR_FLAGS_SHIFT",
-                    wire::HDR_FLAGS_SHIFT,
-                    "word 3: the header flags (HEADER_FLAG_RING), 8 bits",
-                ),
-                u32c(
-                    "HDR_COUNTERS_SHIFT",
-                    wire::HDR_COUNTERS_SHIFT,
-                    "word 3: n_counters, 16 bits",
-                ),
-                u32c(
-                    "SYNC_SAMPLES_SHIFT",
-                    wire::SYNC_SAMPLES_SHIFT,
-                    "clock-sync word: the sample count (the round trip is the low half)",
-                ),
+                u32c("HDR_HI_SHIFT", wire::HDR_HI_SHIFT, "high half of a two-field word (words 1, 2, 4, 5, 6, 7)"),
+                u32c("HDR_TIMER_SHIFT", wire::HDR_TIMER_SHIFT, "word 3: the timer id (ikp::Timer), 8 bits"),
+                u32c("HDR_FLAGS_SHIFT", wire::HDR_FLAGS_SHIFT, "word 3: the header flags (HEADER_FLAG_RING), 8 bits"),
+                u32c("HDR_COUNTERS_SHIFT", wire::HDR_COUNTERS_SHIFT, "word 3: n_counters, 16 bits"),
+                u32c("SYNC_SAMPLES_SHIFT", wire::SYNC_SAMPLES_SHIFT, "clock-sync word: the sample count (the round trip is the low half)"),
             ],
         ),
         (
             "Limits HostLayout::validate() checks (with MAX_REGIONS, MAX_COUNTERS and MAX_EPOCHS).",
             vec![
-                u32c(
-                    "MAX_LANES",
-                    wire::MAX_LANES,
-                    "largest lane count, and epochs x lanes",
-                ),
-                u32c(
-                    "MAX_RECORDS_PER_LANE",
-                    wire::MAX_RECORDS_PER_LANE,
-                    "largest records_per_lane",
-                ),
-                u32c(
-                    "MAX_NAMES_BYTES",
-                    wire::MAX_NAMES_BYTES,
-                    "largest name table, in bytes",
-                ),
+                u32c("MAX_LANES", wire::MAX_LANES, "largest lane count, and epochs x lanes"),
+                u32c("MAX_RECORDS_PER_LANE", wire::MAX_RECORDS_PER_LANE, "largest records_per_lane"),
+                u32c("MAX_NAMES_BYTES", wire::MAX_NAMES_BYTES, "largest name table, in bytes"),
             ],
         ),
     ]
@@ -178,16 +147,13 @@ fn index(name: &'static str, value: usize, doc: &'static str) -> Const {
     u32c(name, value as u32, doc)
 }
 
+#[rustfmt::skip]
 fn hdr_indices() -> Vec<Const> {
     vec![
         index("MAGIC", hdr::MAGIC, "ikp::MAGIC"),
         index("VERSION", hdr::VERSION, "header words << HDR_HI_SHIFT | FORMAT_VERSION"),
         index("LANES", hdr::LANES, "records_per_lane << HDR_HI_SHIFT | lane_count"),
-        index(
-            "GROUPS",
-            hdr::GROUPS,
-            "n_counters << HDR_COUNTERS_SHIFT | flags << HDR_FLAGS_SHIFT | timer << HDR_TIMER_SHIFT | groups_per_block",
-        ),
+        index("GROUPS", hdr::GROUPS, "n_counters << HDR_COUNTERS_SHIFT | flags << HDR_FLAGS_SHIFT | timer << HDR_TIMER_SHIFT | groups_per_block"),
         index("GRID_XY", hdr::GRID_XY, "grid_y << HDR_HI_SHIFT | grid_x"),
         index("GRID_Z", hdr::GRID_Z, "n_regions << HDR_HI_SHIFT | grid_z"),
         index("STRIDE", hdr::STRIDE, "names_bytes << HDR_HI_SHIFT | lane_stride"),
@@ -195,16 +161,8 @@ fn hdr_indices() -> Vec<Const> {
         index("SYNC_REALTIME", hdr::SYNC_REALTIME, "host CLOCK_REALTIME ns at the clock sync (0: none)"),
         index("SYNC_MONOTONIC", hdr::SYNC_MONOTONIC, "host CLOCK_MONOTONIC ns at the clock sync"),
         index("SYNC_GLOBALTIMER", hdr::SYNC_GLOBALTIMER, "device %globaltimer ns at the clock sync"),
-        index(
-            "SYNC_ROUND_TRIP",
-            hdr::SYNC_ROUND_TRIP,
-            "samples << SYNC_SAMPLES_SHIFT | round trip ns of the clock sync",
-        ),
-        index(
-            "ASYNC_BITMAP",
-            hdr::ASYNC_BITMAP,
-            "async-region bitmap (ceil(n_regions / 64) words), then the name table",
-        ),
+        index("SYNC_ROUND_TRIP", hdr::SYNC_ROUND_TRIP, "samples << SYNC_SAMPLES_SHIFT | round trip ns of the clock sync"),
+        index("ASYNC_BITMAP", hdr::ASYNC_BITMAP, "async-region bitmap (ceil(n_regions / 64) words), then the name table"),
     ]
 }
 
@@ -226,32 +184,13 @@ fn write_clock_sync(out: &mut String) {
         round_trip_ns,
         samples,
     } = ClockSync::default();
+    #[rustfmt::skip]
     let fields = [
-        (
-            uint_type(&host_realtime_ns),
-            "host_realtime_ns",
-            "host CLOCK_REALTIME, ns since the Unix epoch (non-zero)",
-        ),
-        (
-            uint_type(&host_monotonic_ns),
-            "host_monotonic_ns",
-            "host CLOCK_MONOTONIC, ns, read with the realtime clock",
-        ),
-        (
-            uint_type(&device_globaltimer_ns),
-            "device_globaltimer_ns",
-            "the GPU's %globaltimer, ns (non-zero)",
-        ),
-        (
-            uint_type(&round_trip_ns),
-            "round_trip_ns",
-            "the kept reading's round trip, ns: the mapping's error is at most half of it",
-        ),
-        (
-            uint_type(&samples),
-            "samples",
-            "readings taken, the one with the shortest round trip kept (non-zero)",
-        ),
+        (uint_type(&host_realtime_ns), "host_realtime_ns", "host CLOCK_REALTIME, ns since the Unix epoch (non-zero)"),
+        (uint_type(&host_monotonic_ns), "host_monotonic_ns", "host CLOCK_MONOTONIC, ns, read with the realtime clock"),
+        (uint_type(&device_globaltimer_ns), "device_globaltimer_ns", "the GPU's %globaltimer, ns (non-zero)"),
+        (uint_type(&round_trip_ns), "round_trip_ns", "the kept reading's round trip, ns: the mapping's error is at most half of it"),
+        (uint_type(&samples), "samples", "readings taken, the one with the shortest round trip kept (non-zero)"),
     ];
     out.push_str(
         "/// One reading of the host's clocks and the GPU's %globaltimer taken together (header\n\
@@ -274,20 +213,12 @@ const LAYOUT_DOC: &str = r#"/// What the host knows about an instrumented launch
 /// accepts; header_words() and write_header() validate first.
 "#;
 
-/// A C++ default member initializer for an enum field.
+/// A C++ default member initializer for the timer field (the Overflow values are spelt as
+/// the Rust variants).
 fn timer_name(t: TimerMode) -> &'static str {
     match t {
         TimerMode::Globaltimer => "Timer::Global",
         TimerMode::Clock => "Timer::Clock",
-    }
-}
-
-fn overflow_name(o: Overflow) -> &'static str {
-    match o {
-        Overflow::DropNewest => "Overflow::DropNewest",
-        Overflow::Ring => "Overflow::Ring",
-        Overflow::Stream => "Overflow::Stream",
-        Overflow::StreamWait => "Overflow::StreamWait",
     }
 }
 
@@ -313,67 +244,18 @@ fn write_layout_fields(out: &mut String) {
         "the C++ defaults of the lists and the clock sync are empty"
     );
     let u32t = uint_type(&epochs);
+    #[rustfmt::skip]
     let fields = [
-        (
-            format!("std::array<{u32t}, 3>"),
-            "grid",
-            format!("{{{{{}u, {}u, {}u}}}}", grid[0], grid[1], grid[2]),
-            "grid dimensions (x, y, z) in blocks, as launched",
-        ),
-        (
-            uint_type(&groups_per_block).into(),
-            "groups_per_block",
-            format!(" = {groups_per_block}u"),
-            "lanes per block (warp groups, or 1)",
-        ),
-        (
-            uint_type(&records_per_lane).into(),
-            "records_per_lane",
-            format!(" = {records_per_lane}u"),
-            "event records each lane may write (a ring: a power of two)",
-        ),
-        (
-            "Timer".into(),
-            "timer",
-            format!(" = {}", timer_name(timer)),
-            "how the device takes timestamps (the kernel's ikp::Lane<.., T, ..>)",
-        ),
-        (
-            "std::vector<std::string>".into(),
-            "regions",
-            String::new(),
-            "region names (UTF-8, no NUL), indexed by region id",
-        ),
-        (
-            "std::vector<std::string>".into(),
-            "counters",
-            String::new(),
-            "wait-counter names, indexed by counter id",
-        ),
-        (
-            "Overflow".into(),
-            "overflow",
-            format!(" = {}", overflow_name(overflow)),
-            "what a full lane does (the kernel's ikp::Lane<.., .., O>)",
-        ),
-        (
-            uint_type(&epochs).into(),
-            "epochs",
-            format!(" = {epochs}u"),
-            "launches the buffer records, one segment per lane each (at least 1)",
-        ),
-        (
-            format!("std::vector<{}>", u32t),
-            "async_regions",
-            String::new(),
-            "region ids recorded as async ranges (range_begin / range_end), each < regions.size()",
-        ),
-        (
-            "std::optional<ClockSync>".into(),
-            "clock_sync",
-            String::new(),
-            "the host-clock mapping taken before launch, if any",
-        ),
+        (format!("std::array<{u32t}, 3>"), "grid", format!("{{{{{}u, {}u, {}u}}}}", grid[0], grid[1], grid[2]), "grid dimensions (x, y, z) in blocks, as launched"),
+        (uint_type(&groups_per_block).into(), "groups_per_block", format!(" = {groups_per_block}u"), "lanes per block (warp groups, or 1)"),
+        (uint_type(&records_per_lane).into(), "records_per_lane", format!(" = {records_per_lane}u"), "event records each lane may write (a ring: a power of two)"),
+        ("Timer".into(), "timer", format!(" = {}", timer_name(timer)), "how the device takes timestamps (the kernel's ikp::Lane<.., T, ..>)"),
+        ("std::vector<std::string>".into(), "regions", String::new(), "region names (UTF-8, no NUL), indexed by region id"),
+        ("std::vector<std::string>".into(), "counters", String::new(), "wait-counter names, indexed by counter id"),
+        ("Overflow".into(), "overflow", format!(" = Overflow::{overflow:?}"), "what a full lane does (the kernel's ikp::Lane<.., .., O>)"),
+        (uint_type(&epochs).into(), "epochs", format!(" = {epochs}u"), "launches the buffer records, one segment per lane each (at least 1)"),
+        (format!("std::vector<{}>", u32t), "async_regions", String::new(), "region ids recorded as async ranges (range_begin / range_end), each < regions.size()"),
+        ("std::optional<ClockSync>".into(), "clock_sync", String::new(), "the host-clock mapping taken before launch, if any"),
     ];
     for (ty, name, init, doc) in fields {
         let _ = writeln!(out, "  {ty} {name}{init};  // {doc}");

@@ -49,6 +49,8 @@ pub fn source() -> String {
     consts::write(&mut out);
     out.push_str("}  // namespace ikp\n\n#if IKP_DEVICE_API\nnamespace ikp {\n\n");
     out.push_str(text::DETAIL);
+    text::write_registers(&mut out);
+    out.push_str(text::DETAIL_REST);
     out.push_str(text::LANE);
     out.push_str("\n}  // namespace ikp\n\n");
     out.push_str(text::MACROS);

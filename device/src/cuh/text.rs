@@ -47,7 +47,8 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 #endif
 "#;
 
-/// Special registers and primitives, each behind one function so emulation swaps them.
+/// Special registers and primitives, each behind one function so emulation swaps them:
+/// the start of `namespace detail`, then [`write_registers`], then [`DETAIL_REST`].
 pub(super) const DETAIL: &str = r#"#if defined(IKP_HOST_EMULATION)
 /// Host emulation hooks: declared here, defined by the includer. They stand for the special
 /// registers, the CUDA built-in indices, __threadfence_block() and atomicAdd().
@@ -78,62 +79,10 @@ constexpr unsigned WARP_SIZE = 32u;
 // Timer reads are `asm volatile` so that two reads are never merged or deleted; they carry
 // no "memory" clobber, so they do not pin unrelated loads and stores (Fence::Block does).
 
-/// Full 64-bit %globaltimer (ns), stamped at init and finalize.
-IKP_INLINE unsigned long long globaltimer() {
-#if defined(IKP_HOST_EMULATION)
-  return emu::globaltimer();
-#else
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#endif
-}
+"#;
 
-/// Low 32 bits of %globaltimer: one special-register read, no 64-bit pair on the record path.
-IKP_INLINE unsigned globaltimer_lo() {
-#if defined(IKP_HOST_EMULATION)
-  return static_cast<unsigned>(emu::globaltimer());
-#else
-  unsigned t;
-  asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));
-  return t;
-#endif
-}
-
-/// Full 64-bit %clock64 (SM cycles), stamped at init and finalize.
-IKP_INLINE unsigned long long clock64() {
-#if defined(IKP_HOST_EMULATION)
-  return emu::clock64();
-#else
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-  return t;
-#endif
-}
-
-/// %clock: by the PTX ISA the low 32 bits of %clock64.
-IKP_INLINE unsigned clock_lo() {
-#if defined(IKP_HOST_EMULATION)
-  return static_cast<unsigned>(emu::clock64());
-#else
-  unsigned t;
-  asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
-  return t;
-#endif
-}
-
-/// %smid of the calling thread (stamped once, at init).
-IKP_INLINE unsigned smid() {
-#if defined(IKP_HOST_EMULATION)
-  return emu::smid();
-#else
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-#endif
-}
-
-/// x + grid_x * (y + grid_y * z): the block order of the wire format, for 1D, 2D, 3D grids.
+/// The rest of `detail`, after the register reads ([`write_registers`]).
+pub(super) const DETAIL_REST: &str = r#"/// x + grid_x * (y + grid_y * z): the block order of the wire format, for 1D, 2D, 3D grids.
 IKP_INLINE unsigned linear_block() {
 #if defined(IKP_HOST_EMULATION)
   const emu::Dim3 b = emu::block_idx(), g = emu::grid_dim();
@@ -335,6 +284,33 @@ struct remove_ref<T&> {
 
 }  // namespace detail
 "#;
+
+/// The special-register reads of `detail`: (doc, 64-bit, function, emulation, register,
+/// variable).
+#[rustfmt::skip]
+const REGISTERS: [(&str, bool, &str, &str, &str, &str); 5] = [
+    ("Full 64-bit %globaltimer (ns), stamped at init and finalize.", true, "globaltimer", "emu::globaltimer()", "globaltimer", "t"),
+    ("Low 32 bits of %globaltimer: one special-register read, no 64-bit pair on the record path.", false, "globaltimer_lo", "static_cast<unsigned>(emu::globaltimer())", "globaltimer_lo", "t"),
+    ("Full 64-bit %clock64 (SM cycles), stamped at init and finalize.", true, "clock64", "emu::clock64()", "clock64", "t"),
+    ("%clock: by the PTX ISA the low 32 bits of %clock64.", false, "clock_lo", "static_cast<unsigned>(emu::clock64())", "clock", "t"),
+    ("%smid of the calling thread (stamped once, at init).", false, "smid", "emu::smid()", "smid", "s"),
+];
+
+/// Writes the register reads of `detail`, each a PTX `mov` or, under emulation, the hook.
+pub(super) fn write_registers(out: &mut String) {
+    for (doc, wide, name, emu, reg, v) in REGISTERS {
+        let (ty, bits, c) = if wide {
+            ("unsigned long long", 64, 'l')
+        } else {
+            ("unsigned", 32, 'r')
+        };
+        out.push_str(&format!(
+            "/// {doc}\nIKP_INLINE {ty} {name}() {{\n#if defined(IKP_HOST_EMULATION)\n  return {emu};\n\
+             #else\n  {ty} {v};\n  asm volatile(\"mov.u{bits} %0, %%{reg};\" : \"={c}\"({v}));\n  \
+             return {v};\n#endif\n}}\n\n"
+        ));
+    }
+}
 
 /// `ikp::Lane`, the recording handle.
 pub(super) const LANE: &str = r#"

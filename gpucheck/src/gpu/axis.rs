@@ -15,11 +15,11 @@
 //! also match the lane's own raw read right after it within one tick plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
 
-use super::{drv, median, round, timer, Error, Gpu};
+use super::{median, round, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
@@ -39,7 +39,7 @@ pub fn allowance_ns(tick_ns: f64, sms: usize) -> f64 {
 }
 
 /// Per round: the decoded instants of every lane, and the raw reads after them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Round {
     /// Decoded instant of each lane, ns.
     pub decoded: Vec<u64>,
@@ -66,12 +66,7 @@ impl Round {
 
 /// The rounds of a decoded rendezvous trace; `raw[block * rounds + round]`.
 pub fn rounds_of(trace: &Trace, raw: &[u64], rounds: u32) -> Result<Vec<Round>, Error> {
-    let mut out: Vec<Round> = (0..rounds)
-        .map(|_| Round {
-            decoded: Vec::new(),
-            raw: Vec::new(),
-        })
-        .collect();
+    let mut out = vec![Round::default(); rounds as usize];
     for lane in &trace.lanes {
         if lane.instants.len() != rounds as usize {
             return Err(format!(
@@ -106,7 +101,6 @@ pub fn holds(rounds: &[Round], tick_ns: f64) -> bool {
 /// The `time-axis` check.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
-    let f = gpu.function("rendezvous")?;
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
@@ -120,17 +114,10 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let mut arrived = gpu.zeros::<u32>(1)?;
     let mut raw = gpu.zeros::<u64>((blocks * ROUNDS) as usize)?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&mut arrived).arg(&ROUNDS).arg(&arg).arg(&mut raw);
     // SAFETY: rendezvous(unsigned* arrived, unsigned rounds, ikp::Arg, u64* raw) with `raw`
     // holding blocks * ROUNDS words; one block per SM, so every block is resident and the
     // spin ends.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (rendezvous)"))?;
+    unsafe { launch!(gpu, "rendezvous", blocks, 32; &mut arrived, &ROUNDS, &arg, &mut raw) }?;
     let trace = super::decode(&mut session)?;
     clean_and_ordered(&trace)?;
     let raw = gpu.download(&raw)?;
@@ -155,23 +142,18 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         sms.len(),
         tick.ns
     );
-    Ok(Check::new(
-        "time-axis",
-        if ok { Status::Pass } else { Status::Fail },
-        true,
-        detail,
-    )
-    .figure("tick_ns", round(tick.ns, 1))
-    .figure("lanes", trace.lanes.len())
-    .figure("distinct_sms", sms.len())
-    .figure("spread_ns_median", median_spread)
-    .figure("spread_ns_max", max_spread)
-    .figure("allowed_spread_ns", round(allowed, 0))
-    .figure(
-        "stamp_vs_raw_ns_max",
-        rounds.iter().map(Round::stamp_error).max().unwrap_or(0),
-    )
-    .table(table))
+    Ok(Check::new("time-axis", Status::of(ok), true, detail)
+        .figure("tick_ns", round(tick.ns, 1))
+        .figure("lanes", trace.lanes.len())
+        .figure("distinct_sms", sms.len())
+        .figure("spread_ns_median", median_spread)
+        .figure("spread_ns_max", max_spread)
+        .figure("allowed_spread_ns", round(allowed, 0))
+        .figure(
+            "stamp_vs_raw_ns_max",
+            rounds.iter().map(Round::stamp_error).max().unwrap_or(0),
+        )
+        .table(table))
 }
 
 #[cfg(test)]

@@ -16,11 +16,11 @@
 //! A window of ±50 % around 1 catches each of them and leaves room for the schedule.
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::decode::{decode, DecodeOptions};
 use ikp_host::Trace;
 
-use super::{drv, median, Error, Gpu};
+use super::{median, Error, Gpu};
 use crate::results::{Check, Status};
 
 /// Instants recorded inside warp 0's region (`CORRECTION_INNER` in kernels.cu).
@@ -89,24 +89,15 @@ pub fn judge(d: &[(u64, u64, u64)]) -> (Status, f64, f64, f64) {
     );
     let share = if e > 0.0 { r / e } else { f64::NAN };
     let ok = (REMOVED_MIN..=REMOVED_MAX).contains(&share);
-    (if ok { Status::Pass } else { Status::Fail }, e, r, res)
+    (Status::of(ok), e, r, res)
 }
 
 /// The `overhead-correction` check.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
-    let f = gpu.function("correction_probe")?;
     let mut session = gpu.session(layout())?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (64, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    let spin = SPIN_CYCLES;
-    b.arg(&spin).arg(&arg);
     // SAFETY: correction_probe(unsigned spin, ikp::Arg).
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (correction_probe)"))?;
+    unsafe { launch!(gpu, "correction_probe", BLOCKS, 64; &SPIN_CYCLES, &arg) }?;
     let words = session.read_back().map_err(|e| e.to_string())?.to_vec();
     let plain = decode(&words, &DecodeOptions::default()).map_err(|e| e.to_string())?;
     let opts = DecodeOptions {

@@ -4,10 +4,10 @@
 
 use ikp_device::wire::{self, lane as seg, Kind};
 use ikp_device::Layout;
-use ikp_host::cuda::cudarc::driver::{sys, LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::{sys, PushKernelArg};
 
 use super::words::{counts, header, read, verdict};
-use super::{drv, Error, Gpu};
+use super::{drv, grid, Error, Gpu};
 use crate::results::Check;
 
 /// Epochs of the graph check's buffer, and the replays launched into it.
@@ -88,19 +88,14 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let mut session = gpu.session(epochs_layout())?;
     let arg = session.kernel_arg();
     let stream = gpu.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (64, 1, 1),
-        shared_mem_bytes: 0,
-    };
     stream
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .map_err(drv("cuStreamBeginCapture"))?;
     let mut b = stream.launch_builder(&f);
-    let tag = TAG;
-    b.arg(&tag).arg(&arg);
+    b.arg(&TAG).arg(&arg);
     // SAFETY: epoch_replay(unsigned tag, ikp::Arg).
-    let launched = unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (epoch_replay, captured)"));
+    let launched = unsafe { b.launch(grid(BLOCKS, 64)) }
+        .map_err(drv("cuLaunchKernel (epoch_replay, captured)"));
     let graph = stream
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .map_err(drv("cuStreamEndCapture"))?;

@@ -13,11 +13,11 @@
 use std::time::{Duration, Instant};
 
 use ikp_device::{ClockSync, Layout};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::cuda::{HostSession, SessionOptions};
 use ikp_host::{host_now, HostClock, HostInstant};
 
-use super::{drv, median, round, timer, Error, Gpu};
+use super::{drv, grid, median, round, timer, Error, Gpu};
 use crate::results::{Check, Status};
 
 /// Stamps taken right after the sync.
@@ -88,18 +88,13 @@ pub fn evaluate(sync: &ClockSync, stamps: &[Stamp], slack: u64) -> Alignment {
 fn stamps(gpu: &Gpu, n: u32) -> Result<Vec<Stamp>, Error> {
     let f = gpu.function("host_clock_stamp")?;
     let mut out = gpu.zeros::<u64>(n as usize)?;
-    let cfg = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1, 1, 1),
-        shared_mem_bytes: 0,
-    };
     let mut v = Vec::new();
     for i in 0..n {
         let before = host_now();
         let mut b = gpu.stream.launch_builder(&f);
         b.arg(&mut out).arg(&i);
         // SAFETY: host_clock_stamp(u64*, unsigned) writes out[i], i < n.
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (host_clock_stamp)"))?;
+        unsafe { b.launch(grid(1, 1)) }.map_err(drv("cuLaunchKernel (host_clock_stamp)"))?;
         gpu.stream
             .synchronize()
             .map_err(drv("cuStreamSynchronize"))?;
@@ -153,11 +148,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     )
     .map_err(|e| e.to_string())?;
     let without_sync = reset_us(&mut plain, 20)?;
-    let status = if a.outside == 0 {
-        Status::Pass
-    } else {
-        Status::Fail
-    };
+    let status = Status::of(a.outside == 0);
     let detail = format!(
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \
          bound ({bound} ns) and one tick ({tick} ns){}; median mapped - midpoint {:.0} ns",

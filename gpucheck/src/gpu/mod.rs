@@ -14,6 +14,25 @@
 //!   a CUDA Graph replayed into a buffer of epochs; [`ranges`]: async ranges across warps
 //!   (these three read the raw buffer words).
 
+/// `unsafe { launch!(gpu, "kernel", blocks, threads; args..) }?` launches kernel `kernel` of
+/// `kernels.cu` on the checks' stream with `blocks` blocks of `threads` threads and the
+/// given arguments; a driver error, named `cuLaunchKernel (kernel)` (or the `=> call`
+/// given), becomes the check's error. Unsafe as every launch: the arguments must be the
+/// kernel's parameters (each call's SAFETY comment says how).
+macro_rules! launch {
+    ($gpu:expr, $kernel:literal, $($rest:tt)+) => {
+        launch!($gpu, $kernel => concat!("cuLaunchKernel (", $kernel, ")"), $($rest)+)
+    };
+    ($gpu:expr, $kernel:expr => $call:expr, $blocks:expr, $threads:expr; $($arg:expr),+) => {{
+        let f = $gpu.function($kernel)?;
+        let mut b = $gpu.stream.launch_builder(&f);
+        $(b.arg($arg);)+
+        b.launch($crate::gpu::grid($blocks, $threads))
+            .map(drop)
+            .map_err($crate::gpu::drv($call))
+    }};
+}
+
 pub mod axis;
 pub mod correction;
 pub mod epochs;
@@ -37,7 +56,7 @@ use ikp_host::cuda::{open_device, HostSession};
 use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
-use crate::results::{Check, Status};
+use crate::results::Check;
 
 /// How long [`Gpu::warm_up`] keeps every SM busy before a check: an H100 goes from its
 /// idle clock to its working clock within tens of ms of load.
@@ -64,6 +83,7 @@ pub const CHECKS: [&str; 13] = [
 ];
 
 /// Device 0 with the checks' kernels loaded.
+#[derive(Debug)]
 pub struct Gpu {
     /// Its primary context.
     pub ctx: Arc<CudaContext>,
@@ -76,20 +96,20 @@ pub struct Gpu {
     module: Arc<CudaModule>,
 }
 
-impl std::fmt::Debug for Gpu {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("arch", &self.arch)
-            .field("sms", &self.sms)
-            .finish()
-    }
-}
-
 /// A check's failure to run at all (a driver or compile error), as text.
 pub type Error = String;
 
 fn drv(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| ikp_host::cuda::SessionError::driver(call, e).to_string()
+}
+
+/// A one-dimensional launch of `blocks` blocks of `threads` threads.
+fn grid(blocks: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 impl Gpu {
@@ -145,19 +165,10 @@ impl Gpu {
     /// at the working clock, not the idle one (each check is a fresh process on a GPU that
     /// may have idled between them).
     pub fn warm_up(&self) -> Result<f64, Error> {
-        let f = self.function("warm_up")?;
         let mut out = self.zeros::<u64>(2)?;
         let mut sink = self.zeros::<f32>(1)?;
-        let cfg = LaunchConfig {
-            grid_dim: (self.sms * 4, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let ns = WARM_UP_NS;
-        let mut b = self.stream.launch_builder(&f);
-        b.arg(&ns).arg(&mut out).arg(&mut sink);
         // SAFETY: warm_up(u64 ns, u64* out[2], float* sink[1]).
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (warm_up)"))?;
+        unsafe { launch!(self, "warm_up", self.sms * 4, 256; &WARM_UP_NS, &mut out, &mut sink) }?;
         let o = self.download(&out)?;
         Ok(if o[1] > 0 {
             o[0] as f64 * 1e3 / o[1] as f64
@@ -183,14 +194,7 @@ pub fn decode(session: &mut HostSession) -> Result<Trace, Error> {
 pub fn run(name: &str) -> Vec<Check> {
     let gpu = match Gpu::open() {
         Ok(g) => g,
-        Err(e) => {
-            return vec![Check::new(
-                name,
-                Status::Fail,
-                true,
-                format!("could not start: {e}"),
-            )]
-        }
+        Err(e) => return vec![Check::fail(name, format!("could not start: {e}"))],
     };
     // Every check starts at the working clock; the clocks before and after are figures of
     // each check (the kernel's own measure at the end of the warm-up, and nvidia-smi's).
@@ -201,14 +205,7 @@ pub fn run(name: &str) -> Vec<Check> {
     };
     let warm_mhz = match warm {
         Ok(m) => m,
-        Err(e) => {
-            return vec![Check::new(
-                name,
-                Status::Fail,
-                true,
-                format!("warming up: {e}"),
-            )]
-        }
+        Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
     };
     let smi_before = smi_sm_mhz();
     let result = match name {
@@ -228,18 +225,13 @@ pub fn run(name: &str) -> Vec<Check> {
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     let smi_after = smi_sm_mhz();
-    let mut checks = result.unwrap_or_else(|e| vec![Check::new(name, Status::Fail, true, e)]);
-    for c in &mut checks {
-        c.figures.insert(
-            "sm_mhz_after_warm_up".into(),
-            warm_mhz.map(|m| round(m, 0)).into(),
-        );
-        c.figures
-            .insert("smi_sm_mhz_before".into(), smi_before.into());
-        c.figures
-            .insert("smi_sm_mhz_after".into(), smi_after.into());
-    }
-    checks
+    let checks = result.unwrap_or_else(|e| vec![Check::fail(name, e)]);
+    let with_clocks = |c: Check| {
+        c.figure("sm_mhz_after_warm_up", warm_mhz.map(|m| round(m, 0)))
+            .figure("smi_sm_mhz_before", smi_before)
+            .figure("smi_sm_mhz_after", smi_after)
+    };
+    checks.into_iter().map(with_clocks).collect()
 }
 
 /// The SM clock nvidia-smi reads now, MHz (None where it cannot).

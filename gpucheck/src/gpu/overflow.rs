@@ -11,12 +11,12 @@
 
 use ikp_device::wire::lane as seg;
 use ikp_device::{Header, Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
 
-use super::{drv, Error, Gpu};
-use crate::results::{Check, Status};
+use super::{Error, Gpu};
+use crate::results::Check;
 
 /// Record capacity of every lane.
 pub const CAPACITY: u32 = 16;
@@ -115,22 +115,14 @@ pub fn differences(trace: &Trace, words: &[u64]) -> Vec<String> {
 
 /// The `overflow` check.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
-    let f = gpu.function("overflow")?;
     let mut session = gpu.session(layout())?;
     let table: Vec<u32> = (0..BLOCKS * 2)
         .map(|lane| attempts(lane / 2, lane % 2))
         .collect();
     let dev = gpu.upload(&table)?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (64, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&dev).arg(&arg);
     // SAFETY: overflow(const unsigned* attempts, ikp::Arg) with one entry per lane.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (overflow)"))?;
+    unsafe { launch!(gpu, "overflow", BLOCKS, 64; &dev, &arg) }?;
     let trace = super::decode(&mut session)?;
     let words = session.words().ok_or("no host copy after read_back")?;
     let bad = differences(&trace, words);
@@ -139,20 +131,13 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         .map(|&n| n.saturating_sub(CAPACITY) as u64)
         .sum();
     let full = table.iter().filter(|&&n| n > CAPACITY).count();
-    let (status, detail) = if bad.is_empty() {
-        (
-            Status::Pass,
-            format!(
-                "{full} of {} lanes overflowed their {CAPACITY} slots: {} records dropped, as \
-                 attempted; every kept record, counter and neighbouring slot intact",
-                table.len(),
-                trace.dropped()
-            ),
-        )
-    } else {
-        (Status::Fail, bad.join("; "))
-    };
-    Ok(Check::new("overflow", status, true, detail)
+    let pass = format!(
+        "{full} of {} lanes overflowed their {CAPACITY} slots: {} records dropped, as \
+         attempted; every kept record, counter and neighbouring slot intact",
+        table.len(),
+        trace.dropped()
+    );
+    Ok(super::words::verdict("overflow", bad, pass)
         .figure("lanes", table.len())
         .figure("overflowing_lanes", full)
         .figure("dropped_expected", expected_dropped)

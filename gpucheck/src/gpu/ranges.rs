@@ -3,10 +3,10 @@
 
 use ikp_device::wire::{self, lane as seg, Kind};
 use ikp_device::Layout;
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 
 use super::words::{counts, header, read, verdict};
-use super::{drv, Error, Gpu};
+use super::{Error, Gpu};
 use crate::results::Check;
 
 /// Blocks (two lanes each) of the async-range launch.
@@ -88,19 +88,10 @@ pub fn ranges_differences(words: &[u64]) -> (Vec<String>, Option<u64>) {
 
 /// The `async-ranges` check.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
-    let f = gpu.function("async_ranges")?;
     let mut session = gpu.session(ranges_layout())?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (BLOCKS, 1, 1),
-        block_dim: (64, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    let n = RANGES;
-    b.arg(&n).arg(&arg);
     // SAFETY: async_ranges(unsigned n, ikp::Arg).
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (async_ranges)"))?;
+    unsafe { launch!(gpu, "async_ranges", BLOCKS, 64; &RANGES, &arg) }?;
     let words = read(&mut session)?;
     let (bad, shortest) = ranges_differences(&words);
     let pass = format!(

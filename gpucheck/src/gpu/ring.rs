@@ -5,10 +5,10 @@
 
 use ikp_device::wire::{self, lane as seg, lane_flags, Kind};
 use ikp_device::{Layout, Overflow, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 
 use super::words::{counts, header, read, verdict};
-use super::{drv, median, Error, Gpu};
+use super::{median, Error, Gpu};
 use crate::results::Check;
 
 /// Ring capacity (a power of two).
@@ -111,22 +111,14 @@ pub fn calib_differences(words: &[u64]) -> (Vec<u64>, Vec<String>) {
 
 /// Launches `ring_wrap` and returns the buffer.
 fn ring_launch(gpu: &Gpu) -> Result<Vec<u64>, Error> {
-    let f = gpu.function("ring_wrap")?;
     let mut session = gpu.session(ring_layout())?;
     let table: Vec<u32> = (0..RING_BLOCKS * 2)
         .map(|l| ring_attempts(l / 2, l % 2))
         .collect();
     let dev = gpu.upload(&table)?;
     let arg = session.kernel_arg();
-    let cfg = LaunchConfig {
-        grid_dim: (RING_BLOCKS, 1, 1),
-        block_dim: (64, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&dev).arg(&arg);
     // SAFETY: ring_wrap(const unsigned* attempts, ikp::Arg) with one entry per lane.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (ring_wrap)"))?;
+    unsafe { launch!(gpu, "ring_wrap", RING_BLOCKS, 64; &dev, &arg) }?;
     read(&mut session)
 }
 
@@ -150,10 +142,8 @@ pub fn calib_check(gpu: &Gpu) -> Result<Check, Error> {
     let words = ring_launch(gpu)?;
     let (calib, bad) = calib_differences(&words);
     let mut v: Vec<f64> = calib.iter().map(|&c| c as f64).collect();
-    let (lo, hi) = (
-        calib.iter().min().copied().unwrap_or(0),
-        calib.iter().max().copied().unwrap_or(0),
-    );
+    let lo = calib.iter().min().copied().unwrap_or(0);
+    let hi = calib.iter().max().copied().unwrap_or(0);
     let med = median(&mut v);
     let pass =
         format!("every lane measured its record cost at init: {lo}..{hi} cycles, median {med}");

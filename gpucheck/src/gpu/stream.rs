@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ikp_device::wire::{self, Kind};
 use ikp_device::{stream, Layout, Overflow, TimerMode};
-use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
 
@@ -43,10 +43,9 @@ pub const TARGET_NS: f64 = 1.0e9;
 /// The drop-mode slowdown target at 10^8 records/s, percent.
 pub const DROP_TARGET_PCT: f64 = 3.0;
 
-/// The kernels' shape on `gpu`: `(blocks, pairs per lane)`.
-fn shape(gpu: &Gpu) -> (u32, u32) {
-    let lanes = (gpu.sms * WARPS) as u64;
-    (gpu.sms, RECORDS.div_ceil(2 * lanes) as u32)
+/// Pairs each lane of the kernels records on `gpu` (one block per SM).
+fn pairs(gpu: &Gpu) -> u32 {
+    RECORDS.div_ceil(2 * (gpu.sms * WARPS) as u64) as u32
 }
 
 fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
@@ -79,33 +78,17 @@ impl<'g> Kernel<'g> {
 
     /// Launches once and waits; returns the wall time.
     fn run(&self, pairs: u32, work: u32, arg: &IkpArg) -> Result<Duration, SessionError> {
-        launch(self.gpu, &self.f, &self.sink, pairs, work, arg)
+        let (gpu, t) = (self.gpu, Instant::now());
+        let mut b = gpu.stream.launch_builder(&self.f);
+        b.arg(&self.sink).arg(&pairs).arg(&work).arg(arg);
+        // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
+        unsafe { b.launch(super::grid(gpu.sms, 32 * WARPS)) }
+            .map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
+        gpu.stream
+            .synchronize()
+            .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;
+        Ok(t.elapsed())
     }
-}
-
-/// Launches `f` once and waits; returns its wall time.
-fn launch(
-    gpu: &Gpu,
-    f: &CudaFunction,
-    sink: &CudaSlice<f32>,
-    pairs: u32,
-    work: u32,
-    arg: &IkpArg,
-) -> Result<Duration, SessionError> {
-    let cfg = LaunchConfig {
-        grid_dim: (gpu.sms, 1, 1),
-        block_dim: (32 * WARPS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let t = Instant::now();
-    let mut b = gpu.stream.launch_builder(f);
-    b.arg(sink).arg(&pairs).arg(&work).arg(arg);
-    // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
-    unsafe { b.launch(cfg) }.map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
-    gpu.stream
-        .synchronize()
-        .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;
-    Ok(t.elapsed())
 }
 
 /// The work per pair that makes the uninstrumented kernel run about [`TARGET_NS`].
@@ -152,12 +135,9 @@ fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), 
 
 /// Where the stream file goes: `/dev/shm` if it exists (memory, not the disk).
 fn file_dir() -> PathBuf {
-    let shm = PathBuf::from("/dev/shm");
-    if shm.is_dir() {
-        shm
-    } else {
-        std::env::temp_dir()
-    }
+    Some(PathBuf::from("/dev/shm"))
+        .filter(|shm| shm.is_dir())
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// What one lane's records say: `(arrived, marked drops, drop marks, stall marks)`, or
@@ -179,11 +159,7 @@ pub fn lane_tally(capture: &StreamCapture, lane: usize, pairs: u32) -> Result<[u
             }
             continue;
         }
-        let kind = if next % 2 == 0 {
-            Kind::Begin
-        } else {
-            Kind::End
-        };
+        let kind = [Kind::Begin, Kind::End][(next % 2) as usize];
         let payload = (next / 2) as u32 & wire::MAX_PAYLOAD;
         if (rec.kind, rec.payload) != (kind, payload) {
             return Err(format!(
@@ -208,13 +184,13 @@ pub fn lane_tally(capture: &StreamCapture, lane: usize, pairs: u32) -> Result<[u
 /// `stream/wait` (`wait`) or `stream/drop`.
 pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     let name = if wait { "stream/wait" } else { "stream/drop" };
-    let (_, pairs) = shape(gpu);
+    let pairs = pairs(gpu);
     let work = calibrate(gpu, pairs)?;
     let (off, fixed) = references(gpu, pairs, work)?;
-    let overflow = if wait {
-        Overflow::StreamWait
+    let (overflow, kernel) = if wait {
+        (Overflow::StreamWait, "persistent_stream_wait")
     } else {
-        Overflow::Stream
+        (Overflow::Stream, "persistent_stream")
     };
     let opts = SessionOptions {
         clock_sync_samples: 0,
@@ -223,14 +199,7 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         .map_err(|e| e.to_string())?;
     let arg = session.kernel_arg();
     let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
-    let kernel = Kernel::new(
-        gpu,
-        if wait {
-            "persistent_stream_wait"
-        } else {
-            "persistent_stream"
-        },
-    )?;
+    let kernel = Kernel::new(gpu, kernel)?;
     let mut ran = Duration::ZERO;
     let stats = session
         .record(&path, |_| {

@@ -6,10 +6,10 @@
 //! and keeps each value that differs from the one before. The tick is the median step
 //! between kept values, valid as long as a read takes less than a tick (checked).
 
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use serde_json::json;
 
-use super::{drv, median, round, Error, Gpu};
+use super::{median, round, Error, Gpu};
 use crate::results::{Check, Status};
 
 /// What the reads showed.
@@ -34,22 +34,11 @@ const CAP: u32 = 4096;
 
 /// Measures the tick on `gpu`.
 pub fn measure(gpu: &Gpu) -> Result<Tick, Error> {
-    let f = gpu.function("gt_resolution")?;
     let mut changes = gpu.zeros::<u64>(CAP as usize)?;
     let mut stats = gpu.zeros::<u64>(2)?;
-    let cfg = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&mut changes)
-        .arg(&CAP)
-        .arg(&DURATION_NS)
-        .arg(&mut stats);
     // SAFETY: gt_resolution(u64*, unsigned, u64, u64*); `changes` holds CAP words, `stats`
     // two.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (gt_resolution)"))?;
+    unsafe { launch!(gpu, "gt_resolution", 1, 1; &mut changes, &CAP, &DURATION_NS, &mut stats) }?;
     let stats = gpu.download(&stats)?;
     let values = gpu.download(&changes)?;
     let kept = (stats[0] as usize).min(values.len());
@@ -84,24 +73,20 @@ pub fn from_values(values: &[u64], reads: u64, duration_ns: u64) -> Result<Tick,
 /// The `timer/resolution` check: the timer advances, and is read faster than it ticks.
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let t = measure(gpu)?;
-    let (status, detail) = if t.ns_per_read < t.ns {
-        (
-            Status::Pass,
-            format!(
-                "%globaltimer ticks every {} ns (median of {} steps; a read takes {:.1} ns)",
-                t.ns,
-                t.changes - 1,
-                t.ns_per_read
-            ),
+    let holds = t.ns_per_read < t.ns;
+    let status = Status::of(holds);
+    let detail = if holds {
+        format!(
+            "%globaltimer ticks every {} ns (median of {} steps; a read takes {:.1} ns)",
+            t.ns,
+            t.changes - 1,
+            t.ns_per_read
         )
     } else {
-        (
-            Status::Fail,
-            format!(
-                "a read of %globaltimer takes {:.1} ns, not less than the median step {} ns: \
-                 the step is the read loop's, not the timer's",
-                t.ns_per_read, t.ns
-            ),
+        format!(
+            "a read of %globaltimer takes {:.1} ns, not less than the median step {} ns: the \
+             step is the read loop's, not the timer's",
+            t.ns_per_read, t.ns
         )
     };
     Ok(Check::new("timer/resolution", status, true, detail)

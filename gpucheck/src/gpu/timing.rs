@@ -23,11 +23,11 @@
 //! it must stay within two ticks plus 0.1 % of the time since the lane started, plus 100 ns.
 
 use ikp_device::{Layout, TimerMode};
-use ikp_host::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::{json, Value};
 
-use super::{drv, median, round, signed_ns, timer, Error, Gpu};
+use super::{median, round, signed_ns, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
@@ -281,7 +281,6 @@ fn launch(
         Mode::Globaltimer => ("timing_globaltimer", TimerMode::Globaltimer),
         Mode::Clock => ("timing_clock", TimerMode::Clock),
     };
-    let f = gpu.function(kernel)?;
     let n = targets.len();
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
@@ -298,32 +297,17 @@ fn launch(
     let mut truth = gpu.zeros::<u64>(blocks as usize * n * TRUTH)?;
     let arg = session.kernel_arg();
     let (n32, spin32) = (n as u32, spin as u32);
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = gpu.stream.launch_builder(&f);
-    b.arg(&dev_targets)
-        .arg(&n32)
-        .arg(&spin32)
-        .arg(&arg)
-        .arg(&mut truth);
     // SAFETY: (const u64* targets[n], unsigned n, unsigned spin, ikp::Arg, u64* truth) with
     // `truth` holding blocks * n * TRUTH words.
-    unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel (timing)"))?;
+    unsafe {
+        launch!(gpu, kernel => "cuLaunchKernel (timing)", blocks, 32;
+            &dev_targets, &n32, &spin32, &arg, &mut truth)
+    }?;
     let trace = super::decode(&mut session)?;
     clean_and_ordered(&trace)?;
     let truth = gpu.download(&truth)?;
     let lanes = lanes_of(&trace, &truth, n)?;
     Ok((trace, lanes))
-}
-
-fn mode_key(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Globaltimer => "globaltimer",
-        Mode::Clock => "clock",
-    }
 }
 
 /// Every lane's measured regions beside their truth, one row per (lane, target), for
@@ -354,20 +338,20 @@ fn lanes_csv(trace: &Trace, lanes: &[LaneRun], targets: &[u64]) -> String {
     s
 }
 
-fn spin_key(spin: Spin) -> &'static str {
-    match spin {
-        Spin::Globaltimer => "globaltimer",
-        Spin::Clock => "clock",
+/// `clock` or `globaltimer`: the timer a [`Mode`] or [`Spin`] reads, in names and keys.
+fn key(clock: bool) -> &'static str {
+    if clock {
+        "clock"
+    } else {
+        "globaltimer"
     }
 }
 
 /// The `timing/<mode>` check: both spins in `mode`.
 pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
-    let name = match mode {
-        Mode::Globaltimer => "timing/globaltimer",
-        Mode::Clock => "timing/clock",
-    };
+    let mode_key = key(mode == Mode::Clock);
+    let name = format!("timing/{mode_key}");
     let mut table = Table::new(&[
         "spin on",
         "target",
@@ -385,13 +369,14 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
     ] {
         let (trace, lanes) = launch(gpu, mode, spin, targets)?;
+        let spin_key = key(spin == Spin::Clock);
         super::save_data(
-            &format!("timing-{}-spin-{}.csv", mode_key(mode), spin_key(spin)),
+            &format!("timing-{mode_key}-spin-{spin_key}.csv"),
             &lanes_csv(&trace, &lanes, targets),
         );
         if let Some(c) = trace.source.clock {
             figures.insert(
-                format!("decoder_clock_{}", spin_key(spin)),
+                format!("decoder_clock_{spin_key}"),
                 json!({
                     "pooled_mhz": round(c.pooled_mhz(), 2),
                     "own_ratio_lanes": c.own_ratio_lanes,
@@ -401,7 +386,6 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         }
         let j = judge(mode, spin, targets, &lanes, tick.ns);
         holds &= j.holds();
-        let key = format!("spin_{}", spin_key(spin));
         for r in &j.rows {
             if r.within < r.lanes {
                 problems.push(format!(
@@ -414,7 +398,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
                 ));
             }
             table.row(vec![
-                json!(spin_key(spin)),
+                json!(spin_key),
                 json!(format!("{} {unit}", r.target)),
                 json!(round(r.expected_ns, 1)),
                 json!(round(r.decoded_ns, 1)),
@@ -437,7 +421,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         let mut errs = j.stamp_error_ns.clone();
         let ns_per_cycle: Vec<f64> = lanes.iter().map(LaneRun::ns_per_cycle).collect();
         figures.insert(
-            key,
+            format!("spin_{spin_key}"),
             json!({
                 "floor_ns": round(j.floor_ns, 1),
                 "loop_iteration_ns": round(j.loop_ns, 2),
@@ -465,13 +449,8 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     } else {
         problems.join("; ")
     };
-    let mut c = Check::new(
-        name,
-        if holds { Status::Pass } else { Status::Fail },
-        true,
-        detail,
-    )
-    .figure("tick_ns", round(tick.ns, 1));
+    let mut c =
+        Check::new(name, Status::of(holds), true, detail).figure("tick_ns", round(tick.ns, 1));
     c.figures.extend(figures);
     Ok(c.table(table))
 }

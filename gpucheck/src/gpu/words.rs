@@ -36,9 +36,6 @@ pub(super) fn read(session: &mut HostSession) -> Result<Vec<u64>, Error> {
 
 /// Pass with `pass` when nothing is `bad`, else fail naming every difference.
 pub(super) fn verdict(name: &str, bad: Vec<String>, pass: String) -> Check {
-    if bad.is_empty() {
-        Check::new(name, Status::Pass, true, pass)
-    } else {
-        Check::new(name, Status::Fail, true, bad.join("; "))
-    }
+    let detail = if bad.is_empty() { pass } else { bad.join("; ") };
+    Check::new(name, Status::of(bad.is_empty()), true, detail)
 }

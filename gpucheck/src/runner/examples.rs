@@ -33,13 +33,9 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     let mut cmd = Command::new(bundle.join("examples").join(name));
     cmd.arg(&out);
     plan.gpu_env(&mut cmd);
-    let fail = |detail: String| Check::new(check.clone(), Status::Fail, true, detail);
-    let f = match child::run(
-        cmd,
-        &format!("example-{name}"),
-        &plan.logs,
-        plan.limit(EXAMPLE_LIMIT),
-    ) {
+    let fail = |detail: String| Check::fail(&check, detail);
+    let run = |cmd, log: String| child::run(cmd, &log, &plan.logs, plan.limit(EXAMPLE_LIMIT));
+    let f = match run(cmd, format!("example-{name}")) {
         Ok(f) => f,
         Err(e) => return fail(format!("could not start: {e}")),
     };
@@ -64,26 +60,13 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
     for (what, args) in [
         (
             "decode",
-            vec![
-                "decode".into(),
-                raw.clone().into_os_string(),
-                "--perfetto".into(),
-                pftrace.clone().into_os_string(),
-            ],
+            vec![raw.as_os_str(), "--perfetto".as_ref(), pftrace.as_os_str()],
         ),
-        (
-            "analyze",
-            vec!["analyze".into(), raw.clone().into_os_string()],
-        ),
+        ("analyze", vec![raw.as_os_str()]),
     ] {
         let mut c = Command::new(&cli);
-        c.args(&args);
-        match child::run(
-            c,
-            &format!("ikp-{what}-{name}"),
-            &plan.logs,
-            plan.limit(EXAMPLE_LIMIT),
-        ) {
+        c.arg(what).args(args);
+        match run(c, format!("ikp-{what}-{name}")) {
             Ok(f) if f.ok() => {}
             Ok(f) => return fail(format!("`ikp {what}` on its buffer {}", f.failure())),
             Err(e) => return fail(format!("could not start `ikp {what}`: {e}")),

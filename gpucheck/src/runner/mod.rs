@@ -213,24 +213,21 @@ fn archive(plan: &Plan) -> Result<(), String> {
 }
 
 fn machine_check(a: &Availability, m: &serde_json::Map<String, Value>) -> Check {
-    let gpu = m.get("gpu").and_then(Value::as_str).unwrap_or("GPU 0");
+    let get = |k: &str, or| m.get(k).and_then(Value::as_str).unwrap_or(or);
     match a {
         Availability::Gpu => Check::new(
             "machine",
             Status::Pass,
             true,
             format!(
-                "{gpu}, driver CUDA {}, NVRTC {}",
-                m.get("driver_cuda_version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                m.get("nvrtc_version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
+                "{}, driver CUDA {}, NVRTC {}",
+                get("gpu", "GPU 0"),
+                get("driver_cuda_version", "?"),
+                get("nvrtc_version", "?")
             ),
         ),
         Availability::NoGpu(why) => Check::skip("machine", format!("no CUDA GPU: {why}")),
-        Availability::Broken(why) => Check::new("machine", Status::Fail, true, why.clone()),
+        Availability::Broken(why) => Check::fail("machine", why.clone()),
     }
 }
 
@@ -244,7 +241,7 @@ fn gpu_check(bundle: &Path, name: &str, plan: &Plan) -> Vec<Check> {
     cmd.args(["check", name]);
     plan.gpu_env(&mut cmd);
     let log = format!("check-{}", name.replace('/', "-"));
-    let fail = |d: String| vec![Check::new(name, Status::Fail, true, d)];
+    let fail = |d: String| vec![Check::fail(name, d)];
     match child::run(cmd, &log, &plan.logs, plan.limit(CHECK_LIMIT)) {
         Ok(f) if f.ok() => match serde_json::from_str::<Vec<Check>>(f.stdout.trim()) {
             Ok(c) if !c.is_empty() => c,

@@ -45,7 +45,7 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
         .env("IKP_OVERHEAD_JSON", &json_path)
         .env("IKP_OVERHEAD_CRITERION", "0");
     plan.gpu_env(&mut cmd);
-    let fail = |d: String| Check::new("overhead", Status::Fail, true, d);
+    let fail = |d: String| Check::fail("overhead", d);
     let ended = match child::run(cmd, "gpu_overhead", &plan.logs, plan.limit(OVERHEAD_LIMIT)) {
         Ok(f) if f.ok() => None,
         Ok(f) => Some(fail(format!("the bench {}", f.failure()))),
@@ -75,14 +75,15 @@ fn slowdown(b: &Value, what: &str) -> Option<f64> {
     b["slowdown"][what].as_f64()
 }
 
+/// `(low, high)` of a build's 95 % interval.
+fn ci95(b: &Value) -> Option<(f64, f64)> {
+    let ci = b["slowdown"]["ci95"].as_array()?;
+    Some((ci.first()?.as_f64()?, ci.get(1)?.as_f64()?))
+}
+
 /// `low..high` of a build's 95 % interval, for tables.
 fn interval(b: &Value) -> Option<String> {
-    let ci = b["slowdown"]["ci95"].as_array()?;
-    Some(format!(
-        "{:+.3}..{:+.3}",
-        ci.first()?.as_f64()?,
-        ci.get(1)?.as_f64()?
-    ))
+    ci95(b).map(|(lo, hi)| format!("{lo:+.3}..{hi:+.3}"))
 }
 
 fn build<'a>(k: &'a Value, name: &str) -> Option<&'a Value> {
@@ -131,14 +132,8 @@ pub fn judge(json: &Value) -> Vec<Check> {
                 json!(if cliff { "occupancy cliff" } else { "" }),
             ]);
         }
-        let compiled_out = build(k, "compiled out").and_then(|b| {
-            let ci = b["slowdown"]["ci95"].as_array()?;
-            Some((
-                slowdown(b, "mean")?,
-                ci.first()?.as_f64()?,
-                ci.get(1)?.as_f64()?,
-            ))
-        });
+        let compiled_out =
+            build(k, "compiled out").and_then(|b| Some((slowdown(b, "mean")?, ci95(b)?)));
         let ikp = build(k, IKP_BUILD).and_then(|b| slowdown(b, "median"));
         let peer = build(k, PEER_BUILD).and_then(|b| slowdown(b, "median"));
         let ratio = match (ikp, peer) {
@@ -146,25 +141,19 @@ pub fn judge(json: &Value) -> Vec<Check> {
             _ => None,
         };
         ratios.push(json!({"kernel": kernel, "ikp_median_pct": ikp, "tvm_style_median_pct": peer, "ratio": ratio}));
-        let (status, mut detail) = match compiled_out {
-            Some((m, lo, hi)) if -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT => (
-                Status::Pass,
-                format!(
-                    "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
-                     ±{COMPILED_OUT_MAX_PCT} %)"
-                ),
+        let holds = compiled_out
+            .is_some_and(|(_, (lo, hi))| -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT);
+        let status = Status::of(holds);
+        let mut detail = match compiled_out {
+            Some((m, (lo, hi))) if holds => format!(
+                "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
+                 ±{COMPILED_OUT_MAX_PCT} %)"
             ),
-            Some((m, lo, hi)) => (
-                Status::Fail,
-                format!(
-                    "compiled out {m:+.2} % from the baseline: its 95 % interval \
-                     {lo:+.2}..{hi:+.2} % is not within ±{COMPILED_OUT_MAX_PCT} %"
-                ),
+            Some((m, (lo, hi))) => format!(
+                "compiled out {m:+.2} % from the baseline: its 95 % interval \
+                 {lo:+.2}..{hi:+.2} % is not within ±{COMPILED_OUT_MAX_PCT} %"
             ),
-            None => (
-                Status::Fail,
-                "no compiled-out build with a mean and interval in the bench output".into(),
-            ),
+            None => "no compiled-out build with a mean and interval in the bench output".into(),
         };
         if let (Some(i), Some(p)) = (ikp, peer) {
             detail.push_str(&format!(
@@ -185,12 +174,7 @@ pub fn judge(json: &Value) -> Vec<Check> {
         );
     }
     if checks.is_empty() {
-        return vec![Check::new(
-            "overhead",
-            Status::Fail,
-            true,
-            "the bench output lists no kernel",
-        )];
+        return vec![Check::fail("overhead", "the bench output lists no kernel")];
     }
     let mut t = Table::new(&[
         "build",

@@ -89,7 +89,7 @@ pub fn run_with(python: &str, bundle: &Path, plan: &Plan) -> Vec<Check> {
     // One check for whatever kept the script from reporting.
     let problem = |why: String| match &skip {
         Some(s) => vec![Check::skip("python", format!("{s}; besides, {why}"))],
-        None => vec![Check::new("python", Status::Fail, true, why)],
+        None => vec![Check::fail("python", why)],
     };
     let script = bundle.join(SCRIPT);
     if !script.is_file() {

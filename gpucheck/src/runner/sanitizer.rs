@@ -110,12 +110,7 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
             checks.push(
                 match child::run(cmd, &log, &plan.logs, plan.limit(SANITIZER_LIMIT)) {
                     Ok(f) => judge(&check, tool, &f),
-                    Err(e) => Check::new(
-                        check,
-                        Status::Fail,
-                        true,
-                        format!("could not start {}: {e}", exe.display()),
-                    ),
+                    Err(e) => Check::fail(check, format!("could not start {}: {e}", exe.display())),
                 },
             );
         }
@@ -128,27 +123,18 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
     // The sanitizer prints its report on stdout, prefixed with "========= ".
     let report = format!("{}\n{}", f.stdout, f.stderr);
     let found = summary(tool, &report);
-    let (status, detail) = match (found, f.ok()) {
-        (Some(0), true) => (
-            Status::Pass,
-            format!("{tool}: 0 {} in {:.1} s", unit(tool), f.secs),
-        ),
-        (Some(n), _) if n > 0 => (
-            Status::Fail,
-            format!("{tool}: {n} {}: {}", unit(tool), first_findings(&report, 3)),
-        ),
-        (_, false) => (
-            Status::Fail,
-            format!("the program under {tool} {}", f.failure()),
-        ),
-        _ => (
-            Status::Fail,
-            format!(
-                "{tool} printed no summary line: {}",
-                child::last_lines(&report, 3)
-            ),
+    let detail = match (found, f.ok()) {
+        (Some(0), true) => format!("{tool}: 0 {} in {:.1} s", unit(tool), f.secs),
+        (Some(n), _) if n > 0 => {
+            format!("{tool}: {n} {}: {}", unit(tool), first_findings(&report, 3))
+        }
+        (_, false) => format!("the program under {tool} {}", f.failure()),
+        _ => format!(
+            "{tool} printed no summary line: {}",
+            child::last_lines(&report, 3)
         ),
     };
+    let status = Status::of(found == Some(0) && f.ok());
     Check::new(check, status, true, detail)
         .figure(
             unit(tool),
@@ -157,23 +143,24 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
         .figure("seconds", (f.secs * 10.0).round() / 10.0)
 }
 
-fn unit(tool: &str) -> &'static str {
+/// What the tool counts, and the key of its summary line.
+fn unit_and_key(tool: &str) -> (&'static str, &'static str) {
     if tool == "racecheck" {
-        "hazards"
+        ("hazards", "RACECHECK SUMMARY:")
     } else {
-        "errors"
+        ("errors", "ERROR SUMMARY:")
     }
+}
+
+fn unit(tool: &str) -> &'static str {
+    unit_and_key(tool).0
 }
 
 /// The count in the tool's summary line: `ERROR SUMMARY: N errors` (memcheck) or
 /// `RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)` (racecheck, whose N
 /// counts every displayed hazard, warnings included).
 pub fn summary(tool: &str, report: &str) -> Option<u64> {
-    let key = if tool == "racecheck" {
-        "RACECHECK SUMMARY:"
-    } else {
-        "ERROR SUMMARY:"
-    };
+    let key = unit_and_key(tool).1;
     let line = report.lines().rev().find(|l| l.contains(key))?;
     let rest = line[line.find(key)? + key.len()..].trim_start();
     rest.split_whitespace().next()?.parse().ok()

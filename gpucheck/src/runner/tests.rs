@@ -75,11 +75,7 @@ pub fn list(binary: &Path, log: &str, logs: &Path) -> Result<Vec<String>, String
 /// Runs one suite from the bundle at `bundle` (or, when `plan` says not to, only lists its
 /// binary) and returns a check per test of the suite.
 pub fn run(bundle: &Path, suite: &Suite, plan: &Plan) -> Vec<Check> {
-    let Suite {
-        binary,
-        module,
-        gpu,
-    } = *suite;
+    let (binary, module, gpu) = (suite.binary, suite.module, suite.gpu);
     let exe = bundle.join("tests").join(binary);
     let group = format!("test/{module}");
     let fail = |why: String| vec![Check::new(group.clone(), Status::Fail, gpu, why)];
