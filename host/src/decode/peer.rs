@@ -40,18 +40,8 @@ impl Built {
             instants: l.instants.start + i0..l.instants.end + i0,
             ..l
         }));
-        let s = &mut self.spans;
-        s.lane.extend(spans.lane);
-        s.region.extend(spans.region);
-        s.depth.extend(spans.depth);
-        s.payload.extend(spans.payload);
-        s.begin.extend(spans.begin);
-        s.end.extend(spans.end);
-        let i = &mut self.instants;
-        i.lane.extend(instants.lane);
-        i.region.extend(instants.region);
-        i.payload.extend(instants.payload);
-        i.ts.extend(instants.ts);
+        self.spans.extend_rows(&spans, 0..spans.len());
+        self.instants.extend_rows(&instants, 0..instants.len());
         let d = &mut self.diag;
         d.unmatched_begin.extend(diag.unmatched_begin);
         d.unmatched_end.extend(diag.unmatched_end);

@@ -122,6 +122,58 @@ impl CounterSamples {
     }
 }
 
+/// Row operations applied to every column of a table alike.
+macro_rules! every_column {
+    ($table:ident: $($col:ident),+) => {
+        impl $table {
+            /// Appends rows `rows` of `src`.
+            pub(crate) fn extend_rows(&mut self, src: &$table, rows: std::ops::Range<usize>) {
+                $(self.$col.extend_from_slice(&src.$col[rows.clone()]);)+
+            }
+
+            /// Copies rows `rows` to the rows from `to` on.
+            pub(crate) fn copy_within(&mut self, rows: std::ops::Range<usize>, to: usize) {
+                $(self.$col.copy_within(rows.clone(), to);)+
+            }
+
+            /// Keeps the first `n` rows.
+            pub(crate) fn truncate(&mut self, n: usize) {
+                $(self.$col.truncate(n);)+
+            }
+
+            /// Lengthens each column shorter than `n` rows to `n` (keeping its rows).
+            pub(crate) fn grow(&mut self, n: usize) {
+                $(if self.$col.len() < n {
+                    self.$col.resize(n, Default::default());
+                })+
+            }
+
+            /// Each column `n` rows long, reusing its memory ([`recycled`]).
+            pub(crate) fn recycled(self, n: usize) -> $table {
+                $table { $($col: recycled(self.$col, n)),+ }
+            }
+        }
+    };
+}
+
+every_column!(Spans: lane, region, depth, payload, begin, end);
+every_column!(Instants: lane, region, payload, ts);
+every_column!(CounterSamples: lane, counter, ts, value);
+
+/// `v` with length `n`. A recycled column keeps its old contents: a decode writes every
+/// row of every lane's range before it is read, and rows outside the lanes' ranges are
+/// dropped by its compaction, so stale rows never reach the trace. Only a column too small
+/// to reuse is replaced, by a zeroed allocation (which the allocator gets from fresh
+/// pages without writing them).
+fn recycled<T: Clone + Default>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    if v.capacity() < n {
+        drop(v);
+        return vec![T::default(); n];
+    }
+    v.resize(n, T::default());
+    v
+}
+
 /// Async ranges: begin and end records of a region the buffer declares async, paired
 /// across the whole launch by token, whichever lanes wrote them (rules in
 /// [`crate::decode::async_ranges`], `# Pairing`). Struct of arrays, sorted by begin

@@ -51,7 +51,7 @@ use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::set_aside::{self, Skip};
 use super::{DecodeError, DecodeOptions};
-use crate::model::{Lane, Names, Source, Trace};
+use crate::model::{Lane, Source, Trace};
 use packing::{allowed, Family};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -774,27 +774,17 @@ fn decode_skipping<L: Family>(
         source: Source {
             format: L::FORMAT,
             version: 1,
-            timer: ikp_device::TimerMode::Globaltimer,
-            clock: None,
-            assumed_clock: None,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,
             time_base,
-            block_filter: Default::default(),
-            clock_sync: None,
-            epoch: None,
-            overhead_correction: None,
-            stream: None,
+            ..Default::default()
         },
-        names: Names::default(),
         lanes: asm.lanes,
         spans: asm.spans,
         instants: asm.instants,
-        samples: Default::default(),
-        async_ranges: Default::default(),
-        counter_totals: Vec::new(),
         diagnostics: asm.diag,
+        ..Default::default()
     })
 }
 
@@ -860,16 +850,14 @@ fn walk_strip<L: Family>(
             block: (l / body.groups) as u32,
             group: (l % body.groups) as u32,
             sm,
-            warp: None,
             start: t0,
             end: fin.map_or(walk.last_ns, |(_, t)| t),
             finalized: fin.is_some(),
             written: recs.len() as u64,
-            dropped: 0,
-            overwritten: 0,
             spans: at.span + start.span..at.span + walk.cur.span,
             instants: at.inst + start.inst..at.inst + walk.cur.inst,
             samples: at.samp..at.samp,
+            ..Default::default()
         });
         w.cur = walk.cur;
     }
