@@ -83,14 +83,6 @@ impl Expect<'_> {
     }
 }
 
-/// What the counting pass learned about one lane.
-#[derive(Clone, Copy, Debug, Default)]
-struct Count {
-    begins: usize,
-    insts: usize,
-    records: usize,
-}
-
 /// Per-lane tallies of a band of rows, one array per quantity (so that the counting loop
 /// adds whole rows of lanes at once, which vectorizes).
 #[derive(Clone, Debug, Default)]
@@ -575,13 +567,13 @@ fn count_rows_any<L: Family>(
 }
 
 /// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
-/// rows whose counts are then added up).
+/// rows whose counts are then added up): the lanes' output bounds, a span slot per begin.
 fn count<L: Family>(
     body: &[u64],
     stride: usize,
     groups: usize,
     parallel: bool,
-) -> Result<Vec<Count>, DecodeError> {
+) -> Result<Vec<Caps>, DecodeError> {
     let rows = body.len().div_ceil(stride);
     let parallel = parallel && body.len() >= assemble::PARALLEL_MIN_RECORDS && rows >= 2;
     let bands = if parallel {
@@ -599,10 +591,10 @@ fn count<L: Family>(
     } else {
         starts.into_iter().map(band).collect::<Result<_, _>>()?
     };
-    let mut total = vec![Count::default(); stride.min(body.len())];
+    let mut total = vec![Caps::default(); stride.min(body.len())];
     for part in parts {
         for (l, t) in total.iter_mut().enumerate() {
-            t.begins += part.begins[l] as usize;
+            t.spans += part.begins[l] as usize;
             t.insts += part.insts[l] as usize;
             t.records += part.records[l] as usize;
         }
@@ -646,19 +638,6 @@ fn first_records(body: &[u64], stride: usize, n: usize, maybe: impl Fn(usize) ->
         });
     }
     first
-}
-
-/// The output bounds of lanes.
-fn caps(counts: &[Count]) -> Vec<Caps> {
-    counts
-        .iter()
-        .map(|c| Caps {
-            spans: c.begins,
-            insts: c.insts,
-            samps: 0,
-            records: c.records,
-        })
-        .collect()
 }
 
 /// A buffer's body and what every lane's walk needs to know about it.
@@ -757,7 +736,7 @@ fn decode_skipping<L: Family>(
             groups: body.groups,
             firsts: &firsts,
         };
-        assemble::run(&caps(&counts), parallel, reuse, |chunk| {
+        assemble::run(&counts, parallel, reuse, |chunk| {
             let mut strip = Strip::new(body.rows, chunk.lanes.len());
             let mut w = Walked::new(chunk.base);
             for lanes in strips(chunk.lanes.clone()) {
