@@ -21,16 +21,6 @@ pub struct Spans {
 }
 
 impl Spans {
-    /// Number of spans.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Duration of span `i`.
     pub fn dur(&self, i: usize) -> DurationNs {
         self.end[i] - self.begin[i]
@@ -70,16 +60,6 @@ pub struct Instants {
 }
 
 impl Instants {
-    /// Number of instants.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Appends one instant.
     pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Timestamp) {
         self.lane.push(lane);
@@ -103,16 +83,6 @@ pub struct CounterSamples {
 }
 
 impl CounterSamples {
-    /// Number of samples.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Appends one sample.
     pub fn push(&mut self, lane: u32, counter: u16, ts: Timestamp, value: u32) {
         self.lane.push(lane);
@@ -121,6 +91,30 @@ impl CounterSamples {
         self.value.push(value);
     }
 }
+
+/// The row count of tables whose first column is `$first`.
+macro_rules! rows {
+    ($($table:ident.$first:ident: $noun:literal),+) => {$(
+        impl $table {
+            #[doc = concat!("Number of ", $noun, ".")]
+            pub fn len(&self) -> usize {
+                self.$first.len()
+            }
+
+            /// Whether there are none.
+            pub fn is_empty(&self) -> bool {
+                self.$first.is_empty()
+            }
+        }
+    )+};
+}
+
+rows!(
+    Spans.lane: "spans",
+    Instants.lane: "instants",
+    CounterSamples.lane: "samples",
+    AsyncRanges.region: "ranges"
+);
 
 /// Row operations applied to every column of a table alike.
 macro_rules! every_column {
@@ -196,16 +190,6 @@ pub struct AsyncRanges {
 }
 
 impl AsyncRanges {
-    /// Number of ranges.
-    pub fn len(&self) -> usize {
-        self.region.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.region.is_empty()
-    }
-
     /// Duration of range `i`.
     pub fn dur(&self, i: usize) -> DurationNs {
         self.end[i] - self.begin[i]
