@@ -703,40 +703,39 @@ fn decode_skipping<L: Family>(
     };
 
     let parallel = !opts.single_threaded;
-    let stamps = |firsts: &[u64]| {
-        let used = (firsts.iter().enumerate())
-            .filter(|&(l, &w)| w != 0 && !skip.skips(l as u32))
-            .map(|(_, &w)| w);
-        shared_base(used.map(|w| (w >> 32) as u32))
-    };
-    let asm = if !parallel && !reuse.is_empty() {
-        let firsts = first_records(body.words, stride, n_lanes, |_| true);
-        body.base = stamps(&firsts);
-        let exp = Expect {
-            groups: body.groups,
-            firsts: &firsts,
-        };
-        let mut out = assemble::Stream::new(reuse);
-        let mut strip = Strip::new(body.rows, n_lanes);
-        for lanes in strips(0..n_lanes) {
-            strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
-            strip.scan::<L>(lanes.clone(), stride, &exp)?;
-            out.chunk(strip.room(), |at, out| {
-                let mut w = Walked::new(at);
-                walk_strip::<L>(&body, &mut strip, lanes, out, &mut w);
-                Ok((w.cur, w.done))
-            })?;
-        }
-        out.finish()
+    // One thread into a used trace: one pass, nothing counted first.
+    let counts = if parallel || reuse.is_empty() {
+        Some(count::<L>(body.words, stride, body.groups, parallel)?)
     } else {
-        let counts = count::<L>(body.words, stride, body.groups, parallel)?;
-        let firsts = first_records(body.words, stride, n_lanes, |l| counts[l].records > 0);
-        body.base = stamps(&firsts);
-        let exp = Expect {
-            groups: body.groups,
-            firsts: &firsts,
-        };
-        assemble::run(&counts, parallel, reuse, |chunk| {
+        None
+    };
+    let firsts = first_records(body.words, stride, n_lanes, |l| {
+        counts.as_ref().is_none_or(|c| c[l].records > 0)
+    });
+    let starts = (firsts.iter().enumerate())
+        .filter(|&(l, &w)| w != 0 && !skip.skips(l as u32))
+        .map(|(_, &w)| (w >> 32) as u32);
+    body.base = shared_base(starts);
+    let exp = Expect {
+        groups: body.groups,
+        firsts: &firsts,
+    };
+    let asm = match counts {
+        None => {
+            let mut out = assemble::Stream::new(reuse);
+            let mut strip = Strip::new(body.rows, n_lanes);
+            for lanes in strips(0..n_lanes) {
+                strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
+                strip.scan::<L>(lanes.clone(), stride, &exp)?;
+                out.chunk(strip.room(), |at, out| {
+                    let mut w = Walked::new(at);
+                    walk_strip::<L>(&body, &mut strip, lanes, out, &mut w);
+                    Ok((w.cur, w.done))
+                })?;
+            }
+            out.finish()
+        }
+        Some(counts) => assemble::run(&counts, parallel, reuse, |chunk| {
             let mut strip = Strip::new(body.rows, chunk.lanes.len());
             let mut w = Walked::new(chunk.base);
             for lanes in strips(chunk.lanes.clone()) {
@@ -745,7 +744,7 @@ fn decode_skipping<L: Family>(
                 walk_strip::<L>(&body, &mut strip, lanes, &mut chunk.out, &mut w);
             }
             Ok(w.done)
-        })?
+        })?,
     };
 
     let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
