@@ -6,7 +6,7 @@ use super::super::assemble::{self, Caps, Chunk, ChunkDone, Recycled};
 use super::super::async_ranges::{self, AsyncMask, AsyncRecord};
 use super::super::correct;
 use super::super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
-use super::super::DecodeError;
+use super::super::{set_aside::Judged, DecodeError};
 use super::clock::own_ratio;
 use super::{LaneInfo, Prepared};
 use crate::model::{
