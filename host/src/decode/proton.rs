@@ -473,24 +473,19 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
             init: r.init,
         });
         let why = if c.proc != r.proc {
-            Some(format!(
-                "its events name processors {} and {}",
-                c.proc, r.proc
-            ))
+            format!("its events name processors {} and {}", c.proc, r.proc)
         } else if c.init != r.init {
-            Some(format!(
+            format!(
                 "its events give init times {:?} and {:?} ns",
                 c.init, r.init
-            ))
+            )
         } else {
-            None
+            continue;
         };
-        if let Some(why) = why {
-            return Err(ProtonError::Block {
-                block: r.block,
-                why,
-            });
-        }
+        return Err(ProtonError::Block {
+            block: r.block,
+            why,
+        });
     }
     let with = ctas.iter().find(|(_, c)| c.init.is_some()).map(|(&b, _)| b);
     let without = ctas.iter().find(|(_, c)| c.init.is_none()).map(|(&b, _)| b);
