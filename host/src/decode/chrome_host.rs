@@ -87,27 +87,19 @@ pub enum HostTraceError {
 struct Doc {
     #[serde(default)]
     traceEvents: Vec<RawEvent>,
-    #[serde(default)]
     baseTimeNanoseconds: Option<u64>,
 }
 
+/// An event's fields ikp reads (a field missing is `None`).
 #[derive(Deserialize, Default)]
 struct RawEvent {
-    #[serde(default)]
     ph: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     cat: Option<String>,
-    #[serde(default)]
     ts: Option<Number>,
-    #[serde(default)]
     dur: Option<Number>,
-    #[serde(default)]
     pid: Option<Value>,
-    #[serde(default)]
     tid: Option<Value>,
-    #[serde(default)]
     args: Option<Map<String, Value>>,
 }
 

@@ -186,28 +186,26 @@ impl Label<'_> {
     }
 }
 
-/// The fields of an event ikp reads (others are skipped without being kept).
+/// The fields of an event ikp reads (others are skipped without being kept; a field
+/// missing is `None`).
 #[derive(Deserialize)]
 struct Event<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     ph: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     name: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     pid: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tid: Option<Label<'a>>,
-    #[serde(default)]
     ts: Option<f64>,
-    #[serde(default)]
     dur: Option<f64>,
-    #[serde(default)]
     args: Option<Args>,
 }
 
 #[derive(Deserialize)]
 struct Args {
-    #[serde(rename = "Init Time (ns)", default)]
+    #[serde(rename = "Init Time (ns)")]
     init: Option<u64>,
 }
 
