@@ -101,6 +101,15 @@ pub struct Recycled {
 }
 
 impl Recycled {
+    /// The columns of `t` (the rest of it is dropped).
+    pub fn of(t: crate::model::Trace) -> Recycled {
+        Recycled {
+            spans: t.spans,
+            instants: t.instants,
+            samples: t.samples,
+        }
+    }
+
     /// Whether there is no memory to reuse (a fresh decode).
     pub fn is_empty(&self) -> bool {
         self.spans.begin.capacity() == 0 && self.instants.ts.capacity() == 0
