@@ -130,10 +130,8 @@ impl<'b> Pairing<'b> {
         let ts = self.at(t);
         let rows = &self.rows;
         let Some(k) = self.open.iter().rposition(|&r| rows[r].region == region) else {
-            self.built
-                .diag
-                .unmatched_end
-                .push(self.unpaired(region, ts));
+            let u = unpaired(self.lane, region, ts);
+            self.built.diag.unmatched_end.push(u);
             return;
         };
         let r = self.open.remove(k);
@@ -154,15 +152,6 @@ impl<'b> Pairing<'b> {
         self.built.diag.unknown_records += 1;
     }
 
-    fn unpaired(&self, region: u16, ts: Timestamp) -> Unpaired {
-        Unpaired {
-            lane: self.lane,
-            region,
-            payload: 0,
-            ts,
-        }
-    }
-
     /// Ends the lane: begins still open are unmatched (outermost first); the lane's spans
     /// are written in the order of their begins. Returns the lane's span and instant ranges
     /// and its first and latest times (`None` if it had no timed record).
@@ -176,15 +165,10 @@ impl<'b> Pairing<'b> {
             last,
             instants,
         } = self;
-        for r in open {
-            let o = rows[r];
-            (built.diag.unmatched_begin).push(Unpaired {
-                lane,
-                region: o.region,
-                payload: 0,
-                ts: o.begin,
-            });
-        }
+        (built.diag.unmatched_begin).extend(
+            open.iter()
+                .map(|&r| unpaired(lane, rows[r].region, rows[r].begin)),
+        );
         let s0 = built.spans.len();
         for o in &rows {
             if let Some(end) = o.end {
@@ -196,6 +180,16 @@ impl<'b> Pairing<'b> {
             instants: instants..built.instants.len(),
             times: first.map(|f| (f, last)),
         }
+    }
+}
+
+/// An unpaired record of `lane` (the peers' records carry no payload).
+fn unpaired(lane: u32, region: u16, ts: Timestamp) -> Unpaired {
+    Unpaired {
+        lane,
+        region,
+        payload: 0,
+        ts,
     }
 }
 
