@@ -248,15 +248,7 @@ pub fn parse_chrome_trace(
 }
 
 /// Where a thread sorts: by process (sort index, then pid), then thread (likewise).
-type ThreadKey<'a> = (
-    Option<i64>,
-    (u8, i64, &'a str),
-    Option<i64>,
-    (u8, i64, &'a str),
-);
-
-/// Where a thread sorts: by process, then thread.
-fn thread_key(t: &HostThread) -> ThreadKey<'_> {
+fn thread_key(t: &HostThread) -> impl Ord + '_ {
     (
         t.process_sort,
         id_key(&t.pid),
