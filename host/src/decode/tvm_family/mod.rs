@@ -470,13 +470,6 @@ impl Strip {
     }
 }
 
-/// Whether record `w` in the column of `lane` has the slot bits and the type its format
-/// allows (the counting pass's checks: the SM is checked by the gather).
-#[inline(always)]
-fn in_its_slot<L: Family>(w: u64, lane: usize, groups: usize) -> bool {
-    allowed::<L>(w, lane, w, groups)
-}
-
 /// The counting pass over rows `rows` (all lanes, in memory order): per lane, its begins,
 /// instants and records. Checks that every record sits in its own lane's column and has
 /// a type its format writes.
@@ -556,8 +549,9 @@ fn count_rows_any<L: Family>(
             c[l] += used as u32;
         }
         if wrong != 0 {
+            // The slot bits and the type (the SM is checked by the gather).
             let l = (0..m)
-                .find(|&l| row[l] != 0 && !in_its_slot::<L>(row[l], l, groups))
+                .find(|&l| row[l] != 0 && !allowed::<L>(row[l], l, row[l], groups))
                 .expect("the row holds a misplaced record");
             let at = first + r * stride + l;
             return Err(L::bad_record(at, body[at], body[at], groups, stride));
