@@ -298,9 +298,11 @@ fn misfits(why: &[(WireFormat, String)]) -> String {
 
 /// Why a TVM-format record does not belong in its slot ([`DecodeError::TvmLane`]).
 pub(crate) fn tvm_lane_why(found: u64, expected: u64, stride: u64) -> String {
-    let out = (found >= stride)
-        .then_some(" (lane id out of range)")
-        .unwrap_or_default();
+    let out = if found >= stride {
+        " (lane id out of range)"
+    } else {
+        ""
+    };
     format!("names lane {found}, but the layout (stride {stride} = blocks x groups) puts lane {expected} there{out}")
 }
 

@@ -178,9 +178,11 @@ impl Family for FlashInfer {
         let why = if w & 3 == 3 {
             type_3(WireFormat::FlashInfer)
         } else if fi::block_of(w) != block as u64 {
-            let out = (fi::block_of(w) >= (stride / groups) as u64)
-                .then_some(" (block id out of range)")
-                .unwrap_or_default();
+            let out = if fi::block_of(w) >= (stride / groups) as u64 {
+                " (block id out of range)"
+            } else {
+                ""
+            };
             format!(
                 "names block {}, but the layout (stride {stride} = blocks x groups, {groups} groups) puts block {block}, group {group} there{out}",
                 fi::block_of(w)
@@ -242,9 +244,11 @@ impl Family for Mirage {
         let why = if w & 3 == 3 {
             type_3(WireFormat::Mirage)
         } else {
-            let out = (mpk::lane_of(w) >= stride as u64)
-                .then_some(" (lane id out of range)")
-                .unwrap_or_default();
+            let out = if mpk::lane_of(w) >= stride as u64 {
+                " (lane id out of range)"
+            } else {
+                ""
+            };
             format!(
                 "names lane {}, but the layout (stride {stride} = blocks x groups) puts lane {} there{out}",
                 mpk::lane_of(w),
