@@ -393,31 +393,34 @@ impl CostReport {
         let cells = |f: &dyn Fn(&ArchCost) -> String| self.archs.iter().map(f).collect();
         let steps = format!("first {K} added / next {K} added");
         let mut rows = Vec::new();
-        let pair = |first: f64, steady: f64| format!("{first} / {steady}");
+        fn pair(first: f64, steady: f64) -> String {
+            format!("{first} / {steady}")
+        }
+        type Cell = fn(&ArchCost, usize) -> String;
         let (per_record, per_iteration) = (format!("per record: {steps}"), "per iteration");
-        let per_mode: [(&str, &str, &dyn Fn(&ArchCost, usize) -> String); 7] = [
-            ("record", &per_record, &|a, i| {
+        let per_mode: [(&str, &str, Cell); 7] = [
+            ("record", &per_record, |a, i| {
                 pair(a.records[i].first, a.records[i].steady)
             }),
-            ("record in a runtime loop", per_iteration, &|a, i| {
+            ("record in a runtime loop", per_iteration, |a, i| {
                 a.loop_records[i].growth.to_string()
             }),
-            ("ring record", &per_record, &|a, i| {
+            ("ring record", &per_record, |a, i| {
                 pair(a.ring_records[i].first, a.ring_records[i].steady)
             }),
-            ("ring record in a runtime loop", per_iteration, &|a, i| {
+            ("ring record in a runtime loop", per_iteration, |a, i| {
                 a.ring_loop_records[i].growth.to_string()
             }),
-            ("stream record", &per_record, &|a, i| {
+            ("stream record", &per_record, |a, i| {
                 pair(a.stream_records[i].first, a.stream_records[i].steady)
             }),
-            ("stream record in a runtime loop", per_iteration, &|a, i| {
+            ("stream record in a runtime loop", per_iteration, |a, i| {
                 a.stream_loop_records[i].growth.to_string()
             }),
             (
                 "stream record in a runtime loop",
                 "per iteration while the ring has room",
-                &|a, i| a.stream_loop_fast[i].growth.to_string(),
+                |a, i| a.stream_loop_fast[i].growth.to_string(),
             ),
         ];
         for (what, per, cell) in per_mode {
