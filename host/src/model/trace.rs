@@ -2,7 +2,7 @@
 
 use super::{
     AsyncRanges, BlockFilter, CounterSamples, DiagnosticCounts, Diagnostics, Instants, Lane, Names,
-    SetAsideReason, Source, Spans, Timestamp,
+    SetAsideReason, Source, Spans, Timestamp, Unpaired,
 };
 
 /// A decoded launch (the default is an empty trace with no lanes).
@@ -194,19 +194,15 @@ impl Trace {
         let a = &self.async_ranges;
         out.async_ranges =
             a.retain(|i| kept.contains(&a.begin_lane[i]) || kept.contains(&a.end_lane[i]));
-        let d = &self.diagnostics;
-        for (to, from) in [
-            (
-                &mut out.diagnostics.async_unmatched_begin,
-                &d.async_unmatched_begin,
-            ),
-            (
-                &mut out.diagnostics.async_unmatched_end,
-                &d.async_unmatched_end,
-            ),
-        ] {
-            to.extend(from.iter().filter(|u| kept.contains(&u.lane)));
-        }
+        let kept_of = |v: &[Unpaired]| -> Vec<Unpaired> {
+            v.iter()
+                .filter(|u| kept.contains(&u.lane))
+                .copied()
+                .collect()
+        };
+        let (d, o) = (&self.diagnostics, &mut out.diagnostics);
+        o.async_unmatched_begin = kept_of(&d.async_unmatched_begin);
+        o.async_unmatched_end = kept_of(&d.async_unmatched_end);
         out.source.time_base = self.source.time_base;
         out.source.block_filter = filter.clone();
         out
