@@ -101,24 +101,19 @@ pub struct Recycled {
 }
 
 impl Recycled {
+    /// The columns of `t` (the rest of it is dropped).
+    pub fn of(t: crate::model::Trace) -> Recycled {
+        Recycled {
+            spans: t.spans,
+            instants: t.instants,
+            samples: t.samples,
+        }
+    }
+
     /// Whether there is no memory to reuse (a fresh decode).
     pub fn is_empty(&self) -> bool {
         self.spans.begin.capacity() == 0 && self.instants.ts.capacity() == 0
     }
-}
-
-/// `v` with length `n`. A recycled column keeps its old contents: the walk writes every
-/// row of every lane's range before it is read, and rows outside the lanes' ranges are
-/// dropped by the compaction, so stale rows never reach the trace. Only a column too small
-/// to reuse is replaced, by a zeroed allocation (which the allocator gets from fresh
-/// pages without writing them).
-fn sized<T: Clone + Default>(mut v: Vec<T>, n: usize) -> Vec<T> {
-    if v.capacity() < n {
-        drop(v);
-        return vec![T::default(); n];
-    }
-    v.resize(n, T::default());
-    v
 }
 
 /// The assembled tables.
@@ -147,81 +142,35 @@ struct Columns {
 }
 
 impl Columns {
-    /// `reuse`'s columns, each `n` rows long (see [`sized`]).
+    /// `reuse`'s columns, each `n` rows long ([`Spans::recycled`]).
     fn sized(reuse: Recycled, n: Cursor) -> Columns {
-        let Recycled {
-            spans: s,
-            instants: i,
-            samples: c,
-        } = reuse;
         Columns {
-            spans: Spans {
-                lane: sized(s.lane, n.span),
-                region: sized(s.region, n.span),
-                depth: sized(s.depth, n.span),
-                payload: sized(s.payload, n.span),
-                begin: sized(s.begin, n.span),
-                end: sized(s.end, n.span),
-            },
-            instants: Instants {
-                lane: sized(i.lane, n.inst),
-                region: sized(i.region, n.inst),
-                payload: sized(i.payload, n.inst),
-                ts: sized(i.ts, n.inst),
-            },
-            samples: CounterSamples {
-                lane: sized(c.lane, n.samp),
-                counter: sized(c.counter, n.samp),
-                ts: sized(c.ts, n.samp),
-                value: sized(c.value, n.samp),
-            },
+            spans: reuse.spans.recycled(n.span),
+            instants: reuse.instants.recycled(n.inst),
+            samples: reuse.samples.recycled(n.samp),
         }
     }
 
     /// Lengthens the columns shorter than `n` rows (keeping their rows).
     fn grow(&mut self, n: Cursor) {
-        fn at_least<T: Clone + Default>(v: &mut Vec<T>, n: usize) {
-            if v.len() < n {
-                v.resize(n, T::default());
-            }
-        }
-        let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
-        at_least(&mut s.lane, n.span);
-        at_least(&mut s.region, n.span);
-        at_least(&mut s.depth, n.span);
-        at_least(&mut s.payload, n.span);
-        at_least(&mut s.begin, n.span);
-        at_least(&mut s.end, n.span);
-        at_least(&mut i.lane, n.inst);
-        at_least(&mut i.region, n.inst);
-        at_least(&mut i.payload, n.inst);
-        at_least(&mut i.ts, n.inst);
-        at_least(&mut c.lane, n.samp);
-        at_least(&mut c.counter, n.samp);
-        at_least(&mut c.ts, n.samp);
-        at_least(&mut c.value, n.samp);
+        self.spans.grow(n.span);
+        self.instants.grow(n.inst);
+        self.samples.grow(n.samp);
     }
 
     /// Every row from `from` on, as output slices.
     fn out_from(&mut self, from: Cursor) -> ChunkOut<'_> {
         let (s, i, c) = (&mut self.spans, &mut self.instants, &mut self.samples);
-        ChunkOut {
-            s_lane: &mut s.lane[from.span..],
-            s_region: &mut s.region[from.span..],
-            s_depth: &mut s.depth[from.span..],
-            s_payload: &mut s.payload[from.span..],
-            s_begin: &mut s.begin[from.span..],
-            s_end: &mut s.end[from.span..],
-            i_lane: &mut i.lane[from.inst..],
-            i_region: &mut i.region[from.inst..],
-            i_payload: &mut i.payload[from.inst..],
-            i_ts: &mut i.ts[from.inst..],
-            c_lane: &mut c.lane[from.samp..],
-            c_counter: &mut c.counter[from.samp..],
-            c_ts: &mut c.ts[from.samp..],
-            c_value: &mut c.value[from.samp..],
-            ..Default::default()
+        let mut out = ChunkOut::default();
+        macro_rules! from {
+            ($t:ident.$at:ident: $($col:ident $out:ident)+) => {
+                $(out.$out = &mut $t.$col[from.$at..];)+
+            };
         }
+        from!(s.span: lane s_lane region s_region depth s_depth payload s_payload begin s_begin end s_end);
+        from!(i.inst: lane i_lane region i_region payload i_payload ts i_ts);
+        from!(c.samp: lane c_lane counter c_counter ts c_ts value c_value);
+        out
     }
 
     /// Joins the chunks' lanes and diagnostics (in chunk order) and closes the holes.
@@ -392,57 +341,18 @@ impl Stream {
     }
 }
 
+/// `out` cut after `n` rows of each table.
 fn split(out: ChunkOut<'_>, n: Cursor) -> (ChunkOut<'_>, ChunkOut<'_>) {
-    let (s_lane, s_lane2) = out.s_lane.split_at_mut(n.span);
-    let (s_region, s_region2) = out.s_region.split_at_mut(n.span);
-    let (s_depth, s_depth2) = out.s_depth.split_at_mut(n.span);
-    let (s_payload, s_payload2) = out.s_payload.split_at_mut(n.span);
-    let (s_begin, s_begin2) = out.s_begin.split_at_mut(n.span);
-    let (s_end, s_end2) = out.s_end.split_at_mut(n.span);
-    let (i_lane, i_lane2) = out.i_lane.split_at_mut(n.inst);
-    let (i_region, i_region2) = out.i_region.split_at_mut(n.inst);
-    let (i_payload, i_payload2) = out.i_payload.split_at_mut(n.inst);
-    let (i_ts, i_ts2) = out.i_ts.split_at_mut(n.inst);
-    let (c_lane, c_lane2) = out.c_lane.split_at_mut(n.samp);
-    let (c_counter, c_counter2) = out.c_counter.split_at_mut(n.samp);
-    let (c_ts, c_ts2) = out.c_ts.split_at_mut(n.samp);
-    let (c_value, c_value2) = out.c_value.split_at_mut(n.samp);
-    (
-        ChunkOut {
-            s_lane,
-            s_region,
-            s_depth,
-            s_payload,
-            s_begin,
-            s_end,
-            i_lane,
-            i_region,
-            i_payload,
-            i_ts,
-            c_lane,
-            c_counter,
-            c_ts,
-            c_value,
-            ..Default::default()
-        },
-        ChunkOut {
-            s_lane: s_lane2,
-            s_region: s_region2,
-            s_depth: s_depth2,
-            s_payload: s_payload2,
-            s_begin: s_begin2,
-            s_end: s_end2,
-            i_lane: i_lane2,
-            i_region: i_region2,
-            i_payload: i_payload2,
-            i_ts: i_ts2,
-            c_lane: c_lane2,
-            c_counter: c_counter2,
-            c_ts: c_ts2,
-            c_value: c_value2,
-            ..Default::default()
-        },
-    )
+    let (mut head, mut tail) = (ChunkOut::default(), ChunkOut::default());
+    macro_rules! cut {
+        ($at:ident: $($col:ident)+) => {
+            $((head.$col, tail.$col) = out.$col.split_at_mut(n.$at);)+
+        };
+    }
+    cut!(span: s_lane s_region s_depth s_payload s_begin s_end);
+    cut!(inst: i_lane i_region i_payload i_ts);
+    cut!(samp: c_lane c_counter c_ts c_value);
+    (head, tail)
 }
 
 /// Moves every lane's used rows down over the holes (if there may be any) and truncates
@@ -458,7 +368,7 @@ fn compact(
     for l in lanes.iter_mut() {
         let r = l.spans.clone();
         let n0 = ws;
-        if (holes && s.depth[r.clone()].contains(&HOLE)) || r.start != ws {
+        if holes && s.depth[r.clone()].contains(&HOLE) {
             for k in r {
                 if s.depth[k] == HOLE {
                     continue;
@@ -472,40 +382,26 @@ fn compact(
                 ws += 1;
             }
         } else {
+            if r.start != ws {
+                s.copy_within(r.clone(), ws);
+            }
             ws += r.len();
         }
         l.spans = n0..ws;
         let r = l.instants.clone();
         if r.start != wi {
-            i.lane.copy_within(r.clone(), wi);
-            i.region.copy_within(r.clone(), wi);
-            i.payload.copy_within(r.clone(), wi);
-            i.ts.copy_within(r.clone(), wi);
+            i.copy_within(r.clone(), wi);
         }
         l.instants = wi..wi + r.len();
         wi += r.len();
         let r = l.samples.clone();
         if r.start != wc {
-            c.lane.copy_within(r.clone(), wc);
-            c.counter.copy_within(r.clone(), wc);
-            c.ts.copy_within(r.clone(), wc);
-            c.value.copy_within(r.clone(), wc);
+            c.copy_within(r.clone(), wc);
         }
         l.samples = wc..wc + r.len();
         wc += r.len();
     }
-    s.lane.truncate(ws);
-    s.region.truncate(ws);
-    s.depth.truncate(ws);
-    s.payload.truncate(ws);
-    s.begin.truncate(ws);
-    s.end.truncate(ws);
-    i.lane.truncate(wi);
-    i.region.truncate(wi);
-    i.payload.truncate(wi);
-    i.ts.truncate(wi);
-    c.lane.truncate(wc);
-    c.counter.truncate(wc);
-    c.ts.truncate(wc);
-    c.value.truncate(wc);
+    s.truncate(ws);
+    i.truncate(wi);
+    c.truncate(wc);
 }

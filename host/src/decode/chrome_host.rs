@@ -87,27 +87,19 @@ pub enum HostTraceError {
 struct Doc {
     #[serde(default)]
     traceEvents: Vec<RawEvent>,
-    #[serde(default)]
     baseTimeNanoseconds: Option<u64>,
 }
 
+/// An event's fields ikp reads (a field missing is `None`).
 #[derive(Deserialize, Default)]
 struct RawEvent {
-    #[serde(default)]
     ph: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     cat: Option<String>,
-    #[serde(default)]
     ts: Option<Number>,
-    #[serde(default)]
     dur: Option<Number>,
-    #[serde(default)]
     pid: Option<Value>,
-    #[serde(default)]
     tid: Option<Value>,
-    #[serde(default)]
     args: Option<Map<String, Value>>,
 }
 
@@ -240,11 +232,11 @@ pub fn parse_chrome_trace(
             th.process_sort = *sort;
         }
     }
-    set_aside_threads(&mut t);
-    // Order threads by process then thread; renumber the events' thread indices.
-    let mut order: Vec<usize> = (0..t.threads.len()).collect();
+    let aside = set_aside_threads(&mut t);
+    // Order the threads kept by process then thread; renumber the events' thread indices.
+    let mut order: Vec<usize> = (0..t.threads.len()).filter(|&i| !aside[i]).collect();
     order.sort_by(|&a, &b| thread_key(&t.threads[a]).cmp(&thread_key(&t.threads[b])));
-    let mut new_ix = vec![0; order.len()];
+    let mut new_ix = vec![0; t.threads.len()];
     for (n, &o) in order.iter().enumerate() {
         new_ix[o] = n;
     }
@@ -256,15 +248,7 @@ pub fn parse_chrome_trace(
 }
 
 /// Where a thread sorts: by process (sort index, then pid), then thread (likewise).
-type ThreadKey<'a> = (
-    Option<i64>,
-    (u8, i64, &'a str),
-    Option<i64>,
-    (u8, i64, &'a str),
-);
-
-/// Where a thread sorts: by process, then thread.
-fn thread_key(t: &HostThread) -> ThreadKey<'_> {
+fn thread_key(t: &HostThread) -> impl Ord + '_ {
     (
         t.process_sort,
         id_key(&t.pid),
@@ -275,8 +259,8 @@ fn thread_key(t: &HostThread) -> ThreadKey<'_> {
 
 /// Sets aside, with their events, the threads whose stamps cannot belong to the trace,
 /// each judged by its earliest begin and latest end as a launch's lane is
-/// ([`super::set_aside`]; threads without events are not judged).
-fn set_aside_threads(t: &mut HostTrace) {
+/// ([`super::set_aside`]; threads without events are not judged); which threads, by index.
+fn set_aside_threads(t: &mut HostTrace) -> Vec<bool> {
     let n = t.threads.len();
     let mut span = vec![(u64::MAX, 0u64, 0u64); n];
     for e in &t.events {
@@ -286,37 +270,26 @@ fn set_aside_threads(t: &mut HostTrace) {
     }
     let judged: Vec<usize> = (0..n).filter(|&i| span[i].2 > 0).collect();
     let intervals = judged.iter().map(|&i| (span[i].0, span[i].1));
-    let Some(why) = super::set_aside::judge_intervals(intervals) else {
-        return;
-    };
-    let mut aside = vec![None; n];
-    for (&i, why) in judged.iter().zip(why) {
-        aside[i] = why;
-    }
-    let mut new_ix = vec![usize::MAX; n];
-    let mut kept = Vec::with_capacity(n);
-    for (i, th) in std::mem::take(&mut t.threads).into_iter().enumerate() {
-        match aside[i] {
-            Some(reason) => t.set_aside.push(SetAsideThread {
-                thread: th,
+    let mut aside = vec![false; n];
+    for (&i, why) in judged
+        .iter()
+        .zip(super::set_aside::judge_intervals(intervals).unwrap_or_default())
+    {
+        if let Some(reason) = why {
+            aside[i] = true;
+            t.set_aside.push(SetAsideThread {
+                thread: t.threads[i].clone(),
                 start: span[i].0,
                 end: span[i].1,
                 events: span[i].2,
                 reason,
-            }),
-            None => {
-                new_ix[i] = kept.len();
-                kept.push(th);
-            }
+            });
         }
     }
-    t.threads = kept;
-    t.events.retain(|e| aside[e.thread].is_none());
-    for e in &mut t.events {
-        e.thread = new_ix[e.thread];
-    }
+    t.events.retain(|e| !aside[e.thread]);
     t.set_aside
         .sort_by(|a, b| thread_key(&a.thread).cmp(&thread_key(&b.thread)));
+    aside
 }
 
 /// A `pid` / `tid` as text: a number's decimal form, a string as is.

@@ -417,11 +417,24 @@ impl<C: Clock> LaneWalk<C> {
         run
     }
 
-    /// Ends the walk: begins still open are unmatched (reported outermost first).
+    /// Ends the walk: begins still open are unmatched (reported outermost first), their
+    /// slots marked as holes.
     pub fn finish(&mut self, out: &mut ChunkOut<'_>) {
-        let s = &mut span_cols!(out);
-        let open = holes(s, self.top);
-        report(self.lane, s, &open, &mut out.unmatched_begin);
+        let s = span_cols!(out);
+        let mut open = Vec::new();
+        let mut k = self.top;
+        while k != NONE {
+            open.push(k);
+            s.depth[k] = HOLE;
+            k = s.end[k] as usize;
+        }
+        out.unmatched_begin
+            .extend(open.iter().rev().map(|&k| Unpaired {
+                lane: self.lane,
+                region: s.region[k] & !COLD_END,
+                payload: s.payload[k],
+                ts: s.begin[k],
+            }));
         (self.top, self.depth) = (NONE, 0);
     }
 }
@@ -479,28 +492,6 @@ fn end_cold(
         }
     };
     (parent, next)
-}
-
-/// Marks the open begins from `top` down as holes; returns their slots, innermost first.
-fn holes(s: &mut SpanCols<'_>, top: usize) -> Vec<usize> {
-    let mut v = Vec::new();
-    let mut k = top;
-    while k != NONE {
-        v.push(k);
-        s.depth[k] = HOLE;
-        k = s.end[k] as usize;
-    }
-    v
-}
-
-/// Reports the begins in `slots` (innermost first) as unmatched, outermost first.
-fn report(lane: u32, s: &SpanCols<'_>, slots: &[usize], to: &mut Vec<Unpaired>) {
-    to.extend(slots.iter().rev().map(|&k| Unpaired {
-        lane,
-        region: s.region[k] & !COLD_END,
-        payload: s.payload[k],
-        ts: s.begin[k],
-    }));
 }
 
 #[cfg(test)]

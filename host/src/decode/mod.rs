@@ -143,12 +143,7 @@ pub fn decode_into(
     opts: &DecodeOptions,
     trace: &mut Trace,
 ) -> Result<(), DecodeError> {
-    let old = std::mem::take(trace);
-    let reuse = assemble::Recycled {
-        spans: old.spans,
-        instants: old.instants,
-        samples: old.samples,
-    };
+    let reuse = assemble::Recycled::of(std::mem::take(trace));
     *trace = decode_as(detect_format(words, opts.format)?, words, opts, reuse)?;
     Ok(())
 }

@@ -40,18 +40,8 @@ impl Built {
             instants: l.instants.start + i0..l.instants.end + i0,
             ..l
         }));
-        let s = &mut self.spans;
-        s.lane.extend(spans.lane);
-        s.region.extend(spans.region);
-        s.depth.extend(spans.depth);
-        s.payload.extend(spans.payload);
-        s.begin.extend(spans.begin);
-        s.end.extend(spans.end);
-        let i = &mut self.instants;
-        i.lane.extend(instants.lane);
-        i.region.extend(instants.region);
-        i.payload.extend(instants.payload);
-        i.ts.extend(instants.ts);
+        self.spans.extend_rows(&spans, 0..spans.len());
+        self.instants.extend_rows(&instants, 0..instants.len());
         let d = &mut self.diag;
         d.unmatched_begin.extend(diag.unmatched_begin);
         d.unmatched_end.extend(diag.unmatched_end);
@@ -140,10 +130,8 @@ impl<'b> Pairing<'b> {
         let ts = self.at(t);
         let rows = &self.rows;
         let Some(k) = self.open.iter().rposition(|&r| rows[r].region == region) else {
-            self.built
-                .diag
-                .unmatched_end
-                .push(self.unpaired(region, ts));
+            let u = unpaired(self.lane, region, ts);
+            self.built.diag.unmatched_end.push(u);
             return;
         };
         let r = self.open.remove(k);
@@ -164,15 +152,6 @@ impl<'b> Pairing<'b> {
         self.built.diag.unknown_records += 1;
     }
 
-    fn unpaired(&self, region: u16, ts: Timestamp) -> Unpaired {
-        Unpaired {
-            lane: self.lane,
-            region,
-            payload: 0,
-            ts,
-        }
-    }
-
     /// Ends the lane: begins still open are unmatched (outermost first); the lane's spans
     /// are written in the order of their begins. Returns the lane's span and instant ranges
     /// and its first and latest times (`None` if it had no timed record).
@@ -186,15 +165,10 @@ impl<'b> Pairing<'b> {
             last,
             instants,
         } = self;
-        for r in open {
-            let o = rows[r];
-            (built.diag.unmatched_begin).push(Unpaired {
-                lane,
-                region: o.region,
-                payload: 0,
-                ts: o.begin,
-            });
-        }
+        (built.diag.unmatched_begin).extend(
+            open.iter()
+                .map(|&r| unpaired(lane, rows[r].region, rows[r].begin)),
+        );
         let s0 = built.spans.len();
         for o in &rows {
             if let Some(end) = o.end {
@@ -206,6 +180,16 @@ impl<'b> Pairing<'b> {
             instants: instants..built.instants.len(),
             times: first.map(|f| (f, last)),
         }
+    }
+}
+
+/// An unpaired record of `lane` (the peers' records carry no payload).
+fn unpaired(lane: u32, region: u16, ts: Timestamp) -> Unpaired {
+    Unpaired {
+        lane,
+        region,
+        payload: 0,
+        ts,
     }
 }
 

@@ -84,7 +84,7 @@
 
 use super::set_aside::{self, Skip};
 use super::DecodeOptions;
-use crate::model::{AssumedClock, Diagnostics, Instants, Lane, Names, Source, Spans};
+use crate::model::{AssumedClock, Diagnostics, Lane, Names, Source, Spans};
 use crate::model::{Trace, WireFormat};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -170,84 +170,42 @@ pub enum ProtonError {
 }
 
 /// A string field, or anything else (a `pid` of another tool's trace is an integer).
+#[derive(Deserialize)]
+#[serde(untagged)]
 enum Label<'a> {
-    Str(Cow<'a, str>),
-    Other,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Label<'a> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Label<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Label<'a>, E> {
-                Ok(Label::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Label<'a>, E> {
-                Ok(Label::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Label<'a>, E> {
-                Ok(Label::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Label<'a>, E> {
-                Ok(Label::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Label<'a>, E> {
-                Ok(Label::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Label<'a>, E> {
-                Ok(Label::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Label<'a>, E> {
-                Ok(Label::Other)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Label<'a>, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Label::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Label<'a>, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Label::Other)
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
+    Str(#[serde(borrow)] Cow<'a, str>),
+    Other(IgnoredAny),
 }
 
 impl Label<'_> {
     fn str(&self) -> Option<&str> {
         match self {
             Label::Str(s) => Some(s),
-            Label::Other => None,
+            Label::Other(_) => None,
         }
     }
 }
 
-/// The fields of an event ikp reads (others are skipped without being kept).
+/// The fields of an event ikp reads (others are skipped without being kept; a field
+/// missing is `None`).
 #[derive(Deserialize)]
 struct Event<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     ph: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     name: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     pid: Option<Label<'a>>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     tid: Option<Label<'a>>,
-    #[serde(default)]
     ts: Option<f64>,
-    #[serde(default)]
     dur: Option<f64>,
-    #[serde(default)]
     args: Option<Args>,
 }
 
 #[derive(Deserialize)]
 struct Args {
-    #[serde(rename = "Init Time (ns)", default)]
+    #[serde(rename = "Init Time (ns)")]
     init: Option<u64>,
 }
 
@@ -513,24 +471,19 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
             init: r.init,
         });
         let why = if c.proc != r.proc {
-            Some(format!(
-                "its events name processors {} and {}",
-                c.proc, r.proc
-            ))
+            format!("its events name processors {} and {}", c.proc, r.proc)
         } else if c.init != r.init {
-            Some(format!(
+            format!(
                 "its events give init times {:?} and {:?} ns",
                 c.init, r.init
-            ))
+            )
         } else {
-            None
+            continue;
         };
-        if let Some(why) = why {
-            return Err(ProtonError::Block {
-                block: r.block,
-                why,
-            });
-        }
+        return Err(ProtonError::Block {
+            block: r.block,
+            why,
+        });
     }
     let with = ctas.iter().find(|(_, c)| c.init.is_some()).map(|(&b, _)| b);
     let without = ctas.iter().find(|(_, c)| c.init.is_none()).map(|(&b, _)| b);
@@ -603,12 +556,8 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
                 start: begin,
                 end,
                 finalized: true,
-                written: 0,
-                dropped: 0,
-                overwritten: 0,
                 spans: k..k,
-                instants: 0..0,
-                samples: 0..0,
+                ..Default::default()
             });
         }
         open.retain(|&e| e > begin);
@@ -626,17 +575,11 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
             format: WireFormat::Proton,
             version: 1,
             timer: ikp_device::TimerMode::Clock,
-            clock: None,
             assumed_clock: Some(rate),
             grid: [max_block + 1, 1, 1],
             groups_per_block: groups as u32,
-            records_per_lane: 0,
             time_base,
-            block_filter: Default::default(),
-            clock_sync: None,
-            epoch: None,
-            overhead_correction: None,
-            stream: None,
+            ..Default::default()
         },
         names: Names {
             regions: acc.names.clone(),
@@ -644,15 +587,12 @@ fn build(acc: &Acc, rate: AssumedClock, skip: Skip<'_>) -> Result<Trace, ProtonE
         },
         lanes,
         spans,
-        instants: Instants::default(),
-        samples: Default::default(),
-        async_ranges: Default::default(),
-        counter_totals: Vec::new(),
         diagnostics: Diagnostics {
             unknown_records: acc.unknown,
             backward_steps: backward,
             ..Default::default()
         },
+        ..Default::default()
     })
 }
 

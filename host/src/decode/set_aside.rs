@@ -363,21 +363,7 @@ pub(crate) fn without_lanes_set_aside<E>(
         return Ok(first);
     }
     let ids: Vec<u32> = aside.iter().map(|s| s.lane).collect();
-    let Trace {
-        spans,
-        instants,
-        samples,
-        lanes,
-        diagnostics,
-        ..
-    } = first;
-    drop((lanes, diagnostics));
-    let reuse = Recycled {
-        spans,
-        instants,
-        samples,
-    };
-    let mut t = decode(Skip(&ids), reuse)?;
+    let mut t = decode(Skip(&ids), Recycled::of(first))?;
     t.diagnostics.set_aside = aside;
     Ok(t)
 }

@@ -109,7 +109,7 @@
 use super::peer::{Built, Pairing};
 use super::set_aside::{self, Skip};
 use super::DecodeOptions;
-use crate::model::{Lane, Names, Source, Trace, WireFormat};
+use crate::model::{Lane, Source, Trace, WireFormat};
 use rayon::prelude::*;
 
 /// Word 0 of a dump file: `"YJZRING\0"`.
@@ -303,27 +303,17 @@ fn decode_skipping(
         source: Source {
             format: WireFormat::YaoJz,
             version: VERSION,
-            timer: ikp_device::TimerMode::Globaltimer,
-            clock: None,
-            assumed_clock: None,
             grid: [h.blocks, 1, 1],
             groups_per_block: h.wpb,
             records_per_lane: h.cap,
             time_base: all.time_base(),
-            block_filter: Default::default(),
-            clock_sync: None,
-            epoch: None,
-            overhead_correction: None,
-            stream: None,
+            ..Default::default()
         },
-        names: Names::default(),
         lanes: all.lanes,
         spans: all.spans,
         instants: all.instants,
-        samples: Default::default(),
-        async_ranges: Default::default(),
-        counter_totals: Vec::new(),
         diagnostics: all.diag,
+        ..Default::default()
     })
 }
 
@@ -393,10 +383,9 @@ fn slot(h: &Header, words: &[u64], s: usize, n: u32, b: &mut Built) -> Result<()
         finalized: true,
         written: kept as u64,
         dropped: (n - kept) as u64,
-        overwritten: 0,
         spans: f.spans,
         instants: f.instants,
-        samples: 0..0,
+        ..Default::default()
     });
     Ok(())
 }

@@ -21,16 +21,6 @@ pub struct Spans {
 }
 
 impl Spans {
-    /// Number of spans.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Duration of span `i`.
     pub fn dur(&self, i: usize) -> DurationNs {
         self.end[i] - self.begin[i]
@@ -70,16 +60,6 @@ pub struct Instants {
 }
 
 impl Instants {
-    /// Number of instants.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Appends one instant.
     pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Timestamp) {
         self.lane.push(lane);
@@ -103,16 +83,6 @@ pub struct CounterSamples {
 }
 
 impl CounterSamples {
-    /// Number of samples.
-    pub fn len(&self) -> usize {
-        self.lane.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.lane.is_empty()
-    }
-
     /// Appends one sample.
     pub fn push(&mut self, lane: u32, counter: u16, ts: Timestamp, value: u32) {
         self.lane.push(lane);
@@ -120,6 +90,82 @@ impl CounterSamples {
         self.ts.push(ts);
         self.value.push(value);
     }
+}
+
+/// The row count of tables whose first column is `$first`.
+macro_rules! rows {
+    ($($table:ident.$first:ident: $noun:literal),+) => {$(
+        impl $table {
+            #[doc = concat!("Number of ", $noun, ".")]
+            pub fn len(&self) -> usize {
+                self.$first.len()
+            }
+
+            /// Whether there are none.
+            pub fn is_empty(&self) -> bool {
+                self.$first.is_empty()
+            }
+        }
+    )+};
+}
+
+rows!(
+    Spans.lane: "spans",
+    Instants.lane: "instants",
+    CounterSamples.lane: "samples",
+    AsyncRanges.region: "ranges"
+);
+
+/// Row operations applied to every column of a table alike.
+macro_rules! every_column {
+    ($table:ident: $($col:ident),+) => {
+        impl $table {
+            /// Appends rows `rows` of `src`.
+            pub(crate) fn extend_rows(&mut self, src: &$table, rows: std::ops::Range<usize>) {
+                $(self.$col.extend_from_slice(&src.$col[rows.clone()]);)+
+            }
+
+            /// Copies rows `rows` to the rows from `to` on.
+            pub(crate) fn copy_within(&mut self, rows: std::ops::Range<usize>, to: usize) {
+                $(self.$col.copy_within(rows.clone(), to);)+
+            }
+
+            /// Keeps the first `n` rows.
+            pub(crate) fn truncate(&mut self, n: usize) {
+                $(self.$col.truncate(n);)+
+            }
+
+            /// Lengthens each column shorter than `n` rows to `n` (keeping its rows).
+            pub(crate) fn grow(&mut self, n: usize) {
+                $(if self.$col.len() < n {
+                    self.$col.resize(n, Default::default());
+                })+
+            }
+
+            /// Each column `n` rows long, reusing its memory ([`recycled`]).
+            pub(crate) fn recycled(self, n: usize) -> $table {
+                $table { $($col: recycled(self.$col, n)),+ }
+            }
+        }
+    };
+}
+
+every_column!(Spans: lane, region, depth, payload, begin, end);
+every_column!(Instants: lane, region, payload, ts);
+every_column!(CounterSamples: lane, counter, ts, value);
+
+/// `v` with length `n`. A recycled column keeps its old contents: a decode writes every
+/// row of every lane's range before it is read, and rows outside the lanes' ranges are
+/// dropped by its compaction, so stale rows never reach the trace. Only a column too small
+/// to reuse is replaced, by a zeroed allocation (which the allocator gets from fresh
+/// pages without writing them).
+fn recycled<T: Clone + Default>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    if v.capacity() < n {
+        drop(v);
+        return vec![T::default(); n];
+    }
+    v.resize(n, T::default());
+    v
 }
 
 /// Async ranges: begin and end records of a region the buffer declares async, paired
@@ -144,16 +190,6 @@ pub struct AsyncRanges {
 }
 
 impl AsyncRanges {
-    /// Number of ranges.
-    pub fn len(&self) -> usize {
-        self.region.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.region.is_empty()
-    }
-
     /// Duration of range `i`.
     pub fn dur(&self, i: usize) -> DurationNs {
         self.end[i] - self.begin[i]

@@ -2,7 +2,7 @@
 
 use super::{
     AsyncRanges, BlockFilter, CounterSamples, DiagnosticCounts, Diagnostics, Instants, Lane, Names,
-    SetAsideReason, Source, Spans, Timestamp,
+    SetAsideReason, Source, Spans, Timestamp, Unpaired,
 };
 
 /// A decoded launch (the default is an empty trace with no lanes).
@@ -118,12 +118,6 @@ impl Trace {
         Trace {
             source: self.source.clone(),
             names: self.names.clone(),
-            lanes: Vec::new(),
-            spans: Spans::default(),
-            instants: Instants::default(),
-            samples: CounterSamples::default(),
-            async_ranges: AsyncRanges::default(),
-            counter_totals: Vec::new(),
             diagnostics: Diagnostics {
                 unmatched_begin: Vec::new(),
                 unmatched_end: Vec::new(),
@@ -132,6 +126,7 @@ impl Trace {
                 async_unmatched_end: Vec::new(),
                 ..self.diagnostics.clone()
             },
+            ..Trace::default()
         }
     }
 
@@ -145,26 +140,9 @@ impl Trace {
         for pos in positions {
             let l = &src.lanes[pos];
             let (s0, i0, c0) = (self.spans.len(), self.instants.len(), self.samples.len());
-            let d = &mut self.spans;
-            let r = l.spans.clone();
-            d.lane.extend_from_slice(&s.lane[r.clone()]);
-            d.region.extend_from_slice(&s.region[r.clone()]);
-            d.depth.extend_from_slice(&s.depth[r.clone()]);
-            d.payload.extend_from_slice(&s.payload[r.clone()]);
-            d.begin.extend_from_slice(&s.begin[r.clone()]);
-            d.end.extend_from_slice(&s.end[r]);
-            let d = &mut self.instants;
-            let r = l.instants.clone();
-            d.lane.extend_from_slice(&i.lane[r.clone()]);
-            d.region.extend_from_slice(&i.region[r.clone()]);
-            d.payload.extend_from_slice(&i.payload[r.clone()]);
-            d.ts.extend_from_slice(&i.ts[r]);
-            let d = &mut self.samples;
-            let r = l.samples.clone();
-            d.lane.extend_from_slice(&c.lane[r.clone()]);
-            d.counter.extend_from_slice(&c.counter[r.clone()]);
-            d.ts.extend_from_slice(&c.ts[r.clone()]);
-            d.value.extend_from_slice(&c.value[r]);
+            self.spans.extend_rows(s, l.spans.clone());
+            self.instants.extend_rows(i, l.instants.clone());
+            self.samples.extend_rows(c, l.samples.clone());
             self.lanes.push(Lane {
                 spans: s0..self.spans.len(),
                 instants: i0..self.instants.len(),
@@ -216,19 +194,15 @@ impl Trace {
         let a = &self.async_ranges;
         out.async_ranges =
             a.retain(|i| kept.contains(&a.begin_lane[i]) || kept.contains(&a.end_lane[i]));
-        let d = &self.diagnostics;
-        for (to, from) in [
-            (
-                &mut out.diagnostics.async_unmatched_begin,
-                &d.async_unmatched_begin,
-            ),
-            (
-                &mut out.diagnostics.async_unmatched_end,
-                &d.async_unmatched_end,
-            ),
-        ] {
-            to.extend(from.iter().filter(|u| kept.contains(&u.lane)));
-        }
+        let kept_of = |v: &[Unpaired]| -> Vec<Unpaired> {
+            v.iter()
+                .filter(|u| kept.contains(&u.lane))
+                .copied()
+                .collect()
+        };
+        let (d, o) = (&self.diagnostics, &mut out.diagnostics);
+        o.async_unmatched_begin = kept_of(&d.async_unmatched_begin);
+        o.async_unmatched_end = kept_of(&d.async_unmatched_end);
         out.source.time_base = self.source.time_base;
         out.source.block_filter = filter.clone();
         out

@@ -393,65 +393,47 @@ impl CostReport {
         let cells = |f: &dyn Fn(&ArchCost) -> String| self.archs.iter().map(f).collect();
         let steps = format!("first {K} added / next {K} added");
         let mut rows = Vec::new();
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!("record ({}), per record: {steps}", m.label()),
-                cells(&|a| format!("{} / {}", a.records[i].first, a.records[i].steady)),
-            ));
+        fn pair(first: f64, steady: f64) -> String {
+            format!("{first} / {steady}")
         }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!("record in a runtime loop ({}), per iteration", m.label()),
-                cells(&|a| a.loop_records[i].growth.to_string()),
-            ));
-        }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!("ring record ({}), per record: {steps}", m.label()),
-                cells(&|a| format!("{} / {}", a.ring_records[i].first, a.ring_records[i].steady)),
-            ));
-        }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!(
-                    "ring record in a runtime loop ({}), per iteration",
-                    m.label()
-                ),
-                cells(&|a| a.ring_loop_records[i].growth.to_string()),
-            ));
-        }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!("stream record ({}), per record: {steps}", m.label()),
-                cells(&|a| {
-                    format!(
-                        "{} / {}",
-                        a.stream_records[i].first, a.stream_records[i].steady
-                    )
-                }),
-            ));
-        }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!(
-                    "stream record in a runtime loop ({}), per iteration",
-                    m.label()
-                ),
-                cells(&|a| a.stream_loop_records[i].growth.to_string()),
-            ));
-        }
-        for (i, m) in MODES.iter().enumerate() {
-            rows.push((
-                format!(
-                    "stream record in a runtime loop ({}), per iteration while the ring has room",
-                    m.label()
-                ),
-                cells(&|a| a.stream_loop_fast[i].growth.to_string()),
-            ));
+        type Cell = fn(&ArchCost, usize) -> String;
+        let (per_record, per_iteration) = (format!("per record: {steps}"), "per iteration");
+        let per_mode: [(&str, &str, Cell); 7] = [
+            ("record", &per_record, |a, i| {
+                pair(a.records[i].first, a.records[i].steady)
+            }),
+            ("record in a runtime loop", per_iteration, |a, i| {
+                a.loop_records[i].growth.to_string()
+            }),
+            ("ring record", &per_record, |a, i| {
+                pair(a.ring_records[i].first, a.ring_records[i].steady)
+            }),
+            ("ring record in a runtime loop", per_iteration, |a, i| {
+                a.ring_loop_records[i].growth.to_string()
+            }),
+            ("stream record", &per_record, |a, i| {
+                pair(a.stream_records[i].first, a.stream_records[i].steady)
+            }),
+            ("stream record in a runtime loop", per_iteration, |a, i| {
+                a.stream_loop_records[i].growth.to_string()
+            }),
+            (
+                "stream record in a runtime loop",
+                "per iteration while the ring has room",
+                |a, i| a.stream_loop_fast[i].growth.to_string(),
+            ),
+        ];
+        for (what, per, cell) in per_mode {
+            for (i, m) in MODES.iter().enumerate() {
+                rows.push((
+                    format!("{what} ({}), {per}", m.label()),
+                    cells(&|a| cell(a, i)),
+                ));
+            }
         }
         rows.push((
             format!("async-range record (range_begin / range_end), per record: {steps}"),
-            cells(&|a| format!("{} / {}", a.ranges.0, a.ranges.1)),
+            cells(&|a| pair(a.ranges.0, a.ranges.1)),
         ));
         rows.push((
             "lane init + finalize, no record (static count)".into(),
@@ -479,7 +461,7 @@ impl CostReport {
         ));
         rows.push((
             format!("TVM-style record (fence, leader branch), per record: {steps}"),
-            cells(&|a| format!("{} / {}", a.tvm.0, a.tvm.1)),
+            cells(&|a| pair(a.tvm.0, a.tvm.1)),
         ));
         rows
     }

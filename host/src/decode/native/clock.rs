@@ -1,7 +1,7 @@
 //! Clock mode's calibration (module docs of [`super`], `# Clock mode`): the cycles-to-ns
 //! ratio each lane converts with, its own or the pool's, and a record's cost in ns.
 
-use super::super::NoCalibration;
+use super::super::{set_aside::Judged, NoCalibration};
 use super::{LaneInfo, Prepared};
 use crate::model::ClockCalibration;
 

@@ -175,11 +175,6 @@ struct LaneInfo {
 }
 
 impl LaneInfo {
-    /// Whether the lane ran and is decoded.
-    fn live(&self) -> bool {
-        self.used && self.set_aside.is_none()
-    }
-
     /// Whether the lane stamped its records with the SM clock (its IDS flag `CLOCK`).
     fn clock(&self) -> bool {
         self.ids
@@ -189,16 +184,6 @@ impl LaneInfo {
     /// A finalized lane's end: its end globaltimer, or its start if that is later.
     fn end(&self) -> u64 {
         self.end_gt.max(self.start_gt)
-    }
-
-    /// How far the lane's interval is known to reach: its end, or for a lane that never
-    /// finalized its start (its last record is only known after the walk).
-    fn reach(&self) -> u64 {
-        if self.finalized {
-            self.end()
-        } else {
-            self.start_gt
-        }
     }
 
     /// Whether the lane is a ring that wrapped (its records do not start at slot 0).
@@ -220,8 +205,9 @@ impl LaneInfo {
 }
 
 impl Judged for LaneInfo {
+    /// Whether the lane ran and is decoded.
     fn live(&self) -> bool {
-        LaneInfo::live(self)
+        self.used && self.set_aside.is_none()
     }
     fn aside(&self) -> bool {
         self.set_aside.is_some()
@@ -229,8 +215,14 @@ impl Judged for LaneInfo {
     fn start(&self) -> u64 {
         self.start_gt
     }
+    /// Its end, or for a lane that never finalized its start (its last record is only
+    /// known after the walk).
     fn reach(&self) -> u64 {
-        LaneInfo::reach(self)
+        if self.finalized {
+            self.end()
+        } else {
+            self.start_gt
+        }
     }
     fn pair(&self) -> Option<(u64, u64)> {
         pair(self)

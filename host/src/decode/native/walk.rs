@@ -6,7 +6,7 @@ use super::super::assemble::{self, Caps, Chunk, ChunkDone, Recycled};
 use super::super::async_ranges::{self, AsyncMask, AsyncRecord};
 use super::super::correct;
 use super::super::lane::{ChunkOut, Clock, Cursor, Cycles, Globaltimer, LaneWalk};
-use super::super::DecodeError;
+use super::super::{set_aside::Judged, DecodeError};
 use super::clock::own_ratio;
 use super::{LaneInfo, Prepared};
 use crate::model::{
@@ -67,16 +67,13 @@ impl Prepared {
                 version: h.version,
                 timer: h.layout.timer,
                 clock: self.clock,
-                assumed_clock: None,
                 grid: h.layout.grid,
                 groups_per_block: h.layout.groups_per_block,
                 records_per_lane: h.layout.records_per_lane,
                 time_base: asm.lanes.iter().map(|l| l.start).min().unwrap_or(0),
-                block_filter: Default::default(),
                 clock_sync: h.layout.clock_sync,
                 epoch: self.epoch,
-                overhead_correction: None,
-                stream: None,
+                ..Default::default()
             },
             names: Names {
                 regions: h.layout.regions.clone(),
@@ -87,11 +84,11 @@ impl Prepared {
             spans: asm.spans,
             instants: asm.instants,
             samples: asm.samples,
-            async_ranges: Default::default(),
             diagnostics: Diagnostics {
                 set_aside: self.set_aside_lanes(lanes),
                 ..asm.diag
             },
+            ..Default::default()
         };
         if self.correct {
             let cost = |id: u32| self.record_cost(&self.infos[id as usize]);

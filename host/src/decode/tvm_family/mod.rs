@@ -51,7 +51,7 @@ use super::assemble::{self, Caps, ChunkDone, Recycled};
 use super::lane::{ChunkOut, Cursor, Globaltimer, LaneWalk, Run};
 use super::set_aside::{self, Skip};
 use super::{DecodeError, DecodeOptions};
-use crate::model::{Lane, Names, Source, Trace};
+use crate::model::{Lane, Source, Trace};
 use packing::{allowed, Family};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -81,14 +81,6 @@ impl Expect<'_> {
     fn bits<L: Family>(&self, lane: usize) -> u64 {
         L::slot_bits(lane, self.groups) | (self.first::<L>(lane) & L::SM_MASK)
     }
-}
-
-/// What the counting pass learned about one lane.
-#[derive(Clone, Copy, Debug, Default)]
-struct Count {
-    begins: usize,
-    insts: usize,
-    records: usize,
 }
 
 /// Per-lane tallies of a band of rows, one array per quantity (so that the counting loop
@@ -478,13 +470,6 @@ impl Strip {
     }
 }
 
-/// Whether record `w` in the column of `lane` has the slot bits and the type its format
-/// allows (the counting pass's checks: the SM is checked by the gather).
-#[inline(always)]
-fn in_its_slot<L: Family>(w: u64, lane: usize, groups: usize) -> bool {
-    allowed::<L>(w, lane, w, groups)
-}
-
 /// The counting pass over rows `rows` (all lanes, in memory order): per lane, its begins,
 /// instants and records. Checks that every record sits in its own lane's column and has
 /// a type its format writes.
@@ -564,8 +549,9 @@ fn count_rows_any<L: Family>(
             c[l] += used as u32;
         }
         if wrong != 0 {
+            // The slot bits and the type (the SM is checked by the gather).
             let l = (0..m)
-                .find(|&l| row[l] != 0 && !in_its_slot::<L>(row[l], l, groups))
+                .find(|&l| row[l] != 0 && !allowed::<L>(row[l], l, row[l], groups))
                 .expect("the row holds a misplaced record");
             let at = first + r * stride + l;
             return Err(L::bad_record(at, body[at], body[at], groups, stride));
@@ -575,13 +561,13 @@ fn count_rows_any<L: Family>(
 }
 
 /// Counts every lane, in memory order (on the rayon pool for large buffers, by bands of
-/// rows whose counts are then added up).
+/// rows whose counts are then added up): the lanes' output bounds, a span slot per begin.
 fn count<L: Family>(
     body: &[u64],
     stride: usize,
     groups: usize,
     parallel: bool,
-) -> Result<Vec<Count>, DecodeError> {
+) -> Result<Vec<Caps>, DecodeError> {
     let rows = body.len().div_ceil(stride);
     let parallel = parallel && body.len() >= assemble::PARALLEL_MIN_RECORDS && rows >= 2;
     let bands = if parallel {
@@ -599,10 +585,10 @@ fn count<L: Family>(
     } else {
         starts.into_iter().map(band).collect::<Result<_, _>>()?
     };
-    let mut total = vec![Count::default(); stride.min(body.len())];
+    let mut total = vec![Caps::default(); stride.min(body.len())];
     for part in parts {
         for (l, t) in total.iter_mut().enumerate() {
-            t.begins += part.begins[l] as usize;
+            t.spans += part.begins[l] as usize;
             t.insts += part.insts[l] as usize;
             t.records += part.records[l] as usize;
         }
@@ -646,19 +632,6 @@ fn first_records(body: &[u64], stride: usize, n: usize, maybe: impl Fn(usize) ->
         });
     }
     first
-}
-
-/// The output bounds of lanes.
-fn caps(counts: &[Count]) -> Vec<Caps> {
-    counts
-        .iter()
-        .map(|c| Caps {
-            spans: c.begins,
-            insts: c.insts,
-            samps: 0,
-            records: c.records,
-        })
-        .collect()
 }
 
 /// A buffer's body and what every lane's walk needs to know about it.
@@ -724,40 +697,39 @@ fn decode_skipping<L: Family>(
     };
 
     let parallel = !opts.single_threaded;
-    let stamps = |firsts: &[u64]| {
-        let used = (firsts.iter().enumerate())
-            .filter(|&(l, &w)| w != 0 && !skip.skips(l as u32))
-            .map(|(_, &w)| w);
-        shared_base(used.map(|w| (w >> 32) as u32))
-    };
-    let asm = if !parallel && !reuse.is_empty() {
-        let firsts = first_records(body.words, stride, n_lanes, |_| true);
-        body.base = stamps(&firsts);
-        let exp = Expect {
-            groups: body.groups,
-            firsts: &firsts,
-        };
-        let mut out = assemble::Stream::new(reuse);
-        let mut strip = Strip::new(body.rows, n_lanes);
-        for lanes in strips(0..n_lanes) {
-            strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
-            strip.scan::<L>(lanes.clone(), stride, &exp)?;
-            out.chunk(strip.room(), |at, out| {
-                let mut w = Walked::new(at);
-                walk_strip::<L>(&body, &mut strip, lanes, out, &mut w);
-                Ok((w.cur, w.done))
-            })?;
-        }
-        out.finish()
+    // One thread into a used trace: one pass, nothing counted first.
+    let counts = if parallel || reuse.is_empty() {
+        Some(count::<L>(body.words, stride, body.groups, parallel)?)
     } else {
-        let counts = count::<L>(body.words, stride, body.groups, parallel)?;
-        let firsts = first_records(body.words, stride, n_lanes, |l| counts[l].records > 0);
-        body.base = stamps(&firsts);
-        let exp = Expect {
-            groups: body.groups,
-            firsts: &firsts,
-        };
-        assemble::run(&caps(&counts), parallel, reuse, |chunk| {
+        None
+    };
+    let firsts = first_records(body.words, stride, n_lanes, |l| {
+        counts.as_ref().is_none_or(|c| c[l].records > 0)
+    });
+    let starts = (firsts.iter().enumerate())
+        .filter(|&(l, &w)| w != 0 && !skip.skips(l as u32))
+        .map(|(_, &w)| (w >> 32) as u32);
+    body.base = shared_base(starts);
+    let exp = Expect {
+        groups: body.groups,
+        firsts: &firsts,
+    };
+    let asm = match counts {
+        None => {
+            let mut out = assemble::Stream::new(reuse);
+            let mut strip = Strip::new(body.rows, n_lanes);
+            for lanes in strips(0..n_lanes) {
+                strip.gather::<L>(body.words, stride, lanes.clone(), &exp);
+                strip.scan::<L>(lanes.clone(), stride, &exp)?;
+                out.chunk(strip.room(), |at, out| {
+                    let mut w = Walked::new(at);
+                    walk_strip::<L>(&body, &mut strip, lanes, out, &mut w);
+                    Ok((w.cur, w.done))
+                })?;
+            }
+            out.finish()
+        }
+        Some(counts) => assemble::run(&counts, parallel, reuse, |chunk| {
             let mut strip = Strip::new(body.rows, chunk.lanes.len());
             let mut w = Walked::new(chunk.base);
             for lanes in strips(chunk.lanes.clone()) {
@@ -766,7 +738,7 @@ fn decode_skipping<L: Family>(
                 walk_strip::<L>(&body, &mut strip, lanes, &mut chunk.out, &mut w);
             }
             Ok(w.done)
-        })?
+        })?,
     };
 
     let time_base = asm.lanes.iter().map(|l| l.start).min().unwrap_or(0);
@@ -774,27 +746,17 @@ fn decode_skipping<L: Family>(
         source: Source {
             format: L::FORMAT,
             version: 1,
-            timer: ikp_device::TimerMode::Globaltimer,
-            clock: None,
-            assumed_clock: None,
             grid: [blocks as u32, 1, 1],
             groups_per_block: groups as u32,
             records_per_lane: ((words.len() - 1) / stride) as u32,
             time_base,
-            block_filter: Default::default(),
-            clock_sync: None,
-            epoch: None,
-            overhead_correction: None,
-            stream: None,
+            ..Default::default()
         },
-        names: Names::default(),
         lanes: asm.lanes,
         spans: asm.spans,
         instants: asm.instants,
-        samples: Default::default(),
-        async_ranges: Default::default(),
-        counter_totals: Vec::new(),
         diagnostics: asm.diag,
+        ..Default::default()
     })
 }
 
@@ -860,16 +822,14 @@ fn walk_strip<L: Family>(
             block: (l / body.groups) as u32,
             group: (l % body.groups) as u32,
             sm,
-            warp: None,
             start: t0,
             end: fin.map_or(walk.last_ns, |(_, t)| t),
             finalized: fin.is_some(),
             written: recs.len() as u64,
-            dropped: 0,
-            overwritten: 0,
             spans: at.span + start.span..at.span + walk.cur.span,
             instants: at.inst + start.inst..at.inst + walk.cur.inst,
             samples: at.samp..at.samp,
+            ..Default::default()
         });
         w.cur = walk.cur;
     }
