@@ -244,33 +244,21 @@ pub fn write_chrome<W: Write>(
     }
     rows.sort_by_key(|r| r.0);
     rows.dedup_by_key(|r| r.0);
-    let mut first = true;
     let mut last_pid = None;
     let mut b = Vec::with_capacity(1 << 16);
     for &(r, l, n) in &rows {
         if last_pid != Some(r.pid) {
+            let sep = if last_pid.is_some() { ",\n" } else { "" };
             last_pid = Some(r.pid);
-            if !first {
-                b.extend_from_slice(b",\n");
-            }
-            first = false;
-            b.extend_from_slice(b"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-            push_u64(&mut b, r.pid);
-            b.extend_from_slice(b",\"tid\":0,\"args\":{\"name\":\"");
-            b.extend_from_slice(escape(&process_name(l, by_sm)).as_bytes());
-            b.extend_from_slice(b"\"}}");
+            let name = escape(&process_name(l, by_sm));
+            write!(b, "{sep}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}", r.pid)?;
         }
-        b.extend_from_slice(b",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-        push_u64(&mut b, r.pid);
-        b.extend_from_slice(b",\"tid\":");
-        push_u64(&mut b, r.tid);
-        b.extend_from_slice(b",\"args\":{\"name\":\"");
         let mut name = thread_name(l, by_sm, tvm);
         if n > 0 {
             name.push_str(&format!(" (overlap {n})"));
         }
-        b.extend_from_slice(escape(&name).as_bytes());
-        b.extend_from_slice(b"\"}}");
+        let name = escape(&name);
+        write!(b, ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{name}\"}}}}", r.pid, r.tid)?;
     }
     w.write_all(&b)?;
 
@@ -331,7 +319,7 @@ pub fn write_chrome<W: Write>(
     })?;
     if !trace.async_ranges.is_empty() {
         let mut b = Vec::new();
-        async_events(&mut b, trace, opt);
+        async_events(&mut b, trace, opt)?;
         w.write_all(&b)?;
     }
     w.write_all(b"\n]}\n")?;
@@ -340,58 +328,42 @@ pub fn write_chrome<W: Write>(
 }
 
 /// The async ranges' `b` / `e` events (module docs, `# Format`).
-fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) {
+fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) -> io::Result<()> {
     let a = &trace.async_ranges;
     let lane =
         |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
     let ts = |b: &mut Vec<u8>, t: u64| push_scaled_us(b, t - trace.source.time_base, opt.scale);
-    let place = |b: &mut Vec<u8>, l: &Lane| {
-        b.extend_from_slice(b"{\"sm\":");
-        push_u64(b, l.sm.unwrap_or(0) as u64);
-        b.extend_from_slice(b",\"block\":");
-        push_u64(b, l.block as u64);
-        b.extend_from_slice(b",\"warp\":");
-        push_u64(b, warp_of(l) as u64);
-        b.push(b'}');
-    };
     for i in 0..a.len() {
         let (from, to) = (lane(a.begin_lane[i]), lane(a.end_lane[i]));
         let Some(on) = from.or(to) else { continue };
         let r = row(on, opt.group_by_smid);
-        let mut head = Vec::with_capacity(64);
-        head.extend_from_slice(b",\n{\"name\":\"");
-        head.extend_from_slice(escape(&trace.names.region(a.region[i])).as_bytes());
-        head.extend_from_slice(b"\",\"cat\":\"async\",\"ph\":\"");
-        let mut tail = Vec::with_capacity(32);
-        tail.extend_from_slice(b"\",\"id\":");
-        push_u64(&mut tail, i as u64);
-        tail.extend_from_slice(b",\"ts\":");
-        let mut ids = Vec::with_capacity(32);
-        ids.extend_from_slice(b",\"pid\":");
-        push_u64(&mut ids, r.pid);
-        ids.extend_from_slice(b",\"tid\":");
-        push_u64(&mut ids, r.tid);
-        b.extend_from_slice(&head);
-        b.push(b'b');
-        b.extend_from_slice(&tail);
-        ts(b, a.begin[i]);
-        b.extend_from_slice(&ids);
-        b.extend_from_slice(b",\"args\":{\"token\":");
-        push_u64(b, a.token[i] as u64);
-        for (key, l) in [(&b",\"begin\":"[..], from), (&b",\"end\":"[..], to)] {
-            if let Some(l) = l {
-                b.extend_from_slice(key);
-                place(b, l);
+        let name = escape(&trace.names.region(a.region[i]));
+        for (ph, t) in [('b', a.begin[i]), ('e', a.end[i])] {
+            write!(
+                b,
+                ",\n{{\"name\":\"{name}\",\"cat\":\"async\",\"ph\":\"{ph}\",\"id\":{i},\"ts\":"
+            )?;
+            ts(b, t);
+            write!(b, ",\"pid\":{},\"tid\":{}", r.pid, r.tid)?;
+            if ph == 'e' {
+                b.push(b'}');
+                continue;
             }
+            write!(b, ",\"args\":{{\"token\":{}", a.token[i])?;
+            for (key, l) in [("begin", from), ("end", to)] {
+                if let Some(l) = l {
+                    let (sm, warp) = (l.sm.unwrap_or(0), warp_of(l));
+                    write!(
+                        b,
+                        ",\"{key}\":{{\"sm\":{sm},\"block\":{},\"warp\":{warp}}}",
+                        l.block
+                    )?;
+                }
+            }
+            b.extend_from_slice(b"}}");
         }
-        b.extend_from_slice(b"}}");
-        b.extend_from_slice(&head);
-        b.push(b'e');
-        b.extend_from_slice(&tail);
-        ts(b, a.end[i]);
-        b.extend_from_slice(&ids);
-        b.push(b'}');
     }
+    Ok(())
 }
 
 /// Per-trace constants of the event formatter.
@@ -408,22 +380,9 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(trace: &'a Trace, opt: &'a ChromeOptions, tvm: bool) -> Self {
-        let max_region = trace
-            .spans
-            .region
-            .iter()
-            .chain(&trace.instants.region)
-            .copied()
-            .max();
-        let region_names = (0..max_region.map_or(0, |m| m as usize + 1))
-            .map(|r| format!("\"name\":\"{}\"", escape(&trace.names.region(r as u16))).into_bytes())
-            .collect();
-        let max_counter = trace.samples.counter.iter().copied().max();
-        let counter_names = (0..max_counter.map_or(0, |m| m as usize + 1))
-            .map(|c| {
-                format!("\"name\":\"{}\"", escape(&trace.names.counter(c as u16))).into_bytes()
-            })
-            .collect();
+        let (region_names, counter_names) = super::name_tables(trace, |n| {
+            format!("\"name\":\"{}\"", escape(n)).into_bytes()
+        });
         let payload = matches!(trace.source.format, WireFormat::Ikp | WireFormat::Mirage);
         Ctx {
             trace,
@@ -456,14 +415,7 @@ impl<'a> Ctx<'a> {
         let r = row(l, self.opt.group_by_smid);
         // `,"pid":P,"tid":T` of the lane's row and of its overlap rows, and the constant
         // part of args.
-        let ids_of = |tid: u64| {
-            let mut ids = Vec::with_capacity(48);
-            ids.extend_from_slice(b",\"pid\":");
-            push_u64(&mut ids, r.pid);
-            ids.extend_from_slice(b",\"tid\":");
-            push_u64(&mut ids, tid);
-            ids
-        };
+        let ids_of = |tid: u64| format!(",\"pid\":{},\"tid\":{tid}", r.pid).into_bytes();
         let ids = ids_of(r.tid);
         let row_ids: Vec<Vec<u8>> = (1..lr.n_rows())
             .map(|n| ids_of(overlap_tid(r.tid, n)))
@@ -481,33 +433,23 @@ impl<'a> Ctx<'a> {
             }
         };
         let span_ids = |i: usize| row_ids(row_of(i));
-        let mut args = Vec::with_capacity(64);
-        if self.tvm {
-            args.extend_from_slice(b",\"args\":{");
-            if let Some(sm) = l.sm {
-                args.extend_from_slice(b"\"sm\":");
-                push_u64(&mut args, sm as u64);
-                args.push(b',');
-            }
-            args.extend_from_slice(b"\"block\":");
-            push_u64(&mut args, l.block as u64);
-            args.extend_from_slice(b",\"group\":");
-            push_u64(&mut args, l.group as u64);
-            if self.payload {
-                args.extend_from_slice(b",\"payload\":");
-            }
+        let args = if self.tvm {
+            let sm = l.sm.map_or(String::new(), |sm| format!("\"sm\":{sm},"));
+            let payload = if self.payload { ",\"payload\":" } else { "" };
+            format!(
+                ",\"args\":{{{sm}\"block\":{},\"group\":{}{payload}",
+                l.block, l.group
+            )
         } else {
-            args.extend_from_slice(b",\"args\":{\"sm\":");
-            push_u64(&mut args, l.sm.unwrap_or(0) as u64);
-            args.extend_from_slice(b",\"block\":");
-            push_u64(&mut args, l.block as u64);
-            args.extend_from_slice(b",\"warp\":");
-            push_u64(&mut args, warp_of(l) as u64);
-            args.extend_from_slice(b",\"payload\":");
-        }
+            let (sm, warp) = (l.sm.unwrap_or(0), warp_of(l));
+            format!(
+                ",\"args\":{{\"sm\":{sm},\"block\":{},\"warp\":{warp},\"payload\":",
+                l.block
+            )
+        };
         let s = &self.trace.spans;
         let push_args = |b: &mut Vec<u8>, payload: u32| {
-            b.extend_from_slice(&args);
+            b.extend_from_slice(args.as_bytes());
             if self.payload {
                 push_u64(b, payload as u64);
             }

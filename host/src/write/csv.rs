@@ -43,10 +43,7 @@ fn csv_field(s: &str) -> String {
 pub fn write_csv<W: Write>(mut out: W, trace: &Trace) -> Result<(), WriteError> {
     let w = &mut out;
     w.write_all(HEADER.as_bytes())?;
-    let max_region = trace.spans.region.iter().copied().max();
-    let names: Vec<String> = (0..max_region.map_or(0, |m| m as usize + 1))
-        .map(|r| csv_field(&trace.names.region(r as u16)))
-        .collect();
+    let (names, _) = super::name_tables(trace, csv_field);
     let s = &trace.spans;
     let base = trace.source.time_base;
     let mut b = Vec::with_capacity(1 << 20);

@@ -310,10 +310,7 @@ fn emit_lane<const FLOWS: bool>(
             } else {
                 None
             };
-            p = match flow {
-                Some(id) => enc.end_flow(buf, p, ne, level_uuid[nl], id),
-                None => enc.end(buf, p, ne, level_uuid[nl]),
-            };
+            p = enc.end(buf, p, ne, level_uuid[nl], flow);
         } else if other == u64::MAX {
             break;
         } else if nb == other || ni == other {
