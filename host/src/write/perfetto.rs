@@ -479,33 +479,23 @@ fn launch_clocks_of<'a>(
             launch: k,
             label: label.to_string(),
         };
-        if let Some(host) = opts.host_clock {
-            let sync = sync.ok_or_else(|| WriteErrorKind::NoClockSync {
-                launch: k,
-                label: label.to_string(),
-            })?;
-            let start = host.map(&sync, lo);
-            if start
-                .checked_add(len)
-                .is_none_or(|end| end > i64::MAX as u64)
-            {
-                return Err(overflow().into());
-            }
-            clocks.push(LaunchClock {
-                shift: start.wrapping_sub(lo),
-            });
-            continue;
-        }
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > i64::MAX as u64)
-        {
+        let start = match opts.host_clock {
+            Some(host) => host.map(
+                &sync.ok_or_else(|| WriteErrorKind::NoClockSync {
+                    launch: k,
+                    label: label.to_string(),
+                })?,
+                lo,
+            ),
+            None => offset,
+        };
+        if (start.checked_add(len)).is_none_or(|end| end > i64::MAX as u64) {
             return Err(overflow().into());
         }
         clocks.push(LaunchClock {
-            shift: offset.wrapping_sub(lo),
+            shift: start.wrapping_sub(lo),
         });
-        if layout == LaunchLayout::Sequential {
+        if opts.host_clock.is_none() && layout == LaunchLayout::Sequential {
             offset = offset
                 .checked_add(len)
                 .and_then(|o| o.checked_add((len / 20).max(1_000)))
@@ -545,27 +535,30 @@ impl Snapshots {
         self.written = true;
         let b = source.time_base;
         let mut snap = ClockSnapshot::new();
-        for (id, ts) in [
-            (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, clock.map(b)),
-            (
-                BuiltinClock::BUILTIN_CLOCK_REALTIME,
+        snap.clocks = vec![
+            snapshot_clock(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32, clock.map(b)),
+            snapshot_clock(
+                BuiltinClock::BUILTIN_CLOCK_REALTIME as u32,
                 sync.device_to_realtime(b),
             ),
-            (
-                BuiltinClock::BUILTIN_CLOCK_MONOTONIC,
+            snapshot_clock(
+                BuiltinClock::BUILTIN_CLOCK_MONOTONIC as u32,
                 sync.device_to_monotonic(b),
             ),
-        ] {
-            let mut c = clock_snapshot::Clock::new();
-            c.set_clock_id(id as u32);
-            c.set_timestamp(ts);
-            snap.clocks.push(c);
-        }
+        ];
         let mut p = TracePacket::new();
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_clock_snapshot(snap);
         w.packet(&p)
     }
+}
+
+/// A clock snapshot's clock `id` at `ts`.
+fn snapshot_clock(id: u32, ts: u64) -> clock_snapshot::Clock {
+    let mut c = clock_snapshot::Clock::new();
+    c.set_clock_id(id);
+    c.set_timestamp(ts);
+    c
 }
 
 /// A group of lanes: its sort key and lane positions (indices into `Trace::lanes`).
@@ -591,14 +584,9 @@ fn groups(trace: &Trace, by: GroupBy) -> Vec<(GroupKey, Vec<usize>)> {
         .map(|(pos, l)| (group_key(l, by), pos))
         .collect();
     order.sort_unstable_by_key(|&(k, pos)| (k, trace.lanes[pos].id));
-    let mut out: Vec<(GroupKey, Vec<usize>)> = Vec::new();
-    for (k, pos) in order {
-        match out.last_mut() {
-            Some((last, v)) if *last == k => v.push(pos),
-            _ => out.push((k, vec![pos])),
-        }
-    }
-    out
+    (order.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| (g[0].0, g.iter().map(|e| e.1).collect()))
+        .collect()
 }
 
 fn lane_name(lane: &Lane, in_block_group: bool) -> String {
@@ -803,16 +791,11 @@ impl<W: io::Write> Writer<W> {
                 .filter_map(|(pos, l)| l.sm.map(|sm| (sm, pos)))
                 .collect();
             by_sm.sort_unstable();
-            let mut i = 0;
-            let mut r = 0;
-            while i < by_sm.len() {
-                let sm = by_sm[i].0;
-                let j = i + by_sm[i..].iter().take_while(|e| e.0 == sm).count();
-                let lanes: Vec<usize> = by_sm[i..j].iter().map(|e| e.1).collect();
-                let t = self.counter_track(occ, format!("SM {sm} active lanes"), rank(r))?;
+            for (r, g) in by_sm.chunk_by(|a, b| a.0 == b.0).enumerate() {
+                let lanes: Vec<usize> = g.iter().map(|e| e.1).collect();
+                let name = format!("SM {} active lanes", g[0].0);
+                let t = self.counter_track(occ, name, rank(r))?;
                 self.active_lanes(trace, clock, &lanes, t)?;
-                r += 1;
-                i = j;
             }
         }
         Ok(root)
@@ -884,21 +867,15 @@ impl<W: io::Write> Writer<W> {
 
         // Counter tracks, for the counters this lane sampled.
         let samples = &trace.samples;
-        let counter_uuid = &mut self.lane.counter_uuid;
-        counter_uuid.clear();
-        for i in lane.samples.clone() {
-            let c = samples.counter[i] as usize;
-            if counter_uuid.len() <= c {
-                counter_uuid.resize(c + 1, 0);
-            }
-            counter_uuid[c] = 1; // marks "used"; replaced by the UUID below
-        }
-        for c in 0..self.lane.counter_uuid.len() {
-            if self.lane.counter_uuid[c] != 0 {
-                let cname = format!("{name} · {}", trace.names.counter(c as u16));
-                self.lane.counter_uuid[c] = self.counter_track(g.uuid, cname, rank(g.rank))?;
-                g.rank += 1;
-            }
+        let mut used: Vec<u16> = lane.samples.clone().map(|i| samples.counter[i]).collect();
+        used.sort_unstable();
+        used.dedup();
+        self.lane.counter_uuid.clear();
+        (self.lane.counter_uuid).resize(used.last().map_or(0, |&c| c as usize + 1), 0);
+        for c in used {
+            let cname = format!("{name} · {}", trace.names.counter(c));
+            self.lane.counter_uuid[c as usize] = self.counter_track(g.uuid, cname, rank(g.rank))?;
+            g.rank += 1;
         }
 
         let first = [
@@ -915,16 +892,11 @@ impl<W: io::Write> Writer<W> {
         let t0 = clock.map(first);
         let seq = self.open_sequence(lane_uuid, t0)?;
 
-        let mut ann: [(u8, u32); 3] = [(0, 0); 3];
-        let mut n_ann = 0;
-        if let Some(sm) = lane.sm {
-            ann[n_ann] = (ANN_SM, sm);
-            n_ann += 1;
-        }
-        ann[n_ann] = (ANN_BLOCK, lane.block);
-        ann[n_ann + 1] = (ANN_GROUP, lane.group);
+        let ann = [(ANN_SM, lane.sm), (ANN_BLOCK, Some(lane.block))];
+        let ann = ann.into_iter().chain([(ANN_GROUP, Some(lane.group))]);
+        let ann: Vec<(u8, u32)> = ann.filter_map(|(k, v)| Some((k, v?))).collect();
         let st = &mut self.lane;
-        st.enc.reset(seq as u32, t0, &ann[..n_ann + 2]);
+        st.enc.reset(seq as u32, t0, &ann);
         for s in &mut st.levels[..n_levels] {
             s.clear();
         }
@@ -978,15 +950,12 @@ impl<W: io::Write> Writer<W> {
         p.trace_packet_defaults = MessageField::some(defaults);
         p.interned_data = MessageField::some(self.base_interned.clone());
         let mut snap = ClockSnapshot::new();
-        let mut c = clock_snapshot::Clock::new();
-        c.set_clock_id(LANE_CLOCK);
-        c.set_timestamp(t0);
-        c.set_is_incremental(true);
-        snap.clocks.push(c);
-        let mut c = clock_snapshot::Clock::new();
-        c.set_clock_id(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32);
-        c.set_timestamp(t0);
-        snap.clocks.push(c);
+        let mut lane_clock = snapshot_clock(LANE_CLOCK, t0);
+        lane_clock.set_is_incremental(true);
+        snap.clocks = vec![
+            lane_clock,
+            snapshot_clock(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32, t0),
+        ];
         p.set_clock_snapshot(snap);
         self.packet(&p)?;
         Ok(seq)
