@@ -148,15 +148,13 @@ impl CategoryTable {
 
 /// The category of every region id of `trace`.
 pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> {
-    let n = trace
+    let used = trace
         .spans
         .region
         .iter()
-        .copied()
         .max()
-        .map_or(0, |m| m as usize + 1)
-        .max(trace.names.regions.len());
-    (0..n)
+        .map_or(0, |&m| m as usize + 1);
+    (0..used.max(trace.names.regions.len()))
         .map(|id| table.classify(&trace.names.region(id as u16)))
         .collect()
 }

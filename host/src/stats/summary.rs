@@ -191,14 +191,9 @@ fn durations_by_region(trace: &Trace, lanes: &[&Lane]) -> Vec<(u16, Vec<Duration
         })
         .collect();
     pairs.sort_unstable();
-    let mut out: Vec<(u16, Vec<u64>)> = Vec::new();
-    for (r, d) in pairs {
-        match out.last_mut() {
-            Some((lr, v)) if *lr == r => v.push(d),
-            _ => out.push((r, vec![d])),
-        }
-    }
-    out
+    (pairs.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| (g[0].0, g.iter().map(|p| p.1).collect()))
+        .collect()
 }
 
 /// The async ranges of `trace` per region (`None` without ranges or unmatched records).

@@ -241,14 +241,12 @@ impl Staged {
     }
 
     fn discard(&self) {
-        match (&self.tmp, self.dir) {
-            (Some(t), true) => {
-                let _ = std::fs::remove_dir_all(t);
-            }
-            (Some(t), false) => {
-                let _ = std::fs::remove_file(t);
-            }
-            (None, _) => {}
+        if let Some(t) = &self.tmp {
+            let _ = if self.dir {
+                std::fs::remove_dir_all(t)
+            } else {
+                std::fs::remove_file(t)
+            };
         }
     }
 }

@@ -100,10 +100,7 @@ impl<W: io::Write> Writer<W> {
                     self.stats.flows += 1;
                 }
                 self.event(clock.map(a.begin[i]), te)?;
-                let mut end = TrackEvent::new();
-                end.set_type(Type::TYPE_SLICE_END);
-                end.set_track_uuid(tracks[row]);
-                self.event(clock.map(a.end[i]), end)?;
+                self.slice_end(clock.map(a.end[i]), tracks[row])?;
                 self.stats.async_slices += 1;
             }
         }

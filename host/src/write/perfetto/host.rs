@@ -134,7 +134,7 @@ impl<W: io::Write> Writer<W> {
             let mut open: Vec<u64> = Vec::new();
             for e in events.iter() {
                 while let Some(&end) = open.last().filter(|&&end| end <= e.ts) {
-                    self.host_end(end, track)?;
+                    self.slice_end(end, track)?;
                     open.pop();
                 }
                 let mut te = TrackEvent::new();
@@ -162,18 +162,11 @@ impl<W: io::Write> Writer<W> {
                 }
             }
             while let Some(end) = open.pop() {
-                self.host_end(end, track)?;
+                self.slice_end(end, track)?;
             }
         }
         self.stats.slices += stats.host_slices;
         self.stats.instants += stats.host_instants;
         Ok(stats)
-    }
-
-    fn host_end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        let mut te = TrackEvent::new();
-        te.set_type(Type::TYPE_SLICE_END);
-        te.set_track_uuid(track);
-        self.event(ts, te)
     }
 }
