@@ -74,16 +74,6 @@ pub fn write_html<W: Write>(
     launches: &[ReportLaunch<'_>],
     opts: &ReportOptions,
 ) -> Result<(), WriteError> {
-    page(&mut out, launches, opts)?;
-    out.flush()?;
-    Ok(())
-}
-
-fn page<W: Write>(
-    mut out: W,
-    launches: &[ReportLaunch<'_>],
-    opts: &ReportOptions,
-) -> io::Result<()> {
     let title = launches
         .iter()
         .map(|l| l.label)
@@ -100,7 +90,9 @@ fn page<W: Write>(
     for (n, l) in launches.iter().enumerate() {
         launch(&mut out, n, l, opts)?;
     }
-    writeln!(out, "</body></html>")
+    writeln!(out, "</body></html>")?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Per-region statistics over all launches (the step statistics of the dPRO trace format,

@@ -113,6 +113,30 @@ pub(crate) fn x_axis(s: &mut String, x0: f64, x1: f64, y0: f64, ticks: &[(f64, S
     }
 }
 
+/// The axes of a chart of shares over durations, `w` by `h` right of [`AXIS_W`]: a y axis
+/// of shares (ticks at 0 and `peak`), an x axis of durations over `range` (ticks at its
+/// ends and its middle).
+pub(crate) fn share_axes(s: &mut String, w: f64, h: f64, peak: f64, range: (u64, u64)) {
+    let share = format!("{:.0}%", 100.0 * peak);
+    y_axis(
+        s,
+        AXIS_W as f64,
+        h,
+        peak,
+        &[(0.0, "0%".into()), (peak, share)],
+    );
+    let (lo, hi) = range;
+    let mid = (lo + hi) as f64 / 2.0;
+    let ticks = [(0.0, lo as f64), (0.5, mid), (1.0, hi as f64)];
+    x_axis(
+        s,
+        AXIS_W as f64,
+        w,
+        h,
+        &ticks.map(|(f, t)| (f, format_duration(t))),
+    );
+}
+
 /// Draws a histogram computed by [`crate::stats::histogram`]: x is the duration (ticks at
 /// the ends and the middle of its range), y the share of the occurrences in each bin (ticks
 /// at 0 and at the tallest bar).
@@ -144,25 +168,7 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
             100.0 * p
         );
     }
-    y_axis(
-        &mut s,
-        AXIS_W as f64,
-        ht,
-        peak,
-        &[(0.0, "0%".into()), (peak, format!("{:.0}%", 100.0 * peak))],
-    );
-    let mid = (h.min + h.max) as f64 / 2.0;
-    x_axis(
-        &mut s,
-        AXIS_W as f64,
-        w,
-        ht,
-        &[
-            (0.0, format_duration(h.min as f64)),
-            (0.5, format_duration(mid)),
-            (1.0, format_duration(h.max as f64)),
-        ],
-    );
+    share_axes(&mut s, w, ht, peak, (h.min, h.max));
     s.push_str("</g></svg>");
     s
 }

@@ -55,18 +55,7 @@ pub fn write_analysis<W: Write>(
     gpu: &GpuPreset,
     opts: &AnalysisTextOptions,
 ) -> Result<(), WriteError> {
-    write_text(&mut out, trace, a, gpu, opts.path_steps)?;
-    out.flush()?;
-    Ok(())
-}
-
-fn write_text(
-    o: &mut impl Write,
-    trace: &Trace,
-    a: &KernelAnalysis,
-    gpu: &GpuPreset,
-    path_steps: usize,
-) -> io::Result<()> {
+    let o = &mut out;
     let bt = a.block_time_ns;
     if let Some(c) = &trace.source.assumed_clock {
         writeln!(
@@ -106,7 +95,7 @@ fn write_text(
         }
     }
     writeln!(o, "signal/wait links: {}", a.links.len())?;
-    critical_path(o, a, path_steps)?;
+    critical_path(o, a, opts.path_steps)?;
     for r in &a.roofline {
         if r.impossible {
             writeln!(
@@ -128,6 +117,7 @@ fn write_text(
             gpu.name
         )?;
     }
+    out.flush()?;
     Ok(())
 }
 
