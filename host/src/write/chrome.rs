@@ -119,51 +119,6 @@ fn overlap_tid(tid: u64, n: u32) -> u64 {
 /// every lane tid (`block << 6 | warp` < 2^38 for u32 blocks and warps below 2^32).
 const OVERLAP_TID_STEP: u64 = 1_000_000_000_000;
 
-/// The row of each span of `lane` (0 = the lane's own, `n` = overlap row `n`), or `None`
-/// when its spans nest (all on the lane's row). A span goes to the first row where it
-/// nests: after the spans ending at or before its begin are done, the row's innermost
-/// open span ends no earlier than it.
-fn span_rows(trace: &Trace, lane: &Lane) -> Option<Vec<u32>> {
-    let s = &trace.spans;
-    let r = lane.spans.clone();
-    let mut open: Vec<u64> = Vec::new();
-    let nested = (s.begin[r.clone()].iter().zip(&s.end[r.clone()])).all(|(&b, &e)| {
-        while open.last().is_some_and(|&top| top <= b) {
-            open.pop();
-        }
-        let fits = open.last().is_none_or(|&top| top >= e);
-        open.push(e);
-        fits
-    });
-    if nested {
-        return None;
-    }
-    let mut rows: Vec<Vec<u64>> = Vec::new();
-    let out = r
-        .map(|i| {
-            let (b, e) = (s.begin[i], s.end[i]);
-            for st in rows.iter_mut() {
-                while st.last().is_some_and(|&top| top <= b) {
-                    st.pop();
-                }
-            }
-            let k = match rows
-                .iter()
-                .position(|st| st.last().is_none_or(|&top| top >= e))
-            {
-                Some(k) => k,
-                None => {
-                    rows.push(Vec::new());
-                    rows.len() - 1
-                }
-            };
-            rows[k].push(e);
-            k as u32
-        })
-        .collect();
-    Some(out)
-}
-
 /// A lane to write, with the rows of its spans ([`span_rows`]).
 struct LaneRows<'a> {
     lane: &'a Lane,
@@ -173,10 +128,7 @@ struct LaneRows<'a> {
 impl LaneRows<'_> {
     /// Rows the lane's spans use (at least 1).
     fn n_rows(&self) -> u32 {
-        self.rows
-            .as_ref()
-            .and_then(|r| r.iter().max())
-            .map_or(1, |m| m + 1)
+        super::rows_used(self.rows.as_deref())
     }
 }
 
@@ -227,7 +179,7 @@ pub fn write_chrome<W: Write>(
     let lanes: Vec<LaneRows<'_>> = (trace.lanes.par_iter())
         .map(|lane| LaneRows {
             lane,
-            rows: span_rows(trace, lane),
+            rows: super::span_rows(trace, lane),
         })
         .collect();
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;

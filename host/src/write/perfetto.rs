@@ -850,7 +850,7 @@ impl<W: io::Write> Writer<W> {
         g.rank += 1;
 
         // Overlap tracks, if spans cross.
-        let n_levels = count_levels(&mut self.lane.levels, trace, clock, lane);
+        let n_levels = count_levels(&mut self.lane.levels, trace, lane);
         self.lane.level_uuid.clear();
         self.lane.level_uuid.push(0);
         for l in 1..n_levels {

@@ -8,6 +8,7 @@ use super::flows::{run_of, LaneFlows};
 use super::{LaunchClock, ANN_PAYLOAD, CAT_INSTANT, CAT_SPAN};
 use crate::model::{Lane, Trace};
 use crate::time::Timestamp;
+use crate::write::{rows_used, span_rows};
 
 /// A launch's region names, pre-encoded, and which sequence interned each one last.
 #[derive(Debug, Default)]
@@ -181,63 +182,15 @@ impl<'a> LaneRun<'a> {
     }
 }
 
-/// Places a span ending at `e` on the first level where it nests (all ends `<=` its begin
-/// already popped); adds a level if none fits. Returns the level.
-#[inline]
-fn place(levels: &mut Vec<Vec<u64>>, e: u64) -> usize {
-    for (l, st) in levels.iter_mut().enumerate() {
-        if st.last().is_none_or(|&top| top >= e) {
-            st.push(e);
-            return l;
-        }
-    }
-    levels.push(vec![e]);
-    levels.len() - 1
-}
-
-/// The number of levels a lane's spans need so that each level nests; leaves `levels`
-/// with at least that many (cleared) stacks.
-pub(super) fn count_levels(
-    levels: &mut Vec<Vec<u64>>,
-    trace: &Trace,
-    clock: LaunchClock,
-    lane: &Lane,
-) -> usize {
-    let sp = &trace.spans;
+/// The number of levels a lane's spans need so that each level nests (the Chrome trace's
+/// rows: [`span_rows`]); leaves `levels` with at least that many (cleared) stacks.
+pub(super) fn count_levels(levels: &mut Vec<Vec<u64>>, trace: &Trace, lane: &Lane) -> usize {
+    let n = rows_used(span_rows(trace, lane).as_deref()) as usize;
     for st in levels.iter_mut() {
         st.clear();
     }
-    if levels.is_empty() {
-        levels.push(Vec::new());
-    }
-    // Fast path: the spans nest (one stack of open ends suffices). The shift is the same
-    // for all times of a launch, so model times compare as mapped ones do.
-    let (begin, end) = (&sp.begin[lane.spans.clone()], &sp.end[lane.spans.clone()]);
-    let st = &mut levels[0];
-    let nested = begin.iter().zip(end).all(|(&b, &e)| {
-        while st.last().is_some_and(|&top| top <= b) {
-            st.pop();
-        }
-        let fits = st.last().is_none_or(|&top| top >= e);
-        st.push(e);
-        fits
-    });
-    st.clear();
-    if nested {
-        return 1;
-    }
-    let mut n = 1;
-    for i in lane.spans.clone() {
-        let b = clock.map(sp.begin[i]);
-        for st in levels.iter_mut() {
-            while st.last().is_some_and(|&top| top <= b) {
-                st.pop();
-            }
-        }
-        n = n.max(place(levels, clock.map(sp.end[i])) + 1);
-    }
-    for st in levels.iter_mut() {
-        st.clear();
+    if levels.len() < n {
+        levels.resize(n, Vec::new());
     }
     n
 }
