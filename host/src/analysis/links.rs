@@ -115,15 +115,13 @@ pub fn async_links(trace: &Trace) -> Vec<Link> {
     if a.is_empty() {
         return Vec::new();
     }
-    let lane =
-        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
     let mut out = Vec::new();
     for k in 0..a.len() {
         let (from, to) = (a.begin_lane[k], a.end_lane[k]);
-        if from == to || lane(from).is_none() {
+        if from == to || trace.lane(from).is_none() {
             continue;
         }
-        let Some(l) = lane(to) else { continue };
+        let Some(l) = trace.lane(to) else { continue };
         let begins = &trace.spans.begin[l.spans.clone()];
         let Some(w) = begins.partition_point(|&b| b <= a.end[k]).checked_sub(1) else {
             continue;

@@ -282,11 +282,9 @@ pub fn write_chrome<W: Write>(
 /// The async ranges' `b` / `e` events (module docs, `# Format`).
 fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) -> io::Result<()> {
     let a = &trace.async_ranges;
-    let lane =
-        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
     let ts = |b: &mut Vec<u8>, t: u64| push_scaled_us(b, t - trace.source.time_base, opt.scale);
     for i in 0..a.len() {
-        let (from, to) = (lane(a.begin_lane[i]), lane(a.end_lane[i]));
+        let (from, to) = (trace.lane(a.begin_lane[i]), trace.lane(a.end_lane[i]));
         let Some(on) = from.or(to) else { continue };
         let r = row(on, opt.group_by_smid);
         let name = escape(&trace.names.region(a.region[i]));

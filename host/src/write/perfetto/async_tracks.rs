@@ -60,10 +60,7 @@ impl<W: io::Write> Writer<W> {
                 }
             }
         }
-        let track_of = |id: u32| {
-            (trace.lanes.binary_search_by_key(&id, |l| l.id).ok())
-                .map(|p| trace.lanes[p].track().name())
-        };
+        let track_of = |id: u32| trace.lane(id).map(|l| l.track().name());
         let mut regions: Vec<u16> = a.region.clone();
         regions.sort_unstable();
         regions.dedup();

@@ -49,14 +49,7 @@ impl<W: io::Write> Writer<W> {
         if path.is_empty() {
             return Ok(());
         }
-        let track_of = |lane_id: u32| {
-            trace
-                .lanes
-                .iter()
-                .find(|l| l.id == lane_id)
-                .map(|l| l.track().name())
-                .unwrap_or_default()
-        };
+        let track_of = |id: u32| trace.lane(id).map(|l| l.track().name()).unwrap_or_default();
         let track = self.track(
             root,
             format!("critical path · block {} (slowest)", block.id),
