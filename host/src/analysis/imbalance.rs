@@ -117,15 +117,13 @@ pub fn imbalance(v: &BlockView) -> Imbalance {
         }
     }
     events.sort_unstable();
-    let mut sm_occupancy: Vec<(Timestamp, u32)> = Vec::new();
     let mut active = 0i64;
-    for (t, d) in events {
-        active += d;
-        match sm_occupancy.last_mut() {
-            Some(last) if last.0 == t => last.1 = active as u32,
-            _ => sm_occupancy.push((t, active as u32)),
-        }
-    }
+    let sm_occupancy: Vec<(Timestamp, u32)> = (events.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| {
+            active += g.iter().map(|e| e.1).sum::<i64>();
+            (g[0].0, active as u32)
+        })
+        .collect();
     let peak = sm_occupancy.iter().map(|x| x.1).max().unwrap_or(0);
     let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
     let tail = has_sms.then(|| {

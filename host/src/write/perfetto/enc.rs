@@ -347,44 +347,18 @@ impl SeqEncoder {
         d
     }
 
-    /// Writes the packet header up to and including the track event's key and length
-    /// (at most 32 bytes).
+    /// Writes the packet header up to and including the track event's key and length;
+    /// `extra` is the byte count of the fields after the track event.
     ///
     /// # Safety
-    /// 32 bytes of room must be left at `c`.
+    /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`:
+    /// 32 for a track event under 0x80 bytes.
     #[inline(always)]
     unsafe fn head(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        debug_assert!(te_len < 0x80);
-        // SAFETY: 1 + 10 + 1 + 10 + 8 + 2 = 32 bytes at most, guaranteed by the caller.
-        unsafe {
-            self.head_to_event(c, ts, 1 + te_len + extra);
-            c.byte(te_len as u8);
-        }
-    }
-
-    /// [`Self::head`] for a track event of any length (its length as a varint).
-    ///
-    /// # Safety
-    /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn head_long(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        // SAFETY: within the room guaranteed by the caller.
-        unsafe {
-            self.head_to_event(c, ts, varint_len(te_len as u64) + te_len + extra);
-            c.varint(te_len as u64);
-        }
-    }
-
-    /// The packet header up to the track event's key; `rest` is the byte count of what
-    /// follows that key (the event's length field, the event, and any `extra` fields).
-    ///
-    /// # Safety
-    /// 30 bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn head_to_event(&mut self, c: &mut Cursor, ts: u64, rest: usize) {
         let d = self.delta(ts);
-        let body_len = 1 + varint_len(d) + self.seq_flags.len + 1 + rest;
-        // SAFETY: 1 + 10 + 1 + 10 + 8 = 30 bytes at most, guaranteed by the caller.
+        let te_field = 1 + varint_len(te_len as u64) + te_len;
+        let body_len = 1 + varint_len(d) + self.seq_flags.len + te_field + extra;
+        // SAFETY: within the room guaranteed by the caller.
         unsafe {
             c.byte(TRACE_PACKET);
             c.varint(body_len as u64);
@@ -392,6 +366,7 @@ impl SeqEncoder {
             c.varint(d);
             c.fixed(&self.seq_flags);
             c.byte(PKT_TRACK_EVENT);
+            c.varint(te_len as u64);
         }
     }
 
@@ -457,7 +432,7 @@ impl SeqEncoder {
         // SAFETY: header 41 (see `flows_room`) + event 68 bytes at most, then the flow ids
         // and the interned bytes: all within the checked room.
         unsafe {
-            self.head_long(&mut c, ts, te_len, interned.len());
+            self.head(&mut c, ts, te_len, interned.len());
             self.named_fields(&mut c, head, payload_iid, payload, track);
             for &id in flows {
                 c.bytes(&TE_FLOW_IDS);
