@@ -306,7 +306,7 @@ pub fn write_perfetto<W: io::Write>(
     launches: &[Launch<'_>],
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
-    let clocks = launch_clocks(launches, opts)?;
+    let clocks = launch_clocks(launches.iter().map(launch_times), opts)?;
     let mut w = Writer::new(out, opts.compression);
     w.launches(launches, &clocks, opts)?;
     w.finish()
@@ -340,11 +340,10 @@ impl<W: io::Write> Writer<W> {
                 rank: k,
             };
             let lanes = Lanes::InMemory(lane_flows(t, flow_base, async_flow_base));
-            let root = w.launch(&at, opts.group_by, lanes)?;
+            let (root, first_rank) = w.launch(&at, opts.group_by, lanes)?;
             if opts.critical_path {
                 w.critical_path_track(&at, root)?;
             }
-            let first_rank = groups(t, opts.group_by).len() + 1;
             let a = &t.async_ranges;
             w.async_tracks(&at, a, root, first_rank, Some(async_flow_base))?;
             flow_base += t.spans.len() as u64;
@@ -375,13 +374,9 @@ pub fn write_perfetto_streamed<W: io::Write>(
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
     let outline = buf.outline();
-    let launch = (
-        label,
-        buf.extent(),
-        outline.source.time_base,
-        outline.source.clock_sync,
-    );
-    let clock = launch_clocks_of([launch].into_iter(), opts)?[0];
+    let s = &outline.source;
+    let launch = (label, buf.extent(), s.time_base, s.clock_sync);
+    let clock = launch_clocks([launch].into_iter(), opts)?[0];
     let mut w = Writer::new(out, opts.compression);
     Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
     let mut feed = Feed::new(buf);
@@ -392,8 +387,7 @@ pub fn write_perfetto_streamed<W: io::Write>(
         name: label,
         rank: 0,
     };
-    let root = w.launch(&at, opts.group_by, lanes)?;
-    let first_rank = groups(outline, opts.group_by).len() + 1;
+    let (root, first_rank) = w.launch(&at, opts.group_by, lanes)?;
     w.async_tracks(&at, buf.async_ranges(), root, first_rank, None)?;
     w.finish()
 }
@@ -442,31 +436,24 @@ impl LaunchClock {
     }
 }
 
-/// Each launch's time mapping (see the module's `# Time`).
-fn launch_clocks(
-    launches: &[Launch<'_>],
-    opts: &PerfettoOptions,
-) -> Result<Vec<LaunchClock>, WriteError> {
-    launch_clocks_of(
-        launches.iter().map(|l| {
-            let s = &l.trace.source;
-            (l.label, l.trace.time_extent(), s.time_base, s.clock_sync)
-        }),
-        opts,
-    )
+/// What places a launch on the time axis: its label, time extent, time base, clock sync.
+type LaunchTimes<'a> = (
+    &'a str,
+    Option<(Timestamp, Timestamp)>,
+    Timestamp,
+    Option<ClockSync>,
+);
+
+/// The [`LaunchTimes`] of `l`.
+fn launch_times<'a>(l: &Launch<'a>) -> LaunchTimes<'a> {
+    let s = &l.trace.source;
+    (l.label, l.trace.time_extent(), s.time_base, s.clock_sync)
 }
 
-/// [`launch_clocks`] from each launch's `(label, time extent, time base, clock sync)`: a
-/// launch starts at the earlier of its time base and its extent's start.
-fn launch_clocks_of<'a>(
-    launches: impl Iterator<
-        Item = (
-            &'a str,
-            Option<(Timestamp, Timestamp)>,
-            Timestamp,
-            Option<ClockSync>,
-        ),
-    >,
+/// Each launch's time mapping (see the module's `# Time`): a launch starts at the earlier
+/// of its time base and its extent's start.
+fn launch_clocks<'a>(
+    launches: impl Iterator<Item = LaunchTimes<'a>>,
     opts: &PerfettoOptions,
 ) -> Result<Vec<LaunchClock>, WriteError> {
     let layout = opts.launch_layout;
@@ -724,12 +711,14 @@ impl<W: io::Write> Writer<W> {
         self.track(parent, name, Some(rank_), false, Some(c))
     }
 
+    /// Writes a launch's root, group and lane tracks and its lanes' events; returns the
+    /// root's UUID and the rank of the root's next child.
     fn launch(
         &mut self,
         at: &LaunchPlace<'_>,
         by: GroupBy,
         mut lanes_from: Lanes<'_, '_>,
-    ) -> Result<u64, WriteError> {
+    ) -> Result<(u64, usize), WriteError> {
         let (trace, clock) = (at.trace, at.clock);
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
@@ -760,20 +749,11 @@ impl<W: io::Write> Writer<W> {
                 self.active_lanes(trace, clock, lanes, t)?;
             }
             for &pos in lanes {
-                match &mut lanes_from {
-                    Lanes::InMemory(flows) => {
-                        let fl = if flows.is_empty() {
-                            None
-                        } else {
-                            flows.get(&pos)
-                        };
-                        self.lane(trace, pos, fl, clock, &mut g)?
-                    }
-                    Lanes::Streamed(f) => {
-                        let (t, p, fl) = f.get(pos)?;
-                        self.lane(t, p, fl, clock, &mut g)?;
-                    }
-                }
+                let (t, p, fl) = match &mut lanes_from {
+                    Lanes::InMemory(flows) => (trace, pos, flows.get(&pos)),
+                    Lanes::Streamed(f) => f.get(pos)?,
+                };
+                self.lane(t, p, fl, clock, &mut g)?;
             }
         }
         if by == GroupBy::Block && trace.lanes.iter().any(|l| l.sm.is_some()) {
@@ -798,7 +778,7 @@ impl<W: io::Write> Writer<W> {
                 self.active_lanes(trace, clock, &lanes, t)?;
             }
         }
-        Ok(root)
+        Ok((root, groups.len() + 1))
     }
 
     /// The number of lanes between init and finalize, as a counter on `track`.

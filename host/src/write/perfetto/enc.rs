@@ -370,37 +370,6 @@ impl SeqEncoder {
         }
     }
 
-    /// The fields of a named event after the packet header: type, name and category
-    /// (`head`), the payload annotation, the lane's annotations, and the track override
-    /// when `track` is non-zero (68 bytes at most).
-    ///
-    /// # Safety
-    /// 68 bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn named_fields(
-        &self,
-        c: &mut Cursor,
-        head: &NameHead,
-        payload_iid: u8,
-        payload: u32,
-        track: u64,
-    ) {
-        // SAFETY: within the room guaranteed by the caller.
-        unsafe {
-            c.fixed(head);
-            c.byte((3 + varint_len(payload as u64)) as u8);
-            c.byte(DA_NAME_IID);
-            c.byte(payload_iid);
-            c.byte(DA_UINT_VALUE);
-            c.varint(payload as u64);
-            c.fixed(&self.lane_annotations);
-            if track != 0 {
-                c.byte(TE_TRACK_UUID);
-                c.varint(track);
-            }
-        }
-    }
-
     /// [`Self::named`] with `flows` as the event's `flow_ids` (after `track_uuid`), so that
     /// the event's slice starts those flows. `buf[pos..]` must have [`MAX_EVENT_BYTES`] +
     /// `interned.len()` + [`flows_room`]`(flows.len())` bytes free.
@@ -433,7 +402,18 @@ impl SeqEncoder {
         // and the interned bytes: all within the checked room.
         unsafe {
             self.head(&mut c, ts, te_len, interned.len());
-            self.named_fields(&mut c, head, payload_iid, payload, track);
+            // Type, name and category, the payload annotation, the lane's annotations.
+            c.fixed(head);
+            c.byte((3 + payload_len) as u8);
+            c.byte(DA_NAME_IID);
+            c.byte(payload_iid);
+            c.byte(DA_UINT_VALUE);
+            c.varint(payload as u64);
+            c.fixed(&self.lane_annotations);
+            if track != 0 {
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
+            }
             for &id in flows {
                 c.bytes(&TE_FLOW_IDS);
                 c.bytes(&id.to_le_bytes());
@@ -463,8 +443,6 @@ impl SeqEncoder {
         payload: u32,
         interned: &[u8],
     ) -> usize {
-        // Without flows the event is under 0x80 bytes: its length is the one-byte varint
-        // `head` would write.
         self.named_flows(
             buf,
             pos,

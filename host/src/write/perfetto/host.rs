@@ -25,7 +25,9 @@ use perfetto_protos::debug_annotation::DebugAnnotation;
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 use serde_json::{Map, Value};
 
-use super::{launch_clocks, rank, PerfettoOptions, PerfettoStats, WriteError, Writer};
+use super::{
+    launch_clocks, launch_times, rank, PerfettoOptions, PerfettoStats, WriteError, Writer,
+};
 use crate::model::{HostEvent, HostThread, HostTrace};
 use crate::write::Launch;
 
@@ -60,7 +62,7 @@ pub fn write_merged<W: io::Write>(
         host_clock: Some(host.clock),
         ..*opts
     };
-    let clocks = launch_clocks(launches, &opts)?;
+    let clocks = launch_clocks(launches.iter().map(launch_times), &opts)?;
     let mut w = Writer::new(out, opts.compression);
     let host_stats = w.host_trace(host, host_label)?;
     w.launches(launches, &clocks, &opts)?;
