@@ -349,6 +349,15 @@ impl<'a> Ctx<'a> {
         push_scaled_us(b, t - self.trace.source.time_base, self.opt.scale);
     }
 
+    /// Starts an event named `name` (`"name":"…"`): `ph` (up to `"ts":`), then time `t`.
+    #[inline]
+    fn head(&self, b: &mut Vec<u8>, name: &[u8], ph: &[u8], t: u64) {
+        b.extend_from_slice(b",\n{");
+        b.extend_from_slice(name);
+        b.extend_from_slice(ph);
+        self.ts(b, t);
+    }
+
     fn lanes(&self, lanes: &[LaneRows<'_>], b: &mut Vec<u8>) {
         let n: usize = lanes
             .iter()
@@ -365,24 +374,15 @@ impl<'a> Ctx<'a> {
         let r = row(l, self.opt.group_by_smid);
         // `,"pid":P,"tid":T` of the lane's row and of its overlap rows, and the constant
         // part of args.
-        let ids_of = |tid: u64| format!(",\"pid\":{},\"tid\":{tid}", r.pid).into_bytes();
-        let ids = ids_of(r.tid);
-        let row_ids: Vec<Vec<u8>> = (1..lr.n_rows())
-            .map(|n| ids_of(overlap_tid(r.tid, n)))
+        let row_ids: Vec<Vec<u8>> = (0..lr.n_rows())
+            .map(|n| format!(",\"pid\":{},\"tid\":{}", r.pid, overlap_tid(r.tid, n)).into_bytes())
             .collect();
         let row_of = |i: usize| {
             lr.rows
                 .as_ref()
                 .map_or(0, |v| v[i - l.spans.start] as usize)
         };
-        let row_ids = |n: usize| {
-            if n == 0 {
-                &ids[..]
-            } else {
-                &row_ids[n - 1][..]
-            }
-        };
-        let span_ids = |i: usize| row_ids(row_of(i));
+        let span_ids = |i: usize| &row_ids[row_of(i)][..];
         let args = if self.tvm {
             let sm = l.sm.map_or(String::new(), |sm| format!("\"sm\":{sm},"));
             let payload = if self.payload { ",\"payload\":" } else { "" };
@@ -407,10 +407,8 @@ impl<'a> Ctx<'a> {
         };
         if self.opt.emit_complete_events {
             for i in l.spans.clone() {
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.region_names[s.region[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"X\",\"ts\":");
-                self.ts(b, s.begin[i]);
+                let name = &self.region_names[s.region[i] as usize];
+                self.head(b, name, b",\"ph\":\"X\",\"ts\":", s.begin[i]);
                 b.extend_from_slice(b",\"dur\":");
                 push_scaled_us(b, s.end[i] - s.begin[i], self.opt.scale);
                 b.extend_from_slice(span_ids(i));
@@ -438,42 +436,33 @@ impl<'a> Ctx<'a> {
                         break;
                     }
                 }
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.region_names[s.region[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"B\",\"ts\":");
-                self.ts(b, s.begin[i]);
+                let name = &self.region_names[s.region[i] as usize];
+                self.head(b, name, b",\"ph\":\"B\",\"ts\":", s.begin[i]);
                 b.extend_from_slice(ids);
                 push_args(b, s.payload[i]);
                 open.push((s.end[i], s.depth[i]));
             }
             for (n, open) in open.iter_mut().enumerate() {
                 while let Some((end, _)) = open.pop() {
-                    close(b, end, row_ids(n));
+                    close(b, end, &row_ids[n]);
                 }
             }
         }
         let ins = &self.trace.instants;
         for i in l.instants.clone() {
-            b.extend_from_slice(b",\n{");
-            b.extend_from_slice(&self.region_names[ins.region[i] as usize]);
-            b.extend_from_slice(b",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-            self.ts(b, ins.ts[i]);
-            b.extend_from_slice(&ids);
+            let name = &self.region_names[ins.region[i] as usize];
+            self.head(b, name, b",\"ph\":\"i\",\"s\":\"t\",\"ts\":", ins.ts[i]);
+            b.extend_from_slice(&row_ids[0]);
             push_args(b, ins.payload[i]);
         }
         if !l.samples.is_empty() {
             let series = escape(&thread_name(l, true, self.tvm));
+            let args = format!(",\"pid\":{},\"args\":{{\"{series}\":", r.pid);
             let c = &self.trace.samples;
             for i in l.samples.clone() {
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.counter_names[c.counter[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"C\",\"ts\":");
-                self.ts(b, c.ts[i]);
-                b.extend_from_slice(b",\"pid\":");
-                push_u64(b, r.pid);
-                b.extend_from_slice(b",\"args\":{\"");
-                b.extend_from_slice(series.as_bytes());
-                b.extend_from_slice(b"\":");
+                let name = &self.counter_names[c.counter[i] as usize];
+                self.head(b, name, b",\"ph\":\"C\",\"ts\":", c.ts[i]);
+                b.extend_from_slice(args.as_bytes());
                 push_u64(b, c.value[i] as u64);
                 b.extend_from_slice(b"}}");
             }
