@@ -15,7 +15,7 @@ use crate::model::Trace;
 use crate::stats::{self, AsyncStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
 use crate::write::WriteError;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 /// What goes into the report beyond the traces. The defaults are `ikp report`'s.
@@ -453,20 +453,17 @@ fn heat_rows(
 ) -> (Vec<(String, Vec<f64>)>, &'static str) {
     let by_sm = t.lanes.iter().all(|l| l.sm.is_some()) && !t.lanes.is_empty();
     let key = |l: &crate::model::Lane| if by_sm { l.sm.unwrap_or(0) } else { l.block };
-    let mut keys: Vec<u32> = t.lanes.iter().map(key).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let index: HashMap<u32, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let what = if by_sm { "SM" } else { "block" };
     let width = (end - start).max(1) as f64 / cols as f64;
-    let mut busy = vec![vec![0f64; cols]; keys.len()];
-    let mut lanes_per = vec![0u32; keys.len()];
+    // Per key: its lanes, and their shares of each column inside some region, summed.
+    let mut rows: BTreeMap<u32, (u32, Vec<f64>)> = BTreeMap::new();
     for l in &t.lanes {
-        let row = index[&key(l)];
-        lanes_per[row] += 1;
+        let (lanes, busy) = rows.entry(key(l)).or_insert_with(|| (0, vec![0.0; cols]));
+        *lanes += 1;
         let mut fill = |(b, e): (Timestamp, Timestamp)| {
             let (b, e) = ((b - start) as f64, (e - start) as f64);
             let (c0, c1) = ((b / width) as usize, ((e / width) as usize).min(cols - 1));
-            for (c, cell) in busy[row].iter_mut().enumerate().take(c1 + 1).skip(c0) {
+            for (c, cell) in busy.iter_mut().enumerate().take(c1 + 1).skip(c0) {
                 let (lo, hi) = (c as f64 * width, (c + 1) as f64 * width);
                 *cell += (e.min(hi) - b.max(lo)).max(0.0) / width;
             }
@@ -488,23 +485,15 @@ fn heat_rows(
         }
         cur.map(fill);
     }
-    let rows = keys
-        .iter()
-        .zip(busy)
-        .zip(lanes_per)
-        .map(|((k, cells), n)| {
-            let label = if by_sm {
-                format!("SM {k}")
-            } else {
-                format!("block {k}")
-            };
+    let rows = (rows.into_iter())
+        .map(|(k, (n, cells))| {
             (
-                label,
-                cells.into_iter().map(|v| v / n.max(1) as f64).collect(),
+                format!("{what} {k}"),
+                cells.iter().map(|v| v / n as f64).collect(),
             )
         })
         .collect();
-    (rows, if by_sm { "SM" } else { "block" })
+    (rows, what)
 }
 
 #[cfg(test)]

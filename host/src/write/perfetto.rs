@@ -676,7 +676,7 @@ impl<W: io::Write> Writer<W> {
         &mut self,
         parent: u64,
         name: String,
-        sibling_rank: Option<i32>,
+        sibling_rank: i32,
         parent_of_many: bool,
         counter: Option<CounterDescriptor>,
     ) -> io::Result<u64> {
@@ -691,9 +691,7 @@ impl<W: io::Write> Writer<W> {
         if parent_of_many {
             d.set_child_ordering(ChildTracksOrdering::EXPLICIT);
         }
-        if let Some(r) = sibling_rank {
-            d.set_sibling_order_rank(r);
-        }
+        d.set_sibling_order_rank(sibling_rank);
         if let Some(c) = counter {
             d.counter = MessageField::some(c);
         }
@@ -708,7 +706,7 @@ impl<W: io::Write> Writer<W> {
     fn counter_track(&mut self, parent: u64, name: String, rank_: i32) -> io::Result<u64> {
         let mut c = CounterDescriptor::new();
         c.set_unit(counter_descriptor::Unit::UNIT_COUNT);
-        self.track(parent, name, Some(rank_), false, Some(c))
+        self.track(parent, name, rank_, false, Some(c))
     }
 
     /// Writes a launch's root, group and lane tracks and its lanes' events; returns the
@@ -727,7 +725,7 @@ impl<W: io::Write> Writer<W> {
             matches!(lanes_from, Lanes::Streamed(_))
                 .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
         );
-        let root = self.track(0, at.name.to_string(), Some(rank(at.rank)), true, None)?;
+        let root = self.track(0, at.name.to_string(), rank(at.rank), true, None)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
             let gname = match *key {
@@ -737,7 +735,7 @@ impl<W: io::Write> Writer<W> {
                     None => format!("block {b}"),
                 },
             };
-            let uuid = self.track(root, gname, Some(rank(gi)), true, None)?;
+            let uuid = self.track(root, gname, rank(gi), true, None)?;
             let mut g = GroupSlot {
                 uuid,
                 in_block: matches!(key, GroupKey::Block(_)),
@@ -757,13 +755,7 @@ impl<W: io::Write> Writer<W> {
             }
         }
         if by == GroupBy::Block && trace.lanes.iter().any(|l| l.sm.is_some()) {
-            let occ = self.track(
-                root,
-                "SM occupancy".into(),
-                Some(rank(groups.len())),
-                true,
-                None,
-            )?;
+            let occ = self.track(root, "SM occupancy".into(), rank(groups.len()), true, None)?;
             let mut by_sm: Vec<(u32, usize)> = trace
                 .lanes
                 .iter()
@@ -826,7 +818,7 @@ impl<W: io::Write> Writer<W> {
     ) -> Result<(), WriteError> {
         let lane = &trace.lanes[pos];
         let name = lane_name(lane, g.in_block);
-        let lane_uuid = self.track(g.uuid, name.clone(), Some(rank(g.rank)), false, None)?;
+        let lane_uuid = self.track(g.uuid, name.clone(), rank(g.rank), false, None)?;
         g.rank += 1;
 
         // Overlap tracks, if spans cross.
@@ -837,7 +829,7 @@ impl<W: io::Write> Writer<W> {
             let u = self.track(
                 g.uuid,
                 format!("{name} (overlap {l})"),
-                Some(rank(g.rank)),
+                rank(g.rank),
                 false,
                 None,
             )?;

@@ -76,7 +76,7 @@ impl<W: io::Write> Writer<W> {
                 } else {
                     format!("{name} (overlap {n})")
                 };
-                tracks.push(self.track(root, t, Some(super::rank(r)), false, None)?);
+                tracks.push(self.track(root, t, super::rank(r), false, None)?);
                 r += 1;
             }
             for (&i, &row) in idx.iter().zip(&row_of) {

@@ -53,7 +53,7 @@ impl<W: io::Write> Writer<W> {
         let track = self.track(
             root,
             format!("critical path · block {} (slowest)", block.id),
-            Some(-1),
+            -1,
             false,
             None,
         )?;

@@ -111,7 +111,7 @@ impl<W: io::Write> Writer<W> {
     /// Writes the host trace's tracks and events; returns the host counts.
     pub(super) fn host_trace(&mut self, host: &HostTrace, label: &str) -> io::Result<MergeStats> {
         let mut stats = MergeStats::default();
-        let root = self.track(0, format!("host: {label}"), Some(-1), true, None)?;
+        let root = self.track(0, format!("host: {label}"), -1, true, None)?;
         let mut by_thread: Vec<Vec<&HostEvent>> = vec![Vec::new(); host.threads.len()];
         for e in &host.events {
             by_thread[e.thread].push(e);
@@ -122,14 +122,14 @@ impl<W: io::Write> Writer<W> {
             let puuid = match process {
                 Some((pid, uuid)) if pid == th.pid => uuid,
                 _ => {
-                    let uuid = self.track(root, process_name(th), Some(rank(prank)), true, None)?;
+                    let uuid = self.track(root, process_name(th), rank(prank), true, None)?;
                     prank += 1;
                     trank = 0;
                     process = Some((&th.pid, uuid));
                     uuid
                 }
             };
-            let track = self.track(puuid, thread_name(th), Some(rank(trank)), false, None)?;
+            let track = self.track(puuid, thread_name(th), rank(trank), false, None)?;
             trank += 1;
             // Nesting order: by begin, slices before instants, longer slices first.
             events.sort_by_key(|e| (e.ts, e.dur.is_none(), Reverse(e.dur)));
