@@ -28,7 +28,8 @@ pub enum Category {
 }
 
 impl Category {
-    /// All categories, in breakdown priority order (earlier hides later when overlapping).
+    /// All categories, in breakdown priority order (earlier hides later when overlapping),
+    /// which is their declaration order: `c as usize` is the index of `c`.
     pub const ALL: [Category; 6] = [
         Category::Compute,
         Category::Wait,

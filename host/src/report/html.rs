@@ -65,7 +65,7 @@ const COLORS: [&str; 7] = [
 
 /// The colour of category `c`, as in the breakdown's legend.
 fn category_color(c: Category) -> &'static str {
-    COLORS[Category::ALL.iter().position(|&x| x == c).unwrap_or(5)]
+    COLORS[c as usize]
 }
 
 /// Writes the report of `launches` (see [`super::prepare`]) to `out`.

@@ -26,7 +26,7 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="64" role="img">"#
     );
-    let mut x = 0.0;
+    let (mut x, mut lx, mut legend) = (0.0, 0, String::new());
     for (name, v, color) in parts {
         let w = *v as f64 / total as f64 * width as f64;
         let pct = 100.0 * *v as f64 / total as f64;
@@ -36,21 +36,18 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
             esc(name),
             format_duration(*v as f64)
         );
-        x += w;
-    }
-    let mut lx = 0;
-    for (name, v, color) in parts {
-        let pct = 100.0 * *v as f64 / total as f64;
         let _ = write!(
-            s,
+            legend,
             r#"<rect x="{lx}" y="40" width="10" height="10" fill="{color}"/><text x="{}" y="49" font-size="11">{} {pct:.1}%</text>"#,
             lx + 14,
             esc(name)
         );
+        x += w;
         // About 7 px per character of 11 px text: the seven breakdown parts, named as
         // `ikp analyze` names them ("exposed wait 12.9%"), fit in 1000 px.
         lx += 14 + 7 * (name.chars().count() as u32 + 7);
     }
+    s.push_str(&legend);
     s.push_str("</svg>");
     s
 }

@@ -211,12 +211,7 @@ fn imbalance(o: &mut impl Write, a: &KernelAnalysis) -> io::Result<()> {
     }
     writeln!(o, "  slowest blocks:")?;
     for (blk, d) in &b.slowest {
-        let iso = a
-            .compute_isolation
-            .per_block
-            .iter()
-            .find(|x| x.block == *blk);
-        match iso {
+        match (a.compute_isolation.per_block.iter()).find(|x| x.block == *blk) {
             Some(x) => writeln!(
                 o,
                 "    block {blk:>6}: {d} ns (compute {} ns, blocked {} ns)",
@@ -259,18 +254,11 @@ fn critical_path(o: &mut impl Write, a: &KernelAnalysis, n: usize) -> io::Result
         o,
         "  start: ns after the block's first stamp; <<: one of the {LONGEST_WAITS} longest waits"
     )?;
-    let track_w = shown
-        .iter()
-        .map(|&k| cp.steps[k].track.chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let region_w = shown
-        .iter()
-        .map(|&k| cp.steps[k].region.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    // Column widths: the longest value shown, at least the heading's.
+    let width = |field: fn(&PathStep) -> &String, heading: &str| {
+        (shown.iter().map(|&k| field(&cp.steps[k]).chars().count())).fold(heading.len(), usize::max)
+    };
+    let (track_w, region_w) = (width(|s| &s.track, "track"), width(|s| &s.region, "region"));
     writeln!(
         o,
         "  {:>4}  {:<track_w$}  {:<region_w$}  {:>8}  {:>8}  waited on",
@@ -321,12 +309,10 @@ pub fn write_diff<W: Write>(mut out: W, d: &RunDiff) -> Result<(), WriteError> {
         "region", "count A", "count B", "mean A", "mean B", "mean %", "p50 %"
     )?;
     for r in &d.regions {
-        let flag = if r.regression {
-            "REGRESSION"
-        } else if r.improvement {
-            "improved"
-        } else {
-            ""
+        let flag = match (r.regression, r.improvement) {
+            (true, _) => "REGRESSION",
+            (false, true) => "improved",
+            (false, false) => "",
         };
         writeln!(
             o,
