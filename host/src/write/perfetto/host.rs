@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use super::{
     launch_clocks, launch_times, rank, PerfettoOptions, PerfettoStats, WriteError, Writer,
 };
-use crate::model::{HostEvent, HostThread, HostTrace};
+use crate::model::{HostEvent, HostTrace};
 use crate::write::Launch;
 
 /// What [`write_merged`] wrote.
@@ -93,17 +93,11 @@ fn annotations(args: &Map<String, Value>) -> Vec<DebugAnnotation> {
         .collect()
 }
 
-fn process_name(t: &HostThread) -> String {
-    match &t.process_name {
-        Some(n) => format!("{n} (pid {})", t.pid),
-        None => format!("pid {}", t.pid),
-    }
-}
-
-fn thread_name(t: &HostThread) -> String {
-    match &t.thread_name {
-        Some(n) => format!("{n} (tid {})", t.tid),
-        None => format!("tid {}", t.tid),
+/// A process's or thread's track name: `<name> (pid <id>)`, or `pid <id>` without a name.
+fn track_name(name: &Option<String>, what: &str, id: &str) -> String {
+    match name {
+        Some(n) => format!("{n} ({what} {id})"),
+        None => format!("{what} {id}"),
     }
 }
 
@@ -122,14 +116,16 @@ impl<W: io::Write> Writer<W> {
             let puuid = match process {
                 Some((pid, uuid)) if pid == th.pid => uuid,
                 _ => {
-                    let uuid = self.track(root, process_name(th), rank(prank), true, None)?;
+                    let name = track_name(&th.process_name, "pid", &th.pid);
+                    let uuid = self.track(root, name, rank(prank), true, None)?;
                     prank += 1;
                     trank = 0;
                     process = Some((&th.pid, uuid));
                     uuid
                 }
             };
-            let track = self.track(puuid, thread_name(th), rank(trank), false, None)?;
+            let name = track_name(&th.thread_name, "tid", &th.tid);
+            let track = self.track(puuid, name, rank(trank), false, None)?;
             trank += 1;
             // Nesting order: by begin, slices before instants, longer slices first.
             events.sort_by_key(|e| (e.ts, e.dur.is_none(), Reverse(e.dur)));
