@@ -822,17 +822,12 @@ impl<W: io::Write> Writer<W> {
         g.rank += 1;
 
         // Overlap tracks, if spans cross.
-        let n_levels = count_levels(&mut self.lane.levels, trace, lane);
+        let n_levels = count_levels(&mut self.lane, trace, lane);
         self.lane.level_uuid.clear();
         self.lane.level_uuid.push(0);
         for l in 1..n_levels {
-            let u = self.track(
-                g.uuid,
-                format!("{name} (overlap {l})"),
-                rank(g.rank),
-                false,
-                None,
-            )?;
+            let overlap = format!("{name} (overlap {l})");
+            let u = self.track(g.uuid, overlap, rank(g.rank), false, None)?;
             g.rank += 1;
             self.lane.level_uuid.push(u);
         }
@@ -867,17 +862,7 @@ impl<W: io::Write> Writer<W> {
         let ann = [(ANN_SM, lane.sm), (ANN_BLOCK, Some(lane.block))];
         let ann = ann.into_iter().chain([(ANN_GROUP, Some(lane.group))]);
         let ann: Vec<(u8, u32)> = ann.filter_map(|(k, v)| Some((k, v?))).collect();
-        let st = &mut self.lane;
-        st.enc.reset(seq as u32, t0, &ann);
-        for s in &mut st.levels[..n_levels] {
-            s.clear();
-        }
-        if st.open_spans.len() < n_levels {
-            st.open_spans.resize(n_levels, Vec::new());
-        }
-        for s in &mut st.open_spans[..n_levels] {
-            s.clear();
-        }
+        self.lane.enc.reset(seq as u32, t0, &ann);
 
         let mut run = LaneRun::new(trace, lane, clock, seq, flows);
         let sink = &mut self.sink;

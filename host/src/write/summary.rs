@@ -608,20 +608,19 @@ fn by_block_warp(stats: &TraceStats, opt: &SummaryOptions) -> Ordered<BlockWarpR
     let topk = opt.summary_topk_block_warp_per_region as usize;
     Ordered(
         (per.into_iter())
-            .map(|(r, mut entries)| {
+            .map(|(r, mut by_block_warp)| {
                 let name = names.region(r).into_owned();
                 if topk > 0 {
-                    entries.sort_by(|a, b| {
+                    by_block_warp.sort_by(|a, b| {
                         (b.stats.total_dur.total_cmp(&a.stats.total_dur)).then(a.lane.cmp(&b.lane))
                     });
-                    entries.truncate(topk);
+                    by_block_warp.truncate(topk);
                 }
                 let key = if seen[name.as_str()] > 1 {
                     format!("region_{name}_{r}")
                 } else {
                     format!("region_{name}")
                 };
-                let by_block_warp = entries;
                 (
                     key,
                     BlockWarpRegion {

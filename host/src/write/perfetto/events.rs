@@ -183,15 +183,15 @@ impl<'a> LaneRun<'a> {
 }
 
 /// The number of levels a lane's spans need so that each level nests (the Chrome trace's
-/// rows: [`span_rows`]); leaves `levels` with at least that many (cleared) stacks.
-pub(super) fn count_levels(levels: &mut Vec<Vec<u64>>, trace: &Trace, lane: &Lane) -> usize {
+/// rows: [`span_rows`]); leaves `st.levels` and `st.open_spans` with at least that many
+/// stacks, all cleared.
+pub(super) fn count_levels(st: &mut LaneState, trace: &Trace, lane: &Lane) -> usize {
     let n = rows_used(span_rows(trace, lane).as_deref()) as usize;
-    for st in levels.iter_mut() {
-        st.clear();
-    }
-    if levels.len() < n {
-        levels.resize(n, Vec::new());
-    }
+    st.levels.iter_mut().for_each(Vec::clear);
+    st.open_spans.iter_mut().for_each(Vec::clear);
+    st.levels.resize_with(n.max(st.levels.len()), Vec::new);
+    st.open_spans
+        .resize_with(n.max(st.open_spans.len()), Vec::new);
     n
 }
 
@@ -232,7 +232,7 @@ fn emit_lane<const FLOWS: bool>(
     let (mut so, mut io) = (run.so, run.io);
     let mut p = *pos;
     let mut need = None;
-    let mut c = Counts::default();
+    let mut c = std::mem::take(&mut run.counts);
     let single = levels.len() == 1;
     let (mut nb, mut ni, mut nc) = (at(ev.begin, si), at(ev.i_ts, ii), at(ev.c_ts, ci));
     loop {
@@ -351,11 +351,6 @@ fn emit_lane<const FLOWS: bool>(
     }
     (run.si, run.ii, run.ci, run.so, run.io) = (si, ii, ci, so, io);
     *pos = p;
-    let t = &mut run.counts;
-    t.packets += c.packets;
-    t.slices += c.slices;
-    t.instants += c.instants;
-    t.counter_values += c.counter_values;
-    t.flows += c.flows;
+    run.counts = c;
     need
 }
