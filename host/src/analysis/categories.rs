@@ -55,14 +55,7 @@ impl Category {
 
     /// Lower-case name.
     pub fn name(self) -> &'static str {
-        match self {
-            Category::Compute => "compute",
-            Category::Wait => "wait",
-            Category::Load => "load",
-            Category::Store => "store",
-            Category::Comm => "comm",
-            Category::Other => "other",
-        }
+        ["compute", "wait", "load", "store", "comm", "other"][self as usize]
     }
 }
 

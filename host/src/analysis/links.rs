@@ -100,12 +100,9 @@ pub fn may_link(names: &Names) -> bool {
 /// first, then async ranges in range order.
 pub fn links(trace: &Trace) -> Vec<Link> {
     let mut out = convention_links(trace);
-    let async_links = async_links(trace);
-    if !async_links.is_empty() {
-        out.extend(async_links);
-        // Stable: the convention's link first at a span.
-        out.sort_by_key(|l| l.to_span);
-    }
+    out.extend(async_links(trace));
+    // Stable: the convention's link first at a span.
+    out.sort_by_key(|l| l.to_span);
     out
 }
 

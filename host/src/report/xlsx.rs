@@ -62,14 +62,6 @@ fn numbers(ws: &mut Worksheet, r: u32, c0: u16, vals: &[f64]) -> Result<(), Xlsx
     Ok(())
 }
 
-fn sheet<'a>(
-    wb: &'a mut Workbook,
-    name: &str,
-    suffix: &str,
-) -> Result<&'a mut Worksheet, XlsxError> {
-    wb.add_worksheet().set_name(format!("{name}{suffix}"))
-}
-
 /// Writes the workbook of `launches` (see [`super::prepare`]) to `out`.
 pub fn write_xlsx<W: Write>(
     mut out: W,
@@ -115,7 +107,7 @@ fn launch(
     };
 
     // gpu_timeline
-    let ws = sheet(wb, "gpu_timeline", sfx)?;
+    let ws = wb.add_worksheet().set_name(format!("gpu_timeline{sfx}"))?;
     header(ws, "type,time ms,percent")?;
     let busy = b.total - b.idle;
     let mut rows = vec![
@@ -142,7 +134,7 @@ fn launch(
     // regions (base rows)
     let selfs = &l.stats.span_self;
     let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    let ws = sheet(wb, "regions", sfx)?;
+    let ws = wb.add_worksheet().set_name(format!("regions{sfx}"))?;
     header(
         ws,
         "lane,block,group,sm,warp,name,category,payload,begin us,dur us,self us",
@@ -183,7 +175,9 @@ fn launch(
         c.0 += r.count;
         c.1 += r.self_time;
     }
-    let ws = sheet(wb, "regions_summary_by_category", sfx)?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_summary_by_category{sfx}"))?;
     header(
         ws,
         "category,Count,self_time_ms,Percentage (%),Cumulative Percentage (%)",
@@ -208,7 +202,9 @@ fn launch(
     ws.write_string(r, 0, OUTSIDE)?;
     let (share, cumulative) = (shares.share(out), shares.share(sum + out));
     numbers(ws, r, 2, &[ms(out), 100.0 * share, 100.0 * cumulative])?;
-    let ws = sheet(wb, "regions_summary", sfx)?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_summary{sfx}"))?;
     let cols = "name,category,Count,self_time_sum us,self_time_ms,inclusive_time_ms,\
                 Percentage (%),Cumulative Percentage (%)";
     header(ws, cols)?;
@@ -226,7 +222,9 @@ fn launch(
         numbers(ws, r, 3, &[us(row.self_time), ms(row.self_time)])?;
         numbers(ws, r, 6, &[100.0 * row.share, 100.0 * row.cumulative])?;
     }
-    let ws = sheet(wb, "regions_unique_args", sfx)?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_unique_args{sfx}"))?;
     let cols = "name,payload,operation_count,dur_sum us,dur_mean us,dur_median us,dur_std us,\
                 dur_min us,dur_max us";
     header(ws, cols)?;
@@ -252,7 +250,7 @@ fn launch(
     }
 
     if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
-        let ws = sheet(wb, "roofline", sfx)?;
+        let ws = wb.add_worksheet().set_name(format!("roofline{sfx}"))?;
         header(
             ws,
             "name,count,GFLOPS,Data Moved MB,FLOPS/Byte,TFLOPS/s,TB/s,bound,% of roof",

@@ -217,19 +217,14 @@ pub fn write_chrome<W: Write>(
     // Events: lanes formatted in parallel batches, written in lane order.
     let ctx = Ctx::new(trace, opt, tvm);
     let mut groups: Vec<&[LaneRows<'_>]> = Vec::new();
-    let mut start = 0;
-    let mut acc = 0;
+    let (mut start, mut acc) = (0, 0);
     for (i, l) in lanes.iter().enumerate() {
         let l = l.lane;
         acc += l.spans.len() + l.instants.len() + l.samples.len() + 1;
-        if acc >= BATCH_SPANS {
+        if acc >= BATCH_SPANS || i + 1 == lanes.len() {
             groups.push(&lanes[start..=i]);
-            start = i + 1;
-            acc = 0;
+            (start, acc) = (i + 1, 0);
         }
-    }
-    if start < lanes.len() {
-        groups.push(&lanes[start..]);
     }
     // Formatting runs on a helper thread (and the rayon pool) while this thread writes,
     // so output I/O overlaps with formatting; a bounded channel caps buffered output.
