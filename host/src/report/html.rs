@@ -12,7 +12,7 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::Trace;
-use crate::stats::{self, AsyncStats, TraceStats};
+use crate::stats::{self, AsyncStats, RegionStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
 use crate::write::WriteError;
 use std::collections::{BTreeMap, HashMap};
@@ -222,35 +222,29 @@ fn launch<W: Write>(
     // Regions, by self time; the histograms follow the table's order.
     let cats = &view.categories;
     region_table(out, n, st, cats)?;
-    let rows: Vec<(u16, &Vec<u64>)> = (st.all.shares.rows().iter())
-        .filter_map(|row| row.region)
-        .map(|r| {
-            (
-                r.region,
-                &st.all.region(r.region).expect("a row has spans").durations,
-            )
-        })
+    let rows: Vec<&RegionStats> = (st.all.shares.rows().iter())
+        .filter_map(|row| st.all.region(row.region?.region))
         .collect();
-    let shown = rows.len().min(HISTOGRAMS);
+    let (shown, bins) = (rows.len().min(HISTOGRAMS), opts.hist_bins.max(1));
     writeln!(
         out,
-        "<h3>Durations</h3><p class=\"meta\">Span durations of the {shown} regions with the most self time{}, in the table's order: whole spans (nested regions included), {} bins over each region's own range; bar height: share of the region's occurrences; colour: the region's category, as in the breakdown above.</p><div class=\"hists\" id=\"hists-{n}\">",
+        "<h3>Durations</h3><p class=\"meta\">Span durations of the {shown} regions with the most self time{}, in the table's order: whole spans (nested regions included), {bins} bins over each region's own range; bar height: share of the region's occurrences; colour: the region's category, as in the breakdown above.</p><div class=\"hists\" id=\"hists-{n}\">",
         if rows.len() > shown { format!(" (of {})", rows.len()) } else { String::new() },
-        opts.hist_bins.max(1)
     )?;
-    for (r, v) in rows.iter().take(HISTOGRAMS) {
+    for r in &rows[..shown] {
+        let (c, d) = (cats[r.region as usize], &r.durations);
+        let chart = histogram(
+            &stats::histogram(d, bins as u32),
+            270,
+            80,
+            category_color(c),
+        );
         writeln!(
             out,
-            "<div class=\"hist\"><b>{}</b> ({} occurrences, {})<br>{}</div>",
-            esc(&t.names.region(*r)),
-            v.len(),
-            esc(cats[*r as usize].name()),
-            histogram(
-                &stats::histogram(v, opts.hist_bins.max(1) as u32),
-                270,
-                80,
-                category_color(cats[*r as usize])
-            )
+            "<div class=\"hist\"><b>{}</b> ({} occurrences, {})<br>{chart}</div>",
+            esc(&t.names.region(r.region)),
+            d.len(),
+            esc(c.name()),
         )?;
     }
     writeln!(out, "</div>")?;
@@ -258,16 +252,12 @@ fn launch<W: Write>(
     // Heat map.
     let cols = opts.heat_columns.max(1);
     let (rows_hm, what) = heat_rows(t, start, end, cols);
+    let row_h = if rows_hm.len() > 60 { 4 } else { 10 };
+    let share_of = format!("of the {what}'s groups inside some region");
+    let map = heat_map(&rows_hm, 1000, row_h, end - start, &share_of);
     writeln!(
         out,
-        "<h3>Busy lanes over time per {what}</h3><div id=\"heatmap-{n}\">{}</div>",
-        heat_map(
-            &rows_hm,
-            1000,
-            if rows_hm.len() > 60 { 4 } else { 10 },
-            end - start,
-            &format!("of the {what}'s groups inside some region")
-        )
+        "<h3>Busy lanes over time per {what}</h3><div id=\"heatmap-{n}\">{map}</div>"
     )?;
 
     imbalance_section(out, n, view)?;

@@ -110,12 +110,7 @@ fn overlay(blocks: &[(u32, &Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
             c
         })
         .collect();
-    let peak = curves
-        .iter()
-        .flatten()
-        .cloned()
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let peak = (curves.iter().flatten()).fold(f64::MIN_POSITIVE, |m, &p| m.max(p));
     // The curves are drawn right of a y axis (share of each block's occurrences per bin).
     let x0 = AXIS_W as f64;
     let bw = (w - x0) / bins as f64;

@@ -144,12 +144,7 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{}" role="img"><g transform="translate(0 {TOP})">"#,
         height + 20 + TOP as u32
     );
-    let peak = h
-        .prob
-        .iter()
-        .cloned()
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let peak = (h.prob.iter()).fold(f64::MIN_POSITIVE, |m, &p| m.max(p));
     let bw = plot_w / h.prob.len().max(1) as f64;
     let step = (h.max - h.min) as f64 / h.prob.len().max(1) as f64;
     for (i, &p) in h.prob.iter().enumerate() {
@@ -218,14 +213,13 @@ pub fn heat_map(
             );
         }
     }
-    let ticks: Vec<(f64, String)> = (0..=4)
-        .map(|k| {
-            (
-                k as f64 / 4.0,
-                format_duration(span_ns as f64 * k as f64 / 4.0),
-            )
-        })
-        .collect();
+    let tick = |k: u32| {
+        (
+            k as f64 / 4.0,
+            format_duration(span_ns as f64 * k as f64 / 4.0),
+        )
+    };
+    let ticks: Vec<(f64, String)> = (0..=4).map(tick).collect();
     x_axis(&mut s, label_w, width as f64, map_h + 1.0, &ticks);
     let _ = write!(
         s,
@@ -285,17 +279,13 @@ pub fn bars(
         );
     }
     let (ref_name, ref_v) = reference;
-    y_axis(
-        &mut s,
-        AXIS_W as f64,
-        ht,
-        peak,
-        &[
-            (0.0, "0".into()),
-            (peak, format_duration(peak)),
-            (ref_v as f64, format_duration(ref_v as f64)),
-        ],
-    );
+    let r = ref_v as f64;
+    let ticks = [
+        (0.0, "0".into()),
+        (peak, format_duration(peak)),
+        (r, format_duration(r)),
+    ];
+    y_axis(&mut s, AXIS_W as f64, ht, peak, &ticks);
     let _ = write!(
         s,
         r#"<line x1="{AXIS_W}" x2="{w}" y1="{ht}" y2="{ht}" stroke="{INK}"/>"#
