@@ -194,7 +194,10 @@ use crate::clock_sync::{ClockSync, HostClock};
 use crate::time::Timestamp;
 use std::io;
 
-use perfetto_protos::builtin_clock::BuiltinClock;
+use perfetto_protos::builtin_clock::BuiltinClock::{
+    BUILTIN_CLOCK_BOOTTIME as BOOTTIME, BUILTIN_CLOCK_MONOTONIC as MONOTONIC,
+    BUILTIN_CLOCK_REALTIME as REALTIME,
+};
 use perfetto_protos::clock_snapshot::{clock_snapshot, ClockSnapshot};
 use perfetto_protos::counter_descriptor::{counter_descriptor, CounterDescriptor};
 use perfetto_protos::debug_annotation::DebugAnnotationName;
@@ -324,9 +327,12 @@ impl<W: io::Write> Writer<W> {
         // Flow ids of launch k start after the span indices of the launches before it.
         let mut flow_base = 0u64;
         let mut async_flow_base = async_tracks::ASYNC_FLOW_IDS;
-        let mut snapshots = Snapshots::new(opts);
+        // Whether a launch before this one had a clock sync (and so a snapshot).
+        let mut synced = false;
         for (k, (launch, clock)) in launches.iter().zip(clocks).enumerate() {
-            snapshots.write(w, &launch.trace.source, *clock)?;
+            let source = &launch.trace.source;
+            w.snapshot(source, *clock, !synced, opts)?;
+            synced |= source.clock_sync.is_some();
             let name = match (launches.len(), launch.label.is_empty()) {
                 (1, false) => launch.label.to_string(),
                 (_, false) => format!("launch {k}: {}", launch.label),
@@ -378,7 +384,7 @@ pub fn write_perfetto_streamed<W: io::Write>(
     let launch = (label, buf.extent(), s.time_base, s.clock_sync);
     let clock = launch_clocks([launch].into_iter(), opts)?[0];
     let mut w = Writer::new(out, opts.compression);
-    Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
+    w.snapshot(&outline.source, clock, true, opts)?;
     let mut feed = Feed::new(buf);
     let lanes = Lanes::Streamed(&mut feed);
     let at = LaunchPlace {
@@ -492,51 +498,32 @@ fn launch_clocks<'a>(
     Ok(clocks)
 }
 
-/// Which launches get a host clock snapshot (the module's `# Host clocks`).
-struct Snapshots {
-    every: bool,
-    written: bool,
-}
-
-impl Snapshots {
-    fn new(opts: &PerfettoOptions) -> Snapshots {
-        Snapshots {
-            every: opts.host_clock.is_none() && opts.launch_layout == LaunchLayout::Sequential,
-            written: false,
-        }
-    }
-
-    /// Writes the snapshot of the launch of `source` placed by `clock`, if it gets one.
-    fn write<W: io::Write>(
+impl<W: io::Write> Writer<W> {
+    /// Writes the host clock snapshot of the launch of `source` placed by `clock`, if it
+    /// gets one (the module's `# Host clocks`): every launch with a clock sync in the
+    /// default sequential layout, else only the `first` one.
+    fn snapshot(
         &mut self,
-        w: &mut Writer<W>,
         source: &crate::model::Source,
         clock: LaunchClock,
+        first: bool,
+        opts: &PerfettoOptions,
     ) -> io::Result<()> {
-        let Some(sync) = source.clock_sync else {
+        let every = opts.host_clock.is_none() && opts.launch_layout == LaunchLayout::Sequential;
+        let Some(sync) = source.clock_sync.filter(|_| first || every) else {
             return Ok(());
         };
-        if self.written && !self.every {
-            return Ok(());
-        }
-        self.written = true;
         let b = source.time_base;
         let mut snap = ClockSnapshot::new();
         snap.clocks = vec![
-            snapshot_clock(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32, clock.map(b)),
-            snapshot_clock(
-                BuiltinClock::BUILTIN_CLOCK_REALTIME as u32,
-                sync.device_to_realtime(b),
-            ),
-            snapshot_clock(
-                BuiltinClock::BUILTIN_CLOCK_MONOTONIC as u32,
-                sync.device_to_monotonic(b),
-            ),
+            snapshot_clock(BOOTTIME as u32, clock.map(b)),
+            snapshot_clock(REALTIME as u32, sync.device_to_realtime(b)),
+            snapshot_clock(MONOTONIC as u32, sync.device_to_monotonic(b)),
         ];
         let mut p = TracePacket::new();
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_clock_snapshot(snap);
-        w.packet(&p)
+        self.packet(&p)
     }
 }
 
@@ -909,10 +896,7 @@ impl<W: io::Write> Writer<W> {
         let mut snap = ClockSnapshot::new();
         let mut lane_clock = snapshot_clock(LANE_CLOCK, t0);
         lane_clock.set_is_incremental(true);
-        snap.clocks = vec![
-            lane_clock,
-            snapshot_clock(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32, t0),
-        ];
+        snap.clocks = vec![lane_clock, snapshot_clock(BOOTTIME as u32, t0)];
         p.set_clock_snapshot(snap);
         self.packet(&p)?;
         Ok(seq)
