@@ -22,6 +22,7 @@ use crate::analysis::kernel::KernelAnalysis;
 use crate::analysis::roofline::GpuPreset;
 use crate::model::Trace;
 use crate::write::WriteError;
+use std::cmp::Reverse;
 use std::io::{self, Write};
 
 /// Options of [`write_analysis`].
@@ -227,11 +228,7 @@ fn imbalance(o: &mut impl Write, a: &KernelAnalysis) -> io::Result<()> {
 /// `n`, in path order.
 fn shown_steps(steps: &[PathStep], n: usize) -> Vec<usize> {
     let mut by_len: Vec<usize> = (0..steps.len()).collect();
-    by_len.sort_by(|&a, &b| {
-        (steps[b].longest_wait, steps[b].dur_ns)
-            .cmp(&(steps[a].longest_wait, steps[a].dur_ns))
-            .then(a.cmp(&b))
-    });
+    by_len.sort_by_key(|&k| (Reverse((steps[k].longest_wait, steps[k].dur_ns)), k));
     by_len.truncate(n);
     by_len.sort_unstable();
     by_len

@@ -542,20 +542,14 @@ enum GroupKey {
     Block(u32),
 }
 
-fn group_key(lane: &Lane, by: GroupBy) -> GroupKey {
-    match (by, lane.sm) {
-        (GroupBy::Sm, Some(sm)) => GroupKey::Sm(sm),
-        _ => GroupKey::Block(lane.block),
-    }
-}
-
 /// `(key, lane positions)` of every group, keys ascending, lanes ascending within.
 fn groups(trace: &Trace, by: GroupBy) -> Vec<(GroupKey, Vec<usize>)> {
-    let mut order: Vec<(GroupKey, usize)> = trace
-        .lanes
-        .iter()
-        .enumerate()
-        .map(|(pos, l)| (group_key(l, by), pos))
+    let key = |l: &Lane| match (by, l.sm) {
+        (GroupBy::Sm, Some(sm)) => GroupKey::Sm(sm),
+        _ => GroupKey::Block(l.block),
+    };
+    let mut order: Vec<(GroupKey, usize)> = (trace.lanes.iter().enumerate())
+        .map(|(pos, l)| (key(l), pos))
         .collect();
     order.sort_unstable_by_key(|&(k, pos)| (k, trace.lanes[pos].id));
     (order.chunk_by(|a, b| a.0 == b.0))
