@@ -213,13 +213,7 @@ pub fn heat_map(
             );
         }
     }
-    let tick = |k: u32| {
-        (
-            k as f64 / 4.0,
-            format_duration(span_ns as f64 * k as f64 / 4.0),
-        )
-    };
-    let ticks: Vec<(f64, String)> = (0..=4).map(tick).collect();
+    let ticks = [0.0, 0.25, 0.5, 0.75, 1.0].map(|f| (f, format_duration(span_ns as f64 * f)));
     x_axis(&mut s, label_w, width as f64, map_h + 1.0, &ticks);
     let _ = write!(
         s,

@@ -167,13 +167,9 @@ impl<'t> TraceStats<'t> {
     pub fn by_block(&self) -> Vec<(u32, LaneSetStats)> {
         let mut lanes: Vec<&Lane> = self.trace.lanes.iter().collect();
         lanes.sort_by_key(|l| l.block);
+        let stats = |c: &[&Lane]| LaneSetStats::new(self.trace, &self.span_self, c);
         (lanes.chunk_by(|a, b| a.block == b.block))
-            .map(|c| {
-                (
-                    c[0].block,
-                    LaneSetStats::new(self.trace, &self.span_self, c),
-                )
-            })
+            .map(|c| (c[0].block, stats(c)))
             .filter(|(_, s)| !s.regions.is_empty())
             .collect()
     }

@@ -139,7 +139,7 @@ use super::WriteError;
 use crate::model::{Epoch, SetAsideReason, TrackId, WireFormat};
 use crate::stats::{self, DurStats, LaneSetStats, TraceStats, UnmatchedRegion, PERCENTILES};
 use crate::time::scaled;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use std::io::Write;
 
@@ -183,11 +183,7 @@ pub struct Percentiles(pub [f64; 8]);
 
 impl Serialize for Percentiles {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(PERCENTILES.len()))?;
-        for ((k, _), v) in PERCENTILES.iter().zip(self.0) {
-            m.serialize_entry(k, &v)?;
-        }
-        m.end()
+        s.collect_map(PERCENTILES.iter().map(|(k, _)| k).zip(self.0))
     }
 }
 
@@ -197,11 +193,7 @@ pub struct Ordered<T>(pub Vec<(String, T)>);
 
 impl<T: Serialize> Serialize for Ordered<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 
