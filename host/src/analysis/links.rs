@@ -147,18 +147,12 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
     // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
     type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Timestamp, u32, SignalEvent)>>;
     let mut signals: Signals<'_> = HashMap::new();
+    use SignalEvent::{Instant, Span};
+    let (ins, s) = (&trace.instants, &trace.spans);
     for lane in &trace.lanes {
-        let (ins, s) = (&trace.instants, &trace.spans);
-        let instants = (lane.instants.clone()).map(|i| {
-            (
-                ins.region[i],
-                ins.payload[i],
-                ins.ts[i],
-                SignalEvent::Instant(i),
-            )
-        });
-        let spans = (lane.spans.clone())
-            .map(|i| (s.region[i], s.payload[i], s.end[i], SignalEvent::Span(i)));
+        let instants =
+            (lane.instants.clone()).map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
+        let spans = (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
         for (r, token, ts, ev) in instants.chain(spans) {
             if let Some((true, ch)) = role_of(r) {
                 let v = signals.entry((lane.block, ch, token)).or_default();

@@ -3,7 +3,7 @@
 use super::regions::region_table;
 use super::svg::{bars, esc, heat_map, histogram, stacked_bar};
 use super::ReportLaunch;
-use crate::analysis::blocks::{distribution, gpu_wall, BlockView};
+use crate::analysis::blocks::{distribution, gpu_wall, Block, BlockView};
 use crate::analysis::breakdown::{block_breakdowns, TimeBreakdown};
 use crate::analysis::categories::{Category, CategoryTable};
 use crate::analysis::gaps::gaps;
@@ -15,6 +15,7 @@ use crate::model::Trace;
 use crate::stats::{self, AsyncStats, RegionStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
 use crate::write::WriteError;
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
@@ -401,32 +402,21 @@ fn breakdown_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::R
 /// Block lengths, slowest first, with the SM figures or why there are none.
 fn imbalance_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::Result<()> {
     let im = imbalance(view);
-    let mut bd: Vec<(u32, u64)> = view.blocks.iter().map(|b| (b.id, b.length())).collect();
+    let mut blocks: Vec<&Block> = view.blocks.iter().collect();
     // Slowest first; ties by block id, so the order is the same on every run.
-    bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let bd: Vec<(String, u64)> = bd
-        .into_iter()
-        .map(|(id, len)| (format!("block {id}"), len))
+    blocks.sort_by_key(|b| (Reverse(b.length()), b.id));
+    let bd: Vec<(String, u64)> = (blocks.iter())
+        .map(|b| (format!("block {}", b.id), b.length()))
         .collect();
+    let what = "block length, one bar per block, slowest first (ties by block id)";
+    let median = ("median", im.blocks.median);
+    let chart = bars(&bd, median, 1000, 120, COLORS[0], what);
     let na = sm_figures_unavailable(view.trace.source.format);
-    let sms = im
-        .sms
-        .as_ref()
-        .map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
-    let tail = im
-        .tail
-        .map_or(na.to_string(), |x| format_duration(x as f64));
+    let sms = (im.sms.as_ref()).map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
+    let tail = (im.tail).map_or(na.to_string(), |x| format_duration(x as f64));
     writeln!(
         out,
-        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
-        bars(
-            &bd,
-            ("median", im.blocks.median),
-            1000,
-            120,
-            COLORS[0],
-            "block length, one bar per block, slowest first (ties by block id)"
-        ),
+        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{chart}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
         format_duration(im.blocks.median as f64),
         im.blocks.max_over_median,
         esc(&sms),
