@@ -87,13 +87,8 @@ pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
 /// Computes the imbalance of the launch of `v`.
 pub fn imbalance(v: &BlockView) -> Imbalance {
     let trace = v.trace;
-    let lanes = spread(
-        trace
-            .lanes
-            .iter()
-            .map(|l| (l.id, l.end.saturating_sub(l.start)))
-            .collect(),
-    );
+    let lane_lengths = (trace.lanes.iter()).map(|l| (l.id, l.end.saturating_sub(l.start)));
+    let lanes = spread(lane_lengths.collect());
     let mut sm_lives: BTreeMap<u32, Vec<(Timestamp, Timestamp)>> = BTreeMap::new();
     for l in &trace.lanes {
         if let Some(sm) = l.sm {

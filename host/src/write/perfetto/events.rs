@@ -25,12 +25,8 @@ pub(super) struct Regions {
 impl Regions {
     /// Encodes the names of every region id `trace` uses, and of every id up to `max`.
     pub(super) fn prepare(&mut self, trace: &Trace, max: Option<usize>) {
-        let max = trace
-            .spans
-            .region
-            .iter()
-            .chain(&trace.instants.region)
-            .fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
+        let used = (trace.spans.region.iter()).chain(&trace.instants.region);
+        let max = used.fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
         self.blobs.clear();
         self.blobs.extend(
             (0..=max).map(|r| {
