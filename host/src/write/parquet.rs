@@ -62,8 +62,8 @@
 //! record before the sample, the end of the wait it follows) and `value` (INT64: spin
 //! iterations of that wait). The per-lane counter totals are in the summary JSON.
 //!
-//! Async ranges ([`Trace::async_ranges`]) are in none of the tables, as in the CSV: they
-//! belong to no one lane.
+//! Async ranges ([`Trace::async_ranges`](crate::model::Trace::async_ranges)) are in none of
+//! the tables, as in the CSV: they belong to no one lane.
 //!
 //! The schemas, as `parquet-schema` (or [`::parquet::schema::printer`]) prints them, are
 //! [`SPANS_SCHEMA`], [`INSTANTS_SCHEMA`] and [`COUNTERS_SCHEMA`]. In DuckDB, many runs at
