@@ -195,8 +195,7 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
 /// A block's critical path: leaf span indices (regions with no region nested in them),
 /// from first to last.
 pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
-    critical_path_links(trace, block, links)
-        .into_iter()
+    (critical_path_links(trace, block, links).into_iter())
         .map(|(i, _)| i)
         .collect()
 }

@@ -210,16 +210,12 @@ impl Staged {
             // and back if the new one cannot take its place.
             let old = temp_sibling(&self.target);
             std::fs::rename(&self.target, &old).and_then(|()| {
-                match std::fs::rename(tmp, &self.target) {
-                    Ok(()) => {
-                        let _ = std::fs::remove_dir_all(&old);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        let _ = std::fs::rename(&old, &self.target);
-                        Err(e)
-                    }
-                }
+                let renamed = std::fs::rename(tmp, &self.target);
+                let _ = match renamed {
+                    Ok(()) => std::fs::remove_dir_all(&old),
+                    Err(_) => std::fs::rename(&old, &self.target),
+                };
+                renamed
             })
         } else {
             std::fs::rename(tmp, &self.target)

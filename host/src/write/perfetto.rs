@@ -673,9 +673,7 @@ impl<W: io::Write> Writer<W> {
             d.set_child_ordering(ChildTracksOrdering::EXPLICIT);
         }
         d.set_sibling_order_rank(sibling_rank);
-        if let Some(c) = counter {
-            d.counter = MessageField::some(c);
-        }
+        d.counter = MessageField::from_option(counter);
         let mut p = TracePacket::new();
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_track_descriptor(d);
