@@ -75,14 +75,9 @@ pub fn blocks(trace: &Trace) -> Vec<Block> {
     by_id
         .into_iter()
         .map(|(id, lanes)| {
-            let start = lanes
-                .iter()
-                .map(|&p| trace.lanes[p].start)
-                .min()
-                .unwrap_or(0);
-            let end = lanes
-                .iter()
-                .map(|&p| trace.lanes[p].end)
+            let lane = |p: &usize| &trace.lanes[*p];
+            let start = (lanes.iter().map(|p| lane(p).start)).min().unwrap_or(0);
+            let end = (lanes.iter().map(|p| lane(p).end))
                 .max()
                 .unwrap_or(start)
                 .max(start);

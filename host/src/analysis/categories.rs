@@ -28,7 +28,8 @@ pub enum Category {
 }
 
 impl Category {
-    /// All categories, in breakdown priority order (earlier hides later when overlapping).
+    /// All categories, in breakdown priority order (earlier hides later when overlapping),
+    /// which is their declaration order: `c as usize` is the index of `c`.
     pub const ALL: [Category; 6] = [
         Category::Compute,
         Category::Wait,
@@ -54,14 +55,7 @@ impl Category {
 
     /// Lower-case name.
     pub fn name(self) -> &'static str {
-        match self {
-            Category::Compute => "compute",
-            Category::Wait => "wait",
-            Category::Load => "load",
-            Category::Store => "store",
-            Category::Comm => "comm",
-            Category::Other => "other",
-        }
+        ["compute", "wait", "load", "store", "comm", "other"][self as usize]
     }
 }
 
@@ -148,15 +142,13 @@ impl CategoryTable {
 
 /// The category of every region id of `trace`.
 pub fn region_categories(trace: &Trace, table: &CategoryTable) -> Vec<Category> {
-    let n = trace
+    let used = trace
         .spans
         .region
         .iter()
-        .copied()
         .max()
-        .map_or(0, |m| m as usize + 1)
-        .max(trace.names.regions.len());
-    (0..n)
+        .map_or(0, |&m| m as usize + 1);
+    (0..used.max(trace.names.regions.len()))
         .map(|id| table.classify(&trace.names.region(id as u16)))
         .collect()
 }

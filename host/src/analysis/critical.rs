@@ -23,7 +23,6 @@ use super::categories::Category;
 use super::links::{critical_path_links, Link};
 use crate::model::TrackId;
 use crate::time::{DurationNs, Timestamp};
-use std::collections::HashMap;
 
 /// How many of the longest wait steps are marked.
 pub const LONGEST_WAITS: usize = 3;
@@ -72,18 +71,7 @@ pub struct PathStep {
 /// leaf region).
 pub fn critical_path_steps(v: &BlockView, block: u32, links: &[Link]) -> Vec<PathStep> {
     let (trace, cats) = (v.trace, &v.categories);
-    let by_id: HashMap<u32, usize> = trace
-        .lanes
-        .iter()
-        .enumerate()
-        .map(|(p, l)| (l.id, p))
-        .collect();
-    let track_of = |lane_id: u32| {
-        by_id
-            .get(&lane_id)
-            .map(|&p| trace.lanes[p].track())
-            .unwrap_or_default()
-    };
+    let track_of = |id: u32| trace.lane(id).map(|l| l.track()).unwrap_or_default();
     let block_start = trace
         .lanes
         .iter()

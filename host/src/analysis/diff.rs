@@ -5,7 +5,7 @@
 //! quantile (median only) from raising a flag. Regions present in one run only are listed
 //! as added or removed. Kernel length (first lane start to last lane end) is compared too.
 
-use crate::model::Trace;
+use super::blocks::gpu_wall;
 use crate::stats::{DurStats, TraceStats};
 use crate::time::DurationNs;
 use std::collections::BTreeMap;
@@ -60,14 +60,10 @@ impl RunDiff {
 }
 
 fn change(a: f64, b: f64) -> f64 {
-    if a == 0.0 {
-        if b == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY
-        }
-    } else {
-        100.0 * (b - a) / a
+    match (a == 0.0, b == 0.0) {
+        (false, _) => 100.0 * (b - a) / a,
+        (true, true) => 0.0,
+        (true, false) => f64::INFINITY,
     }
 }
 
@@ -75,16 +71,6 @@ fn by_name<'s>(s: &'s TraceStats) -> BTreeMap<String, &'s DurStats> {
     (s.all.regions.iter())
         .map(|r| (s.trace.names.region(r.region).into_owned(), &r.stats))
         .collect()
-}
-
-fn kernel_length(t: &Trace) -> DurationNs {
-    let s = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    t.lanes
-        .iter()
-        .map(|l| l.end)
-        .max()
-        .unwrap_or(s)
-        .saturating_sub(s)
 }
 
 const P50: usize = 3;
@@ -117,21 +103,19 @@ pub fn diff(a: &TraceStats, b: &TraceStats, threshold_pct: f64) -> RunDiff {
             .total_cmp(&p.mean_change_pct)
             .then(p.name.cmp(&q.name))
     });
-    let (ka, kb) = (kernel_length(a.trace), kernel_length(b.trace));
+    let (ka, kb) = (gpu_wall(a.trace), gpu_wall(b.trace));
+    let only = |x: &BTreeMap<String, _>, y: &BTreeMap<String, _>| {
+        (x.keys())
+            .filter(|k| !y.contains_key(*k))
+            .cloned()
+            .collect()
+    };
     RunDiff {
         kernel: (ka, kb),
         kernel_change_pct: change(ka as f64, kb as f64),
         regions,
-        added: sb
-            .keys()
-            .filter(|k| !sa.contains_key(*k))
-            .cloned()
-            .collect(),
-        removed: sa
-            .keys()
-            .filter(|k| !sb.contains_key(*k))
-            .cloned()
-            .collect(),
+        added: only(&sb, &sa),
+        removed: only(&sa, &sb),
         threshold_pct,
     }
 }

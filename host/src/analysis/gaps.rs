@@ -59,10 +59,6 @@ pub fn gaps(trace: &Trace) -> Vec<GapStats> {
         }
     }
     let mut v: Vec<GapStats> = by_pair.into_values().collect();
-    v.sort_by(|a, b| {
-        b.total
-            .cmp(&a.total)
-            .then((a.from, a.to).cmp(&(b.from, b.to)))
-    });
+    v.sort_by_key(|g| (std::cmp::Reverse(g.total), g.from, g.to));
     v
 }

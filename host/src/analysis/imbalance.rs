@@ -87,13 +87,8 @@ pub fn sm_figures_unavailable(format: WireFormat) -> &'static str {
 /// Computes the imbalance of the launch of `v`.
 pub fn imbalance(v: &BlockView) -> Imbalance {
     let trace = v.trace;
-    let lanes = spread(
-        trace
-            .lanes
-            .iter()
-            .map(|l| (l.id, l.end.saturating_sub(l.start)))
-            .collect(),
-    );
+    let lane_lengths = (trace.lanes.iter()).map(|l| (l.id, l.end.saturating_sub(l.start)));
+    let lanes = spread(lane_lengths.collect());
     let mut sm_lives: BTreeMap<u32, Vec<(Timestamp, Timestamp)>> = BTreeMap::new();
     for l in &trace.lanes {
         if let Some(sm) = l.sm {
@@ -117,15 +112,13 @@ pub fn imbalance(v: &BlockView) -> Imbalance {
         }
     }
     events.sort_unstable();
-    let mut sm_occupancy: Vec<(Timestamp, u32)> = Vec::new();
     let mut active = 0i64;
-    for (t, d) in events {
-        active += d;
-        match sm_occupancy.last_mut() {
-            Some(last) if last.0 == t => last.1 = active as u32,
-            _ => sm_occupancy.push((t, active as u32)),
-        }
-    }
+    let sm_occupancy: Vec<(Timestamp, u32)> = (events.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| {
+            active += g.iter().map(|e| e.1).sum::<i64>();
+            (g[0].0, active as u32)
+        })
+        .collect();
     let peak = sm_occupancy.iter().map(|x| x.1).max().unwrap_or(0);
     let end = trace.lanes.iter().map(|l| l.end).max().unwrap_or(0);
     let tail = has_sms.then(|| {

@@ -132,11 +132,12 @@ pub fn isolate_block(
     counter_rate: Option<f64>,
 ) -> BlockIsolation {
     let window = IntervalSet::span(block.start, block.end);
-    let idx = |c: Category| Category::ALL.iter().position(|&x| x == c).unwrap_or(0);
     let ct = category_time(trace, block.lanes.iter().copied(), cats);
-    let blocked = ct.sets[idx(Category::Wait)].intersect(&window);
+    let blocked = ct.sets[Category::Wait as usize].intersect(&window);
     let blocked_ns = blocked.len();
-    let overlap_ns = blocked.intersect(&ct.sets[idx(Category::Compute)]).len();
+    let overlap_ns = blocked
+        .intersect(&ct.sets[Category::Compute as usize])
+        .len();
     let blocked_from_counters_ns = counter_rate.map(|r| {
         let v = block
             .lanes

@@ -87,16 +87,12 @@ fn role(name: &str) -> Option<(bool, &str)> {
 /// Whether `names` can give links at all: some channel has both a `signal.` and a `wait.`
 /// region. Cheap (names only): callers skip link work on traces without the convention.
 pub fn may_link(names: &Names) -> bool {
-    let mut signals: Vec<&str> = Vec::new();
-    let mut waits: Vec<&str> = Vec::new();
-    for n in &names.regions {
-        match role(n) {
-            Some((true, c)) => signals.push(c),
-            Some((false, c)) => waits.push(c),
-            None => {}
-        }
-    }
-    waits.iter().any(|w| signals.contains(w))
+    let (signals, waits): (Vec<_>, Vec<_>) = names
+        .regions
+        .iter()
+        .filter_map(|n| role(n))
+        .partition(|r| r.0);
+    waits.iter().any(|w| signals.iter().any(|s| s.1 == w.1))
 }
 
 /// All links of `trace`, ordered by wait span index (for lanes in `Trace::lanes` order,
@@ -104,12 +100,9 @@ pub fn may_link(names: &Names) -> bool {
 /// first, then async ranges in range order.
 pub fn links(trace: &Trace) -> Vec<Link> {
     let mut out = convention_links(trace);
-    let async_links = async_links(trace);
-    if !async_links.is_empty() {
-        out.extend(async_links);
-        // Stable: the convention's link first at a span.
-        out.sort_by_key(|l| l.to_span);
-    }
+    out.extend(async_links(trace));
+    // Stable: the convention's link first at a span.
+    out.sort_by_key(|l| l.to_span);
     out
 }
 
@@ -119,15 +112,13 @@ pub fn async_links(trace: &Trace) -> Vec<Link> {
     if a.is_empty() {
         return Vec::new();
     }
-    let lane =
-        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
     let mut out = Vec::new();
     for k in 0..a.len() {
         let (from, to) = (a.begin_lane[k], a.end_lane[k]);
-        if from == to || lane(from).is_none() {
+        if from == to || trace.lane(from).is_none() {
             continue;
         }
-        let Some(l) = lane(to) else { continue };
+        let Some(l) = trace.lane(to) else { continue };
         let begins = &trace.spans.begin[l.spans.clone()];
         let Some(w) = begins.partition_point(|&b| b <= a.end[k]).checked_sub(1) else {
             continue;
@@ -151,29 +142,21 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
     if !may_link(&trace.names) {
         return Vec::new();
     }
-    let n_regions = trace.names.regions.len();
-    let roles: Vec<Option<(bool, &str)>> = (0..n_regions)
-        .map(|r| role(&trace.names.regions[r]))
-        .collect();
+    let roles: Vec<Option<(bool, &str)>> = trace.names.regions.iter().map(|n| role(n)).collect();
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
     // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
     type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Timestamp, u32, SignalEvent)>>;
     let mut signals: Signals<'_> = HashMap::new();
+    use SignalEvent::{Instant, Span};
+    let (ins, s) = (&trace.instants, &trace.spans);
     for lane in &trace.lanes {
-        for i in lane.instants.clone() {
-            if let Some((true, ch)) = role_of(trace.instants.region[i]) {
-                signals
-                    .entry((lane.block, ch, trace.instants.payload[i]))
-                    .or_default()
-                    .push((trace.instants.ts[i], lane.id, SignalEvent::Instant(i)));
-            }
-        }
-        for i in lane.spans.clone() {
-            if let Some((true, ch)) = role_of(trace.spans.region[i]) {
-                signals
-                    .entry((lane.block, ch, trace.spans.payload[i]))
-                    .or_default()
-                    .push((trace.spans.end[i], lane.id, SignalEvent::Span(i)));
+        let instants =
+            (lane.instants.clone()).map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
+        let spans = (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
+        for (r, token, ts, ev) in instants.chain(spans) {
+            if let Some((true, ch)) = role_of(r) {
+                let v = signals.entry((lane.block, ch, token)).or_default();
+                v.push((ts, lane.id, ev));
             }
         }
     }
@@ -212,8 +195,7 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
 /// A block's critical path: leaf span indices (regions with no region nested in them),
 /// from first to last.
 pub fn critical_path(trace: &Trace, block: u32, links: &[Link]) -> Vec<usize> {
-    critical_path_links(trace, block, links)
-        .into_iter()
+    (critical_path_links(trace, block, links).into_iter())
         .map(|(i, _)| i)
         .collect()
 }

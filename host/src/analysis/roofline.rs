@@ -61,32 +61,29 @@ impl GpuPreset {
     }
 }
 
+const fn gpu(name: &'static str, sms: u32, tb_per_s: f64, tflops: [f64; 6]) -> GpuPreset {
+    GpuPreset {
+        name,
+        sms,
+        tb_per_s,
+        tflops,
+    }
+}
+
+/// Hopper's dense tensor-core peaks (the H100 and H200 share them).
+const HOPPER_TFLOPS: [f64; 6] = [67.0, 67.0, 494.7, 989.4, 989.4, 1978.9];
+
 /// Presets from vendor datasheets (SXM parts, dense tensor-core figures).
 pub const PRESETS: &[GpuPreset] = &[
-    GpuPreset {
-        name: "a100",
-        sms: 108,
-        tb_per_s: 2.039,
-        tflops: [19.5, 19.5, 156.0, 312.0, 312.0, 0.0],
-    },
-    GpuPreset {
-        name: "h100",
-        sms: 132,
-        tb_per_s: 3.35,
-        tflops: [67.0, 67.0, 494.7, 989.4, 989.4, 1978.9],
-    },
-    GpuPreset {
-        name: "h200",
-        sms: 132,
-        tb_per_s: 4.8,
-        tflops: [67.0, 67.0, 494.7, 989.4, 989.4, 1978.9],
-    },
-    GpuPreset {
-        name: "b200",
-        sms: 148,
-        tb_per_s: 8.0,
-        tflops: [40.0, 80.0, 1100.0, 2250.0, 2250.0, 4500.0],
-    },
+    gpu("a100", 108, 2.039, [19.5, 19.5, 156.0, 312.0, 312.0, 0.0]),
+    gpu("h100", 132, 3.35, HOPPER_TFLOPS),
+    gpu("h200", 132, 4.8, HOPPER_TFLOPS),
+    gpu(
+        "b200",
+        148,
+        8.0,
+        [40.0, 80.0, 1100.0, 2250.0, 2250.0, 4500.0],
+    ),
 ];
 
 /// The preset called `name` (case-insensitive).

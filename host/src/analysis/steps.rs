@@ -15,7 +15,7 @@ use crate::time::DurationNs;
 use std::collections::BTreeMap;
 
 /// Statistics of one region over all launches.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct StepStat {
     /// Mean duration, ns.
     pub avg: f64,
@@ -47,14 +47,9 @@ pub fn step_stats(launches: &[&TraceStats]) -> BTreeMap<String, StepStat> {
             let s = out.entry(name).or_insert_with(|| {
                 next_id += 1;
                 StepStat {
-                    avg: 0.0,
-                    cnt: 0,
-                    time: 0,
                     min_t: DurationNs::MAX,
-                    max_t: 0,
                     id: next_id - 1,
-                    step_ids: vec![],
-                    per_step: vec![],
+                    ..Default::default()
                 }
             });
             s.cnt += cnt;

@@ -37,6 +37,12 @@ impl Trace {
         self.names.counters.len()
     }
 
+    /// The lane with id `id`, if it is in [`Trace::lanes`].
+    pub fn lane(&self, id: u32) -> Option<&Lane> {
+        let k = self.lanes.binary_search_by_key(&id, |l| l.id).ok()?;
+        Some(&self.lanes[k])
+    }
+
     /// Totals of every counter for the lane at position `lane_pos` of [`Trace::lanes`].
     pub fn lane_counters(&self, lane_pos: usize) -> &[u64] {
         let n = self.n_counters();

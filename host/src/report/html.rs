@@ -3,7 +3,7 @@
 use super::regions::region_table;
 use super::svg::{bars, esc, heat_map, histogram, stacked_bar};
 use super::ReportLaunch;
-use crate::analysis::blocks::{distribution, gpu_wall, BlockView};
+use crate::analysis::blocks::{distribution, gpu_wall, Block, BlockView};
 use crate::analysis::breakdown::{block_breakdowns, TimeBreakdown};
 use crate::analysis::categories::{Category, CategoryTable};
 use crate::analysis::gaps::gaps;
@@ -12,10 +12,11 @@ use crate::analysis::isolation::isolate_compute;
 use crate::analysis::roofline::{self, roofline, GpuPreset, Work};
 use crate::analysis::steps::step_stats;
 use crate::model::Trace;
-use crate::stats::{self, AsyncStats, TraceStats};
+use crate::stats::{self, AsyncStats, RegionStats, TraceStats};
 use crate::time::{format_duration, Timestamp};
 use crate::write::WriteError;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
 /// What goes into the report beyond the traces. The defaults are `ikp report`'s.
@@ -65,7 +66,7 @@ const COLORS: [&str; 7] = [
 
 /// The colour of category `c`, as in the breakdown's legend.
 fn category_color(c: Category) -> &'static str {
-    COLORS[Category::ALL.iter().position(|&x| x == c).unwrap_or(5)]
+    COLORS[c as usize]
 }
 
 /// Writes the report of `launches` (see [`super::prepare`]) to `out`.
@@ -74,16 +75,6 @@ pub fn write_html<W: Write>(
     launches: &[ReportLaunch<'_>],
     opts: &ReportOptions,
 ) -> Result<(), WriteError> {
-    page(&mut out, launches, opts)?;
-    out.flush()?;
-    Ok(())
-}
-
-fn page<W: Write>(
-    mut out: W,
-    launches: &[ReportLaunch<'_>],
-    opts: &ReportOptions,
-) -> io::Result<()> {
     let title = launches
         .iter()
         .map(|l| l.label)
@@ -100,7 +91,9 @@ fn page<W: Write>(
     for (n, l) in launches.iter().enumerate() {
         launch(&mut out, n, l, opts)?;
     }
-    writeln!(out, "</body></html>")
+    writeln!(out, "</body></html>")?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Per-region statistics over all launches (the step statistics of the dPRO trace format,
@@ -230,35 +223,29 @@ fn launch<W: Write>(
     // Regions, by self time; the histograms follow the table's order.
     let cats = &view.categories;
     region_table(out, n, st, cats)?;
-    let rows: Vec<(u16, &Vec<u64>)> = (st.all.shares.rows().iter())
-        .filter_map(|row| row.region)
-        .map(|r| {
-            (
-                r.region,
-                &st.all.region(r.region).expect("a row has spans").durations,
-            )
-        })
+    let rows: Vec<&RegionStats> = (st.all.shares.rows().iter())
+        .filter_map(|row| st.all.region(row.region?.region))
         .collect();
-    let shown = rows.len().min(HISTOGRAMS);
+    let (shown, bins) = (rows.len().min(HISTOGRAMS), opts.hist_bins.max(1));
     writeln!(
         out,
-        "<h3>Durations</h3><p class=\"meta\">Span durations of the {shown} regions with the most self time{}, in the table's order: whole spans (nested regions included), {} bins over each region's own range; bar height: share of the region's occurrences; colour: the region's category, as in the breakdown above.</p><div class=\"hists\" id=\"hists-{n}\">",
+        "<h3>Durations</h3><p class=\"meta\">Span durations of the {shown} regions with the most self time{}, in the table's order: whole spans (nested regions included), {bins} bins over each region's own range; bar height: share of the region's occurrences; colour: the region's category, as in the breakdown above.</p><div class=\"hists\" id=\"hists-{n}\">",
         if rows.len() > shown { format!(" (of {})", rows.len()) } else { String::new() },
-        opts.hist_bins.max(1)
     )?;
-    for (r, v) in rows.iter().take(HISTOGRAMS) {
+    for r in &rows[..shown] {
+        let (c, d) = (cats[r.region as usize], &r.durations);
+        let chart = histogram(
+            &stats::histogram(d, bins as u32),
+            270,
+            80,
+            category_color(c),
+        );
         writeln!(
             out,
-            "<div class=\"hist\"><b>{}</b> ({} occurrences, {})<br>{}</div>",
-            esc(&t.names.region(*r)),
-            v.len(),
-            esc(cats[*r as usize].name()),
-            histogram(
-                &stats::histogram(v, opts.hist_bins.max(1) as u32),
-                270,
-                80,
-                category_color(cats[*r as usize])
-            )
+            "<div class=\"hist\"><b>{}</b> ({} occurrences, {})<br>{chart}</div>",
+            esc(&t.names.region(r.region)),
+            d.len(),
+            esc(c.name()),
         )?;
     }
     writeln!(out, "</div>")?;
@@ -266,16 +253,12 @@ fn launch<W: Write>(
     // Heat map.
     let cols = opts.heat_columns.max(1);
     let (rows_hm, what) = heat_rows(t, start, end, cols);
+    let row_h = if rows_hm.len() > 60 { 4 } else { 10 };
+    let share_of = format!("of the {what}'s groups inside some region");
+    let map = heat_map(&rows_hm, 1000, row_h, end - start, &share_of);
     writeln!(
         out,
-        "<h3>Busy lanes over time per {what}</h3><div id=\"heatmap-{n}\">{}</div>",
-        heat_map(
-            &rows_hm,
-            1000,
-            if rows_hm.len() > 60 { 4 } else { 10 },
-            end - start,
-            &format!("of the {what}'s groups inside some region")
-        )
+        "<h3>Busy lanes over time per {what}</h3><div id=\"heatmap-{n}\">{map}</div>"
     )?;
 
     imbalance_section(out, n, view)?;
@@ -419,32 +402,21 @@ fn breakdown_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::R
 /// Block lengths, slowest first, with the SM figures or why there are none.
 fn imbalance_section<W: Write>(out: &mut W, n: usize, view: &BlockView) -> io::Result<()> {
     let im = imbalance(view);
-    let mut bd: Vec<(u32, u64)> = view.blocks.iter().map(|b| (b.id, b.length())).collect();
+    let mut blocks: Vec<&Block> = view.blocks.iter().collect();
     // Slowest first; ties by block id, so the order is the same on every run.
-    bd.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let bd: Vec<(String, u64)> = bd
-        .into_iter()
-        .map(|(id, len)| (format!("block {id}"), len))
+    blocks.sort_by_key(|b| (Reverse(b.length()), b.id));
+    let bd: Vec<(String, u64)> = (blocks.iter())
+        .map(|b| (format!("block {}", b.id), b.length()))
         .collect();
+    let what = "block length, one bar per block, slowest first (ties by block id)";
+    let median = ("median", im.blocks.median);
+    let chart = bars(&bd, median, 1000, 120, COLORS[0], what);
     let na = sm_figures_unavailable(view.trace.source.format);
-    let sms = im
-        .sms
-        .as_ref()
-        .map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
-    let tail = im
-        .tail
-        .map_or(na.to_string(), |x| format_duration(x as f64));
+    let sms = (im.sms.as_ref()).map_or(na.to_string(), |s| format!("{:.2}", s.max_over_median));
+    let tail = (im.tail).map_or(na.to_string(), |x| format_duration(x as f64));
     writeln!(
         out,
-        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
-        bars(
-            &bd,
-            ("median", im.blocks.median),
-            1000,
-            120,
-            COLORS[0],
-            "block length, one bar per block, slowest first (ties by block id)"
-        ),
+        "<h3>Imbalance</h3><div id=\"imbalance-{n}\">{chart}</div><p class=\"meta\">Block lengths (first to last stamp of its groups), slowest first; dashed line: median {}. Slowest block / median = {:.2}. SMs: slowest / median busy = {}. Last-wave tail: {}.</p>",
         format_duration(im.blocks.median as f64),
         im.blocks.max_over_median,
         esc(&sms),
@@ -461,20 +433,17 @@ fn heat_rows(
 ) -> (Vec<(String, Vec<f64>)>, &'static str) {
     let by_sm = t.lanes.iter().all(|l| l.sm.is_some()) && !t.lanes.is_empty();
     let key = |l: &crate::model::Lane| if by_sm { l.sm.unwrap_or(0) } else { l.block };
-    let mut keys: Vec<u32> = t.lanes.iter().map(key).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let index: HashMap<u32, usize> = keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+    let what = if by_sm { "SM" } else { "block" };
     let width = (end - start).max(1) as f64 / cols as f64;
-    let mut busy = vec![vec![0f64; cols]; keys.len()];
-    let mut lanes_per = vec![0u32; keys.len()];
+    // Per key: its lanes, and their shares of each column inside some region, summed.
+    let mut rows: BTreeMap<u32, (u32, Vec<f64>)> = BTreeMap::new();
     for l in &t.lanes {
-        let row = index[&key(l)];
-        lanes_per[row] += 1;
+        let (lanes, busy) = rows.entry(key(l)).or_insert_with(|| (0, vec![0.0; cols]));
+        *lanes += 1;
         let mut fill = |(b, e): (Timestamp, Timestamp)| {
             let (b, e) = ((b - start) as f64, (e - start) as f64);
             let (c0, c1) = ((b / width) as usize, ((e / width) as usize).min(cols - 1));
-            for (c, cell) in busy[row].iter_mut().enumerate().take(c1 + 1).skip(c0) {
+            for (c, cell) in busy.iter_mut().enumerate().take(c1 + 1).skip(c0) {
                 let (lo, hi) = (c as f64 * width, (c + 1) as f64 * width);
                 *cell += (e.min(hi) - b.max(lo)).max(0.0) / width;
             }
@@ -496,23 +465,15 @@ fn heat_rows(
         }
         cur.map(fill);
     }
-    let rows = keys
-        .iter()
-        .zip(busy)
-        .zip(lanes_per)
-        .map(|((k, cells), n)| {
-            let label = if by_sm {
-                format!("SM {k}")
-            } else {
-                format!("block {k}")
-            };
+    let rows = (rows.into_iter())
+        .map(|(k, (n, cells))| {
             (
-                label,
-                cells.into_iter().map(|v| v / n.max(1) as f64).collect(),
+                format!("{what} {k}"),
+                cells.iter().map(|v| v / n as f64).collect(),
             )
         })
         .collect();
-    (rows, if by_sm { "SM" } else { "block" })
+    (rows, what)
 }
 
 #[cfg(test)]

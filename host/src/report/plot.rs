@@ -11,7 +11,7 @@
 //!
 //! `<name>` keeps ASCII letters, digits, `-` and `_`; other characters become `_`.
 
-use super::svg::{esc, histogram, x_axis, y_axis, AXIS_W};
+use super::svg::{esc, histogram, share_axes, AXIS_W};
 use crate::stats::{self, TraceStats};
 use crate::time::format_duration;
 use std::fmt::Write;
@@ -110,12 +110,7 @@ fn overlay(blocks: &[(u32, &Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
             c
         })
         .collect();
-    let peak = curves
-        .iter()
-        .flatten()
-        .cloned()
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let peak = (curves.iter().flatten()).fold(f64::MIN_POSITIVE, |m, &p| m.max(p));
     // The curves are drawn right of a y axis (share of each block's occurrences per bin).
     let x0 = AXIS_W as f64;
     let bw = (w - x0) / bins as f64;
@@ -125,24 +120,7 @@ fn overlay(blocks: &[(u32, &Vec<u64>)], lo: u64, hi: u64, bins: u32) -> String {
         "<rect x=\"{x0}\" y=\"0\" width=\"{}\" height=\"{h}\" fill=\"none\" stroke=\"#ccc\"/>",
         w - x0
     );
-    y_axis(
-        &mut s,
-        x0,
-        h,
-        peak,
-        &[(0.0, "0%".into()), (peak, format!("{:.0}%", 100.0 * peak))],
-    );
-    x_axis(
-        &mut s,
-        x0,
-        w,
-        h,
-        &[
-            (0.0, format_duration(lo as f64)),
-            (0.5, format_duration((lo + hi) as f64 / 2.0)),
-            (1.0, format_duration(hi as f64)),
-        ],
-    );
+    share_axes(&mut s, w, h, peak, (lo, hi));
     for (k, c) in curves.iter().enumerate() {
         let mut pts = String::new();
         for (i, &p) in c.iter().enumerate() {

@@ -26,7 +26,7 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="64" role="img">"#
     );
-    let mut x = 0.0;
+    let (mut x, mut lx, mut legend) = (0.0, 0, String::new());
     for (name, v, color) in parts {
         let w = *v as f64 / total as f64 * width as f64;
         let pct = 100.0 * *v as f64 / total as f64;
@@ -36,21 +36,18 @@ pub fn stacked_bar(parts: &[(&str, u64, &str)], width: u32) -> String {
             esc(name),
             format_duration(*v as f64)
         );
-        x += w;
-    }
-    let mut lx = 0;
-    for (name, v, color) in parts {
-        let pct = 100.0 * *v as f64 / total as f64;
         let _ = write!(
-            s,
+            legend,
             r#"<rect x="{lx}" y="40" width="10" height="10" fill="{color}"/><text x="{}" y="49" font-size="11">{} {pct:.1}%</text>"#,
             lx + 14,
             esc(name)
         );
+        x += w;
         // About 7 px per character of 11 px text: the seven breakdown parts, named as
         // `ikp analyze` names them ("exposed wait 12.9%"), fit in 1000 px.
         lx += 14 + 7 * (name.chars().count() as u32 + 7);
     }
+    s.push_str(&legend);
     s.push_str("</svg>");
     s
 }
@@ -113,6 +110,30 @@ pub(crate) fn x_axis(s: &mut String, x0: f64, x1: f64, y0: f64, ticks: &[(f64, S
     }
 }
 
+/// The axes of a chart of shares over durations, `w` by `h` right of [`AXIS_W`]: a y axis
+/// of shares (ticks at 0 and `peak`), an x axis of durations over `range` (ticks at its
+/// ends and its middle).
+pub(crate) fn share_axes(s: &mut String, w: f64, h: f64, peak: f64, range: (u64, u64)) {
+    let share = format!("{:.0}%", 100.0 * peak);
+    y_axis(
+        s,
+        AXIS_W as f64,
+        h,
+        peak,
+        &[(0.0, "0%".into()), (peak, share)],
+    );
+    let (lo, hi) = range;
+    let mid = (lo + hi) as f64 / 2.0;
+    let ticks = [(0.0, lo as f64), (0.5, mid), (1.0, hi as f64)];
+    x_axis(
+        s,
+        AXIS_W as f64,
+        w,
+        h,
+        &ticks.map(|(f, t)| (f, format_duration(t))),
+    );
+}
+
 /// Draws a histogram computed by [`crate::stats::histogram`]: x is the duration (ticks at
 /// the ends and the middle of its range), y the share of the occurrences in each bin (ticks
 /// at 0 and at the tallest bar).
@@ -123,12 +144,7 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{}" role="img"><g transform="translate(0 {TOP})">"#,
         height + 20 + TOP as u32
     );
-    let peak = h
-        .prob
-        .iter()
-        .cloned()
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let peak = (h.prob.iter()).fold(f64::MIN_POSITIVE, |m, &p| m.max(p));
     let bw = plot_w / h.prob.len().max(1) as f64;
     let step = (h.max - h.min) as f64 / h.prob.len().max(1) as f64;
     for (i, &p) in h.prob.iter().enumerate() {
@@ -144,25 +160,7 @@ pub fn histogram(h: &crate::stats::Histogram, width: u32, height: u32, color: &s
             100.0 * p
         );
     }
-    y_axis(
-        &mut s,
-        AXIS_W as f64,
-        ht,
-        peak,
-        &[(0.0, "0%".into()), (peak, format!("{:.0}%", 100.0 * peak))],
-    );
-    let mid = (h.min + h.max) as f64 / 2.0;
-    x_axis(
-        &mut s,
-        AXIS_W as f64,
-        w,
-        ht,
-        &[
-            (0.0, format_duration(h.min as f64)),
-            (0.5, format_duration(mid)),
-            (1.0, format_duration(h.max as f64)),
-        ],
-    );
+    share_axes(&mut s, w, ht, peak, (h.min, h.max));
     s.push_str("</g></svg>");
     s
 }
@@ -215,14 +213,7 @@ pub fn heat_map(
             );
         }
     }
-    let ticks: Vec<(f64, String)> = (0..=4)
-        .map(|k| {
-            (
-                k as f64 / 4.0,
-                format_duration(span_ns as f64 * k as f64 / 4.0),
-            )
-        })
-        .collect();
+    let ticks = [0.0, 0.25, 0.5, 0.75, 1.0].map(|f| (f, format_duration(span_ns as f64 * f)));
     x_axis(&mut s, label_w, width as f64, map_h + 1.0, &ticks);
     let _ = write!(
         s,
@@ -282,17 +273,13 @@ pub fn bars(
         );
     }
     let (ref_name, ref_v) = reference;
-    y_axis(
-        &mut s,
-        AXIS_W as f64,
-        ht,
-        peak,
-        &[
-            (0.0, "0".into()),
-            (peak, format_duration(peak)),
-            (ref_v as f64, format_duration(ref_v as f64)),
-        ],
-    );
+    let r = ref_v as f64;
+    let ticks = [
+        (0.0, "0".into()),
+        (peak, format_duration(peak)),
+        (r, format_duration(r)),
+    ];
+    y_axis(&mut s, AXIS_W as f64, ht, peak, &ticks);
     let _ = write!(
         s,
         r#"<line x1="{AXIS_W}" x2="{w}" y1="{ht}" y2="{ht}" stroke="{INK}"/>"#

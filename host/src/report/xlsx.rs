@@ -43,22 +43,23 @@ use std::io::Write;
 /// Rows an xlsx sheet holds.
 const MAX_ROWS: usize = 1_048_576;
 
-fn header(ws: &mut Worksheet, cols: &[&str]) -> Result<(), XlsxError> {
+/// Writes the header row, the column names `cols` separated by commas.
+fn header(ws: &mut Worksheet, cols: &str) -> Result<(), XlsxError> {
     let bold = Format::new().set_bold();
-    for (c, name) in cols.iter().enumerate() {
-        ws.write_string_with_format(0, c as u16, *name, &bold)?;
+    for (c, name) in cols.split(',').enumerate() {
+        ws.write_string_with_format(0, c as u16, name, &bold)?;
         ws.set_column_width(c as u16, (name.len() as f64 + 4.0).max(10.0))?;
     }
     ws.set_freeze_panes(1, 0)?;
     Ok(())
 }
 
-fn sheet<'a>(
-    wb: &'a mut Workbook,
-    name: &str,
-    suffix: &str,
-) -> Result<&'a mut Worksheet, XlsxError> {
-    wb.add_worksheet().set_name(format!("{name}{suffix}"))
+/// Writes `vals` into row `r`, from column `c0` on.
+fn numbers(ws: &mut Worksheet, r: u32, c0: u16, vals: &[f64]) -> Result<(), XlsxError> {
+    for (c, &v) in (c0..).zip(vals) {
+        ws.write_number(r, c, v)?;
+    }
+    Ok(())
 }
 
 /// Writes the workbook of `launches` (see [`super::prepare`]) to `out`.
@@ -106,8 +107,8 @@ fn launch(
     };
 
     // gpu_timeline
-    let ws = sheet(wb, "gpu_timeline", sfx)?;
-    header(ws, &["type", "time ms", "percent"])?;
+    let ws = wb.add_worksheet().set_name(format!("gpu_timeline{sfx}"))?;
+    header(ws, "type,time ms,percent")?;
     let busy = b.total - b.idle;
     let mut rows = vec![
         ("computation_time".to_string(), b.compute),
@@ -127,20 +128,16 @@ fn launch(
     for (r, (name, v)) in rows.iter().enumerate() {
         let r = r as u32 + 1;
         ws.write_string(r, 0, name)?;
-        ws.write_number(r, 1, ms(*v))?;
-        ws.write_number(r, 2, pct(*v))?;
+        numbers(ws, r, 1, &[ms(*v), pct(*v)])?;
     }
 
     // regions (base rows)
     let selfs = &l.stats.span_self;
     let start = t.lanes.iter().map(|l| l.start).min().unwrap_or(0);
-    let ws = sheet(wb, "regions", sfx)?;
+    let ws = wb.add_worksheet().set_name(format!("regions{sfx}"))?;
     header(
         ws,
-        &[
-            "lane", "block", "group", "sm", "warp", "name", "category", "payload", "begin us",
-            "dur us", "self us",
-        ],
+        "lane,block,group,sm,warp,name,category,payload,begin us,dur us,self us",
     )?;
     let s = &t.spans;
     let mut row = 1u32;
@@ -149,21 +146,16 @@ fn launch(
             if row as usize >= MAX_ROWS {
                 break 'lanes;
             }
-            ws.write_number(row, 0, l.id as f64)?;
-            ws.write_number(row, 1, l.block as f64)?;
-            ws.write_number(row, 2, l.group as f64)?;
-            if let Some(sm) = l.sm {
-                ws.write_number(row, 3, sm as f64)?;
-            }
-            if let Some(w) = l.warp {
-                ws.write_number(row, 4, w as f64)?;
+            numbers(ws, row, 0, &[l.id, l.block, l.group].map(f64::from))?;
+            for (c, v) in [(3, l.sm), (4, l.warp)] {
+                if let Some(v) = v {
+                    ws.write_number(row, c, v as f64)?;
+                }
             }
             ws.write_string(row, 5, t.names.region(s.region[i]))?;
             ws.write_string(row, 6, cats[s.region[i] as usize].name())?;
-            ws.write_number(row, 7, s.payload[i] as f64)?;
-            ws.write_number(row, 8, us(s.begin[i] - start))?;
-            ws.write_number(row, 9, us(s.dur(i)))?;
-            ws.write_number(row, 10, us(selfs[i]))?;
+            let (begin, dur) = (us(s.begin[i] - start), us(s.dur(i)));
+            numbers(ws, row, 7, &[s.payload[i] as f64, begin, dur, us(selfs[i])])?;
             row += 1;
         }
     }
@@ -183,16 +175,12 @@ fn launch(
         c.0 += r.count;
         c.1 += r.self_time;
     }
-    let ws = sheet(wb, "regions_summary_by_category", sfx)?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_summary_by_category{sfx}"))?;
     header(
         ws,
-        &[
-            "category",
-            "Count",
-            "self_time_ms",
-            "Percentage (%)",
-            "Cumulative Percentage (%)",
-        ],
+        "category,Count,self_time_ms,Percentage (%),Cumulative Percentage (%)",
     )?;
     let mut v: Vec<_> = by_cat.into_iter().collect();
     v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
@@ -201,30 +189,25 @@ fn launch(
     for (c, (cnt, tot)) in &v {
         sum += tot;
         ws.write_string(r, 0, c.name())?;
-        ws.write_number(r, 1, *cnt as f64)?;
-        ws.write_number(r, 2, ms(*tot))?;
-        ws.write_number(r, 3, 100.0 * shares.share(*tot))?;
-        ws.write_number(r, 4, 100.0 * shares.share(sum))?;
+        let (share, cumulative) = (shares.share(*tot), shares.share(sum));
+        numbers(
+            ws,
+            r,
+            1,
+            &[*cnt as f64, ms(*tot), 100.0 * share, 100.0 * cumulative],
+        )?;
         r += 1;
     }
+    let out = shares.outside;
     ws.write_string(r, 0, OUTSIDE)?;
-    ws.write_number(r, 2, ms(shares.outside))?;
-    ws.write_number(r, 3, 100.0 * shares.share(shares.outside))?;
-    ws.write_number(r, 4, 100.0 * shares.share(sum + shares.outside))?;
-    let ws = sheet(wb, "regions_summary", sfx)?;
-    header(
-        ws,
-        &[
-            "name",
-            "category",
-            "Count",
-            "self_time_sum us",
-            "self_time_ms",
-            "inclusive_time_ms",
-            "Percentage (%)",
-            "Cumulative Percentage (%)",
-        ],
-    )?;
+    let (share, cumulative) = (shares.share(out), shares.share(sum + out));
+    numbers(ws, r, 2, &[ms(out), 100.0 * share, 100.0 * cumulative])?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_summary{sfx}"))?;
+    let cols = "name,category,Count,self_time_sum us,self_time_ms,inclusive_time_ms,\
+                Percentage (%),Cumulative Percentage (%)";
+    header(ws, cols)?;
     for (r, row) in shares.rows().iter().enumerate() {
         let r = r as u32 + 1;
         match row.region {
@@ -234,30 +217,17 @@ fn launch(
                 ws.write_number(r, 2, x.count as f64)?;
                 ws.write_number(r, 5, ms(x.inclusive))?;
             }
-            None => {
-                ws.write_string(r, 0, OUTSIDE)?;
-            }
+            None => _ = ws.write_string(r, 0, OUTSIDE)?,
         }
-        ws.write_number(r, 3, us(row.self_time))?;
-        ws.write_number(r, 4, ms(row.self_time))?;
-        ws.write_number(r, 6, 100.0 * row.share)?;
-        ws.write_number(r, 7, 100.0 * row.cumulative)?;
+        numbers(ws, r, 3, &[us(row.self_time), ms(row.self_time)])?;
+        numbers(ws, r, 6, &[100.0 * row.share, 100.0 * row.cumulative])?;
     }
-    let ws = sheet(wb, "regions_unique_args", sfx)?;
-    header(
-        ws,
-        &[
-            "name",
-            "payload",
-            "operation_count",
-            "dur_sum us",
-            "dur_mean us",
-            "dur_median us",
-            "dur_std us",
-            "dur_min us",
-            "dur_max us",
-        ],
-    )?;
+    let ws = wb
+        .add_worksheet()
+        .set_name(format!("regions_unique_args{sfx}"))?;
+    let cols = "name,payload,operation_count,dur_sum us,dur_mean us,dur_median us,dur_std us,\
+                dur_min us,dur_max us";
+    header(ws, cols)?;
     let mut v: Vec<_> = by_args
         .into_iter()
         .map(|(k, mut d)| {
@@ -269,43 +239,30 @@ fn launch(
     for (r, ((id, payload), st)) in v.iter().enumerate().take(MAX_ROWS - 1) {
         let r = r as u32 + 1;
         ws.write_string(r, 0, t.names.region(*id))?;
-        ws.write_number(r, 1, *payload as f64)?;
-        ws.write_number(r, 2, st.count as f64)?;
-        ws.write_number(r, 3, us(st.total))?;
-        ws.write_number(r, 4, time::us(st.mean))?;
-        ws.write_number(r, 5, time::us(st.percentiles[3]))?;
-        ws.write_number(r, 6, time::us(st.var_pop.sqrt()))?;
-        ws.write_number(r, 7, us(st.min))?;
-        ws.write_number(r, 8, us(st.max))?;
+        let [mean, median, std] = [st.mean, st.percentiles[3], st.var_pop.sqrt()].map(time::us);
+        let (count, sum, min, max) = (st.count as f64, us(st.total), us(st.min), us(st.max));
+        numbers(
+            ws,
+            r,
+            1,
+            &[*payload as f64, count, sum, mean, median, std, min, max],
+        )?;
     }
 
     if let (false, Some(gpu)) = (opts.work.is_empty(), opts.gpu) {
-        let ws = sheet(wb, "roofline", sfx)?;
+        let ws = wb.add_worksheet().set_name(format!("roofline{sfx}"))?;
         header(
             ws,
-            &[
-                "name",
-                "count",
-                "GFLOPS",
-                "Data Moved MB",
-                "FLOPS/Byte",
-                "TFLOPS/s",
-                "TB/s",
-                "bound",
-                "% of roof",
-            ],
+            "name,count,GFLOPS,Data Moved MB,FLOPS/Byte,TFLOPS/s,TB/s,bound,% of roof",
         )?;
         for (r, x) in roofline(t, &opts.work, gpu).iter().enumerate() {
             let r = r as u32 + 1;
             ws.write_string(r, 0, &x.name)?;
-            ws.write_number(r, 1, x.count as f64)?;
-            ws.write_number(r, 2, x.flops / 1e9)?;
-            ws.write_number(r, 3, x.bytes / 1e6)?;
+            numbers(ws, r, 1, &[x.count as f64, x.flops / 1e9, x.bytes / 1e6])?;
             if x.intensity.is_finite() {
                 ws.write_number(r, 4, x.intensity)?;
             }
-            ws.write_number(r, 5, x.tflops)?;
-            ws.write_number(r, 6, x.tb_per_s)?;
+            numbers(ws, r, 5, &[x.tflops, x.tb_per_s])?;
             ws.write_string(r, 7, if x.memory_bound { "memory" } else { "compute" })?;
             ws.write_number(r, 8, x.percent_of_roof)?;
         }

@@ -68,12 +68,8 @@ pub fn dur_stats(sorted: &[u64]) -> DurStats {
     let n = sorted.len() as f64;
     let total: u64 = sorted.iter().sum();
     let mean = total as f64 / n;
-    let ss: f64 = sorted
-        .iter()
-        .map(|&d| {
-            let x = d as f64 - mean;
-            x * x
-        })
+    let ss: f64 = (sorted.iter())
+        .map(|&d| (d as f64 - mean) * (d as f64 - mean))
         .sum();
     let var_pop = ss / n;
     let var_sample = if sorted.len() > 1 {

@@ -64,17 +64,10 @@ pub fn slowdowns(baseline: &[f64], instrumented: &[f64]) -> Result<Vec<f64>, Ove
         .zip(instrumented)
         .enumerate()
         .map(|(index, (&b, &t))| {
-            if !b.is_finite() {
-                return Err(OverheadError::NotFinite {
-                    which: "baseline",
-                    index,
-                });
-            }
-            if !t.is_finite() {
-                return Err(OverheadError::NotFinite {
-                    which: "instrumented",
-                    index,
-                });
+            for (which, v) in [("baseline", b), ("instrumented", t)] {
+                if !v.is_finite() {
+                    return Err(OverheadError::NotFinite { which, index });
+                }
             }
             if b <= 0.0 {
                 return Err(OverheadError::NonPositiveBaseline { index, value: b });

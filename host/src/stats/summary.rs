@@ -167,13 +167,9 @@ impl<'t> TraceStats<'t> {
     pub fn by_block(&self) -> Vec<(u32, LaneSetStats)> {
         let mut lanes: Vec<&Lane> = self.trace.lanes.iter().collect();
         lanes.sort_by_key(|l| l.block);
+        let stats = |c: &[&Lane]| LaneSetStats::new(self.trace, &self.span_self, c);
         (lanes.chunk_by(|a, b| a.block == b.block))
-            .map(|c| {
-                (
-                    c[0].block,
-                    LaneSetStats::new(self.trace, &self.span_self, c),
-                )
-            })
+            .map(|c| (c[0].block, stats(c)))
             .filter(|(_, s)| !s.regions.is_empty())
             .collect()
     }
@@ -191,14 +187,9 @@ fn durations_by_region(trace: &Trace, lanes: &[&Lane]) -> Vec<(u16, Vec<Duration
         })
         .collect();
     pairs.sort_unstable();
-    let mut out: Vec<(u16, Vec<u64>)> = Vec::new();
-    for (r, d) in pairs {
-        match out.last_mut() {
-            Some((lr, v)) if *lr == r => v.push(d),
-            _ => out.push((r, vec![d])),
-        }
-    }
-    out
+    (pairs.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| (g[0].0, g.iter().map(|p| p.1).collect()))
+        .collect()
 }
 
 /// The async ranges of `trace` per region (`None` without ranges or unmatched records).

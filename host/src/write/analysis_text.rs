@@ -22,6 +22,7 @@ use crate::analysis::kernel::KernelAnalysis;
 use crate::analysis::roofline::GpuPreset;
 use crate::model::Trace;
 use crate::write::WriteError;
+use std::cmp::Reverse;
 use std::io::{self, Write};
 
 /// Options of [`write_analysis`].
@@ -55,18 +56,7 @@ pub fn write_analysis<W: Write>(
     gpu: &GpuPreset,
     opts: &AnalysisTextOptions,
 ) -> Result<(), WriteError> {
-    write_text(&mut out, trace, a, gpu, opts.path_steps)?;
-    out.flush()?;
-    Ok(())
-}
-
-fn write_text(
-    o: &mut impl Write,
-    trace: &Trace,
-    a: &KernelAnalysis,
-    gpu: &GpuPreset,
-    path_steps: usize,
-) -> io::Result<()> {
+    let o = &mut out;
     let bt = a.block_time_ns;
     if let Some(c) = &trace.source.assumed_clock {
         writeln!(
@@ -106,7 +96,7 @@ fn write_text(
         }
     }
     writeln!(o, "signal/wait links: {}", a.links.len())?;
-    critical_path(o, a, path_steps)?;
+    critical_path(o, a, opts.path_steps)?;
     for r in &a.roofline {
         if r.impossible {
             writeln!(
@@ -128,6 +118,7 @@ fn write_text(
             gpu.name
         )?;
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -221,12 +212,7 @@ fn imbalance(o: &mut impl Write, a: &KernelAnalysis) -> io::Result<()> {
     }
     writeln!(o, "  slowest blocks:")?;
     for (blk, d) in &b.slowest {
-        let iso = a
-            .compute_isolation
-            .per_block
-            .iter()
-            .find(|x| x.block == *blk);
-        match iso {
+        match (a.compute_isolation.per_block.iter()).find(|x| x.block == *blk) {
             Some(x) => writeln!(
                 o,
                 "    block {blk:>6}: {d} ns (compute {} ns, blocked {} ns)",
@@ -242,11 +228,7 @@ fn imbalance(o: &mut impl Write, a: &KernelAnalysis) -> io::Result<()> {
 /// `n`, in path order.
 fn shown_steps(steps: &[PathStep], n: usize) -> Vec<usize> {
     let mut by_len: Vec<usize> = (0..steps.len()).collect();
-    by_len.sort_by(|&a, &b| {
-        (steps[b].longest_wait, steps[b].dur_ns)
-            .cmp(&(steps[a].longest_wait, steps[a].dur_ns))
-            .then(a.cmp(&b))
-    });
+    by_len.sort_by_key(|&k| (Reverse((steps[k].longest_wait, steps[k].dur_ns)), k));
     by_len.truncate(n);
     by_len.sort_unstable();
     by_len
@@ -269,18 +251,11 @@ fn critical_path(o: &mut impl Write, a: &KernelAnalysis, n: usize) -> io::Result
         o,
         "  start: ns after the block's first stamp; <<: one of the {LONGEST_WAITS} longest waits"
     )?;
-    let track_w = shown
-        .iter()
-        .map(|&k| cp.steps[k].track.chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let region_w = shown
-        .iter()
-        .map(|&k| cp.steps[k].region.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
+    // Column widths: the longest value shown, at least the heading's.
+    let width = |field: fn(&PathStep) -> &String, heading: &str| {
+        (shown.iter().map(|&k| field(&cp.steps[k]).chars().count())).fold(heading.len(), usize::max)
+    };
+    let (track_w, region_w) = (width(|s| &s.track, "track"), width(|s| &s.region, "region"));
     writeln!(
         o,
         "  {:>4}  {:<track_w$}  {:<region_w$}  {:>8}  {:>8}  waited on",
@@ -331,12 +306,10 @@ pub fn write_diff<W: Write>(mut out: W, d: &RunDiff) -> Result<(), WriteError> {
         "region", "count A", "count B", "mean A", "mean B", "mean %", "p50 %"
     )?;
     for r in &d.regions {
-        let flag = if r.regression {
-            "REGRESSION"
-        } else if r.improvement {
-            "improved"
-        } else {
-            ""
+        let flag = match (r.regression, r.improvement) {
+            (true, _) => "REGRESSION",
+            (false, true) => "improved",
+            (false, false) => "",
         };
         writeln!(
             o,

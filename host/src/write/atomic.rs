@@ -97,27 +97,16 @@ impl Outputs {
             let e = io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
             return Err(WriteError::from(e).at(path));
         }
-        if meta.is_ok_and(|m| !m.is_file()) {
-            let mut w = BufWriter::with_capacity(
-                1 << 20,
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| WriteError::from(e).at(path))?,
-            );
-            let t = fill(&mut w).map_err(|e| e.into().at(path))?;
-            w.flush().map_err(|e| WriteError::from(e).at(path))?;
-            self.staged.push(Staged {
-                target: path.to_path_buf(),
-                tmp: None,
-                dir: false,
-            });
-            return Ok(t);
+        let device = meta.is_ok_and(|m| !m.is_file());
+        if !device {
+            create_parent(path).map_err(|e| WriteError::from(e).at(path))?;
         }
-        create_parent(path).map_err(|e| WriteError::from(e).at(path))?;
-        let tmp = temp_sibling(path);
+        let tmp = (!device).then(|| temp_sibling(path));
         let written = (|| {
-            let f = File::create_new(&tmp)?;
+            let f = match &tmp {
+                Some(tmp) => File::create_new(tmp)?,
+                None => std::fs::OpenOptions::new().write(true).open(path)?,
+            };
             let mut w = BufWriter::with_capacity(1 << 20, f);
             let t = fill(&mut w).map_err(Into::into)?;
             w.flush()?;
@@ -141,20 +130,21 @@ impl Outputs {
             std::fs::create_dir(&tmp)?;
             fill(&tmp).map_err(Into::into)
         })();
-        self.keep(dir, tmp, true, written)
+        self.keep(dir, Some(tmp), true, written)
     }
 
-    /// Stages `tmp` for `target` if it was `written`, else removes it.
+    /// Stages `tmp` (`None`: `target` itself, a device) for `target` if it was `written`,
+    /// else removes it.
     fn keep<T>(
         &mut self,
         target: &Path,
-        tmp: PathBuf,
+        tmp: Option<PathBuf>,
         dir: bool,
         written: Result<T, WriteError>,
     ) -> Result<T, WriteError> {
         let staged = Staged {
             target: target.to_path_buf(),
-            tmp: Some(tmp),
+            tmp,
             dir,
         };
         match written {
@@ -220,16 +210,12 @@ impl Staged {
             // and back if the new one cannot take its place.
             let old = temp_sibling(&self.target);
             std::fs::rename(&self.target, &old).and_then(|()| {
-                match std::fs::rename(tmp, &self.target) {
-                    Ok(()) => {
-                        let _ = std::fs::remove_dir_all(&old);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        let _ = std::fs::rename(&old, &self.target);
-                        Err(e)
-                    }
-                }
+                let renamed = std::fs::rename(tmp, &self.target);
+                let _ = match renamed {
+                    Ok(()) => std::fs::remove_dir_all(&old),
+                    Err(_) => std::fs::rename(&old, &self.target),
+                };
+                renamed
             })
         } else {
             std::fs::rename(tmp, &self.target)
@@ -241,14 +227,12 @@ impl Staged {
     }
 
     fn discard(&self) {
-        match (&self.tmp, self.dir) {
-            (Some(t), true) => {
-                let _ = std::fs::remove_dir_all(t);
-            }
-            (Some(t), false) => {
-                let _ = std::fs::remove_file(t);
-            }
-            (None, _) => {}
+        if let Some(t) = &self.tmp {
+            let _ = if self.dir {
+                std::fs::remove_dir_all(t)
+            } else {
+                std::fs::remove_file(t)
+            };
         }
     }
 }

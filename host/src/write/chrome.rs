@@ -119,51 +119,6 @@ fn overlap_tid(tid: u64, n: u32) -> u64 {
 /// every lane tid (`block << 6 | warp` < 2^38 for u32 blocks and warps below 2^32).
 const OVERLAP_TID_STEP: u64 = 1_000_000_000_000;
 
-/// The row of each span of `lane` (0 = the lane's own, `n` = overlap row `n`), or `None`
-/// when its spans nest (all on the lane's row). A span goes to the first row where it
-/// nests: after the spans ending at or before its begin are done, the row's innermost
-/// open span ends no earlier than it.
-fn span_rows(trace: &Trace, lane: &Lane) -> Option<Vec<u32>> {
-    let s = &trace.spans;
-    let r = lane.spans.clone();
-    let mut open: Vec<u64> = Vec::new();
-    let nested = (s.begin[r.clone()].iter().zip(&s.end[r.clone()])).all(|(&b, &e)| {
-        while open.last().is_some_and(|&top| top <= b) {
-            open.pop();
-        }
-        let fits = open.last().is_none_or(|&top| top >= e);
-        open.push(e);
-        fits
-    });
-    if nested {
-        return None;
-    }
-    let mut rows: Vec<Vec<u64>> = Vec::new();
-    let out = r
-        .map(|i| {
-            let (b, e) = (s.begin[i], s.end[i]);
-            for st in rows.iter_mut() {
-                while st.last().is_some_and(|&top| top <= b) {
-                    st.pop();
-                }
-            }
-            let k = match rows
-                .iter()
-                .position(|st| st.last().is_none_or(|&top| top >= e))
-            {
-                Some(k) => k,
-                None => {
-                    rows.push(Vec::new());
-                    rows.len() - 1
-                }
-            };
-            rows[k].push(e);
-            k as u32
-        })
-        .collect();
-    Some(out)
-}
-
 /// A lane to write, with the rows of its spans ([`span_rows`]).
 struct LaneRows<'a> {
     lane: &'a Lane,
@@ -173,10 +128,7 @@ struct LaneRows<'a> {
 impl LaneRows<'_> {
     /// Rows the lane's spans use (at least 1).
     fn n_rows(&self) -> u32 {
-        self.rows
-            .as_ref()
-            .and_then(|r| r.iter().max())
-            .map_or(1, |m| m + 1)
+        super::rows_used(self.rows.as_deref())
     }
 }
 
@@ -227,7 +179,7 @@ pub fn write_chrome<W: Write>(
     let lanes: Vec<LaneRows<'_>> = (trace.lanes.par_iter())
         .map(|lane| LaneRows {
             lane,
-            rows: span_rows(trace, lane),
+            rows: super::span_rows(trace, lane),
         })
         .collect();
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
@@ -244,52 +196,35 @@ pub fn write_chrome<W: Write>(
     }
     rows.sort_by_key(|r| r.0);
     rows.dedup_by_key(|r| r.0);
-    let mut first = true;
     let mut last_pid = None;
     let mut b = Vec::with_capacity(1 << 16);
     for &(r, l, n) in &rows {
         if last_pid != Some(r.pid) {
+            let sep = if last_pid.is_some() { ",\n" } else { "" };
             last_pid = Some(r.pid);
-            if !first {
-                b.extend_from_slice(b",\n");
-            }
-            first = false;
-            b.extend_from_slice(b"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-            push_u64(&mut b, r.pid);
-            b.extend_from_slice(b",\"tid\":0,\"args\":{\"name\":\"");
-            b.extend_from_slice(escape(&process_name(l, by_sm)).as_bytes());
-            b.extend_from_slice(b"\"}}");
+            let name = escape(&process_name(l, by_sm));
+            write!(b, "{sep}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}", r.pid)?;
         }
-        b.extend_from_slice(b",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-        push_u64(&mut b, r.pid);
-        b.extend_from_slice(b",\"tid\":");
-        push_u64(&mut b, r.tid);
-        b.extend_from_slice(b",\"args\":{\"name\":\"");
         let mut name = thread_name(l, by_sm, tvm);
         if n > 0 {
             name.push_str(&format!(" (overlap {n})"));
         }
-        b.extend_from_slice(escape(&name).as_bytes());
-        b.extend_from_slice(b"\"}}");
+        let name = escape(&name);
+        write!(b, ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{name}\"}}}}", r.pid, r.tid)?;
     }
     w.write_all(&b)?;
 
     // Events: lanes formatted in parallel batches, written in lane order.
     let ctx = Ctx::new(trace, opt, tvm);
     let mut groups: Vec<&[LaneRows<'_>]> = Vec::new();
-    let mut start = 0;
-    let mut acc = 0;
+    let (mut start, mut acc) = (0, 0);
     for (i, l) in lanes.iter().enumerate() {
         let l = l.lane;
         acc += l.spans.len() + l.instants.len() + l.samples.len() + 1;
-        if acc >= BATCH_SPANS {
+        if acc >= BATCH_SPANS || i + 1 == lanes.len() {
             groups.push(&lanes[start..=i]);
-            start = i + 1;
-            acc = 0;
+            (start, acc) = (i + 1, 0);
         }
-    }
-    if start < lanes.len() {
-        groups.push(&lanes[start..]);
     }
     // Formatting runs on a helper thread (and the rayon pool) while this thread writes,
     // so output I/O overlaps with formatting; a bounded channel caps buffered output.
@@ -331,7 +266,7 @@ pub fn write_chrome<W: Write>(
     })?;
     if !trace.async_ranges.is_empty() {
         let mut b = Vec::new();
-        async_events(&mut b, trace, opt);
+        async_events(&mut b, trace, opt)?;
         w.write_all(&b)?;
     }
     w.write_all(b"\n]}\n")?;
@@ -340,58 +275,40 @@ pub fn write_chrome<W: Write>(
 }
 
 /// The async ranges' `b` / `e` events (module docs, `# Format`).
-fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) {
+fn async_events(b: &mut Vec<u8>, trace: &Trace, opt: &ChromeOptions) -> io::Result<()> {
     let a = &trace.async_ranges;
-    let lane =
-        |id: u32| (trace.lanes.binary_search_by_key(&id, |l| l.id).ok()).map(|p| &trace.lanes[p]);
     let ts = |b: &mut Vec<u8>, t: u64| push_scaled_us(b, t - trace.source.time_base, opt.scale);
-    let place = |b: &mut Vec<u8>, l: &Lane| {
-        b.extend_from_slice(b"{\"sm\":");
-        push_u64(b, l.sm.unwrap_or(0) as u64);
-        b.extend_from_slice(b",\"block\":");
-        push_u64(b, l.block as u64);
-        b.extend_from_slice(b",\"warp\":");
-        push_u64(b, warp_of(l) as u64);
-        b.push(b'}');
-    };
     for i in 0..a.len() {
-        let (from, to) = (lane(a.begin_lane[i]), lane(a.end_lane[i]));
+        let (from, to) = (trace.lane(a.begin_lane[i]), trace.lane(a.end_lane[i]));
         let Some(on) = from.or(to) else { continue };
         let r = row(on, opt.group_by_smid);
-        let mut head = Vec::with_capacity(64);
-        head.extend_from_slice(b",\n{\"name\":\"");
-        head.extend_from_slice(escape(&trace.names.region(a.region[i])).as_bytes());
-        head.extend_from_slice(b"\",\"cat\":\"async\",\"ph\":\"");
-        let mut tail = Vec::with_capacity(32);
-        tail.extend_from_slice(b"\",\"id\":");
-        push_u64(&mut tail, i as u64);
-        tail.extend_from_slice(b",\"ts\":");
-        let mut ids = Vec::with_capacity(32);
-        ids.extend_from_slice(b",\"pid\":");
-        push_u64(&mut ids, r.pid);
-        ids.extend_from_slice(b",\"tid\":");
-        push_u64(&mut ids, r.tid);
-        b.extend_from_slice(&head);
-        b.push(b'b');
-        b.extend_from_slice(&tail);
-        ts(b, a.begin[i]);
-        b.extend_from_slice(&ids);
-        b.extend_from_slice(b",\"args\":{\"token\":");
-        push_u64(b, a.token[i] as u64);
-        for (key, l) in [(&b",\"begin\":"[..], from), (&b",\"end\":"[..], to)] {
-            if let Some(l) = l {
-                b.extend_from_slice(key);
-                place(b, l);
+        let name = escape(&trace.names.region(a.region[i]));
+        for (ph, t) in [('b', a.begin[i]), ('e', a.end[i])] {
+            write!(
+                b,
+                ",\n{{\"name\":\"{name}\",\"cat\":\"async\",\"ph\":\"{ph}\",\"id\":{i},\"ts\":"
+            )?;
+            ts(b, t);
+            write!(b, ",\"pid\":{},\"tid\":{}", r.pid, r.tid)?;
+            if ph == 'e' {
+                b.push(b'}');
+                continue;
             }
+            write!(b, ",\"args\":{{\"token\":{}", a.token[i])?;
+            for (key, l) in [("begin", from), ("end", to)] {
+                if let Some(l) = l {
+                    let (sm, warp) = (l.sm.unwrap_or(0), warp_of(l));
+                    write!(
+                        b,
+                        ",\"{key}\":{{\"sm\":{sm},\"block\":{},\"warp\":{warp}}}",
+                        l.block
+                    )?;
+                }
+            }
+            b.extend_from_slice(b"}}");
         }
-        b.extend_from_slice(b"}}");
-        b.extend_from_slice(&head);
-        b.push(b'e');
-        b.extend_from_slice(&tail);
-        ts(b, a.end[i]);
-        b.extend_from_slice(&ids);
-        b.push(b'}');
     }
+    Ok(())
 }
 
 /// Per-trace constants of the event formatter.
@@ -408,22 +325,9 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(trace: &'a Trace, opt: &'a ChromeOptions, tvm: bool) -> Self {
-        let max_region = trace
-            .spans
-            .region
-            .iter()
-            .chain(&trace.instants.region)
-            .copied()
-            .max();
-        let region_names = (0..max_region.map_or(0, |m| m as usize + 1))
-            .map(|r| format!("\"name\":\"{}\"", escape(&trace.names.region(r as u16))).into_bytes())
-            .collect();
-        let max_counter = trace.samples.counter.iter().copied().max();
-        let counter_names = (0..max_counter.map_or(0, |m| m as usize + 1))
-            .map(|c| {
-                format!("\"name\":\"{}\"", escape(&trace.names.counter(c as u16))).into_bytes()
-            })
-            .collect();
+        let (region_names, counter_names) = super::name_tables(trace, |n| {
+            format!("\"name\":\"{}\"", escape(n)).into_bytes()
+        });
         let payload = matches!(trace.source.format, WireFormat::Ikp | WireFormat::Mirage);
         Ctx {
             trace,
@@ -438,6 +342,15 @@ impl<'a> Ctx<'a> {
     #[inline]
     fn ts(&self, b: &mut Vec<u8>, t: u64) {
         push_scaled_us(b, t - self.trace.source.time_base, self.opt.scale);
+    }
+
+    /// Starts an event named `name` (`"name":"…"`): `ph` (up to `"ts":`), then time `t`.
+    #[inline]
+    fn head(&self, b: &mut Vec<u8>, name: &[u8], ph: &[u8], t: u64) {
+        b.extend_from_slice(b",\n{");
+        b.extend_from_slice(name);
+        b.extend_from_slice(ph);
+        self.ts(b, t);
     }
 
     fn lanes(&self, lanes: &[LaneRows<'_>], b: &mut Vec<u8>) {
@@ -456,58 +369,32 @@ impl<'a> Ctx<'a> {
         let r = row(l, self.opt.group_by_smid);
         // `,"pid":P,"tid":T` of the lane's row and of its overlap rows, and the constant
         // part of args.
-        let ids_of = |tid: u64| {
-            let mut ids = Vec::with_capacity(48);
-            ids.extend_from_slice(b",\"pid\":");
-            push_u64(&mut ids, r.pid);
-            ids.extend_from_slice(b",\"tid\":");
-            push_u64(&mut ids, tid);
-            ids
-        };
-        let ids = ids_of(r.tid);
-        let row_ids: Vec<Vec<u8>> = (1..lr.n_rows())
-            .map(|n| ids_of(overlap_tid(r.tid, n)))
+        let row_ids: Vec<Vec<u8>> = (0..lr.n_rows())
+            .map(|n| format!(",\"pid\":{},\"tid\":{}", r.pid, overlap_tid(r.tid, n)).into_bytes())
             .collect();
         let row_of = |i: usize| {
             lr.rows
                 .as_ref()
                 .map_or(0, |v| v[i - l.spans.start] as usize)
         };
-        let row_ids = |n: usize| {
-            if n == 0 {
-                &ids[..]
-            } else {
-                &row_ids[n - 1][..]
-            }
-        };
-        let span_ids = |i: usize| row_ids(row_of(i));
-        let mut args = Vec::with_capacity(64);
-        if self.tvm {
-            args.extend_from_slice(b",\"args\":{");
-            if let Some(sm) = l.sm {
-                args.extend_from_slice(b"\"sm\":");
-                push_u64(&mut args, sm as u64);
-                args.push(b',');
-            }
-            args.extend_from_slice(b"\"block\":");
-            push_u64(&mut args, l.block as u64);
-            args.extend_from_slice(b",\"group\":");
-            push_u64(&mut args, l.group as u64);
-            if self.payload {
-                args.extend_from_slice(b",\"payload\":");
-            }
+        let span_ids = |i: usize| &row_ids[row_of(i)][..];
+        let args = if self.tvm {
+            let sm = l.sm.map_or(String::new(), |sm| format!("\"sm\":{sm},"));
+            let payload = if self.payload { ",\"payload\":" } else { "" };
+            format!(
+                ",\"args\":{{{sm}\"block\":{},\"group\":{}{payload}",
+                l.block, l.group
+            )
         } else {
-            args.extend_from_slice(b",\"args\":{\"sm\":");
-            push_u64(&mut args, l.sm.unwrap_or(0) as u64);
-            args.extend_from_slice(b",\"block\":");
-            push_u64(&mut args, l.block as u64);
-            args.extend_from_slice(b",\"warp\":");
-            push_u64(&mut args, warp_of(l) as u64);
-            args.extend_from_slice(b",\"payload\":");
-        }
+            let (sm, warp) = (l.sm.unwrap_or(0), warp_of(l));
+            format!(
+                ",\"args\":{{\"sm\":{sm},\"block\":{},\"warp\":{warp},\"payload\":",
+                l.block
+            )
+        };
         let s = &self.trace.spans;
         let push_args = |b: &mut Vec<u8>, payload: u32| {
-            b.extend_from_slice(&args);
+            b.extend_from_slice(args.as_bytes());
             if self.payload {
                 push_u64(b, payload as u64);
             }
@@ -515,10 +402,8 @@ impl<'a> Ctx<'a> {
         };
         if self.opt.emit_complete_events {
             for i in l.spans.clone() {
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.region_names[s.region[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"X\",\"ts\":");
-                self.ts(b, s.begin[i]);
+                let name = &self.region_names[s.region[i] as usize];
+                self.head(b, name, b",\"ph\":\"X\",\"ts\":", s.begin[i]);
                 b.extend_from_slice(b",\"dur\":");
                 push_scaled_us(b, s.end[i] - s.begin[i], self.opt.scale);
                 b.extend_from_slice(span_ids(i));
@@ -546,42 +431,33 @@ impl<'a> Ctx<'a> {
                         break;
                     }
                 }
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.region_names[s.region[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"B\",\"ts\":");
-                self.ts(b, s.begin[i]);
+                let name = &self.region_names[s.region[i] as usize];
+                self.head(b, name, b",\"ph\":\"B\",\"ts\":", s.begin[i]);
                 b.extend_from_slice(ids);
                 push_args(b, s.payload[i]);
                 open.push((s.end[i], s.depth[i]));
             }
             for (n, open) in open.iter_mut().enumerate() {
                 while let Some((end, _)) = open.pop() {
-                    close(b, end, row_ids(n));
+                    close(b, end, &row_ids[n]);
                 }
             }
         }
         let ins = &self.trace.instants;
         for i in l.instants.clone() {
-            b.extend_from_slice(b",\n{");
-            b.extend_from_slice(&self.region_names[ins.region[i] as usize]);
-            b.extend_from_slice(b",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-            self.ts(b, ins.ts[i]);
-            b.extend_from_slice(&ids);
+            let name = &self.region_names[ins.region[i] as usize];
+            self.head(b, name, b",\"ph\":\"i\",\"s\":\"t\",\"ts\":", ins.ts[i]);
+            b.extend_from_slice(&row_ids[0]);
             push_args(b, ins.payload[i]);
         }
         if !l.samples.is_empty() {
             let series = escape(&thread_name(l, true, self.tvm));
+            let args = format!(",\"pid\":{},\"args\":{{\"{series}\":", r.pid);
             let c = &self.trace.samples;
             for i in l.samples.clone() {
-                b.extend_from_slice(b",\n{");
-                b.extend_from_slice(&self.counter_names[c.counter[i] as usize]);
-                b.extend_from_slice(b",\"ph\":\"C\",\"ts\":");
-                self.ts(b, c.ts[i]);
-                b.extend_from_slice(b",\"pid\":");
-                push_u64(b, r.pid);
-                b.extend_from_slice(b",\"args\":{\"");
-                b.extend_from_slice(series.as_bytes());
-                b.extend_from_slice(b"\":");
+                let name = &self.counter_names[c.counter[i] as usize];
+                self.head(b, name, b",\"ph\":\"C\",\"ts\":", c.ts[i]);
+                b.extend_from_slice(args.as_bytes());
                 push_u64(b, c.value[i] as u64);
                 b.extend_from_slice(b"}}");
             }

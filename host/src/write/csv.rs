@@ -43,25 +43,14 @@ fn csv_field(s: &str) -> String {
 pub fn write_csv<W: Write>(mut out: W, trace: &Trace) -> Result<(), WriteError> {
     let w = &mut out;
     w.write_all(HEADER.as_bytes())?;
-    let max_region = trace.spans.region.iter().copied().max();
-    let names: Vec<String> = (0..max_region.map_or(0, |m| m as usize + 1))
-        .map(|r| csv_field(&trace.names.region(r as u16)))
-        .collect();
+    let (names, _) = super::name_tables(trace, csv_field);
     let s = &trace.spans;
     let base = trace.source.time_base;
     let mut b = Vec::with_capacity(1 << 20);
     for l in &trace.lanes {
-        let mut prefix = Vec::with_capacity(40);
-        for v in [l.id, l.block, l.group] {
-            push_u64(&mut prefix, v as u64);
-            prefix.push(b',');
-        }
-        for v in [l.warp, l.sm] {
-            if let Some(v) = v {
-                push_u64(&mut prefix, v as u64);
-            }
-            prefix.push(b',');
-        }
+        let opt = |v: Option<u32>| v.map_or(String::new(), |v| v.to_string());
+        let (warp, sm) = (opt(l.warp), opt(l.sm));
+        let prefix = format!("{},{},{},{warp},{sm},", l.id, l.block, l.group).into_bytes();
         for i in l.spans.clone() {
             b.extend_from_slice(&prefix);
             push_u64(&mut b, s.region[i] as u64);

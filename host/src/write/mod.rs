@@ -39,7 +39,7 @@ pub use error::{WriteError, WriteErrorKind};
 pub use summary::SummaryOptions;
 pub use table::TableOptions;
 
-use crate::model::Trace;
+use crate::model::{Lane, Trace};
 use crate::stats::TraceStats;
 use std::path::Path;
 
@@ -127,6 +127,70 @@ pub fn write_trace(
     let written = outs.paths().map(Path::to_path_buf).collect();
     outs.commit()?;
     Ok(written)
+}
+
+/// `f` of the name of every region id up to the largest one the spans and instants of `t`
+/// use, and of every counter id up to the largest one sampled: the writers' tables by id.
+fn name_tables<T>(t: &Trace, f: impl Fn(&str) -> T) -> (Vec<T>, Vec<T>) {
+    let len = |ids: &mut dyn Iterator<Item = &u16>| ids.max().map_or(0, |&m| m as usize + 1);
+    let regions = len(&mut t.spans.region.iter().chain(&t.instants.region));
+    let counters = len(&mut t.samples.counter.iter());
+    (
+        (0..regions).map(|r| f(&t.names.region(r as u16))).collect(),
+        (0..counters)
+            .map(|c| f(&t.names.counter(c as u16)))
+            .collect(),
+    )
+}
+
+/// The row of each span of `lane` (0 = the lane's own track, `n` = overlap row `n`), or `None`
+/// when its spans nest (all on the lane's row). A span goes to the first row where it
+/// nests: after the spans ending at or before its begin are done, the row's innermost
+/// open span ends no earlier than it.
+fn span_rows(trace: &Trace, lane: &Lane) -> Option<Vec<u32>> {
+    let s = &trace.spans;
+    let r = lane.spans.clone();
+    let mut open: Vec<u64> = Vec::new();
+    let nested = (s.begin[r.clone()].iter().zip(&s.end[r.clone()])).all(|(&b, &e)| {
+        while open.last().is_some_and(|&top| top <= b) {
+            open.pop();
+        }
+        let fits = open.last().is_none_or(|&top| top >= e);
+        open.push(e);
+        fits
+    });
+    if nested {
+        return None;
+    }
+    let mut rows: Vec<Vec<u64>> = Vec::new();
+    let out = r
+        .map(|i| {
+            let (b, e) = (s.begin[i], s.end[i]);
+            for st in rows.iter_mut() {
+                while st.last().is_some_and(|&top| top <= b) {
+                    st.pop();
+                }
+            }
+            let k = match rows
+                .iter()
+                .position(|st| st.last().is_none_or(|&top| top >= e))
+            {
+                Some(k) => k,
+                None => {
+                    rows.push(Vec::new());
+                    rows.len() - 1
+                }
+            };
+            rows[k].push(e);
+            k as u32
+        })
+        .collect();
+    Some(out)
+}
+
+/// The rows [`span_rows`] uses (at least 1).
+fn rows_used(rows: Option<&[u32]>) -> u32 {
+    rows.and_then(|r| r.iter().max()).map_or(1, |m| m + 1)
 }
 
 /// The file name of `p` as a string (for the `trace` fields of the JSON outputs).

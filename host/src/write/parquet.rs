@@ -62,8 +62,8 @@
 //! record before the sample, the end of the wait it follows) and `value` (INT64: spin
 //! iterations of that wait). The per-lane counter totals are in the summary JSON.
 //!
-//! Async ranges ([`Trace::async_ranges`]) are in none of the tables, as in the CSV: they
-//! belong to no one lane.
+//! Async ranges ([`Trace::async_ranges`](crate::model::Trace::async_ranges)) are in none of
+//! the tables, as in the CSV: they belong to no one lane.
 //!
 //! The schemas, as `parquet-schema` (or [`::parquet::schema::printer`]) prints them, are
 //! [`SPANS_SCHEMA`], [`INSTANTS_SCHEMA`] and [`COUNTERS_SCHEMA`]. In DuckDB, many runs at
@@ -76,7 +76,7 @@
 //! ```
 use super::atomic::Outputs;
 use super::{Launch, WriteError, WriteErrorKind};
-use crate::model::{Lane, Trace};
+use crate::model::Lane;
 use crate::time::Timestamp;
 use ::parquet::basic::Compression;
 use ::parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
@@ -203,7 +203,7 @@ fn spans<W: Write + Send>(
     let mut t = Table::new(out, SPANS_SCHEMA, 7, group_rows)?;
     for (k, l) in launches.iter().enumerate() {
         let tr = l.trace;
-        let names = region_names(tr);
+        let (names, _) = super::name_tables(tr, |n| ByteArray::from(n));
         let self_ns = crate::stats::self_times(tr);
         let s = &tr.spans;
         for lane in &tr.lanes {
@@ -230,7 +230,7 @@ pub fn write_instants<W: Write + Send>(out: W, launches: &[Launch]) -> Result<()
     let mut t = Table::new(out, INSTANTS_SCHEMA, 3, ROW_GROUP_ROWS)?;
     for (k, l) in launches.iter().enumerate() {
         let tr = l.trace;
-        let names = region_names(tr);
+        let (names, _) = super::name_tables(tr, |n| ByteArray::from(n));
         let s = &tr.instants;
         for lane in &tr.lanes {
             for i in lane.instants.clone() {
@@ -249,15 +249,7 @@ pub fn write_counters<W: Write + Send>(out: W, launches: &[Launch]) -> Result<()
     for (k, l) in launches.iter().enumerate() {
         let tr = l.trace;
         let s = &tr.samples;
-        let n = s
-            .counter
-            .iter()
-            .copied()
-            .max()
-            .map_or(0, |m| m as usize + 1);
-        let names: Vec<ByteArray> = (0..n)
-            .map(|c| ByteArray::from(tr.names.counter(c as u16).as_ref()))
-            .collect();
+        let (_, names) = super::name_tables(tr, |n| ByteArray::from(n));
         for lane in &tr.lanes {
             for i in lane.samples.clone() {
                 let c = s.counter[i];
@@ -267,17 +259,6 @@ pub fn write_counters<W: Write + Send>(out: W, launches: &[Launch]) -> Result<()
         }
     }
     t.finish()
-}
-
-/// Every region's name by id, up to the largest id any span or instant uses.
-fn region_names(t: &Trace) -> Vec<ByteArray> {
-    let max = (t.spans.region.iter())
-        .chain(&t.instants.region)
-        .copied()
-        .max();
-    (0..max.map_or(0, |m| m as usize + 1))
-        .map(|r| ByteArray::from(t.names.region(r as u16).as_ref()))
-        .collect()
 }
 
 /// `ts` in ns from launch `k`'s earliest stamp, as an INT64.
@@ -291,19 +272,23 @@ fn rel(k: usize, l: &Launch, ts: Timestamp) -> Result<i64, WriteError> {
     })
 }
 
-/// One table being written: the columns of the row group being built (the seven columns
-/// every table starts with, then the table's own, which are INT64 except the second,
-/// `name`), flushed as a row group every `group_rows` rows.
+/// A column of the row group being built.
+#[derive(Clone)]
+enum Column {
+    Str(Vec<ByteArray>),
+    Int(Vec<i64>),
+    /// Nullable (`warp`, `sm`): the values of the rows that have one, and every row's
+    /// definition level.
+    Opt(Vec<i64>, Vec<i16>),
+}
+
+/// One table being written: the columns of the row group being built, flushed as a row
+/// group every `group_rows` rows.
 struct Table<W: Write + Send> {
     w: SerializedFileWriter<W>,
-    /// `buffer`, then the table's `name` (index 1).
-    strs: [Vec<ByteArray>; 2],
-    /// `launch`, `lane`, `block`, `group`: the leading required INT64 columns.
-    lead: [Vec<i64>; 4],
-    /// `warp`, `sm`: values of the rows that have one, and every row's definition level.
-    opt: [(Vec<i64>, Vec<i16>); 2],
-    /// The table's own INT64 columns, in schema order (`name` sits after the first).
-    ints: Vec<Vec<i64>>,
+    /// In schema order: the seven columns every table starts with, then the table's own,
+    /// which are INT64 except the second, `name`.
+    cols: Vec<Column>,
     /// The label of the launch whose rows are being added, and its index.
     label: Option<(usize, ByteArray)>,
     /// Rows built so far.
@@ -322,12 +307,23 @@ impl<W: Write + Send> Table<W> {
             .set_compression(Compression::SNAPPY)
             .build();
         let w = SerializedFileWriter::new(out, schema, Arc::new(props)).map_err(parquet_error)?;
+        let (str, int, opt) = (
+            Column::Str(Vec::new()),
+            Column::Int(Vec::new()),
+            Column::Opt(Vec::new(), Vec::new()),
+        );
+        let mut cols = vec![
+            str.clone(),
+            int.clone(),
+            int.clone(),
+            int.clone(),
+            int.clone(),
+        ];
+        cols.extend([opt.clone(), opt, int.clone(), str]);
+        cols.resize(8 + own_ints, int);
         Ok(Table {
             w,
-            strs: Default::default(),
-            lead: Default::default(),
-            opt: Default::default(),
-            ints: vec![Vec::new(); own_ints],
+            cols,
             label: None,
             rows: 0,
             group_rows,
@@ -346,31 +342,30 @@ impl<W: Write + Send> Table<W> {
         name: &ByteArray,
         rest: &[i64],
     ) -> Result<(), WriteError> {
-        debug_assert_eq!(rest.len() + 1, self.ints.len(), "one value per column");
+        debug_assert_eq!(rest.len() + 9, self.cols.len(), "one value per column");
         if self.rows == self.group_rows {
             self.flush()?;
         }
         if self.label.as_ref().is_none_or(|(j, _)| *j != k) {
             self.label = Some((k, ByteArray::from(l.label)));
         }
-        let label = &self.label.as_ref().expect("set above").1;
-        self.strs[0].push(label.clone());
+        let label = self.label.as_ref().expect("set above").1.clone();
+        // Each kind of column takes its values in schema order.
         let launch = l.trace.source.epoch.map_or(0, |e| e.index);
-        for (c, v) in self
-            .lead
-            .iter_mut()
-            .zip([launch, lane.id, lane.block, lane.group])
-        {
-            c.push(v as i64);
-        }
-        for ((vals, defs), v) in self.opt.iter_mut().zip([lane.warp, lane.sm]) {
-            defs.push(v.is_some() as i16);
-            vals.extend(v.map(|v| v as i64));
-        }
-        self.ints[0].push(id);
-        self.strs[1].push(name.clone());
-        for (c, &v) in self.ints[1..].iter_mut().zip(rest) {
-            c.push(v);
+        let lead = [launch, lane.id, lane.block, lane.group].map(i64::from);
+        let mut ints = lead.into_iter().chain([id]).chain(rest.iter().copied());
+        let mut opts = [lane.warp, lane.sm].into_iter();
+        let mut strs = [label, name.clone()].into_iter();
+        for c in &mut self.cols {
+            match c {
+                Column::Str(v) => v.extend(strs.next()),
+                Column::Int(v) => v.extend(ints.next()),
+                Column::Opt(v, defs) => {
+                    let x = opts.next().flatten();
+                    defs.push(x.is_some() as i16);
+                    v.extend(x.map(i64::from));
+                }
+            }
         }
         self.rows += 1;
         Ok(())
@@ -382,43 +377,26 @@ impl<W: Write + Send> Table<W> {
             return Ok(());
         }
         let mut group = self.w.next_row_group().map_err(parquet_error)?;
-        let rg = &mut group;
-        let strs = |rg: &mut RowGroup<'_, W>, v: &[ByteArray]| {
-            column(rg, |c| {
-                c.typed::<ByteArrayType>().write_batch(v, None, None)
-            })
-        };
-        let ints = |rg: &mut RowGroup<'_, W>, v: &[i64]| {
-            column(rg, |c| c.typed::<Int64Type>().write_batch(v, None, None))
-        };
-        strs(rg, &self.strs[0])?;
-        for v in &self.lead {
-            ints(rg, v)?;
-        }
-        for (vals, defs) in &self.opt {
-            column(rg, |c| {
-                c.typed::<Int64Type>().write_batch(vals, Some(defs), None)
-            })?;
-        }
-        ints(rg, &self.ints[0])?;
-        strs(rg, &self.strs[1])?;
-        for v in &self.ints[1..] {
-            ints(rg, v)?;
+        for c in &mut self.cols {
+            let mut w = (group.next_column().map_err(parquet_error)?)
+                .expect("the schema has a column for each one written");
+            match c {
+                Column::Str(v) => w.typed::<ByteArrayType>().write_batch(v, None, None),
+                Column::Int(v) => w.typed::<Int64Type>().write_batch(v, None, None),
+                Column::Opt(v, defs) => w.typed::<Int64Type>().write_batch(v, Some(defs), None),
+            }
+            .map_err(parquet_error)?;
+            w.close().map_err(parquet_error)?;
+            match c {
+                Column::Str(v) => v.clear(),
+                Column::Int(v) => v.clear(),
+                Column::Opt(v, defs) => {
+                    v.clear();
+                    defs.clear();
+                }
+            }
         }
         group.close().map_err(parquet_error)?;
-        for v in &mut self.strs {
-            v.clear();
-        }
-        for v in &mut self.lead {
-            v.clear();
-        }
-        for (v, d) in &mut self.opt {
-            v.clear();
-            d.clear();
-        }
-        for v in &mut self.ints {
-            v.clear();
-        }
         self.rows = 0;
         Ok(())
     }
@@ -430,21 +408,6 @@ impl<W: Write + Send> Table<W> {
         out.flush()?;
         Ok(())
     }
-}
-
-type RowGroup<'a, W> = ::parquet::file::writer::SerializedRowGroupWriter<'a, W>;
-
-/// Writes the next column of `rg` through `write`.
-fn column<W: Write + Send>(
-    rg: &mut RowGroup<'_, W>,
-    write: impl FnOnce(
-        &mut ::parquet::file::writer::SerializedColumnWriter<'_>,
-    ) -> ::parquet::errors::Result<usize>,
-) -> Result<(), WriteError> {
-    let mut c = (rg.next_column().map_err(parquet_error)?)
-        .expect("the schema has a column for each one written");
-    write(&mut c).map_err(parquet_error)?;
-    c.close().map_err(parquet_error)
 }
 
 /// A Parquet writer error: an I/O error of the sink stays one.
@@ -462,7 +425,7 @@ fn parquet_error(e: ParquetError) -> WriteError {
 mod tests {
     use super::*;
     use crate::decode::{decode, DecodeOptions};
-    use crate::model::Epoch;
+    use crate::model::{Epoch, Trace};
     use ::parquet::file::reader::{FileReader, SerializedFileReader};
     use ::parquet::record::Field;
     use ikp_device::encoder::BufferWriter;

@@ -194,7 +194,10 @@ use crate::clock_sync::{ClockSync, HostClock};
 use crate::time::Timestamp;
 use std::io;
 
-use perfetto_protos::builtin_clock::BuiltinClock;
+use perfetto_protos::builtin_clock::BuiltinClock::{
+    BUILTIN_CLOCK_BOOTTIME as BOOTTIME, BUILTIN_CLOCK_MONOTONIC as MONOTONIC,
+    BUILTIN_CLOCK_REALTIME as REALTIME,
+};
 use perfetto_protos::clock_snapshot::{clock_snapshot, ClockSnapshot};
 use perfetto_protos::counter_descriptor::{counter_descriptor, CounterDescriptor};
 use perfetto_protos::debug_annotation::DebugAnnotationName;
@@ -306,7 +309,7 @@ pub fn write_perfetto<W: io::Write>(
     launches: &[Launch<'_>],
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
-    let clocks = launch_clocks(launches, opts)?;
+    let clocks = launch_clocks(launches.iter().map(launch_times), opts)?;
     let mut w = Writer::new(out, opts.compression);
     w.launches(launches, &clocks, opts)?;
     w.finish()
@@ -324,9 +327,12 @@ impl<W: io::Write> Writer<W> {
         // Flow ids of launch k start after the span indices of the launches before it.
         let mut flow_base = 0u64;
         let mut async_flow_base = async_tracks::ASYNC_FLOW_IDS;
-        let mut snapshots = Snapshots::new(opts);
+        // Whether a launch before this one had a clock sync (and so a snapshot).
+        let mut synced = false;
         for (k, (launch, clock)) in launches.iter().zip(clocks).enumerate() {
-            snapshots.write(w, &launch.trace.source, *clock)?;
+            let source = &launch.trace.source;
+            w.snapshot(source, *clock, !synced, opts)?;
+            synced |= source.clock_sync.is_some();
             let name = match (launches.len(), launch.label.is_empty()) {
                 (1, false) => launch.label.to_string(),
                 (_, false) => format!("launch {k}: {}", launch.label),
@@ -340,11 +346,10 @@ impl<W: io::Write> Writer<W> {
                 rank: k,
             };
             let lanes = Lanes::InMemory(lane_flows(t, flow_base, async_flow_base));
-            let root = w.launch(&at, opts.group_by, lanes)?;
+            let (root, first_rank) = w.launch(&at, opts.group_by, lanes)?;
             if opts.critical_path {
                 w.critical_path_track(&at, root)?;
             }
-            let first_rank = groups(t, opts.group_by).len() + 1;
             let a = &t.async_ranges;
             w.async_tracks(&at, a, root, first_rank, Some(async_flow_base))?;
             flow_base += t.spans.len() as u64;
@@ -375,15 +380,11 @@ pub fn write_perfetto_streamed<W: io::Write>(
     opts: &PerfettoOptions,
 ) -> Result<PerfettoStats, WriteError> {
     let outline = buf.outline();
-    let launch = (
-        label,
-        buf.extent(),
-        outline.source.time_base,
-        outline.source.clock_sync,
-    );
-    let clock = launch_clocks_of([launch].into_iter(), opts)?[0];
+    let s = &outline.source;
+    let launch = (label, buf.extent(), s.time_base, s.clock_sync);
+    let clock = launch_clocks([launch].into_iter(), opts)?[0];
     let mut w = Writer::new(out, opts.compression);
-    Snapshots::new(opts).write(&mut w, &outline.source, clock)?;
+    w.snapshot(&outline.source, clock, true, opts)?;
     let mut feed = Feed::new(buf);
     let lanes = Lanes::Streamed(&mut feed);
     let at = LaunchPlace {
@@ -392,8 +393,7 @@ pub fn write_perfetto_streamed<W: io::Write>(
         name: label,
         rank: 0,
     };
-    let root = w.launch(&at, opts.group_by, lanes)?;
-    let first_rank = groups(outline, opts.group_by).len() + 1;
+    let (root, first_rank) = w.launch(&at, opts.group_by, lanes)?;
     w.async_tracks(&at, buf.async_ranges(), root, first_rank, None)?;
     w.finish()
 }
@@ -442,31 +442,24 @@ impl LaunchClock {
     }
 }
 
-/// Each launch's time mapping (see the module's `# Time`).
-fn launch_clocks(
-    launches: &[Launch<'_>],
-    opts: &PerfettoOptions,
-) -> Result<Vec<LaunchClock>, WriteError> {
-    launch_clocks_of(
-        launches.iter().map(|l| {
-            let s = &l.trace.source;
-            (l.label, l.trace.time_extent(), s.time_base, s.clock_sync)
-        }),
-        opts,
-    )
+/// What places a launch on the time axis: its label, time extent, time base, clock sync.
+type LaunchTimes<'a> = (
+    &'a str,
+    Option<(Timestamp, Timestamp)>,
+    Timestamp,
+    Option<ClockSync>,
+);
+
+/// The [`LaunchTimes`] of `l`.
+fn launch_times<'a>(l: &Launch<'a>) -> LaunchTimes<'a> {
+    let s = &l.trace.source;
+    (l.label, l.trace.time_extent(), s.time_base, s.clock_sync)
 }
 
-/// [`launch_clocks`] from each launch's `(label, time extent, time base, clock sync)`: a
-/// launch starts at the earlier of its time base and its extent's start.
-fn launch_clocks_of<'a>(
-    launches: impl Iterator<
-        Item = (
-            &'a str,
-            Option<(Timestamp, Timestamp)>,
-            Timestamp,
-            Option<ClockSync>,
-        ),
-    >,
+/// Each launch's time mapping (see the module's `# Time`): a launch starts at the earlier
+/// of its time base and its extent's start.
+fn launch_clocks<'a>(
+    launches: impl Iterator<Item = LaunchTimes<'a>>,
     opts: &PerfettoOptions,
 ) -> Result<Vec<LaunchClock>, WriteError> {
     let layout = opts.launch_layout;
@@ -479,33 +472,23 @@ fn launch_clocks_of<'a>(
             launch: k,
             label: label.to_string(),
         };
-        if let Some(host) = opts.host_clock {
-            let sync = sync.ok_or_else(|| WriteErrorKind::NoClockSync {
-                launch: k,
-                label: label.to_string(),
-            })?;
-            let start = host.map(&sync, lo);
-            if start
-                .checked_add(len)
-                .is_none_or(|end| end > i64::MAX as u64)
-            {
-                return Err(overflow().into());
-            }
-            clocks.push(LaunchClock {
-                shift: start.wrapping_sub(lo),
-            });
-            continue;
-        }
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > i64::MAX as u64)
-        {
+        let start = match opts.host_clock {
+            Some(host) => host.map(
+                &sync.ok_or_else(|| WriteErrorKind::NoClockSync {
+                    launch: k,
+                    label: label.to_string(),
+                })?,
+                lo,
+            ),
+            None => offset,
+        };
+        if (start.checked_add(len)).is_none_or(|end| end > i64::MAX as u64) {
             return Err(overflow().into());
         }
         clocks.push(LaunchClock {
-            shift: offset.wrapping_sub(lo),
+            shift: start.wrapping_sub(lo),
         });
-        if layout == LaunchLayout::Sequential {
+        if opts.host_clock.is_none() && layout == LaunchLayout::Sequential {
             offset = offset
                 .checked_add(len)
                 .and_then(|o| o.checked_add((len / 20).max(1_000)))
@@ -515,57 +498,41 @@ fn launch_clocks_of<'a>(
     Ok(clocks)
 }
 
-/// Which launches get a host clock snapshot (the module's `# Host clocks`).
-struct Snapshots {
-    every: bool,
-    written: bool,
-}
-
-impl Snapshots {
-    fn new(opts: &PerfettoOptions) -> Snapshots {
-        Snapshots {
-            every: opts.host_clock.is_none() && opts.launch_layout == LaunchLayout::Sequential,
-            written: false,
-        }
-    }
-
-    /// Writes the snapshot of the launch of `source` placed by `clock`, if it gets one.
-    fn write<W: io::Write>(
+impl<W: io::Write> Writer<W> {
+    /// Writes the host clock snapshot of the launch of `source` placed by `clock`, if it
+    /// gets one (the module's `# Host clocks`): every launch with a clock sync in the
+    /// default sequential layout, else only the `first` one.
+    fn snapshot(
         &mut self,
-        w: &mut Writer<W>,
         source: &crate::model::Source,
         clock: LaunchClock,
+        first: bool,
+        opts: &PerfettoOptions,
     ) -> io::Result<()> {
-        let Some(sync) = source.clock_sync else {
+        let every = opts.host_clock.is_none() && opts.launch_layout == LaunchLayout::Sequential;
+        let Some(sync) = source.clock_sync.filter(|_| first || every) else {
             return Ok(());
         };
-        if self.written && !self.every {
-            return Ok(());
-        }
-        self.written = true;
         let b = source.time_base;
         let mut snap = ClockSnapshot::new();
-        for (id, ts) in [
-            (BuiltinClock::BUILTIN_CLOCK_BOOTTIME, clock.map(b)),
-            (
-                BuiltinClock::BUILTIN_CLOCK_REALTIME,
-                sync.device_to_realtime(b),
-            ),
-            (
-                BuiltinClock::BUILTIN_CLOCK_MONOTONIC,
-                sync.device_to_monotonic(b),
-            ),
-        ] {
-            let mut c = clock_snapshot::Clock::new();
-            c.set_clock_id(id as u32);
-            c.set_timestamp(ts);
-            snap.clocks.push(c);
-        }
+        snap.clocks = vec![
+            snapshot_clock(BOOTTIME as u32, clock.map(b)),
+            snapshot_clock(REALTIME as u32, sync.device_to_realtime(b)),
+            snapshot_clock(MONOTONIC as u32, sync.device_to_monotonic(b)),
+        ];
         let mut p = TracePacket::new();
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_clock_snapshot(snap);
-        w.packet(&p)
+        self.packet(&p)
     }
+}
+
+/// A clock snapshot's clock `id` at `ts`.
+fn snapshot_clock(id: u32, ts: u64) -> clock_snapshot::Clock {
+    let mut c = clock_snapshot::Clock::new();
+    c.set_clock_id(id);
+    c.set_timestamp(ts);
+    c
 }
 
 /// A group of lanes: its sort key and lane positions (indices into `Trace::lanes`).
@@ -575,30 +542,19 @@ enum GroupKey {
     Block(u32),
 }
 
-fn group_key(lane: &Lane, by: GroupBy) -> GroupKey {
-    match (by, lane.sm) {
-        (GroupBy::Sm, Some(sm)) => GroupKey::Sm(sm),
-        _ => GroupKey::Block(lane.block),
-    }
-}
-
 /// `(key, lane positions)` of every group, keys ascending, lanes ascending within.
 fn groups(trace: &Trace, by: GroupBy) -> Vec<(GroupKey, Vec<usize>)> {
-    let mut order: Vec<(GroupKey, usize)> = trace
-        .lanes
-        .iter()
-        .enumerate()
-        .map(|(pos, l)| (group_key(l, by), pos))
+    let key = |l: &Lane| match (by, l.sm) {
+        (GroupBy::Sm, Some(sm)) => GroupKey::Sm(sm),
+        _ => GroupKey::Block(l.block),
+    };
+    let mut order: Vec<(GroupKey, usize)> = (trace.lanes.iter().enumerate())
+        .map(|(pos, l)| (key(l), pos))
         .collect();
     order.sort_unstable_by_key(|&(k, pos)| (k, trace.lanes[pos].id));
-    let mut out: Vec<(GroupKey, Vec<usize>)> = Vec::new();
-    for (k, pos) in order {
-        match out.last_mut() {
-            Some((last, v)) if *last == k => v.push(pos),
-            _ => out.push((k, vec![pos])),
-        }
-    }
-    out
+    (order.chunk_by(|a, b| a.0 == b.0))
+        .map(|g| (g[0].0, g.iter().map(|e| e.1).collect()))
+        .collect()
 }
 
 fn lane_name(lane: &Lane, in_block_group: bool) -> String {
@@ -701,7 +657,7 @@ impl<W: io::Write> Writer<W> {
         &mut self,
         parent: u64,
         name: String,
-        sibling_rank: Option<i32>,
+        sibling_rank: i32,
         parent_of_many: bool,
         counter: Option<CounterDescriptor>,
     ) -> io::Result<u64> {
@@ -716,12 +672,8 @@ impl<W: io::Write> Writer<W> {
         if parent_of_many {
             d.set_child_ordering(ChildTracksOrdering::EXPLICIT);
         }
-        if let Some(r) = sibling_rank {
-            d.set_sibling_order_rank(r);
-        }
-        if let Some(c) = counter {
-            d.counter = MessageField::some(c);
-        }
+        d.set_sibling_order_rank(sibling_rank);
+        d.counter = MessageField::from_option(counter);
         let mut p = TracePacket::new();
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_track_descriptor(d);
@@ -733,15 +685,17 @@ impl<W: io::Write> Writer<W> {
     fn counter_track(&mut self, parent: u64, name: String, rank_: i32) -> io::Result<u64> {
         let mut c = CounterDescriptor::new();
         c.set_unit(counter_descriptor::Unit::UNIT_COUNT);
-        self.track(parent, name, Some(rank_), false, Some(c))
+        self.track(parent, name, rank_, false, Some(c))
     }
 
+    /// Writes a launch's root, group and lane tracks and its lanes' events; returns the
+    /// root's UUID and the rank of the root's next child.
     fn launch(
         &mut self,
         at: &LaunchPlace<'_>,
         by: GroupBy,
         mut lanes_from: Lanes<'_, '_>,
-    ) -> Result<u64, WriteError> {
+    ) -> Result<(u64, usize), WriteError> {
         let (trace, clock) = (at.trace, at.clock);
         // A streamed launch does not know its regions yet: prepare every possible id
         // (the blobs do not depend on which ones are used).
@@ -750,7 +704,7 @@ impl<W: io::Write> Writer<W> {
             matches!(lanes_from, Lanes::Streamed(_))
                 .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
         );
-        let root = self.track(0, at.name.to_string(), Some(rank(at.rank)), true, None)?;
+        let root = self.track(0, at.name.to_string(), rank(at.rank), true, None)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
             let gname = match *key {
@@ -760,7 +714,7 @@ impl<W: io::Write> Writer<W> {
                     None => format!("block {b}"),
                 },
             };
-            let uuid = self.track(root, gname, Some(rank(gi)), true, None)?;
+            let uuid = self.track(root, gname, rank(gi), true, None)?;
             let mut g = GroupSlot {
                 uuid,
                 in_block: matches!(key, GroupKey::Block(_)),
@@ -772,30 +726,15 @@ impl<W: io::Write> Writer<W> {
                 self.active_lanes(trace, clock, lanes, t)?;
             }
             for &pos in lanes {
-                match &mut lanes_from {
-                    Lanes::InMemory(flows) => {
-                        let fl = if flows.is_empty() {
-                            None
-                        } else {
-                            flows.get(&pos)
-                        };
-                        self.lane(trace, pos, fl, clock, &mut g)?
-                    }
-                    Lanes::Streamed(f) => {
-                        let (t, p, fl) = f.get(pos)?;
-                        self.lane(t, p, fl, clock, &mut g)?;
-                    }
-                }
+                let (t, p, fl) = match &mut lanes_from {
+                    Lanes::InMemory(flows) => (trace, pos, flows.get(&pos)),
+                    Lanes::Streamed(f) => f.get(pos)?,
+                };
+                self.lane(t, p, fl, clock, &mut g)?;
             }
         }
         if by == GroupBy::Block && trace.lanes.iter().any(|l| l.sm.is_some()) {
-            let occ = self.track(
-                root,
-                "SM occupancy".into(),
-                Some(rank(groups.len())),
-                true,
-                None,
-            )?;
+            let occ = self.track(root, "SM occupancy".into(), rank(groups.len()), true, None)?;
             let mut by_sm: Vec<(u32, usize)> = trace
                 .lanes
                 .iter()
@@ -803,19 +742,14 @@ impl<W: io::Write> Writer<W> {
                 .filter_map(|(pos, l)| l.sm.map(|sm| (sm, pos)))
                 .collect();
             by_sm.sort_unstable();
-            let mut i = 0;
-            let mut r = 0;
-            while i < by_sm.len() {
-                let sm = by_sm[i].0;
-                let j = i + by_sm[i..].iter().take_while(|e| e.0 == sm).count();
-                let lanes: Vec<usize> = by_sm[i..j].iter().map(|e| e.1).collect();
-                let t = self.counter_track(occ, format!("SM {sm} active lanes"), rank(r))?;
+            for (r, g) in by_sm.chunk_by(|a, b| a.0 == b.0).enumerate() {
+                let lanes: Vec<usize> = g.iter().map(|e| e.1).collect();
+                let name = format!("SM {} active lanes", g[0].0);
+                let t = self.counter_track(occ, name, rank(r))?;
                 self.active_lanes(trace, clock, &lanes, t)?;
-                r += 1;
-                i = j;
             }
         }
-        Ok(root)
+        Ok((root, groups.len() + 1))
     }
 
     /// The number of lanes between init and finalize, as a counter on `track`.
@@ -863,42 +797,31 @@ impl<W: io::Write> Writer<W> {
     ) -> Result<(), WriteError> {
         let lane = &trace.lanes[pos];
         let name = lane_name(lane, g.in_block);
-        let lane_uuid = self.track(g.uuid, name.clone(), Some(rank(g.rank)), false, None)?;
+        let lane_uuid = self.track(g.uuid, name.clone(), rank(g.rank), false, None)?;
         g.rank += 1;
 
         // Overlap tracks, if spans cross.
-        let n_levels = count_levels(&mut self.lane.levels, trace, clock, lane);
+        let n_levels = count_levels(&mut self.lane, trace, lane);
         self.lane.level_uuid.clear();
         self.lane.level_uuid.push(0);
         for l in 1..n_levels {
-            let u = self.track(
-                g.uuid,
-                format!("{name} (overlap {l})"),
-                Some(rank(g.rank)),
-                false,
-                None,
-            )?;
+            let overlap = format!("{name} (overlap {l})");
+            let u = self.track(g.uuid, overlap, rank(g.rank), false, None)?;
             g.rank += 1;
             self.lane.level_uuid.push(u);
         }
 
         // Counter tracks, for the counters this lane sampled.
         let samples = &trace.samples;
-        let counter_uuid = &mut self.lane.counter_uuid;
-        counter_uuid.clear();
-        for i in lane.samples.clone() {
-            let c = samples.counter[i] as usize;
-            if counter_uuid.len() <= c {
-                counter_uuid.resize(c + 1, 0);
-            }
-            counter_uuid[c] = 1; // marks "used"; replaced by the UUID below
-        }
-        for c in 0..self.lane.counter_uuid.len() {
-            if self.lane.counter_uuid[c] != 0 {
-                let cname = format!("{name} · {}", trace.names.counter(c as u16));
-                self.lane.counter_uuid[c] = self.counter_track(g.uuid, cname, rank(g.rank))?;
-                g.rank += 1;
-            }
+        let mut used: Vec<u16> = lane.samples.clone().map(|i| samples.counter[i]).collect();
+        used.sort_unstable();
+        used.dedup();
+        self.lane.counter_uuid.clear();
+        (self.lane.counter_uuid).resize(used.last().map_or(0, |&c| c as usize + 1), 0);
+        for c in used {
+            let cname = format!("{name} · {}", trace.names.counter(c));
+            self.lane.counter_uuid[c as usize] = self.counter_track(g.uuid, cname, rank(g.rank))?;
+            g.rank += 1;
         }
 
         let first = [
@@ -915,25 +838,10 @@ impl<W: io::Write> Writer<W> {
         let t0 = clock.map(first);
         let seq = self.open_sequence(lane_uuid, t0)?;
 
-        let mut ann: [(u8, u32); 3] = [(0, 0); 3];
-        let mut n_ann = 0;
-        if let Some(sm) = lane.sm {
-            ann[n_ann] = (ANN_SM, sm);
-            n_ann += 1;
-        }
-        ann[n_ann] = (ANN_BLOCK, lane.block);
-        ann[n_ann + 1] = (ANN_GROUP, lane.group);
-        let st = &mut self.lane;
-        st.enc.reset(seq as u32, t0, &ann[..n_ann + 2]);
-        for s in &mut st.levels[..n_levels] {
-            s.clear();
-        }
-        if st.open_spans.len() < n_levels {
-            st.open_spans.resize(n_levels, Vec::new());
-        }
-        for s in &mut st.open_spans[..n_levels] {
-            s.clear();
-        }
+        let ann = [(ANN_SM, lane.sm), (ANN_BLOCK, Some(lane.block))];
+        let ann = ann.into_iter().chain([(ANN_GROUP, Some(lane.group))]);
+        let ann: Vec<(u8, u32)> = ann.filter_map(|(k, v)| Some((k, v?))).collect();
+        self.lane.enc.reset(seq as u32, t0, &ann);
 
         let mut run = LaneRun::new(trace, lane, clock, seq, flows);
         let sink = &mut self.sink;
@@ -978,15 +886,9 @@ impl<W: io::Write> Writer<W> {
         p.trace_packet_defaults = MessageField::some(defaults);
         p.interned_data = MessageField::some(self.base_interned.clone());
         let mut snap = ClockSnapshot::new();
-        let mut c = clock_snapshot::Clock::new();
-        c.set_clock_id(LANE_CLOCK);
-        c.set_timestamp(t0);
-        c.set_is_incremental(true);
-        snap.clocks.push(c);
-        let mut c = clock_snapshot::Clock::new();
-        c.set_clock_id(BuiltinClock::BUILTIN_CLOCK_BOOTTIME as u32);
-        c.set_timestamp(t0);
-        snap.clocks.push(c);
+        let mut lane_clock = snapshot_clock(LANE_CLOCK, t0);
+        lane_clock.set_is_incremental(true);
+        snap.clocks = vec![lane_clock, snapshot_clock(BOOTTIME as u32, t0)];
         p.set_clock_snapshot(snap);
         self.packet(&p)?;
         Ok(seq)

@@ -139,7 +139,7 @@ use super::WriteError;
 use crate::model::{Epoch, SetAsideReason, TrackId, WireFormat};
 use crate::stats::{self, DurStats, LaneSetStats, TraceStats, UnmatchedRegion, PERCENTILES};
 use crate::time::scaled;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use std::io::Write;
 
@@ -183,11 +183,7 @@ pub struct Percentiles(pub [f64; 8]);
 
 impl Serialize for Percentiles {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(PERCENTILES.len()))?;
-        for ((k, _), v) in PERCENTILES.iter().zip(self.0) {
-            m.serialize_entry(k, &v)?;
-        }
-        m.end()
+        s.collect_map(PERCENTILES.iter().map(|(k, _)| k).zip(self.0))
     }
 }
 
@@ -197,11 +193,7 @@ pub struct Ordered<T>(pub Vec<(String, T)>);
 
 impl<T: Serialize> Serialize for Ordered<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 
@@ -608,20 +600,19 @@ fn by_block_warp(stats: &TraceStats, opt: &SummaryOptions) -> Ordered<BlockWarpR
     let topk = opt.summary_topk_block_warp_per_region as usize;
     Ordered(
         (per.into_iter())
-            .map(|(r, mut entries)| {
+            .map(|(r, mut by_block_warp)| {
                 let name = names.region(r).into_owned();
                 if topk > 0 {
-                    entries.sort_by(|a, b| {
+                    by_block_warp.sort_by(|a, b| {
                         (b.stats.total_dur.total_cmp(&a.stats.total_dur)).then(a.lane.cmp(&b.lane))
                     });
-                    entries.truncate(topk);
+                    by_block_warp.truncate(topk);
                 }
                 let key = if seen[name.as_str()] > 1 {
                     format!("region_{name}_{r}")
                 } else {
                     format!("region_{name}")
                 };
-                let by_block_warp = entries;
                 (
                     key,
                     BlockWarpRegion {

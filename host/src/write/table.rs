@@ -53,7 +53,7 @@ use super::summary::ClockSyncSummary;
 use super::WriteError;
 use crate::stats::{TraceStats, OUTSIDE};
 use crate::time::{format_duration, scaled};
-use std::io::{self, Write};
+use std::io::Write;
 
 /// Set-aside lanes the table names, one line each.
 const SET_ASIDE_LISTED: usize = 8;
@@ -78,12 +78,7 @@ pub fn write_table<W: Write>(
     stats: &TraceStats,
     opt: &TableOptions,
 ) -> Result<(), WriteError> {
-    write_rows(&mut out, stats, opt.scale)?;
-    out.flush()?;
-    Ok(())
-}
-
-fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> {
+    let (w, k) = (&mut out, opt.scale);
     let (trace, shares) = (stats.trace, &stats.all.shares);
     let names = &trace.names;
     let width = (stats.all.regions.iter())
@@ -296,5 +291,6 @@ fn write_rows(w: &mut impl Write, stats: &TraceStats, k: f64) -> io::Result<()> 
             writeln!(w, "  and {} more", all.len() - SET_ASIDE_LISTED)?;
         }
     }
+    out.flush()?;
     Ok(())
 }

@@ -60,10 +60,7 @@ impl<W: io::Write> Writer<W> {
                 }
             }
         }
-        let track_of = |id: u32| {
-            (trace.lanes.binary_search_by_key(&id, |l| l.id).ok())
-                .map(|p| trace.lanes[p].track().name())
-        };
+        let track_of = |id: u32| trace.lane(id).map(|l| l.track().name());
         let mut regions: Vec<u16> = a.region.clone();
         regions.sort_unstable();
         regions.dedup();
@@ -79,7 +76,7 @@ impl<W: io::Write> Writer<W> {
                 } else {
                     format!("{name} (overlap {n})")
                 };
-                tracks.push(self.track(root, t, Some(super::rank(r)), false, None)?);
+                tracks.push(self.track(root, t, super::rank(r), false, None)?);
                 r += 1;
             }
             for (&i, &row) in idx.iter().zip(&row_of) {
@@ -100,10 +97,7 @@ impl<W: io::Write> Writer<W> {
                     self.stats.flows += 1;
                 }
                 self.event(clock.map(a.begin[i]), te)?;
-                let mut end = TrackEvent::new();
-                end.set_type(Type::TYPE_SLICE_END);
-                end.set_track_uuid(tracks[row]);
-                self.event(clock.map(a.end[i]), end)?;
+                self.slice_end(clock.map(a.end[i]), tracks[row])?;
                 self.stats.async_slices += 1;
             }
         }

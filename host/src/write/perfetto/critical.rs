@@ -49,18 +49,11 @@ impl<W: io::Write> Writer<W> {
         if path.is_empty() {
             return Ok(());
         }
-        let track_of = |lane_id: u32| {
-            trace
-                .lanes
-                .iter()
-                .find(|l| l.id == lane_id)
-                .map(|l| l.track().name())
-                .unwrap_or_default()
-        };
+        let track_of = |id: u32| trace.lane(id).map(|l| l.track().name()).unwrap_or_default();
         let track = self.track(
             root,
             format!("critical path · block {} (slowest)", block.id),
-            Some(-1),
+            -1,
             false,
             None,
         )?;
@@ -90,10 +83,7 @@ impl<W: io::Write> Writer<W> {
                 ));
             }
             self.event(clock.map(begin), te)?;
-            let mut end = TrackEvent::new();
-            end.set_type(Type::TYPE_SLICE_END);
-            end.set_track_uuid(track);
-            self.event(clock.map(prev_end), end)?;
+            self.slice_end(clock.map(prev_end), track)?;
         }
         self.stats.critical_path_steps += path.len() as u64;
         Ok(())
@@ -106,5 +96,13 @@ impl<W: io::Write> Writer<W> {
         p.set_trusted_packet_sequence_id(META_SEQ);
         p.set_track_event(te);
         self.packet(&p)
+    }
+
+    /// Writes the end of a slice of `track` at absolute time `ts` on the metadata sequence.
+    pub(super) fn slice_end(&mut self, ts: u64, track: u64) -> io::Result<()> {
+        let mut te = TrackEvent::new();
+        te.set_type(Type::TYPE_SLICE_END);
+        te.set_track_uuid(track);
+        self.event(ts, te)
     }
 }

@@ -347,44 +347,18 @@ impl SeqEncoder {
         d
     }
 
-    /// Writes the packet header up to and including the track event's key and length
-    /// (at most 32 bytes).
+    /// Writes the packet header up to and including the track event's key and length;
+    /// `extra` is the byte count of the fields after the track event.
     ///
     /// # Safety
-    /// 32 bytes of room must be left at `c`.
+    /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`:
+    /// 32 for a track event under 0x80 bytes.
     #[inline(always)]
     unsafe fn head(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        debug_assert!(te_len < 0x80);
-        // SAFETY: 1 + 10 + 1 + 10 + 8 + 2 = 32 bytes at most, guaranteed by the caller.
-        unsafe {
-            self.head_to_event(c, ts, 1 + te_len + extra);
-            c.byte(te_len as u8);
-        }
-    }
-
-    /// [`Self::head`] for a track event of any length (its length as a varint).
-    ///
-    /// # Safety
-    /// `1 + 10 + 1 + 10 + 8 + 1 + varint_len(te_len)` bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn head_long(&mut self, c: &mut Cursor, ts: u64, te_len: usize, extra: usize) {
-        // SAFETY: within the room guaranteed by the caller.
-        unsafe {
-            self.head_to_event(c, ts, varint_len(te_len as u64) + te_len + extra);
-            c.varint(te_len as u64);
-        }
-    }
-
-    /// The packet header up to the track event's key; `rest` is the byte count of what
-    /// follows that key (the event's length field, the event, and any `extra` fields).
-    ///
-    /// # Safety
-    /// 30 bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn head_to_event(&mut self, c: &mut Cursor, ts: u64, rest: usize) {
         let d = self.delta(ts);
-        let body_len = 1 + varint_len(d) + self.seq_flags.len + 1 + rest;
-        // SAFETY: 1 + 10 + 1 + 10 + 8 = 30 bytes at most, guaranteed by the caller.
+        let te_field = 1 + varint_len(te_len as u64) + te_len;
+        let body_len = 1 + varint_len(d) + self.seq_flags.len + te_field + extra;
+        // SAFETY: within the room guaranteed by the caller.
         unsafe {
             c.byte(TRACE_PACKET);
             c.varint(body_len as u64);
@@ -392,37 +366,7 @@ impl SeqEncoder {
             c.varint(d);
             c.fixed(&self.seq_flags);
             c.byte(PKT_TRACK_EVENT);
-        }
-    }
-
-    /// The fields of a named event after the packet header: type, name and category
-    /// (`head`), the payload annotation, the lane's annotations, and the track override
-    /// when `track` is non-zero (68 bytes at most).
-    ///
-    /// # Safety
-    /// 68 bytes of room must be left at `c`.
-    #[inline(always)]
-    unsafe fn named_fields(
-        &self,
-        c: &mut Cursor,
-        head: &NameHead,
-        payload_iid: u8,
-        payload: u32,
-        track: u64,
-    ) {
-        // SAFETY: within the room guaranteed by the caller.
-        unsafe {
-            c.fixed(head);
-            c.byte((3 + varint_len(payload as u64)) as u8);
-            c.byte(DA_NAME_IID);
-            c.byte(payload_iid);
-            c.byte(DA_UINT_VALUE);
-            c.varint(payload as u64);
-            c.fixed(&self.lane_annotations);
-            if track != 0 {
-                c.byte(TE_TRACK_UUID);
-                c.varint(track);
-            }
+            c.varint(te_len as u64);
         }
     }
 
@@ -430,6 +374,7 @@ impl SeqEncoder {
     /// the event's slice starts those flows. `buf[pos..]` must have [`MAX_EVENT_BYTES`] +
     /// `interned.len()` + [`flows_room`]`(flows.len())` bytes free.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn named_flows(
         &mut self,
         buf: &mut [u8],
@@ -456,8 +401,19 @@ impl SeqEncoder {
         // SAFETY: header 41 (see `flows_room`) + event 68 bytes at most, then the flow ids
         // and the interned bytes: all within the checked room.
         unsafe {
-            self.head_long(&mut c, ts, te_len, interned.len());
-            self.named_fields(&mut c, head, payload_iid, payload, track);
+            self.head(&mut c, ts, te_len, interned.len());
+            // Type, name and category, the payload annotation, the lane's annotations.
+            c.fixed(head);
+            c.byte((3 + payload_len) as u8);
+            c.byte(DA_NAME_IID);
+            c.byte(payload_iid);
+            c.byte(DA_UINT_VALUE);
+            c.varint(payload as u64);
+            c.fixed(&self.lane_annotations);
+            if track != 0 {
+                c.byte(TE_TRACK_UUID);
+                c.varint(track);
+            }
             for &id in flows {
                 c.bytes(&TE_FLOW_IDS);
                 c.bytes(&id.to_le_bytes());
@@ -465,38 +421,6 @@ impl SeqEncoder {
             if !interned.is_empty() {
                 c.bytes(interned);
             }
-        }
-        c.pos()
-    }
-
-    /// A `TYPE_SLICE_END` event that terminates flow `flow` (its `terminating_flow_ids`,
-    /// after `track_uuid`); `track` overrides the default track when non-zero. Needs
-    /// [`MAX_EVENT_BYTES`] of room, like [`Self::end`].
-    #[inline]
-    pub(crate) fn end_flow(
-        &mut self,
-        buf: &mut [u8],
-        pos: usize,
-        ts: u64,
-        track: u64,
-        flow: u64,
-    ) -> usize {
-        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
-        let mut te_len = 2 + FLOW_ID_BYTES;
-        if track != 0 {
-            te_len += 1 + varint_len(track);
-        }
-        // SAFETY: 32 + 2 + 11 + 10 bytes at most, within the checked room.
-        unsafe {
-            self.head(&mut c, ts, te_len, 0);
-            c.byte(TE_TYPE);
-            c.byte(ty::SLICE_END);
-            if track != 0 {
-                c.byte(TE_TRACK_UUID);
-                c.varint(track);
-            }
-            c.bytes(&TE_TERMINATING_FLOW_IDS);
-            c.bytes(&flow.to_le_bytes());
         }
         c.pos()
     }
@@ -519,37 +443,50 @@ impl SeqEncoder {
         payload: u32,
         interned: &[u8],
     ) -> usize {
-        let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES + interned.len());
-        let payload_len = varint_len(payload as u64);
-        let mut te_len = head.len + 1 + 3 + payload_len + self.lane_annotations.len;
-        if track != 0 {
-            te_len += 1 + varint_len(track);
-        }
-        // SAFETY: header 32 + event 68 bytes at most (see MAX_EVENT_BYTES), then the
-        // interned bytes: all within the room `Cursor::new` checked.
-        unsafe {
-            self.head(&mut c, ts, te_len, interned.len());
-            self.named_fields(&mut c, head, payload_iid, payload, track);
-            if !interned.is_empty() {
-                c.bytes(interned);
-            }
-        }
-        c.pos()
+        self.named_flows(
+            buf,
+            pos,
+            head,
+            ts,
+            track,
+            payload_iid,
+            payload,
+            interned,
+            &[],
+        )
     }
 
-    /// A `TYPE_SLICE_END` event; `track` overrides the default track when non-zero.
+    /// A `TYPE_SLICE_END` event; `track` overrides the default track when non-zero, and
+    /// `flow`, if any, is the flow it terminates (its `terminating_flow_ids`, after
+    /// `track_uuid`).
     #[inline(always)]
-    pub(crate) fn end(&mut self, buf: &mut [u8], pos: usize, ts: u64, track: u64) -> usize {
+    pub(crate) fn end(
+        &mut self,
+        buf: &mut [u8],
+        pos: usize,
+        ts: u64,
+        track: u64,
+        flow: Option<u64>,
+    ) -> usize {
         let mut c = Cursor::new(buf, pos, MAX_EVENT_BYTES);
-        if track != 0 {
-            let te_len = 2 + 1 + varint_len(track);
-            // SAFETY: 32 + 13 bytes at most, within the checked room.
+        if track != 0 || flow.is_some() {
+            let mut te_len = 2 + flow.map_or(0, |_| FLOW_ID_BYTES);
+            if track != 0 {
+                te_len += 1 + varint_len(track);
+            }
+            // SAFETY: 32 + 2 + 11 + 10 bytes at most, within the checked room.
             unsafe {
                 self.head(&mut c, ts, te_len, 0);
                 c.byte(TE_TYPE);
                 c.byte(ty::SLICE_END);
-                c.byte(TE_TRACK_UUID);
-                c.varint(track);
+                if track != 0 {
+                    c.byte(TE_TRACK_UUID);
+                    c.varint(track);
+                }
+                if let Some(flow) = flow {
+                    c.bytes(&TE_TERMINATING_FLOW_IDS);
+                    c.bytes(&flow.to_le_bytes());
+                }
             }
             return c.pos();
         }
@@ -639,11 +576,11 @@ mod tests {
         let interned = interned_event_name(5, "mma");
         let begin = name_head(ty::SLICE_BEGIN, 5, 1);
         let mut p = e.named(&mut buf, 0, &begin, 1000, 0, 1, 123456, &interned);
-        p = e.end(&mut buf, p, 1500, 99999);
+        p = e.end(&mut buf, p, 1500, 99999, None);
         p = e.counter(&mut buf, p, 2000, 42, u32::MAX);
         let instant = name_head(ty::INSTANT, 1 << 20, 2);
         p = e.named(&mut buf, p, &instant, 2000, 1 << 40, 1, 0, &[]);
-        p = e.end(&mut buf, p, 2500, 0);
+        p = e.end(&mut buf, p, 2500, 0, None);
         let mut out = buf[..p].to_vec();
         put_absolute_counter(&mut out, 1, 77, 9, 3);
         let t = Trace::parse_from_bytes(&out).unwrap();
@@ -693,8 +630,8 @@ mod tests {
         // Enough ids that the track event's length takes two bytes.
         let many: Vec<u64> = (0..20).map(|i| i << 40 | 3).collect();
         p = e.named_flows(&mut buf, p, &instant, 150, 1 << 33, 1, 0, &[], &many);
-        p = e.end_flow(&mut buf, p, 200, 0, 42);
-        p = e.end_flow(&mut buf, p, 250, 300, 1 << 63);
+        p = e.end(&mut buf, p, 200, 0, Some(42));
+        p = e.end(&mut buf, p, 250, 300, Some(1 << 63));
         let t = Trace::parse_from_bytes(&buf[..p]).unwrap();
         assert_eq!(t.packet.len(), 4);
         let te = t.packet[0].track_event();
@@ -746,10 +683,10 @@ mod tests {
         };
         let head = name_head(ty::SLICE_BEGIN, u64::MAX, 0x7F);
         check(&|e, b| e.named(b, 0, &head, u64::MAX, u64::MAX, 0x7F, u32::MAX, &[]));
-        check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX));
-        check(&|e, b| e.end(b, 0, u64::MAX, 0));
+        check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX, None));
+        check(&|e, b| e.end(b, 0, u64::MAX, 0, None));
         check(&|e, b| e.counter(b, 0, u64::MAX, u64::MAX, u32::MAX));
-        check(&|e, b| e.end_flow(b, 0, u64::MAX, u64::MAX, u64::MAX));
+        check(&|e, b| e.end(b, 0, u64::MAX, u64::MAX, Some(u64::MAX)));
         // With flow ids: the bound plus `flows_room`, for small and long track events.
         for n in [1, 12, 13, 2000] {
             let room = MAX_EVENT_BYTES + flows_room(n);

@@ -8,6 +8,7 @@ use super::flows::{run_of, LaneFlows};
 use super::{LaunchClock, ANN_PAYLOAD, CAT_INSTANT, CAT_SPAN};
 use crate::model::{Lane, Trace};
 use crate::time::Timestamp;
+use crate::write::{rows_used, span_rows};
 
 /// A launch's region names, pre-encoded, and which sequence interned each one last.
 #[derive(Debug, Default)]
@@ -24,12 +25,8 @@ pub(super) struct Regions {
 impl Regions {
     /// Encodes the names of every region id `trace` uses, and of every id up to `max`.
     pub(super) fn prepare(&mut self, trace: &Trace, max: Option<usize>) {
-        let max = trace
-            .spans
-            .region
-            .iter()
-            .chain(&trace.instants.region)
-            .fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
+        let used = (trace.spans.region.iter()).chain(&trace.instants.region);
+        let max = used.fold(max.unwrap_or(0) as u16, |m, &r| m.max(r)) as usize;
         self.blobs.clear();
         self.blobs.extend(
             (0..=max).map(|r| {
@@ -181,64 +178,16 @@ impl<'a> LaneRun<'a> {
     }
 }
 
-/// Places a span ending at `e` on the first level where it nests (all ends `<=` its begin
-/// already popped); adds a level if none fits. Returns the level.
-#[inline]
-fn place(levels: &mut Vec<Vec<u64>>, e: u64) -> usize {
-    for (l, st) in levels.iter_mut().enumerate() {
-        if st.last().is_none_or(|&top| top >= e) {
-            st.push(e);
-            return l;
-        }
-    }
-    levels.push(vec![e]);
-    levels.len() - 1
-}
-
-/// The number of levels a lane's spans need so that each level nests; leaves `levels`
-/// with at least that many (cleared) stacks.
-pub(super) fn count_levels(
-    levels: &mut Vec<Vec<u64>>,
-    trace: &Trace,
-    clock: LaunchClock,
-    lane: &Lane,
-) -> usize {
-    let sp = &trace.spans;
-    for st in levels.iter_mut() {
-        st.clear();
-    }
-    if levels.is_empty() {
-        levels.push(Vec::new());
-    }
-    // Fast path: the spans nest (one stack of open ends suffices). The shift is the same
-    // for all times of a launch, so model times compare as mapped ones do.
-    let (begin, end) = (&sp.begin[lane.spans.clone()], &sp.end[lane.spans.clone()]);
-    let st = &mut levels[0];
-    let nested = begin.iter().zip(end).all(|(&b, &e)| {
-        while st.last().is_some_and(|&top| top <= b) {
-            st.pop();
-        }
-        let fits = st.last().is_none_or(|&top| top >= e);
-        st.push(e);
-        fits
-    });
-    st.clear();
-    if nested {
-        return 1;
-    }
-    let mut n = 1;
-    for i in lane.spans.clone() {
-        let b = clock.map(sp.begin[i]);
-        for st in levels.iter_mut() {
-            while st.last().is_some_and(|&top| top <= b) {
-                st.pop();
-            }
-        }
-        n = n.max(place(levels, clock.map(sp.end[i])) + 1);
-    }
-    for st in levels.iter_mut() {
-        st.clear();
-    }
+/// The number of levels a lane's spans need so that each level nests (the Chrome trace's
+/// rows: [`span_rows`]); leaves `st.levels` and `st.open_spans` with at least that many
+/// stacks, all cleared.
+pub(super) fn count_levels(st: &mut LaneState, trace: &Trace, lane: &Lane) -> usize {
+    let n = rows_used(span_rows(trace, lane).as_deref()) as usize;
+    st.levels.iter_mut().for_each(Vec::clear);
+    st.open_spans.iter_mut().for_each(Vec::clear);
+    st.levels.resize_with(n.max(st.levels.len()), Vec::new);
+    st.open_spans
+        .resize_with(n.max(st.open_spans.len()), Vec::new);
     n
 }
 
@@ -279,7 +228,7 @@ fn emit_lane<const FLOWS: bool>(
     let (mut so, mut io) = (run.so, run.io);
     let mut p = *pos;
     let mut need = None;
-    let mut c = Counts::default();
+    let mut c = std::mem::take(&mut run.counts);
     let single = levels.len() == 1;
     let (mut nb, mut ni, mut nc) = (at(ev.begin, si), at(ev.i_ts, ii), at(ev.c_ts, ci));
     loop {
@@ -310,10 +259,7 @@ fn emit_lane<const FLOWS: bool>(
             } else {
                 None
             };
-            p = match flow {
-                Some(id) => enc.end_flow(buf, p, ne, level_uuid[nl], id),
-                None => enc.end(buf, p, ne, level_uuid[nl]),
-            };
+            p = enc.end(buf, p, ne, level_uuid[nl], flow);
         } else if other == u64::MAX {
             break;
         } else if nb == other || ni == other {
@@ -401,11 +347,6 @@ fn emit_lane<const FLOWS: bool>(
     }
     (run.si, run.ii, run.ci, run.so, run.io) = (si, ii, ci, so, io);
     *pos = p;
-    let t = &mut run.counts;
-    t.packets += c.packets;
-    t.slices += c.slices;
-    t.instants += c.instants;
-    t.counter_values += c.counter_values;
-    t.flows += c.flows;
+    run.counts = c;
     need
 }

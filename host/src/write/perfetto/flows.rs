@@ -29,23 +29,19 @@ pub(super) type LaunchFlows = HashMap<usize, LaneFlows>;
 /// on the range's own slice, not in a lane). Empty at once when the names allow no link
 /// and there is no async range.
 pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlows {
-    let mut out = LaunchFlows::default();
     if !links::may_link(&trace.names) && trace.async_ranges.is_empty() {
-        return out;
+        return LaunchFlows::default();
     }
     let all = drawn_links(trace);
-    if all.is_empty() {
-        return out;
-    }
     let pos_of: HashMap<u32, usize> = trace
         .lanes
         .iter()
         .enumerate()
         .map(|(pos, l)| (l.id, pos))
         .collect();
-    let mut out_span: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
-    let mut out_instant: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
-    let mut in_span: HashMap<usize, Vec<(usize, u64)>> = HashMap::new();
+    // Per lane position: (event index in the lane, flow id) of the spans and instants
+    // that start flows, and of the spans that terminate one.
+    let mut per: HashMap<usize, [Vec<(usize, u64)>; 3]> = HashMap::new();
     for l in &all {
         let id = match l.from {
             SignalEvent::Async(k) => async_base + k as u64 + 1,
@@ -55,37 +51,32 @@ pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlo
         let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
         match l.from {
             SignalEvent::Async(_) => {}
-            SignalEvent::Instant(i) => out_instant
-                .entry(from)
-                .or_default()
-                .push((i - fl.instants.start, id)),
-            SignalEvent::Span(i) => out_span
-                .entry(from)
-                .or_default()
-                .push((i - fl.spans.start, id)),
+            SignalEvent::Span(i) => per.entry(from).or_default()[0].push((i - fl.spans.start, id)),
+            SignalEvent::Instant(i) => {
+                per.entry(from).or_default()[1].push((i - fl.instants.start, id))
+            }
         }
-        in_span
-            .entry(to)
-            .or_default()
-            .push((l.to_span - tl.spans.start, id));
+        per.entry(to).or_default()[2].push((l.to_span - tl.spans.start, id));
     }
     let split = |mut v: Vec<(usize, u64)>| -> (Vec<usize>, Vec<u64>) {
         v.sort_unstable();
         v.into_iter().unzip()
     };
-    for (pos, v) in out_span {
-        let f = out.entry(pos).or_default();
-        (f.out_span, f.out_span_id) = split(v);
-    }
-    for (pos, v) in out_instant {
-        let f = out.entry(pos).or_default();
-        (f.out_instant, f.out_instant_id) = split(v);
-    }
-    for (pos, v) in in_span {
-        let f = out.entry(pos).or_default();
-        (f.in_span, f.in_span_id) = split(v);
-    }
-    out
+    (per.into_iter())
+        .map(|(pos, [s, i, w])| {
+            let ((out_span, out_span_id), (out_instant, out_instant_id)) = (split(s), split(i));
+            let (in_span, in_span_id) = split(w);
+            let f = LaneFlows {
+                out_span,
+                out_span_id,
+                out_instant,
+                out_instant_id,
+                in_span,
+                in_span_id,
+            };
+            (pos, f)
+        })
+        .collect()
 }
 
 /// The links drawn as flows: [`links::links`], at most one per wait span (a slice end
@@ -100,13 +91,6 @@ pub(super) fn drawn_links(trace: &Trace) -> Vec<links::Link> {
 /// smaller ones): `k..end`.
 #[inline]
 pub(super) fn run_of(idx: &[usize], k: usize, i: usize) -> std::ops::Range<usize> {
-    let mut k = k;
-    while k < idx.len() && idx[k] < i {
-        k += 1;
-    }
-    let mut e = k;
-    while e < idx.len() && idx[e] == i {
-        e += 1;
-    }
-    k..e
+    let k = k + idx[k..].iter().take_while(|&&x| x < i).count();
+    k..k + idx[k..].iter().take_while(|&&x| x == i).count()
 }

@@ -25,8 +25,10 @@ use perfetto_protos::debug_annotation::DebugAnnotation;
 use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 use serde_json::{Map, Value};
 
-use super::{launch_clocks, rank, PerfettoOptions, PerfettoStats, WriteError, Writer};
-use crate::model::{HostEvent, HostThread, HostTrace};
+use super::{
+    launch_clocks, launch_times, rank, PerfettoOptions, PerfettoStats, WriteError, Writer,
+};
+use crate::model::{HostEvent, HostTrace};
 use crate::write::Launch;
 
 /// What [`write_merged`] wrote.
@@ -60,7 +62,7 @@ pub fn write_merged<W: io::Write>(
         host_clock: Some(host.clock),
         ..*opts
     };
-    let clocks = launch_clocks(launches, &opts)?;
+    let clocks = launch_clocks(launches.iter().map(launch_times), &opts)?;
     let mut w = Writer::new(out, opts.compression);
     let host_stats = w.host_trace(host, host_label)?;
     w.launches(launches, &clocks, &opts)?;
@@ -91,17 +93,11 @@ fn annotations(args: &Map<String, Value>) -> Vec<DebugAnnotation> {
         .collect()
 }
 
-fn process_name(t: &HostThread) -> String {
-    match &t.process_name {
-        Some(n) => format!("{n} (pid {})", t.pid),
-        None => format!("pid {}", t.pid),
-    }
-}
-
-fn thread_name(t: &HostThread) -> String {
-    match &t.thread_name {
-        Some(n) => format!("{n} (tid {})", t.tid),
-        None => format!("tid {}", t.tid),
+/// A process's or thread's track name: `<name> (pid <id>)`, or `pid <id>` without a name.
+fn track_name(name: &Option<String>, what: &str, id: &str) -> String {
+    match name {
+        Some(n) => format!("{n} ({what} {id})"),
+        None => format!("{what} {id}"),
     }
 }
 
@@ -109,7 +105,7 @@ impl<W: io::Write> Writer<W> {
     /// Writes the host trace's tracks and events; returns the host counts.
     pub(super) fn host_trace(&mut self, host: &HostTrace, label: &str) -> io::Result<MergeStats> {
         let mut stats = MergeStats::default();
-        let root = self.track(0, format!("host: {label}"), Some(-1), true, None)?;
+        let root = self.track(0, format!("host: {label}"), -1, true, None)?;
         let mut by_thread: Vec<Vec<&HostEvent>> = vec![Vec::new(); host.threads.len()];
         for e in &host.events {
             by_thread[e.thread].push(e);
@@ -120,21 +116,23 @@ impl<W: io::Write> Writer<W> {
             let puuid = match process {
                 Some((pid, uuid)) if pid == th.pid => uuid,
                 _ => {
-                    let uuid = self.track(root, process_name(th), Some(rank(prank)), true, None)?;
+                    let name = track_name(&th.process_name, "pid", &th.pid);
+                    let uuid = self.track(root, name, rank(prank), true, None)?;
                     prank += 1;
                     trank = 0;
                     process = Some((&th.pid, uuid));
                     uuid
                 }
             };
-            let track = self.track(puuid, thread_name(th), Some(rank(trank)), false, None)?;
+            let name = track_name(&th.thread_name, "tid", &th.tid);
+            let track = self.track(puuid, name, rank(trank), false, None)?;
             trank += 1;
             // Nesting order: by begin, slices before instants, longer slices first.
             events.sort_by_key(|e| (e.ts, e.dur.is_none(), Reverse(e.dur)));
             let mut open: Vec<u64> = Vec::new();
             for e in events.iter() {
                 while let Some(&end) = open.last().filter(|&&end| end <= e.ts) {
-                    self.host_end(end, track)?;
+                    self.slice_end(end, track)?;
                     open.pop();
                 }
                 let mut te = TrackEvent::new();
@@ -162,18 +160,11 @@ impl<W: io::Write> Writer<W> {
                 }
             }
             while let Some(end) = open.pop() {
-                self.host_end(end, track)?;
+                self.slice_end(end, track)?;
             }
         }
         self.stats.slices += stats.host_slices;
         self.stats.instants += stats.host_instants;
         Ok(stats)
-    }
-
-    fn host_end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        let mut te = TrackEvent::new();
-        te.set_type(Type::TYPE_SLICE_END);
-        te.set_track_uuid(track);
-        self.event(ts, te)
     }
 }

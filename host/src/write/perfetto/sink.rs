@@ -31,13 +31,10 @@ impl<W: io::Write> Sink<W> {
     pub(super) fn new(out: W, compression: Compression) -> Self {
         let (size, deflate) = match compression {
             Compression::None => (FLUSH_AT, None),
-            Compression::Deflate => (
-                BUNDLE_AT,
-                Some((
-                    flate2::Compress::new(flate2::Compression::fast(), true),
-                    Vec::new(),
-                )),
-            ),
+            Compression::Deflate => {
+                let z = flate2::Compress::new(flate2::Compression::fast(), true);
+                (BUNDLE_AT, Some((z, Vec::new())))
+            }
         };
         Sink {
             out,
