@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(short, long)]
     pub output: PathBuf,
     /// Probes: a comma-separated list of `entry` (lane init and finalize, always in),
-    /// `loops` (a region per loop, its trip count as payload) and `lines=FILE:FIRST[-LAST]`
+    /// `loops` (a region per loop, its trip count as a sample of the loop's counter) and `lines=FILE:FIRST[-LAST]`
     /// (an instant per basic block at those source lines; may repeat).
     #[arg(long, default_value = "entry,loops")]
     pub at: ProbeSet,
