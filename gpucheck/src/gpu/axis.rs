@@ -14,7 +14,7 @@
 //! spreads of 160 to 192 ns against an allowance of 1.3 us.) Each decoded instant must
 //! also match the lane's own raw read right after it within one tick plus 100 ns.
 
-use ikp_device::{Layout, TimerMode};
+use ikp_device::Layout;
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
@@ -104,11 +104,8 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
-        groups_per_block: 1,
         records_per_lane: ROUNDS,
-        timer: TimerMode::Globaltimer,
         regions: vec!["met".into()],
-        counters: vec![],
         ..Layout::default()
     })?;
     let mut arrived = gpu.zeros::<u32>(1)?;
@@ -159,7 +156,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ikp_device::encoder::BufferWriter;
+    use ikp_device::{encoder::BufferWriter, TimerMode};
     use ikp_host::decode::{decode, DecodeOptions};
 
     /// A rendezvous trace of 4 lanes, 2 rounds at 10 us and 20 us; lane `off` is shifted.

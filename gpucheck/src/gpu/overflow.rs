@@ -10,7 +10,7 @@
 //! last record still zero.
 
 use ikp_device::wire::lane as seg;
-use ikp_device::{Header, Layout, TimerMode};
+use ikp_device::{Header, Layout};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
@@ -38,7 +38,6 @@ pub fn layout() -> Layout {
         grid: [BLOCKS, 1, 1],
         groups_per_block: 2,
         records_per_lane: CAPACITY,
-        timer: TimerMode::Globaltimer,
         regions: vec!["mark".into()],
         counters: vec!["attempts".into()],
         ..Layout::default()

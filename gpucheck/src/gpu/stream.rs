@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ikp_device::wire::{self, Kind};
-use ikp_device::{stream, Layout, Overflow, TimerMode};
+use ikp_device::{stream, Layout, Overflow};
 use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
@@ -53,7 +53,6 @@ fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
         grid: [gpu.sms, 1, 1],
         groups_per_block: WARPS,
         records_per_lane,
-        timer: TimerMode::Globaltimer,
         regions: vec!["pair".into()],
         overflow,
         ..Layout::default()
