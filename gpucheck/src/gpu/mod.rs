@@ -198,14 +198,12 @@ pub fn run(name: &str) -> Vec<Check> {
     };
     // Every check starts at the working clock; the clocks before and after are figures of
     // each check (the kernel's own measure at the end of the warm-up, and nvidia-smi's).
-    let warm = if std::env::var_os(NO_WARM_UP_VAR).is_some() {
-        Ok(None)
-    } else {
-        gpu.warm_up().map(Some)
-    };
-    let warm_mhz = match warm {
-        Ok(m) => m,
-        Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
+    let warm_mhz = match std::env::var_os(NO_WARM_UP_VAR) {
+        Some(_) => None,
+        None => match gpu.warm_up() {
+            Ok(m) => Some(m),
+            Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
+        },
     };
     let smi_before = smi_sm_mhz();
     let result = match name {
