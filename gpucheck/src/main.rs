@@ -91,14 +91,12 @@ fn summary(r: &ikp_gpucheck::results::Results) -> String {
         r.count(Status::Fail),
         r.count(Status::Skip),
         r.wall_s,
-        if r.required_skips() > 0 {
-            format!(
+        (r.required_skips() > 0)
+            .then(|| format!(
                 " ({} skipped GPU checks fail the run: a GPU was required)",
                 r.required_skips()
-            )
-        } else {
-            String::new()
-        }
+            ))
+            .unwrap_or_default()
     );
     let mut skipped = std::collections::BTreeMap::<&str, usize>::new();
     for c in &r.checks {

@@ -220,11 +220,9 @@ impl Results {
             ));
         }
         for c in &self.checks {
-            let Some(t) = c.figures.get("table") else {
-                continue;
-            };
-            md.push_str(&format!("\n### {}\n\n", c.name));
-            md.push_str(&table_markdown(t));
+            if let Some(t) = c.figures.get("table") {
+                md.push_str(&format!("\n### {}\n\n{}", c.name, table_markdown(t)));
+            }
         }
         md
     }

@@ -14,6 +14,8 @@
 //! spreads of 160 to 192 ns against an allowance of 1.3 us.) Each decoded instant must
 //! also match the lane's own raw read right after it within one tick plus 100 ns.
 
+use std::collections::BTreeSet;
+
 use ikp_device::Layout;
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
@@ -119,9 +121,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     clean_and_ordered(&trace)?;
     let raw = gpu.download(&raw)?;
     let rounds = rounds_of(&trace, &raw, ROUNDS)?;
-    let mut sms: Vec<u32> = trace.lanes.iter().filter_map(|l| l.sm).collect();
-    sms.sort_unstable();
-    sms.dedup();
+    let sms: BTreeSet<u32> = trace.lanes.iter().filter_map(|l| l.sm).collect();
     let mut table = Table::new(&["round", "spread ns", "worst stamp vs raw ns"]);
     for (i, r) in rounds.iter().enumerate() {
         table.row(vec![json!(i), json!(r.spread()), json!(r.stamp_error())]);

@@ -267,12 +267,8 @@ pub fn median(v: &mut [f64]) -> f64 {
         return 0.0;
     }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    // The middle value, or the mean of the two middle ones.
+    (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
 }
 
 /// `a - b` in ns, as a float. The difference is taken in integers first: the operands are
