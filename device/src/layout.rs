@@ -367,6 +367,7 @@ impl Header {
     }
 
     fn parse_as(words: &[u64], streamed: bool, whole: bool) -> Result<Header, LayoutError> {
+        use LayoutError::Names;
         let (magic, supported, known_flags) = if streamed {
             (stream::MAGIC, stream::VERSION, stream::header_flags::ALL)
         } else {
@@ -475,19 +476,11 @@ impl Header {
             }),
         };
         // Async bitmap: bits past n_regions must be clear.
-        let bitmap = &words[hdr::ASYNC_BITMAP..hdr::ASYNC_BITMAP + bitmap_words as usize];
-        let mut async_regions = Vec::new();
-        for (i, &w) in bitmap.iter().enumerate() {
-            for b in 0..64u32 {
-                if w >> b & 1 == 1 {
-                    async_regions.push(i as u32 * 64 + b);
-                }
-            }
-        }
+        let async_regions: Vec<u32> = (0..bitmap_words as u32 * 64)
+            .filter(|&r| words[hdr::ASYNC_BITMAP + r as usize / 64] >> (r % 64) & 1 == 1)
+            .collect();
         if async_regions.last().is_some_and(|&r| r >= n_regions) {
-            return Err(LayoutError::Names(
-                "the async bitmap marks a region past n_regions",
-            ));
+            return Err(Names("the async bitmap marks a region past n_regions"));
         }
         // Name table.
         let names_at = hdr::ASYNC_BITMAP + bitmap_words as usize;
@@ -496,27 +489,22 @@ impl Header {
             blob.extend_from_slice(&w.to_le_bytes());
         }
         if blob[names_bytes as usize..].iter().any(|&b| b != 0) {
-            return Err(LayoutError::Names(
-                "padding after the name table is not zero",
-            ));
+            return Err(Names("padding after the name table is not zero"));
         }
         blob.truncate(names_bytes as usize);
         let n_names = n_regions as usize + n_counters as usize;
         if blob.last().is_some_and(|&b| b != 0) {
-            return Err(LayoutError::Names("last name is not NUL-terminated"));
+            return Err(Names("last name is not NUL-terminated"));
         }
         let mut names = Vec::with_capacity(n_names);
         if !blob.is_empty() {
             for part in blob[..blob.len() - 1].split(|&b| b == 0) {
-                let s = std::str::from_utf8(part)
-                    .map_err(|_| LayoutError::Names("a name is not UTF-8"))?;
+                let s = std::str::from_utf8(part).map_err(|_| Names("a name is not UTF-8"))?;
                 names.push(s.to_owned());
             }
         }
         if names.len() != n_names {
-            return Err(LayoutError::Names(
-                "name count differs from n_regions + n_counters",
-            ));
+            return Err(Names("name count differs from n_regions + n_counters"));
         }
         let counters = names.split_off(n_regions as usize);
         let layout = Layout {

@@ -33,7 +33,6 @@ use crate::encoder::{BufferWriter, LaneWriter};
 use crate::layout::{Layout, LayoutError};
 use crate::tvm;
 use crate::wire::lane_flags;
-use crate::TimerMode;
 
 /// Region names of the sample, by id.
 pub const REGIONS: [&str; 17] = [
@@ -251,7 +250,6 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
         grid: [BLOCKS, 1, 1],
         groups_per_block: GROUPS,
         records_per_lane: RECORDS_PER_LANE,
-        timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: COUNTERS.iter().map(|s| s.to_string()).collect(),
         ..Layout::default()

@@ -137,14 +137,11 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     std::thread::sleep(Duration::from_millis(200));
     let later = evaluate(&sync, &stamps(gpu, 8)?, bound + tick);
     let with_sync = reset_us(&mut session, 20)?;
-    let mut plain = HostSession::with_options(
-        &gpu.stream,
-        layout,
-        SessionOptions {
-            clock_sync_samples: 0,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let no_sync = SessionOptions {
+        clock_sync_samples: 0,
+    };
+    let mut plain =
+        HostSession::with_options(&gpu.stream, layout, no_sync).map_err(|e| e.to_string())?;
     let without_sync = reset_us(&mut plain, 20)?;
     let detail = format!(
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \

@@ -53,11 +53,8 @@ fn targets(bundle: &Path, plan: &Plan) -> Vec<(String, PathBuf, Vec<String>)> {
                 // 200 tiles per SM: the rings still turn over, in a sanitizer's time.
                 args.push("200".into());
             }
-            (
-                format!("example/{e}"),
-                bundle.join("examples").join(e),
-                args,
-            )
+            let program = bundle.join("examples").join(e);
+            (format!("example/{e}"), program, args)
         })
         .collect();
     v.push((
