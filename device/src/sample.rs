@@ -262,13 +262,8 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
             let mut lane = w.lane(lane_id);
             // clock64 runs at 1.755 GHz from an arbitrary origin.
             let clk = |t: u64| 9_000_000 + (t - T0 + 1_000_000) * 1755 / 1000;
-            lane.init(
-                sm_of(b),
-                LEADER_WARP[g],
-                lane_flags::BLOCK_FENCE,
-                start,
-                clk(start),
-            );
+            let (sm, warp) = (sm_of(b), LEADER_WARP[g]);
+            lane.init(sm, warp, lane_flags::BLOCK_FENCE, start, clk(start));
             for e in evs {
                 e.write_to(&mut lane);
             }

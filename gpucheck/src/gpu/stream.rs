@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ikp_device::wire::{self, Kind};
 use ikp_device::{stream, Layout, Overflow};
-use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
 
@@ -64,27 +64,17 @@ fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
     }
 }
 
-/// One kernel of the `persistent_*` family, ready to launch.
-struct Kernel<'g> {
-    gpu: &'g Gpu,
-    f: CudaFunction,
-    sink: CudaSlice<f32>,
-}
+/// A wall time, or the launch's error.
+type Timed = Result<Duration, SessionError>;
 
-impl<'g> Kernel<'g> {
-    fn new(gpu: &'g Gpu, name: &str) -> Result<Kernel<'g>, Error> {
-        Ok(Kernel {
-            gpu,
-            f: gpu.function(name)?,
-            sink: gpu.zeros::<f32>(32 * WARPS as usize)?,
-        })
-    }
-
-    /// Launches once and waits; returns the wall time.
-    fn run(&self, pairs: u32, work: u32, arg: &IkpArg) -> Result<Duration, SessionError> {
-        let (gpu, t) = (self.gpu, Instant::now());
-        let mut b = gpu.stream.launch_builder(&self.f);
-        b.arg(&self.sink).arg(&pairs).arg(&work).arg(arg);
+/// Kernel `name` of the `persistent_*` family, as a function of `(pairs, work, arg)` that
+/// launches it once and waits, returning the wall time.
+fn kernel<'g>(gpu: &'g Gpu, name: &str) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
+    let (f, sink) = (gpu.function(name)?, gpu.zeros::<f32>(32 * WARPS as usize)?);
+    Ok(move |pairs: u32, work: u32, arg: &IkpArg| {
+        let t = Instant::now();
+        let mut b = gpu.stream.launch_builder(&f);
+        b.arg(&sink).arg(&pairs).arg(&work).arg(arg);
         // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
         unsafe { b.launch(super::grid(gpu.sms, 32 * WARPS)) }
             .map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
@@ -92,17 +82,17 @@ impl<'g> Kernel<'g> {
             .synchronize()
             .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;
         Ok(t.elapsed())
-    }
+    })
 }
 
 /// The work per pair that makes the uninstrumented kernel run about [`TARGET_NS`].
 fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
-    let off = Kernel::new(gpu, "persistent_off")?;
+    let off = kernel(gpu, "persistent_off")?;
     let arg = IkpArg::default();
     let probe_pairs = (pairs / 16).max(1);
     let mut work = 16u32;
     for _ in 0..4 {
-        let t = off.run(probe_pairs, work, &arg).map_err(text)?.as_nanos() as f64;
+        let t = off(probe_pairs, work, &arg).map_err(text)?.as_nanos() as f64;
         let full = t * pairs as f64 / probe_pairs as f64;
         let next = (work as f64 * TARGET_NS / full.max(1.0)).clamp(1.0, 1e6) as u32;
         if (next as f64 / work as f64 - 1.0).abs() < 0.1 {
@@ -117,8 +107,8 @@ fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
 /// times, the shorter of two each.
 fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), Error> {
     let (off_k, fixed_k) = (
-        Kernel::new(gpu, "persistent_off")?,
-        Kernel::new(gpu, "persistent_fixed")?,
+        kernel(gpu, "persistent_off")?,
+        kernel(gpu, "persistent_fixed")?,
     );
     let off_arg = IkpArg::default();
     let mut fixed = gpu.session(layout(gpu, Overflow::DropNewest, 2 * pairs))?;
@@ -126,8 +116,8 @@ fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), 
     let mut off = Duration::MAX;
     let mut fix = Duration::MAX;
     for _ in 0..2 {
-        off = off.min(off_k.run(pairs, work, &off_arg).map_err(text)?);
-        fix = fix.min(fixed_k.run(pairs, work, &fixed_arg).map_err(text)?);
+        off = off.min(off_k(pairs, work, &off_arg).map_err(text)?);
+        fix = fix.min(fixed_k(pairs, work, &fixed_arg).map_err(text)?);
     }
     fixed.read_back().map_err(text)?;
     Ok((off, fix))
@@ -187,7 +177,7 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     let pairs = pairs(gpu);
     let work = calibrate(gpu, pairs)?;
     let (off, fixed) = references(gpu, pairs, work)?;
-    let (overflow, kernel) = if wait {
+    let (overflow, persistent) = if wait {
         (Overflow::StreamWait, "persistent_stream_wait")
     } else {
         (Overflow::Stream, "persistent_stream")
@@ -199,11 +189,11 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), opts).map_err(text)?;
     let arg = session.kernel_arg();
     let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
-    let kernel = Kernel::new(gpu, kernel)?;
+    let launch = kernel(gpu, persistent)?;
     let mut ran = Duration::ZERO;
     let stats = session
         .record(&path, |_| {
-            ran = kernel.run(pairs, work, &arg)?;
+            ran = launch(pairs, work, &arg)?;
             Ok(())
         })
         .map_err(text)?;

@@ -347,9 +347,7 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         "tolerance ns",
         "lanes within",
     ]);
-    let mut figures = serde_json::Map::new();
-    let mut holds = true;
-    let mut problems = Vec::new();
+    let (mut figures, mut holds, mut problems) = (serde_json::Map::new(), true, Vec::new());
     for (spin, targets, unit) in [
         (Spin::Globaltimer, &NS_TARGETS[..], "ns"),
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
