@@ -88,12 +88,14 @@ fn summary(r: &ikp_gpucheck::results::Results) -> String {
         r.count(Status::Fail),
         r.count(Status::Skip),
         r.wall_s,
-        (r.required_skips() > 0)
-            .then(|| format!(
+        if r.required_skips() > 0 {
+            format!(
                 " ({} skipped GPU checks fail the run: a GPU was required)",
                 r.required_skips()
-            ))
-            .unwrap_or_default()
+            )
+        } else {
+            String::new()
+        }
     );
     let mut skipped = std::collections::BTreeMap::<&str, usize>::new();
     for c in &r.checks {

@@ -147,9 +147,11 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \
          bound ({bound} ns) and one tick ({tick} ns){}; median mapped - midpoint {:.0} ns",
         a.outside,
-        (a.outside > 0)
-            .then(|| format!(", worst by {} ns", a.worst_outside_ns))
-            .unwrap_or_default(),
+        if a.outside > 0 {
+            format!(", worst by {} ns", a.worst_outside_ns)
+        } else {
+            String::new()
+        },
         a.median_offset_ns
     );
     Ok(
