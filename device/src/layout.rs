@@ -323,11 +323,7 @@ impl Layout {
             lane_count: self.lane_count() as u32,
             n_counters: self.counters.len() as u32,
             epochs: self.epochs,
-            flags: if self.overflow.is_stream() {
-                stream::arg_flags::STREAM
-            } else {
-                0
-            },
+            flags: stream::arg_flags::STREAM * u32::from(self.overflow.is_stream()),
         }
     }
 }
