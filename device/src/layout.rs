@@ -207,7 +207,14 @@ impl Layout {
 
     /// Checks every limit of [`crate::wire`].
     pub fn validate(&self) -> Result<(), LayoutError> {
-        let (lanes, records, epochs) = (self.lane_count(), self.records_per_lane, self.epochs);
+        let (records, epochs) = (self.records_per_lane, self.epochs);
+        // lane_count(), saturating: every row below is evaluated, so none may overflow.
+        let lanes = self
+            .grid
+            .iter()
+            .chain([&self.groups_per_block])
+            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+            .unwrap_or(u64::MAX);
         let stream_ring = !records.is_power_of_two() || records < stream::MIN_RING;
         let bad_async = self
             .async_regions
