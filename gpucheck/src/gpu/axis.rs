@@ -83,9 +83,8 @@ pub fn rounds_of(trace: &Trace, raw: &[u64], rounds: u32) -> Result<Vec<Round>, 
                 .get_mut(r as usize)
                 .ok_or_else(|| format!("lane {}: instant with payload {r}", lane.id))?;
             round.decoded.push(trace.instants.ts[i]);
-            round
-                .raw
-                .push(raw[lane.block as usize * rounds as usize + r as usize]);
+            let at = lane.block as usize * rounds as usize + r as usize;
+            round.raw.push(raw[at]);
         }
     }
     Ok(out)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ikp_device::{ClockSync, Layout};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
-use ikp_host::cuda::{HostSession, SessionOptions};
+use ikp_host::cuda::HostSession;
 use ikp_host::{host_now, HostClock, HostInstant};
 
 use super::{drv, grid, median, round, timer, Error, Gpu};
@@ -137,11 +137,8 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     std::thread::sleep(Duration::from_millis(200));
     let later = evaluate(&sync, &stamps(gpu, 8)?, bound + tick);
     let with_sync = reset_us(&mut session, 20)?;
-    let no_sync = SessionOptions {
-        clock_sync_samples: 0,
-    };
-    let mut plain =
-        HostSession::with_options(&gpu.stream, layout, no_sync).map_err(|e| e.to_string())?;
+    let mut plain = HostSession::with_options(&gpu.stream, layout, super::NO_SYNC)
+        .map_err(|e| e.to_string())?;
     let without_sync = reset_us(&mut plain, 20)?;
     let detail = format!(
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \

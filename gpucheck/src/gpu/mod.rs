@@ -52,7 +52,7 @@ use ikp_host::cuda::cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
     LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
-use ikp_host::cuda::{open_device, HostSession};
+use ikp_host::cuda::{open_device, HostSession, SessionOptions};
 use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
@@ -95,6 +95,11 @@ pub struct Gpu {
     pub sms: u32,
     module: Arc<CudaModule>,
 }
+
+/// Session options without a host clock sync.
+pub const NO_SYNC: SessionOptions = SessionOptions {
+    clock_sync_samples: 0,
+};
 
 /// A check's failure to run at all (a driver or compile error), as text.
 pub type Error = String;

@@ -76,11 +76,7 @@ pub fn differences(trace: &Trace, words: &[u64]) -> Vec<String> {
                 n - written
             ));
         }
-        let payloads: Vec<u32> = lane
-            .instants
-            .clone()
-            .map(|i| trace.instants.payload[i])
-            .collect();
+        let payloads = &trace.instants.payload[lane.instants.clone()];
         if payloads != (0..written).collect::<Vec<_>>() {
             bad.push(format!("{who}: instant payloads {payloads:?}"));
         }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use ikp_device::wire::{self, Kind};
 use ikp_device::{stream, Layout, Overflow};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
-use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
+use ikp_host::cuda::{IkpArg, SessionError, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
 
 use super::words::verdict;
@@ -182,11 +182,8 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     } else {
         (Overflow::Stream, "persistent_stream")
     };
-    let opts = SessionOptions {
-        clock_sync_samples: 0,
-    };
-    let mut session =
-        StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), opts).map_err(text)?;
+    let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), super::NO_SYNC)
+        .map_err(text)?;
     let arg = session.kernel_arg();
     let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
     let launch = kernel(gpu, persistent)?;
