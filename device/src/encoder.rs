@@ -174,13 +174,9 @@ impl LaneWriter<'_> {
 
     /// Adds `n` to the trailer total of counter `id`.
     pub fn counter_add(&mut self, id: u32, n: u64) -> &mut Self {
-        let i = self.seg.len() - self.n_counters() + id as usize;
+        let i = (wire::LANE_FIXED_WORDS + self.cap + id) as usize;
         self.seg[i] = self.seg[i].wrapping_add(n);
         self
-    }
-
-    fn n_counters(&self) -> usize {
-        self.seg.len() - (wire::LANE_FIXED_WORDS + self.cap) as usize
     }
 
     /// `finalize`: stamps end times and the written / dropped counts.

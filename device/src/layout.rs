@@ -157,6 +157,14 @@ fn field(field: &'static str, value: u64, why: &'static str) -> LayoutError {
     LayoutError::Field { field, value, why }
 }
 
+/// The first of `checks` (bad, field, value, why) that is bad, as [`LayoutError::Field`].
+fn first_bad(checks: &[(bool, &'static str, u64, &'static str)]) -> Result<(), LayoutError> {
+    match checks.iter().find(|c| c.0) {
+        Some(&(_, name, value, why)) => Err(field(name, value, why)),
+        None => Ok(()),
+    }
+}
+
 impl Layout {
     /// Number of blocks in the grid.
     pub fn blocks(&self) -> u64 {
@@ -199,94 +207,39 @@ impl Layout {
 
     /// Checks every limit of [`crate::wire`].
     pub fn validate(&self) -> Result<(), LayoutError> {
-        if self.grid.contains(&0) {
-            return Err(field("grid", 0, "every grid dimension must be at least 1"));
-        }
-        if self.groups_per_block == 0 {
-            return Err(field("groups_per_block", 0, "must be at least 1"));
-        }
-        if self.lane_count() > wire::MAX_LANES as u64 {
-            return Err(field(
-                "lane_count",
-                self.lane_count(),
-                "more lanes than the format allows",
-            ));
-        }
-        if self.records_per_lane == 0 || self.records_per_lane > wire::MAX_RECORDS_PER_LANE {
-            return Err(field(
-                "records_per_lane",
-                self.records_per_lane as u64,
-                "must be 1..=2^28",
-            ));
-        }
-        if self.overflow == Overflow::Ring && !self.records_per_lane.is_power_of_two() {
-            return Err(field(
-                "records_per_lane",
-                self.records_per_lane as u64,
-                "a ring needs a power of two",
-            ));
-        }
-        if self.overflow.is_stream() {
-            if !self.records_per_lane.is_power_of_two() || self.records_per_lane < stream::MIN_RING
-            {
-                return Err(field(
-                    "records_per_lane",
-                    self.records_per_lane as u64,
-                    "a stream ring needs a power of two of at least 4",
-                ));
-            }
-            if self.epochs != 1 {
-                return Err(field(
-                    "epochs",
-                    self.epochs as u64,
-                    "a stream launch records one launch",
-                ));
-            }
-        }
-        if self.epochs == 0 || self.epochs > wire::MAX_EPOCHS {
-            return Err(field("epochs", self.epochs as u64, "must be 1..=65536"));
-        }
-        if self.lane_count() * self.epochs as u64 > wire::MAX_LANES as u64 {
-            return Err(field(
-                "epochs",
-                self.epochs as u64,
-                "epochs x lanes is more segments than the format allows",
-            ));
-        }
-        if let Some(&r) = self
+        let (records, epochs) = (self.records_per_lane, self.epochs);
+        // lane_count(), saturating: every row below is evaluated, so none may overflow.
+        let lanes = self
+            .grid
+            .iter()
+            .chain([&self.groups_per_block])
+            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+            .unwrap_or(u64::MAX);
+        let stream_ring = !records.is_power_of_two() || records < stream::MIN_RING;
+        let bad_async = self
             .async_regions
             .iter()
-            .find(|&&r| r as usize >= self.regions.len())
-        {
-            return Err(field(
-                "async_regions",
-                r as u64,
-                "an async region must be one of the named regions",
-            ));
-        }
-        if let Some(s) = &self.clock_sync {
-            if s.host_realtime_ns == 0 || s.device_globaltimer_ns == 0 || s.samples == 0 {
-                return Err(field(
-                    "clock_sync",
-                    0,
-                    "a clock sync has non-zero host realtime, device time and samples",
-                ));
-            }
-        }
-        if self.regions.len() > wire::MAX_REGIONS as usize {
-            return Err(field(
-                "n_regions",
-                self.regions.len() as u64,
-                "at most 1024 regions",
-            ));
-        }
-        if self.counters.len() > wire::MAX_COUNTERS as usize {
-            return Err(field(
-                "n_counters",
-                self.counters.len() as u64,
-                "at most 256 counters",
-            ));
-        }
+            .find(|&&r| r as usize >= self.regions.len());
+        let bad_sync = self.clock_sync.is_some_and(|s| {
+            s.host_realtime_ns == 0 || s.device_globaltimer_ns == 0 || s.samples == 0
+        });
+        let (n_regions, n_counters) = (self.regions.len() as u64, self.counters.len() as u64);
+        #[rustfmt::skip]
+        first_bad(&[
+            (self.grid.contains(&0), "grid", 0, "every grid dimension must be at least 1"),
+            (self.groups_per_block == 0, "groups_per_block", 0, "must be at least 1"),
+            (lanes > wire::MAX_LANES as u64, "lane_count", lanes, "more lanes than the format allows"),
+            (records == 0 || records > wire::MAX_RECORDS_PER_LANE, "records_per_lane", records as u64, "must be 1..=2^28"),
+            (self.overflow == Overflow::Ring && !records.is_power_of_two(), "records_per_lane", records as u64, "a ring needs a power of two"),
+            (self.overflow.is_stream() && stream_ring, "records_per_lane", records as u64, "a stream ring needs a power of two of at least 4"),
+            (self.overflow.is_stream() && epochs != 1, "epochs", epochs as u64, "a stream launch records one launch"),
+            (epochs == 0 || epochs > wire::MAX_EPOCHS, "epochs", epochs as u64, "must be 1..=65536"),
+            (lanes.saturating_mul(epochs as u64) > wire::MAX_LANES as u64, "epochs", epochs as u64, "epochs x lanes is more segments than the format allows"),
+            (bad_async.is_some(), "async_regions", bad_async.map_or(0, |&r| r as u64), "an async region must be one of the named regions"),
+            (bad_sync, "clock_sync", 0, "a clock sync has non-zero host realtime, device time and samples"),
+            (n_regions > wire::MAX_REGIONS as u64, "n_regions", n_regions, "at most 1024 regions"),
+            (n_counters > wire::MAX_COUNTERS as u64, "n_counters", n_counters, "at most 256 counters"),
+        ])?;
         if self
             .regions
             .iter()
@@ -377,11 +330,7 @@ impl Layout {
             lane_count: self.lane_count() as u32,
             n_counters: self.counters.len() as u32,
             epochs: self.epochs,
-            flags: if self.overflow.is_stream() {
-                stream::arg_flags::STREAM
-            } else {
-                0
-            },
+            flags: stream::arg_flags::STREAM * u32::from(self.overflow.is_stream()),
         }
     }
 }
@@ -421,6 +370,7 @@ impl Header {
     }
 
     fn parse_as(words: &[u64], streamed: bool, whole: bool) -> Result<Header, LayoutError> {
+        use LayoutError::Names;
         let (magic, supported, known_flags) = if streamed {
             (stream::MAGIC, stream::VERSION, stream::header_flags::ALL)
         } else {
@@ -428,11 +378,9 @@ impl Header {
         };
         let have = words.len() as u64;
         let need_fixed = wire::HEADER_FIXED_WORDS as u64;
+        let truncated = |need| LayoutError::Truncated { need, have };
         if have == 0 {
-            return Err(LayoutError::Truncated {
-                need: need_fixed,
-                have,
-            });
+            return Err(truncated(need_fixed));
         }
         if !streamed && words[hdr::MAGIC] == stream::MAGIC {
             return Err(LayoutError::StreamBuffer);
@@ -441,10 +389,7 @@ impl Header {
             return Err(LayoutError::BadMagic(words[hdr::MAGIC]));
         }
         if have < need_fixed {
-            return Err(LayoutError::Truncated {
-                need: need_fixed,
-                have,
-            });
+            return Err(truncated(need_fixed));
         }
         let lo = |i: usize| words[i] as u32;
         let hi = |i: usize| (words[i] >> wire::HDR_HI_SHIFT) as u32;
@@ -475,29 +420,48 @@ impl Header {
         let n_regions = hi(hdr::GRID_Z);
         let lane_stride = lo(hdr::STRIDE) as u64;
         let names_bytes = hi(hdr::STRIDE) as u64;
-
-        let timer = TimerMode::from_id(timer_id).ok_or(field(
-            "timer",
-            timer_id as u64,
-            "unknown timer mode",
-        ))?;
-        if flags & !known_flags != 0 {
-            return Err(field(
-                "flags",
-                flags as u64,
-                "a header flag this version does not define",
-            ));
-        }
-        if hi(hdr::EPOCHS) != 0 {
-            return Err(field(
-                "reserved",
-                words[hdr::EPOCHS],
-                "the high half of word 7 must be zero",
-            ));
-        }
+        let timer = TimerMode::from_id(timer_id);
         let epochs = lo(hdr::EPOCHS);
-        if epochs == 0 || epochs > wire::MAX_EPOCHS {
-            return Err(field("epochs", epochs as u64, "must be 1..=65536"));
+        let bitmap_words = (n_regions as u64).div_ceil(64);
+        let header_fits = header_len == need_fixed + bitmap_words + names_bytes.div_ceil(8);
+        #[rustfmt::skip]
+        first_bad(&[
+            (timer.is_none(), "timer", timer_id as u64, "unknown timer mode"),
+            (flags & !known_flags != 0, "flags", flags as u64, "a header flag this version does not define"),
+            (hi(hdr::EPOCHS) != 0, "reserved", words[hdr::EPOCHS], "the high half of word 7 must be zero"),
+            (epochs == 0 || epochs > wire::MAX_EPOCHS, "epochs", epochs as u64, "must be 1..=65536"),
+            (names_bytes > wire::MAX_NAMES_BYTES as u64, "names_bytes", names_bytes, "name table larger than 1 MiB"),
+            (n_regions > wire::MAX_REGIONS, "n_regions", n_regions as u64, "at most 1024 regions"),
+            (!header_fits, "header_words", header_len, "does not match the async bitmap and name table sizes"),
+        ])?;
+        if have < header_len {
+            return Err(truncated(header_len));
+        }
+        let expected_stride = if streamed {
+            stream::lane_stride(records_per_lane, n_counters)
+        } else {
+            wire::lane_stride(records_per_lane, n_counters)
+        };
+        let blocks = grid.iter().try_fold(1u64, |b, &d| b.checked_mul(d as u64));
+        // In u128: epochs x lanes x stride can pass 2^64 in a hostile header.
+        let need = (header_len as u128
+            + lane_count as u128
+            + epochs as u128 * lane_count as u128 * lane_stride as u128)
+            .min(u64::MAX as u128) as u64;
+        let records = records_per_lane;
+        #[rustfmt::skip]
+        first_bad(&[
+            (n_counters > wire::MAX_COUNTERS, "n_counters", n_counters as u64, "at most 256 counters"),
+            (records == 0 || records > wire::MAX_RECORDS_PER_LANE, "records_per_lane", records as u64, "must be 1..=2^28"),
+            (lane_stride != expected_stride, "lane_stride", lane_stride, "does not match records_per_lane and n_counters"),
+            (groups_per_block == 0, "groups_per_block", 0, "must be at least 1"),
+            (grid.contains(&0), "grid", 0, "every grid dimension must be at least 1"),
+            (blocks.and_then(|b| b.checked_mul(groups_per_block as u64)) != Some(lane_count), "lane_count", lane_count, "is not grid blocks x groups_per_block"),
+            // Exclusive with the Truncated error below, which it therefore never hides.
+            (whole && have > need, "buffer length", have, "longer than the header declares"),
+        ])?;
+        if whole && have < need {
+            return Err(truncated(need));
         }
         let clock_sync = match (
             words[hdr::SYNC_REALTIME],
@@ -514,99 +478,12 @@ impl Header {
                 samples: (rt >> wire::SYNC_SAMPLES_SHIFT) as u32,
             }),
         };
-        if names_bytes > wire::MAX_NAMES_BYTES as u64 {
-            return Err(field(
-                "names_bytes",
-                names_bytes,
-                "name table larger than 1 MiB",
-            ));
-        }
-        if n_regions > wire::MAX_REGIONS {
-            return Err(field("n_regions", n_regions as u64, "at most 1024 regions"));
-        }
-        let bitmap_words = (n_regions as u64).div_ceil(64);
-        if header_len != need_fixed + bitmap_words + names_bytes.div_ceil(8) {
-            return Err(field(
-                "header_words",
-                header_len,
-                "does not match the async bitmap and name table sizes",
-            ));
-        }
-        if have < header_len {
-            return Err(LayoutError::Truncated {
-                need: header_len,
-                have,
-            });
-        }
-        if n_counters > wire::MAX_COUNTERS {
-            return Err(field(
-                "n_counters",
-                n_counters as u64,
-                "at most 256 counters",
-            ));
-        }
-        if records_per_lane == 0 || records_per_lane > wire::MAX_RECORDS_PER_LANE {
-            return Err(field(
-                "records_per_lane",
-                records_per_lane as u64,
-                "must be 1..=2^28",
-            ));
-        }
-        let expected_stride = if streamed {
-            stream::lane_stride(records_per_lane, n_counters)
-        } else {
-            wire::lane_stride(records_per_lane, n_counters)
-        };
-        if lane_stride != expected_stride {
-            return Err(field(
-                "lane_stride",
-                lane_stride,
-                "does not match records_per_lane and n_counters",
-            ));
-        }
-        if groups_per_block == 0 {
-            return Err(field("groups_per_block", 0, "must be at least 1"));
-        }
-        if grid.contains(&0) {
-            return Err(field("grid", 0, "every grid dimension must be at least 1"));
-        }
-        let blocks = grid.iter().map(|&d| d as u64).product::<u64>();
-        if blocks.checked_mul(groups_per_block as u64) != Some(lane_count) {
-            return Err(field(
-                "lane_count",
-                lane_count,
-                "is not grid blocks x groups_per_block",
-            ));
-        }
-        // In u128: epochs x lanes x stride can pass 2^64 in a hostile header.
-        let need = (header_len as u128
-            + lane_count as u128
-            + epochs as u128 * lane_count as u128 * lane_stride as u128)
-            .min(u64::MAX as u128) as u64;
-        if whole && have < need {
-            return Err(LayoutError::Truncated { need, have });
-        }
-        if whole && have > need {
-            return Err(field(
-                "buffer length",
-                have,
-                "longer than the header declares",
-            ));
-        }
         // Async bitmap: bits past n_regions must be clear.
-        let bitmap = &words[hdr::ASYNC_BITMAP..hdr::ASYNC_BITMAP + bitmap_words as usize];
-        let mut async_regions = Vec::new();
-        for (i, &w) in bitmap.iter().enumerate() {
-            for b in 0..64u32 {
-                if w >> b & 1 == 1 {
-                    async_regions.push(i as u32 * 64 + b);
-                }
-            }
-        }
+        let async_regions: Vec<u32> = (0..bitmap_words as u32 * 64)
+            .filter(|&r| words[hdr::ASYNC_BITMAP + r as usize / 64] >> (r % 64) & 1 == 1)
+            .collect();
         if async_regions.last().is_some_and(|&r| r >= n_regions) {
-            return Err(LayoutError::Names(
-                "the async bitmap marks a region past n_regions",
-            ));
+            return Err(Names("the async bitmap marks a region past n_regions"));
         }
         // Name table.
         let names_at = hdr::ASYNC_BITMAP + bitmap_words as usize;
@@ -615,34 +492,29 @@ impl Header {
             blob.extend_from_slice(&w.to_le_bytes());
         }
         if blob[names_bytes as usize..].iter().any(|&b| b != 0) {
-            return Err(LayoutError::Names(
-                "padding after the name table is not zero",
-            ));
+            return Err(Names("padding after the name table is not zero"));
         }
         blob.truncate(names_bytes as usize);
         let n_names = n_regions as usize + n_counters as usize;
         if blob.last().is_some_and(|&b| b != 0) {
-            return Err(LayoutError::Names("last name is not NUL-terminated"));
+            return Err(Names("last name is not NUL-terminated"));
         }
         let mut names = Vec::with_capacity(n_names);
         if !blob.is_empty() {
             for part in blob[..blob.len() - 1].split(|&b| b == 0) {
-                let s = std::str::from_utf8(part)
-                    .map_err(|_| LayoutError::Names("a name is not UTF-8"))?;
+                let s = std::str::from_utf8(part).map_err(|_| Names("a name is not UTF-8"))?;
                 names.push(s.to_owned());
             }
         }
         if names.len() != n_names {
-            return Err(LayoutError::Names(
-                "name count differs from n_regions + n_counters",
-            ));
+            return Err(Names("name count differs from n_regions + n_counters"));
         }
         let counters = names.split_off(n_regions as usize);
         let layout = Layout {
             grid,
             groups_per_block,
             records_per_lane,
-            timer,
+            timer: timer.expect("checked above"),
             regions: names,
             counters,
             overflow: match (streamed, flags) {

@@ -33,7 +33,6 @@ use crate::encoder::{BufferWriter, LaneWriter};
 use crate::layout::{Layout, LayoutError};
 use crate::tvm;
 use crate::wire::lane_flags;
-use crate::TimerMode;
 
 /// Region names of the sample, by id.
 pub const REGIONS: [&str; 17] = [
@@ -251,7 +250,6 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
         grid: [BLOCKS, 1, 1],
         groups_per_block: GROUPS,
         records_per_lane: RECORDS_PER_LANE,
-        timer: TimerMode::Globaltimer,
         regions: REGIONS.iter().map(|s| s.to_string()).collect(),
         counters: COUNTERS.iter().map(|s| s.to_string()).collect(),
         ..Layout::default()
@@ -264,13 +262,8 @@ pub fn attention_seeded(seed: u64) -> Result<BufferWriter, LayoutError> {
             let mut lane = w.lane(lane_id);
             // clock64 runs at 1.755 GHz from an arbitrary origin.
             let clk = |t: u64| 9_000_000 + (t - T0 + 1_000_000) * 1755 / 1000;
-            lane.init(
-                sm_of(b),
-                LEADER_WARP[g],
-                lane_flags::BLOCK_FENCE,
-                start,
-                clk(start),
-            );
+            let (sm, warp) = (sm_of(b), LEADER_WARP[g]);
+            lane.init(sm, warp, lane_flags::BLOCK_FENCE, start, clk(start));
             for e in evs {
                 e.write_to(&mut lane);
             }
@@ -291,38 +284,26 @@ pub fn attention_tvm(blocks: u32, tiles: u32) -> Vec<u64> {
 
 /// [`attention_tvm`] of another run (see [`attention_seeded`]).
 pub fn attention_tvm_seeded(blocks: u32, tiles: u32, seed: u64) -> Vec<u64> {
-    let stride = (blocks * GROUPS) as usize;
-    let lanes: Vec<Vec<u64>> = (0..blocks)
-        .flat_map(|b| {
-            block_schedule_seeded(b, tiles, seed)
-                .into_iter()
-                .enumerate()
-                .map(move |(g, (_, end, evs))| {
-                    let lane = b * GROUPS + g as u32;
-                    let rec = |t: u64, ev: u32, ty: u32| tvm::pack(t as u32, lane, ev, ty);
-                    let mut v: Vec<u64> = evs
-                        .iter()
-                        .filter_map(|e| match *e {
-                            Ev::B(r, _, t) => Some(rec(t, r, tvm::BEGIN)),
-                            Ev::E(r, _, t) => Some(rec(t, r, tvm::END)),
-                            Ev::I(r, _, t) => Some(rec(t, r, tvm::INSTANT)),
-                            Ev::S(..) => None,
-                        })
-                        .collect();
-                    v.push(rec(end, 0, tvm::FINALIZE));
-                    v
-                })
-        })
-        .collect();
-    let rows = lanes.iter().map(Vec::len).max().unwrap_or(0);
-    let mut buf = vec![0u64; 1 + rows * stride];
-    buf[0] = tvm::header(GROUPS, blocks);
-    for (l, recs) in lanes.iter().enumerate() {
-        for (k, &r) in recs.iter().enumerate() {
-            buf[1 + l + k * stride] = r;
+    let mut out = tvm::Slots::new(GROUPS, blocks);
+    for b in 0..blocks {
+        for (g, (_, end, evs)) in block_schedule_seeded(b, tiles, seed)
+            .into_iter()
+            .enumerate()
+        {
+            let lane = b * GROUPS + g as u32;
+            let rec = |t: u64, ev: u32, ty: u32| tvm::pack(t as u32, lane, ev, ty);
+            for e in evs {
+                match e {
+                    Ev::B(r, _, t) => out.push(lane, rec(t, r, tvm::BEGIN)),
+                    Ev::E(r, _, t) => out.push(lane, rec(t, r, tvm::END)),
+                    Ev::I(r, _, t) => out.push(lane, rec(t, r, tvm::INSTANT)),
+                    Ev::S(..) => {}
+                }
+            }
+            out.push(lane, rec(end, 0, tvm::FINALIZE));
         }
     }
-    buf
+    out.into_words()
 }
 
 /// The same schedule as FlashInfer's profiler writes it ([`crate::flashinfer`]): each

@@ -91,10 +91,8 @@ impl Slots {
     /// An empty buffer of `blocks` blocks with `groups` lanes each, slot 0 written.
     pub fn new(groups: u32, blocks: u32) -> Slots {
         let stride = groups as usize * blocks as usize;
-        let mut words = vec![0; 1];
-        words[0] = header(groups, blocks);
         Slots {
-            words,
+            words: vec![header(groups, blocks)],
             stride,
             next: vec![0; stride],
         }

@@ -30,17 +30,11 @@ pub enum Availability {
 /// kernel module's GPU list, or the device node of GPU 0.
 pub fn os_sees_gpu() -> Vec<String> {
     let mut seen: Vec<String> = std::fs::read_dir("/proc/driver/nvidia/gpus")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| {
-                    format!(
-                        "/proc/driver/nvidia/gpus/{}",
-                        e.file_name().to_string_lossy()
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
     if Path::new("/dev/nvidia0").exists() {
         seen.push("/dev/nvidia0".into());
     }
@@ -66,28 +60,21 @@ pub fn classify(count: &Result<usize, SessionError>) -> Availability {
 /// Probes the driver and describes the machine. Opens device 0 (and drops the context)
 /// only when the driver reports one.
 pub fn describe() -> (Availability, Map<String, Value>) {
-    let mut m = Map::new();
-    let os = os_sees_gpu();
-    m.insert("os_gpu_evidence".into(), json!(os));
-    if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
-        m.insert("kernel".into(), json!(k.trim()));
-    }
-    m.insert(
-        "host_cpus".into(),
-        json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
-    );
     let count = cuda::device_count();
     let avail = classify(&count);
-    m.insert(
-        "libcuda".into(),
-        json!(cuda::driver_library().map(|p| p.display().to_string())),
-    );
-    if let Ok((major, minor)) = cuda::driver_version() {
-        m.insert(
-            "driver_cuda_version".into(),
-            json!(format!("{major}.{minor}")),
-        );
-    }
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease");
+    let driver = cuda::driver_version().map(|(major, minor)| format!("{major}.{minor}"));
+    let Value::Object(mut m) = json!({
+        "os_gpu_evidence": os_sees_gpu(),
+        "kernel": kernel.as_deref().map(str::trim).ok(),
+        "host_cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "libcuda": cuda::driver_library().map(|p| p.display().to_string()),
+        "driver_cuda_version": driver.ok(),
+    }) else {
+        unreachable!("an object")
+    };
+    // An unreadable kernel release or driver version is left out, not null.
+    m.retain(|k, v| !v.is_null() || k == "libcuda");
     match &avail {
         Availability::Gpu => describe_device(&mut m),
         Availability::NoGpu(why) | Availability::Broken(why) => {
@@ -139,24 +126,17 @@ fn describe_device(m: &mut Map<String, Value>) {
 }
 
 fn describe_nvrtc(m: &mut Map<String, Value>) {
-    match ikp_host::cuda::nvrtc::library() {
-        Ok(lib) => {
-            let (major, minor) = lib.version();
-            m.insert("nvrtc_version".into(), json!(format!("{major}.{minor}")));
-            m.insert(
-                "nvrtc_library".into(),
-                json!(lib.path().display().to_string()),
-            );
-            m.insert("nvrtc_found_by".into(), json!(lib.found_by().to_string()));
-            m.insert(
-                "nvrtc_builtins".into(),
-                json!(lib.builtins().map(|p| p.display().to_string())),
-            );
-        }
-        Err(e) => {
-            m.insert("nvrtc_version".into(), Value::Null);
-            m.insert("nvrtc_error".into(), json!(e.to_string()));
-        }
+    let found = match ikp_host::cuda::nvrtc::library() {
+        Ok(lib) => json!({
+            "nvrtc_version": format!("{}.{}", lib.version().0, lib.version().1),
+            "nvrtc_library": lib.path().display().to_string(),
+            "nvrtc_found_by": lib.found_by().to_string(),
+            "nvrtc_builtins": lib.builtins().map(|p| p.display().to_string()),
+        }),
+        Err(e) => json!({"nvrtc_version": null, "nvrtc_error": e.to_string()}),
+    };
+    if let Value::Object(o) = found {
+        m.extend(o);
     }
 }
 

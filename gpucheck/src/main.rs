@@ -19,19 +19,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("run") => run(&args[1..]),
-        Some("check") if args.len() == 2 => {
-            let checks = gpu::run(&args[1]);
-            match serde_json::to_string(&checks) {
-                Ok(s) => {
-                    println!("{s}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("ikp-gpucheck: {e}");
-                    ExitCode::FAILURE
-                }
+        Some("check") if args.len() == 2 => match serde_json::to_string(&gpu::run(&args[1])) {
+            Ok(s) => {
+                println!("{s}");
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => {
+                eprintln!("ikp-gpucheck: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => usage(),
     }
 }

@@ -42,7 +42,7 @@
 //! skipped; 1 otherwise.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// The outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,11 +74,7 @@ pub struct Check {
 impl Status {
     /// Pass when `holds`, else fail.
     pub fn of(holds: bool) -> Status {
-        if holds {
-            Status::Pass
-        } else {
-            Status::Fail
-        }
+        [Status::Fail, Status::Pass][usize::from(holds)]
     }
 }
 
@@ -116,8 +112,8 @@ impl Check {
     }
 
     /// Adds the table the Markdown file shows under this check.
-    pub fn table(self, table: Table) -> Check {
-        self.figure("table", table.into_value())
+    pub fn table(self, t: Table) -> Check {
+        self.figure("table", json!({ "columns": t.columns, "rows": t.rows }))
     }
 }
 
@@ -143,10 +139,6 @@ impl Table {
     pub fn row(&mut self, row: Vec<Value>) {
         self.rows.push(row);
     }
-
-    fn into_value(self) -> Value {
-        serde_json::json!({ "columns": self.columns, "rows": self.rows })
-    }
 }
 
 /// Everything one run found.
@@ -170,13 +162,8 @@ impl Results {
 
     /// Skipped GPU checks that fail the run because a GPU was required.
     pub fn required_skips(&self) -> usize {
-        if !self.gpu_required {
-            return 0;
-        }
-        self.checks
-            .iter()
-            .filter(|c| c.gpu && c.status == Status::Skip)
-            .count()
+        let required = |c: &&Check| self.gpu_required && c.gpu && c.status == Status::Skip;
+        self.checks.iter().filter(required).count()
     }
 
     /// The runner's exit status: 0 when nothing failed and no required check skipped.
@@ -186,7 +173,7 @@ impl Results {
 
     /// `gpu-results.json` (see the module's `# Format`).
     pub fn to_json(&self) -> Value {
-        serde_json::json!({
+        json!({
             "format": "ikp-gpu-results",
             "version": 1,
             "machine": self.machine,
@@ -233,11 +220,9 @@ impl Results {
             ));
         }
         for c in &self.checks {
-            let Some(t) = c.figures.get("table") else {
-                continue;
-            };
-            md.push_str(&format!("\n### {}\n\n", c.name));
-            md.push_str(&table_markdown(t));
+            if let Some(t) = c.figures.get("table") {
+                md.push_str(&format!("\n### {}\n\n{}", c.name, table_markdown(t)));
+            }
         }
         md
     }

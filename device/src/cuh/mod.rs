@@ -139,10 +139,9 @@ fn write_file(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
         f.sync_all()?;
         std::fs::rename(&tmp, &path)
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map(|()| path)
+    result
+        .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
+        .map(|()| path)
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@
 //! spreads of 160 to 192 ns against an allowance of 1.3 us.) Each decoded instant must
 //! also match the lane's own raw read right after it within one tick plus 100 ns.
 
-use ikp_device::{Layout, TimerMode};
+use std::collections::BTreeSet;
+
+use ikp_device::Layout;
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
@@ -81,9 +83,8 @@ pub fn rounds_of(trace: &Trace, raw: &[u64], rounds: u32) -> Result<Vec<Round>, 
                 .get_mut(r as usize)
                 .ok_or_else(|| format!("lane {}: instant with payload {r}", lane.id))?;
             round.decoded.push(trace.instants.ts[i]);
-            round
-                .raw
-                .push(raw[lane.block as usize * rounds as usize + r as usize]);
+            let at = lane.block as usize * rounds as usize + r as usize;
+            round.raw.push(raw[at]);
         }
     }
     Ok(out)
@@ -104,11 +105,8 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
-        groups_per_block: 1,
         records_per_lane: ROUNDS,
-        timer: TimerMode::Globaltimer,
         regions: vec!["met".into()],
-        counters: vec![],
         ..Layout::default()
     })?;
     let mut arrived = gpu.zeros::<u32>(1)?;
@@ -122,9 +120,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     clean_and_ordered(&trace)?;
     let raw = gpu.download(&raw)?;
     let rounds = rounds_of(&trace, &raw, ROUNDS)?;
-    let mut sms: Vec<u32> = trace.lanes.iter().filter_map(|l| l.sm).collect();
-    sms.sort_unstable();
-    sms.dedup();
+    let sms: BTreeSet<u32> = trace.lanes.iter().filter_map(|l| l.sm).collect();
     let mut table = Table::new(&["round", "spread ns", "worst stamp vs raw ns"]);
     for (i, r) in rounds.iter().enumerate() {
         table.row(vec![json!(i), json!(r.spread()), json!(r.stamp_error())]);
@@ -159,7 +155,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ikp_device::encoder::BufferWriter;
+    use ikp_device::{encoder::BufferWriter, TimerMode};
     use ikp_host::decode::{decode, DecodeOptions};
 
     /// A rendezvous trace of 4 lanes, 2 rounds at 10 us and 20 us; lane `off` is shifted.

@@ -65,17 +65,14 @@ pub fn epochs_differences(words: &[u64], replays: u32) -> Vec<String> {
                     "{who}: finalized {fin}, {written} written {dropped} dropped, first {r:?}"
                 ));
             }
-            let (start, end) = (
-                s[seg::START_GT as usize],
-                s[(seg::EVENTS + cap + seg::T_END_GT) as usize],
-            );
+            let start = s[seg::START_GT as usize];
             if start < previous_end {
                 bad.push(format!(
                     "{who}: starts at {start} ns, before epoch {} ended ({previous_end} ns)",
                     e - 1
                 ));
             }
-            previous_end = end;
+            previous_end = s[(seg::EVENTS + cap + seg::T_END_GT) as usize];
         }
     }
     bad

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ikp_device::{ClockSync, Layout};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
-use ikp_host::cuda::{HostSession, SessionOptions};
+use ikp_host::cuda::HostSession;
 use ikp_host::{host_now, HostClock, HostInstant};
 
 use super::{drv, grid, median, round, timer, Error, Gpu};
@@ -88,7 +88,7 @@ pub fn evaluate(sync: &ClockSync, stamps: &[Stamp], slack: u64) -> Alignment {
 fn stamps(gpu: &Gpu, n: u32) -> Result<Vec<Stamp>, Error> {
     let f = gpu.function("host_clock_stamp")?;
     let mut out = gpu.zeros::<u64>(n as usize)?;
-    let mut v = Vec::new();
+    let mut hosts = Vec::new();
     for i in 0..n {
         let before = host_now();
         let mut b = gpu.stream.launch_builder(&f);
@@ -98,17 +98,15 @@ fn stamps(gpu: &Gpu, n: u32) -> Result<Vec<Stamp>, Error> {
         gpu.stream
             .synchronize()
             .map_err(drv("cuStreamSynchronize"))?;
-        let after = host_now();
-        v.push(Stamp {
-            before,
-            device_ns: 0,
-            after,
-        });
+        hosts.push((before, host_now()));
     }
-    for (s, g) in v.iter_mut().zip(gpu.download(&out)?) {
-        s.device_ns = g;
-    }
-    Ok(v)
+    let device = gpu.download(&out)?;
+    let stamp = |((before, after), device_ns)| Stamp {
+        before,
+        device_ns,
+        after,
+    };
+    Ok(hosts.into_iter().zip(device).map(stamp).collect())
 }
 
 /// Median time of `reps` resets of `session`, µs.
@@ -139,16 +137,9 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     std::thread::sleep(Duration::from_millis(200));
     let later = evaluate(&sync, &stamps(gpu, 8)?, bound + tick);
     let with_sync = reset_us(&mut session, 20)?;
-    let mut plain = HostSession::with_options(
-        &gpu.stream,
-        layout,
-        SessionOptions {
-            clock_sync_samples: 0,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let mut plain = HostSession::with_options(&gpu.stream, layout, super::NO_SYNC)
+        .map_err(|e| e.to_string())?;
     let without_sync = reset_us(&mut plain, 20)?;
-    let status = Status::of(a.outside == 0);
     let detail = format!(
         "{} of {STAMPS} stamps mapped outside their host interval widened by the sync's \
          bound ({bound} ns) and one tick ({tick} ns){}; median mapped - midpoint {:.0} ns",
@@ -160,22 +151,24 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         },
         a.median_offset_ns
     );
-    Ok(Check::new("host-clock", status, true, detail)
-        .figure("round_trip_ns", sync.round_trip_ns)
-        .figure("error_bound_ns", bound)
-        .figure("samples", sync.samples)
-        .figure("tick_ns", tick)
-        .figure("stamps_outside", a.outside)
-        .figure("worst_outside_ns", a.worst_outside_ns)
-        .figure("median_offset_ns", round(a.median_offset_ns, 0))
-        .figure("max_abs_offset_ns", round(a.max_abs_offset_ns, 0))
-        .figure("median_stamp_interval_ns", round(a.median_interval_ns, 0))
-        .figure(
-            "median_offset_after_200ms_ns",
-            round(later.median_offset_ns, 0),
-        )
-        .figure("reset_with_sync_us", round(with_sync, 1))
-        .figure("reset_without_sync_us", round(without_sync, 1)))
+    Ok(
+        Check::new("host-clock", Status::of(a.outside == 0), true, detail)
+            .figure("round_trip_ns", sync.round_trip_ns)
+            .figure("error_bound_ns", bound)
+            .figure("samples", sync.samples)
+            .figure("tick_ns", tick)
+            .figure("stamps_outside", a.outside)
+            .figure("worst_outside_ns", a.worst_outside_ns)
+            .figure("median_offset_ns", round(a.median_offset_ns, 0))
+            .figure("max_abs_offset_ns", round(a.max_abs_offset_ns, 0))
+            .figure("median_stamp_interval_ns", round(a.median_interval_ns, 0))
+            .figure(
+                "median_offset_after_200ms_ns",
+                round(later.median_offset_ns, 0),
+            )
+            .figure("reset_with_sync_us", round(with_sync, 1))
+            .figure("reset_without_sync_us", round(without_sync, 1)),
+    )
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ use ikp_host::cuda::cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError,
     LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
-use ikp_host::cuda::{open_device, HostSession};
+use ikp_host::cuda::{open_device, HostSession, SessionOptions};
 use ikp_host::Trace;
 use ikp_host::{cuda::nvrtc::Compiler, Arch};
 
@@ -95,6 +95,11 @@ pub struct Gpu {
     pub sms: u32,
     module: Arc<CudaModule>,
 }
+
+/// Session options without a host clock sync.
+pub const NO_SYNC: SessionOptions = SessionOptions {
+    clock_sync_samples: 0,
+};
 
 /// A check's failure to run at all (a driver or compile error), as text.
 pub type Error = String;
@@ -198,14 +203,12 @@ pub fn run(name: &str) -> Vec<Check> {
     };
     // Every check starts at the working clock; the clocks before and after are figures of
     // each check (the kernel's own measure at the end of the warm-up, and nvidia-smi's).
-    let warm = if std::env::var_os(NO_WARM_UP_VAR).is_some() {
-        Ok(None)
-    } else {
-        gpu.warm_up().map(Some)
-    };
-    let warm_mhz = match warm {
-        Ok(m) => m,
-        Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
+    let warm_mhz = match std::env::var_os(NO_WARM_UP_VAR) {
+        Some(_) => None,
+        None => match gpu.warm_up() {
+            Ok(m) => Some(m),
+            Err(e) => return vec![Check::fail(name, format!("warming up: {e}"))],
+        },
     };
     let smi_before = smi_sm_mhz();
     let result = match name {
@@ -269,12 +272,8 @@ pub fn median(v: &mut [f64]) -> f64 {
         return 0.0;
     }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    // The middle value, or the mean of the two middle ones.
+    (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
 }
 
 /// `a - b` in ns, as a float. The difference is taken in integers first: the operands are

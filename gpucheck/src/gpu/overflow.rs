@@ -10,7 +10,7 @@
 //! last record still zero.
 
 use ikp_device::wire::lane as seg;
-use ikp_device::{Header, Layout, TimerMode};
+use ikp_device::{Header, Layout};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::Trace;
 use serde_json::json;
@@ -38,7 +38,6 @@ pub fn layout() -> Layout {
         grid: [BLOCKS, 1, 1],
         groups_per_block: 2,
         records_per_lane: CAPACITY,
-        timer: TimerMode::Globaltimer,
         regions: vec!["mark".into()],
         counters: vec!["attempts".into()],
         ..Layout::default()
@@ -77,11 +76,7 @@ pub fn differences(trace: &Trace, words: &[u64]) -> Vec<String> {
                 n - written
             ));
         }
-        let payloads: Vec<u32> = lane
-            .instants
-            .clone()
-            .map(|i| trace.instants.payload[i])
-            .collect();
+        let payloads = &trace.instants.payload[lane.instants.clone()];
         if payloads != (0..written).collect::<Vec<_>>() {
             bad.push(format!("{who}: instant payloads {payloads:?}"));
         }

@@ -4,7 +4,7 @@
 //! (the CALIB word): not zero, and below [`CALIB_BOUND`] cycles.
 
 use ikp_device::wire::{self, lane as seg, lane_flags, Kind};
-use ikp_device::{Layout, Overflow, TimerMode};
+use ikp_device::{Layout, Overflow};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 
 use super::words::{counts, header, read, verdict};
@@ -30,7 +30,6 @@ pub fn ring_layout() -> Layout {
         grid: [RING_BLOCKS, 1, 1],
         groups_per_block: 2,
         records_per_lane: RING_CAP,
-        timer: TimerMode::Globaltimer,
         regions: vec!["mark".into()],
         overflow: Overflow::Ring,
         ..Layout::default()

@@ -23,9 +23,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ikp_device::wire::{self, Kind};
-use ikp_device::{stream, Layout, Overflow, TimerMode};
-use ikp_host::cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
-use ikp_host::cuda::{IkpArg, SessionError, SessionOptions, StreamSession};
+use ikp_device::{stream, Layout, Overflow};
+use ikp_host::cuda::cudarc::driver::PushKernelArg;
+use ikp_host::cuda::{IkpArg, SessionError, StreamSession};
 use ikp_host::stream_file::{self, StreamCapture};
 
 use super::words::verdict;
@@ -43,6 +43,11 @@ pub const TARGET_NS: f64 = 1.0e9;
 /// The drop-mode slowdown target at 10^8 records/s, percent.
 pub const DROP_TARGET_PCT: f64 = 3.0;
 
+/// A session's error as a check's.
+fn text(e: SessionError) -> Error {
+    e.to_string()
+}
+
 /// Pairs each lane of the kernels records on `gpu` (one block per SM).
 fn pairs(gpu: &Gpu) -> u32 {
     RECORDS.div_ceil(2 * (gpu.sms * WARPS) as u64) as u32
@@ -53,34 +58,23 @@ fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
         grid: [gpu.sms, 1, 1],
         groups_per_block: WARPS,
         records_per_lane,
-        timer: TimerMode::Globaltimer,
         regions: vec!["pair".into()],
         overflow,
         ..Layout::default()
     }
 }
 
-/// One kernel of the `persistent_*` family, ready to launch.
-struct Kernel<'g> {
-    gpu: &'g Gpu,
-    f: CudaFunction,
-    sink: CudaSlice<f32>,
-}
+/// A wall time, or the launch's error.
+type Timed = Result<Duration, SessionError>;
 
-impl<'g> Kernel<'g> {
-    fn new(gpu: &'g Gpu, name: &str) -> Result<Kernel<'g>, Error> {
-        Ok(Kernel {
-            gpu,
-            f: gpu.function(name)?,
-            sink: gpu.zeros::<f32>(32 * WARPS as usize)?,
-        })
-    }
-
-    /// Launches once and waits; returns the wall time.
-    fn run(&self, pairs: u32, work: u32, arg: &IkpArg) -> Result<Duration, SessionError> {
-        let (gpu, t) = (self.gpu, Instant::now());
-        let mut b = gpu.stream.launch_builder(&self.f);
-        b.arg(&self.sink).arg(&pairs).arg(&work).arg(arg);
+/// Kernel `name` of the `persistent_*` family, as a function of `(pairs, work, arg)` that
+/// launches it once and waits, returning the wall time.
+fn kernel<'g>(gpu: &'g Gpu, name: &str) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
+    let (f, sink) = (gpu.function(name)?, gpu.zeros::<f32>(32 * WARPS as usize)?);
+    Ok(move |pairs: u32, work: u32, arg: &IkpArg| {
+        let t = Instant::now();
+        let mut b = gpu.stream.launch_builder(&f);
+        b.arg(&sink).arg(&pairs).arg(&work).arg(arg);
         // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
         unsafe { b.launch(super::grid(gpu.sms, 32 * WARPS)) }
             .map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
@@ -88,20 +82,17 @@ impl<'g> Kernel<'g> {
             .synchronize()
             .map_err(|e| SessionError::driver("cuStreamSynchronize (persistent)", e))?;
         Ok(t.elapsed())
-    }
+    })
 }
 
 /// The work per pair that makes the uninstrumented kernel run about [`TARGET_NS`].
 fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
-    let off = Kernel::new(gpu, "persistent_off")?;
+    let off = kernel(gpu, "persistent_off")?;
     let arg = IkpArg::default();
     let probe_pairs = (pairs / 16).max(1);
     let mut work = 16u32;
     for _ in 0..4 {
-        let t = off
-            .run(probe_pairs, work, &arg)
-            .map_err(|e| e.to_string())?;
-        let t = t.as_nanos() as f64;
+        let t = off(probe_pairs, work, &arg).map_err(text)?.as_nanos() as f64;
         let full = t * pairs as f64 / probe_pairs as f64;
         let next = (work as f64 * TARGET_NS / full.max(1.0)).clamp(1.0, 1e6) as u32;
         if (next as f64 / work as f64 - 1.0).abs() < 0.1 {
@@ -116,20 +107,19 @@ fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
 /// times, the shorter of two each.
 fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), Error> {
     let (off_k, fixed_k) = (
-        Kernel::new(gpu, "persistent_off")?,
-        Kernel::new(gpu, "persistent_fixed")?,
+        kernel(gpu, "persistent_off")?,
+        kernel(gpu, "persistent_fixed")?,
     );
     let off_arg = IkpArg::default();
     let mut fixed = gpu.session(layout(gpu, Overflow::DropNewest, 2 * pairs))?;
     let fixed_arg = fixed.kernel_arg();
     let mut off = Duration::MAX;
     let mut fix = Duration::MAX;
-    let e = |e: SessionError| e.to_string();
     for _ in 0..2 {
-        off = off.min(off_k.run(pairs, work, &off_arg).map_err(e)?);
-        fix = fix.min(fixed_k.run(pairs, work, &fixed_arg).map_err(e)?);
+        off = off.min(off_k(pairs, work, &off_arg).map_err(text)?);
+        fix = fix.min(fixed_k(pairs, work, &fixed_arg).map_err(text)?);
     }
-    fixed.read_back().map_err(|e| e.to_string())?;
+    fixed.read_back().map_err(text)?;
     Ok((off, fix))
 }
 
@@ -187,26 +177,23 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     let pairs = pairs(gpu);
     let work = calibrate(gpu, pairs)?;
     let (off, fixed) = references(gpu, pairs, work)?;
-    let (overflow, kernel) = if wait {
+    let (overflow, persistent) = if wait {
         (Overflow::StreamWait, "persistent_stream_wait")
     } else {
         (Overflow::Stream, "persistent_stream")
     };
-    let opts = SessionOptions {
-        clock_sync_samples: 0,
-    };
-    let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), opts)
-        .map_err(|e| e.to_string())?;
+    let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), super::NO_SYNC)
+        .map_err(text)?;
     let arg = session.kernel_arg();
     let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
-    let kernel = Kernel::new(gpu, kernel)?;
+    let launch = kernel(gpu, persistent)?;
     let mut ran = Duration::ZERO;
     let stats = session
         .record(&path, |_| {
-            ran = kernel.run(pairs, work, &arg)?;
+            ran = launch(pairs, work, &arg)?;
             Ok(())
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(text)?;
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let _ = std::fs::remove_file(&path);
     let capture = stream_file::read(&bytes).map_err(|e| e.to_string())?;
@@ -268,11 +255,9 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         .figure("drain_max_backlog", stats.max_backlog)
         .figure("pcie_link_gen", pcie("smi_pcie_link_gen_current"))
         .figure("pcie_link_width", pcie("smi_pcie_link_width_current"));
+    let met = rate >= 0.9e8 && vs_off <= DROP_TARGET_PCT;
     if !wait {
-        c = c.figure(
-            "drop_target_met",
-            rate >= 0.9e8 && vs_off <= DROP_TARGET_PCT,
-        );
+        c = c.figure("drop_target_met", met);
     }
     Ok(c)
 }

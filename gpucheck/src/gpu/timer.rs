@@ -74,7 +74,6 @@ pub fn from_values(values: &[u64], reads: u64, duration_ns: u64) -> Result<Tick,
 pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let t = measure(gpu)?;
     let holds = t.ns_per_read < t.ns;
-    let status = Status::of(holds);
     let detail = if holds {
         format!(
             "%globaltimer ticks every {} ns (median of {} steps; a read takes {:.1} ns)",
@@ -89,13 +88,15 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
             t.ns_per_read, t.ns
         )
     };
-    Ok(Check::new("timer/resolution", status, true, detail)
-        .figure("tick_ns", round(t.ns, 1))
-        .figure("min_step_ns", t.min_ns)
-        .figure("max_step_ns", t.max_ns)
-        .figure("distinct_values", t.changes)
-        .figure("ns_per_read", round(t.ns_per_read, 2))
-        .figure("read_for_us", json!(DURATION_NS / 1000)))
+    Ok(
+        Check::new("timer/resolution", Status::of(holds), true, detail)
+            .figure("tick_ns", round(t.ns, 1))
+            .figure("min_step_ns", t.min_ns)
+            .figure("max_step_ns", t.max_ns)
+            .figure("distinct_values", t.changes)
+            .figure("ns_per_read", round(t.ns_per_read, 2))
+            .figure("read_for_us", json!(DURATION_NS / 1000)),
+    )
 }
 
 #[cfg(test)]

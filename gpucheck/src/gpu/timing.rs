@@ -31,22 +31,23 @@ use super::{median, round, signed_ns, timer, Error, Gpu};
 use crate::results::{Check, Status, Table};
 use crate::verify::clean_and_ordered;
 
-/// The lane's timer.
+/// The lane's timer ([`Mode`]) or what the busy-wait spins on ([`Spin`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// `%globaltimer_lo` stamps.
+    /// `%globaltimer_lo` stamps; a spin of N ns of `%globaltimer`.
     Globaltimer,
-    /// `%clock` stamps, converted by the decoder.
+    /// `%clock` stamps, converted by the decoder; a spin of N cycles of `%clock64`.
     Clock,
 }
 
-/// What the busy-wait spins on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Spin {
-    /// N ns of `%globaltimer`.
-    Globaltimer,
-    /// N cycles of `%clock64`.
-    Clock,
+/// What the busy-wait spins on: the same two timers.
+pub type Spin = Mode;
+
+impl Mode {
+    /// `clock` or `globaltimer`, in names and keys.
+    fn key(self) -> &'static str {
+        ["globaltimer", "clock"][self as usize]
+    }
 }
 
 /// Spin targets in ns: 0 (the floor), then about 100 ns to 1 ms.
@@ -277,20 +278,16 @@ fn launch(
     spin: Spin,
     targets: &[u64],
 ) -> Result<(Trace, Vec<LaneRun>), Error> {
-    let (kernel, timer) = match mode {
-        Mode::Globaltimer => ("timing_globaltimer", TimerMode::Globaltimer),
-        Mode::Clock => ("timing_clock", TimerMode::Clock),
-    };
+    let kernel = format!("timing_{}", mode.key());
+    let timer = [TimerMode::Globaltimer, TimerMode::Clock][mode as usize];
     let n = targets.len();
     let blocks = gpu.sms;
     let mut session = gpu.session(Layout {
         grid: [blocks, 1, 1],
-        groups_per_block: 1,
         // Both passes: begin and end per target.
         records_per_lane: 4 * n as u32,
         timer,
         regions: vec!["spin".into(), "warm-up".into()],
-        counters: vec![],
         ..Layout::default()
     })?;
     let dev_targets = gpu.upload(targets)?;
@@ -300,7 +297,7 @@ fn launch(
     // SAFETY: (const u64* targets[n], unsigned n, unsigned spin, ikp::Arg, u64* truth) with
     // `truth` holding blocks * n * TRUTH words.
     unsafe {
-        launch!(gpu, kernel => "cuLaunchKernel (timing)", blocks, 32;
+        launch!(gpu, &kernel => "cuLaunchKernel (timing)", blocks, 32;
             &dev_targets, &n32, &spin32, &arg, &mut truth)
     }?;
     let trace = super::decode(&mut session)?;
@@ -317,40 +314,29 @@ fn lanes_csv(trace: &Trace, lanes: &[LaneRun], targets: &[u64]) -> String {
         "lane,block,sm,lane_start_ns,target,decoded_begin_ns,decoded_dur_ns,g0,c0,g1,c1,iters\n",
     );
     for (lane, run) in trace.lanes.iter().zip(lanes) {
-        for (i, (d, t)) in run.decoded.iter().zip(&run.truth).enumerate() {
+        let (id, block, start) = (lane.id, lane.block, lane.start);
+        let sm = lane.sm.map_or(String::new(), |s| s.to_string());
+        for ((d, t), target) in run.decoded.iter().zip(&run.truth).zip(targets) {
+            let Truth {
+                g0,
+                c0,
+                g1,
+                c1,
+                iters,
+            } = t;
+            let (begin, dur) = d;
             s.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                lane.id,
-                lane.block,
-                lane.sm.map_or(String::new(), |s| s.to_string()),
-                lane.start,
-                targets[i],
-                d.0,
-                d.1,
-                t.g0,
-                t.c0,
-                t.g1,
-                t.c1,
-                t.iters
+                "{id},{block},{sm},{start},{target},{begin},{dur},{g0},{c0},{g1},{c1},{iters}\n"
             ));
         }
     }
     s
 }
 
-/// `clock` or `globaltimer`: the timer a [`Mode`] or [`Spin`] reads, in names and keys.
-fn key(clock: bool) -> &'static str {
-    if clock {
-        "clock"
-    } else {
-        "globaltimer"
-    }
-}
-
 /// The `timing/<mode>` check: both spins in `mode`.
 pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
     let tick = timer::measure(gpu)?;
-    let mode_key = key(mode == Mode::Clock);
+    let mode_key = mode.key();
     let name = format!("timing/{mode_key}");
     let mut table = Table::new(&[
         "spin on",
@@ -361,15 +347,13 @@ pub fn check(gpu: &Gpu, mode: Mode) -> Result<Check, Error> {
         "tolerance ns",
         "lanes within",
     ]);
-    let mut figures = serde_json::Map::new();
-    let mut holds = true;
-    let mut problems = Vec::new();
+    let (mut figures, mut holds, mut problems) = (serde_json::Map::new(), true, Vec::new());
     for (spin, targets, unit) in [
         (Spin::Globaltimer, &NS_TARGETS[..], "ns"),
         (Spin::Clock, &CYCLE_TARGETS[..], "cycles"),
     ] {
         let (trace, lanes) = launch(gpu, mode, spin, targets)?;
-        let spin_key = key(spin == Spin::Clock);
+        let spin_key = spin.key();
         super::save_data(
             &format!("timing-{mode_key}-spin-{spin_key}.csv"),
             &lanes_csv(&trace, &lanes, targets),

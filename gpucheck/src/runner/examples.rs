@@ -8,7 +8,7 @@ use std::process::Command;
 use ikp_host::analysis::blocks::gpu_wall;
 use ikp_host::decode::{load, DecodeOptions};
 use ikp_host::Trace;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{Plan, EXAMPLE_LIMIT};
 use crate::child;
@@ -96,16 +96,13 @@ pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
 
 /// Summed span time per region, us.
 fn region_totals(trace: &Trace) -> Value {
-    let mut m = Map::new();
-    for (id, name) in trace.names.regions.iter().enumerate() {
-        let total: u64 = (0..trace.spans.len())
-            .filter(|&i| trace.spans.region[i] as usize == id)
-            .map(|i| trace.spans.dur(i))
-            .sum();
-        m.insert(
-            name.clone(),
-            json!((total as f64 / 1e3 * 10.0).round() / 10.0),
-        );
+    let mut us = vec![0u64; trace.names.regions.len()];
+    for i in 0..trace.spans.len() {
+        if let Some(t) = us.get_mut(trace.spans.region[i] as usize) {
+            *t += trace.spans.dur(i);
+        }
     }
-    Value::Object(m)
+    let us = |id: usize| json!((us[id] as f64 / 1e3 * 10.0).round() / 10.0);
+    let named = trace.names.regions.iter().enumerate();
+    Value::Object(named.map(|(id, name)| (name.clone(), us(id))).collect())
 }

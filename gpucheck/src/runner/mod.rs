@@ -98,13 +98,10 @@ impl Plan {
 
 /// Files the bundle must hold, relative to its root.
 pub fn expected_files() -> Vec<String> {
-    let mut v: Vec<String> = ["bin/ikp-gpucheck", "bin/ikp", "bin/gpu_overhead"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    v.extend(examples::EXAMPLES.iter().map(|e| format!("examples/{e}")));
-    v.extend(tests::binaries().iter().map(|b| format!("tests/{b}")));
-    v
+    let bins = ["ikp-gpucheck", "ikp", "gpu_overhead"].map(|b| format!("bin/{b}"));
+    let examples = examples::EXAMPLES.map(|e| format!("examples/{e}"));
+    let tests = tests::binaries().into_iter().map(|b| format!("tests/{b}"));
+    bins.into_iter().chain(examples).chain(tests).collect()
 }
 
 /// Runs every check of the bundle at `bundle` and writes the results into `results`.

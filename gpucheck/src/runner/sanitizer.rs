@@ -53,11 +53,8 @@ fn targets(bundle: &Path, plan: &Plan) -> Vec<(String, PathBuf, Vec<String>)> {
                 // 200 tiles per SM: the rings still turn over, in a sanitizer's time.
                 args.push("200".into());
             }
-            (
-                format!("example/{e}"),
-                bundle.join("examples").join(e),
-                args,
-            )
+            let program = bundle.join("examples").join(e);
+            (format!("example/{e}"), program, args)
         })
         .collect();
     v.push((
@@ -123,11 +120,10 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
     // The sanitizer prints its report on stdout, prefixed with "========= ".
     let report = format!("{}\n{}", f.stdout, f.stderr);
     let found = summary(tool, &report);
+    let unit = unit_and_key(tool).0;
     let detail = match (found, f.ok()) {
-        (Some(0), true) => format!("{tool}: 0 {} in {:.1} s", unit(tool), f.secs),
-        (Some(n), _) if n > 0 => {
-            format!("{tool}: {n} {}: {}", unit(tool), first_findings(&report, 3))
-        }
+        (Some(0), true) => format!("{tool}: 0 {unit} in {:.1} s", f.secs),
+        (Some(n), _) if n > 0 => format!("{tool}: {n} {unit}: {}", first_findings(&report, 3)),
         (_, false) => format!("the program under {tool} {}", f.failure()),
         _ => format!(
             "{tool} printed no summary line: {}",
@@ -136,10 +132,7 @@ pub fn judge(check: &str, tool: &str, f: &child::Finished) -> Check {
     };
     let status = Status::of(found == Some(0) && f.ok());
     Check::new(check, status, true, detail)
-        .figure(
-            unit(tool),
-            found.map_or(serde_json::Value::Null, |n| n.into()),
-        )
+        .figure(unit, found)
         .figure("seconds", (f.secs * 10.0).round() / 10.0)
 }
 
@@ -150,10 +143,6 @@ fn unit_and_key(tool: &str) -> (&'static str, &'static str) {
     } else {
         ("errors", "ERROR SUMMARY:")
     }
-}
-
-fn unit(tool: &str) -> &'static str {
-    unit_and_key(tool).0
 }
 
 /// The count in the tool's summary line: `ERROR SUMMARY: N errors` (memcheck) or
