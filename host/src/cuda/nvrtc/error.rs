@@ -77,7 +77,7 @@ impl fmt::Display for NvrtcStatus {
 
 impl fmt::Debug for NvrtcStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        write!(f, "{self}")
     }
 }
 
@@ -92,7 +92,9 @@ pub enum NvrtcError {
          nvidia-cuda-nvrtc`) or set {ENV_VAR} to the library file or its directory",
         names.join(", "),
         places.join(", "),
-        failures(failed)
+        if failed.is_empty() { String::new() } else {
+            format!(" (found but could not load: {})", failed.join("; "))
+        }
     )]
     NotFound {
         /// The directories (or directory patterns that matched nothing) searched, in
@@ -110,7 +112,9 @@ pub enum NvrtcError {
         "{ENV_VAR}={} names no loadable NVRTC library ({}); set it to the libnvrtc file or \
          the directory holding it, or unset it to search the usual places",
         value.display(),
-        tried_or_absent(tried)
+        if tried.is_empty() { format!("none of {} is there", NAMES.join(", ")) } else {
+            tried.join("; ")
+        }
     )]
     BadOverride {
         /// The value of `IKP_NVRTC`.
@@ -208,22 +212,6 @@ pub enum NvrtcError {
         /// The cause.
         source: std::io::Error,
     },
-}
-
-fn tried_or_absent(tried: &[String]) -> String {
-    if tried.is_empty() {
-        format!("none of {} is there", NAMES.join(", "))
-    } else {
-        tried.join("; ")
-    }
-}
-
-fn failures(failed: &[String]) -> String {
-    if failed.is_empty() {
-        String::new()
-    } else {
-        format!(" (found but could not load: {})", failed.join("; "))
-    }
 }
 
 #[cfg(test)]

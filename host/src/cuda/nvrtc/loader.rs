@@ -91,47 +91,34 @@ impl fmt::Display for NvrtcLibrary {
     }
 }
 
-/// Why no library was loaded; kept (unlike [`NvrtcError`], which may hold an
-/// `io::Error`) so every later call reports the same failure.
-#[derive(Clone, Debug)]
-pub(crate) enum LoadFailure {
-    NotFound {
-        places: Vec<String>,
-        failed: Vec<String>,
-    },
-    BadOverride {
-        value: PathBuf,
-        tried: Vec<String>,
-    },
-    Builtins {
-        library: PathBuf,
-        builtins: PathBuf,
-        reason: String,
-    },
-}
-
-impl LoadFailure {
-    pub(crate) fn to_error(&self) -> NvrtcError {
-        match self {
-            LoadFailure::NotFound { places, failed } => NvrtcError::NotFound {
-                places: places.clone(),
-                names: NAMES.iter().map(|n| n.to_string()).collect(),
-                failed: failed.clone(),
-            },
-            LoadFailure::BadOverride { value, tried } => NvrtcError::BadOverride {
-                value: value.clone(),
-                tried: tried.clone(),
-            },
-            LoadFailure::Builtins {
-                library,
-                builtins,
-                reason,
-            } => NvrtcError::Builtins {
-                library: library.clone(),
-                builtins: builtins.clone(),
-                reason: reason.clone(),
-            },
-        }
+/// A copy of a load error of [`load`] (one of `NotFound`, `BadOverride`, `Builtins`),
+/// so that every later call reports the same failure ([`NvrtcError`] may hold an
+/// `io::Error` and is not `Clone`).
+fn again(e: &NvrtcError) -> NvrtcError {
+    match e {
+        NvrtcError::NotFound {
+            places,
+            names,
+            failed,
+        } => NvrtcError::NotFound {
+            places: places.clone(),
+            names: names.clone(),
+            failed: failed.clone(),
+        },
+        NvrtcError::BadOverride { value, tried } => NvrtcError::BadOverride {
+            value: value.clone(),
+            tried: tried.clone(),
+        },
+        NvrtcError::Builtins {
+            library,
+            builtins,
+            reason,
+        } => NvrtcError::Builtins {
+            library: library.clone(),
+            builtins: builtins.clone(),
+            reason: reason.clone(),
+        },
+        other => unreachable!("not a load error: {other}"),
     }
 }
 
@@ -201,7 +188,7 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
 fn load_builtins(
     library: &Path,
     version: (u32, u32),
-) -> Result<Option<(PathBuf, UnixLibrary)>, LoadFailure> {
+) -> Result<Option<(PathBuf, UnixLibrary)>, NvrtcError> {
     let Some(path) = builtins_candidates(library, version).into_iter().next() else {
         return Ok(None);
     };
@@ -209,7 +196,7 @@ fn load_builtins(
     // has none with preconditions, and NVRTC would load the same file itself.
     match unsafe { UnixLibrary::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) } {
         Ok(lib) => Ok(Some((path, lib))),
-        Err(e) => Err(LoadFailure::Builtins {
+        Err(e) => Err(NvrtcError::Builtins {
             library: library.to_owned(),
             builtins: path,
             reason: e.to_string(),
@@ -221,7 +208,7 @@ fn load_builtins(
 /// every function and answers `nvrtcVersion`, then loads its builtins library (a file
 /// there that does not load is an error, not a reason to try the next candidate: the
 /// search chose this NVRTC).
-pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
+pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, NvrtcError> {
     let mut failed = Vec::new();
     for c in &search.candidates {
         let opened = Api::open(&c.path).and_then(|api| {
@@ -254,12 +241,13 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
         }
     }
     Err(match &search.override_value {
-        Some(value) => LoadFailure::BadOverride {
+        Some(value) => NvrtcError::BadOverride {
             value: value.clone(),
             tried: failed,
         },
-        None => LoadFailure::NotFound {
+        None => NvrtcError::NotFound {
             places: search.places.clone(),
+            names: NAMES.iter().map(|n| n.to_string()).collect(),
             failed,
         },
     })
@@ -271,7 +259,7 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
 /// outcome (success or failure) is kept, because a process cannot unload one NVRTC and
 /// load another safely while programs may be alive.
 pub fn library() -> Result<&'static NvrtcLibrary, NvrtcError> {
-    static LOADED: OnceLock<Result<NvrtcLibrary, LoadFailure>> = OnceLock::new();
+    static LOADED: OnceLock<Result<NvrtcLibrary, NvrtcError>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
             let driver_major = crate::cuda::libcuda::version()
@@ -280,7 +268,7 @@ pub fn library() -> Result<&'static NvrtcLibrary, NvrtcError> {
             load(&search(&SearchEnv::from_process(), driver_major))
         })
         .as_ref()
-        .map_err(LoadFailure::to_error)
+        .map_err(again)
 }
 
 #[cfg(test)]
@@ -312,7 +300,7 @@ mod tests {
             ),
             None,
         );
-        let err = load(&s).unwrap_err().to_error();
+        let err = load(&s).unwrap_err();
         match &err {
             NvrtcError::BadOverride { value, tried } => {
                 assert_eq!(value, Path::new("/opt/n"));
@@ -348,7 +336,7 @@ mod tests {
             .retain(|c| c.found_by != FoundBy::DynamicLoader);
         assert_eq!(s.candidates.len(), 1, "{:?}", s.candidates);
         let failure = load(&s).expect_err("an empty file loaded as NVRTC");
-        let msg = failure.to_error().to_string();
+        let msg = failure.to_string();
         let r = root.path().display();
         for part in [
             format!("{r}/ld, "),
@@ -461,7 +449,7 @@ mod tests {
         let Err(failure) = load_builtins(&lib, (13, 0)) else {
             panic!("a file that is not a library loaded as NVRTC's builtins");
         };
-        let err = failure.to_error();
+        let err = failure;
         match &err {
             NvrtcError::Builtins {
                 library, builtins, ..

@@ -172,42 +172,40 @@ pub(crate) fn search(env: &SearchEnv, driver_major: Option<u32>) -> Search {
         places: Vec::new(),
         seen: HashSet::new(),
     };
-    if let Some(value) = env.var(ENV_VAR) {
-        let value = PathBuf::from(value);
-        let at = env.at(&value);
+    let override_value = env.var(ENV_VAR).map(PathBuf::from);
+    if let Some(value) = &override_value {
+        let at = env.at(value);
         c.places.push(at.display().to_string());
         if at.is_dir() {
             c.dir(&at, FoundBy::IkpNvrtc);
         } else if at.exists() {
             c.file(at, FoundBy::IkpNvrtc);
         }
-        c.sort(driver_major);
-        return Search {
-            candidates: c.candidates,
-            places: c.places,
-            override_value: Some(value),
-        };
+    } else {
+        for dir in env.list("LD_LIBRARY_PATH") {
+            c.dir(&env.at(&dir), FoundBy::LdLibraryPath);
+        }
+        c.cuda_dirs();
+        c.python_packages();
     }
-    for dir in env.list("LD_LIBRARY_PATH") {
-        c.dir(&env.at(&dir), FoundBy::LdLibraryPath);
+    c.candidates
+        .sort_by_key(|c| preference(c.major, driver_major));
+    if override_value.is_none() {
+        let mut bare: Vec<Candidate> = NAMES
+            .iter()
+            .map(|n| Candidate {
+                path: PathBuf::from(n),
+                major: major_in_name(n),
+                found_by: FoundBy::DynamicLoader,
+            })
+            .collect();
+        bare.sort_by_key(|b| preference(b.major, driver_major));
+        c.candidates.extend(bare);
     }
-    c.cuda_dirs();
-    c.python_packages();
-    c.sort(driver_major);
-    let mut bare: Vec<Candidate> = NAMES
-        .iter()
-        .map(|n| Candidate {
-            path: PathBuf::from(n),
-            major: major_in_name(n),
-            found_by: FoundBy::DynamicLoader,
-        })
-        .collect();
-    bare.sort_by_key(|b| preference(b.major, driver_major));
-    c.candidates.extend(bare);
     Search {
         candidates: c.candidates,
         places: c.places,
-        override_value: None,
+        override_value,
     }
 }
 
@@ -228,8 +226,12 @@ impl Collector<'_> {
     /// The files of [`NAMES`] in `dir`.
     fn dir(&mut self, dir: &Path, found_by: FoundBy) {
         self.place(dir.display().to_string());
-        for name in NAMES {
-            let path = dir.join(name);
+        self.files(dir, found_by);
+    }
+
+    /// The files of [`NAMES`] in `dir`, without listing `dir` as a place.
+    fn files(&mut self, dir: &Path, found_by: FoundBy) {
+        for path in NAMES.map(|name| dir.join(name)) {
             if path.is_file() {
                 self.file(path, found_by);
             }
@@ -315,21 +317,8 @@ impl Collector<'_> {
         others.retain(|d| !dirs.contains(d));
         dirs.extend(others);
         for dir in dirs {
-            let lib = dir.join("lib");
-            if lib.is_dir() {
-                for name in NAMES {
-                    let path = lib.join(name);
-                    if path.is_file() {
-                        self.file(path, FoundBy::PythonPackage);
-                    }
-                }
-            }
+            self.files(&dir.join("lib"), FoundBy::PythonPackage);
         }
-    }
-
-    fn sort(&mut self, driver_major: Option<u32>) {
-        self.candidates
-            .sort_by_key(|c| preference(c.major, driver_major));
     }
 }
 
