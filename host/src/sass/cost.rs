@@ -81,24 +81,18 @@ pub struct Mode {
 }
 
 /// Every mode, in report order.
-pub const MODES: [Mode; 4] = [
-    Mode {
-        fence: Fence::None,
-        timer: Timer::Global,
-    },
-    Mode {
-        fence: Fence::None,
-        timer: Timer::Clock,
-    },
-    Mode {
-        fence: Fence::Block,
-        timer: Timer::Global,
-    },
-    Mode {
-        fence: Fence::Block,
-        timer: Timer::Clock,
-    },
-];
+pub const MODES: [Mode; 4] = {
+    use {Fence::*, Timer::*};
+    const fn m(fence: Fence, timer: Timer) -> Mode {
+        Mode { fence, timer }
+    }
+    [
+        m(None, Global),
+        m(None, Clock),
+        m(Block, Global),
+        m(Block, Clock),
+    ]
+};
 
 impl Mode {
     /// `Fence::None, Timer::Global`, as the report labels rows.
