@@ -246,36 +246,48 @@ fn tvm_source() -> String {
     s
 }
 
+/// Marginal instructions per record, (first, steady), from the instruction counts `n`
+/// gives with 0, [`K`] and 2[`K`] extra records.
+fn per_record(n: impl Fn(u32) -> Result<usize, SassError>) -> Result<(f64, f64), SassError> {
+    let (one, many, more) = (n(0)? as f64, n(K)? as f64, n(2 * K)? as f64);
+    Ok(((many - one) / K as f64, (more - many) / K as f64))
+}
+
+type LoopBody = fn(&super::Sass, &str) -> Result<Vec<String>, SassError>;
+
+/// Growth of the loop of kernel `kind` per mode, its body as `body` takes it.
+fn loop_costs(cost: &super::Sass, kind: &str, body: LoopBody) -> Result<Vec<LoopCost>, SassError> {
+    (MODES.iter())
+        .map(|&m| {
+            let len = |extra| body(cost, &m.kernel(kind, extra)).map(|l| l.len() as i64);
+            Ok(LoopCost {
+                mode: m,
+                growth: len(K)? - len(0)?,
+            })
+        })
+        .collect()
+}
+
 /// Records (straight-line and in a loop) of every mode, from the kernels named
 /// `<prefix>records_...` and `<prefix>loop_records_...`.
 fn mode_costs(
     cost: &super::Sass,
     prefix: &str,
 ) -> Result<(Vec<RecordCost>, Vec<LoopCost>), SassError> {
-    let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
-    let mut records = Vec::new();
-    let mut loop_records = Vec::new();
-    for m in MODES {
-        let n = |extra| {
-            cost.kernel(&m.kernel(&format!("{prefix}records"), extra))
-                .map(|k| k.len())
-        };
-        let (one, many, more) = (n(0)?, n(K)?, n(2 * K)?);
-        records.push(RecordCost {
-            mode: m,
-            first: per_record(one, many),
-            steady: per_record(many, more),
-        });
-        let body = |extra| {
-            cost.single_loop(&m.kernel(&format!("{prefix}loop_records"), extra))
-                .map(|l| l.len() as i64)
-        };
-        loop_records.push(LoopCost {
-            mode: m,
-            growth: body(K)? - body(0)?,
-        });
-    }
-    Ok((records, loop_records))
+    let kind = format!("{prefix}records");
+    let records = (MODES.iter())
+        .map(|&m| {
+            let (first, steady) =
+                per_record(|extra| cost.kernel(&m.kernel(&kind, extra)).map(|k| k.len()))?;
+            Ok(RecordCost {
+                mode: m,
+                first,
+                steady,
+            })
+        })
+        .collect::<Result<_, SassError>>()?;
+    let kind = format!("{prefix}loop_records");
+    Ok((records, loop_costs(cost, &kind, super::Sass::single_loop)?))
 }
 
 /// Instructions of the `lane_setup` kernel built with `defines`.
@@ -287,25 +299,12 @@ fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, Sass
 /// Takes every measurement for `arch` (nine nvcc compilations).
 pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let cost = c.sass("cost", &cost_source(), arch, &[])?;
-    let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
     let (records, loop_records) = mode_costs(&cost, "")?;
     let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
     let (stream_records, stream_loop_records) = mode_costs(&cost, "stream_")?;
-    let stream_loop_fast = MODES
-        .iter()
-        .map(|&m| {
-            let body = |extra| {
-                cost.single_loop_without_calls(&m.kernel("stream_loop_records", extra))
-                    .map(|l| l.len() as i64)
-            };
-            Ok(LoopCost {
-                mode: m,
-                growth: body(K)? - body(0)?,
-            })
-        })
-        .collect::<Result<Vec<_>, SassError>>()?;
-    let r = |extra: u32| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len());
-    let (r0, r1, r2) = (r(0)?, r(K)?, r(2 * K)?);
+    let without_calls = super::Sass::single_loop_without_calls;
+    let stream_loop_fast = loop_costs(&cost, "stream_loop_records", without_calls)?;
+    let ranges = per_record(|extra| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len()))?;
     let full = setup_len(c, arch, &[])?;
     let setup = LaneSetup {
         total: full - setup_len(c, arch, &["IKP_ENABLED=0"])?,
@@ -316,8 +315,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let spin_counted = cost.single_loop("spin_counted")?;
 
     let tvm = c.sass("tvm_style", &tvm_source(), arch, &[])?;
-    let t = |extra: u32| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len());
-    let (t0, t1, t2) = (t(0)?, t(K)?, t(2 * K)?);
+    let tvm = per_record(|extra| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len()))?;
 
     let off = c.sass("examples", kernels::EXAMPLES, arch, &["IKP_ENABLED=0"])?;
     let base = c.sass("examples", kernels::EXAMPLES, arch, &["IKP_BASELINE"])?;
@@ -340,14 +338,14 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         loop_records,
         spin_plain,
         spin_counted,
-        tvm: (per_record(t0, t1), per_record(t1, t2)),
+        tvm,
         examples,
         ring_records,
         ring_loop_records,
         stream_records,
         stream_loop_records,
         stream_loop_fast,
-        ranges: (per_record(r0, r1), per_record(r1, r2)),
+        ranges,
         setup,
     })
 }

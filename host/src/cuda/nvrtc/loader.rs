@@ -139,16 +139,12 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
     if !library.is_absolute() {
         return Vec::new();
     }
-    let mut dirs: Vec<PathBuf> = library.parent().into_iter().map(Path::to_owned).collect();
-    if let Some(real) = library
-        .canonicalize()
-        .ok()
-        .and_then(|r| r.parent().map(Path::to_owned))
-    {
-        if !dirs.contains(&real) {
-            dirs.push(real);
-        }
-    }
+    let real = library.canonicalize().ok();
+    let mut dirs: Vec<&Path> = [library.parent(), real.as_deref().and_then(Path::parent)]
+        .into_iter()
+        .flatten()
+        .collect();
+    dirs.dedup();
     let exact = builtins_name(version);
     let same_version = |rest: &str| {
         let v = format!("{}.{}", version.0, version.1);
