@@ -50,12 +50,9 @@ impl RawBuffer {
         let n = (len / 8) as usize;
         let mut words = vec![0u64; n];
         f.read_exact(bytemuck::cast_slice_mut(&mut words))?;
-        // A file that grew while we read it is still read as it was at open time.
-        if cfg!(target_endian = "big") {
-            for w in &mut words {
-                *w = u64::from_le(*w);
-            }
-        }
+        // A file that grew while we read it is still read as it was at open time. The
+        // words are little-endian (a no-op on little-endian hosts).
+        words.iter_mut().for_each(|w| *w = u64::from_le(*w));
         Ok(RawBuffer {
             name: path.to_path_buf(),
             words,

@@ -30,30 +30,17 @@ impl NvrtcStatus {
     /// The name `nvrtc.h` gives this status (as of CUDA 13.5), or `None` for a code
     /// newer than that.
     pub fn name(self) -> Option<&'static str> {
-        const NAMES: [&str; 19] = [
-            "NVRTC_SUCCESS",
-            "NVRTC_ERROR_OUT_OF_MEMORY",
-            "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
-            "NVRTC_ERROR_INVALID_INPUT",
-            "NVRTC_ERROR_INVALID_PROGRAM",
-            "NVRTC_ERROR_INVALID_OPTION",
-            "NVRTC_ERROR_COMPILATION",
-            "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
-            "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
-            "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
-            "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
-            "NVRTC_ERROR_INTERNAL_ERROR",
-            "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
-            "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
-            "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
-            "NVRTC_ERROR_PCH_CREATE",
-            "NVRTC_ERROR_CANCELLED",
-            "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
-            "NVRTC_ERROR_BUSY",
-        ];
-        usize::try_from(self.0)
-            .ok()
-            .and_then(|i| NAMES.get(i).copied())
+        const NAMES: &str = "NVRTC_SUCCESS NVRTC_ERROR_OUT_OF_MEMORY \
+            NVRTC_ERROR_PROGRAM_CREATION_FAILURE NVRTC_ERROR_INVALID_INPUT \
+            NVRTC_ERROR_INVALID_PROGRAM NVRTC_ERROR_INVALID_OPTION NVRTC_ERROR_COMPILATION \
+            NVRTC_ERROR_BUILTIN_OPERATION_FAILURE NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION \
+            NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID \
+            NVRTC_ERROR_INTERNAL_ERROR NVRTC_ERROR_TIME_FILE_WRITE_FAILED \
+            NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED \
+            NVRTC_ERROR_PCH_CREATE NVRTC_ERROR_CANCELLED NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED \
+            NVRTC_ERROR_BUSY";
+        let i = usize::try_from(self.0).ok()?;
+        NAMES.split(' ').nth(i)
     }
 
     /// `Ok` for `NVRTC_SUCCESS`, else the status as an error of `call`.
