@@ -249,29 +249,36 @@ impl DiagnosticCounts {
     /// (the end of the [`Display`](std::fmt::Display) line when any was set aside).
     pub fn set_aside_phrase(&self) -> String {
         let names: Vec<String> = self.set_aside_named.iter().map(TrackId::name).collect();
-        let (lanes, their) = if self.set_aside == 1 {
-            ("lane", "its")
-        } else {
-            ("lanes", "their")
-        };
-        let why = if self.set_aside_unordered_rings == self.set_aside {
-            "full rings that never finalized (their order is unknown)".to_string()
-        } else if self.set_aside_unordered_rings > 0 {
-            format!("{their} stamps not of this launch or full rings that never finalized")
-        } else {
-            format!("{their} stamps not of this launch")
-        };
-        let mut s = format!(
-            "{} {lanes} set aside, {why}: {}",
-            self.set_aside,
-            names.join("; ")
-        );
-        let more = self
-            .set_aside
-            .saturating_sub(self.set_aside_named.len() as u64);
-        if more > 0 {
-            s.push_str(&format!("; and {more} more"));
-        }
-        s
+        let rings = self.set_aside_unordered_rings;
+        set_aside_phrase(self.set_aside, "lane", &names, |their| {
+            if rings == self.set_aside {
+                "full rings that never finalized (their order is unknown)".to_string()
+            } else if rings > 0 {
+                format!("{their} stamps not of this launch or full rings that never finalized")
+            } else {
+                format!("{their} stamps not of this launch")
+            }
+        })
     }
+}
+
+/// `{n} {noun}s set aside, {why}: {names}; and {more} more`, `why` given `its` or `their`
+/// as `n` is 1 or not, `more` the set-aside ones not among `names`.
+pub(super) fn set_aside_phrase(
+    n: u64,
+    noun: &str,
+    names: &[String],
+    why: impl FnOnce(&str) -> String,
+) -> String {
+    let (s, their) = if n == 1 { ("", "its") } else { ("s", "their") };
+    let mut phrase = format!(
+        "{n} {noun}{s} set aside, {}: {}",
+        why(their),
+        names.join("; ")
+    );
+    let more = n.saturating_sub(names.len() as u64);
+    if more > 0 {
+        phrase.push_str(&format!("; and {more} more"));
+    }
+    phrase
 }

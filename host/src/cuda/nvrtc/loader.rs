@@ -156,22 +156,18 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
         .filter(|p| p.is_file())
         .collect();
     for dir in &dirs {
-        let mut others: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter(|e| {
-                        let name = e.file_name();
-                        let name = name.to_string_lossy();
-                        name != exact
-                            && name
-                                .strip_prefix("libnvrtc-builtins.so")
-                                .is_some_and(same_version)
-                    })
-                    .map(|e| e.path())
-                    .filter(|p| p.is_file())
-                    .collect()
+        let mut others: Vec<PathBuf> = (std::fs::read_dir(dir).into_iter())
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name != exact
+                    && (name.strip_prefix("libnvrtc-builtins.so")).is_some_and(same_version)
             })
-            .unwrap_or_default();
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
         others.sort();
         found.extend(others);
     }

@@ -310,9 +310,8 @@ impl Collector<'_> {
         let nvidia = site.join("nvidia");
         self.place(nvidia.join("*/lib").display().to_string());
         let mut dirs = vec![nvidia.join("cu13"), nvidia.join("cuda_nvrtc")];
-        let mut others: Vec<PathBuf> = std::fs::read_dir(&nvidia)
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-            .unwrap_or_default();
+        let entries = std::fs::read_dir(&nvidia).into_iter().flatten().flatten();
+        let mut others: Vec<PathBuf> = entries.map(|e| e.path()).collect();
         others.sort();
         others.retain(|d| !dirs.contains(d));
         dirs.extend(others);
@@ -326,22 +325,20 @@ impl Collector<'_> {
 /// (the numbers in the rest of the name compare as numbers: `cuda-12.10` before
 /// `cuda-12.4`).
 fn children(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut found: Vec<(Vec<u32>, String, PathBuf)> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().to_str()?.to_owned();
-                    let rest = name.strip_prefix(prefix)?;
-                    let numbers = rest
-                        .split(|c: char| !c.is_ascii_digit())
-                        .filter_map(|n| n.parse().ok())
-                        .collect();
-                    Some((numbers, name.clone(), e.path()))
-                })
-                .filter(|(_, _, p)| p.is_dir())
-                .collect()
+    let mut found: Vec<(Vec<u32>, String, PathBuf)> = (std::fs::read_dir(dir).into_iter())
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let rest = name.strip_prefix(prefix)?;
+            let numbers = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            Some((numbers, name.clone(), e.path()))
         })
-        .unwrap_or_default();
+        .filter(|(_, _, p)| p.is_dir())
+        .collect();
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     found.into_iter().map(|(_, _, p)| p).collect()
 }
