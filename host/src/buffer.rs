@@ -62,13 +62,9 @@ impl RawBuffer {
     /// Wraps little-endian bytes.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: &[u8]) -> Result<RawBuffer, BufferError> {
         check_len(bytes.len() as u64)?;
-        let words = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks_exact(8)")))
-            .collect();
         Ok(RawBuffer {
             name: name.into(),
-            words,
+            words: le_words(bytes),
         })
     }
 
@@ -149,6 +145,12 @@ impl MappedBuffer {
             };
         }
     }
+}
+
+/// Little-endian bytes as words (a trailing partial word dropped).
+pub(crate) fn le_words(bytes: &[u8]) -> Vec<u64> {
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("chunks_exact(8)"));
+    bytes.chunks_exact(8).map(word).collect()
 }
 
 fn check_len(len: u64) -> Result<(), BufferError> {

@@ -371,10 +371,7 @@ impl CostReport {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| match h.join() {
-                    Ok(r) => r,
-                    Err(p) => std::panic::resume_unwind(p),
-                })
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(CostReport { nvcc, archs })

@@ -100,11 +100,7 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
     if !bytes.len().is_multiple_of(8) {
         return Err(StreamFileError::Torn(bytes.len() as u64));
     }
-    let words: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect();
-    read_words(&words)
+    read_words(&crate::buffer::le_words(bytes))
 }
 
 /// [`read`] of a file already held as little-endian words (a mapped buffer): no copy.

@@ -163,10 +163,8 @@ impl HostSession {
         let buf = stream
             .alloc_zeros::<u64>(len)
             .map_err(|e| SessionError::driver("cuMemAlloc (ikp buffer)", e))?;
-        let probe = match opts.clock_sync_samples {
-            0 => None,
-            n => Some(ClockProbe::new(stream, n)?),
-        };
+        let n = opts.clock_sync_samples;
+        let probe = (n > 0).then(|| ClockProbe::new(stream, n)).transpose()?;
         let mut session = HostSession {
             stream: stream.clone(),
             layout,

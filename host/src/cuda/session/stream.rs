@@ -80,10 +80,8 @@ impl StreamSession {
         rc.result().map_err(|e| {
             SessionError::driver("cuMemHostGetDevicePointer (ikp stream buffer)", e)
         })?;
-        let probe = match opts.clock_sync_samples {
-            0 => None,
-            n => Some(ClockProbe::new(stream, n)?),
-        };
+        let n = opts.clock_sync_samples;
+        let probe = (n > 0).then(|| ClockProbe::new(stream, n)).transpose()?;
         Ok(StreamSession {
             stream: stream.clone(),
             layout,
