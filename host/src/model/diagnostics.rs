@@ -88,18 +88,11 @@ pub struct SetAsideLane {
 /// What went wrong inside an otherwise readable buffer.
 ///
 /// Lanes whose stamps cannot belong to the same launch as the others are **set aside**
-/// ([`Diagnostics::set_aside`]) rather than decoded, in every format: a lane whose end is
-/// more than [`LANE_SPAN_MAX_NS`](crate::decode::set_aside::LANE_SPAN_MAX_NS) (about
-/// 4.9 h) from its start; a lane more than
-/// [`LAUNCH_GAP_MAX_NS`](crate::decode::set_aside::LAUNCH_GAP_MAX_NS) (about 18 min) away
-/// from the largest group of lanes linked by smaller gaps between their intervals; a lane
-/// whose stamps reach 2^63 ns (the year 2262) when no other rule set it aside; in
-/// native clock mode, a lane whose clock64 and globaltimer intervals disagree at the clock
-/// rate of the others; and a native ring lane that never finalized with every slot full
-/// (where its oldest record is cannot be known). The bounds lie far beyond the launches
-/// ikp profiles, so that a genuine launch (persistent lanes, many waves, lanes that start
-/// late) keeps every lane; the rules, why the bounds are safe, and the only launches they
-/// would cut are in [`crate::decode::set_aside`], `# Lanes set aside`.
+/// ([`Diagnostics::set_aside`]) rather than decoded, in every format, by the rules of
+/// [`SetAsideReason`]. The bounds lie far beyond the launches ikp profiles, so that a
+/// genuine launch (persistent lanes, many waves, lanes that start late) keeps every lane;
+/// the rules, why the bounds are safe, and the only launches they would cut are in
+/// [`crate::decode::set_aside`], `# Lanes set aside`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
     /// Begins never closed: still open when the lane ended.
