@@ -97,19 +97,13 @@ pub const MODES: [Mode; 4] = {
 impl Mode {
     /// `Fence::None, Timer::Global`, as the report labels rows.
     pub fn label(self) -> String {
-        format!(
-            "Fence::{}, Timer::{}",
-            self.fence.cuda_name(),
-            self.timer.cuda_name()
-        )
+        let (f, t) = (self.fence.cuda_name(), self.timer.cuda_name());
+        format!("Fence::{f}, Timer::{t}")
     }
 
     fn kernel(self, kind: &str, extra: u32) -> String {
-        format!(
-            "{kind}_{}_{}_{extra}",
-            self.fence.cuda_name(),
-            self.timer.cuda_name()
-        )
+        let (f, t) = (self.fence.cuda_name(), self.timer.cuda_name());
+        format!("{kind}_{f}_{t}_{extra}")
     }
 }
 
@@ -221,14 +215,10 @@ impl ArchCost {
 fn cost_source() -> String {
     let mut s = String::from(kernels::COST);
     for m in MODES {
+        let (f, t) = (m.fence.cuda_name(), m.timer.cuda_name());
         for extra in [0, K, 2 * K] {
             for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS", "IKP_STREAM_KERNELS"] {
-                let _ = writeln!(
-                    s,
-                    "{macro_}({}, {}, {extra})",
-                    m.fence.cuda_name(),
-                    m.timer.cuda_name()
-                );
+                let _ = writeln!(s, "{macro_}({f}, {t}, {extra})");
             }
         }
     }

@@ -195,11 +195,9 @@ pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
                 if count != END_WORDS as usize || lane != 0 || first != 0 {
                     return Err(bad("end block of the wrong shape".into()));
                 }
-                if at + 2 + count != words.len() {
-                    return Err(bad(format!(
-                        "{} words after the end block",
-                        words.len() - (at + 2 + count)
-                    )));
+                let rest = words.len() - (at + 2 + count);
+                if rest > 0 {
+                    return Err(bad(format!("{rest} words after the end block")));
                 }
                 let drain = DrainStats {
                     records: body[0],

@@ -72,21 +72,14 @@ impl fmt::Display for NvrtcLibrary {
     /// `NVRTC 13.5 at /path/libnvrtc.so.13 (found on LD_LIBRARY_PATH; builtins
     /// /path/libnvrtc-builtins.so.13.5)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "NVRTC {}.{} at {} ({}; ",
-            self.version.0,
-            self.version.1,
-            self.path.display(),
-            self.found_by
-        )?;
+        let ((major, minor), path, by) = (self.version, self.path.display(), self.found_by);
+        write!(f, "NVRTC {major}.{minor} at {path} ({by}; ")?;
         match &self.builtins {
             Some(b) => write!(f, "builtins {})", b.display()),
-            None => write!(
-                f,
-                "no {} beside it: left to the dynamic loader)",
-                self.builtins_name()
-            ),
+            None => {
+                let name = self.builtins_name();
+                write!(f, "no {name} beside it: left to the dynamic loader)")
+            }
         }
     }
 }
