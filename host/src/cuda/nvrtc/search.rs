@@ -149,9 +149,7 @@ pub(crate) struct Search {
 /// The sort key that puts the preferred CUDA major first: majors the driver supports
 /// (not newer than `driver_major`), highest first; then newer majors, highest first;
 /// then files whose major is unknown. Without a driver every known major is acceptable.
-///
-/// Why: a cubin (and PTX of a newer ISA) from an NVRTC newer than the driver may not
-/// load, so the newest NVRTC the driver can run wins over an even newer one.
+/// (Why: the [module documentation](super).)
 pub(crate) fn preference(major: Option<u32>, driver_major: Option<u32>) -> (u8, Reverse<u32>) {
     match (major, driver_major) {
         (None, _) => (2, Reverse(0)),
@@ -162,7 +160,7 @@ pub(crate) fn preference(major: Option<u32>, driver_major: Option<u32>) -> (u8, 
 
 /// Lists the NVRTC libraries `env` offers, in the order the loader should try them.
 ///
-/// `IKP_NVRTC`, when set, is the only source. Otherwise the files of rules (b) to (d) of
+/// `IKP_NVRTC`, when set, is the only source. Otherwise the files of places 2 to 4 of
 /// the [module documentation](super) are ordered by [`preference`] (the rule order breaks
 /// ties), and the bare names for the dynamic loader come last.
 pub(crate) fn search(env: &SearchEnv, driver_major: Option<u32>) -> Search {
@@ -250,7 +248,7 @@ impl Collector<'_> {
         }
     }
 
-    /// Rule (c): CUDA toolkits, then the system library directories.
+    /// Place 3: CUDA toolkits, then the system library directories.
     fn cuda_dirs(&mut self) {
         let env = self.env;
         for var in ["CUDA_HOME", "CUDA_PATH"] {
@@ -275,10 +273,8 @@ impl Collector<'_> {
         }
     }
 
-    /// Rule (d): NVIDIA's pip packages in the active Python environment (a virtual
-    /// environment, else a conda one), as NVIDIA's `cuda.pathfinder` looks in the running
-    /// interpreter's. Other interpreters on the machine are not guessed at: `IKP_NVRTC` or
-    /// `LD_LIBRARY_PATH` name one.
+    /// Place 4: NVIDIA's pip packages in the active Python environment (a virtual
+    /// environment, else a conda one); no other interpreter's.
     fn python_packages(&mut self) {
         let env = self.env;
         for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
