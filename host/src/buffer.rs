@@ -154,11 +154,9 @@ pub(crate) fn le_words(bytes: &[u8]) -> Vec<u64> {
 }
 
 fn check_len(len: u64) -> Result<(), BufferError> {
-    if len == 0 {
-        return Err(BufferError::Empty);
+    match len {
+        0 => Err(BufferError::Empty),
+        _ if !len.is_multiple_of(8) => Err(BufferError::NotWordAligned { len }),
+        _ => Ok(()),
     }
-    if !len.is_multiple_of(8) {
-        return Err(BufferError::NotWordAligned { len });
-    }
-    Ok(())
 }

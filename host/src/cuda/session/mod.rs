@@ -295,8 +295,7 @@ impl HostSession {
     /// `ikp decode` reads. The file appears whole or not at all.
     pub fn save_buffer(&self, path: impl AsRef<Path>) -> Result<(), SessionError> {
         let bytes = self.buffer_bytes()?;
-        atomic::write_file(path.as_ref(), |w| w.write_all(&bytes))?;
-        Ok(())
+        Ok(atomic::write_file(path.as_ref(), |w| w.write_all(&bytes))?)
     }
 
     /// Decodes the read-back buffer into the trace model.
