@@ -155,10 +155,7 @@ fn file_of(handle: usize) -> Option<PathBuf> {
         CStr::from_ptr(name)
     };
     let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
-    if path.as_os_str().is_empty() {
-        return None;
-    }
-    Some(path.canonicalize().unwrap_or(path))
+    (!path.as_os_str().is_empty()).then(|| path.canonicalize().unwrap_or(path))
 }
 
 /// Elsewhere the mappings say which file (see [`mapped_file`]).

@@ -106,21 +106,15 @@ impl SearchEnv {
 
     /// The entries of a `:`-separated list variable, empty ones dropped.
     fn list(&self, name: &str) -> Vec<PathBuf> {
-        self.var(name)
-            .map(|v| {
-                std::env::split_paths(v)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let value = self.var(name).unwrap_or_default();
+        std::env::split_paths(value)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect()
     }
 
     /// Where `path` is in this environment's file system.
     fn at(&self, path: &Path) -> PathBuf {
-        match path.strip_prefix("/") {
-            Ok(rel) => self.root.join(rel),
-            Err(_) => path.to_owned(),
-        }
+        (path.strip_prefix("/")).map_or_else(|_| path.to_owned(), |rel| self.root.join(rel))
     }
 }
 
