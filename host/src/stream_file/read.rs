@@ -106,10 +106,9 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
 /// [`read`] of a file already held as little-endian words (a mapped buffer): no copy.
 pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
     let truncated = |at: usize| StreamFileError::Truncated { at: at as u64 };
-    match words.first() {
-        None => return Err(truncated(0)),
-        Some(&m) if m != FILE_MAGIC => return Err(StreamFileError::BadMagic(m)),
-        Some(_) => {}
+    let magic = *words.first().ok_or(truncated(0))?;
+    if magic != FILE_MAGIC {
+        return Err(StreamFileError::BadMagic(magic));
     }
     let w1 = *words.get(1).ok_or(truncated(1))?;
     let version = w1 as u32;
