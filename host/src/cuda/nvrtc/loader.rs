@@ -11,6 +11,7 @@ use libloading::os::unix::{Library as UnixLibrary, RTLD_GLOBAL, RTLD_NOW};
 use super::api::Api;
 use super::error::NvrtcError;
 use super::search::{search, FoundBy, Search, SearchEnv, NAMES};
+use crate::cuda::proc_maps::mapped_library;
 
 /// The NVRTC library this process compiles with: which file, which version, which rule
 /// of the search found it, and which builtins library was loaded beside it. Results files
@@ -202,14 +203,10 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, NvrtcError> {
         });
         match opened {
             Ok((api, version)) => {
-                let path = if c.found_by == FoundBy::DynamicLoader {
-                    let name = c.path.to_string_lossy();
-                    crate::cuda::proc_maps::mapped_library(&name).unwrap_or_else(|| c.path.clone())
-                } else {
-                    c.path.clone()
-                };
-                let builtins = load_builtins(&path, version)?;
-                let (builtins, builtins_lib) = builtins.unzip();
+                let by_name = c.found_by == FoundBy::DynamicLoader;
+                let mapped = by_name.then(|| mapped_library(&c.path.to_string_lossy()));
+                let path = mapped.flatten().unwrap_or_else(|| c.path.clone());
+                let (builtins, builtins_lib) = load_builtins(&path, version)?.unzip();
                 return Ok(NvrtcLibrary {
                     path,
                     version,
