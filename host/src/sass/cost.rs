@@ -448,13 +448,10 @@ impl CostReport {
     /// The report as a Markdown table (instructions per site), preceded by the nvcc line.
     pub fn markdown(&self) -> String {
         let mut s = format!("nvcc: {}\n", self.nvcc);
-        let archs: Vec<String> = self.archs.iter().map(|a| a.arch.sm()).collect();
-        let heads: Vec<String> = archs
-            .iter()
-            .map(|a| format!("{a} SASS instructions"))
-            .collect();
+        let head = |a: &ArchCost| format!("{} SASS instructions", a.arch.sm());
+        let heads: Vec<String> = self.archs.iter().map(head).collect();
         let _ = writeln!(s, "| site | {} |", heads.join(" | "));
-        let _ = writeln!(s, "|---|{}", "---|".repeat(archs.len()));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(heads.len()));
         for (label, cells) in self.rows() {
             let _ = writeln!(s, "| {label} | {} |", cells.join(" | "));
         }

@@ -148,17 +148,15 @@ impl SassCompiler {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let src = self.dir.path().join(format!("{stem}-{n}.cu"));
-        let cubin = self
-            .dir
-            .path()
-            .join(format!("{stem}-{n}-{}.cubin", arch.sm()));
+        let dir = self.dir.path();
+        let src = dir.join(format!("{stem}-{n}.cu"));
+        let cubin = dir.join(format!("{stem}-{n}-{}.cubin", arch.sm()));
         std::fs::write(&src, source).map_err(io("writing", &src))?;
         let mut cmd = Command::new(&self.tools.nvcc);
         cmd.arg("-cubin")
             .arg(format!("-arch={}", arch.sm()))
             .arg("-I")
-            .arg(self.dir.path());
+            .arg(dir);
         for d in defines {
             cmd.arg(format!("-D{d}"));
         }

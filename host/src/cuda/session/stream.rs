@@ -135,11 +135,8 @@ impl StreamSession {
                 io::Error::other("the stream launch failed")
             })
         });
-        match (written, failure) {
-            (_, Some(e)) => Err(e),
-            (Ok(stats), None) => Ok(stats),
-            (Err(e), None) => Err(e.into()),
-        }
+        // The launch's own error first: the write only failed because of it.
+        failure.map_or_else(|| Ok(written?), Err)
     }
 
     /// Runs `launch` with a drain thread writing to `out`, until the stream is idle.
