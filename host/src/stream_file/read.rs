@@ -87,11 +87,9 @@ pub struct StreamCapture {
 impl StreamCapture {
     /// Records lane `lane` dropped (its final state's count; 0 without one).
     pub fn dropped(&self, lane: usize) -> u64 {
-        let Some(state) = self.lanes.get(lane).and_then(|l| l.state.as_ref()) else {
-            return 0;
-        };
         let count = (lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::T_COUNT) as usize;
-        state[count] >> wire::COUNT_DROPPED_SHIFT
+        let state = self.lanes.get(lane).and_then(|l| l.state.as_ref());
+        state.map_or(0, |s| s[count] >> wire::COUNT_DROPPED_SHIFT)
     }
 }
 
