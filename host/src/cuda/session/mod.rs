@@ -191,8 +191,7 @@ impl HostSession {
     /// Uploads the header, then waits for the session's stream: see the stream rule on
     /// [`HostSession`].
     fn write_header(&mut self) -> Result<(), SessionError> {
-        let n = self.header.len();
-        let mut head = self.buf.slice_mut(0..n);
+        let mut head = self.buf.slice_mut(0..self.header.len());
         self.stream
             .memcpy_htod(&self.header, &mut head)
             .map_err(|e| SessionError::driver("cuMemcpyHtoDAsync (ikp header)", e))?;
