@@ -50,12 +50,9 @@ impl RawBuffer {
         let n = (len / 8) as usize;
         let mut words = vec![0u64; n];
         f.read_exact(bytemuck::cast_slice_mut(&mut words))?;
-        // A file that grew while we read it is still read as it was at open time.
-        if cfg!(target_endian = "big") {
-            for w in &mut words {
-                *w = u64::from_le(*w);
-            }
-        }
+        // A file that grew while we read it is still read as it was at open time. The
+        // words are little-endian (a no-op on little-endian hosts).
+        words.iter_mut().for_each(|w| *w = u64::from_le(*w));
         Ok(RawBuffer {
             name: path.to_path_buf(),
             words,
@@ -65,13 +62,9 @@ impl RawBuffer {
     /// Wraps little-endian bytes.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: &[u8]) -> Result<RawBuffer, BufferError> {
         check_len(bytes.len() as u64)?;
-        let words = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks_exact(8)")))
-            .collect();
         Ok(RawBuffer {
             name: name.into(),
-            words,
+            words: le_words(bytes),
         })
     }
 
@@ -154,12 +147,16 @@ impl MappedBuffer {
     }
 }
 
+/// Little-endian bytes as words (a trailing partial word dropped).
+pub(crate) fn le_words(bytes: &[u8]) -> Vec<u64> {
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("chunks_exact(8)"));
+    bytes.chunks_exact(8).map(word).collect()
+}
+
 fn check_len(len: u64) -> Result<(), BufferError> {
-    if len == 0 {
-        return Err(BufferError::Empty);
+    match len {
+        0 => Err(BufferError::Empty),
+        _ if !len.is_multiple_of(8) => Err(BufferError::NotWordAligned { len }),
+        _ => Ok(()),
     }
-    if !len.is_multiple_of(8) {
-        return Err(BufferError::NotWordAligned { len });
-    }
-    Ok(())
 }

@@ -78,6 +78,9 @@
 //!
 //! # Block-time figures (`ikp analyze`, the report's "Where the time goes")
 //!
+//! Not region shares: these percentages, the xlsx `gpu_timeline` sheet's too, are of
+//! block-time, not of lane time (see [`crate::analysis::breakdown`]).
+//!
 //! - **Block length**: a block's first stamp to its last, over its groups (lanes).
 //! - **Block-time**: the block lengths, summed over blocks: the total of every kernel-level
 //!   share of `ikp analyze`. **GPU wall time** (first stamp of any block to the last) is
@@ -94,13 +97,3 @@
 //!   computes) and mostly "blocked" in isolation (some group waits).
 //!
 //! The JSON fields are in the `# Format` of [`crate::analysis::kernel`].
-//!
-//! # Not region shares
-//!
-//! The timeline breakdown (`ikp analyze`, the report's "Where the time goes" bar, the
-//! xlsx `gpu_timeline` sheet) is another figure: per block, the block's window (first to
-//! last stamp of its groups) split by category, the groups' self times merged as unions
-//! of intervals; then summed over blocks. Its percentages are of **block-time** (the sum of
-//! the blocks' lengths), not of lane time (see [`crate::analysis::breakdown`] and
-//! [`crate::analysis::kernel`]). Compute isolation is per block too: block length minus
-//! the union of its groups' waits.

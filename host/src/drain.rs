@@ -90,7 +90,6 @@ impl<'b, W: Write> Drain<'b, W> {
                 have: words.len() as u64,
             });
         }
-        let lanes = header.layout.lane_count() as usize;
         let cap = header.layout.records_per_lane;
         Ok(Drain {
             words,
@@ -98,7 +97,7 @@ impl<'b, W: Write> Drain<'b, W> {
             stride: header.lane_stride as usize,
             cap,
             n_counters: header.layout.counters.len() as u32,
-            consumed: vec![0; lanes],
+            consumed: vec![0; header.layout.lane_count() as usize],
             scratch: Vec::with_capacity(cap as usize),
             out: StreamFileWriter::new(out, &header_words)?,
             stats: DrainStats::default(),

@@ -1,11 +1,5 @@
-//! Finding the CUDA driver and a device without letting cudarc panic.
-//!
-//! cudarc loads `libcuda` on first use and panics when it cannot; [`probe_driver`] asks
-//! first. With the library present but no GPU (or no kernel module), `cuInit` answers
-//! `CUDA_ERROR_NO_DEVICE`, which [`open_device`] reports as a [`SessionError::Driver`]
-//! carrying that code. [`driver_version`] and [`driver_library`] say which CUDA the
-//! driver supports and which `libcuda` file was loaded, for results files and for the
-//! NVRTC search.
+//! Finding the CUDA driver and a device without letting cudarc panic ([`probe_driver`]
+//! asks first), and saying which driver it is ([`driver_version`], [`driver_library`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -155,10 +155,7 @@ fn file_of(handle: usize) -> Option<PathBuf> {
         CStr::from_ptr(name)
     };
     let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
-    if path.as_os_str().is_empty() {
-        return None;
-    }
-    Some(path.canonicalize().unwrap_or(path))
+    (!path.as_os_str().is_empty()).then(|| path.canonicalize().unwrap_or(path))
 }
 
 /// Elsewhere the mappings say which file (see [`mapped_file`]).
@@ -169,18 +166,15 @@ fn file_of(_handle: usize) -> Option<PathBuf> {
 
 /// The CUDA version the driver supports, `(major, minor)`, or `None` without a driver.
 pub(crate) fn version() -> Option<Result<(u32, u32), DriverError>> {
-    if !present() {
-        return None;
-    }
-    let mut v: std::ffi::c_int = 0;
-    // SAFETY: `present` found libcuda and checked that cudarc's loader (same names, same
-    // order) gets the same library, so it loads it instead of panicking; `v` is valid for
-    // one write.
-    let r = unsafe { sys::cuDriverGetVersion(&mut v) }.result();
-    Some(r.map(|()| {
+    present().then(|| {
+        let mut v: std::ffi::c_int = 0;
+        // SAFETY: `present` found libcuda and checked that cudarc's loader (same names,
+        // same order) gets the same library, so it loads it instead of panicking; `v` is
+        // valid for one write.
+        let r = unsafe { sys::cuDriverGetVersion(&mut v) }.result();
         let v = v.max(0) as u32;
-        (v / 1000, v % 1000 / 10)
-    }))
+        r.map(|()| (v / 1000, v % 1000 / 10))
+    })
 }
 
 /// The `libcuda` file this process loaded: from the dynamic loader, else from

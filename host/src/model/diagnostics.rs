@@ -88,18 +88,11 @@ pub struct SetAsideLane {
 /// What went wrong inside an otherwise readable buffer.
 ///
 /// Lanes whose stamps cannot belong to the same launch as the others are **set aside**
-/// ([`Diagnostics::set_aside`]) rather than decoded, in every format: a lane whose end is
-/// more than [`LANE_SPAN_MAX_NS`](crate::decode::set_aside::LANE_SPAN_MAX_NS) (about
-/// 4.9 h) from its start; a lane more than
-/// [`LAUNCH_GAP_MAX_NS`](crate::decode::set_aside::LAUNCH_GAP_MAX_NS) (about 18 min) away
-/// from the largest group of lanes linked by smaller gaps between their intervals; a lane
-/// whose stamps reach 2^63 ns (the year 2262) when no other rule set it aside; in
-/// native clock mode, a lane whose clock64 and globaltimer intervals disagree at the clock
-/// rate of the others; and a native ring lane that never finalized with every slot full
-/// (where its oldest record is cannot be known). The bounds lie far beyond the launches
-/// ikp profiles, so that a genuine launch (persistent lanes, many waves, lanes that start
-/// late) keeps every lane; the rules, why the bounds are safe, and the only launches they
-/// would cut are in [`crate::decode::set_aside`], `# Lanes set aside`.
+/// ([`Diagnostics::set_aside`]) rather than decoded, in every format, by the rules of
+/// [`SetAsideReason`]. The bounds lie far beyond the launches ikp profiles, so that a
+/// genuine launch (persistent lanes, many waves, lanes that start late) keeps every lane;
+/// the rules, why the bounds are safe, and the only launches they would cut are in
+/// [`crate::decode::set_aside`], `# Lanes set aside`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
     /// Begins never closed: still open when the lane ended.
@@ -249,29 +242,36 @@ impl DiagnosticCounts {
     /// (the end of the [`Display`](std::fmt::Display) line when any was set aside).
     pub fn set_aside_phrase(&self) -> String {
         let names: Vec<String> = self.set_aside_named.iter().map(TrackId::name).collect();
-        let (lanes, their) = if self.set_aside == 1 {
-            ("lane", "its")
-        } else {
-            ("lanes", "their")
-        };
-        let why = if self.set_aside_unordered_rings == self.set_aside {
-            "full rings that never finalized (their order is unknown)".to_string()
-        } else if self.set_aside_unordered_rings > 0 {
-            format!("{their} stamps not of this launch or full rings that never finalized")
-        } else {
-            format!("{their} stamps not of this launch")
-        };
-        let mut s = format!(
-            "{} {lanes} set aside, {why}: {}",
-            self.set_aside,
-            names.join("; ")
-        );
-        let more = self
-            .set_aside
-            .saturating_sub(self.set_aside_named.len() as u64);
-        if more > 0 {
-            s.push_str(&format!("; and {more} more"));
-        }
-        s
+        let rings = self.set_aside_unordered_rings;
+        set_aside_phrase(self.set_aside, "lane", &names, |their| {
+            if rings == self.set_aside {
+                "full rings that never finalized (their order is unknown)".to_string()
+            } else if rings > 0 {
+                format!("{their} stamps not of this launch or full rings that never finalized")
+            } else {
+                format!("{their} stamps not of this launch")
+            }
+        })
     }
+}
+
+/// `{n} {noun}s set aside, {why}: {names}; and {more} more`, `why` given `its` or `their`
+/// as `n` is 1 or not, `more` the set-aside ones not among `names`.
+pub(super) fn set_aside_phrase(
+    n: u64,
+    noun: &str,
+    names: &[String],
+    why: impl FnOnce(&str) -> String,
+) -> String {
+    let (s, their) = if n == 1 { ("", "its") } else { ("s", "their") };
+    let mut phrase = format!(
+        "{n} {noun}{s} set aside, {}: {}",
+        why(their),
+        names.join("; ")
+    );
+    let more = n.saturating_sub(names.len() as u64);
+    if more > 0 {
+        phrase.push_str(&format!("; and {more} more"));
+    }
+    phrase
 }

@@ -56,26 +56,15 @@ impl HostTrace {
     /// implausibly far from its start)`, naming the first [`HostTrace::NAMED`] (`None`
     /// when none was set aside): the words of a launch's lanes set aside.
     pub fn set_aside_phrase(&self) -> Option<String> {
-        let n = self.set_aside.len();
-        if n == 0 {
-            return None;
-        }
-        let (threads, their) = if n == 1 {
-            ("thread", "its")
-        } else {
-            ("threads", "their")
-        };
         let names: Vec<String> = (self.set_aside.iter().take(Self::NAMED))
             .map(|s| format!("{} ({})", s.thread.name(), s.reason.describe()))
             .collect();
-        let mut s = format!(
-            "{n} {threads} set aside, {their} stamps not of this trace: {}",
-            names.join("; ")
-        );
-        if n > Self::NAMED {
-            s.push_str(&format!("; and {} more", n - Self::NAMED));
-        }
-        Some(s)
+        let n = self.set_aside.len() as u64;
+        (n > 0).then(|| {
+            super::diagnostics::set_aside_phrase(n, "thread", &names, |their| {
+                format!("{their} stamps not of this trace")
+            })
+        })
     }
 }
 

@@ -43,12 +43,11 @@ impl WireFormat {
 impl std::fmt::Display for WireFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            WireFormat::Ikp => "ikp",
             WireFormat::Tvm => "TVM",
             WireFormat::FlashInfer => "FlashInfer",
             WireFormat::Mirage => "Mirage MPK",
-            WireFormat::YaoJz => "yao-jz",
             WireFormat::Proton => "Proton",
+            WireFormat::Ikp | WireFormat::YaoJz => self.name(),
         })
     }
 }

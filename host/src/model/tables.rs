@@ -59,16 +59,6 @@ pub struct Instants {
     pub ts: Vec<Timestamp>,
 }
 
-impl Instants {
-    /// Appends one instant.
-    pub fn push(&mut self, lane: u32, region: u16, payload: u32, ts: Timestamp) {
-        self.lane.push(lane);
-        self.region.push(region);
-        self.payload.push(payload);
-        self.ts.push(ts);
-    }
-}
-
 /// Wait-counter samples (one per instrumented wait that asked for a sample).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CounterSamples {
@@ -80,16 +70,6 @@ pub struct CounterSamples {
     pub ts: Vec<Timestamp>,
     /// Spin iterations of that wait.
     pub value: Vec<u32>,
-}
-
-impl CounterSamples {
-    /// Appends one sample.
-    pub fn push(&mut self, lane: u32, counter: u16, ts: Timestamp, value: u32) {
-        self.lane.push(lane);
-        self.counter.push(counter);
-        self.ts.push(ts);
-        self.value.push(value);
-    }
 }
 
 /// The row count of tables whose first column is `$first`.
@@ -116,8 +96,18 @@ rows!(
     AsyncRanges.region: "ranges"
 );
 
-/// Row operations applied to every column of a table alike.
+/// Row operations applied to every column of a table alike (and, given the columns'
+/// types, `push`).
 macro_rules! every_column {
+    ($table:ident: $($col:ident: $ty:ty),+) => {
+        every_column!($table: $($col),+);
+        impl $table {
+            /// Appends one row.
+            pub fn push(&mut self, $($col: $ty),+) {
+                $(self.$col.push($col);)+
+            }
+        }
+    };
     ($table:ident: $($col:ident),+) => {
         impl $table {
             /// Appends rows `rows` of `src`.
@@ -151,8 +141,8 @@ macro_rules! every_column {
 }
 
 every_column!(Spans: lane, region, depth, payload, begin, end);
-every_column!(Instants: lane, region, payload, ts);
-every_column!(CounterSamples: lane, counter, ts, value);
+every_column!(Instants: lane: u32, region: u16, payload: u32, ts: Timestamp);
+every_column!(CounterSamples: lane: u32, counter: u16, ts: Timestamp, value: u32);
 
 /// `v` with length `n`. A recycled column keeps its old contents: a decode writes every
 /// row of every lane's range before it is read, and rows outside the lanes' ranges are

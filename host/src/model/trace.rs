@@ -101,16 +101,15 @@ impl Trace {
                     lo = lo.min(b);
                 }
             }
-            for i in [lane.instants.start, lane.instants.end.wrapping_sub(1)] {
-                if lane.instants.contains(&i) {
-                    lo = lo.min(self.instants.ts[i]);
-                    hi = hi.max(self.instants.ts[i]);
-                }
-            }
-            for i in [lane.samples.start, lane.samples.end.wrapping_sub(1)] {
-                if lane.samples.contains(&i) {
-                    lo = lo.min(self.samples.ts[i]);
-                    hi = hi.max(self.samples.ts[i]);
+            for (rows, ts) in [
+                (&lane.instants, &self.instants.ts),
+                (&lane.samples, &self.samples.ts),
+            ] {
+                for i in [rows.start, rows.end.wrapping_sub(1)] {
+                    if rows.contains(&i) {
+                        lo = lo.min(ts[i]);
+                        hi = hi.max(ts[i]);
+                    }
                 }
             }
         }

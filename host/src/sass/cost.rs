@@ -81,41 +81,29 @@ pub struct Mode {
 }
 
 /// Every mode, in report order.
-pub const MODES: [Mode; 4] = [
-    Mode {
-        fence: Fence::None,
-        timer: Timer::Global,
-    },
-    Mode {
-        fence: Fence::None,
-        timer: Timer::Clock,
-    },
-    Mode {
-        fence: Fence::Block,
-        timer: Timer::Global,
-    },
-    Mode {
-        fence: Fence::Block,
-        timer: Timer::Clock,
-    },
-];
+pub const MODES: [Mode; 4] = {
+    use {Fence::*, Timer::*};
+    const fn m(fence: Fence, timer: Timer) -> Mode {
+        Mode { fence, timer }
+    }
+    [
+        m(None, Global),
+        m(None, Clock),
+        m(Block, Global),
+        m(Block, Clock),
+    ]
+};
 
 impl Mode {
     /// `Fence::None, Timer::Global`, as the report labels rows.
     pub fn label(self) -> String {
-        format!(
-            "Fence::{}, Timer::{}",
-            self.fence.cuda_name(),
-            self.timer.cuda_name()
-        )
+        let (f, t) = (self.fence.cuda_name(), self.timer.cuda_name());
+        format!("Fence::{f}, Timer::{t}")
     }
 
     fn kernel(self, kind: &str, extra: u32) -> String {
-        format!(
-            "{kind}_{}_{}_{extra}",
-            self.fence.cuda_name(),
-            self.timer.cuda_name()
-        )
+        let (f, t) = (self.fence.cuda_name(), self.timer.cuda_name());
+        format!("{kind}_{f}_{t}_{extra}")
     }
 }
 
@@ -227,14 +215,10 @@ impl ArchCost {
 fn cost_source() -> String {
     let mut s = String::from(kernels::COST);
     for m in MODES {
+        let (f, t) = (m.fence.cuda_name(), m.timer.cuda_name());
         for extra in [0, K, 2 * K] {
             for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS", "IKP_STREAM_KERNELS"] {
-                let _ = writeln!(
-                    s,
-                    "{macro_}({}, {}, {extra})",
-                    m.fence.cuda_name(),
-                    m.timer.cuda_name()
-                );
+                let _ = writeln!(s, "{macro_}({f}, {t}, {extra})");
             }
         }
     }
@@ -252,36 +236,48 @@ fn tvm_source() -> String {
     s
 }
 
+/// Marginal instructions per record, (first, steady), from the instruction counts `n`
+/// gives with 0, [`K`] and 2[`K`] extra records.
+fn per_record(n: impl Fn(u32) -> Result<usize, SassError>) -> Result<(f64, f64), SassError> {
+    let (one, many, more) = (n(0)? as f64, n(K)? as f64, n(2 * K)? as f64);
+    Ok(((many - one) / K as f64, (more - many) / K as f64))
+}
+
+type LoopBody = fn(&super::Sass, &str) -> Result<Vec<String>, SassError>;
+
+/// Growth of the loop of kernel `kind` per mode, its body as `body` takes it.
+fn loop_costs(cost: &super::Sass, kind: &str, body: LoopBody) -> Result<Vec<LoopCost>, SassError> {
+    (MODES.iter())
+        .map(|&m| {
+            let len = |extra| body(cost, &m.kernel(kind, extra)).map(|l| l.len() as i64);
+            Ok(LoopCost {
+                mode: m,
+                growth: len(K)? - len(0)?,
+            })
+        })
+        .collect()
+}
+
 /// Records (straight-line and in a loop) of every mode, from the kernels named
 /// `<prefix>records_...` and `<prefix>loop_records_...`.
 fn mode_costs(
     cost: &super::Sass,
     prefix: &str,
 ) -> Result<(Vec<RecordCost>, Vec<LoopCost>), SassError> {
-    let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
-    let mut records = Vec::new();
-    let mut loop_records = Vec::new();
-    for m in MODES {
-        let n = |extra| {
-            cost.kernel(&m.kernel(&format!("{prefix}records"), extra))
-                .map(|k| k.len())
-        };
-        let (one, many, more) = (n(0)?, n(K)?, n(2 * K)?);
-        records.push(RecordCost {
-            mode: m,
-            first: per_record(one, many),
-            steady: per_record(many, more),
-        });
-        let body = |extra| {
-            cost.single_loop(&m.kernel(&format!("{prefix}loop_records"), extra))
-                .map(|l| l.len() as i64)
-        };
-        loop_records.push(LoopCost {
-            mode: m,
-            growth: body(K)? - body(0)?,
-        });
-    }
-    Ok((records, loop_records))
+    let kind = format!("{prefix}records");
+    let records = (MODES.iter())
+        .map(|&m| {
+            let (first, steady) =
+                per_record(|extra| cost.kernel(&m.kernel(&kind, extra)).map(|k| k.len()))?;
+            Ok(RecordCost {
+                mode: m,
+                first,
+                steady,
+            })
+        })
+        .collect::<Result<_, SassError>>()?;
+    let kind = format!("{prefix}loop_records");
+    Ok((records, loop_costs(cost, &kind, super::Sass::single_loop)?))
 }
 
 /// Instructions of the `lane_setup` kernel built with `defines`.
@@ -293,25 +289,12 @@ fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, Sass
 /// Takes every measurement for `arch` (nine nvcc compilations).
 pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let cost = c.sass("cost", &cost_source(), arch, &[])?;
-    let per_record = |a: usize, b: usize| (b as f64 - a as f64) / K as f64;
     let (records, loop_records) = mode_costs(&cost, "")?;
     let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
     let (stream_records, stream_loop_records) = mode_costs(&cost, "stream_")?;
-    let stream_loop_fast = MODES
-        .iter()
-        .map(|&m| {
-            let body = |extra| {
-                cost.single_loop_without_calls(&m.kernel("stream_loop_records", extra))
-                    .map(|l| l.len() as i64)
-            };
-            Ok(LoopCost {
-                mode: m,
-                growth: body(K)? - body(0)?,
-            })
-        })
-        .collect::<Result<Vec<_>, SassError>>()?;
-    let r = |extra: u32| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len());
-    let (r0, r1, r2) = (r(0)?, r(K)?, r(2 * K)?);
+    let without_calls = super::Sass::single_loop_without_calls;
+    let stream_loop_fast = loop_costs(&cost, "stream_loop_records", without_calls)?;
+    let ranges = per_record(|extra| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len()))?;
     let full = setup_len(c, arch, &[])?;
     let setup = LaneSetup {
         total: full - setup_len(c, arch, &["IKP_ENABLED=0"])?,
@@ -322,8 +305,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let spin_counted = cost.single_loop("spin_counted")?;
 
     let tvm = c.sass("tvm_style", &tvm_source(), arch, &[])?;
-    let t = |extra: u32| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len());
-    let (t0, t1, t2) = (t(0)?, t(K)?, t(2 * K)?);
+    let tvm = per_record(|extra| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len()))?;
 
     let off = c.sass("examples", kernels::EXAMPLES, arch, &["IKP_ENABLED=0"])?;
     let base = c.sass("examples", kernels::EXAMPLES, arch, &["IKP_BASELINE"])?;
@@ -346,14 +328,14 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         loop_records,
         spin_plain,
         spin_counted,
-        tvm: (per_record(t0, t1), per_record(t1, t2)),
+        tvm,
         examples,
         ring_records,
         ring_loop_records,
         stream_records,
         stream_loop_records,
         stream_loop_fast,
-        ranges: (per_record(r0, r1), per_record(r1, r2)),
+        ranges,
         setup,
     })
 }
@@ -379,10 +361,7 @@ impl CostReport {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| match h.join() {
-                    Ok(r) => r,
-                    Err(p) => std::panic::resume_unwind(p),
-                })
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(CostReport { nvcc, archs })
@@ -469,13 +448,10 @@ impl CostReport {
     /// The report as a Markdown table (instructions per site), preceded by the nvcc line.
     pub fn markdown(&self) -> String {
         let mut s = format!("nvcc: {}\n", self.nvcc);
-        let archs: Vec<String> = self.archs.iter().map(|a| a.arch.sm()).collect();
-        let heads: Vec<String> = archs
-            .iter()
-            .map(|a| format!("{a} SASS instructions"))
-            .collect();
+        let head = |a: &ArchCost| format!("{} SASS instructions", a.arch.sm());
+        let heads: Vec<String> = self.archs.iter().map(head).collect();
         let _ = writeln!(s, "| site | {} |", heads.join(" | "));
-        let _ = writeln!(s, "|---|{}", "---|".repeat(archs.len()));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(heads.len()));
         for (label, cells) in self.rows() {
             let _ = writeln!(s, "| {label} | {} |", cells.join(" | "));
         }

@@ -10,11 +10,7 @@
 //! - [`tools`]: where `nvcc` and `cuobjdump` are (`IKP_CUDA_BIN`, else `PATH`) and a
 //!   [`SassCompiler`] that compiles CUDA source with the generated `ikp.cuh` available;
 //! - [`parse`]: the `cuobjdump -sass` listing as instruction lists per kernel, and loops;
-//! - [`cost`]: the measurements themselves (marginal record cost per fence / timer mode,
-//!   drop-newest and ring, a record in a runtime loop, async-range records, a lane's
-//!   init and finalize with its epoch code and record-cost calibration, the wait-counter
-//!   tick, compiled-out identity, and the TVM CudaProfiler record sequence for comparison)
-//!   and the table `ikp cost` prints.
+//! - [`cost`]: the measurements themselves (listed there) and the table `ikp cost` prints.
 //!
 //! The fixture kernels ship inside the library ([`kernels`]), so the measurement runs from
 //! an installed `ikp` as well as from the test suite, which holds the figures to budgets.

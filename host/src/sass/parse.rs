@@ -185,13 +185,9 @@ fn branch_target(text: &str) -> Option<u64> {
 /// The opcode of an instruction, without its predicate (`@!P1 STG.E.64 [R2.64], R4` ->
 /// `STG.E.64`).
 pub fn opcode(ins: &str) -> &str {
-    let mut words = ins.split_whitespace();
-    let first = words.next().unwrap_or("");
-    if first.starts_with('@') {
-        words.next().unwrap_or("")
-    } else {
-        first
-    }
+    let mut words = ins.split_whitespace().peekable();
+    words.next_if(|w| w.starts_with('@'));
+    words.next().unwrap_or("")
 }
 
 /// Opcodes of `a` that `b` lacks, counted as multisets: what a site added to a loop body.

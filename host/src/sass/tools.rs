@@ -29,19 +29,8 @@ impl CudaTools {
             Some(dir) => CudaTools::in_dir(Path::new(&dir)),
             None => {
                 let path = std::env::var_os("PATH").unwrap_or_default();
-                let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-                let find = |tool: &'static str| {
-                    dirs.iter()
-                        .map(|d| d.join(tool))
-                        .find(|p| p.is_file())
-                        .ok_or_else(|| SassError::ToolNotFound {
-                            tool,
-                            where_: format!("{CUDA_BIN_VAR} is unset and {tool} is not on PATH"),
-                        })
-                };
-                Ok(CudaTools {
-                    nvcc: find("nvcc")?,
-                    cuobjdump: find("cuobjdump")?,
+                CudaTools::find(&std::env::split_paths(&path).collect::<Vec<_>>(), |tool| {
+                    format!("{CUDA_BIN_VAR} is unset and {tool} is not on PATH")
                 })
             }
         }
@@ -49,16 +38,22 @@ impl CudaTools {
 
     /// Both tools from one directory.
     pub fn in_dir(dir: &Path) -> Result<CudaTools, SassError> {
-        let find = |tool: &'static str| {
+        CudaTools::find(&[dir.to_owned()], |tool| {
             let p = dir.join(tool);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(SassError::ToolNotFound {
+            format!("no {} ({CUDA_BIN_VAR} or given directory)", p.display())
+        })
+    }
+
+    /// Both tools from the first of `dirs` holding each; `missing` says where a tool
+    /// found in none was looked for.
+    fn find(dirs: &[PathBuf], missing: impl Fn(&str) -> String) -> Result<CudaTools, SassError> {
+        let find = |tool: &'static str| {
+            (dirs.iter().map(|d| d.join(tool)))
+                .find(|p| p.is_file())
+                .ok_or_else(|| SassError::ToolNotFound {
                     tool,
-                    where_: format!("no {} ({CUDA_BIN_VAR} or given directory)", p.display()),
+                    where_: missing(tool),
                 })
-            }
         };
         Ok(CudaTools {
             nvcc: find("nvcc")?,
@@ -84,11 +79,7 @@ impl CudaTools {
 /// Runs `cmd`; its stdout on success, [`SassError::ToolFailed`] with its output otherwise.
 pub(crate) fn run(mut cmd: Command) -> Result<String, SassError> {
     let command = format!("{cmd:?}");
-    let out = cmd.output().map_err(|source| SassError::Io {
-        what: "cannot run",
-        path: PathBuf::from(cmd.get_program()),
-        source,
-    })?;
+    let out = (cmd.output()).map_err(io("cannot run", Path::new(cmd.get_program())))?;
     if !out.status.success() {
         return Err(SassError::ToolFailed {
             command,
@@ -101,6 +92,12 @@ pub(crate) fn run(mut cmd: Command) -> Result<String, SassError> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// [`SassError::Io`] of `what` on `path`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SassError {
+    let path = path.to_owned();
+    move |source| SassError::Io { what, path, source }
 }
 
 /// Compiles CUDA source to cubins with nvcc and disassembles them, in a private temporary
@@ -119,16 +116,12 @@ impl SassCompiler {
         let dir = tempfile::Builder::new()
             .prefix("ikp-sass-")
             .tempdir()
-            .map_err(|source| SassError::Io {
-                what: "creating a temporary directory in",
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        ikp_device::cuh::write_to_dir(dir.path()).map_err(|source| SassError::Io {
-            what: "writing ikp.cuh into",
-            path: dir.path().to_path_buf(),
-            source,
-        })?;
+            .map_err(io(
+                "creating a temporary directory in",
+                &std::env::temp_dir(),
+            ))?;
+        ikp_device::cuh::write_to_dir(dir.path())
+            .map_err(io("writing ikp.cuh into", dir.path()))?;
         Ok(SassCompiler {
             tools,
             dir,
@@ -155,21 +148,15 @@ impl SassCompiler {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let src = self.dir.path().join(format!("{stem}-{n}.cu"));
-        let cubin = self
-            .dir
-            .path()
-            .join(format!("{stem}-{n}-{}.cubin", arch.sm()));
-        std::fs::write(&src, source).map_err(|source| SassError::Io {
-            what: "writing",
-            path: src.clone(),
-            source,
-        })?;
+        let dir = self.dir.path();
+        let src = dir.join(format!("{stem}-{n}.cu"));
+        let cubin = dir.join(format!("{stem}-{n}-{}.cubin", arch.sm()));
+        std::fs::write(&src, source).map_err(io("writing", &src))?;
         let mut cmd = Command::new(&self.tools.nvcc);
         cmd.arg("-cubin")
             .arg(format!("-arch={}", arch.sm()))
             .arg("-I")
-            .arg(self.dir.path());
+            .arg(dir);
         for d in defines {
             cmd.arg(format!("-D{d}"));
         }

@@ -87,11 +87,9 @@ pub struct StreamCapture {
 impl StreamCapture {
     /// Records lane `lane` dropped (its final state's count; 0 without one).
     pub fn dropped(&self, lane: usize) -> u64 {
-        let Some(state) = self.lanes.get(lane).and_then(|l| l.state.as_ref()) else {
-            return 0;
-        };
         let count = (lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::T_COUNT) as usize;
-        state[count] >> wire::COUNT_DROPPED_SHIFT
+        let state = self.lanes.get(lane).and_then(|l| l.state.as_ref());
+        state.map_or(0, |s| s[count] >> wire::COUNT_DROPPED_SHIFT)
     }
 }
 
@@ -100,20 +98,15 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
     if !bytes.len().is_multiple_of(8) {
         return Err(StreamFileError::Torn(bytes.len() as u64));
     }
-    let words: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect();
-    read_words(&words)
+    read_words(&crate::buffer::le_words(bytes))
 }
 
 /// [`read`] of a file already held as little-endian words (a mapped buffer): no copy.
 pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
     let truncated = |at: usize| StreamFileError::Truncated { at: at as u64 };
-    match words.first() {
-        None => return Err(truncated(0)),
-        Some(&m) if m != FILE_MAGIC => return Err(StreamFileError::BadMagic(m)),
-        Some(_) => {}
+    let magic = *words.first().ok_or(truncated(0))?;
+    if magic != FILE_MAGIC {
+        return Err(StreamFileError::BadMagic(magic));
     }
     let w1 = *words.get(1).ok_or(truncated(1))?;
     let version = w1 as u32;
@@ -199,11 +192,9 @@ pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
                 if count != END_WORDS as usize || lane != 0 || first != 0 {
                     return Err(bad("end block of the wrong shape".into()));
                 }
-                if at + 2 + count != words.len() {
-                    return Err(bad(format!(
-                        "{} words after the end block",
-                        words.len() - (at + 2 + count)
-                    )));
+                let rest = words.len() - (at + 2 + count);
+                if rest > 0 {
+                    return Err(bad(format!("{rest} words after the end block")));
                 }
                 let drain = DrainStats {
                     records: body[0],

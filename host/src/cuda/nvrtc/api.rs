@@ -40,12 +40,6 @@ pub(crate) struct Api {
     _lib: Library,
 }
 
-impl std::fmt::Debug for Api {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api").finish_non_exhaustive()
-    }
-}
-
 impl Api {
     /// Opens the library at `path` (a bare name goes through the dynamic loader's search)
     /// and resolves every function. The error is the loader's message, or the first

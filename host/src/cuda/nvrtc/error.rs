@@ -30,30 +30,17 @@ impl NvrtcStatus {
     /// The name `nvrtc.h` gives this status (as of CUDA 13.5), or `None` for a code
     /// newer than that.
     pub fn name(self) -> Option<&'static str> {
-        const NAMES: [&str; 19] = [
-            "NVRTC_SUCCESS",
-            "NVRTC_ERROR_OUT_OF_MEMORY",
-            "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
-            "NVRTC_ERROR_INVALID_INPUT",
-            "NVRTC_ERROR_INVALID_PROGRAM",
-            "NVRTC_ERROR_INVALID_OPTION",
-            "NVRTC_ERROR_COMPILATION",
-            "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
-            "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
-            "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
-            "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
-            "NVRTC_ERROR_INTERNAL_ERROR",
-            "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
-            "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
-            "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
-            "NVRTC_ERROR_PCH_CREATE",
-            "NVRTC_ERROR_CANCELLED",
-            "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
-            "NVRTC_ERROR_BUSY",
-        ];
-        usize::try_from(self.0)
-            .ok()
-            .and_then(|i| NAMES.get(i).copied())
+        const NAMES: &str = "NVRTC_SUCCESS NVRTC_ERROR_OUT_OF_MEMORY \
+            NVRTC_ERROR_PROGRAM_CREATION_FAILURE NVRTC_ERROR_INVALID_INPUT \
+            NVRTC_ERROR_INVALID_PROGRAM NVRTC_ERROR_INVALID_OPTION NVRTC_ERROR_COMPILATION \
+            NVRTC_ERROR_BUILTIN_OPERATION_FAILURE NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION \
+            NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID \
+            NVRTC_ERROR_INTERNAL_ERROR NVRTC_ERROR_TIME_FILE_WRITE_FAILED \
+            NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED \
+            NVRTC_ERROR_PCH_CREATE NVRTC_ERROR_CANCELLED NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED \
+            NVRTC_ERROR_BUSY";
+        let i = usize::try_from(self.0).ok()?;
+        NAMES.split(' ').nth(i)
     }
 
     /// `Ok` for `NVRTC_SUCCESS`, else the status as an error of `call`.
@@ -77,7 +64,7 @@ impl fmt::Display for NvrtcStatus {
 
 impl fmt::Debug for NvrtcStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        write!(f, "{self}")
     }
 }
 
@@ -92,7 +79,9 @@ pub enum NvrtcError {
          nvidia-cuda-nvrtc`) or set {ENV_VAR} to the library file or its directory",
         names.join(", "),
         places.join(", "),
-        failures(failed)
+        if failed.is_empty() { String::new() } else {
+            format!(" (found but could not load: {})", failed.join("; "))
+        }
     )]
     NotFound {
         /// The directories (or directory patterns that matched nothing) searched, in
@@ -110,7 +99,9 @@ pub enum NvrtcError {
         "{ENV_VAR}={} names no loadable NVRTC library ({}); set it to the libnvrtc file or \
          the directory holding it, or unset it to search the usual places",
         value.display(),
-        tried_or_absent(tried)
+        if tried.is_empty() { format!("none of {} is there", NAMES.join(", ")) } else {
+            tried.join("; ")
+        }
     )]
     BadOverride {
         /// The value of `IKP_NVRTC`.
@@ -208,22 +199,6 @@ pub enum NvrtcError {
         /// The cause.
         source: std::io::Error,
     },
-}
-
-fn tried_or_absent(tried: &[String]) -> String {
-    if tried.is_empty() {
-        format!("none of {} is there", NAMES.join(", "))
-    } else {
-        tried.join("; ")
-    }
-}
-
-fn failures(failed: &[String]) -> String {
-    if failed.is_empty() {
-        String::new()
-    } else {
-        format!(" (found but could not load: {})", failed.join("; "))
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use libloading::os::unix::{Library as UnixLibrary, RTLD_GLOBAL, RTLD_NOW};
 use super::api::Api;
 use super::error::NvrtcError;
 use super::search::{search, FoundBy, Search, SearchEnv, NAMES};
+use crate::cuda::proc_maps::mapped_library;
 
 /// The NVRTC library this process compiles with: which file, which version, which rule
 /// of the search found it, and which builtins library was loaded beside it. Results files
@@ -72,66 +73,46 @@ impl fmt::Display for NvrtcLibrary {
     /// `NVRTC 13.5 at /path/libnvrtc.so.13 (found on LD_LIBRARY_PATH; builtins
     /// /path/libnvrtc-builtins.so.13.5)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "NVRTC {}.{} at {} ({}; ",
-            self.version.0,
-            self.version.1,
-            self.path.display(),
-            self.found_by
-        )?;
+        let ((major, minor), path, by) = (self.version, self.path.display(), self.found_by);
+        write!(f, "NVRTC {major}.{minor} at {path} ({by}; ")?;
         match &self.builtins {
             Some(b) => write!(f, "builtins {})", b.display()),
-            None => write!(
-                f,
-                "no {} beside it: left to the dynamic loader)",
-                self.builtins_name()
-            ),
+            None => {
+                let name = self.builtins_name();
+                write!(f, "no {name} beside it: left to the dynamic loader)")
+            }
         }
     }
 }
 
-/// Why no library was loaded; kept (unlike [`NvrtcError`], which may hold an
-/// `io::Error`) so every later call reports the same failure.
-#[derive(Clone, Debug)]
-pub(crate) enum LoadFailure {
-    NotFound {
-        places: Vec<String>,
-        failed: Vec<String>,
-    },
-    BadOverride {
-        value: PathBuf,
-        tried: Vec<String>,
-    },
-    Builtins {
-        library: PathBuf,
-        builtins: PathBuf,
-        reason: String,
-    },
-}
-
-impl LoadFailure {
-    pub(crate) fn to_error(&self) -> NvrtcError {
-        match self {
-            LoadFailure::NotFound { places, failed } => NvrtcError::NotFound {
-                places: places.clone(),
-                names: NAMES.iter().map(|n| n.to_string()).collect(),
-                failed: failed.clone(),
-            },
-            LoadFailure::BadOverride { value, tried } => NvrtcError::BadOverride {
-                value: value.clone(),
-                tried: tried.clone(),
-            },
-            LoadFailure::Builtins {
-                library,
-                builtins,
-                reason,
-            } => NvrtcError::Builtins {
-                library: library.clone(),
-                builtins: builtins.clone(),
-                reason: reason.clone(),
-            },
-        }
+/// A copy of a load error of [`load`] (one of `NotFound`, `BadOverride`, `Builtins`),
+/// so that every later call reports the same failure ([`NvrtcError`] may hold an
+/// `io::Error` and is not `Clone`).
+fn again(e: &NvrtcError) -> NvrtcError {
+    match e {
+        NvrtcError::NotFound {
+            places,
+            names,
+            failed,
+        } => NvrtcError::NotFound {
+            places: places.clone(),
+            names: names.clone(),
+            failed: failed.clone(),
+        },
+        NvrtcError::BadOverride { value, tried } => NvrtcError::BadOverride {
+            value: value.clone(),
+            tried: tried.clone(),
+        },
+        NvrtcError::Builtins {
+            library,
+            builtins,
+            reason,
+        } => NvrtcError::Builtins {
+            library: library.clone(),
+            builtins: builtins.clone(),
+            reason: reason.clone(),
+        },
+        other => unreachable!("not a load error: {other}"),
     }
 }
 
@@ -152,16 +133,12 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
     if !library.is_absolute() {
         return Vec::new();
     }
-    let mut dirs: Vec<PathBuf> = library.parent().into_iter().map(Path::to_owned).collect();
-    if let Some(real) = library
-        .canonicalize()
-        .ok()
-        .and_then(|r| r.parent().map(Path::to_owned))
-    {
-        if !dirs.contains(&real) {
-            dirs.push(real);
-        }
-    }
+    let real = library.canonicalize().ok();
+    let mut dirs: Vec<&Path> = [library.parent(), real.as_deref().and_then(Path::parent)]
+        .into_iter()
+        .flatten()
+        .collect();
+    dirs.dedup();
     let exact = builtins_name(version);
     let same_version = |rest: &str| {
         let v = format!("{}.{}", version.0, version.1);
@@ -173,22 +150,18 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
         .filter(|p| p.is_file())
         .collect();
     for dir in &dirs {
-        let mut others: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter(|e| {
-                        let name = e.file_name();
-                        let name = name.to_string_lossy();
-                        name != exact
-                            && name
-                                .strip_prefix("libnvrtc-builtins.so")
-                                .is_some_and(same_version)
-                    })
-                    .map(|e| e.path())
-                    .filter(|p| p.is_file())
-                    .collect()
+        let mut others: Vec<PathBuf> = (std::fs::read_dir(dir).into_iter())
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name != exact
+                    && (name.strip_prefix("libnvrtc-builtins.so")).is_some_and(same_version)
             })
-            .unwrap_or_default();
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
         others.sort();
         found.extend(others);
     }
@@ -201,7 +174,7 @@ fn builtins_candidates(library: &Path, version: (u32, u32)) -> Vec<PathBuf> {
 fn load_builtins(
     library: &Path,
     version: (u32, u32),
-) -> Result<Option<(PathBuf, UnixLibrary)>, LoadFailure> {
+) -> Result<Option<(PathBuf, UnixLibrary)>, NvrtcError> {
     let Some(path) = builtins_candidates(library, version).into_iter().next() else {
         return Ok(None);
     };
@@ -209,7 +182,7 @@ fn load_builtins(
     // has none with preconditions, and NVRTC would load the same file itself.
     match unsafe { UnixLibrary::open(Some(&path), RTLD_NOW | RTLD_GLOBAL) } {
         Ok(lib) => Ok(Some((path, lib))),
-        Err(e) => Err(LoadFailure::Builtins {
+        Err(e) => Err(NvrtcError::Builtins {
             library: library.to_owned(),
             builtins: path,
             reason: e.to_string(),
@@ -221,7 +194,7 @@ fn load_builtins(
 /// every function and answers `nvrtcVersion`, then loads its builtins library (a file
 /// there that does not load is an error, not a reason to try the next candidate: the
 /// search chose this NVRTC).
-pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
+pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, NvrtcError> {
     let mut failed = Vec::new();
     for c in &search.candidates {
         let opened = Api::open(&c.path).and_then(|api| {
@@ -230,14 +203,10 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
         });
         match opened {
             Ok((api, version)) => {
-                let path = if c.found_by == FoundBy::DynamicLoader {
-                    let name = c.path.to_string_lossy();
-                    crate::cuda::proc_maps::mapped_library(&name).unwrap_or_else(|| c.path.clone())
-                } else {
-                    c.path.clone()
-                };
-                let builtins = load_builtins(&path, version)?;
-                let (builtins, builtins_lib) = builtins.unzip();
+                let by_name = c.found_by == FoundBy::DynamicLoader;
+                let mapped = by_name.then(|| mapped_library(&c.path.to_string_lossy()));
+                let path = mapped.flatten().unwrap_or_else(|| c.path.clone());
+                let (builtins, builtins_lib) = load_builtins(&path, version)?.unzip();
                 return Ok(NvrtcLibrary {
                     path,
                     version,
@@ -254,12 +223,13 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
         }
     }
     Err(match &search.override_value {
-        Some(value) => LoadFailure::BadOverride {
+        Some(value) => NvrtcError::BadOverride {
             value: value.clone(),
             tried: failed,
         },
-        None => LoadFailure::NotFound {
+        None => NvrtcError::NotFound {
             places: search.places.clone(),
+            names: NAMES.iter().map(|n| n.to_string()).collect(),
             failed,
         },
     })
@@ -271,7 +241,7 @@ pub(crate) fn load(search: &Search) -> Result<NvrtcLibrary, LoadFailure> {
 /// outcome (success or failure) is kept, because a process cannot unload one NVRTC and
 /// load another safely while programs may be alive.
 pub fn library() -> Result<&'static NvrtcLibrary, NvrtcError> {
-    static LOADED: OnceLock<Result<NvrtcLibrary, LoadFailure>> = OnceLock::new();
+    static LOADED: OnceLock<Result<NvrtcLibrary, NvrtcError>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
             let driver_major = crate::cuda::libcuda::version()
@@ -280,7 +250,7 @@ pub fn library() -> Result<&'static NvrtcLibrary, NvrtcError> {
             load(&search(&SearchEnv::from_process(), driver_major))
         })
         .as_ref()
-        .map_err(LoadFailure::to_error)
+        .map_err(again)
 }
 
 #[cfg(test)]
@@ -312,7 +282,7 @@ mod tests {
             ),
             None,
         );
-        let err = load(&s).unwrap_err().to_error();
+        let err = load(&s).unwrap_err();
         match &err {
             NvrtcError::BadOverride { value, tried } => {
                 assert_eq!(value, Path::new("/opt/n"));
@@ -348,7 +318,7 @@ mod tests {
             .retain(|c| c.found_by != FoundBy::DynamicLoader);
         assert_eq!(s.candidates.len(), 1, "{:?}", s.candidates);
         let failure = load(&s).expect_err("an empty file loaded as NVRTC");
-        let msg = failure.to_error().to_string();
+        let msg = failure.to_string();
         let r = root.path().display();
         for part in [
             format!("{r}/ld, "),
@@ -461,7 +431,7 @@ mod tests {
         let Err(failure) = load_builtins(&lib, (13, 0)) else {
             panic!("a file that is not a library loaded as NVRTC's builtins");
         };
-        let err = failure.to_error();
+        let err = failure;
         match &err {
             NvrtcError::Builtins {
                 library, builtins, ..

@@ -106,21 +106,15 @@ impl SearchEnv {
 
     /// The entries of a `:`-separated list variable, empty ones dropped.
     fn list(&self, name: &str) -> Vec<PathBuf> {
-        self.var(name)
-            .map(|v| {
-                std::env::split_paths(v)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let value = self.var(name).unwrap_or_default();
+        std::env::split_paths(value)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect()
     }
 
     /// Where `path` is in this environment's file system.
     fn at(&self, path: &Path) -> PathBuf {
-        match path.strip_prefix("/") {
-            Ok(rel) => self.root.join(rel),
-            Err(_) => path.to_owned(),
-        }
+        (path.strip_prefix("/")).map_or_else(|_| path.to_owned(), |rel| self.root.join(rel))
     }
 }
 
@@ -149,9 +143,7 @@ pub(crate) struct Search {
 /// The sort key that puts the preferred CUDA major first: majors the driver supports
 /// (not newer than `driver_major`), highest first; then newer majors, highest first;
 /// then files whose major is unknown. Without a driver every known major is acceptable.
-///
-/// Why: a cubin (and PTX of a newer ISA) from an NVRTC newer than the driver may not
-/// load, so the newest NVRTC the driver can run wins over an even newer one.
+/// (Why: the [module documentation](super).)
 pub(crate) fn preference(major: Option<u32>, driver_major: Option<u32>) -> (u8, Reverse<u32>) {
     match (major, driver_major) {
         (None, _) => (2, Reverse(0)),
@@ -162,7 +154,7 @@ pub(crate) fn preference(major: Option<u32>, driver_major: Option<u32>) -> (u8, 
 
 /// Lists the NVRTC libraries `env` offers, in the order the loader should try them.
 ///
-/// `IKP_NVRTC`, when set, is the only source. Otherwise the files of rules (b) to (d) of
+/// `IKP_NVRTC`, when set, is the only source. Otherwise the files of places 2 to 4 of
 /// the [module documentation](super) are ordered by [`preference`] (the rule order breaks
 /// ties), and the bare names for the dynamic loader come last.
 pub(crate) fn search(env: &SearchEnv, driver_major: Option<u32>) -> Search {
@@ -172,42 +164,40 @@ pub(crate) fn search(env: &SearchEnv, driver_major: Option<u32>) -> Search {
         places: Vec::new(),
         seen: HashSet::new(),
     };
-    if let Some(value) = env.var(ENV_VAR) {
-        let value = PathBuf::from(value);
-        let at = env.at(&value);
+    let override_value = env.var(ENV_VAR).map(PathBuf::from);
+    if let Some(value) = &override_value {
+        let at = env.at(value);
         c.places.push(at.display().to_string());
         if at.is_dir() {
             c.dir(&at, FoundBy::IkpNvrtc);
         } else if at.exists() {
             c.file(at, FoundBy::IkpNvrtc);
         }
-        c.sort(driver_major);
-        return Search {
-            candidates: c.candidates,
-            places: c.places,
-            override_value: Some(value),
-        };
+    } else {
+        for dir in env.list("LD_LIBRARY_PATH") {
+            c.dir(&env.at(&dir), FoundBy::LdLibraryPath);
+        }
+        c.cuda_dirs();
+        c.python_packages();
     }
-    for dir in env.list("LD_LIBRARY_PATH") {
-        c.dir(&env.at(&dir), FoundBy::LdLibraryPath);
+    c.candidates
+        .sort_by_key(|c| preference(c.major, driver_major));
+    if override_value.is_none() {
+        let mut bare: Vec<Candidate> = NAMES
+            .iter()
+            .map(|n| Candidate {
+                path: PathBuf::from(n),
+                major: major_in_name(n),
+                found_by: FoundBy::DynamicLoader,
+            })
+            .collect();
+        bare.sort_by_key(|b| preference(b.major, driver_major));
+        c.candidates.extend(bare);
     }
-    c.cuda_dirs();
-    c.python_packages();
-    c.sort(driver_major);
-    let mut bare: Vec<Candidate> = NAMES
-        .iter()
-        .map(|n| Candidate {
-            path: PathBuf::from(n),
-            major: major_in_name(n),
-            found_by: FoundBy::DynamicLoader,
-        })
-        .collect();
-    bare.sort_by_key(|b| preference(b.major, driver_major));
-    c.candidates.extend(bare);
     Search {
         candidates: c.candidates,
         places: c.places,
-        override_value: None,
+        override_value,
     }
 }
 
@@ -228,8 +218,12 @@ impl Collector<'_> {
     /// The files of [`NAMES`] in `dir`.
     fn dir(&mut self, dir: &Path, found_by: FoundBy) {
         self.place(dir.display().to_string());
-        for name in NAMES {
-            let path = dir.join(name);
+        self.files(dir, found_by);
+    }
+
+    /// The files of [`NAMES`] in `dir`, without listing `dir` as a place.
+    fn files(&mut self, dir: &Path, found_by: FoundBy) {
+        for path in NAMES.map(|name| dir.join(name)) {
             if path.is_file() {
                 self.file(path, found_by);
             }
@@ -248,7 +242,7 @@ impl Collector<'_> {
         }
     }
 
-    /// Rule (c): CUDA toolkits, then the system library directories.
+    /// Place 3: CUDA toolkits, then the system library directories.
     fn cuda_dirs(&mut self) {
         let env = self.env;
         for var in ["CUDA_HOME", "CUDA_PATH"] {
@@ -273,10 +267,8 @@ impl Collector<'_> {
         }
     }
 
-    /// Rule (d): NVIDIA's pip packages in the active Python environment (a virtual
-    /// environment, else a conda one), as NVIDIA's `cuda.pathfinder` looks in the running
-    /// interpreter's. Other interpreters on the machine are not guessed at: `IKP_NVRTC` or
-    /// `LD_LIBRARY_PATH` name one.
+    /// Place 4: NVIDIA's pip packages in the active Python environment (a virtual
+    /// environment, else a conda one); no other interpreter's.
     fn python_packages(&mut self) {
         let env = self.env;
         for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
@@ -308,28 +300,14 @@ impl Collector<'_> {
         let nvidia = site.join("nvidia");
         self.place(nvidia.join("*/lib").display().to_string());
         let mut dirs = vec![nvidia.join("cu13"), nvidia.join("cuda_nvrtc")];
-        let mut others: Vec<PathBuf> = std::fs::read_dir(&nvidia)
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-            .unwrap_or_default();
+        let entries = std::fs::read_dir(&nvidia).into_iter().flatten().flatten();
+        let mut others: Vec<PathBuf> = entries.map(|e| e.path()).collect();
         others.sort();
         others.retain(|d| !dirs.contains(d));
         dirs.extend(others);
         for dir in dirs {
-            let lib = dir.join("lib");
-            if lib.is_dir() {
-                for name in NAMES {
-                    let path = lib.join(name);
-                    if path.is_file() {
-                        self.file(path, FoundBy::PythonPackage);
-                    }
-                }
-            }
+            self.files(&dir.join("lib"), FoundBy::PythonPackage);
         }
-    }
-
-    fn sort(&mut self, driver_major: Option<u32>) {
-        self.candidates
-            .sort_by_key(|c| preference(c.major, driver_major));
     }
 }
 
@@ -337,22 +315,20 @@ impl Collector<'_> {
 /// (the numbers in the rest of the name compare as numbers: `cuda-12.10` before
 /// `cuda-12.4`).
 fn children(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut found: Vec<(Vec<u32>, String, PathBuf)> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().to_str()?.to_owned();
-                    let rest = name.strip_prefix(prefix)?;
-                    let numbers = rest
-                        .split(|c: char| !c.is_ascii_digit())
-                        .filter_map(|n| n.parse().ok())
-                        .collect();
-                    Some((numbers, name.clone(), e.path()))
-                })
-                .filter(|(_, _, p)| p.is_dir())
-                .collect()
+    let mut found: Vec<(Vec<u32>, String, PathBuf)> = (std::fs::read_dir(dir).into_iter())
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let rest = name.strip_prefix(prefix)?;
+            let numbers = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            Some((numbers, name.clone(), e.path()))
         })
-        .unwrap_or_default();
+        .filter(|(_, _, p)| p.is_dir())
+        .collect();
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     found.into_iter().map(|(_, _, p)| p).collect()
 }

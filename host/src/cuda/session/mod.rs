@@ -9,19 +9,14 @@
 //! writes the Perfetto trace, and [`HostSession::write_trace`] writes the Chrome trace,
 //! its `_summary.json` and, when asked, the per-block region distributions.
 //!
-//! **Host clock sync.** [`HostSession::new`] and [`HostSession::reset`] also sample the
-//! host's `CLOCK_REALTIME` and `CLOCK_MONOTONIC` together with the GPU's `%globaltimer`
-//! (a one-thread probe kernel launched [`SessionOptions::clock_sync_samples`] times, 16 by
-//! default, on the session's stream; the reading with the shortest round trip wins, see
-//! [`crate::clock_sync`]) and store the mapping in the buffer header
-//! ([`Layout::clock_sync`]), so that `ikp decode --host-clock` and `ikp merge` can place
-//! the launch on the host's timeline (the PyTorch profiler's, for one). Taking it at every
-//! reset keeps the single offset fresh in a loop of launches (the two clocks drift apart
-//! slowly). It costs one probe-module load per session (a PTX JIT, about a millisecond)
-//! and one launch plus a stream synchronize per reading (some 5 to 20 µs each), so about
-//! 0.1 to 0.3 ms per `new` or `reset`: open the session with
-//! [`HostSession::with_options`] and `clock_sync_samples: 0` to skip it (the header then
-//! keeps whatever `layout.clock_sync` says, normally `None`).
+//! **Host clock sync.** [`HostSession::new`] and [`HostSession::reset`] also map the GPU's
+//! `%globaltimer` onto the host's clocks ([`crate::clock_sync`], by a probe kernel on the
+//! session's stream) and store the mapping in the buffer header ([`Layout::clock_sync`]),
+//! so that `ikp decode --host-clock` and `ikp merge` can place the launch on the host's
+//! timeline (the PyTorch profiler's, for one); at every reset, so the single offset stays
+//! fresh in a loop of launches. It costs a PTX JIT (about a millisecond) per session and
+//! 5 to 20 µs per reading, about 0.1 to 0.3 ms per `new` or `reset`:
+//! [`SessionOptions::clock_sync_samples`] = 0 skips it.
 //!
 //! ```no_run
 //! use ikp_device::{Layout, TimerMode};
@@ -163,10 +158,8 @@ impl HostSession {
         let buf = stream
             .alloc_zeros::<u64>(len)
             .map_err(|e| SessionError::driver("cuMemAlloc (ikp buffer)", e))?;
-        let probe = match opts.clock_sync_samples {
-            0 => None,
-            n => Some(ClockProbe::new(stream, n)?),
-        };
+        let n = opts.clock_sync_samples;
+        let probe = (n > 0).then(|| ClockProbe::new(stream, n)).transpose()?;
         let mut session = HostSession {
             stream: stream.clone(),
             layout,
@@ -198,8 +191,7 @@ impl HostSession {
     /// Uploads the header, then waits for the session's stream: see the stream rule on
     /// [`HostSession`].
     fn write_header(&mut self) -> Result<(), SessionError> {
-        let n = self.header.len();
-        let mut head = self.buf.slice_mut(0..n);
+        let mut head = self.buf.slice_mut(0..self.header.len());
         self.stream
             .memcpy_htod(&self.header, &mut head)
             .map_err(|e| SessionError::driver("cuMemcpyHtoDAsync (ikp header)", e))?;
@@ -302,8 +294,7 @@ impl HostSession {
     /// `ikp decode` reads. The file appears whole or not at all.
     pub fn save_buffer(&self, path: impl AsRef<Path>) -> Result<(), SessionError> {
         let bytes = self.buffer_bytes()?;
-        atomic::write_file(path.as_ref(), |w| w.write_all(&bytes))?;
-        Ok(())
+        Ok(atomic::write_file(path.as_ref(), |w| w.write_all(&bytes))?)
     }
 
     /// Decodes the read-back buffer into the trace model.

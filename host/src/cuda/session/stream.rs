@@ -80,10 +80,8 @@ impl StreamSession {
         rc.result().map_err(|e| {
             SessionError::driver("cuMemHostGetDevicePointer (ikp stream buffer)", e)
         })?;
-        let probe = match opts.clock_sync_samples {
-            0 => None,
-            n => Some(ClockProbe::new(stream, n)?),
-        };
+        let n = opts.clock_sync_samples;
+        let probe = (n > 0).then(|| ClockProbe::new(stream, n)).transpose()?;
         Ok(StreamSession {
             stream: stream.clone(),
             layout,
@@ -137,11 +135,8 @@ impl StreamSession {
                 io::Error::other("the stream launch failed")
             })
         });
-        match (written, failure) {
-            (_, Some(e)) => Err(e),
-            (Ok(stats), None) => Ok(stats),
-            (Err(e), None) => Err(e.into()),
-        }
+        // The launch's own error first: the write only failed because of it.
+        failure.map_or_else(|| Ok(written?), Err)
     }
 
     /// Runs `launch` with a drain thread writing to `out`, until the stream is idle.
