@@ -58,22 +58,8 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 \tmov.b64 {{%ia2, %ia3}}, %ib2;
 \tcvt.u32.u64 %ia4, %ib3;
 \tcvt.u32.u64 %ia15, %ib11;
-\tmov.u32 %ia5, %tid.z;
-\tmov.u32 %ia6, %ntid.y;
-\tmov.u32 %ia7, %tid.y;
-\tmad.lo.u32 %ia5, %ia5, %ia6, %ia7;
-\tmov.u32 %ia6, %ntid.x;
-\tmov.u32 %ia7, %tid.x;
-\tmad.lo.u32 %ia5, %ia5, %ia6, %ia7;
-\tshr.u32 %ia5, %ia5, 5;
-\tmov.u32 %ia6, %ctaid.z;
-\tmov.u32 %ia7, %nctaid.y;
-\tmov.u32 %ia8, %ctaid.y;
-\tmad.lo.u32 %ia6, %ia6, %ia7, %ia8;
-\tmov.u32 %ia7, %nctaid.x;
-\tmov.u32 %ia8, %ctaid.x;
-\tmad.lo.u32 %ia6, %ia6, %ia7, %ia8;
-\tmad.lo.u32 %ia6, %ia6, %ia4, %ia5;
+{thread}\tshr.u32 %ia5, %ia5, 5;
+{block}\tmad.lo.u32 %ia6, %ia6, %ia4, %ia5;
 \tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
 \tsetp.lt.and.u32 %iq0, %ia6, %ia2, %iq0;
 \tactivemask.b32 %ia7;
@@ -117,6 +103,8 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 \t@%iq1 st.global.u64 [%ikp_lane+{start_clk}], %ib9;
 \t@%iq1 st.global.u64 [%ikp_lane+{ids}], %ib10;
 ",
+        thread = linear("%ia5", "%tid", "%ntid"),
+        block = linear("%ia6", "%ctaid", "%nctaid"),
         hw = w(wire::hdr::VERSION),
         lanes = w(wire::hdr::LANES),
         groups = w(wire::hdr::GROUPS),
@@ -134,6 +122,17 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
     }
     s += "}\n";
     s
+}
+
+/// `dst = x + nx * (y + ny * z)` of the special registers `{index}.{x,y,z}` and
+/// `{size}.{x,y}` (a thread's index in its block, a block's in the grid), through
+/// `%ia7` / `%ia8`.
+fn linear(dst: &str, index: &str, size: &str) -> String {
+    format!(
+        "\tmov.u32 {dst}, {index}.z;\n\tmov.u32 %ia7, {size}.y;\n\tmov.u32 %ia8, {index}.y;\n\
+         \tmad.lo.u32 {dst}, {dst}, %ia7, %ia8;\n\tmov.u32 %ia7, {size}.x;\n\tmov.u32 %ia8, {index}.x;\n\
+         \tmad.lo.u32 {dst}, {dst}, %ia7, %ia8;\n"
+    )
 }
 
 /// One record by the lowest active thread: stamp, take a slot, store (or count a drop).
