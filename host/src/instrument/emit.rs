@@ -174,8 +174,10 @@ pub(crate) fn loop_trip(k: usize) -> String {
 /// A loop's end, recorded by its begin's owner, who then owns it no more: the end record
 /// and, right after it, a counter sample of the loop's counter `k` (`MetaKind::CounterSample`,
 /// value = the trip count, timed by the end before it), in two slots taken by one atomic
-/// add (both or neither: a lane with one slot left drops both); the trip count is also added
-/// to the counter's total in the lane's trailer, as `ikp.cuh`'s counted waits do.
+/// add. A lane with one slot left keeps the end and drops the sample (a drop-newest lane
+/// drops only once full); the add's excess is handed back (`-1` or `-2` written, as many
+/// more dropped). The trip count is also added to the counter's total in the lane's
+/// trailer, as `ikp.cuh`'s counted waits do.
 pub(crate) fn loop_end(k: usize, region: u32) -> String {
     let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
     let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
@@ -183,9 +185,9 @@ pub(crate) fn loop_end(k: usize, region: u32) -> String {
         | Kind::Meta as u32;
     format!(
         "{{ // ikp: loop end
-\t.reg .pred %iq<3>;
+\t.reg .pred %iq<6>;
 \t.reg .b32 %ia<6>;
-\t.reg .b64 %ib<4>;
+\t.reg .b64 %ib<5>;
 \tmov.u32 %ia0, %globaltimer_lo;
 \tand.pred %iq0, %ikp_own{k}, %ikp_on;
 \tactivemask.b32 %ia1;
@@ -198,17 +200,21 @@ pub(crate) fn loop_end(k: usize, region: u32) -> String {
 \tcvt.u32.u64 %ia3, %ib0;
 \tadd.s32 %ia5, %ia3, 1;
 \tsetp.lt.and.u32 %iq1, %ia5, %ikp_r, %iq0;
-\tsetp.ge.and.u32 %iq2, %ia5, %ikp_r, %iq0;
+\tsetp.lt.and.u32 %iq3, %ia3, %ikp_r, %iq0;
+\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;
+\txor.pred %iq4, %iq3, %iq1;
+\tor.pred %iq5, %iq2, %iq4;
+\tselp.b64 %ib4, 8589934590, 4294967295, %iq2;
 \tcvt.u64.u32 %ib2, %ia2;
-\tadd.s64 %ib2, %ib2, 8589934590;
-\t@%iq2 red.global.add.u64 [%ikp_cnt], %ib2;
+\tadd.s64 %ib4, %ib4, %ib2;
+\t@%iq5 red.global.add.u64 [%ikp_cnt], %ib4;
 \tmov.b32 %ia4, {end_tag};
 \tmov.b64 %ib1, {{%ia4, %ia0}};
 \tmov.b32 %ia4, {sample_tag};
 \tmov.b64 %ib3, {{%ia4, %ikp_trip{k}}};
 \tmul.wide.u32 %ib2, %ia3, 8;
 \tadd.s64 %ib2, %ikp_lane, %ib2;
-\t@%iq1 st.global.u64 [%ib2+{events}], %ib1;
+\t@%iq3 st.global.u64 [%ib2+{events}], %ib1;
 \t@%iq1 st.global.u64 [%ib2+{next}], %ib3;
 \tcvt.u64.u32 %ib3, %ikp_trip{k};
 \t@%iq0 red.global.add.u64 [%ikp_cnt+{total}], %ib3;

@@ -1,0 +1,560 @@
+//! `ikp instrument`'s probes run on the CPU: a small PTX interpreter for the instructions the
+//! probes and the test kernels use, warps in lockstep, blocks one after another. It runs an
+//! instrumented kernel into a buffer laid out by the host as on a GPU, and the native
+//! decoder reads it: the probes' address arithmetic, record encoding, slot atomics, drop
+//! counting, epochs and trip-count samples are checked without a GPU (the GPU checks are
+//! `session_gpu::instrumented_ptx_*` and the bundle's `python/triton-probes`).
+//!
+//! Control flow must be uniform within a warp (the interpreter asserts it): divergence is
+//! the GPU checks' to prove.
+
+use std::collections::HashMap;
+
+use ikp_host::instrument::{instrument, ProbeSet};
+use ikp_host::{decode_launches, DecodeOptions, Trace};
+
+/// A kernel with a run-time loop of `n` iterations; each thread stores its count.
+const ONE_LOOP: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry one_loop(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<2>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\n\
+$L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L1;\n\
+.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"k.py\"\n";
+
+#[derive(Clone, Debug)]
+enum Line {
+    Label(String),
+    Ins {
+        guard: Option<(bool, String)>,
+        op: String,
+        args: Vec<String>,
+    },
+}
+
+/// The kernel's body as labels and instructions (one statement per line, as the
+/// instrumenter and `ONE_LOOP` write them; scopes and declarations dropped).
+fn program(ptx: &str, kernel: &str) -> Vec<Line> {
+    let start = ptx.find(&format!(".entry {kernel}(")).unwrap();
+    let body = &ptx[start + ptx[start..].find('{').unwrap() + 1..];
+    let mut out = Vec::new();
+    for raw in body.lines() {
+        let l = raw.split("//").next().unwrap().trim();
+        if l.is_empty() || l.starts_with('{') || l.starts_with('}') || l.starts_with('.') {
+            continue;
+        }
+        if let Some(label) = l.strip_suffix(':') {
+            out.push(Line::Label(label.to_string()));
+            continue;
+        }
+        let l = l.trim_end_matches(';');
+        let (guard, rest) = match l.strip_prefix('@') {
+            Some(g) => {
+                let (g, rest) = g.split_once(char::is_whitespace).unwrap();
+                let neg = g.starts_with('!');
+                (
+                    Some((neg, g.trim_start_matches('!').to_string())),
+                    rest.trim(),
+                )
+            }
+            None => (None, l),
+        };
+        let (op, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        out.push(Line::Ins {
+            guard,
+            op: op.to_string(),
+            args: split_args(args),
+        });
+    }
+    out
+}
+
+/// Operands split at top-level commas (`{%a, %b}` and `[%r+8]` stay whole).
+fn split_args(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0);
+    for c in s.chars() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Global memory: the buffer, the symbol, the kernel's output.
+struct Memory {
+    words: HashMap<u64, u64>,
+}
+
+impl Memory {
+    fn load(&self, addr: u64, bytes: u32) -> u64 {
+        let w = self.words.get(&(addr & !7)).copied().unwrap_or(0);
+        if bytes == 8 {
+            assert_eq!(addr % 8, 0, "unaligned 64-bit access {addr:#x}");
+            w
+        } else {
+            (w >> ((addr % 8) * 8)) & 0xFFFF_FFFF
+        }
+    }
+    fn store(&mut self, addr: u64, bytes: u32, v: u64) {
+        let w = self.words.entry(addr & !7).or_insert(0);
+        if bytes == 8 {
+            *w = v;
+        } else {
+            let shift = (addr % 8) * 8;
+            *w = (*w & !(0xFFFF_FFFFu64 << shift)) | ((v & 0xFFFF_FFFF) << shift);
+        }
+    }
+}
+
+struct Thread {
+    regs: HashMap<String, u64>,
+    tid: [u64; 3],
+    lane: u64,
+}
+
+struct Launch<'a> {
+    symbols: &'a HashMap<String, u64>,
+    params: &'a HashMap<String, u64>,
+    ntid: [u64; 3],
+    ctaid: [u64; 3],
+    nctaid: [u64; 3],
+    clock: u64,
+}
+
+fn width(op: &str) -> u32 {
+    if op.contains("64") {
+        8
+    } else {
+        4
+    }
+}
+
+fn value(t: &Thread, l: &mut Launch, a: &str) -> u64 {
+    let a = a.trim();
+    if let Some(s) = a.strip_prefix('%') {
+        let special = |n: &str, v: [u64; 3]| -> Option<u64> {
+            n.strip_prefix('.').and_then(|d| match d {
+                "x" => Some(v[0]),
+                "y" => Some(v[1]),
+                "z" => Some(v[2]),
+                _ => None,
+            })
+        };
+        for (name, v) in [
+            ("tid", t.tid),
+            ("ntid", l.ntid),
+            ("ctaid", l.ctaid),
+            ("nctaid", l.nctaid),
+        ] {
+            if let Some(rest) = s.strip_prefix(name) {
+                if let Some(x) = special(rest, v) {
+                    return x;
+                }
+            }
+        }
+        match s {
+            "globaltimer" => {
+                l.clock += 10;
+                return 1_000_000_000 + l.clock;
+            }
+            "globaltimer_lo" => {
+                l.clock += 10;
+                return (1_000_000_000 + l.clock) & 0xFFFF_FFFF;
+            }
+            "clock64" => return 5_000 + l.clock,
+            "smid" => return l.ctaid[0] % 7,
+            "laneid" => return t.lane,
+            _ => {}
+        }
+        return *t
+            .regs
+            .get(a)
+            .unwrap_or_else(|| panic!("register {a} read before written"));
+    }
+    if let Some(neg) = a.strip_prefix('!') {
+        return (value(t, l, neg) == 0) as u64;
+    }
+    if let Some(v) = l.symbols.get(a) {
+        return *v;
+    }
+    if let Some(h) = a.strip_prefix("0x") {
+        return u64::from_str_radix(h, 16).unwrap();
+    }
+    a.parse::<i64>()
+        .map(|v| v as u64)
+        .unwrap_or_else(|_| panic!("operand {a}"))
+}
+
+/// `[%r+8]`, `[sym]`, `[%r+-16]` -> address.
+fn address(t: &Thread, l: &mut Launch, a: &str) -> u64 {
+    let inner = a
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .replace(' ', "");
+    let (base, off) = match inner.split_once('+') {
+        Some((b, o)) => (b.to_string(), o.parse::<i64>().unwrap()),
+        None => (inner.clone(), 0),
+    };
+    value(t, l, &base).wrapping_add(off as u64)
+}
+
+/// Runs the kernel over the grid; returns nothing (memory holds the results).
+fn run(
+    prog: &[Line],
+    mem: &mut Memory,
+    symbols: &HashMap<String, u64>,
+    params: &HashMap<String, u64>,
+    grid: u64,
+    block: u64,
+) {
+    let labels: HashMap<&str, usize> = prog
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| match l {
+            Line::Label(n) => Some((n.as_str(), i)),
+            _ => None,
+        })
+        .collect();
+    let mut clock = 0;
+    for b in 0..grid {
+        for w in 0..block.div_ceil(32) {
+            let n = (block - w * 32).min(32);
+            let mut threads: Vec<Thread> = (0..n)
+                .map(|i| Thread {
+                    regs: HashMap::new(),
+                    tid: [w * 32 + i, 0, 0],
+                    lane: i,
+                })
+                .collect();
+            let mut l = Launch {
+                symbols,
+                params,
+                ntid: [block, 1, 1],
+                ctaid: [b, 0, 0],
+                nctaid: [grid, 1, 1],
+                clock,
+            };
+            let mask = if n == 32 {
+                u32::MAX as u64
+            } else {
+                (1u64 << n) - 1
+            };
+            let mut pc = 0;
+            'warp: while pc < prog.len() {
+                let Line::Ins { guard, op, args } = &prog[pc] else {
+                    pc += 1;
+                    continue;
+                };
+                let on: Vec<bool> = threads
+                    .iter()
+                    .map(|t| match guard {
+                        None => true,
+                        Some((neg, p)) => (t.regs[p] != 0) != *neg,
+                    })
+                    .collect();
+                let base = op.split('.').next().unwrap();
+                match base {
+                    "bra" => {
+                        assert!(
+                            on.iter().all(|&x| x == on[0]),
+                            "divergent branch at {pc}: {op} {args:?}"
+                        );
+                        if on[0] {
+                            pc = labels[args[0].as_str()];
+                            continue;
+                        }
+                    }
+                    "ret" | "exit" => {
+                        assert!(on.iter().all(|&x| x == on[0]), "divergent {op}");
+                        if on[0] {
+                            break 'warp;
+                        }
+                    }
+                    "shfl" => {
+                        let src: Vec<u64> = threads.iter().map(|t| t.regs[&args[1]]).collect();
+                        for (t, &go) in threads.iter_mut().zip(&on) {
+                            if go {
+                                let from = value(t, &mut l, &args[2]) as usize;
+                                t.regs.insert(args[0].clone(), src[from]);
+                            }
+                        }
+                    }
+                    _ => {
+                        for (t, &go) in threads.iter_mut().zip(&on) {
+                            if go {
+                                step(t, &mut l, mem, base, op, args, mask);
+                            }
+                        }
+                    }
+                }
+                pc += 1;
+            }
+            clock = l.clock;
+        }
+    }
+}
+
+fn step(
+    t: &mut Thread,
+    l: &mut Launch,
+    mem: &mut Memory,
+    base: &str,
+    op: &str,
+    a: &[String],
+    mask: u64,
+) {
+    let w = width(op);
+    let trunc = |v: u64| if w == 8 { v } else { v & 0xFFFF_FFFF };
+    let v = |t: &Thread, l: &mut Launch, i: usize| value(t, l, &a[i]);
+    let set = |t: &mut Thread, r: &str, x: u64| {
+        t.regs.insert(r.to_string(), x);
+    };
+    match base {
+        "ld" => {
+            let addr = if op.starts_with("ld.param") {
+                l.params[a[1].trim_matches(|c| c == '[' || c == ']')]
+            } else {
+                address(t, l, &a[1])
+            };
+            let x = if op.starts_with("ld.param") {
+                addr
+            } else {
+                mem.load(addr, w)
+            };
+            set(t, &a[0], x);
+        }
+        "st" => {
+            let addr = address(t, l, &a[0]);
+            let x = v(t, l, 1);
+            mem.store(addr, w, x);
+        }
+        "atom" | "red" => {
+            let (addr_i, val_i) = if base == "atom" { (1, 2) } else { (0, 1) };
+            let addr = address(t, l, &a[addr_i]);
+            let x = v(t, l, val_i);
+            let old = mem.load(addr, w);
+            let new = if op.contains(".max") {
+                old.max(x)
+            } else {
+                trunc(old.wrapping_add(x))
+            };
+            mem.store(addr, w, new);
+            if base == "atom" {
+                set(t, &a[0], old);
+            }
+        }
+        "mov" => {
+            let dst = &a[0];
+            if let Some(list) = dst.strip_prefix('{') {
+                // Unpack a 64-bit value into two 32-bit registers.
+                let x = v(t, l, 1);
+                let regs: Vec<&str> = list
+                    .trim_end_matches('}')
+                    .split(',')
+                    .map(str::trim)
+                    .collect();
+                set(t, regs[0], x & 0xFFFF_FFFF);
+                set(t, regs[1], x >> 32);
+            } else if let Some(list) = a[1].strip_prefix('{') {
+                let regs: Vec<String> = list
+                    .trim_end_matches('}')
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .collect();
+                let (lo, hi) = (
+                    value(t, l, &regs[0]) & 0xFFFF_FFFF,
+                    value(t, l, &regs[1]) & 0xFFFF_FFFF,
+                );
+                set(t, dst, lo | hi << 32);
+            } else if a[1] == "%lanemask_lt" {
+                set(t, dst, (1u64 << t.lane) - 1);
+            } else {
+                let x = v(t, l, 1);
+                set(
+                    t,
+                    dst,
+                    if op.ends_with(".pred") {
+                        (x != 0) as u64
+                    } else {
+                        trunc(x)
+                    },
+                );
+            }
+        }
+        "activemask" => set(t, &a[0], mask),
+        "setp" => {
+            let parts: Vec<&str> = op.split('.').collect();
+            let (cmp, signed) = (parts[1], op.ends_with(".s32"));
+            let (x, y) = (v(t, l, 1), v(t, l, 2));
+            let (x, y) = if signed {
+                (x as u32 as i32 as i64, y as u32 as i32 as i64)
+            } else {
+                (x as i64, y as i64)
+            };
+            let r = match cmp {
+                "eq" => x == y,
+                "ne" => x != y,
+                "lt" => x < y,
+                "le" => x <= y,
+                "gt" => x > y,
+                "ge" => x >= y,
+                c => panic!("setp.{c}"),
+            };
+            let r = if parts.contains(&"and") {
+                r && v(t, l, 3) != 0
+            } else {
+                r
+            };
+            set(t, &a[0], r as u64);
+        }
+        "selp" => {
+            let x = if v(t, l, 3) != 0 {
+                v(t, l, 1)
+            } else {
+                v(t, l, 2)
+            };
+            set(t, &a[0], x);
+        }
+        "and" | "or" | "xor" | "add" | "sub" | "shl" | "shr" | "min" | "max" | "mul" | "mad"
+        | "neg" | "bfind" | "cvt" => {
+            let x = if base == "cvt" || base == "neg" || base == "bfind" {
+                0
+            } else {
+                v(t, l, 1)
+            };
+            let r = match base {
+                "and" if op.ends_with(".pred") => ((x != 0) && (v(t, l, 2) != 0)) as u64,
+                "and" => x & v(t, l, 2),
+                "or" => x | v(t, l, 2),
+                "xor" => x ^ v(t, l, 2),
+                "add" => x.wrapping_add(v(t, l, 2)),
+                "sub" => x.wrapping_sub(v(t, l, 2)),
+                "shl" => x << v(t, l, 2),
+                "shr" => x >> v(t, l, 2),
+                "min" => x.min(v(t, l, 2)),
+                "max" => x.max(v(t, l, 2)),
+                "mul" if op.starts_with("mul.wide") => {
+                    (x & 0xFFFF_FFFF) * (v(t, l, 2) & 0xFFFF_FFFF)
+                }
+                "mul" => x.wrapping_mul(v(t, l, 2)),
+                "mad" => x.wrapping_mul(v(t, l, 2)).wrapping_add(v(t, l, 3)),
+                "neg" => v(t, l, 1).wrapping_neg(),
+                "bfind" => 63 - (v(t, l, 1) & 0xFFFF_FFFF).leading_zeros() as u64,
+                "cvt" => {
+                    v(t, l, 1)
+                        & if op.starts_with("cvt.u32") {
+                            0xFFFF_FFFF
+                        } else {
+                            u64::MAX
+                        }
+                }
+                _ => unreachable!(),
+            };
+            let keep64 =
+                op.starts_with("mul.wide") || op.contains("64") && !op.starts_with("cvt.u32");
+            set(t, &a[0], if keep64 { r } else { r & 0xFFFF_FFFF });
+        }
+        other => panic!("the emulator does not know {other} ({op})"),
+    }
+}
+
+const BUF: u64 = 0x1000_0000;
+const SYM: u64 = 0x2000_0000;
+const OUT: u64 = 0x3000_0000;
+
+/// Instruments `ONE_LOOP`, lays out its buffer for `blocks` x 2 warps, `records` per warp and
+/// `epochs`, runs `launches` launches of `n` iterations, decodes.
+fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
+    let out = instrument(ONE_LOOP, &ProbeSet::default()).unwrap();
+    let k = &out.manifest.kernels[0];
+    let layout = k.layout(blocks as u32, None, records, epochs);
+    let mut mem = Memory {
+        words: HashMap::new(),
+    };
+    for (i, w) in layout.header_words().unwrap().iter().enumerate() {
+        mem.store(BUF + 8 * i as u64, 8, *w);
+    }
+    mem.store(SYM, 8, BUF);
+    let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
+    let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]);
+    let prog = program(&out.ptx, "one_loop");
+    for _ in 0..launches {
+        run(&prog, &mut mem, &symbols, &params, blocks, 64);
+    }
+    assert_eq!(mem.load(OUT, 4), n, "the kernel's own result");
+    let words: Vec<u64> = (0..layout.buffer_words())
+        .map(|i| mem.load(BUF + 8 * i, 8))
+        .collect();
+    decode_launches(&words, &DecodeOptions::default()).unwrap()
+}
+
+#[test]
+fn the_probes_write_what_the_decoder_reads() {
+    let traces = emulate(3, 16, 1, 1, 5);
+    assert_eq!(traces.len(), 1);
+    let t = &traces[0];
+    assert_eq!(t.names.regions, ["k.py:20 loop"]);
+    assert_eq!(t.lanes.len(), 6);
+    for (i, lane) in t.lanes.iter().enumerate() {
+        assert_eq!(
+            (lane.written, lane.dropped, lane.finalized),
+            (3, 0, true),
+            "lane {i}"
+        );
+        assert_eq!(lane.warp, Some(i as u32 % 2));
+        assert!(lane.end > lane.start);
+    }
+    assert_eq!(t.spans.len(), 6);
+    assert!(t.spans.region.iter().all(|&r| r == 0));
+    assert_eq!(t.samples.value, vec![5; 6]);
+    assert_eq!(t.counter_totals, vec![5; 6]);
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_full_lane_counts_its_drops_exactly() {
+    // Two slots: the begin and the end fit, the trip-count sample is dropped.
+    let t = &emulate(2, 2, 1, 1, 4)[0];
+    for lane in &t.lanes {
+        assert_eq!((lane.written, lane.dropped), (2, 1));
+    }
+    assert_eq!(t.spans.len(), 4);
+    assert!(t.samples.value.is_empty());
+    // One slot: only the begin; the end and its sample are dropped together.
+    let t = &emulate(2, 1, 1, 1, 4)[0];
+    for lane in &t.lanes {
+        assert_eq!((lane.written, lane.dropped), (1, 2));
+    }
+    assert_eq!(t.diagnostics.unmatched_begin.len(), 4);
+    assert!(t.samples.value.is_empty());
+}
+
+#[test]
+fn launches_go_to_their_own_epochs() {
+    let traces = emulate(1, 8, 2, 3, 7);
+    assert_eq!(
+        traces.len(),
+        2,
+        "two epochs recorded, the third launch ran unrecorded"
+    );
+    for t in &traces {
+        assert_eq!(t.spans.len(), 2);
+        assert_eq!(t.samples.value, vec![7, 7]);
+        assert_eq!(t.source.epoch.map(|e| e.launches), Some(3));
+    }
+}
