@@ -5,8 +5,9 @@
 //! counting, epochs and trip-count samples are checked without a GPU (the GPU checks are
 //! `session_gpu::instrumented_ptx_*` and the bundle's `python/triton-probes`).
 //!
-//! Control flow must be uniform within a warp (the interpreter asserts it): divergence is
-//! the GPU checks' to prove.
+//! A warp diverges and reconverges as in the classic min-PC model of SIMT machines: the
+//! threads at the lowest program counter run together, so a diverged warp's parts run
+//! one after the other; a GPU may interleave them (the GPU checks cover that).
 
 use std::collections::HashMap;
 
@@ -245,60 +246,55 @@ fn run(
                 nctaid: [grid, 1, 1],
                 clock,
             };
-            let mask = if n == 32 {
-                u32::MAX as u64
-            } else {
-                (1u64 << n) - 1
-            };
-            let mut pc = 0;
-            'warp: while pc < prog.len() {
+            // Min-PC SIMT: the threads at the lowest program counter run one statement
+            // together (they are the active mask); a branch splits them, and they run
+            // together again where their counters meet.
+            let mut pcs: Vec<Option<usize>> = vec![Some(0); threads.len()];
+            while let Some(pc) = pcs.iter().flatten().min().copied() {
+                let group: Vec<usize> =
+                    (0..threads.len()).filter(|&i| pcs[i] == Some(pc)).collect();
+                let mask = group.iter().fold(0u64, |m, &i| m | 1 << threads[i].lane);
+                let advance = |pcs: &mut Vec<Option<usize>>, i: usize| {
+                    pcs[i] = (pc + 1 < prog.len()).then_some(pc + 1);
+                };
                 let Line::Ins { guard, op, args } = &prog[pc] else {
-                    pc += 1;
+                    for &i in &group {
+                        advance(&mut pcs, i);
+                    }
                     continue;
                 };
-                let on: Vec<bool> = threads
-                    .iter()
-                    .map(|t| match guard {
-                        None => true,
-                        Some((neg, p)) => (t.regs[p] != 0) != *neg,
+                let on = |t: &Thread| match guard {
+                    None => true,
+                    Some((neg, p)) => (t.regs[p] != 0) != *neg,
+                };
+                let base = op.split('.').next().unwrap();
+                let src: Vec<Option<u64>> = (0..32)
+                    .map(|lane| {
+                        let i = group.iter().find(|&&i| threads[i].lane == lane)?;
+                        args.get(1).and_then(|r| threads[*i].regs.get(r).copied())
                     })
                     .collect();
-                let base = op.split('.').next().unwrap();
-                match base {
-                    "bra" => {
-                        assert!(
-                            on.iter().all(|&x| x == on[0]),
-                            "divergent branch at {pc}: {op} {args:?}"
-                        );
-                        if on[0] {
-                            pc = labels[args[0].as_str()];
-                            continue;
-                        }
+                for &i in &group {
+                    let t = &mut threads[i];
+                    if !on(t) {
+                        advance(&mut pcs, i);
+                        continue;
                     }
-                    "ret" | "exit" => {
-                        assert!(on.iter().all(|&x| x == on[0]), "divergent {op}");
-                        if on[0] {
-                            break 'warp;
+                    match base {
+                        "bra" => pcs[i] = Some(labels[args[0].as_str()]),
+                        "ret" | "exit" => pcs[i] = None,
+                        "shfl" => {
+                            let from = value(t, &mut l, &args[2]) as usize;
+                            let x = src[from].expect("shfl from a thread outside the mask");
+                            t.regs.insert(args[0].clone(), x);
+                            advance(&mut pcs, i);
                         }
-                    }
-                    "shfl" => {
-                        let src: Vec<u64> = threads.iter().map(|t| t.regs[&args[1]]).collect();
-                        for (t, &go) in threads.iter_mut().zip(&on) {
-                            if go {
-                                let from = value(t, &mut l, &args[2]) as usize;
-                                t.regs.insert(args[0].clone(), src[from]);
-                            }
-                        }
-                    }
-                    _ => {
-                        for (t, &go) in threads.iter_mut().zip(&on) {
-                            if go {
-                                step(t, &mut l, mem, base, op, args, mask);
-                            }
+                        _ => {
+                            step(t, &mut l, mem, base, op, args, mask);
+                            advance(&mut pcs, i);
                         }
                     }
                 }
-                pc += 1;
             }
             clock = l.clock;
         }
@@ -475,9 +471,20 @@ const OUT: u64 = 0x3000_0000;
 
 /// Instruments `ONE_LOOP`, lays out its buffer for `blocks` x 2 warps, `records` per warp and
 /// `epochs`, runs `launches` launches of `n` iterations, decodes.
-fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
-    let out = instrument(ONE_LOOP, &ProbeSet::default()).unwrap();
-    let k = &out.manifest.kernels[0];
+/// Instruments `ptx`, lays out kernel `name`'s buffer for `blocks` blocks of 64 threads
+/// (2 warps), `records` per warp and `epochs`, runs `launches` launches with `n` as the `n`
+/// parameter, decodes. Returns the traces and what thread 0 of the last warp stored.
+fn emulate_kernel(
+    ptx: &str,
+    name: &str,
+    blocks: u64,
+    records: u32,
+    epochs: u32,
+    launches: u32,
+    n: u64,
+) -> (Vec<Trace>, u64) {
+    let out = instrument(ptx, &ProbeSet::default()).unwrap();
+    let k = out.manifest.kernel(name).unwrap();
     let layout = k.layout(blocks as u32, None, records, epochs);
     let mut mem = Memory {
         words: HashMap::new(),
@@ -488,15 +495,70 @@ fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec
     mem.store(SYM, 8, BUF);
     let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
     let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]);
-    let prog = program(&out.ptx, "one_loop");
+    let prog = program(&out.ptx, name);
     for _ in 0..launches {
         run(&prog, &mut mem, &symbols, &params, blocks, 64);
     }
-    assert_eq!(mem.load(OUT, 4), n, "the kernel's own result");
     let words: Vec<u64> = (0..layout.buffer_words())
         .map(|i| mem.load(BUF + 8 * i, 8))
         .collect();
-    decode_launches(&words, &DecodeOptions::default()).unwrap()
+    (
+        decode_launches(&words, &DecodeOptions::default()).unwrap(),
+        mem.load(OUT, 4),
+    )
+}
+
+fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
+    let (traces, stored) =
+        emulate_kernel(ONE_LOOP, "one_loop", blocks, records, epochs, launches, n);
+    assert_eq!(stored, n, "the kernel's own result");
+    traces
+}
+
+/// Even threads skip the loop; odd thread `t` runs it `n + t % 4` times; threads 40 and up
+/// return before it.
+const DIVERGENT: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry div_loop(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<4>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r3, %tid.x;\n\
+setp.ge.u32 %p3, %r3, 40;\n@%p3 ret;\nmov.u32 %r2, 0;\nand.b32 %r4, %r3, 1;\n\
+setp.eq.u32 %p2, %r4, 0;\n@%p2 bra $SKIP;\nand.b32 %r5, %r3, 3;\nadd.s32 %r5, %r5, %r1;\n\
+$L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, %r5;\n@%p1 bra $L1;\n\
+$SKIP:\n.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"d.py\"\n";
+
+/// A diverged warp: the loop is begun by its lowest odd thread, which records the end with
+/// its own trip count (`n + 1`) when it leaves, while its other threads loop on; the
+/// threads that returned early finalize too, and the lane's end is the latest exit.
+#[test]
+fn a_diverged_warp_records_each_loop_entry_once_with_the_owner_trip_count() {
+    let (traces, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
+    let t = &traces[0];
+    assert_eq!(t.names.regions, ["d.py:20 loop"]);
+    assert_eq!(t.lanes.len(), 4);
+    for (i, lane) in t.lanes.iter().enumerate() {
+        assert_eq!(
+            (lane.written, lane.dropped, lane.finalized),
+            (3, 0, true),
+            "lane {i}"
+        );
+    }
+    assert_eq!(t.spans.len(), 4);
+    assert_eq!(t.samples.value, vec![7; 4]);
+    assert_eq!(t.counter_totals, vec![7; 4]);
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
+        "{d:?}"
+    );
+    // The lane's end is after its last record (the loop's end, by the last threads out).
+    for lane in &t.lanes {
+        let last = t.spans.end[lane.spans.clone()]
+            .iter()
+            .max()
+            .copied()
+            .unwrap();
+        assert!(lane.end >= last);
+    }
 }
 
 #[test]
