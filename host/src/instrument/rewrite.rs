@@ -115,13 +115,10 @@ pub(crate) fn kernel(
         };
 
     // Loop regions, in the order of their headers.
-    let loops: Vec<usize> = if probes.loops {
-        (0..cfg.loops.len()).collect()
-    } else {
-        Vec::new()
-    };
+    // Every loop is probed or none: probe index = the cfg's loop index.
+    let loops = if probes.loops { cfg.loops.len() } else { 0 };
     let mut loop_region = Vec::new();
-    for &l in &loops {
+    for l in 0..loops {
         let header = cfg.loops[l].header;
         let at = first_instr(header).unwrap_or(cfg.blocks[header].stmts.start);
         // Named for its first source line in the header's file: the loop statement's
@@ -162,8 +159,7 @@ pub(crate) fn kernel(
         });
         loop_region.push(r);
     }
-    // Our loop index of a cfg loop.
-    let slot = |l: usize| loops.iter().position(|&x| x == l);
+    let probed = |l: usize| (l < loops).then_some(l);
 
     let mut edits = Vec::new();
     let mut trampolines = String::new();
@@ -178,7 +174,7 @@ pub(crate) fn kernel(
         at: k.body.start + 1,
         order: INIT,
         end: None,
-        text: format!("\n{}", emit::decls(loops.len())),
+        text: format!("\n{}", emit::decls(loops)),
     });
     let init_at = k
         .stmts
@@ -193,14 +189,14 @@ pub(crate) fn kernel(
         at: init_at,
         order: INIT,
         end: None,
-        text: emit::init(symbol, loops.len()),
+        text: emit::init(symbol, loops),
     });
 
     let ends = |b_loops: &[usize], keep: &[usize]| -> String {
         b_loops
             .iter()
             .filter(|l| !keep.contains(l))
-            .filter_map(|&l| slot(l).map(|s| emit::loop_end(s, loop_region[s])))
+            .filter_map(|&l| probed(l).map(|s| emit::loop_end(s, loop_region[s])))
             .collect()
     };
 
@@ -225,7 +221,7 @@ pub(crate) fn kernel(
                     reason: "a loop is entered other than through its header".into(),
                 });
             }
-            if let Some(s) = slot(l) {
+            if let Some(s) = probed(l) {
                 text += &emit::loop_begin(s, loop_region[s]);
             }
         }
@@ -273,7 +269,7 @@ pub(crate) fn kernel(
     }
 
     // Trip counts after each loop header's label.
-    for (s, &l) in loops.iter().enumerate() {
+    for l in 0..loops {
         let h = cfg.loops[l].header;
         let first = &k.stmts[cfg.blocks[h].stmts.start];
         let at = match first.stmt {
@@ -284,7 +280,7 @@ pub(crate) fn kernel(
             at,
             order: INIT,
             end: None,
-            text: format!("\n{}", emit::loop_trip(s)),
+            text: format!("\n{}", emit::loop_trip(l)),
         });
     }
 
@@ -405,6 +401,9 @@ pub(crate) fn apply(text: &str, mut edits: Vec<Edit>) -> String {
         String::with_capacity(text.len() + edits.iter().map(|e| e.text.len()).sum::<usize>());
     let mut pos = 0;
     for e in edits {
+        // Edits sit at statement boundaries or replace within one statement, so none
+        // overlaps another: the tests hold that.
+        debug_assert!(e.at >= pos, "overlapping edits at {}", e.at);
         if e.at < pos {
             continue;
         }
