@@ -357,6 +357,12 @@ impl Header {
         Header::parse_as(words, false, true)
     }
 
+    /// [`Header::parse`] of the header words alone (a buffer whose lane segments are
+    /// elsewhere or of other lengths): everything but the buffer's length is checked.
+    pub fn parse_header(words: &[u64]) -> Result<Header, LayoutError> {
+        Header::parse_as(words, false, false)
+    }
+
     /// [`Header::parse`] for a stream buffer ([`crate::stream`]), whose magic, version,
     /// flags and lane stride are the stream format's.
     pub fn parse_stream(words: &[u64]) -> Result<Header, LayoutError> {

@@ -1,9 +1,10 @@
 //! A stream capture as a native buffer, so every decoder, writer and analysis of ikp reads
 //! a stream launch as it reads a fixed one.
 //!
-//! The buffer has the launch's shape and names with `records_per_lane` the most records
-//! any lane streamed, each lane's records in order, and its stamps, IDS (stream flags
-//! cleared), record cost, counters and counts from its final state. The stream's marks
+//! The buffer has the launch's header and names, and each lane's segment as long as the
+//! records it streamed (no lane is padded to the longest: a persistent kernel's lanes may
+//! differ by orders of magnitude), each lane's records in order, and its stamps, IDS
+//! (stream flags cleared), record cost, counters and counts from its final state. The stream's marks
 //! become what the native format can say:
 //!
 //! - a drop mark becomes an instant of the region `[ikp] records dropped` (added after the
@@ -36,34 +37,45 @@ pub const STALLS_COUNTER: &str = "[ikp] waits for room";
 /// Name of the wait counter of a wait-mode lane's time waiting, ns.
 pub const STALL_NS_COUNTER: &str = "[ikp] ns waiting for room";
 
+/// A capture's native form: the header words, then each lane's segment as long as its own
+/// records, lane `l`'s at `offsets[l]..offsets[l + 1]` (read by
+/// [`native::decode_ragged`](super::native)).
+struct Ragged {
+    words: Vec<u64>,
+    offsets: Vec<usize>,
+}
+
 impl StreamCapture {
-    /// The capture decoded: its native form ([`StreamCapture::to_native_words`]) decoded,
-    /// each lane's `dropped` the lane's own total. (Users decode a stream file as any
-    /// buffer: `ikp_host::load`, `decode_bytes`.)
+    /// The capture decoded: its native form (the module doc) decoded, each lane's
+    /// `dropped` the lane's own total. (Users decode a stream file as any buffer:
+    /// `ikp_host::load`, `decode_bytes`.) Each lane's records are released once copied, so
+    /// the capture and its native form are not both held whole.
     pub(crate) fn native_trace(
-        &self,
+        self,
         opts: &DecodeOptions,
         reuse: Recycled,
     ) -> Result<Trace, DecodeError> {
-        let words = self.to_native_words()?;
-        let mut trace = super::native::decode(&words, opts, reuse)?;
+        let dropped: Vec<u64> = (0..self.lanes.len()).map(|l| self.dropped(l)).collect();
+        let layout = self.header.layout.clone();
+        let drain = self.drain;
+        let Ragged { words, offsets } = self.into_native()?;
+        let mut trace = super::native::decode_ragged(&words, offsets, opts, reuse)?;
         for lane in &mut trace.lanes {
-            lane.dropped = self.dropped(lane.id as usize);
+            lane.dropped = dropped[lane.id as usize];
         }
-        let layout = &self.header.layout;
         trace.source.records_per_lane = layout.records_per_lane;
         trace.source.stream = Some(StreamSource {
             ring_records: layout.records_per_lane,
             wait: layout.overflow == Overflow::StreamWait,
-            drained_records: self.drain.records,
-            drain_polls: self.drain.polls,
-            drain_max_backlog: self.drain.max_backlog,
+            drained_records: drain.records,
+            drain_polls: drain.polls,
+            drain_max_backlog: drain.max_backlog,
         });
         Ok(trace)
     }
 
-    /// The native buffer words of this capture (see the module doc).
-    pub fn to_native_words(&self) -> Result<Vec<u64>, StreamFileError> {
+    /// The capture's native form (see the module doc).
+    fn into_native(mut self) -> Result<Ragged, StreamFileError> {
         let src = &self.header.layout;
         let meta_of = |r: u64| {
             let r = wire::unpack_record(r);
@@ -92,27 +104,16 @@ impl StreamCapture {
         if waits {
             counters.extend([STALLS_COUNTER.to_string(), STALL_NS_COUNTER.to_string()]);
         }
-        let most = self
-            .lanes
-            .iter()
-            .map(|l| l.records.len())
-            .max()
-            .unwrap_or(0);
-        let lanes = src.lane_count();
-        let need = lanes.saturating_mul(ikp_device::wire::lane_stride(
-            most as u32,
-            src.counters.len() as u32 + 2,
-        ));
-        if need > 4 * self.file_words + (1 << 18) {
-            return Err(StreamFileError::Uneven {
-                lanes,
-                most: most as u64,
-                need,
-                have: self.file_words,
+        if let Some((lane, l)) =
+            (self.lanes.iter().enumerate()).find(|(_, l)| l.records.len() > u32::MAX as usize)
+        {
+            return Err(StreamFileError::LaneTooLong {
+                lane: lane as u64,
+                records: l.records.len() as u64,
             });
         }
+        // The header's records_per_lane is not read for ragged segments: the ring's stays.
         let layout = Layout {
-            records_per_lane: (most as u32).max(1),
             regions,
             counters,
             overflow: Overflow::DropNewest,
@@ -123,17 +124,23 @@ impl StreamCapture {
         let mut words = layout
             .header_words()
             .map_err(|e| bad(format!("the capture has no native form: {e}")))?;
-        let lane_base = layout.lane_base() as usize;
-        let stride = layout.lane_stride() as usize;
-        words.resize(layout.buffer_words() as usize, 0);
-        let cap = layout.records_per_lane as usize;
+        words.resize(layout.lane_base() as usize, 0);
+        let total: usize = self.lanes.iter().map(|l| l.records.len()).sum();
+        let fixed = wire::lane_stride(0, layout.counters.len() as u32) as usize;
+        words.reserve(total + self.lanes.len() * fixed);
+        let mut offsets = Vec::with_capacity(self.lanes.len() + 1);
         let n_src_counters = src.counters.len();
-        for (l, capture) in self.lanes.iter().enumerate() {
+        let pro = lane::PROLOGUE_WORDS as usize;
+        for (l, capture) in self.lanes.iter_mut().enumerate() {
+            let seg0 = words.len();
+            offsets.push(seg0);
+            let records = std::mem::take(&mut capture.records);
+            let cap = records.len();
+            words.resize(seg0 + fixed + cap, 0);
             let Some(state) = &capture.state else {
                 continue;
             };
-            let seg = &mut words[lane_base + l * stride..lane_base + (l + 1) * stride];
-            let pro = lane::PROLOGUE_WORDS as usize;
+            let seg = &mut words[seg0..];
             let ctrl = stream::CTRL_WORDS as usize;
             seg[..pro].copy_from_slice(&state[..pro]);
             let native_flags = wire::lane_flags::CLOCK | wire::lane_flags::BLOCK_FENCE;
@@ -150,7 +157,7 @@ impl StreamCapture {
                 lane::START_GT
             };
             let mut last_time = state[start as usize] as u32;
-            for (i, &r) in capture.records.iter().enumerate() {
+            for (i, &r) in records.iter().enumerate() {
                 let rec = wire::unpack_record(r);
                 let native = match (rec.kind, rec.region) {
                     (Kind::Meta, k) if k == stream::META_DROPPED => {
@@ -176,6 +183,7 @@ impl StreamCapture {
                 };
                 seg[pro + i] = native;
             }
+            drop(records);
             let trailer = &state[pro + ctrl..];
             let t = pro + cap;
             seg[t + lane::T_END_GT as usize] = trailer[lane::T_END_GT as usize];
@@ -186,7 +194,7 @@ impl StreamCapture {
             seg[t + lane::T_COUNT as usize] = if trailer[lane::T_END_GT as usize] == 0 {
                 0
             } else {
-                wire::pack_count(capture.records.len() as u32, 0)
+                wire::pack_count(cap as u32, 0)
             };
             let counters = t + lane::T_COUNTERS as usize;
             let src_counters = lane::T_COUNTERS as usize;
@@ -197,7 +205,8 @@ impl StreamCapture {
                 seg[counters + n_src_counters + 1] = state[pro + stream::ctrl::STALL_NS as usize];
             }
         }
-        Ok(words)
+        offsets.push(words.len());
+        Ok(Ragged { words, offsets })
     }
 }
 

@@ -33,22 +33,16 @@ pub enum StreamFileError {
         /// Words present.
         at: u64,
     },
-    /// The lanes are too uneven for the native form the decoders read
-    /// ([`StreamCapture::to_native_words`]: every lane as long as the longest).
+    /// A lane streamed more records than a lane's count word holds (2^32 - 1).
     #[error(
-        "stream file of {lanes} lanes, the longest with {most} records: its native form \
-         would need {need} words, more than 4 x the file's {have} words + 2^18; this ikp \
-         decodes a stream file as a buffer of lanes x the longest lane"
+        "stream file lane {lane} holds {records} records, more than the 2^32 - 1 a lane's \
+         count can say"
     )]
-    Uneven {
-        /// Lanes.
-        lanes: u64,
-        /// Records of the longest lane.
-        most: u64,
-        /// Words of the native form.
-        need: u64,
-        /// Words of the file.
-        have: u64,
+    LaneTooLong {
+        /// The lane.
+        lane: u64,
+        /// Its records.
+        records: u64,
     },
     /// A block breaks a rule of the format.
     #[error("stream file block at word {at}: {why}")]
@@ -80,8 +74,6 @@ pub struct StreamCapture {
     pub lanes: Vec<LaneCapture>,
     /// The drain's figures (the end block).
     pub drain: DrainStats,
-    /// Words of the file.
-    pub file_words: u64,
 }
 
 impl StreamCapture {
@@ -214,7 +206,6 @@ pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
                     header,
                     lanes,
                     drain,
-                    file_words: words.len() as u64,
                 });
             }
             k => return Err(bad(format!("unknown block kind {k}"))),

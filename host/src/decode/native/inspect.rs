@@ -5,19 +5,20 @@
 use super::super::assemble::Caps;
 use super::super::set_aside;
 use super::super::DecodeError;
-use super::LaneInfo;
+use super::{LaneInfo, Segments};
 use crate::model::SetAsideReason;
 use ikp_device::wire::{self, lane, Kind};
 use ikp_device::{Header, Overflow};
 
-/// Checks lane `l`'s segment of epoch `epoch` and learns what its walk needs.
+/// Checks lane `l`'s segment (of `segs`) and learns what its walk needs.
 pub(super) fn inspect(
     h: &Header,
     words: &[u64],
-    epoch: u32,
+    segs: &Segments,
     l: usize,
 ) -> Result<LaneInfo, DecodeError> {
-    let range = h.segment_range(epoch, l as u64);
+    let (range, cap) = segs.of(h, l);
+    let epoch = segs.epoch();
     let bad = |why: String| DecodeError::Lane {
         lane: l as u64,
         first: range.start as u64,
@@ -29,7 +30,6 @@ pub(super) fn inspect(
         },
     };
     let seg = &words[range.clone()];
-    let cap = h.layout.records_per_lane as usize;
     let ev0 = lane::EVENTS as usize;
     let events = &seg[ev0..ev0 + cap];
     let trailer = &seg[ev0 + cap..];

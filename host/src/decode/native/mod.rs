@@ -247,7 +247,27 @@ pub(crate) fn decode(
         Some(&[one]) => one,
         Some(more) => return Err(DecodeError::SeveralLaunches(more.len())),
     };
-    let p = prepare_epoch(h, words, epoch, l.as_ref(), opts, &|_| {})?;
+    let p = prepare_epoch(h, words, Segments::Epoch(epoch), l.as_ref(), opts, &|_| {})?;
+    p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
+}
+
+/// Decodes a native buffer of one launch whose lane segments are not the layout's
+/// rectangle: `words` holds the header words, then lane `l`'s segment at
+/// `offsets[l]..offsets[l + 1]`, each as long as its own records (prologue, records,
+/// trailer; its capacity is what lies between). Every rule of the module applies as to a
+/// rectangular buffer; the header's `records_per_lane` is not read. This is how a stream
+/// capture, whose lanes may differ by orders of magnitude, is decoded without padding
+/// every lane to the longest.
+pub(crate) fn decode_ragged(
+    words: &[u64],
+    offsets: Vec<usize>,
+    opts: &DecodeOptions,
+    reuse: Recycled,
+) -> Result<Trace, DecodeError> {
+    let h = Header::parse_header(words)?;
+    debug_assert_eq!(offsets.len() as u64, h.layout.lane_count() + 1);
+    debug_assert_eq!(h.layout.epochs, 1);
+    let p = prepare_epoch(h, words, Segments::Ragged(offsets), None, opts, &|_| {})?;
     p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
 }
 
@@ -270,7 +290,14 @@ pub(crate) fn decode_launches(
     epochs
         .into_iter()
         .map(|e| {
-            let p = prepare_epoch(h.clone(), words, e, Some(&l), opts, &|_| {})?;
+            let p = prepare_epoch(
+                h.clone(),
+                words,
+                Segments::Epoch(e),
+                Some(&l),
+                opts,
+                &|_| {},
+            )?;
             p.decode_lanes_reusing(words, 0..p.lane_count(), Recycled::default())
         })
         .collect()
@@ -334,6 +361,7 @@ const INSPECT_CHUNK_WORDS: usize = 1 << 23;
 #[derive(Debug)]
 pub(crate) struct Prepared {
     h: Header,
+    segs: Segments,
     infos: Vec<LaneInfo>,
     /// The pooled calibration, for clock lanes without their own (`None` when no lane
     /// stamped cycles).
@@ -363,22 +391,59 @@ pub(crate) fn prepare(
     let l = (h.layout.epochs > 1)
         .then(|| launches(&h, words))
         .transpose()?;
-    prepare_epoch(h, words, 0, l.as_ref(), opts, inspected)
+    prepare_epoch(h, words, Segments::Epoch(0), l.as_ref(), opts, inspected)
 }
 
-/// [`prepare`] for the segments of epoch `epoch` (the launch of that index) of a buffer
-/// whose [`launches`] are `l` (`None`: a buffer of one epoch).
+/// Where the lane segments of the launch decoded are.
+#[derive(Debug)]
+enum Segments {
+    /// The layout's rectangle: the segments of this epoch (the launch of that index).
+    Epoch(u32),
+    /// Lane `l`'s segment is `offsets[l]..offsets[l + 1]` ([`decode_ragged`]).
+    Ragged(Vec<usize>),
+}
+
+impl Segments {
+    /// Lane slot `l`'s segment and its capacity in records.
+    fn of(&self, h: &Header, l: usize) -> (std::ops::Range<usize>, usize) {
+        match self {
+            Segments::Epoch(e) => (
+                h.segment_range(*e, l as u64),
+                h.layout.records_per_lane as usize,
+            ),
+            Segments::Ragged(o) => {
+                let fixed = wire::lane_stride(0, h.layout.counters.len() as u32) as usize;
+                (o[l]..o[l + 1], o[l + 1] - o[l] - fixed)
+            }
+        }
+    }
+
+    /// The epoch whose segments are decoded (0 for ragged segments, of one launch).
+    fn epoch(&self) -> u32 {
+        match self {
+            Segments::Epoch(e) => *e,
+            Segments::Ragged(_) => 0,
+        }
+    }
+}
+
+/// [`prepare`] for the segments `segs` of a buffer whose [`launches`] are `l` (`None`: a
+/// buffer of one epoch).
 fn prepare_epoch(
     h: Header,
     words: &[u64],
-    epoch: u32,
+    segs: Segments,
     l: Option<&Launches>,
     opts: &DecodeOptions,
     inspected: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<Prepared, DecodeError> {
     let n_lanes = h.layout.lane_count() as usize;
     let parallel = !opts.single_threaded && words.len() >= assemble::PARALLEL_MIN_RECORDS;
-    let per_chunk = (INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize).max(1);
+    let per_chunk = match &segs {
+        Segments::Epoch(_) => INSPECT_CHUNK_WORDS / h.layout.lane_stride().max(1) as usize,
+        Segments::Ragged(_) => n_lanes,
+    }
+    .max(1);
     let mut infos: Vec<LaneInfo> = Vec::with_capacity(n_lanes);
     let mut seen = Extent::default();
     let mut l0 = 0;
@@ -387,20 +452,18 @@ fn prepare_epoch(
         if parallel {
             let part: Vec<LaneInfo> = (l0..l1)
                 .into_par_iter()
-                .map(|l| inspect(&h, words, epoch, l))
+                .map(|l| inspect(&h, words, &segs, l))
                 .collect::<Result<_, _>>()?;
             part.iter().for_each(|i| seen.note(i));
             infos.extend(part);
         } else {
             for l in l0..l1 {
-                let i = inspect(&h, words, epoch, l)?;
+                let i = inspect(&h, words, &segs, l)?;
                 seen.note(&i);
                 infos.push(i);
             }
         }
-        inspected(
-            h.segment_range(epoch, l0 as u64).start..h.segment_range(epoch, l1 as u64 - 1).end,
-        );
+        inspected(segs.of(&h, l0).0.start..segs.of(&h, l1 - 1).0.end);
         l0 = l1;
     }
     let cycles = infos.iter().any(|i| i.used && i.clock());
@@ -417,12 +480,13 @@ fn prepare_epoch(
         (true, None) => calibration(&infos).ok(),
     };
     let epoch = l.map(|l| Epoch {
-        index: epoch,
+        index: segs.epoch(),
         epochs: h.layout.epochs,
         launches: l.ran,
     });
     Ok(Prepared {
         h,
+        segs,
         infos,
         clock,
         parallel,
@@ -447,12 +511,19 @@ impl Prepared {
 
     /// The words of lane slot `l`'s segment.
     pub(crate) fn lane_words(&self, l: usize) -> std::ops::Range<usize> {
-        self.h.segment_range(self.epoch_index(), l as u64)
+        self.segs.of(&self.h, l).0
     }
 
-    /// The epoch whose segments are decoded.
-    fn epoch_index(&self) -> u32 {
-        self.epoch.map_or(0, |e| e.index)
+    /// Lane slot `l`'s event area (its records' slots) in `words`.
+    fn events<'w>(&self, words: &'w [u64], l: usize) -> &'w [u64] {
+        let (range, cap) = self.segs.of(&self.h, l);
+        &words[range][lane::EVENTS as usize..][..cap]
+    }
+
+    /// Lane slot `l`'s trailer in `words`.
+    fn trailer<'w>(&self, words: &'w [u64], l: usize) -> &'w [u64] {
+        let (range, cap) = self.segs.of(&self.h, l);
+        &words[range][lane::EVENTS as usize + cap..]
     }
 
     /// Whether the buffer has room for several launches (epochs): only the first is
@@ -473,7 +544,9 @@ impl Prepared {
 
 #[cfg(test)]
 mod tests {
-    use super::{calibration, inspect, own_ratio, LaneInfo, NoCalibration, OWN_RATIO_MIN_NS};
+    use super::{
+        calibration, inspect, own_ratio, LaneInfo, NoCalibration, Segments, OWN_RATIO_MIN_NS,
+    };
     use crate::decode::set_aside::LANE_SPAN_MAX_NS;
     use crate::model::SetAsideReason;
     use ikp_device::encoder::BufferWriter;
@@ -507,7 +580,11 @@ mod tests {
             .finalize(t0 - LANE_SPAN_MAX_NS, 0);
         let words = b.into_words();
         let h = Header::parse(&words).unwrap();
-        let why = |l| inspect(&h, &words, 0, l).unwrap().set_aside;
+        let why = |l| {
+            inspect(&h, &words, &Segments::Epoch(0), l)
+                .unwrap()
+                .set_aside
+        };
         let span = Some(SetAsideReason::Span);
         assert_eq!([why(0), why(1), why(2), why(3)], [None, span, span, None]);
     }
@@ -536,7 +613,7 @@ mod tests {
             b.lane(2).init(0, 0, f, 5_000, 100).finalize(6_000, 900);
             let words = b.into_words();
             let h = Header::parse(&words).unwrap();
-            let info = |l| inspect(&h, &words, 0, l).unwrap();
+            let info = |l| inspect(&h, &words, &Segments::Epoch(0), l).unwrap();
             assert!(info(0).end_backward && info(0).end() == 5_000, "{timer:?}");
             // The end clock64 only matters in clock mode.
             assert_eq!(info(1).end_backward, timer == TimerMode::Clock);

@@ -139,9 +139,7 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     /// Lane slot `l`'s records in the order written ([`LaneInfo::ordered`]).
     fn events(&self, l: usize) -> (&'a [u64], &'a [u64]) {
-        let (p, cap) = (self.p, self.p.h.layout.records_per_lane as usize);
-        let seg = &self.words[p.h.segment_range(p.epoch_index(), l as u64)];
-        p.infos[l].ordered(&seg[lane::EVENTS as usize..][..cap])
+        self.p.infos[l].ordered(self.p.events(self.words, l))
     }
 
     /// Walks live lane slot `l`, its rows from `start` on in `chunk`: its lane and
@@ -200,12 +198,10 @@ impl<'a> Walker<'a> {
 
     /// The counters' totals of `lanes` (their trailers), lane after lane.
     fn counter_totals(&self, lanes: &[Lane]) -> Vec<u64> {
-        let (h, nc) = (&self.p.h, self.p.h.layout.counters.len());
-        let t = (lane::EVENTS + lane::T_COUNTERS) as usize + h.layout.records_per_lane as usize;
+        let (nc, t) = (self.p.h.layout.counters.len(), lane::T_COUNTERS as usize);
         let mut totals = Vec::with_capacity(lanes.len() * nc);
         for l in lanes {
-            let seg = &self.words[h.segment_range(self.p.epoch_index(), l.id as u64)];
-            totals.extend_from_slice(&seg[t..t + nc]);
+            totals.extend_from_slice(&self.p.trailer(self.words, l.id as usize)[t..t + nc]);
         }
         totals
     }
