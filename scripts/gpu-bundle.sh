@@ -11,7 +11,8 @@
 # launch kernels or compile them with NVRTC: ikp-host's `host`, the root's `integration`;
 # the runner runs the modules named in gpucheck/src/runner/tests.rs, SUITES), python/ (the Python package's abi3 wheel, release
 # build, and gpu_clients.py, the Python clients' checks), include/ (ikp.cuh and
-# ikp_host.hpp, as `ikp header` writes them), run.sh, bundle.json (commit, build, files).
+# ikp_host.hpp, as `ikp header` writes them), cpp/ (the C++ launcher's sources, compiled on
+# the GPU machine), run.sh, bundle.json (commit, build, files).
 # At most 60 MiB (the GPU machine takes 64 MiB per call). CI builds it and runs it in skip
 # mode. The wheel needs maturin from .venv (scripts/provision.sh).
 #
@@ -95,6 +96,9 @@ mkdir -p "$out/python"
 "$maturin" build --quiet --profile "$profile" --locked -m python/Cargo.toml \
   --interpreter "$root/.venv/bin/python" --out "$out/python"
 cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py scripts/triton-ptx-fixtures.py "$out/python/"
+# The C++ launcher the runner compiles with the GPU machine's nvcc (runner/examples.rs).
+mkdir -p "$out/cpp/persistent_stream"
+cp examples/persistent_stream/launcher.cu examples/persistent_stream/kernel.cu "$out/cpp/persistent_stream/"
 
 # bundle.json: what was built, from which commit.
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)

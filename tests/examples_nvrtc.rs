@@ -271,3 +271,49 @@ fn readme_kernel_compiles() {
         "kernel k missing"
     );
 }
+
+/// The C++ launcher of persistent_stream (`launcher.cu`: `ikp_host.hpp`'s HostLayout and
+/// StreamDrain around the same kernel) builds with nvcc for sm_80 and sm_90 against the
+/// generated headers, warnings as errors, as the GPU bundle builds it on the GPU machine;
+/// run here, without a GPU, it stops with the CUDA runtime's error, named, and exit 1.
+#[test]
+fn the_cpp_stream_launcher_builds_with_nvcc() {
+    let tools = match ikp::host::sass::CudaTools::discover() {
+        Ok(t) => t,
+        Err(e) => panic!("{e} (scripts/provision.sh installs nvcc; source scripts/env.sh)"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    ikp::device::cuh::write_to_dir(dir.path()).unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/persistent_stream/launcher.cu");
+    for arch in ["sm_80", "sm_90"] {
+        let exe = dir.path().join(format!("launcher_{arch}"));
+        let out = std::process::Command::new(&tools.nvcc)
+            .args(["-std=c++17", "-O2", "-Xcompiler=-Wall,-Wextra,-Werror"])
+            .arg(format!("-arch={arch}"))
+            .arg("-I")
+            .arg(dir.path())
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nvcc {arch}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !matches!(ikp::host::cuda::device_count(), Ok(n) if n > 0) {
+            let run = std::process::Command::new(&exe)
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(1), "{err}");
+            assert!(
+                err.starts_with("persistent_stream_cpp: cudaDeviceGetAttribute: "),
+                "{err}"
+            );
+        }
+    }
+}

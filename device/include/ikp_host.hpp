@@ -7,9 +7,12 @@
 // What it does: ikp::HostLayout describes an instrumented launch (the C++ twin of the Rust
 // ikp_device::Layout, same fields, defaults and limits), sizes its buffer, writes the
 // buffer header (magic, version, grid, lanes, names, ...) and builds the kernel argument
-// ikp::Arg. Plain C++17 with the standard library: no CUDA header is needed, so the same
-// code serves nvcc host code, a PyTorch C++ extension and any host compiler. The ikp tests
-// check, byte for byte, that it writes what the Rust encoder writes.
+// ikp::Arg; for a stream launch (Overflow::Stream, Overflow::StreamWait), ikp::StreamDrain
+// empties the lanes' rings into a stream file (.ikps) while the kernel runs (a thread: link
+// with -pthread). Plain C++17 with the standard library: no CUDA header is needed, so the
+// same code serves nvcc host code, a PyTorch C++ extension and any host compiler. The ikp
+// tests check, byte for byte, that it writes what the Rust encoder writes, and run the
+// drain against lanes of ikp.cuh emulated on the CPU, under ThreadSanitizer.
 //
 // Usage (CUDA runtime; error checks left out):
 //
@@ -53,13 +56,18 @@
 #define IKP_HOST_HPP_V2
 
 #include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ikp.cuh"
@@ -79,6 +87,16 @@ constexpr unsigned SYNC_SAMPLES_SHIFT = 32u;  // clock-sync word: the sample cou
 constexpr unsigned MAX_LANES = 0x4000000u;  // largest lane count, and epochs x lanes
 constexpr unsigned MAX_RECORDS_PER_LANE = 0x10000000u;  // largest records_per_lane
 constexpr unsigned MAX_NAMES_BYTES = 0x100000u;  // largest name table, in bytes
+constexpr unsigned STREAM_MIN_RING = 4u;  // smallest stream ring (records_per_lane of a stream layout, a power of two)
+
+// The stream file (.ikps) StreamDrain writes (ikp_host::stream_file, # Format).
+constexpr unsigned long long STREAM_FILE_MAGIC = 0x454c494653504b49ull;  // word 0 of a stream file ("IKPSFILE" little-endian)
+constexpr unsigned STREAM_FILE_VERSION = 1u;  // stream file version written (low half of word 1; the header's words in the high half)
+constexpr unsigned STREAM_BLOCK_RECORDS = 1u;  // block kind: records of one lane
+constexpr unsigned STREAM_BLOCK_LANE = 2u;  // block kind: a lane's final state
+constexpr unsigned STREAM_BLOCK_END = 3u;  // block kind: the end, with the drain's figures
+constexpr unsigned STREAM_END_WORDS = 4u;  // words of the end block
+constexpr unsigned STREAM_LANE_STATE_WORDS = 11u;  // words of a lane's final state without counters (+ one per counter)
 
 /// Header word indices (ikp_device::wire::hdr).
 namespace hdr {
@@ -212,9 +230,15 @@ struct HostLayout {
   /// Lanes: blocks times groups per block.
   std::uint64_t lane_count() const { return host_detail::mul_sat(blocks(), groups_per_block); }
 
-  /// Words per lane segment: LANE_FIXED_WORDS + records_per_lane + counters.
+  /// Whether the lanes stream (Overflow::Stream, Overflow::StreamWait): the buffer is a
+  /// stream buffer that a StreamDrain empties while the kernel runs.
+  bool is_stream() const { return overflow == Overflow::Stream || overflow == Overflow::StreamWait; }
+
+  /// Words per lane segment: LANE_FIXED_WORDS + records_per_lane + counters (and a stream
+  /// lane's STREAM_CTRL_WORDS).
   std::uint64_t lane_stride() const {
-    return std::uint64_t{LANE_FIXED_WORDS} + records_per_lane + static_cast<std::uint64_t>(counters.size());
+    return std::uint64_t{LANE_FIXED_WORDS} + records_per_lane + static_cast<std::uint64_t>(counters.size()) +
+           (is_stream() ? STREAM_CTRL_WORDS : 0u);
   }
 
   /// Bytes of the name table: the region names then the counter names, each NUL-terminated.
@@ -258,10 +282,10 @@ struct HostLayout {
     if (overflow == Overflow::Ring && (records_per_lane & (records_per_lane - 1u)) != 0u) {
       return host_detail::field("records_per_lane", records_per_lane, "a ring needs a power of two");
     }
-    if (overflow == Overflow::Stream || overflow == Overflow::StreamWait) {
-      return host_detail::field("overflow", static_cast<std::uint64_t>(overflow),
-                                "a stream launch needs a drain while it runs: launch it with ikp's HostSession");
+    if (is_stream() && ((records_per_lane & (records_per_lane - 1u)) != 0u || records_per_lane < STREAM_MIN_RING)) {
+      return host_detail::field("records_per_lane", records_per_lane, "a stream ring needs a power of two of at least 4");
     }
+    if (is_stream() && epochs != 1u) return host_detail::field("epochs", epochs, "a stream launch records one launch");
     if (epochs == 0u || epochs > MAX_EPOCHS) return host_detail::field("epochs", epochs, "must be 1..=65536");
     if (lanes * epochs > MAX_LANES) {
       return host_detail::field("epochs", epochs, "epochs x lanes is more segments than the format allows");
@@ -307,9 +331,11 @@ struct HostLayout {
     }
     for (std::uint64_t i = 0; i < len; ++i) out[i] = 0u;
     const auto hi = [](std::uint64_t v) { return v << HDR_HI_SHIFT; };
-    const std::uint64_t flags = overflow == Overflow::Ring ? HEADER_FLAG_RING : 0u;
-    out[hdr::MAGIC] = MAGIC;
-    out[hdr::VERSION] = hi(len) | FORMAT_VERSION;
+    const std::uint64_t flags = overflow == Overflow::Ring         ? HEADER_FLAG_RING
+                                : overflow == Overflow::StreamWait ? HEADER_FLAG_STREAM_WAIT
+                                                                   : 0u;
+    out[hdr::MAGIC] = is_stream() ? STREAM_MAGIC : MAGIC;
+    out[hdr::VERSION] = hi(len) | (is_stream() ? STREAM_VERSION : FORMAT_VERSION);
     out[hdr::LANES] = hi(records_per_lane) | lane_count();
     out[hdr::GROUPS] = (static_cast<std::uint64_t>(counters.size()) << HDR_COUNTERS_SHIFT) |
                        (flags << HDR_FLAGS_SHIFT) | (static_cast<std::uint64_t>(timer) << HDR_TIMER_SHIFT) |
@@ -367,7 +393,7 @@ struct HostLayout {
     a.lane_count = static_cast<unsigned>(lane_count());
     a.n_counters = static_cast<unsigned>(counters.size());
     a.epochs = epochs;
-    a.flags = 0u;
+    a.flags = is_stream() ? ARG_FLAG_STREAM : 0u;
     return a;
   }
 
@@ -376,6 +402,259 @@ struct HostLayout {
   Arg kernel_arg(T* device_ptr) const {
     return kernel_arg(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(device_ptr)));
   }
+};
+
+/// What a StreamDrain did: the figures of the stream file's end block.
+struct DrainStats {
+  std::uint64_t records = 0u;  // records copied out of the rings (drop and stall marks included)
+  std::uint64_t polls = 0u;  // passes over the lanes
+  std::uint64_t wall_ns = 0u;  // from start() to finish(), ns
+  std::uint64_t max_backlog = 0u;  // most records one lane had waiting at a poll (near the ring's size: the drain nearly fell behind)
+};
+
+namespace host_detail {
+
+// The drain reads words the GPU writes while it runs: HEAD with acquire (the records before
+// it are then visible), the records relaxed; it writes TAIL with release (its copies are
+// done before a lane reuses those slots). GCC and Clang (nvcc's host compilers) have
+// atomic builtins for plain memory; elsewhere volatile accesses with fences.
+#if defined(__GNUC__) || defined(__clang__)
+inline std::uint64_t load_acquire(const std::uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline std::uint64_t load_relaxed(const std::uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline void store_release(std::uint64_t* p, std::uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#else
+inline std::uint64_t load_relaxed(const std::uint64_t* p) { return *static_cast<const volatile std::uint64_t*>(p); }
+inline std::uint64_t load_acquire(const std::uint64_t* p) {
+  const std::uint64_t v = load_relaxed(p);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return v;
+}
+inline void store_release(std::uint64_t* p, std::uint64_t v) {
+  std::atomic_thread_fence(std::memory_order_release);
+  *static_cast<volatile std::uint64_t*>(p) = v;
+}
+#endif
+
+}  // namespace host_detail
+
+/// Empties the rings of a stream launch (HostLayout::overflow = Overflow::Stream or
+/// Overflow::StreamWait) into a stream file (.ikps) while the kernel runs, for launchers
+/// without Rust; every ikp command reads the file (`ikp decode run.ikps --perfetto ...`).
+/// A thread polls each lane's HEAD, appends the records it published to the file and hands
+/// the slots back (TAIL); finish(), after the kernel, copies what is left, appends every
+/// lane's final state and the end block, and renames the file into place, so a file that
+/// exists is whole. It holds one ring of records at a time, whatever the kernel's length.
+/// In drop mode a drain that falls behind costs the kernel only drops (counted and marked);
+/// in wait mode lanes wait for it. After a write error it keeps handing slots back without
+/// copying, so a waiting lane never hangs on it, and finish() reports the error.
+///
+/// The buffer is memory the host reads while the kernel runs, with the header at its start
+/// and zeros after: mapped pinned host memory, as ikp's StreamSession uses (error checks
+/// left out; the words are little-endian, as on every CUDA host):
+///
+///   layout.overflow = ikp::Overflow::Stream;       // a ring of records_per_lane (a power of two)
+///   std::uint64_t* host = nullptr;
+///   cudaHostAlloc(reinterpret_cast<void**>(&host), layout.buffer_bytes(), cudaHostAllocMapped);
+///   std::fill(host, host + layout.buffer_words(), 0u);
+///   const std::vector<std::uint64_t> header = layout.header_words();
+///   std::copy(header.begin(), header.end(), host);
+///   void* dev = nullptr;
+///   cudaHostGetDevicePointer(&dev, host, 0);
+///   ikp::StreamDrain drain;
+///   if (std::string err = drain.start(layout, host, "run.ikps"); !err.empty()) { /* report */ }
+///   persistent<<<sms, 256, 0, stream>>>(..., layout.kernel_arg(dev));
+///   cudaStreamSynchronize(stream);                 // the kernel's writes are visible
+///   ikp::DrainStats stats;
+///   if (std::string err = drain.finish(&stats); !err.empty()) { /* report */ }
+///
+/// Destroying a drain that was started and not finished stops its thread and removes the
+/// partial file: do it only once the kernel has ended (a waiting lane would wait forever).
+class StreamDrain {
+ public:
+  StreamDrain() = default;
+  StreamDrain(const StreamDrain&) = delete;
+  StreamDrain& operator=(const StreamDrain&) = delete;
+  ~StreamDrain() {
+    if (!running_) return;
+    done_.store(true, std::memory_order_release);
+    thread_.join();
+    std::fclose(file_);
+    std::remove(part_.c_str());
+  }
+
+  /// Starts the drain of `buffer` (the host address of the launch's buffer, laid out by
+  /// `layout`, its header written and the rest zero) into `path` (written as `path.part`
+  /// until finish()); `idle` is how long the thread sleeps after a pass that found nothing.
+  /// Returns "" or why not (layout.validate()'s message, a layout that does not stream, a
+  /// buffer whose header is not the layout's, a file that cannot be created).
+  std::string start(const HostLayout& layout, std::uint64_t* buffer, const std::string& path,
+                    std::chrono::microseconds idle = std::chrono::microseconds(20)) {
+    if (running_) return "ikp::StreamDrain::start: the drain is already running";
+    std::string err = layout.validate();
+    if (!err.empty()) return err;
+    if (!layout.is_stream()) {
+      return "ikp::StreamDrain::start: the layout does not stream (its overflow is not Overflow::Stream or "
+             "Overflow::StreamWait)";
+    }
+    if (buffer == nullptr) return "ikp::StreamDrain::start: no buffer";
+    const std::vector<std::uint64_t> header = layout.header_words();
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (host_detail::load_relaxed(buffer + i) != header[i]) {
+        return "ikp::StreamDrain::start: word " + std::to_string(i) +
+               " of the buffer is not the layout's header: copy layout.header_words() to its start, the rest "
+               "zeroed, before start()";
+      }
+    }
+    part_ = path + ".part";
+    file_ = std::fopen(part_.c_str(), "wb");
+    if (file_ == nullptr) return "ikp::StreamDrain::start: cannot create " + part_ + ": " + std::strerror(errno);
+    std::setvbuf(file_, nullptr, _IOFBF, std::size_t{1} << 20);
+    path_ = path;
+    buf_ = buffer;
+    lane_base_ = layout.lane_base();
+    stride_ = layout.lane_stride();
+    cap_ = layout.records_per_lane;
+    state_words_ = STREAM_LANE_STATE_WORDS + static_cast<std::uint64_t>(layout.counters.size());
+    consumed_.assign(static_cast<std::size_t>(layout.lane_count()), 0u);
+    scratch_.assign(cap_, 0u);
+    stats_ = DrainStats{};
+    error_.clear();
+    started_ = std::chrono::steady_clock::now();
+    put(STREAM_FILE_MAGIC);
+    put((static_cast<std::uint64_t>(header.size()) << 32u) | STREAM_FILE_VERSION);
+    put(header.data(), header.size());
+    if (!error_.empty()) {
+      std::fclose(file_);
+      std::remove(part_.c_str());
+      return error_;
+    }
+    done_.store(false, std::memory_order_relaxed);
+    running_ = true;
+    thread_ = std::thread([this, idle] {
+      while (!done_.load(std::memory_order_acquire)) {
+        if ((error_.empty() ? poll() : release_all()) == 0u) std::this_thread::sleep_for(idle);
+      }
+    });
+    return std::string();
+  }
+
+  /// Once the kernel has ended and its writes are visible (cudaStreamSynchronize): stops
+  /// the thread, copies the records left, appends each lane's final state and the end block,
+  /// and renames the file to its path. Returns "" or the first error (the file is then
+  /// removed); `stats`, if given, gets the drain's figures either way.
+  std::string finish(DrainStats* stats = nullptr) {
+    if (!running_) return "ikp::StreamDrain::finish: the drain was not started";
+    done_.store(true, std::memory_order_release);
+    thread_.join();
+    running_ = false;
+    if (error_.empty()) poll();
+    for (std::uint64_t l = 0; l < consumed_.size() && error_.empty(); ++l) {
+      // The lane's segment without its ring: prologue and control words, then the trailer.
+      const std::uint64_t* seg = buf_ + lane_base_ + l * stride_;
+      const std::uint64_t head = LANE_EVENTS + STREAM_CTRL_WORDS;
+      std::vector<std::uint64_t> state(static_cast<std::size_t>(state_words_));
+      for (std::uint64_t i = 0; i < state_words_; ++i) {
+        state[i] = host_detail::load_acquire(seg + (i < head ? i : i + cap_));
+      }
+      block(STREAM_BLOCK_LANE, l, 0u, state.data(), state.size());
+    }
+    stats_.wall_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_).count());
+    const std::uint64_t end[STREAM_END_WORDS] = {stats_.records, stats_.polls, stats_.wall_ns, stats_.max_backlog};
+    block(STREAM_BLOCK_END, 0u, 0u, end, STREAM_END_WORDS);
+    if (std::fclose(file_) != 0) fail_write();
+    file_ = nullptr;
+    if (error_.empty() && std::rename(part_.c_str(), path_.c_str()) != 0) {
+      error_ = "ikp::StreamDrain: cannot rename " + part_ + " to " + path_ + ": " + std::strerror(errno);
+    }
+    if (!error_.empty()) std::remove(part_.c_str());
+    if (stats != nullptr) *stats = stats_;
+    return error_;
+  }
+
+ private:
+  /// Lane `l`'s control words.
+  std::uint64_t* ctrl(std::uint64_t l) const { return buf_ + lane_base_ + l * stride_ + LANE_EVENTS; }
+
+  /// Records lane `l` has published (HEAD's stored count, read with acquire).
+  std::uint32_t stored(std::uint64_t l) const {
+    return static_cast<std::uint32_t>(host_detail::load_acquire(ctrl(l) + STREAM_HEAD));
+  }
+
+  /// Tells lane `l` the drain has consumed up to record `upto` (TAIL, release).
+  void hand_back(std::uint64_t l, std::uint32_t upto) {
+    consumed_[l] = upto;
+    host_detail::store_release(ctrl(l) + STREAM_TAIL, upto);
+  }
+
+  /// One pass over the lanes: appends every record published since the last and hands the
+  /// slots back. Returns the records copied.
+  std::uint64_t poll() {
+    std::uint64_t copied = 0u;
+    for (std::uint64_t l = 0; l < consumed_.size(); ++l) {
+      const std::uint32_t s = stored(l), c = consumed_[l], n = s - c;
+      if (n == 0u) continue;
+      if (n > cap_) {
+        error_ = "ikp::StreamDrain: lane " + std::to_string(l) + " published " + std::to_string(s) +
+                 " stored records with " + std::to_string(c) + " consumed, more than its ring of " +
+                 std::to_string(cap_) + ": the lane is not an ikp stream lane, or its words were overwritten";
+        break;
+      }
+      const std::uint64_t* ring = ctrl(l) + STREAM_CTRL_WORDS;
+      for (std::uint32_t i = 0; i < n; ++i) scratch_[i] = host_detail::load_relaxed(ring + ((c + i) & (cap_ - 1u)));
+      block(STREAM_BLOCK_RECORDS, l, c, scratch_.data(), n);
+      if (!error_.empty()) break;
+      hand_back(l, s);
+      stats_.max_backlog = n > stats_.max_backlog ? n : stats_.max_backlog;
+      copied += n;
+    }
+    stats_.records += copied;
+    stats_.polls += 1u;
+    return copied;
+  }
+
+  /// After an error: hands every lane's published slots back without copying them.
+  std::uint64_t release_all() {
+    std::uint64_t released = 0u;
+    for (std::uint64_t l = 0; l < consumed_.size(); ++l) {
+      const std::uint32_t s = stored(l);
+      released += static_cast<std::uint32_t>(s - consumed_[l]);
+      hand_back(l, s);
+    }
+    return released;
+  }
+
+  /// Appends a block: `lane << 32 | kind`, `count << 32 | first`, then the words.
+  void block(std::uint32_t kind, std::uint64_t lane, std::uint32_t first, const std::uint64_t* words,
+             std::size_t count) {
+    put((lane << 32u) | kind);
+    put((static_cast<std::uint64_t>(count) << 32u) | first);
+    put(words, count);
+  }
+
+  void put(std::uint64_t word) { put(&word, 1u); }
+
+  void put(const std::uint64_t* words, std::size_t count) {
+    if (error_.empty() && std::fwrite(words, sizeof(std::uint64_t), count, file_) != count) fail_write();
+  }
+
+  void fail_write() {
+    if (error_.empty()) error_ = "ikp::StreamDrain: writing " + part_ + ": " + std::strerror(errno);
+  }
+
+  std::string path_, part_;
+  std::FILE* file_ = nullptr;
+  std::uint64_t* buf_ = nullptr;
+  std::uint64_t lane_base_ = 0u, stride_ = 0u, state_words_ = 0u;
+  std::uint32_t cap_ = 0u;
+  std::vector<std::uint32_t> consumed_;
+  std::vector<std::uint64_t> scratch_;
+  DrainStats stats_;
+  std::string error_;  // the first error; written by the thread, read after it is joined
+  std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> done_{false};
+  bool running_ = false;
+  std::thread thread_;
 };
 
 }  // namespace ikp

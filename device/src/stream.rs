@@ -119,6 +119,36 @@ pub mod arg_flags {
     pub const STREAM: u32 = 1 << 0;
 }
 
+/// The constants of the stream file (`.ikps`), the file a host drain writes. Its format is
+/// specified with its reader and writer (`ikp_host::stream_file`, `# Format`); the numbers
+/// live here so that `ikp_host.hpp`'s drain, generated from this crate, writes the same.
+pub mod file {
+    /// `b"IKPSFILE"` as a little-endian `u64`: word 0 of a stream file.
+    pub const FILE_MAGIC: u64 = u64::from_le_bytes(*b"IKPSFILE");
+
+    /// Version of the stream file this build writes and the newest it reads.
+    pub const FILE_VERSION: u32 = 1;
+
+    /// Block kinds (the low half of a block's first word).
+    pub mod block {
+        /// Records of one lane.
+        pub const RECORDS: u32 = 1;
+        /// One lane's final state.
+        pub const LANE: u32 = 2;
+        /// The end of the file, with the drain's figures.
+        pub const END: u32 = 3;
+    }
+
+    /// Words of the end block.
+    pub const END_WORDS: u32 = 4;
+
+    /// Words of a lane's final state (the lane block): its segment without the ring.
+    pub const fn lane_state_words(n_counters: u32) -> u32 {
+        use crate::wire::lane;
+        lane::PROLOGUE_WORDS + super::CTRL_WORDS + lane::TRAILER_WORDS + n_counters
+    }
+}
+
 /// Words per lane segment of a stream buffer.
 #[inline]
 pub const fn lane_stride(records_per_lane: u32, n_counters: u32) -> u64 {

@@ -27,7 +27,7 @@ pub(super) const fn u32c(name: &'static str, value: u32, doc: &'static str) -> C
     }
 }
 
-const fn u64c(name: &'static str, value: u64, doc: &'static str) -> Const {
+pub(super) const fn u64c(name: &'static str, value: u64, doc: &'static str) -> Const {
     Const {
         name,
         value,

@@ -10,7 +10,7 @@
 use crate::support;
 
 use ikp_device::wire::{self, Overflow};
-use ikp_device::{ClockSync, Header, Layout, LayoutError, TimerMode};
+use ikp_device::{stream, ClockSync, Header, Layout, LayoutError, TimerMode};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -280,7 +280,12 @@ fn compare(exe: &Path, cases: &[Case]) -> usize {
                 if l.buffer_words() <= 1 << 20 {
                     let mut buf = vec![0u64; l.buffer_words() as usize];
                     buf[..cxx.len()].copy_from_slice(&cxx);
-                    let h = Header::parse(&buf).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let parse = if l.overflow.is_stream() {
+                        Header::parse_stream
+                    } else {
+                        Header::parse
+                    };
+                    let h = parse(&buf).unwrap_or_else(|e| panic!("{what}: {e}"));
                     let mut want = l.clone();
                     want.async_regions.sort_unstable();
                     want.async_regions.dedup();
@@ -443,6 +448,30 @@ fn valid_cases() -> Vec<Case> {
                 ..d()
             },
         ),
+        case(
+            "a stream of rings of 4 with counters",
+            Layout {
+                grid: [5, 1, 2],
+                groups_per_block: 3,
+                records_per_lane: stream::MIN_RING,
+                counters: ["wait"].map(String::from).to_vec(),
+                regions: ["work"].map(String::from).to_vec(),
+                overflow: Overflow::Stream,
+                ..d()
+            },
+        ),
+        case(
+            "a waiting stream with a clock sync",
+            Layout {
+                grid: [132, 1, 1],
+                groups_per_block: 4,
+                records_per_lane: 512,
+                regions: ["tile", "mma"].map(String::from).to_vec(),
+                overflow: Overflow::StreamWait,
+                clock_sync: Some(sync()),
+                ..d()
+            },
+        ),
         Case {
             ptr: u64::MAX - 7,
             ..case(
@@ -562,6 +591,39 @@ fn invalid_cases() -> Vec<(Case, &'static str)> {
                 },
             ),
             "records_per_lane",
+        ),
+        (
+            case(
+                "stream ring of 48",
+                Layout {
+                    records_per_lane: 48,
+                    overflow: Overflow::Stream,
+                    ..d()
+                },
+            ),
+            "records_per_lane",
+        ),
+        (
+            case(
+                "stream ring of 2",
+                Layout {
+                    records_per_lane: 2,
+                    overflow: Overflow::StreamWait,
+                    ..d()
+                },
+            ),
+            "records_per_lane",
+        ),
+        (
+            case(
+                "a stream of 2 epochs",
+                Layout {
+                    epochs: 2,
+                    overflow: Overflow::Stream,
+                    ..d()
+                },
+            ),
+            "epochs",
         ),
         (case("epochs 0", Layout { epochs: 0, ..d() }), "epochs"),
         (
@@ -822,10 +884,11 @@ fn random_layout(rng: &mut Rng) -> Layout {
         },
         regions,
         counters,
-        overflow: if ring {
-            Overflow::Ring
-        } else {
-            Overflow::DropNewest
+        overflow: match (ring, rng.below(3)) {
+            (true, 0) => Overflow::Stream,
+            (true, 1) => Overflow::StreamWait,
+            (true, _) => Overflow::Ring,
+            (false, _) => Overflow::DropNewest,
         },
         epochs: rng.below(5) as u32,
         async_regions,

@@ -84,7 +84,7 @@ ikp::HostLayout parse(const std::string& line, std::uint64_t& ptr) {
   expect(in, "timer");
   l.timer = number(in) == 0u ? ikp::Timer::Global : ikp::Timer::Clock;
   expect(in, "overflow");
-  l.overflow = number(in) == 0u ? ikp::Overflow::DropNewest : ikp::Overflow::Ring;
+  l.overflow = static_cast<ikp::Overflow>(number32(in));
   expect(in, "epochs");
   l.epochs = number32(in);
   l.regions = names(in, "regions");

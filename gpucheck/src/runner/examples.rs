@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use ikp_host::analysis::blocks::gpu_wall;
 use ikp_host::decode::{load, DecodeOptions};
@@ -23,14 +24,76 @@ pub const EXAMPLES: [&str; 4] = [
     "persistent_stream",
 ];
 
+/// The C++ launcher of `persistent_stream` (`ikp_host.hpp`'s `StreamDrain`), which the
+/// runner compiles with the GPU machine's nvcc, as a C++ user does, then checks as the others.
+pub const CPP_EXAMPLE: &str = "persistent_stream_cpp";
+/// Its sources in the bundle: the launcher, and the kernel it includes.
+pub const CPP_SOURCES: [&str; 2] = [
+    "cpp/persistent_stream/launcher.cu",
+    "cpp/persistent_stream/kernel.cu",
+];
+/// Time limit of its compilation.
+const NVCC_LIMIT: Duration = Duration::from_secs(120);
+
 /// Runs example `name` from the bundle and checks what it wrote.
 pub fn run(bundle: &Path, name: &str, plan: &Plan) -> Check {
-    let check = format!("example/{name}");
+    if let Some(why) = plan.skip_all() {
+        return Check::skip(format!("example/{name}"), why);
+    }
+    check_launcher(
+        bundle,
+        name,
+        Command::new(bundle.join("examples").join(name)),
+        plan,
+    )
+}
+
+/// Compiles the C++ launcher ([`CPP_EXAMPLE`]) with this machine's nvcc (`IKP_NVCC`, `PATH`,
+/// `/usr/local/cuda/bin`) for its GPU, against the bundle's headers, and checks it as the
+/// other examples.
+pub fn run_cpp(bundle: &Path, plan: &Plan) -> Check {
+    let check = format!("example/{CPP_EXAMPLE}");
     if let Some(why) = plan.skip_all() {
         return Check::skip(check, why);
     }
+    let Some(nvcc) = super::find_cuda_tool("IKP_NVCC", "nvcc") else {
+        return Check::skip(
+            check,
+            "no nvcc on this machine (IKP_NVCC, PATH, /usr/local/cuda/bin): the C++ launcher is \
+             compiled where it runs",
+        );
+    };
+    let build = plan.files.join("build");
+    if let Err(e) = std::fs::create_dir_all(&build) {
+        return Check::fail(check, format!("creating {}: {e}", build.display()));
+    }
+    let exe = build.join(CPP_EXAMPLE);
+    let mut cc = Command::new(&nvcc);
+    cc.args(["-std=c++17", "-O2", "-arch=native", "-I"])
+        .arg(bundle.join("include"))
+        .arg(bundle.join(CPP_SOURCES[0]))
+        .arg("-o")
+        .arg(&exe);
+    let log = format!("nvcc-{CPP_EXAMPLE}");
+    match child::run(cc, &log, &plan.logs, plan.limit(NVCC_LIMIT)) {
+        Ok(f) if f.ok() => {}
+        Ok(f) => return Check::fail(check, format!("{} {}", nvcc.display(), f.failure())),
+        Err(e) => return Check::fail(check, format!("could not start {}: {e}", nvcc.display())),
+    }
+    let c = check_launcher(bundle, CPP_EXAMPLE, Command::new(&exe), plan);
+    // The executable is not a result: keep it out of the archive.
+    let _ = std::fs::remove_dir_all(&build);
+    c
+}
+
+/// Runs the launcher `cmd` of example `name` (its output folder the one argument) and checks
+/// what it wrote.
+fn check_launcher(bundle: &Path, name: &str, mut cmd: Command, plan: &Plan) -> Check {
+    let check = format!("example/{name}");
     let out = plan.files.join("examples");
-    let mut cmd = Command::new(bundle.join("examples").join(name));
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return Check::fail(check, format!("creating {}: {e}", out.display()));
+    }
     cmd.arg(&out);
     plan.gpu_env(&mut cmd);
     let fail = |detail: String| Check::fail(&check, detail);

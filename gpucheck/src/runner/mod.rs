@@ -96,12 +96,30 @@ impl Plan {
     }
 }
 
+/// A CUDA tool of the GPU machine: the path in the environment variable `var`, else `tool`
+/// on `PATH`, else in `/usr/local/cuda/bin`.
+pub fn find_cuda_tool(var: &str, tool: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
+        return Some(PathBuf::from(p));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let p = Path::new("/usr/local/cuda/bin").join(tool);
+        p.is_file().then_some(p)
+    })
+}
+
 /// Files the bundle must hold, relative to its root.
 pub fn expected_files() -> Vec<String> {
     let bins = ["ikp-gpucheck", "ikp", "gpu_overhead"].map(|b| format!("bin/{b}"));
     let examples = examples::EXAMPLES.map(|e| format!("examples/{e}"));
+    let cpp = examples::CPP_SOURCES.map(String::from);
     let tests = tests::binaries().into_iter().map(|b| format!("tests/{b}"));
-    bins.into_iter().chain(examples).chain(tests).collect()
+    (bins.into_iter().chain(examples).chain(cpp).chain(tests)).collect()
 }
 
 /// Runs every check of the bundle at `bundle` and writes the results into `results`.
@@ -152,6 +170,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     for e in examples::EXAMPLES {
         checks.push(examples::run(bundle, e, &plan));
     }
+    checks.push(examples::run_cpp(bundle, &plan));
     checks.extend(python::run(bundle, &plan));
     for suite in &tests::SUITES {
         checks.extend(tests::run(bundle, suite, &plan));

@@ -28,18 +28,7 @@ const ERROR_EXIT: i32 = 86;
 
 /// The sanitizer's executable, if this machine has one.
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("IKP_COMPUTE_SANITIZER") {
-        return Some(PathBuf::from(p));
-    }
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("compute-sanitizer"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| {
-        let p = PathBuf::from("/usr/local/cuda/bin/compute-sanitizer");
-        p.is_file().then_some(p)
-    })
+    super::find_cuda_tool("IKP_COMPUTE_SANITIZER", "compute-sanitizer")
 }
 
 /// What runs under the sanitizer: (name, program, arguments).

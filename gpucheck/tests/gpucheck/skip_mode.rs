@@ -47,6 +47,9 @@ fn bundle(root: &Path) {
     for e in runner::examples::EXAMPLES {
         script(&root.join("examples").join(e), "exit 99");
     }
+    for f in runner::examples::CPP_SOURCES {
+        script(&root.join(f), "#error must not be compiled in skip mode");
+    }
     // Each test binary lists two tests of each of its suites and one test of a module the
     // bundle does not run.
     for binary in runner::tests::binaries() {
@@ -144,6 +147,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             .iter()
             .map(|e| format!("example/{e}")),
     );
+    want.push(format!("example/{}", runner::examples::CPP_EXAMPLE));
     want.extend(
         [
             "python/wheel",

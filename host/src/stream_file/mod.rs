@@ -43,24 +43,7 @@ mod write;
 pub use read::{read, read_words, LaneCapture, StreamCapture, StreamFileError};
 pub use write::StreamFileWriter;
 
-/// `b"IKPSFILE"` as a little-endian `u64`: word 0 of a stream file.
-pub const FILE_MAGIC: u64 = u64::from_le_bytes(*b"IKPSFILE");
-
-/// Version of the stream file this build writes and the newest it reads.
-pub const FILE_VERSION: u32 = 1;
-
-/// Block kinds (the low half of a block's first word).
-pub mod block {
-    /// Records of one lane.
-    pub const RECORDS: u32 = 1;
-    /// One lane's final state.
-    pub const LANE: u32 = 2;
-    /// The end of the file, with the drain's figures.
-    pub const END: u32 = 3;
-}
-
-/// Words of the end block.
-pub const END_WORDS: u32 = 4;
+pub use ikp_device::stream::file::{block, lane_state_words, END_WORDS, FILE_MAGIC, FILE_VERSION};
 
 /// What the drain did, as the end block records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,10 +66,4 @@ pub fn is_stream_file(bytes: &[u8]) -> bool {
 /// True when `words` start like a stream file.
 pub fn is_stream_words(words: &[u64]) -> bool {
     words.first() == Some(&FILE_MAGIC)
-}
-
-/// Words of a lane's final state (the lane block): its segment without the ring.
-pub fn lane_state_words(n_counters: u32) -> u32 {
-    use ikp_device::{stream, wire::lane};
-    lane::PROLOGUE_WORDS + stream::CTRL_WORDS + lane::TRAILER_WORDS + n_counters
 }

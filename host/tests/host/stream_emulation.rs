@@ -380,51 +380,72 @@ fn a_torn_or_unfinished_stream_file_is_refused() {
     assert!(e.to_string().contains("upgrade ikp"), "{e}");
 }
 
-/// The lanes and a C++ drain built with ThreadSanitizer: any data race between the
-/// header's record stores and a concurrent reader fails the run (TSan exits 66).
+/// The lanes and the C++ launcher's drain (`ikp_host.hpp`'s `ikp::StreamDrain`), built
+/// with ThreadSanitizer: any data race between the header's record stores and the drain
+/// fails the run (TSan exits 66); the file the drain wrote must hold every lane's records
+/// in order, as the Rust drain's does, and decode.
 #[test]
-fn stream_lanes_are_race_free_under_thread_sanitizer() {
+fn stream_lanes_and_the_cpp_drain_are_race_free_under_thread_sanitizer() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("emulate_stream_tsan");
     compile(&["-O1", "-g", "-fsanitize=thread", "-DIKP_EMU_MAIN"], &exe);
-    for (overflow, pause_ms) in [
-        (Overflow::StreamWait, 50),
-        (Overflow::Stream, 20),
-        (Overflow::StreamWait, 0),
-    ] {
-        let blocks = 4u32;
-        let layout = layout(blocks, overflow);
-        let mut buf = layout.header_words().unwrap();
-        buf.resize(layout.buffer_words() as usize, 0);
-        let buf_file = dir.path().join("buf.bin");
-        let arg_file = dir.path().join("arg.bin");
-        std::fs::write(&buf_file, bytemuck::cast_slice::<u64, u8>(&buf)).unwrap();
-        std::fs::write(&arg_file, bytemuck::bytes_of(&layout.kernel_arg(0))).unwrap();
+    let (blocks, pairs) = (4u32, 3000u32);
+    let launch = |out: &Path, overflow: Overflow, pause_ms: u32| {
         let wait = (overflow == Overflow::StreamWait) as u32;
-        let out = Command::new(&exe)
-            .arg(&buf_file)
-            .arg(&arg_file)
-            .args([
-                blocks.to_string(),
-                "3000".into(),
-                wait.to_string(),
-                "2".into(),
-                pause_ms.to_string(),
-            ])
+        let o = Command::new(&exe)
+            .arg(out)
+            .args([blocks, pairs, wait, 2, pause_ms, CAP].map(|n| n.to_string()))
             .env("TSAN_OPTIONS", "halt_on_error=1")
             .output()
             .expect("running the TSan build");
         let text = format!(
             "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            out.status.success() && text.contains("checked"),
-            "{overflow:?}, pause {pause_ms} ms:\n{text}"
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
         );
         assert!(!text.contains("ThreadSanitizer"), "{text}");
+        (o.status.code(), text)
+    };
+    for (overflow, pause_ms) in [
+        (Overflow::StreamWait, 50),
+        (Overflow::Stream, 20),
+        (Overflow::StreamWait, 0),
+    ] {
+        let out = dir.path().join(format!("{overflow:?}-{pause_ms}.ikps"));
+        let (code, text) = launch(&out, overflow, pause_ms);
+        assert!(
+            code == Some(0) && text.contains("drained"),
+            "{overflow:?}, pause {pause_ms} ms:\n{text}"
+        );
+        assert!(!dir
+            .path()
+            .join(format!("{overflow:?}-{pause_ms}.ikps.part"))
+            .exists());
+        let bytes = std::fs::read(&out).unwrap();
+        let capture = stream_file::read(&bytes).expect("the C++ drain's file reads back");
+        let (mut dropped, mut stalls) = (0, 0);
+        for l in 0..blocks as usize {
+            let (_, marked, unmarked, stalled) = check_lane(&capture, l, pairs);
+            dropped += marked + unmarked;
+            stalls += stalled;
+        }
+        let waits = overflow == Overflow::StreamWait;
+        assert!(!waits || dropped == 0, "wait mode dropped {dropped}");
+        if pause_ms > 0 {
+            // The drain started late: rings filled, and lanes waited or dropped.
+            assert!(if waits { stalls > 0 } else { dropped > 0 }, "{text}");
+        }
+        let trace = ikp_host::decode_bytes(&bytes, &Default::default()).expect("decodes");
+        assert_eq!(trace.dropped(), dropped);
     }
+    // A file that cannot be created: the message names it, exit 3, the lanes still ran.
+    let nowhere = dir.path().join("no/such/dir/run.ikps");
+    let (code, text) = launch(&nowhere, Overflow::Stream, 0);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(
+        text.contains("cannot create") && text.contains("run.ikps.part"),
+        "{text}"
+    );
 }
 
 /// `samples/stream_emulated.ikps`, shipped so that every command can be tried on a stream

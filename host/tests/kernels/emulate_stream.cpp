@@ -4,9 +4,9 @@
 // Built two ways by the ikp tests (host/tests/host/stream_emulation.rs):
 // - as a shared library exporting ikp_emu_stream_run(), which the Rust test calls while
 //   ikp-host's own Drain runs on another thread;
-// - with IKP_EMU_MAIN, as a program with its own drain thread (a C++ copy of the protocol:
-//   acquire HEAD, copy, release TAIL), built with -fsanitize=thread, so ThreadSanitizer
-//   checks the header's publication order against a concurrent reader.
+// - with IKP_EMU_MAIN, as a C++ launcher whose drain is ikp_host.hpp's ikp::StreamDrain,
+//   built with -fsanitize=thread, so ThreadSanitizer checks the header's publication order
+//   against the drain C++ users run.
 //
 // Every lane records `pairs` begin / end pairs of region 0 with payload = pair index mod
 // 2^20, its globaltimer advancing 8 ns per read from 2^20 + 640 ns x lane, then finalizes. Lanes
@@ -83,88 +83,54 @@ extern "C" int ikp_emu_stream_run(const ikp::Arg* arg, unsigned blocks, unsigned
 }
 
 #if defined(IKP_EMU_MAIN)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
-// usage: emulate_stream BUF_FILE ARG_FILE BLOCKS PAIRS WAIT SLOW_EVERY PAUSE_MS
-// Reads the zeroed buffer with its header and the kernel argument the host built, runs the
-// lanes while a drain thread empties their rings (sleeping PAUSE_MS first), and prints
-// `lane L records N dropped D` per lane, then `checked`, after checking every lane's
-// records arrived in order (pairs in order, drop marks summing to the drops before them).
+#include "ikp_host.hpp"
+
+// usage: emulate_stream OUT BLOCKS PAIRS WAIT SLOW_EVERY PAUSE_MS RING
+// The launcher a C++ user writes, on the CPU: an ikp::HostLayout of BLOCKS lanes with rings
+// of RING records and the region "work", its buffer with the header, and ikp::StreamDrain
+// (ikp_host.hpp) writing OUT while the lanes run; the drain starts PAUSE_MS late. Prints
+// `drained N records in P polls` (exit 0), or the drain's error (exit 3). The ikp test reads
+// OUT back and checks every lane's records.
 int main(int argc, char** argv) {
   if (argc != 8) return 2;
-  FILE* f = std::fopen(argv[1], "rb");
-  if (!f) return 2;
-  std::vector<unsigned long long> buf;
-  unsigned long long w;
-  while (std::fread(&w, 8, 1, f) == 1) buf.push_back(w);
-  std::fclose(f);
-  ikp::Arg arg{};
-  f = std::fopen(argv[2], "rb");
-  if (!f || std::fread(&arg, sizeof arg, 1, f) != 1) return 2;
-  std::fclose(f);
-  arg.buf = reinterpret_cast<unsigned long long>(buf.data());
-  const unsigned blocks = std::atoi(argv[3]), pairs = std::atoi(argv[4]);
-  const int wait = std::atoi(argv[5]);
-  const unsigned slow_every = std::atoi(argv[6]), pause_ms = std::atoi(argv[7]);
-  const unsigned cap = arg.records_per_lane;
-  std::atomic<bool> done{false};
-  std::vector<std::vector<unsigned long long>> got(blocks);
-  auto ctrl = [&](unsigned l) { return buf.data() + arg.lane_base + l * arg.lane_stride + ikp::LANE_EVENTS; };
-  auto poll = [&] {
-    for (unsigned l = 0; l < blocks; ++l) {
-      unsigned long long* c = ctrl(l);
-      const unsigned stored = static_cast<unsigned>(__atomic_load_n(c + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE));
-      unsigned consumed = static_cast<unsigned>(got[l].size());
-      for (; consumed != stored; ++consumed) {
-        got[l].push_back(c[ikp::STREAM_CTRL_WORDS + (consumed & (cap - 1u))]);
-      }
-      __atomic_store_n(c + ikp::STREAM_TAIL, static_cast<unsigned long long>(consumed), __ATOMIC_RELEASE);
-    }
-  };
-  std::thread drain([&] {
+  const unsigned blocks = static_cast<unsigned>(std::atoi(argv[2]));
+  const unsigned pairs = static_cast<unsigned>(std::atoi(argv[3]));
+  const int wait = std::atoi(argv[4]);
+  const unsigned slow_every = static_cast<unsigned>(std::atoi(argv[5]));
+  const unsigned pause_ms = static_cast<unsigned>(std::atoi(argv[6]));
+  ikp::HostLayout layout;
+  layout.grid = {blocks, 1u, 1u};
+  layout.records_per_lane = static_cast<std::uint32_t>(std::atoi(argv[7]));
+  layout.regions = {"work"};
+  layout.overflow = wait ? ikp::Overflow::StreamWait : ikp::Overflow::Stream;
+  std::vector<std::uint64_t> buf(static_cast<std::size_t>(layout.buffer_words()), 0u);
+  const std::vector<std::uint64_t> header = layout.header_words();
+  std::copy(header.begin(), header.end(), buf.begin());
+  const ikp::Arg arg = layout.kernel_arg(buf.data());
+  ikp::StreamDrain drain;
+  std::string started;
+  std::thread starter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-    while (!done.load(std::memory_order_acquire)) poll();
+    started = drain.start(layout, buf.data(), argv[1]);
   });
   ikp_emu_stream_run(&arg, blocks, pairs, wait, slow_every);
-  done.store(true, std::memory_order_release);
-  drain.join();
-  poll();
-  int bad = 0;
-  for (unsigned l = 0; l < blocks; ++l) {
-    const unsigned long long* trailer = ctrl(l) + ikp::STREAM_CTRL_WORDS + cap;
-    const unsigned dropped = static_cast<unsigned>(trailer[ikp::TRAILER_COUNT] >> ikp::COUNT_DROPPED_SHIFT);
-    unsigned long long next = 0, marked = 0;  // next expected record number (2 per pair)
-    for (unsigned long long r : got[l]) {
-      const unsigned tag = static_cast<unsigned>(r);
-      if ((tag & ikp::KIND_MASK) == ikp::KIND_META) {
-        const unsigned kind = (tag >> ikp::REGION_SHIFT) & ikp::REGION_MASK;
-        if (kind == ikp::META_STREAM_DROPPED) {
-          next += r >> ikp::TIME_SHIFT;
-          marked += r >> ikp::TIME_SHIFT;
-        }
-        continue;
-      }
-      const unsigned kind = tag & ikp::KIND_MASK;
-      const unsigned payload = tag >> ikp::PAYLOAD_SHIFT;
-      if (kind != (next % 2 == 0 ? ikp::KIND_BEGIN : ikp::KIND_END) ||
-          payload != ((next / 2) & ikp::PAYLOAD_MASK)) {
-        std::printf("lane %u: record %llu out of order\n", l, next);
-        bad = 1;
-        break;
-      }
-      ++next;
-    }
-    if (next + (dropped - marked) != 2ull * pairs || (wait && dropped != 0)) {
-      std::printf("lane %u: %llu records + %llu unmarked drops, %u attempted\n", l, next,
-                  static_cast<unsigned long long>(dropped - marked), 2 * pairs);
-      bad = 1;
-    }
-    std::printf("lane %u records %zu dropped %u\n", l, got[l].size(), dropped);
+  starter.join();
+  if (!started.empty()) {
+    std::printf("%s\n", started.c_str());
+    return 3;
   }
-  if (bad) return 1;
-  std::printf("checked\n");
+  ikp::DrainStats stats;
+  const std::string err = drain.finish(&stats);
+  if (!err.empty()) {
+    std::printf("%s\n", err.c_str());
+    return 3;
+  }
+  std::printf("drained %llu records in %llu polls\n", static_cast<unsigned long long>(stats.records),
+              static_cast<unsigned long long>(stats.polls));
   return 0;
 }
 #endif
