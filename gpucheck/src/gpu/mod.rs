@@ -35,6 +35,7 @@ macro_rules! launch {
 
 pub mod axis;
 pub mod correction;
+pub mod device_ring;
 pub mod epochs;
 pub mod host_clock;
 pub mod overflow;
@@ -66,7 +67,7 @@ pub const WARM_UP_NS: u64 = 150_000_000;
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 13] = [
+pub const CHECKS: [&str; 14] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
@@ -80,6 +81,7 @@ pub const CHECKS: [&str; 13] = [
     "overhead-correction",
     "stream/wait",
     "stream/drop",
+    "stream/device-ring",
 ];
 
 /// Device 0 with the checks' kernels loaded.
@@ -225,6 +227,7 @@ pub fn run(name: &str) -> Vec<Check> {
         "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
         "stream/wait" => stream::check(&gpu, true).map(|c| vec![c]),
         "stream/drop" => stream::check(&gpu, false).map(|c| vec![c]),
+        "stream/device-ring" => device_ring::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };
     let smi_after = smi_sm_mhz();

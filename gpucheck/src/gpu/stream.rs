@@ -49,11 +49,11 @@ fn text(e: SessionError) -> Error {
 }
 
 /// Pairs each lane of the kernels records on `gpu` (one block per SM).
-fn pairs(gpu: &Gpu) -> u32 {
+pub(super) fn pairs(gpu: &Gpu) -> u32 {
     RECORDS.div_ceil(2 * (gpu.sms * WARPS) as u64) as u32
 }
 
-fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
+pub(super) fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
     Layout {
         grid: [gpu.sms, 1, 1],
         groups_per_block: WARPS,
@@ -69,7 +69,10 @@ type Timed = Result<Duration, SessionError>;
 
 /// Kernel `name` of the `persistent_*` family, as a function of `(pairs, work, arg)` that
 /// launches it once and waits, returning the wall time.
-fn kernel<'g>(gpu: &'g Gpu, name: &str) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
+pub(super) fn kernel<'g>(
+    gpu: &'g Gpu,
+    name: &str,
+) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
     let (f, sink) = (gpu.function(name)?, gpu.zeros::<f32>(32 * WARPS as usize)?);
     Ok(move |pairs: u32, work: u32, arg: &IkpArg| {
         let t = Instant::now();
@@ -86,7 +89,7 @@ fn kernel<'g>(gpu: &'g Gpu, name: &str) -> Result<impl Fn(u32, u32, &IkpArg) -> 
 }
 
 /// The work per pair that makes the uninstrumented kernel run about [`TARGET_NS`].
-fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
+pub(super) fn calibrate(gpu: &Gpu, pairs: u32) -> Result<u32, Error> {
     let off = kernel(gpu, "persistent_off")?;
     let arg = IkpArg::default();
     let probe_pairs = (pairs / 16).max(1);

@@ -7,7 +7,10 @@
 //! the drain thread ([`crate::drain::Drain`]) reads them as they land, with no copy engine
 //! and no second stream to schedule; the lanes read TAIL back across the bus once per
 //! publish interval. The host memory a launch needs is the rings, a few KiB per lane,
-//! whatever the kernel's length.
+//! whatever the kernel's length. The alternative, rings in device memory drained by
+//! strided copies on a second stream, moves every ring over the bus at each poll whether
+//! or not it holds new records; the GPU bundle measures both at the same record rate
+//! (`stream/drop` and `stream/device-ring`, BENCHMARKS.md).
 
 use std::io::{self, Write};
 use std::path::Path;
