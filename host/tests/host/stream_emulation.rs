@@ -446,6 +446,31 @@ fn stream_lanes_and_the_cpp_drain_are_race_free_under_thread_sanitizer() {
         text.contains("cannot create") && text.contains("run.ikps.part"),
         "{text}"
     );
+    // A disk that fills while waiting lanes run (a 256 KiB file size limit; 1.6 M records
+    // need 12.8 MB): the drain keeps handing the slots back, so the lanes finish; finish()
+    // reports the write error and leaves no file.
+    let full = dir.path().join("full.ikps");
+    let o = Command::new("timeout")
+        .arg("120")
+        .args([
+            "sh",
+            "-c",
+            "trap '' XFSZ; ulimit -f 256; exec \"$0\" \"$@\"",
+        ])
+        .arg(&exe)
+        .arg(&full)
+        .args([blocks, 200_000, 1, 0, 0, CAP].map(|n| n.to_string()))
+        .env("TSAN_OPTIONS", "halt_on_error=1")
+        .output()
+        .expect("running the TSan build");
+    let text = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("writing") && text.contains("full.ikps.part"),
+        "{text}"
+    );
+    assert!(!full.exists() && !dir.path().join("full.ikps.part").exists());
+    assert!(!text.contains("ThreadSanitizer"), "{text}");
 }
 
 /// `samples/stream_emulated.ikps`, shipped so that every command can be tried on a stream
