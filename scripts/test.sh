@@ -2,7 +2,7 @@
 # The test command: provisions the CUDA wheels, libcuda and chromium (idempotent; README,
 # "What the test command installs"), then runs the whole test suite. CI (.ci/run) calls
 # exactly this. IKP_NO_SYSTEM_INSTALL=1: install nothing outside the checkout (provision.sh
-# stops, naming what is missing; fuzz.sh skips without cargo-fuzz).
+# stops, naming what is missing; fuzz.sh skips without cargo-fuzz, tsan.sh without rust-src).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -44,6 +44,10 @@ phase "no-default-features build"
 # (about a minute after the first build); IKP_SKIP_FUZZ=1 skips it.
 [ -n "${IKP_SKIP_FUZZ:-}" ] || bash scripts/fuzz.sh
 phase fuzz
+# The stream drain in Rust against the emulated lanes, both under ThreadSanitizer (the C++
+# drain's run is in the cargo tests above); a build of its own, std included.
+bash scripts/tsan.sh
+phase "thread sanitizer"
 # The GPU bundle (README, "On a GPU"): built and run on every run so it cannot rot. Here,
 # without a GPU, every check is skipped with its reason and the run exits 0; a required
 # GPU (IKP_GPU_TESTS=1) must turn that into a failure. Built with the dev profile from the

@@ -6,9 +6,10 @@
 //! stream file says exactly which records arrived: in wait mode every record, once, in
 //! order, even with a drain that pauses; in drop mode the records that arrived plus the
 //! drops add up to what the lanes attempted, with each gap announced by a drop mark.
-//! The same program built with ThreadSanitizer and a C++ drain checks the header's
-//! publication order under a race detector. The stream file's reader refuses a torn or
-//! half-written file.
+//! The same lanes built with ThreadSanitizer, with `ikp_host.hpp`'s C++ drain, check the
+//! header's publication order under a race detector (this Drain under ThreadSanitizer is
+//! `tsan/`, `scripts/tsan.sh`: std must be instrumented too). The stream file's reader
+//! refuses a torn or half-written file.
 
 use ikp_device::wire::{self, KernelArg, Kind, Overflow};
 use ikp_device::{stream, Layout};

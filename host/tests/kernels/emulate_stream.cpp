@@ -23,7 +23,7 @@
 namespace {
 thread_local ikp::emu::Dim3 t_block{0, 0, 0};
 thread_local unsigned long long t_now = 0;
-ikp::emu::Dim3 g_grid{1, 1, 1};
+thread_local ikp::emu::Dim3 t_grid{1, 1, 1};  // per lane thread: runs may overlap
 const ikp::emu::Dim3 kBlockDim{32, 1, 1};
 }  // namespace
 
@@ -33,7 +33,7 @@ unsigned long long globaltimer() { return t_now += 8; }
 unsigned long long clock64() { return 2 * t_now; }
 unsigned smid() { return t_block.x % 7; }
 Dim3 block_idx() { return t_block; }
-Dim3 grid_dim() { return g_grid; }
+Dim3 grid_dim() { return t_grid; }
 Dim3 thread_idx() { return Dim3{0, 0, 0}; }
 Dim3 block_dim() { return kBlockDim; }
 void fence_block() {}
@@ -67,10 +67,10 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
 // thread, into the stream buffer `arg.buf` describes; `wait` picks Overflow::StreamWait.
 extern "C" int ikp_emu_stream_run(const ikp::Arg* arg, unsigned blocks, unsigned pairs, int wait,
                                   unsigned slow_every) {
-  g_grid = ikp::emu::Dim3{blocks, 1, 1};
   std::vector<std::thread> lanes;
   for (unsigned b = 0; b < blocks; ++b) {
     lanes.emplace_back([=] {
+      t_grid = ikp::emu::Dim3{blocks, 1, 1};
       if (wait) {
         run_lane<ikp::Overflow::StreamWait>(*arg, b, pairs, slow_every);
       } else {
