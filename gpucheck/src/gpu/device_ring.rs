@@ -24,9 +24,8 @@ use ikp_device::{stream, Overflow};
 use ikp_host::cuda::cudarc::driver::{sys, CudaStream};
 use ikp_host::cuda::{IkpArg, SessionError};
 use ikp_host::drain::{Drain, DrainError};
-use ikp_host::stream_file;
 
-use super::stream::{calibrate, kernel, lane_tally, layout, pairs, RING};
+use super::stream::{calibrate, kernel, layout, pairs, tally, Tally, RING};
 use super::words::verdict;
 use super::{Error, Gpu};
 use crate::results::Check;
@@ -252,18 +251,13 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
         let (file, stats) = drain.finish().map_err(|e| e.to_string())?;
         Ok((ran, file, stats))
     })?;
-    let capture = stream_file::read(&file).map_err(|e| e.to_string())?;
-    let lanes = capture.lanes.len();
-    let mut bad = Vec::new();
-    let mut sums = [0u64; 4];
-    for l in 0..lanes {
-        match lane_tally(&capture, l, pairs) {
-            Ok(t) => sums.iter_mut().zip(t).for_each(|(s, v)| *s += v),
-            Err(e) => bad.push(e),
-        }
-    }
-    let attempted = 2 * pairs as u64 * lanes as u64;
-    let dropped: u64 = (0..lanes).map(|l| capture.dropped(l)).sum();
+    let Tally {
+        lanes,
+        attempted,
+        dropped,
+        sums,
+        bad,
+    } = tally(&file, pairs)?;
     let vs_off = 100.0 * (ran.as_secs_f64() / off.as_secs_f64() - 1.0);
     let rate = attempted as f64 / ran.as_secs_f64();
     let wall_s = stats.wall_ns as f64 / 1e9;

@@ -174,6 +174,40 @@ pub fn lane_tally(capture: &StreamCapture, lane: usize, pairs: u32) -> Result<[u
     Ok([next - marked, marked, drop_marks, stall_marks])
 }
 
+/// What a stream file of the `persistent_*` kernels holds, every lane tallied.
+pub(super) struct Tally {
+    pub lanes: usize,
+    /// Records the lanes attempted.
+    pub attempted: u64,
+    /// Records the lanes dropped (their final counts).
+    pub dropped: u64,
+    /// [`lane_tally`]'s figures summed over the lanes.
+    pub sums: [u64; 4],
+    /// What is wrong, lane by lane.
+    pub bad: Vec<String>,
+}
+
+/// Reads the stream file `bytes` and tallies every lane of `pairs` pairs.
+pub(super) fn tally(bytes: &[u8], pairs: u32) -> Result<Tally, Error> {
+    let capture = stream_file::read(bytes).map_err(|e| e.to_string())?;
+    let lanes = capture.lanes.len();
+    let mut bad = Vec::new();
+    let mut sums = [0u64; 4];
+    for l in 0..lanes {
+        match lane_tally(&capture, l, pairs) {
+            Ok(t) => sums.iter_mut().zip(t).for_each(|(s, v)| *s += v),
+            Err(e) => bad.push(e),
+        }
+    }
+    Ok(Tally {
+        lanes,
+        attempted: 2 * pairs as u64 * lanes as u64,
+        dropped: (0..lanes).map(|l| capture.dropped(l)).sum(),
+        sums,
+        bad,
+    })
+}
+
 /// `stream/wait` (`wait`) or `stream/drop`.
 pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     let name = if wait { "stream/wait" } else { "stream/drop" };
@@ -199,18 +233,13 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         .map_err(text)?;
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let _ = std::fs::remove_file(&path);
-    let capture = stream_file::read(&bytes).map_err(|e| e.to_string())?;
-    let lanes = capture.lanes.len();
-    let mut bad = Vec::new();
-    let mut sums = [0u64; 4];
-    for l in 0..lanes {
-        match lane_tally(&capture, l, pairs) {
-            Ok(t) => sums.iter_mut().zip(t).for_each(|(s, v)| *s += v),
-            Err(e) => bad.push(e),
-        }
-    }
-    let attempted = 2 * pairs as u64 * lanes as u64;
-    let dropped: u64 = (0..lanes).map(|l| capture.dropped(l)).sum();
+    let Tally {
+        lanes,
+        attempted,
+        dropped,
+        sums,
+        mut bad,
+    } = tally(&bytes, pairs)?;
     if wait && sums[0] != attempted {
         bad.push(format!("{} of {attempted} records arrived", sums[0]));
     }
