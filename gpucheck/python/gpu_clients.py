@@ -18,6 +18,11 @@ on standard output and everything else on standard error. The checks:
   the kernel's (programs x warps per name), and ikp's spans the file's events. Where
   Proton's instrumentation mode is missing or fails, this check is skipped with the reason
   (not counted against the GPU run); a wrong decode fails it.
+- ``python/stream``: a kernel of ikp.cuh's stream lanes (``Overflow::StreamWait``), compiled
+  with NVRTC through CuPy, recording far more than its rings hold into pinned host memory
+  (``cupyx.zeros_pinned``) that ``ikp.StreamDrain`` empties into a stream file while it
+  runs; ``ikp.load`` of the file must hold every record of every lane, in order, nothing
+  dropped.
 - ``python/triton-probes``: Triton kernels nobody edited (scripts/triton-ptx-fixtures.py's,
   at its shapes), instrumented by ``ikp.triton``: outputs bit for bit the plain kernels',
   a lane per warp, each loop once per warp with the known trip count, and the slowdown per
@@ -73,6 +78,31 @@ extern "C" __global__ void ikp_py_native(float* data, unsigned iters, const ikp:
 }
 """
 NATIVE_REGIONS = ["load", "compute", "store"]
+
+# The stream kernel: STREAM_BLOCKS blocks of STREAM_GROUPS warps, one stream lane per warp
+# waiting for room, each recording STREAM_PAIRS begin / end pairs of region 0 (payload: the
+# pair's index) through a ring of STREAM_RING records, far fewer than it records.
+STREAM_SRC = r"""
+#include "ikp.cuh"
+extern "C" __global__ void ikp_py_stream(float* data, unsigned pairs, const ikp::Arg* argp) {
+  const ikp::Arg prof = *argp;
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::StreamWait> lane(
+      prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  float x = data[i];
+  for (unsigned k = 0; k < pairs; ++k) {
+    lane.begin(0u, k);
+    for (int j = 0; j < 16; ++j) x = x * 0.999f + 1.0f;
+    lane.end(0u, k);
+  }
+  data[i] = x;
+  lane.finalize();
+}
+"""
+STREAM_BLOCKS = 8
+STREAM_GROUPS = 2
+STREAM_PAIRS = 100_000
+STREAM_RING = 512
 NATIVE_BLOCKS = 8
 NATIVE_GROUPS = 2
 NATIVE_ITERS = 4
@@ -437,6 +467,79 @@ def native_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
     )
 
 
+def stream_problems(
+    spans: Dict[str, Any], lanes: Dict[str, Any], lanes_expected: int, pairs: int
+) -> List[str]:
+    """What is wrong with a wait-mode stream capture of the stream kernel: every lane, every
+    pair, in order, nothing dropped."""
+    problems = []
+    if len(lanes["block"]) != lanes_expected:
+        problems.append(f"{len(lanes['block'])} lanes, expected {lanes_expected}")
+    dropped = [int(d) for d in lanes["dropped"]]
+    if any(dropped):
+        problems.append(f"records dropped in wait mode: {dropped}")
+    for b, g in zip(lanes["block"], lanes["group"]):
+        mine = [int(p) for p, sb, sg in zip(spans["payload"], spans["block"], spans["group"])
+                if sb == b and sg == g]
+        if mine != list(range(pairs)):
+            problems.append(f"lane (block {b}, group {g}): {len(mine)} spans, not pairs 0..{pairs} in order")
+            break
+    return problems
+
+
+def stream_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
+    name = "python/stream"
+    cp, device = cupy_device()
+    if cp is None:
+        return check(name, "skip", device)
+    if ikp is None:
+        return check(name, "fail", NO_IKP)
+    import cupyx
+    import numpy as np
+
+    t0 = time.monotonic()
+    figures: Dict[str, Any] = {"device": device}
+    layout = ikp.Layout(
+        grid=(STREAM_BLOCKS, 1, 1),
+        groups_per_block=STREAM_GROUPS,
+        records_per_lane=STREAM_RING,
+        regions=["pair"],
+        overflow="stream_wait",
+    )
+    module = cp.RawModule(code=STREAM_SRC, options=(f"--include-path={include}",))
+    kernel = module.get_function("ikp_py_stream")
+    # Pinned host memory: with unified addressing its host address is the kernel's too.
+    buf = cupyx.zeros_pinned((layout.buffer_words,), dtype=np.uint64)
+    buf[:] = layout.buffer()
+    arg = cp.asarray(np.frombuffer(layout.kernel_arg(buf.ctypes.data), dtype=np.uint8))
+    threads = 32 * STREAM_GROUPS
+    data = cp.zeros(STREAM_BLOCKS * threads, dtype=cp.float32)
+    path = os.path.join(work, "stream.ikps")
+    t1 = time.monotonic()
+    with ikp.StreamDrain(layout, buf, path) as drain:
+        kernel((STREAM_BLOCKS,), (threads,), (data, np.uint32(STREAM_PAIRS), arg))
+        cp.cuda.Device().synchronize()
+    figures["kernel_and_drain_s"] = round(time.monotonic() - t1, 3)
+    trace = ikp.load(path)
+    spans, lanes = trace.spans(), trace.lanes()
+    problems = stream_problems(spans, lanes, STREAM_BLOCKS * STREAM_GROUPS, STREAM_PAIRS)
+    figures.update(
+        lanes=len(lanes["block"]),
+        spans=len(spans["name"]),
+        drain=drain.stats,
+        stall_marks=int((trace.instants()["name"] == "[ikp] waited for room (us)").sum()),
+        seconds=round(time.monotonic() - t0, 2),
+    )
+    return verdict(
+        name,
+        problems,
+        f"a CuPy kernel's {STREAM_BLOCKS * STREAM_GROUPS} stream lanes recorded "
+        f"{2 * STREAM_PAIRS} records each through rings of {STREAM_RING} in pinned host memory; "
+        "ikp.StreamDrain wrote them all to the stream file, in order, nothing dropped",
+        figures=figures,
+    )
+
+
 # Triton's modules, imported by record_proton: module globals, where Triton's JIT looks up
 # the names a kernel uses.
 triton: Any = None
@@ -635,6 +738,7 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
         return [
             check("python/wheel", "skip", args.no_gpu, gpu=False, figures=figures),
             check("python/native", "skip", args.no_gpu),
+            check("python/stream", "skip", args.no_gpu),
             check("python/proton", "skip", args.no_gpu),
             check("python/triton-probes", "skip", args.no_gpu),
         ]
@@ -649,6 +753,7 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
         checks.append(c)
         steps: List[Tuple[str, Callable[[], Dict[str, Any]]]] = [
             ("python/native", lambda: native_check(ikp, args.include, args.work)),
+            ("python/stream", lambda: stream_check(ikp, args.include, args.work)),
             ("python/proton", lambda: proton_check(ikp, args.ikp, args.work)),
             ("python/triton-probes", lambda: triton_probes_check(ikp)),
         ]
@@ -732,6 +837,29 @@ def self_check() -> int:
         m = dict(clean)
         mutate(s, l, m)
         expect(f"native: {what}", native_problems(s, l, m, b, g, it), False)
+
+    def stream_run(lanes_n: int, pairs: int) -> Tuple[Dict[str, List[Any]], Dict[str, List[Any]]]:
+        sp: Dict[str, List[Any]] = {"payload": [], "block": [], "group": []}
+        ln: Dict[str, List[Any]] = {"block": [], "group": [], "dropped": []}
+        for n in range(lanes_n):
+            for k, v in zip(ln, (n // 2, n % 2, 0)):
+                ln[k].append(v)
+            for p in range(pairs):
+                for k, v in zip(sp, (p, n // 2, n % 2)):
+                    sp[k].append(v)
+        return sp, ln
+
+    sp, ln = stream_run(4, 5)
+    expect("stream: a correct run", stream_problems(sp, ln, 4, 5), True)
+    for what, mutate in [
+        ("a span lost", lambda s, l: [s[k].pop() for k in s]),
+        ("two spans swapped", lambda s, l: s["payload"].__setitem__(slice(0, 2), [1, 0])),
+        ("a dropped record", lambda s, l: l["dropped"].__setitem__(2, 1)),
+        ("a lane missing", lambda s, l: [l[k].pop() for k in l]),
+    ]:
+        sp, ln = stream_run(4, 5)
+        mutate(sp, ln)
+        expect(f"stream: {what}", stream_problems(sp, ln, 4, 5), False)
 
     p, w = 2, 2
     doc = _proton_doc(p, w, PROTON_SCOPES)

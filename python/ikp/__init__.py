@@ -26,6 +26,7 @@ __all__ = [
     "AmbiguousFormatError",
     "IkpError",
     "Layout",
+    "StreamDrain",
     "Trace",
     "decode",
     "decode_launches",
@@ -317,8 +318,10 @@ class Layout:
         ...launch...
         trace = ikp.decode(buf)
 
-    The clock sync of the header (host clock mapping) is left out: ``ikp_host``'s
-    ``HostSession`` writes it.
+    ``overflow`` is what a full lane does: ``"drop_newest"`` (the default), ``"ring"``, or
+    for a launch drained while it runs, ``"stream"`` (drop and count) and ``"stream_wait"``
+    (wait for room): see ``StreamDrain``. The clock sync of the header (host clock mapping)
+    is left out: ``ikp_host``'s ``HostSession`` writes it.
     """
 
     def __init__(
@@ -400,6 +403,86 @@ class Layout:
         """The kernel argument ``ikp::Arg`` (40 bytes, little-endian) for a buffer at device
         address ``buf`` (e.g. ``tensor.data_ptr()``)."""
         return self._native.kernel_arg(int(buf))
+
+
+def _stream_words(buffer: Any, words: int) -> np.ndarray:
+    """The stream buffer as a numpy view of its host memory: never a copy (the kernel and the
+    drain share it while the kernel runs)."""
+    device = getattr(buffer, "__dlpack_device__", None)
+    if device is not None and int(device()[0]) != _DLPACK_CPU:
+        raise IkpError(
+            f"the stream buffer is on DLPack device {tuple(device())}: a stream launch's "
+            "buffer lives in pinned host memory the GPU writes (torch.zeros(n, "
+            "dtype=torch.int64, pin_memory=True), cupyx.zeros_pinned)"
+        )
+    if isinstance(buffer, np.ndarray):
+        a = buffer
+    elif hasattr(buffer, "__dlpack__"):
+        a = np.from_dlpack(buffer)
+    else:
+        a = np.asarray(buffer)
+    if a.dtype.kind not in "iu" or a.dtype.itemsize != 8:
+        raise TypeError(f"the stream buffer: expected 64-bit words, got dtype {a.dtype}")
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        raise ValueError("the stream buffer must be contiguous and writable (the drain writes it)")
+    if a.size != words:
+        raise ValueError(f"the stream buffer has {a.size} words, its layout {words}")
+    return a
+
+
+class StreamDrain:
+    """Empties the rings of a stream launch into a stream file (``.ikps``) while the kernel
+    runs: ikp's drain on a thread of its own, as ``StreamSession`` runs it from Rust.
+
+        layout = ikp.Layout(grid=(sms, 1, 1), records_per_lane=512, regions=names,
+                            overflow="stream")          # or "stream_wait": lose nothing
+        buf = torch.zeros(layout.buffer_words, dtype=torch.int64, pin_memory=True)
+        buf.numpy()[:] = layout.buffer().view(np.int64)  # header and zeros
+        with ikp.StreamDrain(layout, buf, "run.ikps") as drain:
+            kernel[grid](..., layout.kernel_arg(buf.data_ptr()))
+            torch.cuda.synchronize()                     # the kernel has ended
+        trace = ikp.load("run.ikps")                     # drain.stats: its figures
+
+    The buffer is pinned host memory, which a GPU with unified addressing (all that ikp
+    supports) reads and writes at its host address; it must stay alive and in place until
+    ``finish`` (this object holds it). Leaving the ``with`` block, or ``finish()``, must come
+    after the kernel has ended: the drain then copies what is left, writes every lane's final
+    state and puts the file in place, whole (a drain that failed leaves none and raises
+    ``IkpError``). In drop mode a drain that falls behind costs the kernel only drops,
+    counted and marked; in wait mode lanes wait for it. The file reads like any buffer
+    (``ikp.load``, ``ikp decode``).
+    """
+
+    def __init__(self, layout: "Layout", buffer: Any, path: _PathLike) -> None:
+        self._buffer = buffer
+        self._words = _stream_words(buffer, layout.buffer_words)
+        self.path = os.fspath(path)
+        self.stats: Optional[Dict[str, int]] = None
+        self._native = _ikp.NativeStreamDrain(
+            int(self._words.ctypes.data), int(self._words.size), self.path
+        )
+
+    def finish(self) -> Dict[str, int]:
+        """Once the kernel has ended: finishes the file and returns the drain's figures
+        (``records``, ``polls``, ``wall_ns``, ``max_backlog``), also kept in ``stats``."""
+        records, polls, wall_ns, backlog = self._native.finish()
+        self.stats = {
+            "records": records,
+            "polls": polls,
+            "wall_ns": wall_ns,
+            "max_backlog": backlog,
+        }
+        return self.stats
+
+    def __enter__(self) -> "StreamDrain":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        try:
+            self.finish()
+        except IkpError:
+            if kind is None:
+                raise
 
 
 def __dir__() -> List[str]:

@@ -3,7 +3,7 @@
 //! `python3` (CuPy, torch, Triton's Proton), which is where users meet ikp from Python.
 //!
 //! The script prints one JSON list of checks (`python/wheel`, `python/native`,
-//! `python/proton`, `python/triton-probes`; [`crate::results`] has the format) and logs to standard error. Without
+//! `python/stream`, `python/proton`, `python/triton-probes`; [`crate::results`] has the format) and logs to standard error. Without
 //! a GPU it is still run, with `--no-gpu REASON`, so a skip-mode run proves it starts and
 //! names its checks. What keeps it from reporting (no interpreter, no wheel, a crash, an
 //! unreadable list) becomes one `python` check: skipped without a GPU, failed with one.

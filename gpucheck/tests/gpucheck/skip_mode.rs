@@ -152,6 +152,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
         [
             "python/wheel",
             "python/native",
+            "python/stream",
             "python/proton",
             "python/triton-probes",
         ]
