@@ -53,11 +53,19 @@ pub fn binaries() -> Vec<&'static str> {
 
 /// Tests that read the repository at run time (the bundle carries none of it): module,
 /// test, why. They are not run and are reported as skipped (not GPU checks).
-pub const NEEDS_REPOSITORY: [(&str, &str, &str); 1] = [(
-    "examples_nvrtc",
-    "every_example_directory_is_covered",
-    "reads the repository's examples/ directory, which the bundle does not carry (CI runs it)",
-)];
+pub const NEEDS_REPOSITORY: [(&str, &str, &str); 2] = [
+    (
+        "examples_nvrtc",
+        "every_example_directory_is_covered",
+        "reads the repository's examples/ directory, which the bundle does not carry (CI runs it)",
+    ),
+    (
+        "examples_nvrtc",
+        "the_cpp_stream_launcher_builds_with_nvcc",
+        "builds examples/persistent_stream/launcher.cu from the repository with the pinned nvcc \
+         (CI runs it; here example/persistent_stream_cpp builds it with this machine's nvcc)",
+    ),
+];
 
 /// The test names of `binary` (`--list`), or why they could not be listed; `log` names
 /// the child's log files.
