@@ -55,8 +55,8 @@ pub enum WriteErrorKind {
     /// A launch to be placed on a host clock carries no clock sync.
     #[error(
         "launch {launch} ({label}) was recorded without a host clock sync: record it with \
-         HostSession (which takes one unless clock_sync_samples is 0) to place it on the \
-         host's clock"
+         HostSession or StreamSession (which take one unless clock_sync_samples is 0) to \
+         place it on the host's clock"
     )]
     NoClockSync {
         /// Index of the launch.
