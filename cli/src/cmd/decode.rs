@@ -122,8 +122,8 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "CLOCK")]
     pub host_clock: Option<HostClock>,
     /// Force the streaming Perfetto path (memory-mapped input, one lane at a time), which
-    /// is otherwise taken automatically for native buffers of at least 1 GiB when
-    /// --perfetto is the only output. One buffer only.
+    /// is otherwise taken automatically for native buffers and stream files of at least
+    /// 1 GiB when --perfetto is the only output. One buffer only.
     #[arg(long, hide = true)]
     pub stream: bool,
 }
@@ -344,8 +344,8 @@ fn stdout_outputs(a: &Args) -> anyhow::Result<()> {
 
 /// Whether `--perfetto` may be written lane by lane: it is the only output and nothing
 /// needs the whole trace (the critical path does). Whether the buffer streams is the
-/// library's call ([`ikp_host::Input::decode_or_stream`]): a native one of at least 1 GiB,
-/// or of any size with `--stream`.
+/// library's call ([`ikp_host::Input::decode_or_stream`]): a native one or a stream file of
+/// at least 1 GiB, or of any size with `--stream`.
 fn streaming(a: &Args) -> Streaming {
     let only_perfetto = a
         .outputs()

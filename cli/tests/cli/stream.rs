@@ -71,3 +71,22 @@ fn a_cut_short_stream_file_is_refused_naming_it() {
     );
     assert!(!out.exists(), "a half-written output was left");
 }
+
+/// `--stream` decodes a stream file lane by lane (as a native buffer of 1 GiB or more would
+/// be without it): the Perfetto trace is the in-memory decode's, byte for byte.
+#[test]
+fn a_stream_file_decoded_lane_by_lane_writes_the_same_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let (whole, lanes) = (d.path().join("whole.trace"), d.path().join("lanes.trace"));
+    ikp_ok(&["decode", s(&sample()), "--perfetto", s(&whole)]);
+    ikp_ok(&["decode", s(&sample()), "--perfetto", s(&lanes), "--stream"]);
+    let (a, b) = (
+        std::fs::read(&whole).unwrap(),
+        std::fs::read(&lanes).unwrap(),
+    );
+    assert!(!a.is_empty());
+    assert!(
+        a == b,
+        "the lane-by-lane trace differs from the in-memory one"
+    );
+}

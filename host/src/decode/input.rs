@@ -11,8 +11,9 @@ use super::{DecodeError, DecodeOptions, FormatChoice, LoadError, LoadErrorKind};
 use crate::buffer::{BufferError, MappedBuffer, RawBuffer};
 use crate::model::{Trace, WireFormat};
 
-/// Native buffers from this size on decode lane by lane with [`Streaming::Large`]: peak
-/// memory is then bounded by the largest lane, not by the trace.
+/// Native buffers and stream files from this size on decode lane by lane with
+/// [`Streaming::Large`]: peak memory is then bounded by the largest lane (and, for a stream
+/// file, its records read once), not by the trace.
 pub const STREAM_MIN_BYTES: u64 = 1 << 30;
 
 /// Whether [`Input::decode_or_stream`] may decode lane by lane: only the caller knows
@@ -156,8 +157,8 @@ impl<'b> Input<'b> {
     }
 
     /// Decodes lane by lane ([`StreamedBuffer`]) where `streaming` allows and the input
-    /// streams: a native buffer in a mapped file, of one launch, decoded without the
-    /// overhead correction (which needs the whole launch). In memory
+    /// streams: a native buffer or a stream file in a mapped file, of one launch, decoded
+    /// without the overhead correction (which needs the whole launch). In memory
     /// ([`Input::decode_launches`]) otherwise.
     pub fn decode_or_stream(
         self,
@@ -169,8 +170,7 @@ impl<'b> Input<'b> {
             (Data::Mapped(_), Streaming::Always) => true,
             _ => false,
         };
-        let stream_file = crate::stream_file::is_stream_words(self.data.words());
-        if !wanted || self.format != WireFormat::Ikp || stream_file || opts.correct_overhead {
+        if !wanted || self.format != WireFormat::Ikp || opts.correct_overhead {
             return self.decode_launches(opts).map(Decoded::Launches);
         }
         match self.stream(opts) {
@@ -189,7 +189,7 @@ impl<'b> Input<'b> {
         let s = match self.data {
             Data::Mapped(m) if self.format == WireFormat::Ikp => StreamedBuffer::from_map(m, opts),
             _ => Err(DecodeError::NotStreamable(
-                "only a native buffer in a regular file streams".into(),
+                "only a native buffer or a stream file in a regular file streams".into(),
             )),
         };
         s.map_err(|e| LoadError::new(&self.name, e))

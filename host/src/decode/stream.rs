@@ -1,5 +1,8 @@
 //! A native buffer file decoded lane by lane, so that an output can be written from a
-//! buffer larger than memory (`ikp decode BIG.ikp --perfetto out.trace`).
+//! buffer larger than memory (`ikp decode BIG.ikp --perfetto out.trace`). A stream file
+//! (`.ikps`) is read whole into its native form (about its size, lanes of their own
+//! lengths: [`super::stream_capture`]), then decoded lane by lane as a native buffer, so
+//! that its trace, several times larger, is never held whole either.
 //!
 //! [`StreamedBuffer::open`] maps the file and checks its header and every lane segment
 //! (the counting pass of [`super::native`]), handing each checked range's pages back to
@@ -10,7 +13,7 @@
 //! [`StreamedBuffer::decode_lanes`] then decodes a run of the outline's lanes (one lane,
 //! or a block's) when asked, and releases their pages after use. Peak memory is bounded
 //! by the largest run decoded at once, not by the buffer. The TVM format interleaves its
-//! lanes record by record, so only native buffers stream.
+//! lanes record by record, so only native buffers (and stream files) stream.
 //!
 //! Lanes whose stamps cannot belong to the launch (see [`super::set_aside`], `# Lanes set
 //! aside`) are set aside by the counting pass as in a decode of the whole buffer: never in
@@ -34,18 +37,46 @@
 use crate::time::Timestamp;
 use std::cell::Cell;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::async_ranges::{self, AsyncRecord};
 use super::native::{self, Prepared};
+use super::stream_capture::NativeForm;
 use super::{names, DecodeError, DecodeOptions, FormatChoice, Input, LoadError};
 use crate::buffer::MappedBuffer;
 use crate::model::{BlockFilter, DiagnosticCounts, Lane, Names, Trace};
 
-/// A native buffer file, checked and outlined, whose lanes are decoded a run at a time.
+/// The words a streamed buffer decodes.
+#[derive(Debug)]
+enum Source {
+    /// A native buffer file, mapped.
+    Mapped(MappedBuffer),
+    /// A stream file's native form ([`super::stream_capture`]): its lanes as long as their
+    /// own records, in memory (about the file's size; the file is unmapped once read).
+    Capture { name: PathBuf, form: NativeForm },
+}
+
+impl Source {
+    fn words(&self) -> &[u64] {
+        match self {
+            Source::Mapped(m) => m.words(),
+            Source::Capture { form, .. } => &form.words,
+        }
+    }
+
+    /// Hands words that were read back to the kernel (a mapped file's pages).
+    fn release(&self, words: Range<usize>) {
+        if let Source::Mapped(m) = self {
+            m.release(words);
+        }
+    }
+}
+
+/// A native buffer file (or a stream file, in its native form), checked and outlined,
+/// whose lanes are decoded a run at a time.
 #[derive(Debug)]
 pub struct StreamedBuffer {
-    map: MappedBuffer,
+    source: Source,
     prepared: Prepared,
     names: Option<Names>,
     /// The launch without events (see [`StreamedBuffer::outline`]).
@@ -83,13 +114,24 @@ impl StreamedBuffer {
             let why = "the overhead correction needs the whole launch".to_string();
             return Err(DecodeError::NotStreamable(why));
         }
-        let prepared = native::prepare(map.words(), &opts, &|r| map.release(r))?;
+        let (source, prepared) = if crate::stream_file::is_stream_words(map.words()) {
+            let capture =
+                crate::stream_file::read_words_releasing(map.words(), &|r| map.release(r))?;
+            let form = capture.into_native_form()?;
+            let prepared = native::prepare_ragged(&form.words, form.offsets.clone(), &opts)?;
+            let name = map.name.clone();
+            drop(map); // read whole: the native form holds its records
+            (Source::Capture { name, form }, prepared)
+        } else {
+            let prepared = native::prepare(map.words(), &opts, &|r| map.release(r))?;
+            (Source::Mapped(map), prepared)
+        };
         if prepared.several_launches() {
             let why = "the buffer records several launches (epochs)".to_string();
             return Err(DecodeError::NotStreamable(why));
         }
         let mut buf = StreamedBuffer {
-            map,
+            source,
             prepared,
             names: opts.names,
             outline: Trace::default(),
@@ -172,16 +214,19 @@ impl StreamedBuffer {
     /// their pages back to the kernel.
     fn decode_slots(&self, slots: Range<usize>) -> Result<(Trace, Vec<AsyncRecord>), DecodeError> {
         let (mut t, records) = self.prepared.decode_lanes_unpaired(
-            self.map.words(),
+            self.source.words(),
             slots.clone(),
             Default::default(),
         )?;
+        if let Source::Capture { form, .. } = &self.source {
+            form.finish(&mut t);
+        }
         let ran = slots.clone().filter(|&s| self.prepared.lane_ran(s)).count();
         self.decodes.set(self.decodes.get() + ran as u64);
         if !slots.is_empty() {
             let words = self.prepared.lane_words(slots.start).start
                 ..self.prepared.lane_words(slots.end - 1).end;
-            self.map.release(words);
+            self.source.release(words);
         }
         if let Some(n) = &self.names {
             names::overlay(&mut t.names, n);
@@ -191,7 +236,10 @@ impl StreamedBuffer {
 
     /// The file.
     pub fn path(&self) -> &Path {
-        &self.map.name
+        match &self.source {
+            Source::Mapped(m) => &m.name,
+            Source::Capture { name, .. } => name,
+        }
     }
 
     /// The launch without its events, as [`super::load`] with the same options would
@@ -269,21 +317,19 @@ fn without_events(l: &Lane) -> Lane {
 #[cfg(test)]
 mod tests {
     use super::StreamedBuffer;
-    use crate::decode::{decode, DecodeOptions};
-    use crate::model::{BlockFilter, Lane};
+    use crate::decode::{decode, load, DecodeOptions};
+    use crate::model::{BlockFilter, Lane, Trace};
+    use std::path::Path;
 
-    /// The outline, extent, first spans and diagnostics are those of the whole decode,
-    /// and a decoded run holds exactly that run's lanes and events; with or without a
-    /// block filter, and with lanes that never ran (a filter on them keeps nothing).
-    #[test]
-    fn outline_and_runs_are_the_whole_decodes() {
-        let sample = ikp_device::sample::attention().unwrap();
-        let groups = sample.layout().groups_per_block as usize;
-        let words = sample.into_words();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("attention.ikp");
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(&path, bytes).unwrap();
+    /// The outline, extent, first spans and diagnostics of the file at `path` streamed are
+    /// those of its whole decode (`whole`), and a decoded run holds exactly that run's
+    /// lanes and events; with or without a block filter, and with lanes that never ran (a
+    /// filter on them keeps nothing). `groups`: lanes per block.
+    fn streams_as_its_whole_decode(
+        path: &Path,
+        whole: impl Fn(&DecodeOptions) -> Trace,
+        groups: usize,
+    ) {
         let no_events = |l: &Lane| Lane {
             spans: 0..0,
             instants: 0..0,
@@ -295,8 +341,8 @@ mod tests {
                 blocks: BlockFilter::parse(f).unwrap(),
                 ..Default::default()
             };
-            let whole = decode(&words, &opts).unwrap();
-            let buf = StreamedBuffer::open(&path, &opts).unwrap();
+            let whole = whole(&opts);
+            let buf = StreamedBuffer::open(path, &opts).unwrap();
             let o = buf.outline();
             let lanes: Vec<Lane> = whole.lanes.iter().map(no_events).collect();
             assert_eq!(o.lanes, lanes, "blocks {f:?}");
@@ -334,5 +380,29 @@ mod tests {
                 assert!(buf.slot_decodes() >= opened + decoded);
             }
         }
+    }
+
+    #[test]
+    fn a_native_buffer_streams_as_its_whole_decode() {
+        let sample = ikp_device::sample::attention().unwrap();
+        let groups = sample.layout().groups_per_block as usize;
+        let words = sample.into_words();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("attention.ikp");
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        streams_as_its_whole_decode(&path, |o| decode(&words, o).unwrap(), groups);
+    }
+
+    /// A stream file (the shipped sample: four lanes that dropped records, with drop marks
+    /// and ends after a drop) streams too, its lanes' dropped totals and the stream's
+    /// figures on the outline and on every run.
+    #[test]
+    fn a_stream_file_streams_as_its_whole_decode() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/stream_emulated.ikps");
+        let whole = |o: &DecodeOptions| load(&path, o).unwrap();
+        let t = whole(&DecodeOptions::default());
+        assert!(t.source.stream.is_some() && t.dropped() > 0);
+        streams_as_its_whole_decode(&path, whole, 1);
     }
 }

@@ -37,41 +37,77 @@ pub const STALLS_COUNTER: &str = "[ikp] waits for room";
 /// Name of the wait counter of a wait-mode lane's time waiting, ns.
 pub const STALL_NS_COUNTER: &str = "[ikp] ns waiting for room";
 
-/// A capture's native form: the header words, then each lane's segment as long as its own
-/// records, lane `l`'s at `offsets[l]..offsets[l + 1]` (read by
-/// [`native::decode_ragged`](super::native)).
+/// The native form's words: the header words, then the lanes' segments at `offsets`.
 struct Ragged {
     words: Vec<u64>,
     offsets: Vec<usize>,
 }
 
+/// A capture's native form: the header words, then each lane's segment as long as its own
+/// records, lane `l`'s at `offsets[l]..offsets[l + 1]` (read by
+/// [`native::decode_ragged`](super::native)), and what the native form cannot say, to
+/// put on every trace decoded from it ([`NativeForm::finish`]).
+#[derive(Debug)]
+pub(crate) struct NativeForm {
+    pub words: Vec<u64>,
+    pub offsets: Vec<usize>,
+    /// Each lane's own dropped total (a native lane's drops are only its newest).
+    dropped: Vec<u64>,
+    /// The ring's capacity.
+    ring_records: u32,
+    stream: StreamSource,
+}
+
+impl NativeForm {
+    /// Gives a trace decoded from the native form (all of its lanes, or some) what the
+    /// capture says that the native form does not: each lane's dropped total, the ring as
+    /// `records_per_lane`, the stream's figures.
+    pub fn finish(&self, trace: &mut Trace) {
+        for lane in &mut trace.lanes {
+            lane.dropped = self.dropped[lane.id as usize];
+        }
+        trace.source.records_per_lane = self.ring_records;
+        trace.source.stream = Some(self.stream);
+    }
+}
+
 impl StreamCapture {
     /// The capture decoded: its native form (the module doc) decoded, each lane's
     /// `dropped` the lane's own total. (Users decode a stream file as any buffer:
-    /// `ikp_host::load`, `decode_bytes`.) Each lane's records are released once copied, so
-    /// the capture and its native form are not both held whole.
+    /// `ikp_host::load`, `decode_bytes`.)
     pub(crate) fn native_trace(
         self,
         opts: &DecodeOptions,
         reuse: Recycled,
     ) -> Result<Trace, DecodeError> {
-        let dropped: Vec<u64> = (0..self.lanes.len()).map(|l| self.dropped(l)).collect();
-        let layout = self.header.layout.clone();
-        let drain = self.drain;
-        let Ragged { words, offsets } = self.into_native()?;
-        let mut trace = super::native::decode_ragged(&words, offsets, opts, reuse)?;
-        for lane in &mut trace.lanes {
-            lane.dropped = dropped[lane.id as usize];
-        }
-        trace.source.records_per_lane = layout.records_per_lane;
-        trace.source.stream = Some(StreamSource {
-            ring_records: layout.records_per_lane,
-            wait: layout.overflow == Overflow::StreamWait,
-            drained_records: drain.records,
-            drain_polls: drain.polls,
-            drain_max_backlog: drain.max_backlog,
-        });
+        let form = self.into_native_form()?;
+        let offsets = form.offsets.clone();
+        let mut trace = super::native::decode_ragged(&form.words, offsets, opts, reuse)?;
+        form.finish(&mut trace);
         Ok(trace)
+    }
+
+    /// The capture's native form (the module doc). Each lane's records are released once
+    /// copied, so the capture and its native form are not both held whole.
+    pub(crate) fn into_native_form(self) -> Result<NativeForm, StreamFileError> {
+        let dropped: Vec<u64> = (0..self.lanes.len()).map(|l| self.dropped(l)).collect();
+        let layout = &self.header.layout;
+        let ring_records = layout.records_per_lane;
+        let stream = StreamSource {
+            ring_records,
+            wait: layout.overflow == Overflow::StreamWait,
+            drained_records: self.drain.records,
+            drain_polls: self.drain.polls,
+            drain_max_backlog: self.drain.max_backlog,
+        };
+        let Ragged { words, offsets } = self.into_native()?;
+        Ok(NativeForm {
+            words,
+            offsets,
+            dropped,
+            ring_records,
+            stream,
+        })
     }
 
     /// The capture's native form (see the module doc).

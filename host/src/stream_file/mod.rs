@@ -40,6 +40,7 @@
 mod read;
 mod write;
 
+pub(crate) use read::read_words_releasing;
 pub use read::{read, read_words, LaneCapture, StreamCapture, StreamFileError};
 pub use write::StreamFileWriter;
 

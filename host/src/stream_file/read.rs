@@ -95,6 +95,20 @@ pub fn read(bytes: &[u8]) -> Result<StreamCapture, StreamFileError> {
 
 /// [`read`] of a file already held as little-endian words (a mapped buffer): no copy.
 pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
+    read_words_releasing(words, &|_| {})
+}
+
+/// Words read between two calls of [`read_words_releasing`]'s `read` (64 MiB).
+const RELEASE_CHUNK_WORDS: usize = 1 << 23;
+
+/// [`read_words`], calling `read` with each range of words (ascending, at least
+/// [`RELEASE_CHUNK_WORDS`] long but for the last) once it has been copied out, so that a
+/// memory-mapped caller can drop those pages: the file and its copy are then not both
+/// resident.
+pub(crate) fn read_words_releasing(
+    words: &[u64],
+    read: &dyn Fn(std::ops::Range<usize>),
+) -> Result<StreamCapture, StreamFileError> {
     let truncated = |at: usize| StreamFileError::Truncated { at: at as u64 };
     let magic = *words.first().ok_or(truncated(0))?;
     if magic != FILE_MAGIC {
@@ -134,7 +148,12 @@ pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
     }
     let mut lanes = vec![LaneCapture::default(); lane_count];
     let mut at = 2 + n;
+    let mut released = 0;
     loop {
+        if at - released >= RELEASE_CHUNK_WORDS {
+            read(released..at);
+            released = at;
+        }
         let bad = |why: String| StreamFileError::Block { at: at as u64, why };
         let (Some(&a), Some(&b)) = (words.get(at), words.get(at + 1)) else {
             return Err(truncated(words.len()));
@@ -188,6 +207,7 @@ pub fn read_words(words: &[u64]) -> Result<StreamCapture, StreamFileError> {
                 if rest > 0 {
                     return Err(bad(format!("{rest} words after the end block")));
                 }
+                read(released..words.len());
                 let drain = DrainStats {
                     records: body[0],
                     polls: body[1],

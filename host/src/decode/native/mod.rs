@@ -264,11 +264,20 @@ pub(crate) fn decode_ragged(
     opts: &DecodeOptions,
     reuse: Recycled,
 ) -> Result<Trace, DecodeError> {
+    let p = prepare_ragged(words, offsets, opts)?;
+    p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
+}
+
+/// [`prepare`] for ragged segments ([`decode_ragged`]).
+pub(crate) fn prepare_ragged(
+    words: &[u64],
+    offsets: Vec<usize>,
+    opts: &DecodeOptions,
+) -> Result<Prepared, DecodeError> {
     let h = Header::parse_header(words)?;
     debug_assert_eq!(offsets.len() as u64, h.layout.lane_count() + 1);
     debug_assert_eq!(h.layout.epochs, 1);
-    let p = prepare_epoch(h, words, Segments::Ragged(offsets), None, opts, &|_| {})?;
-    p.decode_lanes_reusing(words, 0..p.lane_count(), reuse)
+    prepare_epoch(h, words, Segments::Ragged(offsets), None, opts, &|_| {})
 }
 
 /// Decodes each launch of a native buffer: one trace per epoch where any lane ran
