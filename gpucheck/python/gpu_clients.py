@@ -396,13 +396,22 @@ def cupy_device() -> Tuple[Optional[Any], str]:
     return cp, name
 
 
-def native_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
-    name = "python/native"
+def cupy_for(name: str, ikp: Any) -> Tuple[Any, str, Optional[Dict[str, Any]]]:
+    """CuPy and its device 0 for the CuPy check `name`, or that check's result where it
+    cannot run: skipped without CuPy or a device, failed without ikp."""
     cp, device = cupy_device()
     if cp is None:
-        return check(name, "skip", device)
+        return None, device, check(name, "skip", device)
     if ikp is None:
-        return check(name, "fail", NO_IKP)
+        return None, device, check(name, "fail", NO_IKP)
+    return cp, device, None
+
+
+def native_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
+    name = "python/native"
+    cp, device, cannot = cupy_for(name, ikp)
+    if cannot is not None:
+        return cannot
     import numpy as np
 
     t0 = time.monotonic()
@@ -489,11 +498,9 @@ def stream_problems(
 
 def stream_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
     name = "python/stream"
-    cp, device = cupy_device()
-    if cp is None:
-        return check(name, "skip", device)
-    if ikp is None:
-        return check(name, "fail", NO_IKP)
+    cp, device, cannot = cupy_for(name, ikp)
+    if cannot is not None:
+        return cannot
     import cupyx
     import numpy as np
 
