@@ -7,10 +7,14 @@
 //! (stream flags cleared), record cost, counters and counts from its final state. The stream's marks
 //! become what the native format can say:
 //!
-//! - a drop mark becomes an instant of the region `[ikp] records dropped` (added after the
+//! - a drop mark becomes a span of the region `[ikp] records dropped` (added after the
 //!   launch's regions when a lane dropped any), its payload the records dropped there
-//!   (saturating at the payload's 2^20 - 1), at the time of the record before it; the
-//!   lane's `dropped` count is the exact total, as for a full fixed lane;
+//!   (saturating at the payload's 2^20 - 1), from the time of the record before it (the
+//!   lane's start if none) to the time of the first record after it (the lane's end if
+//!   none, its begin if the lane never finalized): the interval that held the records
+//!   lost, whose time is then that region's, not time outside any region. The lane's
+//!   `dropped` count is the exact total, as for a full fixed lane, and its `written` the
+//!   records it streamed (marks included);
 //! - an end that would close a region begun before a drop mark becomes an instant of
 //!   `[ikp] end of a region begun before a drop` (payload: the region's id), and that
 //!   region's begin stays unmatched: the records dropped may have held its real end, so no
@@ -41,6 +45,8 @@ pub const STALL_NS_COUNTER: &str = "[ikp] ns waiting for room";
 struct Ragged {
     words: Vec<u64>,
     offsets: Vec<usize>,
+    /// Records each lane streamed (marks included).
+    written: Vec<u64>,
 }
 
 /// A capture's native form: the header words, then each lane's segment as long as its own
@@ -51,6 +57,8 @@ struct Ragged {
 pub(crate) struct NativeForm {
     pub words: Vec<u64>,
     pub offsets: Vec<usize>,
+    /// Records each lane streamed (marks included).
+    written: Vec<u64>,
     /// Each lane's own dropped total (a native lane's drops are only its newest).
     dropped: Vec<u64>,
     /// The ring's capacity.
@@ -64,6 +72,7 @@ impl NativeForm {
     /// `records_per_lane`, the stream's figures.
     pub fn finish(&self, trace: &mut Trace) {
         for lane in &mut trace.lanes {
+            lane.written = self.written[lane.id as usize];
             lane.dropped = self.dropped[lane.id as usize];
         }
         trace.source.records_per_lane = self.ring_records;
@@ -100,10 +109,15 @@ impl StreamCapture {
             drain_polls: self.drain.polls,
             drain_max_backlog: self.drain.max_backlog,
         };
-        let Ragged { words, offsets } = self.into_native()?;
+        let Ragged {
+            words,
+            offsets,
+            written,
+        } = self.into_native()?;
         Ok(NativeForm {
             words,
             offsets,
+            written,
             dropped,
             ring_records,
             stream,
@@ -117,6 +131,7 @@ impl StreamCapture {
             let r = wire::unpack_record(r);
             (r.kind == Kind::Meta).then_some(r.region)
         };
+        const DROP: u32 = stream::META_DROPPED;
         let has = |kind: u32| {
             self.lanes
                 .iter()
@@ -165,13 +180,20 @@ impl StreamCapture {
         let fixed = wire::lane_stride(0, layout.counters.len() as u32) as usize;
         words.reserve(total + self.lanes.len() * fixed);
         let mut offsets = Vec::with_capacity(self.lanes.len() + 1);
+        let mut written = Vec::with_capacity(self.lanes.len());
         let n_src_counters = src.counters.len();
         let pro = lane::PROLOGUE_WORDS as usize;
         for (l, capture) in self.lanes.iter_mut().enumerate() {
             let seg0 = words.len();
             offsets.push(seg0);
             let records = std::mem::take(&mut capture.records);
-            let cap = records.len();
+            written.push(records.len() as u64);
+            // A drop mark becomes two records: the gap's begin and end.
+            let marks = records
+                .iter()
+                .filter(|&&r| meta_of(r) == Some(DROP))
+                .count();
+            let cap = records.len() + marks;
             words.resize(seg0 + fixed + cap, 0);
             let Some(state) = &capture.state else {
                 continue;
@@ -193,13 +215,33 @@ impl StreamCapture {
                 lane::START_GT
             };
             let mut last_time = state[start as usize] as u32;
+            let trailer = &state[pro + ctrl..];
+            // A gap with no record after it ends at the lane's end (if it finalized).
+            let end = if clock {
+                lane::T_END_CLK
+            } else {
+                lane::T_END_GT
+            };
+            let lane_end =
+                (trailer[lane::T_END_GT as usize] != 0).then(|| trailer[end as usize] as u32);
+            let mut at = pro;
             for (i, &r) in records.iter().enumerate() {
                 let rec = wire::unpack_record(r);
                 let native = match (rec.kind, rec.region) {
-                    (Kind::Meta, k) if k == stream::META_DROPPED => {
+                    (Kind::Meta, DROP) => {
                         let region = dropped_region.expect("a drop mark adds the region");
-                        let payload = rec.time_lo.min(wire::MAX_PAYLOAD);
-                        wire::pack_record(last_time, wire::pack_tag(Kind::Instant, region, payload))
+                        let tag =
+                            |kind| wire::pack_tag(kind, region, rec.time_lo.min(wire::MAX_PAYLOAD));
+                        let after = (records[i + 1..].iter())
+                            .map(|&r| wire::unpack_record(r))
+                            .find(|r| r.kind != Kind::Meta)
+                            .map(|r| r.time_lo)
+                            .or(lane_end)
+                            .unwrap_or(last_time);
+                        seg[at] = wire::pack_record(last_time, tag(Kind::Begin));
+                        seg[at + 1] = wire::pack_record(after, tag(Kind::End));
+                        at += 2;
+                        continue;
                     }
                     (Kind::Meta, k) if k == stream::META_STALLED => {
                         let region = stalled_region.expect("a stall mark adds the region");
@@ -217,16 +259,16 @@ impl StreamCapture {
                         r
                     }
                 };
-                seg[pro + i] = native;
+                seg[at] = native;
+                at += 1;
             }
             drop(records);
-            let trailer = &state[pro + ctrl..];
             let t = pro + cap;
             seg[t + lane::T_END_GT as usize] = trailer[lane::T_END_GT as usize];
             seg[t + lane::T_END_CLK as usize] = trailer[lane::T_END_CLK as usize];
-            // Written = the records streamed (marks included). A native lane's drops are
-            // its newest records, after a full segment; a stream lane's are anywhere, so
-            // they are not written here but set on the decoded lane (`native_trace`).
+            // Written = the slots used. The decoded lane gets the records it streamed
+            // (marks included) and its own drops, anywhere in the stream, from
+            // `NativeForm::finish`: a native lane's drops are only its newest records.
             seg[t + lane::T_COUNT as usize] = if trailer[lane::T_END_GT as usize] == 0 {
                 0
             } else {
@@ -242,7 +284,11 @@ impl StreamCapture {
             }
         }
         offsets.push(words.len());
-        Ok(Ragged { words, offsets })
+        Ok(Ragged {
+            words,
+            offsets,
+            written,
+        })
     }
 }
 

@@ -296,8 +296,9 @@ fn a_stream_file_decodes_like_a_buffer() {
     assert_eq!(trace.names.regions[0], "work");
     assert_eq!(trace.dropped(), 0);
 
-    // Drop mode with a paused drain: the gaps are instants of the drop region and the
-    // lanes' dropped counts are the exact totals.
+    // Drop mode with a paused drain: each gap is a span of the drop region, from the record
+    // before it to the record after it, its payload the records dropped there; the lanes'
+    // dropped counts are the exact totals and their written counts what they streamed.
     let r = dropping_run(2, 20_000);
     let trace = ikp_host::decode_bytes(&r.file, &Default::default()).expect("decodes");
     let drop_region = trace
@@ -306,21 +307,55 @@ fn a_stream_file_decodes_like_a_buffer() {
         .iter()
         .position(|n| n == ikp_host::decode::stream_capture::DROPPED_REGION)
         .expect("the drop region is named") as u16;
-    let marks = (0..trace.instants.len())
-        .filter(|&i| trace.instants.region[i] == drop_region)
-        .count();
-    assert!(marks > 0);
-    // No span is made across a drop: the records dropped may have held its end.
+    let is_mark = |&w: &u64| {
+        let rec = wire::unpack_record(w);
+        rec.kind == Kind::Meta && rec.region == stream::META_DROPPED
+    };
     for lane in &trace.lanes {
-        let drops: Vec<u64> = (lane.instants.clone())
-            .filter(|&i| trace.instants.region[i] == drop_region)
-            .map(|i| trace.instants.ts[i])
+        let records = &r.capture.lanes[lane.id as usize].records;
+        assert_eq!(lane.written, records.len() as u64, "lane {}", lane.id);
+        let gaps: Vec<(u64, u64)> = (lane.spans.clone())
+            .filter(|&i| trace.spans.region[i] == drop_region)
+            .map(|i| (trace.spans.begin[i], trace.spans.end[i]))
             .collect();
+        let marks: Vec<usize> = (0..records.len())
+            .filter(|&i| is_mark(&records[i]))
+            .collect();
+        assert_eq!(
+            gaps.len(),
+            marks.len(),
+            "lane {}: a gap span per drop mark",
+            lane.id
+        );
+        assert!(!gaps.is_empty());
+        // The payloads: the records each mark says were dropped there.
+        let payloads: Vec<u32> = (lane.spans.clone())
+            .filter(|&i| trace.spans.region[i] == drop_region)
+            .map(|i| trace.spans.payload[i])
+            .collect();
+        let said: Vec<u32> = marks
+            .iter()
+            .map(|&i| {
+                wire::unpack_record(records[i])
+                    .time_lo
+                    .min(wire::MAX_PAYLOAD)
+            })
+            .collect();
+        assert_eq!(payloads, said, "lane {}", lane.id);
+        // Each gap lasts from the record before the mark to the record after it (8 ns per
+        // timer read in the emulation: never empty), and no other span is made across it:
+        // the records dropped may have held its end.
+        for &(gb, ge) in &gaps {
+            assert!(gb < ge, "lane {}: gap {gb}..{ge}", lane.id);
+        }
         for i in lane.spans.clone() {
+            if trace.spans.region[i] == drop_region {
+                continue;
+            }
             let (b, e) = (trace.spans.begin[i], trace.spans.end[i]);
             assert!(
-                !drops.iter().any(|&d| b <= d && d < e),
-                "lane {}: span {b}..{e} covers a drop mark",
+                !gaps.iter().any(|&(gb, ge)| b <= gb && ge <= e),
+                "lane {}: span {b}..{e} spans a gap",
                 lane.id
             );
         }
