@@ -459,7 +459,7 @@ class StreamDrain:
         self.path = os.fspath(path)
         self.stats: Optional[Dict[str, int]] = None
         self._native = _ikp.NativeStreamDrain(
-            int(self._words.ctypes.data), int(self._words.size), self.path
+            self._words, int(self._words.ctypes.data), int(self._words.size), self.path
         )
 
     def finish(self) -> Dict[str, int]:

@@ -2,7 +2,7 @@
 
 from os import PathLike
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 _Path = Union[str, PathLike[str]]
 _Columns = Dict[str, Tuple[str, bytes]]
@@ -64,7 +64,7 @@ class NativeLayout:
     def kernel_arg(self, buf: int) -> bytes: ...
 
 class NativeStreamDrain:
-    def __init__(self, address: int, words: int, path: _Path) -> None: ...
+    def __init__(self, owner: Any, address: int, words: int, path: _Path) -> None: ...
     def finish(self) -> Tuple[int, int, int, int]: ...
 
 def load(path: _Path, names: Optional[List[str]] = None, format: str = "auto") -> NativeTrace: ...

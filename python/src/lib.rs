@@ -555,23 +555,31 @@ const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_micros(20);
 struct NativeStreamDrain {
     done: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<DrainStats, String>>>,
+    /// The Python object that owns the buffer: released only after the thread is joined
+    /// (`Drop` joins it; fields drop after), so the memory outlives every read of it.
+    _owner: Py<PyAny>,
 }
 
 #[pymethods]
 impl NativeStreamDrain {
     /// Starts draining the `words` u64 words at host address `address` (a stream buffer,
-    /// its header written) into `path`. The caller keeps the memory alive and in place
-    /// until `finish` or the drop (`ikp.StreamDrain` holds the array).
+    /// its header written) into `path`. `owner` owns that memory (a numpy array) and must
+    /// keep it in place: this object holds it until the drain thread has ended.
     #[new]
-    fn new(address: usize, words: usize, path: PathBuf) -> PyResult<NativeStreamDrain> {
+    fn new(
+        owner: Py<PyAny>,
+        address: usize,
+        words: usize,
+        path: PathBuf,
+    ) -> PyResult<NativeStreamDrain> {
         if address == 0 || !address.is_multiple_of(8) {
             return Err(err(format!(
                 "the stream buffer's address {address:#x} is not that of 8-byte words"
             )));
         }
-        // SAFETY: the caller's memory of `words` u64s, alive until the thread is joined
-        // (`finish` or the drop); the kernel and the drain touch it only through atomics
-        // or the device's ordering, as `StreamSession`'s buffer.
+        // SAFETY: `owner`'s memory of `words` u64s, held by this object until the thread
+        // is joined (`finish` or the drop); the kernel and the drain touch it only through
+        // atomics or the device's ordering, as `StreamSession`'s buffer.
         let view: &'static [AtomicU64] =
             unsafe { std::slice::from_raw_parts(address as *const AtomicU64, words) };
         // A buffer that is not a stream buffer is refused here, not at finish.
@@ -613,6 +621,7 @@ impl NativeStreamDrain {
         Ok(NativeStreamDrain {
             done,
             thread: Some(thread),
+            _owner: owner,
         })
     }
 

@@ -106,3 +106,22 @@ def test_finish_twice_is_an_error(lanes, tmp_path):
     with pytest.raises(ikp.IkpError, match="already finished"):
         drain.finish()
     assert len(ikp.load(tmp_path / "twice.ikps").spans()["name"]) == 200
+
+
+def test_the_drain_holds_its_buffer_until_its_thread_has_ended(lanes, tmp_path):
+    import gc
+    import weakref
+
+    layout = ikp.Layout(grid=(2,), records_per_lane=64, regions=["work"], overflow="stream")
+    buf = layout.buffer()
+    alive = weakref.ref(buf)
+    drain = ikp.StreamDrain(layout, buf, tmp_path / "held.ikps")
+    assert lanes(layout.kernel_arg(buf.ctypes.data), 2, 100, 0, 0) == 0
+    native = drain._native
+    del buf, drain
+    gc.collect()
+    assert alive() is not None, "the buffer was released while the drain thread runs"
+    native.finish()
+    del native
+    gc.collect()
+    assert alive() is None, "the buffer is held after the drain ended"
