@@ -19,7 +19,10 @@ use crate::stream_file::{lane_state_words, DrainStats, StreamFileWriter};
 use ikp_device::wire::{hdr, lane, HDR_HI_SHIFT};
 use ikp_device::{stream, Header, LayoutError};
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Why a drain stopped.
@@ -55,6 +58,9 @@ pub enum DrainError {
     /// Writing the stream file failed.
     #[error("writing the stream file: {0}")]
     Io(#[from] io::Error),
+    /// The stream file could not be created or put in place ([`DrainThread`]).
+    #[error(transparent)]
+    File(Box<crate::WriteError>),
 }
 
 /// Empties the rings of one stream launch into a stream file.
@@ -218,5 +224,84 @@ impl<'b, W: Write> Drain<'b, W> {
         self.stats.wall_ns = self.started.elapsed().as_nanos() as u64;
         let stats = self.stats;
         Ok((self.out.finish(&stats)?, stats))
+    }
+}
+
+/// How long a [`DrainThread`] sleeps after a pass that found nothing new.
+pub const IDLE: Duration = Duration::from_micros(20);
+
+/// A [`Drain`] on a thread of its own, writing a stream file whole or not at all
+/// ([`crate::atomic::write_file`]), for a caller that launches the kernel itself and keeps
+/// the buffer alive (the Python package); `StreamSession` runs the launch beside its drain
+/// instead. Dropping it unfinished stops the thread as [`DrainThread::finish`] does.
+#[derive(Debug)]
+pub struct DrainThread {
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<DrainStats, DrainError>>>,
+}
+
+impl DrainThread {
+    /// Starts draining the stream buffer `words` (its header written, the rest zero) into
+    /// `path`. Returns once the file is open: a buffer that is not a stream buffer, or a
+    /// file that cannot be created, is an error here, before the launch (lanes waiting for
+    /// room would otherwise wait for a drain that never started).
+    pub fn start(words: &'static [AtomicU64], path: PathBuf) -> Result<DrainThread, DrainError> {
+        Drain::new(words, io::sink())?;
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let (opened, is_open) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("ikp-drain".into())
+            .spawn(move || {
+                let mut failure = None;
+                let written = crate::atomic::write_file(&path, |out| {
+                    let _ = opened.send(());
+                    let drained = Drain::new(words, out).and_then(|mut d| {
+                        d.run_until(&stop, IDLE)?;
+                        Ok(d.finish()?.1)
+                    });
+                    drained.map_err(|e| {
+                        failure = Some(e);
+                        io::Error::other("the drain failed")
+                    })
+                });
+                // The drain's own error first: the write only failed because of it.
+                match (failure, written) {
+                    (Some(e), _) => Err(e),
+                    (None, w) => w.map_err(|e| DrainError::File(Box::new(e))),
+                }
+            })?;
+        let mut t = DrainThread {
+            done,
+            thread: Some(thread),
+        };
+        if is_open.recv().is_err() {
+            return Err(t
+                .join()
+                .expect_err("the drain thread ended before opening its file"));
+        }
+        Ok(t)
+    }
+
+    /// Once the kernel has ended and its writes are visible: stops the thread, which copies
+    /// what is left, writes every lane's final state and puts the file in place.
+    pub fn finish(mut self) -> Result<DrainStats, DrainError> {
+        self.done.store(true, Ordering::Release);
+        self.join()
+    }
+
+    /// The thread's result; its panic (a bug) goes on in the caller.
+    fn join(&mut self) -> Result<DrainStats, DrainError> {
+        let t = self.thread.take().expect("joined once");
+        t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+impl Drop for DrainThread {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.done.store(true, Ordering::Release);
+            let _ = t.join();
+        }
     }
 }

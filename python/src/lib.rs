@@ -11,9 +11,8 @@
 //! into Python as a `PanicException`.
 
 use ikp_host::analysis::kernel::{self, KernelOptions};
-use ikp_host::drain::Drain;
+use ikp_host::drain::DrainThread;
 use ikp_host::report::{prepare, write_html, ReportOptions};
-use ikp_host::stream_file::DrainStats;
 use ikp_host::{
     atomic, summarize, write_chrome, write_parquet, write_perfetto, write_summary, DecodeError,
     DecodeOptions, FormatChoice, Launch, LoadErrorKind, Names, PerfettoOptions, TraceStats,
@@ -23,9 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicU64;
 
 pyo3::create_exception!(
     _ikp,
@@ -544,19 +541,13 @@ impl NativeLayout {
     }
 }
 
-/// How long the drain thread sleeps after a pass that found nothing new (as
-/// `StreamSession`'s).
-const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_micros(20);
-
-/// The drain of a stream launch whose buffer is in host memory (`ikp.StreamDrain`): a
-/// thread runs ikp's `Drain` beside the kernel, writing the stream file whole or not at
-/// all, until `finish`.
+/// The drain of a stream launch whose buffer is in host memory (`ikp.StreamDrain`):
+/// the library's `DrainThread` beside the kernel, until `finish`.
 #[pyclass(module = "ikp._ikp")]
 struct NativeStreamDrain {
-    done: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<DrainStats, String>>>,
-    /// The Python object that owns the buffer: released only after the thread is joined
-    /// (`Drop` joins it; fields drop after), so the memory outlives every read of it.
+    drain: Option<DrainThread>,
+    /// The Python object that owns the buffer: released only after the thread has ended
+    /// (the drain field drops first, joining it), so the memory outlives every read of it.
     _owner: Py<PyAny>,
 }
 
@@ -578,49 +569,13 @@ impl NativeStreamDrain {
             )));
         }
         // SAFETY: `owner`'s memory of `words` u64s, held by this object until the thread
-        // is joined (`finish` or the drop); the kernel and the drain touch it only through
-        // atomics or the device's ordering, as `StreamSession`'s buffer.
+        // has ended (`finish`, or the drop of `drain` before `_owner`); the kernel and the
+        // drain touch it only through atomics or the device's ordering, as
+        // `StreamSession`'s buffer.
         let view: &'static [AtomicU64] =
             unsafe { std::slice::from_raw_parts(address as *const AtomicU64, words) };
-        // A buffer that is not a stream buffer is refused here, not at finish.
-        Drain::new(view, std::io::sink()).map_err(err)?;
-        let done = Arc::new(AtomicBool::new(false));
-        let stop = done.clone();
-        // The thread says when the file is open: one that cannot be created is an error
-        // here, before the launch (lanes waiting for room would wait for a drain that
-        // never started).
-        let (opened, is_open) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("ikp-drain".into())
-            .spawn(move || {
-                let mut failure = None;
-                let written = atomic::write_file(&path, |out| {
-                    let _ = opened.send(());
-                    let drained = Drain::new(view, out).and_then(|mut d| {
-                        d.run_until(&stop, DRAIN_IDLE)?;
-                        Ok(d.finish()?.1)
-                    });
-                    drained.map_err(|e| {
-                        failure = Some(e.to_string());
-                        std::io::Error::other("the drain failed")
-                    })
-                });
-                match (failure, written) {
-                    (Some(f), _) => Err(f),
-                    (None, w) => w.map_err(|e| e.to_string()),
-                }
-            })
-            .map_err(err)?;
-        if is_open.recv().is_err() {
-            let why = match thread.join() {
-                Ok(Err(e)) => e,
-                _ => "internal error (a bug in ikp): the drain thread ended at once".into(),
-            };
-            return Err(err(why));
-        }
         Ok(NativeStreamDrain {
-            done,
-            thread: Some(thread),
+            drain: Some(DrainThread::start(view, path).map_err(err)?),
             _owner: owner,
         })
     }
@@ -629,22 +584,9 @@ impl NativeStreamDrain {
     /// left, writes every lane's final state, puts the file in place. Returns the drain's
     /// figures `(records, polls, wall_ns, max_backlog)`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<(u64, u64, u64, u64)> {
-        let thread = (self.thread.take()).ok_or_else(|| err("the drain has already finished"))?;
-        self.done.store(true, Ordering::Release);
-        let joined = py.detach(|| thread.join());
-        let stats = joined
-            .map_err(|_| err("internal error (a bug in ikp): the drain thread panicked"))?
-            .map_err(err)?;
+        let drain = (self.drain.take()).ok_or_else(|| err("the drain has already finished"))?;
+        let stats = py.detach(|| guard(|| drain.finish().map_err(err)))?;
         Ok((stats.records, stats.polls, stats.wall_ns, stats.max_backlog))
-    }
-}
-
-impl Drop for NativeStreamDrain {
-    fn drop(&mut self) {
-        if let Some(t) = self.thread.take() {
-            self.done.store(true, Ordering::Release);
-            let _ = t.join();
-        }
     }
 }
 

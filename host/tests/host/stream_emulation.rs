@@ -13,7 +13,7 @@
 
 use ikp_device::wire::{self, KernelArg, Kind, Overflow};
 use ikp_device::{stream, Layout};
-use ikp_host::drain::{Drain, DrainError};
+use ikp_host::drain::{Drain, DrainError, DrainThread};
 use ikp_host::stream_file::{self, StreamCapture, StreamFileError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -629,4 +629,41 @@ fn wait_mode_lanes_finish_when_the_drain_cannot_write() {
     let result = emulate(3, 5_000, Overflow::StreamWait, 0, Duration::ZERO, full);
     let e = result.expect_err("the full disk is reported");
     assert!(e.to_string().contains("no space left"), "{e}");
+}
+
+/// `DrainThread` (the drain of a caller that launches the kernel itself, as the Python
+/// package's): a file that cannot be created is refused before the launch; then the lanes
+/// run while it drains, and `finish` puts a whole file in place with every record.
+#[test]
+fn a_drain_thread_drains_beside_lanes_launched_by_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let (blocks, pairs) = (3u32, 2_000u32);
+    let layout = layout(blocks, Overflow::StreamWait);
+    let header = layout.header_words().unwrap();
+    // 'static as a caller holding the buffer for the drain's life makes it.
+    let buf: &'static [AtomicU64] = Box::leak(
+        (0..layout.buffer_words())
+            .map(|_| AtomicU64::new(0))
+            .collect(),
+    );
+    for (w, h) in buf.iter().zip(&header) {
+        w.store(*h, Ordering::Relaxed);
+    }
+    std::fs::write(dir.path().join("a_file"), "not a directory").unwrap();
+    let e = DrainThread::start(buf, dir.path().join("a_file/x.ikps")).unwrap_err();
+    assert!(e.to_string().contains("a_file"), "{e}");
+    let path = dir.path().join("run.ikps");
+    let drain = DrainThread::start(buf, path.clone()).unwrap();
+    let arg = layout.kernel_arg(buf.as_ptr() as u64);
+    // SAFETY: the symbol has this signature (emulate_stream.cpp); `arg` describes `buf`.
+    let lanes: libloading::Symbol<RunFn> =
+        unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
+    assert_eq!(unsafe { lanes(&arg, blocks, pairs, 1, 0) }, 0);
+    let stats = drain.finish().unwrap();
+    let capture = stream_file::read(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(capture.drain, stats);
+    for l in 0..blocks as usize {
+        let (arrived, marked, unmarked, _) = check_lane(&capture, l, pairs);
+        assert_eq!((arrived, marked + unmarked), (2 * pairs as u64, 0));
+    }
 }

@@ -16,7 +16,6 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use cudarc::driver::{sys, CudaStream, PinnedHostSlice};
 use ikp_device::Layout;
@@ -24,11 +23,8 @@ use ikp_device::Layout;
 use super::clock::ClockProbe;
 use super::{IkpArg, SessionOptions};
 use crate::cuda::error::SessionError;
-use crate::drain::Drain;
+use crate::drain::{Drain, IDLE};
 use crate::stream_file::DrainStats;
-
-/// How long the drain sleeps after a pass that found nothing new.
-const IDLE: Duration = Duration::from_micros(20);
 
 /// One stream launch (`Layout::overflow` = `Overflow::Stream` or `Overflow::StreamWait`):
 /// the mapped host buffer, and [`StreamSession::record`], which runs the launch with a
