@@ -8,6 +8,7 @@
 //!   Mirage, yao-jz, Proton), `epochs`, `async_ranges`, `stream` (stream files);
 //! - damaged input (a clear error, never a panic or a half-written file): `hardening`,
 //!   `set_aside` and `set_aside_formats` (lanes whose stamps are not of the launch);
+//! - the pages' code blocks run or compiled (README.md, CONTRIBUTING.md, docs/): `docs`;
 //! - helpers every module uses: [`util`]; headless Chromium for the HTML report: `chromium`.
 //!
 //! The library's own tests are in `host/tests/`, the device header's in `device/tests/`.
@@ -20,6 +21,7 @@ mod async_ranges;
 mod commands;
 mod cost;
 mod decode;
+mod docs;
 mod epochs;
 mod formats;
 mod hardening;
