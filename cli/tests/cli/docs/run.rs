@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use super::extract::{ikp_commands, shell_lines, Block};
@@ -152,10 +152,8 @@ impl Page {
             for w in b.code.split_whitespace() {
                 let w = w.trim_end_matches(['"', '\'', ')']);
                 let p = w.split('[').next().unwrap_or(w);
-                if p.starts_with("scripts/") || p.starts_with("./") {
-                    if !repo().join(p).exists() {
-                        return Err(format!("{b}: {p} does not exist"));
-                    }
+                if (p.starts_with("scripts/") || p.starts_with("./")) && !repo().join(p).exists() {
+                    return Err(format!("{b}: {p} does not exist"));
                 }
             }
             return Ok(());
