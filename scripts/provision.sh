@@ -161,7 +161,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   {
     echo "provision: IKP_NO_SYSTEM_INSTALL=$IKP_NO_SYSTEM_INSTALL: nothing is installed outside the checkout, and the tests need:"
     for m in "${missing[@]}"; do echo "  - $m"; done
-    echo "Provide them and run again, or run without IKP_NO_SYSTEM_INSTALL to let this script install them (README, \"What the test command installs\")."
+    echo "Provide them and run again, or run without IKP_NO_SYSTEM_INSTALL to let this script install them (docs/install.md)."
   } >&2
   exit 1
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package's tests (README, "From Python"): builds the abi3 wheel of python/ with
+# The Python package's tests (docs/python.md): builds the abi3 wheel of python/ with
 # maturin (dev profile, in the workspace's target directory, so a warm run rebuilds
 # nothing), installs it into a fresh venv (target/py-venv) with the pinned test
 # requirements (python/requirements-test.txt, and Triton for ikp.triton's tests:

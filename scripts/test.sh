@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: provisions the CUDA wheels, libcuda and chromium (idempotent; README,
-# "What the test command installs"), then runs the whole test suite. CI (.ci/run) calls
+# The test command: provisions the CUDA wheels, libcuda and chromium (idempotent;
+# docs/install.md), then runs the whole test suite. CI (.ci/run) calls
 # exactly this. IKP_NO_SYSTEM_INSTALL=1: install nothing outside the checkout (provision.sh
 # stops, naming what is missing; fuzz.sh skips without cargo-fuzz, tsan.sh without rust-src).
 set -euo pipefail
@@ -23,14 +23,14 @@ cargo test --workspace --all-targets --locked "$@" 2>&1 | tee "$log"
 phase "cargo test"
 cargo test --workspace --doc --locked
 phase doctests
-# The Python package (README, "From Python"): its wheel, built in target/ with the dev
+# The Python package (docs/python.md): its wheel, built in target/ with the dev
 # profile, installed into a fresh venv, tested with pytest on the samples.
 bash scripts/test-python.sh
 phase python
 # The formats are specified in rustdoc: broken links there fail the run.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 phase "cargo doc"
-# The decode / write / analysis build of the library (README, "The library"): without its
+# The decode / write / analysis build of the library (docs/rust.md, "The library"): without its
 # default features it must link neither cudarc, the xlsx writer nor the Parquet writer,
 # and compile with its tests.
 if cargo tree -p ikp-host --no-default-features -e normal --locked --prefix none |
@@ -48,7 +48,7 @@ phase fuzz
 # drain's run is in the cargo tests above); a build of its own, std included.
 bash scripts/tsan.sh
 phase "thread sanitizer"
-# The GPU bundle (README, "On a GPU"): built and run on every run so it cannot rot. Here,
+# The GPU bundle (docs/gpu-bundle.md): built and run on every run so it cannot rot. Here,
 # without a GPU, every check is skipped with its reason and the run exits 0; a required
 # GPU (IKP_GPU_TESTS=1) must turn that into a failure. Built with the dev profile from the
 # test build's artifacts (IKP_BUNDLE_PROFILE=release, the GPU machine's build, takes

@@ -256,8 +256,8 @@ fn readme_kernel_compiles() {
     require_nvrtc();
     let readme = include_str!("../README.md");
     let section = &readme[readme
-        .find("## Instrumenting a kernel from Rust")
-        .expect("README section `Instrumenting a kernel from Rust`")..];
+        .find("## A Rust launcher with `HostSession`")
+        .expect("README section `A Rust launcher with HostSession`")..];
     let start = section
         .find("r#\"")
         .expect("kernel source in the README example")

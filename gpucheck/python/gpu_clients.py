@@ -429,7 +429,7 @@ def native_check(ikp: Any, include: str, work: str) -> Dict[str, Any]:
     module = cp.RawModule(code=NATIVE_SRC, options=(f"--include-path={include}",))
     kernel = module.get_function("ikp_py_native")
     figures["compile_s"] = round(time.monotonic() - t0, 2)
-    # The buffer: a CUDA tensor as the README shows (shared with CuPy through DLPack, read
+    # The buffer: a CUDA tensor as docs/python.md shows (shared with CuPy through DLPack, read
     # back by ikp.decode with .cpu()), or a CuPy array where torch is missing.
     try:
         import torch

@@ -298,8 +298,8 @@ class Trace:
 
     def write_parquet(self, dir: _PathLike) -> List[str]:
         """Writes the Parquet tables ``spans.parquet``, ``instants.parquet`` and
-        ``counters.parquet`` into ``dir`` (``ikp decode --parquet DIR``; columns in the
-        README), all three or none, and returns their paths."""
+        ``counters.parquet`` into ``dir`` (``ikp decode --parquet DIR``; columns in
+        docs/parquet.md), all three or none, and returns their paths."""
         return [os.fspath(p) for p in self._native.write_parquet(os.fspath(dir))]
 
     def report(self, dir: _PathLike) -> str:

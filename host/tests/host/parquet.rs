@@ -1,7 +1,7 @@
 //! The Parquet tables read back by DuckDB (PyPI `duckdb`, which `scripts/provision.sh`
 //! installs into `.venv`): every span row of the shipped sample against the CSV, the
 //! instants and counter samples against the decoded trace, the column types DuckDB sees,
-//! and the README's query over several runs' files (a `rank=N` directory each) against
+//! and docs/parquet.md's query over several runs' files (a `rank=N` directory each) against
 //! the summary's self times.
 //!
 //! Skipped, with a `SKIPPED` line on stderr, when the venv's Python (or `IKP_PYTHON`)
@@ -191,7 +191,7 @@ fn duckdb_reads_the_sample_tables_as_the_csv_and_the_trace_have_them() {
     assert_eq!(v["counters"]["rows"], Value::from(samples));
 }
 
-/// The README's query over many runs: a `rank=N` directory each; DuckDB adds the `rank`
+/// docs/parquet.md's query over many runs: a `rank=N` directory each; DuckDB adds the `rank`
 /// column from the directory names.
 const RANKS_QUERY: &str = r#"
 import duckdb, json, os, sys
