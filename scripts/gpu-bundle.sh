@@ -99,6 +99,9 @@ cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py scripts/trito
 # The C++ launcher the runner compiles with the GPU machine's nvcc (runner/examples.rs).
 mkdir -p "$out/cpp/persistent_stream"
 cp examples/persistent_stream/launcher.cu examples/persistent_stream/kernel.cu "$out/cpp/persistent_stream/"
+# The README, whose CUDA C++ path the runner follows (runner/readme.rs).
+mkdir -p "$out/docs"
+cp README.md "$out/docs/README.md"
 
 # bundle.json: what was built, from which commit.
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)

@@ -17,6 +17,7 @@
 pub mod examples;
 pub mod overhead;
 pub mod python;
+pub mod readme;
 pub mod sanitizer;
 pub mod tests;
 
@@ -118,8 +119,15 @@ pub fn expected_files() -> Vec<String> {
     let bins = ["ikp-gpucheck", "ikp", "gpu_overhead"].map(|b| format!("bin/{b}"));
     let examples = examples::EXAMPLES.map(|e| format!("examples/{e}"));
     let cpp = examples::CPP_SOURCES.map(String::from);
+    let readme = [readme::README.to_owned()];
     let tests = tests::binaries().into_iter().map(|b| format!("tests/{b}"));
-    (bins.into_iter().chain(examples).chain(cpp).chain(tests)).collect()
+    (bins
+        .into_iter()
+        .chain(examples)
+        .chain(cpp)
+        .chain(readme)
+        .chain(tests))
+    .collect()
 }
 
 /// Runs every check of the bundle at `bundle` and writes the results into `results`.
@@ -171,6 +179,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         checks.push(examples::run(bundle, e, &plan));
     }
     checks.push(examples::run_cpp(bundle, &plan));
+    checks.push(readme::run(bundle, &plan));
     checks.extend(python::run(bundle, &plan));
     for suite in &tests::SUITES {
         checks.extend(tests::run(bundle, suite, &plan));

@@ -50,6 +50,10 @@ fn bundle(root: &Path) {
     for f in runner::examples::CPP_SOURCES {
         script(&root.join(f), "#error must not be compiled in skip mode");
     }
+    script(
+        &root.join(runner::readme::README),
+        "must not be read in skip mode",
+    );
     // Each test binary lists two tests of each of its suites and one test of a module the
     // bundle does not run.
     for binary in runner::tests::binaries() {
@@ -148,6 +152,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             .map(|e| format!("example/{e}")),
     );
     want.push(format!("example/{}", runner::examples::CPP_EXAMPLE));
+    want.push(runner::readme::CHECK.to_owned());
     want.extend(
         [
             "python/wheel",
