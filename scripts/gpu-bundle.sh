@@ -92,7 +92,8 @@ if [ ! -x "$root/.venv/bin/maturin" ]; then
   exit 1
 fi
 bash scripts/build-wheel.sh "$profile" "$out/python" >/dev/null
-cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py scripts/triton-ptx-fixtures.py "$out/python/"
+cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py gpucheck/python/triton_compile.py \
+  scripts/triton-ptx-fixtures.py "$out/python/"
 # The C++ launcher the runner compiles with the GPU machine's nvcc (runner/examples.rs).
 mkdir -p "$out/cpp/persistent_stream"
 cp examples/persistent_stream/launcher.cu examples/persistent_stream/kernel.cu "$out/cpp/persistent_stream/"

@@ -389,7 +389,9 @@ class profile:
 
         self._restore.append(restore_run)
         for k in self.kernels:
-            self._fresh_caches(getattr(k, "fn", k))
+            while not hasattr(k, "device_caches") and hasattr(k, "fn"):
+                k = k.fn  # an Autotuner or Heuristics around the JIT function
+            self._fresh_caches(k)
         return self
 
     def __exit__(self, *exc: Any) -> None:
