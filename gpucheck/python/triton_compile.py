@@ -77,14 +77,19 @@ def compile_problems(
     out: List[str] = []
     if untraced:
         out.append(f"launched without a trace: {untraced}")
-    launched = [r for r in rows if r["launches"] > 0]
-    if not launched:
+    # Launches are counted by Triton's launch hook, which a launcher of Inductor's own may
+    # not call: a kernel ran if it was counted or recorded.
+    ran = [r for r in rows if r["launches"] > 0 or r["traces"] > 0]
+    if not ran:
         out.append("no Triton kernel of the compiled model was launched inside the context and traced")
-    for r in launched:
+    for r in ran:
         if r["error"]:
             out.append(f"{r['label']}: its buffer did not decode: {r['error']}")
         elif r["traces"] == 0 or r["lanes"] == 0:
             out.append(f"{r['label']}: launched {r['launches']} times, {r['traces']} traces, {r['lanes']} lanes")
+    for kernel in sorted({r["kernel"] for r in rows}):
+        if not any(r["traces"] > 0 and r["lanes"] > 0 for r in rows if r["kernel"] == kernel):
+            out.append(f"{kernel}: compiled inside the context, no variant of it traced")
     if not max_diff <= TOLERANCE:
         out.append(f"outputs differ from the plain compiled model's by {max_diff}")
     if not after_diff <= TOLERANCE:
@@ -235,6 +240,7 @@ def self_check() -> List[str]:
         ("nothing traced", [], {}, 0.0, 0.0),
         ("an undecodable buffer", [dict(inductor[0], error="x", traces=0)], {}, 0.0, 0.0),
         ("a launched kernel without lanes", [dict(inductor[0], lanes=0)], {}, 0.0, 0.0),
+        ("a compiled kernel never traced", inductor + [dict(inductor[0], kernel="k1", launches=0, traces=0, lanes=0)], {}, 0.0, 0.0),
         ("different outputs", inductor, {}, 0.5, 0.0),
         ("outputs not plain again after", inductor, {}, 0.0, float("nan")),
     ]:

@@ -464,6 +464,8 @@ class profile:
         compile about to run, to name its variant."""
         previous = self._previous_jit
         result = previous(**kw) if previous is not None else None
+        if result:
+            return result  # the previous hook skips this compile
         try:
             names = kw["fn"].jit_function.arg_names
             constants = kw["compile"].get("constants") or {}
