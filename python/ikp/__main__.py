@@ -1,5 +1,6 @@
 """``python -m ikp``: the ``ikp`` command (see ``ikp._cli``)."""
 
-from ._cli import main
+if __name__ == "__main__":
+    from ._cli import main
 
-main()
+    main()
