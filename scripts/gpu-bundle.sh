@@ -84,18 +84,16 @@ cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 # The header the Python clients compile their kernel with, from the CLI just built.
 "$out/bin/ikp" header -o "$out/include" >/dev/null
-# The Python package: its wheel, built in the same target directory with the same profile
-# and settings, so the dependencies it shares with the binaries above are not rebuilt (with
-# the dev profile, the same command as scripts/test-python.sh: nothing is).
-maturin="$root/.venv/bin/maturin"
-if [ ! -x "$maturin" ]; then
-  echo "gpu bundle: $maturin is missing: run bash scripts/provision.sh first" >&2
+# The Python package: its manylinux_2_28 wheel, checked (scripts/build-wheel.sh), built in
+# the same target directory with the same profile (with the dev profile, the same build as
+# scripts/test-python.sh's: a warm one rebuilds nothing).
+if [ ! -x "$root/.venv/bin/maturin" ]; then
+  echo "gpu bundle: $root/.venv/bin/maturin is missing: run bash scripts/provision.sh first" >&2
   exit 1
 fi
-mkdir -p "$out/python"
-"$maturin" build --quiet --profile "$profile" --locked -m python/Cargo.toml \
-  --interpreter "$root/.venv/bin/python" --out "$out/python"
-cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py scripts/triton-ptx-fixtures.py "$out/python/"
+bash scripts/build-wheel.sh "$profile" "$out/python" >/dev/null
+cp gpucheck/python/gpu_clients.py gpucheck/python/triton_probes.py gpucheck/python/triton_compile.py \
+  scripts/triton-ptx-fixtures.py "$out/python/"
 # The C++ launcher the runner compiles with the GPU machine's nvcc (runner/examples.rs).
 mkdir -p "$out/cpp/persistent_stream"
 cp examples/persistent_stream/launcher.cu examples/persistent_stream/kernel.cu "$out/cpp/persistent_stream/"

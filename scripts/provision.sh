@@ -23,8 +23,9 @@
 #   * DuckDB (PyPI duckdb, a self-contained wheel) in .venv, which reads the Parquet tables
 #     back in host/tests/parquet.rs; skipped when .venv/.ikp-parquet-reader lists the same
 #     pin.
-#   * maturin (PyPI) in .venv, the build backend of the Python package (python/), skipped
-#     when .venv/.ikp-python-tools lists the same pin.
+#   * maturin (PyPI) in .venv, the build backend of the Python package (python/), and zig
+#     (PyPI ziglang), the linker maturin builds its manylinux_2_28 wheel with
+#     (scripts/build-wheel.sh); skipped when .venv/.ikp-python-tools lists the same pins.
 #   * a real driver library, libcuda.so.1, that answers CUDA_ERROR_NO_DEVICE on a machine
 #     without a GPU: Debian's non-free libcuda1, downloaded with apt and unpacked (not
 #     installed) into .deps/libcuda. This adds the non-free component to the apt sources
@@ -68,8 +69,9 @@ if [ ! -f "$rstamp" ] || [ "$(cat "$rstamp")" != "$readers" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $readers
   echo "$readers" > "$rstamp"
 fi
-# The Python package's build backend (python/pyproject.toml), run by scripts/test-python.sh.
-pytools="maturin==1.16.0"
+# The Python package's build backend (python/pyproject.toml) and the linker of its
+# manylinux wheel, run by scripts/build-wheel.sh.
+pytools="maturin==1.16.0 ziglang==0.17.1"
 tstamp="$venv/.ikp-python-tools"
 if [ ! -f "$tstamp" ] || [ "$(cat "$tstamp")" != "$pytools" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $pytools

@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
-# The Python package's tests (docs/python.md): builds the abi3 wheel of python/ with
-# maturin (dev profile, in the workspace's target directory, so a warm run rebuilds
+# The Python package's tests (docs/python.md): builds the manylinux_2_28 abi3 wheel
+# of python/ and checks its tags and glibc symbol versions (scripts/build-wheel.sh: maturin
+# with zig, dev profile, in the workspace's target directory, so a warm run rebuilds
 # nothing), installs it into a fresh venv (target/py-venv) with the pinned test
 # requirements (python/requirements-test.txt, and Triton for ikp.triton's tests:
-# python/requirements-triton.txt; from pip's cache once downloaded), and runs
-# pytest there on the shipped samples. Run by scripts/test.sh after provision.sh.
+# python/requirements-triton.txt; from pip's cache once downloaded), and runs pytest there,
+# from outside the source tree and with no cargo or rustc on PATH, on the shipped samples:
+# the wheel's `ikp` console script is compared with the cargo-built CLI (IKP_CARGO_CLI:
+# scripts/test.sh passes the binary its cargo test built; unset, it is built here).
+# Run by scripts/test.sh after provision.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 venv="$root/.venv"
-wheels="$root/target/py-wheels"
-rm -rf "$wheels"
-"$venv/bin/maturin" build --quiet --profile dev --locked -m python/Cargo.toml \
-  --interpreter "$venv/bin/python" --out "$wheels"
-wheel=$(ls "$wheels"/ikp-*.whl)
+t0=$SECONDS
+wheel=$(bash scripts/build-wheel.sh dev "$root/target/py-wheels")
+echo "test-python.sh: wheel built and checked in $((SECONDS - t0)) s" >&2
+# The CLI built by cargo, which the installed `ikp` must match (python/tests/test_cli.py).
+cli=${IKP_CARGO_CLI:-}
+if [ -z "$cli" ]; then
+  cargo build -p ikp-cli --bin ikp --locked --quiet
+  cli="$root/target/debug/ikp"
+fi
+cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
 pyvenv="$root/target/py-venv"
 rm -rf "$pyvenv"
 "$venv/bin/python" -m venv "$pyvenv"
 "$pyvenv/bin/pip" install --quiet --disable-pip-version-check -r python/requirements-test.txt \
   -r python/requirements-triton.txt
 "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$wheel"
-# Run from outside the source tree: the tests import the installed package, not python/ikp.
+# Run from outside the source tree: the tests import the installed package, not python/ikp,
+# and run the installed `ikp`, with neither cargo nor rustc on PATH.
+path="$pyvenv/bin"
+IFS=: read -ra dirs <<<"$PATH"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] && [ ! -e "$d/cargo" ] && [ ! -e "$d/rustc" ] && path="$path:$d"
+done
 cd "$pyvenv"
-"$pyvenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
+PATH="$path" IKP_CARGO_CLI="$cli" IKP_WHEEL="$wheel" \
+  "$pyvenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests"
 # The GPU bundle's Python clients (gpucheck/python/gpu_clients.py), without pytest: their
 # verifiers must accept correct runs and reject damaged ones (a synthetic Proton trace
 # decoded by the installed ikp included); then the script as the bundle runs it, here
@@ -38,7 +54,8 @@ import json, sys
 checks = {c["name"]: c for c in json.load(open(sys.argv[1]))}
 status = {n: c["status"] for n, c in checks.items()}
 want = {"python/wheel": "pass", "python/native": "skip", "python/stream": "skip",
-        "python/proton": "skip", "python/triton-probes": "skip"}
+        "python/proton": "skip", "python/triton-probes": "skip", "python/torch-compile": "skip",
+        "python/triton-autotune": "skip"}
 if status != want:
     sys.exit(f"gpu_clients.py without a GPU: {status}, expected {want}: {list(checks.values())}")
 print("gpu_clients.py without a GPU: " + "; ".join(f"{n} {c['status']} ({c['detail']})" for n, c in checks.items()))

@@ -25,7 +25,8 @@ cargo test --workspace --doc --locked
 phase doctests
 # The Python package (docs/python.md): its wheel, built in target/ with the dev
 # profile, installed into a fresh venv, tested with pytest on the samples.
-bash scripts/test-python.sh
+# Its `ikp` console script is compared with the CLI binary the cargo tests just built.
+IKP_CARGO_CLI=target/debug/ikp bash scripts/test-python.sh
 phase python
 # The formats are specified in rustdoc: broken links there fail the run.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

@@ -27,6 +27,12 @@ on standard output and everything else on standard error. The checks:
   at its shapes), instrumented by ``ikp.triton``: outputs bit for bit the plain kernels',
   a lane per warp, each loop once per warp with the known trip count, and the slowdown per
   kernel (see triton_probes.py beside this script).
+- ``python/torch-compile``: a ``torch.compile``d model, warmed up before the context, run
+  inside ``ikp.triton.profile()`` as it is: every Inductor Triton kernel launched traced,
+  outputs equal to the plain compiled model's (triton_compile.py beside this script).
+- ``python/triton-autotune``: a kernel autotuned over num_warps 2, 4 and 8 inside the
+  context, each variant traced on its own with its own warps, and a kernel compiled before
+  the context compiled again and traced (triton_compile.py).
 
 Without a GPU (``--no-gpu REASON``, or no CUDA device visible to CuPy / torch) the GPU
 checks are skipped with the reason. The script never exits without printing the list: an
@@ -739,6 +745,30 @@ def triton_probes_check(ikp: Any) -> Dict[str, Any]:
     )
 
 
+def triton_compile_check(ikp: Any, name: str, which: str, passed: str) -> Dict[str, Any]:
+    """``python/torch-compile`` (which="torch_compile") or ``python/triton-autotune``
+    (which="autotune"): triton_compile.py's runs."""
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        return check(name, "skip", f"torch is not importable here ({last_line(e)})")
+    if not torch.cuda.is_available():
+        return check(name, "skip", "no CUDA device visible to torch")
+    try:
+        import triton  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return check(name, "skip", f"Triton is not importable here ({last_line(e)})")
+    if ikp is None:
+        return check(name, "fail", NO_IKP)
+    sys.path.insert(0, HERE)
+    import triton_compile
+
+    t0 = time.monotonic()
+    problems, figures = getattr(triton_compile, f"run_{which}")(ikp)
+    figures["seconds"] = round(time.monotonic() - t0, 2)
+    return verdict(name, problems, passed, figures=figures)
+
+
 def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
     if args.no_gpu is not None:
         figures = {"wheel": os.path.basename(args.wheel)}
@@ -748,6 +778,8 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
             check("python/stream", "skip", args.no_gpu),
             check("python/proton", "skip", args.no_gpu),
             check("python/triton-probes", "skip", args.no_gpu),
+            check("python/torch-compile", "skip", args.no_gpu),
+            check("python/triton-autotune", "skip", args.no_gpu),
         ]
     os.makedirs(args.work, exist_ok=True)
     checks: List[Dict[str, Any]] = []
@@ -763,6 +795,28 @@ def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
             ("python/stream", lambda: stream_check(ikp, args.include, args.work)),
             ("python/proton", lambda: proton_check(ikp, args.ikp, args.work)),
             ("python/triton-probes", lambda: triton_probes_check(ikp)),
+            (
+                "python/torch-compile",
+                lambda: triton_compile_check(
+                    ikp,
+                    "python/torch-compile",
+                    "torch_compile",
+                    "a torch.compile'd model warmed up before the context, run inside "
+                    "ikp.triton.profile() as it is: every Inductor Triton kernel traced, outputs "
+                    "equal to the plain compiled model's, plain again after",
+                ),
+            ),
+            (
+                "python/triton-autotune",
+                lambda: triton_compile_check(
+                    ikp,
+                    "python/triton-autotune",
+                    "autotune",
+                    "each variant of a kernel autotuned over num_warps 2, 4, 8 traced on its own, "
+                    "named by its configuration, a lane per warp of its own; a kernel compiled "
+                    "before the context compiled again and traced",
+                ),
+            ),
         ]
         for name, step in steps:
             try:
@@ -927,6 +981,9 @@ def self_check() -> int:
     import triton_probes
 
     failures += [f"triton-probes: {f}" for f in triton_probes.self_check()]
+    import triton_compile
+
+    failures += [f"triton-compile: {f}" for f in triton_compile.self_check()]
     for f in failures:
         log(f"self-check FAILED: {f}")
     log(f"self-check: {'FAILED' if failures else 'passed'}")

@@ -20,7 +20,8 @@
 //! passed); `figures` is an object of measured values (numbers, strings, lists), whose
 //! optional `table` entry (`{"columns": [..], "rows": [[..], ..]}`) is rendered as a table
 //! in the Markdown file. Names are `test/<module>/<test>`, `example/<name>`,
-//! `python/wheel`, `python/native`, `python/proton`, `python/triton-probes` (the Python clients,
+//! `python/wheel`, `python/native`, `python/proton`, `python/triton-probes`,
+//! `python/torch-compile`, `python/triton-autotune` (the Python clients,
 //! [`crate::runner::python`]; `python` alone when the script could not report),
 //! `timer/resolution`, `timing/<timer>`, `time-axis`, `overflow`, `overhead/<kernel>` and
 //! `machine`.

@@ -430,6 +430,14 @@ fn instrument_ptx(ptx: &str, at: &str) -> PyResult<(String, String)> {
     })
 }
 
+/// Runs the `ikp` command line `argv` (the program's name first) and returns its exit
+/// code: the wheel's `ikp` console script (`ikp._cli`). The command is the CLI crate's
+/// own ([`ikp_cli::run`]), so its subcommands, output and exit codes are the binary's.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> PyResult<u8> {
+    py.detach(|| guard(|| Ok(ikp_cli::run(argv))))
+}
+
 /// The header and sizes of a native buffer: `ikp_device::Layout`.
 #[pyclass(module = "ikp._ikp", frozen)]
 #[derive(Debug)]
@@ -607,5 +615,6 @@ fn _ikp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_launches, m)?)?;
     m.add_function(wrap_pyfunction!(read_names, m)?)?;
     m.add_function(wrap_pyfunction!(instrument_ptx, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     Ok(())
 }
