@@ -34,8 +34,13 @@
 //! scope after its record stores, so a host that reads HEAD with acquire semantics then
 //! sees records `consumed..stored`; the host writes TAIL after copying them out, and the
 //! device reads it with acquire semantics before reusing those slots. The device publishes
-//! HEAD when its cached room runs out: every `R >> PUBLISH_SHIFT` records while the host
-//! keeps up, and at finalize. Counts compare modulo 2^32 (`stored - consumed <= R`).
+//! HEAD at the end of every chunk of `R >> PUBLISH_SHIFT` records (chunks aligned to the
+//! ring), when the room it knows of runs out, and at finalize; it reads TAIL only when the
+//! room it cached from its last read (`TAIL + R - stored`) is under two records, so a lane
+//! whose host keeps up pays one system-scope release per chunk and one system-scope
+//! acquire per lap of the ring, and its records are plain stores. (Which records the
+//! device publishes when is its own business: the host relies only on HEAD's release and
+//! TAIL's acquire.) Counts compare modulo 2^32 (`stored - consumed <= R`).
 //!
 //! **Full ring.** In drop mode (the default) a lane whose ring is full counts the record
 //! as dropped and goes on; it reads TAIL again on every [`RECHECK`]th drop, so a full ring
@@ -78,7 +83,7 @@ pub const CTRL_WORDS: u32 = 4;
 /// Shift of the dropped count in HEAD (stored is the low half).
 pub const HEAD_DROPPED_SHIFT: u32 = 32;
 
-/// A lane publishes HEAD at least every `R >> PUBLISH_SHIFT` records.
+/// A lane publishes HEAD at the end of every chunk of `R >> PUBLISH_SHIFT` records.
 pub const PUBLISH_SHIFT: u32 = 2;
 
 /// Smallest ring: room for a mark, a record and a publish interval of at least one.

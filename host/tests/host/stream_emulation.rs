@@ -84,6 +84,15 @@ fn compile(extra: &[&str], out: &Path) {
 
 type RunFn = unsafe extern "C" fn(*const KernelArg, u32, u32, i32, u32) -> i32;
 
+/// Held while lanes of the shared library run: its system-scope counters count every
+/// lane of the process, so a test that reads them must run its lanes alone.
+fn exclusive_lanes() -> std::sync::MutexGuard<'static, ()> {
+    static LANES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LANES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The emulated lanes, as a shared library loaded once.
 fn lanes_library() -> &'static libloading::Library {
     static LIB: OnceLock<(tempfile::TempDir, libloading::Library)> = OnceLock::new();
@@ -146,7 +155,10 @@ fn emulate<W: std::io::Write + Send>(
         });
         // SAFETY: `arg` points into `buf`, which outlives the call; the lanes write only
         // their own segments, through atomics-compatible u64 words.
-        let rc = unsafe { lanes(&arg, blocks, pairs, wait, slow_every) };
+        let rc = {
+            let _turn = exclusive_lanes();
+            unsafe { lanes(&arg, blocks, pairs, wait, slow_every) }
+        };
         assert_eq!(rc, 0);
         done.store(true, Ordering::Release);
         let drain = drainer.join().expect("the drain thread")?;
@@ -226,6 +238,64 @@ fn wait_mode_delivers_every_record_once_and_in_order() {
             .map(|l| l.records.len() as u64)
             .sum::<u64>()
     );
+}
+
+type CountsFn = unsafe extern "C" fn(*mut u64, *mut u64);
+
+/// What a record costs at system scope while the host keeps up: lanes whose host drains
+/// them perfectly (each lane's thread sets TAIL to HEAD's count after every pair, no drain
+/// thread) publish HEAD once per chunk (a quarter ring: one release) and read TAIL once
+/// per three chunks (one acquire: the room cached from the last read runs out only when
+/// the slots of the chunks since are needed), never per record; every record is stored.
+#[test]
+fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap() {
+    let (blocks, pairs) = (3u32, 6_000u32);
+    let layout = layout(blocks, Overflow::Stream);
+    let header = layout.header_words().expect("a valid stream layout");
+    let mut buf = vec![0u64; layout.buffer_words() as usize];
+    buf[..header.len()].copy_from_slice(&header);
+    let arg = layout.kernel_arg(buf.as_mut_ptr() as u64);
+    let lib = lanes_library();
+    // SAFETY: the symbols have these signatures (emulate_stream.cpp).
+    let (lanes, counts): (libloading::Symbol<RunFn>, libloading::Symbol<CountsFn>) = unsafe {
+        (
+            lib.get(b"ikp_emu_stream_run").expect("ikp_emu_stream_run"),
+            lib.get(b"ikp_emu_system_scope_counts")
+                .expect("ikp_emu_system_scope_counts"),
+        )
+    };
+    let (mut releases, mut acquires) = (0u64, 0u64);
+    // SAFETY: `arg` points into `buf`, which outlives the call; nothing else reads it
+    // meanwhile. The counters are reset first (other tests' lanes share them: the tests
+    // of this module that run lanes take turns through `exclusive_lanes`).
+    let _turn = exclusive_lanes();
+    unsafe {
+        counts(&mut releases, &mut acquires);
+        assert_eq!(lanes(&arg, blocks, pairs, 0, u32::MAX), 0);
+        counts(&mut releases, &mut acquires);
+    }
+    let records = 2 * pairs as u64;
+    let chunk = (CAP >> ikp_device::stream::PUBLISH_SHIFT) as u64;
+    let lanes_n = blocks as u64;
+    // One release per chunk (at the record after its end; the last one's at finalize).
+    assert_eq!(releases, lanes_n * records.div_ceil(chunk), "releases");
+    // One acquire per three chunks (the ring's four less the one being written).
+    let per_lane = records.div_ceil(CAP as u64 - chunk);
+    assert!(
+        acquires <= lanes_n * per_lane && acquires >= lanes_n * (per_lane - 1),
+        "{acquires} acquires for {lanes_n} lanes of {records} records (about {per_lane} each)"
+    );
+    for l in 0..blocks as usize {
+        let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
+        let trailer = seg
+            + (wire::lane::EVENTS + ikp_device::stream::CTRL_WORDS + CAP) as usize
+            + wire::lane::T_COUNT as usize;
+        assert_eq!(
+            buf[trailer],
+            wire::pack_count(records as u32, 0),
+            "lane {l}: (stored, dropped)"
+        );
+    }
 }
 
 #[test]
@@ -658,7 +728,11 @@ fn a_drain_thread_drains_beside_lanes_launched_by_the_caller() {
     // SAFETY: the symbol has this signature (emulate_stream.cpp); `arg` describes `buf`.
     let lanes: libloading::Symbol<RunFn> =
         unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
-    assert_eq!(unsafe { lanes(&arg, blocks, pairs, 1, 0) }, 0);
+    let rc = {
+        let _turn = exclusive_lanes();
+        unsafe { lanes(&arg, blocks, pairs, 1, 0) }
+    };
+    assert_eq!(rc, 0);
     let stats = drain.finish().unwrap();
     let capture = stream_file::read(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(capture.drain, stats);

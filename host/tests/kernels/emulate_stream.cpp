@@ -13,6 +13,7 @@
 // whose index is a multiple of `slow_every` (0: none) sleep 50 us every 64 pairs, so lanes
 // publish at different paces.
 #define IKP_HOST_EMULATION 1
+#define IKP_EMU_SYSTEM_SCOPE_HOOK 1
 #include "ikp.cuh"
 
 #include <atomic>
@@ -44,8 +45,18 @@ unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long
   return __atomic_fetch_add(addr, value, __ATOMIC_RELAXED);
 }
 void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+// System-scope accesses of all lanes, for ikp_emu_system_scope_counts().
+std::atomic<unsigned long long> g_releases{0}, g_acquires{0};
+void system_scope(bool acquire) { (acquire ? g_acquires : g_releases).fetch_add(1); }
 }  // namespace emu
 }  // namespace ikp
+
+// Releases (HEAD publishes) and acquires (TAIL reads) of every lane since the last call;
+// resets them.
+extern "C" void ikp_emu_system_scope_counts(unsigned long long* releases, unsigned long long* acquires) {
+  *releases = ikp::emu::g_releases.exchange(0);
+  *acquires = ikp::emu::g_acquires.exchange(0);
+}
 
 namespace {
 template <ikp::Overflow O>
@@ -54,10 +65,22 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
   t_now = (1ull << 20) + 640ull * block;  // lanes overlap, a little apart, as on a GPU
   ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O> lane(arg, 0u, true);
   const bool slow = slow_every != 0u && block % slow_every == 0u;
+  // slow_every == ~0u: no drain runs; the lane's thread plays a host that keeps up
+  // perfectly, setting TAIL to HEAD's stored count after every pair.
+  const bool self_drained = slow_every == ~0u;
+  unsigned long long* ctrl = nullptr;
+  if (self_drained) {
+    ctrl = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
+           static_cast<unsigned long long>(block) * arg.lane_stride + ikp::LANE_EVENTS;
+  }
   for (unsigned i = 0; i < pairs; ++i) {
     lane.begin(0u, i);
     lane.end(0u, i);
     if (slow && i % 64u == 63u) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (self_drained) {
+      const unsigned long long head = __atomic_load_n(ctrl + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE);
+      __atomic_store_n(ctrl + ikp::STREAM_TAIL, head & 0xFFFFFFFFull, __ATOMIC_RELEASE);
+    }
   }
   lane.finalize();
 }
