@@ -486,41 +486,54 @@ IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& 
   ++s.slot;
 }
 
+/// Room, in slots, that a lane writes into: at least a chunk's worth (capacity >>
+/// STREAM_PUBLISH_SHIFT) or STREAM_RECHECK, whichever is less, and never under two (a mark
+/// and a record). A ring with less room than this counts as full: a lane whose host lags
+/// then drops (or, waiting, sleeps and counts the stall) instead of going back to the host
+/// every few records, each time paying a system-scope fence and a read across the link
+/// that neither a drop nor a stall would show.
+IKP_INLINE unsigned stream_least_room(unsigned cap) {
+  const unsigned chunk = cap >> STREAM_PUBLISH_SHIFT;
+  const unsigned least = chunk < STREAM_RECHECK ? chunk : STREAM_RECHECK;
+  return least < 2u ? 2u : least;
+}
+
 /// The slow path of a stream record, out of line. It runs when the slot reaches its limit:
 /// at the end of a chunk (capacity >> STREAM_PUBLISH_SHIFT records, chunks aligned to the
 /// ring), when the room cached from the last TAIL read runs out, and for every record while
 /// a drop-mode lane is full (then doing its work only on every STREAM_RECHECK-th drop).
 /// It publishes HEAD (one system-scope release per chunk) and reads TAIL (one system-scope
-/// acquire) only when fewer than two slots are known free, so a lane whose host keeps up
-/// reads TAIL once per lap of the ring, not per chunk. A lane with no room waits for room
-/// for a stall mark and the record (Wait) or writes its drop mark once there is room for it
-/// and the record; then the limit moves to the next chunk's end or the end of the room,
-/// whichever comes first, and `record` (timed at the record site) is stored or counted as
-/// dropped.
+/// acquire) only when less than stream_least_room() is known free, so a lane whose host
+/// keeps up reads TAIL once per lap of the ring, not per chunk. A lane without that much
+/// room waits for it (Wait: then writes a stall mark) or drops the record; a drop-mode lane
+/// writes its drop mark once it has that room again. Then the limit moves to the next
+/// chunk's end or the end of the room, whichever comes first, and `record` (timed at the
+/// record site) is stored or counted as dropped.
 template <bool Wait>
 IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s,
                                      unsigned long long record) {
   if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
     stream_publish(ev, s);
-    if (stream_free(s) < 2u) stream_refresh(ev, cap, s);
+    const unsigned least = stream_least_room(cap);
+    if (stream_free(s) < least) stream_refresh(ev, cap, s);
     const auto mark = [&](unsigned kind, unsigned v) {
       stream_store(ev, cap, s,
                    (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
                        ((kind & REGION_MASK) << REGION_SHIFT));
     };
-    if (Wait && stream_free(s) == 0u) {
+    if (Wait && stream_free(s) < least) {
       unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
       const unsigned long long t0 = globaltimer();
       do {
         nanosleep(STREAM_WAIT_SLEEP_NS);
         stream_refresh(ev, cap, s);
-      } while (stream_free(s) < 2u);
+      } while (stream_free(s) < least);
       const unsigned long long waited = globaltimer() - t0;
       ctrl[STREAM_STALL_NS] += waited;
       ctrl[STREAM_STALLS] += 1ull;
       mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
     }
-    if (!Wait && s.pending != 0u && stream_free(s) >= 2u) {
+    if (!Wait && s.pending != 0u && stream_free(s) >= least) {
       mark(META_STREAM_DROPPED, s.pending);
       s.dropped += s.pending;
       s.pending = 0u;
@@ -533,7 +546,8 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     const unsigned to_chunk_end = (s.slot & ~(chunk - 1u)) + chunk - s.slot;
     const unsigned free = stream_free(s);
     // A lane with drops not yet marked stays full until it has room for the mark too.
-    s.limit = s.slot + (s.pending != 0u ? 0u : (free < to_chunk_end ? free : to_chunk_end));
+    const unsigned room = s.pending != 0u || free < least ? 0u : free;
+    s.limit = s.slot + (room < to_chunk_end ? room : to_chunk_end);
   }
   if (s.slot != s.limit) {
     stream_store(ev, cap, s, record);

@@ -42,13 +42,16 @@
 //! device publishes when is its own business: the host relies only on HEAD's release and
 //! TAIL's acquire.) Counts compare modulo 2^32 (`stored - consumed <= R`).
 //!
-//! **Full ring.** In drop mode (the default) a lane whose ring is full counts the record
-//! as dropped and goes on; it reads TAIL again on every [`RECHECK`]th drop, so a full ring
-//! costs one system-scope load per `RECHECK` records rather than per record. When it next
-//! has room it writes a **drop mark** first: a meta record (see [`crate::wire`], `# Event
+//! **Full ring.** A ring counts as full when fewer than `min(R >> PUBLISH_SHIFT, RECHECK)`
+//! slots (and never fewer than two) are free: a lane whose host lags does not go back to
+//! it every few records, each time for a fence and a read across the link that would slow
+//! the kernel without a drop or a stall to show for it. In drop mode (the default) a lane
+//! whose ring is full counts the record as dropped and goes on; it reads TAIL again on
+//! every [`RECHECK`]th drop, so a full ring costs one system-scope load per `RECHECK`
+//! records rather than per record. When it next has room it writes a **drop mark** first: a meta record (see [`crate::wire`], `# Event
 //! record`) whose region field is [`META_DROPPED`] and whose value is the number of records
 //! dropped just before it. In wait mode (header flag `WAIT`, lane flag `STREAM_WAIT`) it
-//! sleeps until the host makes room for the mark and the record, then writes a **stall
+//! sleeps until the ring is no longer full, then writes a **stall
 //! mark** (region field [`META_STALLED`], value the ns it waited, saturating) and adds to
 //! STALL_NS and STALLS. Marks take their time from the record before them, as counter
 //! samples do; so the stream says where in a lane records went missing or waited, not only
