@@ -486,16 +486,17 @@ IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& 
   ++s.slot;
 }
 
-/// Room, in slots, that a lane writes into: at least a chunk's worth (capacity >>
-/// STREAM_PUBLISH_SHIFT) or STREAM_RECHECK, whichever is less, and never under two (a mark
-/// and a record). A ring with less room than this counts as full: a lane whose host lags
-/// then drops (or, waiting, sleeps and counts the stall) instead of going back to the host
-/// every few records, each time paying a system-scope fence and a read across the link
-/// that neither a drop nor a stall would show.
+/// Room, in slots, that a lane writes into: a chunk's worth (capacity >>
+/// STREAM_PUBLISH_SHIFT), and never under two (a mark and a record). A ring with less room
+/// than this counts as full: a lane whose host lags then drops (or, waiting, sleeps and
+/// counts the stall) instead of going back to the host every few records, each time paying
+/// a system-scope fence and a read across the link that neither a drop nor a stall would
+/// show. It also keeps what the host hands back in whole chunks: a lane that published
+/// every few records would get its room back a few records at a time, and go on
+/// publishing every few records.
 IKP_INLINE unsigned stream_least_room(unsigned cap) {
   const unsigned chunk = cap >> STREAM_PUBLISH_SHIFT;
-  const unsigned least = chunk < STREAM_RECHECK ? chunk : STREAM_RECHECK;
-  return least < 2u ? 2u : least;
+  return chunk < 2u ? 2u : chunk;
 }
 
 /// The slow path of a stream record, out of line. It runs when the slot reaches its limit:

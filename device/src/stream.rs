@@ -42,10 +42,11 @@
 //! device publishes when is its own business: the host relies only on HEAD's release and
 //! TAIL's acquire.) Counts compare modulo 2^32 (`stored - consumed <= R`).
 //!
-//! **Full ring.** A ring counts as full when fewer than `min(R >> PUBLISH_SHIFT, RECHECK)`
-//! slots (and never fewer than two) are free: a lane whose host lags does not go back to
-//! it every few records, each time for a fence and a read across the link that would slow
-//! the kernel without a drop or a stall to show for it. In drop mode (the default) a lane
+//! **Full ring.** A ring counts as full when fewer than a chunk's worth of slots
+//! (`R >> PUBLISH_SHIFT`, and never fewer than two) are free: a lane whose host lags does
+//! not go back to it every few records, each time for a fence and a read across the link
+//! that would slow the kernel without a drop or a stall to show for it, and the host gets
+//! its records, and hands the slots back, a chunk at a time. In drop mode (the default) a lane
 //! whose ring is full counts the record as dropped and goes on; it reads TAIL again on
 //! every [`RECHECK`]th drop, so a full ring costs one system-scope load per `RECHECK`
 //! records rather than per record. When it next has room it writes a **drop mark** first: a meta record (see [`crate::wire`], `# Event

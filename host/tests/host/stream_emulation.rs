@@ -242,14 +242,11 @@ fn wait_mode_delivers_every_record_once_and_in_order() {
 
 type CountsFn = unsafe extern "C" fn(*mut u64, *mut u64);
 
-/// What a record costs at system scope while the host keeps up: lanes whose host drains
-/// them perfectly (each lane's thread sets TAIL to HEAD's count after every pair, no drain
-/// thread) publish HEAD once per chunk (a quarter ring: one release) and read TAIL once
-/// per three chunks (one acquire: the room cached from the last read runs out only when
-/// the slots of the chunks since are needed), never per record; every record is stored.
-#[test]
-fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap() {
-    let (blocks, pairs) = (3u32, 6_000u32);
+/// Runs `blocks` drop-mode lanes of `pairs` pairs with no drain, the lanes' threads
+/// playing the host (`host`: `u32::MAX` keeps up perfectly, `u32::MAX - 1` keeps up late
+/// by all but half a chunk; emulate_stream.cpp); returns the system-scope (releases, acquires)
+/// of all lanes and each lane's final (stored, dropped) count word.
+fn self_drained(blocks: u32, pairs: u32, host: u32) -> ((u64, u64), Vec<u64>) {
     let layout = layout(blocks, Overflow::Stream);
     let header = layout.header_words().expect("a valid stream layout");
     let mut buf = vec![0u64; layout.buffer_words() as usize];
@@ -265,17 +262,39 @@ fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap(
         )
     };
     let (mut releases, mut acquires) = (0u64, 0u64);
-    // SAFETY: `arg` points into `buf`, which outlives the call; nothing else reads it
-    // meanwhile. The counters are reset first (other tests' lanes share them: the tests
-    // of this module that run lanes take turns through `exclusive_lanes`).
-    let _turn = exclusive_lanes();
-    unsafe {
-        counts(&mut releases, &mut acquires);
-        assert_eq!(lanes(&arg, blocks, pairs, 0, u32::MAX), 0);
-        counts(&mut releases, &mut acquires);
+    {
+        // The counters count every lane of the process: these run alone.
+        let _turn = exclusive_lanes();
+        // SAFETY: `arg` points into `buf`, which outlives the call; nothing else reads it
+        // meanwhile.
+        unsafe {
+            counts(&mut releases, &mut acquires);
+            assert_eq!(lanes(&arg, blocks, pairs, 0, host), 0);
+            counts(&mut releases, &mut acquires);
+        }
     }
+    let counts = (0..blocks as usize)
+        .map(|l| {
+            let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
+            buf[seg
+                + (wire::lane::EVENTS + stream::CTRL_WORDS + CAP) as usize
+                + wire::lane::T_COUNT as usize]
+        })
+        .collect();
+    ((releases, acquires), counts)
+}
+
+/// What a record costs at system scope while the host keeps up: lanes whose host drains
+/// them perfectly publish HEAD once per chunk (a quarter ring: one release) and read TAIL
+/// once per three chunks (one acquire: the room cached from the last read runs out only
+/// when the slots of the chunks since are needed), never per record; every record is
+/// stored.
+#[test]
+fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap() {
+    let (blocks, pairs) = (3u32, 6_000u32);
+    let ((releases, acquires), counts) = self_drained(blocks, pairs, u32::MAX);
     let records = 2 * pairs as u64;
-    let chunk = (CAP >> ikp_device::stream::PUBLISH_SHIFT) as u64;
+    let chunk = (CAP >> stream::PUBLISH_SHIFT) as u64;
     let lanes_n = blocks as u64;
     // One release per chunk (at the record after its end; the last one's at finalize).
     assert_eq!(releases, lanes_n * records.div_ceil(chunk), "releases");
@@ -285,16 +304,36 @@ fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap(
         acquires <= lanes_n * per_lane && acquires >= lanes_n * (per_lane - 1),
         "{acquires} acquires for {lanes_n} lanes of {records} records (about {per_lane} each)"
     );
-    for l in 0..blocks as usize {
-        let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
-        let trailer = seg
-            + (wire::lane::EVENTS + ikp_device::stream::CTRL_WORDS + CAP) as usize
-            + wire::lane::T_COUNT as usize;
-        assert_eq!(
-            buf[trailer],
-            wire::pack_count(records as u32, 0),
-            "lane {l}: (stored, dropped)"
+    for (l, &c) in counts.iter().enumerate() {
+        assert_eq!(c, wire::pack_count(records as u32, 0), "lane {l}");
+    }
+}
+
+/// A host as fast as the lanes but late by all but half a chunk of the ring (a drain that
+/// just keeps up): the lanes drop (a ring with less than a chunk of room counts as full,
+/// and a full lane goes back to the host once per STREAM_RECHECK drops), and go back to
+/// the host at most once per chunk of records attempted, one release and one acquire,
+/// never per few records.
+#[test]
+fn a_lane_kept_nearly_full_goes_back_to_its_host_at_most_once_per_chunk() {
+    let (blocks, pairs) = (3u32, 6_000u32);
+    let ((releases, acquires), counts) = self_drained(blocks, pairs, u32::MAX - 1);
+    let records = 2 * pairs as u64;
+    let chunk = (CAP >> stream::PUBLISH_SHIFT) as u64;
+    let bound = blocks as u64 * (records / chunk + 2);
+    assert!(
+        releases <= bound && acquires <= bound,
+        "{releases} releases, {acquires} acquires for {blocks} lanes of {records} records \
+         (at most {bound} each)"
+    );
+    for (l, &c) in counts.iter().enumerate() {
+        // Stored counts the drop marks too.
+        let (stored, dropped) = (c as u32 as u64, c >> 32);
+        assert!(
+            stored + dropped >= records,
+            "lane {l}: {stored} + {dropped}"
         );
+        assert!(dropped > 0, "lane {l}: nothing dropped");
     }
 }
 

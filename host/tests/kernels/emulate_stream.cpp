@@ -66,8 +66,14 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
   ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O> lane(arg, 0u, true);
   const bool slow = slow_every != 0u && block % slow_every == 0u;
   // slow_every == ~0u: no drain runs; the lane's thread plays a host that keeps up
-  // perfectly, setting TAIL to HEAD's stored count after every pair.
-  const bool self_drained = slow_every == ~0u;
+  // perfectly, setting TAIL to HEAD's stored count after every pair. ~1u: a host as fast
+  // as the lane but late, as a drain that just keeps up is: after every pair it hands back
+  // what HEAD said `delay` pairs earlier, the delay being all but half a chunk of the
+  // ring (in records), which keeps the lane nearly full.
+  const bool self_drained = slow_every >= ~1u;
+  const unsigned delay =
+      slow_every == ~1u ? (arg.records_per_lane - (arg.records_per_lane >> ikp::STREAM_PUBLISH_SHIFT) / 2u) / 2u : 0u;
+  std::vector<unsigned long long> seen(delay + 1u, 0u);
   unsigned long long* ctrl = nullptr;
   if (self_drained) {
     ctrl = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
@@ -78,8 +84,9 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
     lane.end(0u, i);
     if (slow && i % 64u == 63u) std::this_thread::sleep_for(std::chrono::microseconds(50));
     if (self_drained) {
-      const unsigned long long head = __atomic_load_n(ctrl + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE);
-      __atomic_store_n(ctrl + ikp::STREAM_TAIL, head & 0xFFFFFFFFull, __ATOMIC_RELEASE);
+      const unsigned long long stored = __atomic_load_n(ctrl + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE) & 0xFFFFFFFFull;
+      seen[i % seen.size()] = stored;
+      __atomic_store_n(ctrl + ikp::STREAM_TAIL, seen[(i + 1u) % seen.size()], __ATOMIC_RELEASE);
     }
   }
   lane.finalize();
