@@ -517,12 +517,15 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     stream_publish(ev, s);
     const unsigned least = stream_least_room(cap);
     if (stream_free(s) < least) stream_refresh(ev, cap, s);
+    // Full: less than `least` free. Decided before any mark, which takes a slot of the room
+    // it found (`least` is at least two, so the record has one after the mark).
+    bool full = stream_free(s) < least;
     const auto mark = [&](unsigned kind, unsigned v) {
       stream_store(ev, cap, s,
                    (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
                        ((kind & REGION_MASK) << REGION_SHIFT));
     };
-    if (Wait && stream_free(s) < least) {
+    if (Wait && full) {
       unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
       const unsigned long long t0 = globaltimer();
       do {
@@ -533,8 +536,9 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
       ctrl[STREAM_STALL_NS] += waited;
       ctrl[STREAM_STALLS] += 1ull;
       mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
+      full = false;
     }
-    if (!Wait && s.pending != 0u && stream_free(s) >= least) {
+    if (!Wait && s.pending != 0u && !full) {
       mark(META_STREAM_DROPPED, s.pending);
       s.dropped += s.pending;
       s.pending = 0u;
@@ -547,7 +551,7 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     const unsigned to_chunk_end = (s.slot & ~(chunk - 1u)) + chunk - s.slot;
     const unsigned free = stream_free(s);
     // A lane with drops not yet marked stays full until it has room for the mark too.
-    const unsigned room = s.pending != 0u || free < least ? 0u : free;
+    const unsigned room = full || s.pending != 0u ? 0u : free;
     s.limit = s.slot + (room < to_chunk_end ? room : to_chunk_end);
   }
   if (s.slot != s.limit) {

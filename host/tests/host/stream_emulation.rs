@@ -247,7 +247,18 @@ type CountsFn = unsafe extern "C" fn(*mut u64, *mut u64);
 /// by all but half a chunk; emulate_stream.cpp); returns the system-scope (releases, acquires)
 /// of all lanes and each lane's final (stored, dropped) count word.
 fn self_drained(blocks: u32, pairs: u32, host: u32) -> ((u64, u64), Vec<u64>) {
-    let layout = layout(blocks, Overflow::Stream);
+    self_drained_in(blocks, pairs, host, Overflow::Stream)
+}
+
+/// [`self_drained`] in either stream mode (`u32::MAX - 2`: a waiting lane's host hands
+/// back one chunk per sleep).
+fn self_drained_in(
+    blocks: u32,
+    pairs: u32,
+    host: u32,
+    overflow: Overflow,
+) -> ((u64, u64), Vec<u64>) {
+    let layout = layout(blocks, overflow);
     let header = layout.header_words().expect("a valid stream layout");
     let mut buf = vec![0u64; layout.buffer_words() as usize];
     buf[..header.len()].copy_from_slice(&header);
@@ -269,7 +280,8 @@ fn self_drained(blocks: u32, pairs: u32, host: u32) -> ((u64, u64), Vec<u64>) {
         // meanwhile.
         unsafe {
             counts(&mut releases, &mut acquires);
-            assert_eq!(lanes(&arg, blocks, pairs, 0, host), 0);
+            let wait = (overflow == Overflow::StreamWait) as i32;
+            assert_eq!(lanes(&arg, blocks, pairs, wait, host), 0);
             counts(&mut releases, &mut acquires);
         }
     }
@@ -334,6 +346,23 @@ fn a_lane_kept_nearly_full_goes_back_to_its_host_at_most_once_per_chunk() {
             "lane {l}: {stored} + {dropped}"
         );
         assert!(dropped > 0, "lane {l}: nothing dropped");
+    }
+}
+
+/// A waiting lane whose host hands back one chunk at a time: each wait ends with exactly
+/// a chunk of room, the stall mark takes one slot of it, and the record still goes in
+/// (a lane that took the room left for less than a chunk would drop it): nothing dropped,
+/// every record and stall mark stored.
+#[test]
+fn a_waiting_lane_given_back_one_chunk_at_a_time_drops_nothing() {
+    let (blocks, pairs) = (2u32, 3_000u32);
+    let (_, counts) = self_drained_in(blocks, pairs, u32::MAX - 2, Overflow::StreamWait);
+    let records = 2 * pairs as u64;
+    for (l, &c) in counts.iter().enumerate() {
+        let (stored, dropped) = (c as u32 as u64, c >> 32);
+        assert_eq!(dropped, 0, "lane {l}");
+        // Stored holds the stall marks too: one per wait, at most one per chunk.
+        assert!(stored > records, "lane {l}: {stored} stored, no stall");
     }
 }
 
