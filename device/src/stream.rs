@@ -34,16 +34,25 @@
 //! scope after its record stores, so a host that reads HEAD with acquire semantics then
 //! sees records `consumed..stored`; the host writes TAIL after copying them out, and the
 //! device reads it with acquire semantics before reusing those slots. The device publishes
-//! HEAD when its cached room runs out: every `R >> PUBLISH_SHIFT` records while the host
-//! keeps up, and at finalize. Counts compare modulo 2^32 (`stored - consumed <= R`).
+//! HEAD at the end of every chunk of `R >> PUBLISH_SHIFT` records (chunks aligned to the
+//! ring), when the room it knows of runs out, and at finalize; it reads TAIL only when the
+//! room it cached from its last read (`TAIL + R - stored`) is under two records, so a lane
+//! whose host keeps up pays one system-scope release per chunk and one system-scope
+//! acquire per lap of the ring, and its records are plain stores. (Which records the
+//! device publishes when is its own business: the host relies only on HEAD's release and
+//! TAIL's acquire.) Counts compare modulo 2^32 (`stored - consumed <= R`).
 //!
-//! **Full ring.** In drop mode (the default) a lane whose ring is full counts the record
-//! as dropped and goes on; it reads TAIL again on every [`RECHECK`]th drop, so a full ring
-//! costs one system-scope load per `RECHECK` records rather than per record. When it next
-//! has room it writes a **drop mark** first: a meta record (see [`crate::wire`], `# Event
+//! **Full ring.** A ring counts as full when fewer than a chunk's worth of slots
+//! (`R >> PUBLISH_SHIFT`, and never fewer than two) are free: a lane whose host lags does
+//! not go back to it every few records, each time for a fence and a read across the link
+//! that would slow the kernel without a drop or a stall to show for it, and the host gets
+//! its records, and hands the slots back, a chunk at a time. In drop mode (the default) a lane
+//! whose ring is full counts the record as dropped and goes on; it reads TAIL again on
+//! every [`RECHECK`]th drop, so a full ring costs one system-scope load per `RECHECK`
+//! records rather than per record. When it next has room it writes a **drop mark** first: a meta record (see [`crate::wire`], `# Event
 //! record`) whose region field is [`META_DROPPED`] and whose value is the number of records
 //! dropped just before it. In wait mode (header flag `WAIT`, lane flag `STREAM_WAIT`) it
-//! sleeps until the host makes room for the mark and the record, then writes a **stall
+//! sleeps until the ring is no longer full, then writes a **stall
 //! mark** (region field [`META_STALLED`], value the ns it waited, saturating) and adds to
 //! STALL_NS and STALLS. Marks take their time from the record before them, as counter
 //! samples do; so the stream says where in a lane records went missing or waited, not only
@@ -78,7 +87,7 @@ pub const CTRL_WORDS: u32 = 4;
 /// Shift of the dropped count in HEAD (stored is the low half).
 pub const HEAD_DROPPED_SHIFT: u32 = 32;
 
-/// A lane publishes HEAD at least every `R >> PUBLISH_SHIFT` records.
+/// A lane publishes HEAD at the end of every chunk of `R >> PUBLISH_SHIFT` records.
 pub const PUBLISH_SHIFT: u32 = 2;
 
 /// Smallest ring: room for a mark, a record and a publish interval of at least one.

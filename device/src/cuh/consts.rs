@@ -125,7 +125,7 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("STREAM_STALL_NS", stream::ctrl::STALL_NS, "ns the lane waited for room"),
                 u32c("STREAM_STALLS", stream::ctrl::STALLS, "waits for room"),
                 u32c("STREAM_HEAD_DROPPED_SHIFT", stream::HEAD_DROPPED_SHIFT, "shift of the dropped count in HEAD"),
-                u32c("STREAM_PUBLISH_SHIFT", stream::PUBLISH_SHIFT, "HEAD is published at least every capacity >> this records"),
+                u32c("STREAM_PUBLISH_SHIFT", stream::PUBLISH_SHIFT, "HEAD is published at the end of every chunk of capacity >> this records"),
                 u32c("STREAM_RECHECK", stream::RECHECK, "a full lane in drop mode reads TAIL again every this many drops"),
                 u32c("STREAM_WAIT_SLEEP_NS", stream::WAIT_SLEEP_NS, "nanosleep between reads of TAIL while waiting for room"),
                 u32c("META_STREAM_DROPPED", stream::META_DROPPED, "meta kind of a drop mark: value = records dropped before it"),

@@ -68,6 +68,11 @@ void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicA
 // atomicAdd whose old value is used (an ATOM): takes a lane's epoch from its launch counter.
 unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value);
 void nanosleep(unsigned ns);  // __nanosleep: a stream lane waiting for the host
+#if defined(IKP_EMU_SYSTEM_SCOPE_HOOK)
+// Called before each system-scope access of a stream lane (a release store of HEAD, or an
+// acquire load of TAIL), for an includer that counts them; declared only when it asks.
+void system_scope(bool acquire);
+#endif
 }  // namespace emu
 #endif
 
@@ -140,6 +145,9 @@ IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigne
 /// once per publish interval, never on the record path.
 IKP_INLINE void store_release_sys(unsigned long long* addr, unsigned long long value) {
 #if defined(IKP_HOST_EMULATION)
+#if defined(IKP_EMU_SYSTEM_SCOPE_HOOK)
+  emu::system_scope(false);
+#endif
   __atomic_store_n(addr, value, __ATOMIC_RELEASE);
 #else
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
@@ -150,6 +158,9 @@ IKP_INLINE void store_release_sys(unsigned long long* addr, unsigned long long v
 /// way before it reuses the slots the host consumed.
 IKP_INLINE unsigned long long load_acquire_sys(const unsigned long long* addr) {
 #if defined(IKP_HOST_EMULATION)
+#if defined(IKP_EMU_SYSTEM_SCOPE_HOOK)
+  emu::system_scope(true);
+#endif
   return __atomic_load_n(addr, __ATOMIC_ACQUIRE);
 #else
   unsigned long long v;
@@ -201,71 +212,113 @@ IKP_INLINE unsigned spins(unsigned evaluations) {
 
 /// A stream lane's registers, passed by value to and from its out-of-line slow path (by
 /// value, so they stay in registers: a pointer to the Lane would move it to local memory).
+/// The record path sees only `slot` and `limit`: a slot index that never wraps there (the
+/// limit stops at the ring's end), so a record is the fixed buffer's record with the
+/// limit in place of the capacity.
 struct StreamState {
-  unsigned cursor;   // records stored (marks included)
-  unsigned limit;    // the cursor may reach this before the slow path runs again
-  unsigned pending;  // records dropped since the last drop mark
-  unsigned dropped;  // records dropped before the last drop mark
+  unsigned slot;      // ring index of the next record, 0..capacity
+  unsigned limit;     // the slot may reach this before the slow path runs again
+  unsigned base;      // records stored before slot 0 of this lap (a multiple of the capacity)
+  unsigned room_end;  // records stored at which the ring is full, from the last TAIL read
+  unsigned pending;   // records dropped since the last drop mark
+  unsigned dropped;   // records dropped before the last drop mark
 };
 
 /// Publishes HEAD (dropped << 32 | stored) with release semantics at system scope: every
 /// record stored so far becomes visible to a host that reads HEAD with acquire semantics.
 IKP_INLINE void stream_publish(unsigned long long* ev, const StreamState& s) {
   store_release_sys(ev - STREAM_CTRL_WORDS + STREAM_HEAD,
-                    (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) | s.cursor);
+                    (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) |
+                        (s.base + s.slot));
 }
 
-/// Free slots of the ring, from the host's TAIL (acquire: the host's copies are done).
-IKP_INLINE unsigned stream_room(const unsigned long long* ev, unsigned cap, unsigned cursor) {
-  return cap - (cursor - static_cast<unsigned>(load_acquire_sys(ev - STREAM_CTRL_WORDS + STREAM_TAIL)));
+/// Reads the host's TAIL (acquire: the host's copies are done) into the cached room.
+IKP_INLINE void stream_refresh(const unsigned long long* ev, unsigned cap, StreamState& s) {
+  s.room_end = static_cast<unsigned>(load_acquire_sys(ev - STREAM_CTRL_WORDS + STREAM_TAIL)) + cap;
 }
 
-/// Stores one record at the stream cursor.
+/// Free slots of the ring as of the last TAIL read.
+IKP_INLINE unsigned stream_free(const StreamState& s) { return s.room_end - (s.base + s.slot); }
+
+/// Stores one record at the slot, starting the next lap at the ring's end.
 IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& s, unsigned long long word) {
-  store_record(ev, s.cursor & (cap - 1u), word);
-  ++s.cursor;
+  if (s.slot == cap) {
+    s.base += cap;
+    s.slot = 0u;
+  }
+  store_record(ev, s.slot, word);
+  ++s.slot;
 }
 
-/// The slow path of a stream record, out of line (it runs once per publish interval, or
-/// while the ring is full): publish HEAD and read TAIL (a full drop-mode lane only on every
-/// STREAM_RECHECK-th drop); a lane with no room waits for room for a stall mark and the
-/// record (Wait) or writes its drop mark once there is room for it and the record; then the
-/// limit moves to the end of the room or of the next publish interval, and `record` (timed
-/// at the record site) is stored or counted as dropped.
+/// Room, in slots, that a lane writes into: a chunk's worth (capacity >>
+/// STREAM_PUBLISH_SHIFT), and never under two (a mark and a record). A ring with less room
+/// than this counts as full: a lane whose host lags then drops (or, waiting, sleeps and
+/// counts the stall) instead of going back to the host every few records, each time paying
+/// a system-scope fence and a read across the link that neither a drop nor a stall would
+/// show. It also keeps what the host hands back in whole chunks: a lane that published
+/// every few records would get its room back a few records at a time, and go on
+/// publishing every few records.
+IKP_INLINE unsigned stream_least_room(unsigned cap) {
+  const unsigned chunk = cap >> STREAM_PUBLISH_SHIFT;
+  return chunk < 2u ? 2u : chunk;
+}
+
+/// The slow path of a stream record, out of line. It runs when the slot reaches its limit:
+/// at the end of a chunk (capacity >> STREAM_PUBLISH_SHIFT records, chunks aligned to the
+/// ring), when the room cached from the last TAIL read runs out, and for every record while
+/// a drop-mode lane is full (then doing its work only on every STREAM_RECHECK-th drop).
+/// It publishes HEAD (one system-scope release per chunk) and reads TAIL (one system-scope
+/// acquire) only when less than stream_least_room() is known free, so a lane whose host
+/// keeps up reads TAIL once per lap of the ring, not per chunk. A lane without that much
+/// room waits for it (Wait: then writes a stall mark) or drops the record; a drop-mode lane
+/// writes its drop mark once it has that room again. Then the limit moves to the next
+/// chunk's end or the end of the room, whichever comes first, and `record` (timed at the
+/// record site) is stored or counted as dropped.
 template <bool Wait>
 IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s,
                                      unsigned long long record) {
   if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
     stream_publish(ev, s);
-    unsigned free = stream_room(ev, cap, s.cursor);
+    const unsigned least = stream_least_room(cap);
+    if (stream_free(s) < least) stream_refresh(ev, cap, s);
+    // Full: less than `least` free. Decided before any mark, which takes a slot of the room
+    // it found (`least` is at least two, so the record has one after the mark).
+    bool full = stream_free(s) < least;
     const auto mark = [&](unsigned kind, unsigned v) {
       stream_store(ev, cap, s,
                    (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
                        ((kind & REGION_MASK) << REGION_SHIFT));
-      --free;
     };
-    if (Wait && free == 0u) {
+    if (Wait && full) {
       unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
       const unsigned long long t0 = globaltimer();
       do {
         nanosleep(STREAM_WAIT_SLEEP_NS);
-        free = stream_room(ev, cap, s.cursor);
-      } while (free < 2u);
+        stream_refresh(ev, cap, s);
+      } while (stream_free(s) < least);
       const unsigned long long waited = globaltimer() - t0;
       ctrl[STREAM_STALL_NS] += waited;
       ctrl[STREAM_STALLS] += 1ull;
       mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
+      full = false;
     }
-    if (!Wait && s.pending != 0u && free >= 2u) {
+    if (!Wait && s.pending != 0u && !full) {
       mark(META_STREAM_DROPPED, s.pending);
       s.dropped += s.pending;
       s.pending = 0u;
     }
-    const unsigned interval = cap >> STREAM_PUBLISH_SHIFT;
+    if (s.slot == cap) {
+      s.base += cap;
+      s.slot = 0u;
+    }
+    const unsigned chunk = cap >> STREAM_PUBLISH_SHIFT;
+    const unsigned to_chunk_end = (s.slot & ~(chunk - 1u)) + chunk - s.slot;
+    const unsigned free = stream_free(s);
     // A lane with drops not yet marked stays full until it has room for the mark too.
-    s.limit = s.cursor + (s.pending != 0u ? 0u : (free < interval ? free : interval));
+    const unsigned room = full || s.pending != 0u ? 0u : free;
+    s.limit = s.slot + (room < to_chunk_end ? room : to_chunk_end);
   }
-  if (s.cursor != s.limit) {
+  if (s.slot != s.limit) {
     stream_store(ev, cap, s, record);
   } else {
     ++s.pending;
@@ -344,11 +397,14 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// refuses the mismatch instead).
 ///
 /// A stream lane (Overflow::Stream, Overflow::StreamWait; the host declares a stream launch
-/// and drains the rings while the kernel runs) stores record n at `n & (capacity - 1)` while
-/// n is below its limit, a register holding how far it may write before it must look at
-/// the host again: the record path is the ring's plus one compare. At the limit (every
-/// capacity >> STREAM_PUBLISH_SHIFT records, or when the ring is full) refill() publishes
-/// HEAD and reads the host's TAIL. A full Stream lane counts the record as dropped and
+/// and drains the rings while the kernel runs) stores each record at its slot in the ring
+/// while the slot is below its limit, a register holding how far it may write before it
+/// must look at the host again: the record path is the fixed buffer's with the limit in
+/// place of the capacity, plain stores, nothing at system scope. At the limit (the end of a
+/// chunk of capacity >> STREAM_PUBLISH_SHIFT records, the ring's end, or the end of the room
+/// it knows of) the out-of-line slow path publishes HEAD (one system-scope release per
+/// chunk) and reads the host's TAIL only when the room it cached from the last read has run
+/// out (one system-scope acquire per lap of the ring while the host keeps up). A full Stream lane counts the record as dropped and
 /// writes a drop mark once it has room again; a full StreamWait lane sleeps until the host
 /// makes room and writes a stall mark. A stream lane in a buffer that is not a stream
 /// buffer (Arg::flags) records nothing.
@@ -415,8 +471,10 @@ class Lane {
       // sm_80 and sm_90).
       ev_ = on_ ? seg + LANE_EVENTS + (stream ? STREAM_CTRL_WORDS : 0u) : nullptr;
       if constexpr (stream) {
-        // The host zeroed TAIL: the first publish interval is free to write.
+        // The host zeroed TAIL: the whole ring is free, the first chunk may be written.
         limit_ = cap_ >> STREAM_PUBLISH_SHIFT;
+        base_ = 0u;
+        room_end_ = cap_;
         pending_ = 0u;
         dropped_ = 0u;
       }
@@ -507,8 +565,9 @@ class Lane {
       if constexpr (F == Fence::Block) detail::fence_block();
       if (on_) {
         unsigned long long* trailer = ev_ + cap_;
-        // A stream lane's cursor counts stored records only; its drops are counted apart.
-        const unsigned written = stream ? cursor_ : (cursor_ < cap_ ? cursor_ : cap_);
+        // A stream lane's cursor is its slot (records stored: base + slot); its drops are
+        // counted apart.
+        const unsigned written = stream ? base_ + cursor_ : (cursor_ < cap_ ? cursor_ : cap_);
         const unsigned dropped = stream ? dropped_ + pending_ : cursor_ - written;
         const unsigned long long gt = detail::globaltimer();
         const unsigned long long clk = detail::clock64();
@@ -578,33 +637,41 @@ class Lane {
     ++cursor_;
   }
 
-  /// A stream record: stored at the cursor masked by the capacity while the cursor is not
-  /// at its limit (the ring's record path plus one compare); at the limit, the out-of-line
-  /// slow path (detail::stream_slow) takes the record.
+  /// A stream record: the fixed buffer's record with the lane's limit in place of the
+  /// capacity (the cursor is the slot in the ring, which never wraps on this path), plus
+  /// the branch to the out-of-line slow path (detail::stream_slow) when the slot is at the
+  /// limit: no mask, no system-scope access, no call on this path.
   template <bool Timed>
   IKP_INLINE void put_stream(unsigned value, unsigned tag) {
-    if (on_) {
-      // The time is read at the record, whichever path stores it; reading it outside the
-      // branch keeps it a vector-register read (CS2R), as in the other modes.
-      const unsigned hi = Timed ? now() : value;
-      if (cursor_ != limit_) {
-        detail::store_record(ev_, cursor_ & (cap_ - 1u), (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
-        ++cursor_;
-      } else {
-        detail::StreamState st{cursor_, limit_, pending_, dropped_};
-        st = detail::stream_slow<wait>(ev_, cap_, st, (static_cast<unsigned long long>(hi) << TIME_SHIFT) | tag);
-        cursor_ = st.cursor;
-        limit_ = st.limit;
-        pending_ = st.pending;
-        dropped_ = st.dropped;
-      }
+    // The word is built once, before the branch: ptxas then reads the timer straight into
+    // the store's register on both paths (fewer instructions than a read on each path).
+    const unsigned long long word = (static_cast<unsigned long long>(Timed ? now() : value) << TIME_SHIFT) | tag;
+    if (on_ && cursor_ != limit_) {
+      detail::store_record(ev_, cursor_, word);
+      ++cursor_;
+    } else if (on_) {
+      slow(word);
     }
   }
 
-  /// Publishes HEAD at finalize (see detail::stream_publish).
-  IKP_INLINE void publish() const {
-    detail::stream_publish(ev_, detail::StreamState{cursor_, limit_, pending_, dropped_});
+  /// The lane's registers as the slow path takes them.
+  IKP_INLINE detail::StreamState state() const {
+    return detail::StreamState{cursor_, limit_, base_, room_end_, pending_, dropped_};
   }
+
+  /// Runs the slow path for `record` and takes its registers back.
+  IKP_INLINE void slow(unsigned long long record) {
+    const detail::StreamState st = detail::stream_slow<wait>(ev_, cap_, state(), record);
+    cursor_ = st.slot;
+    limit_ = st.limit;
+    base_ = st.base;
+    room_end_ = st.room_end;
+    pending_ = st.pending;
+    dropped_ = st.dropped;
+  }
+
+  /// Publishes HEAD at finalize (see detail::stream_publish).
+  IKP_INLINE void publish() const { detail::stream_publish(ev_, state()); }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
@@ -642,10 +709,12 @@ class Lane {
   }
 
   unsigned long long* ev_;  // this lane's first event record
-  unsigned cursor_;         // records attempted so far (written + dropped); stream: stored
+  unsigned cursor_;         // records attempted so far (written + dropped); stream: the slot
   unsigned cap_;            // records_per_lane
   unsigned counters_;       // n_counters
-  unsigned limit_;          // stream: the cursor may reach this before refill()
+  unsigned limit_;          // stream: the slot may reach this before the slow path runs
+  unsigned base_;           // stream: records stored before slot 0 of this lap
+  unsigned room_end_;       // stream: records stored at which the ring is full (TAIL + cap)
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane

@@ -67,7 +67,7 @@ pub const WARM_UP_NS: u64 = 150_000_000;
 pub const SOURCE: &str = include_str!("kernels.cu");
 
 /// The checks, in the order the runner runs them.
-pub const CHECKS: [&str; 14] = [
+pub const CHECKS: [&str; 15] = [
     "timer/resolution",
     "timing/globaltimer",
     "timing/clock",
@@ -81,6 +81,7 @@ pub const CHECKS: [&str; 14] = [
     "overhead-correction",
     "stream/wait",
     "stream/drop",
+    "stream/sweep",
     "stream/device-ring",
 ];
 
@@ -227,6 +228,7 @@ pub fn run(name: &str) -> Vec<Check> {
         "overhead-correction" => correction::check(&gpu).map(|c| vec![c]),
         "stream/wait" => stream::check(&gpu, true).map(|c| vec![c]),
         "stream/drop" => stream::check(&gpu, false).map(|c| vec![c]),
+        "stream/sweep" => stream::sweep(&gpu).map(|c| vec![c]),
         "stream/device-ring" => device_ring::check(&gpu).map(|c| vec![c]),
         other => Err(format!("no GPU check named {other:?}; they are {CHECKS:?}")),
     };

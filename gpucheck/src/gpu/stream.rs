@@ -11,10 +11,20 @@
 //!   the file, once, in order; figures: stalls, the drain's records/s and bytes/s, the
 //!   slowdown against the uninstrumented kernel and against the same kernel recording into
 //!   a buffer large enough for everything.
+//!   It fails when the slowdown against the uninstrumented kernel is over
+//!   [`WAIT_TARGET_PCT`] (issue #35's wait-mode target).
 //! - `stream/drop` (`Overflow::Stream`): passes when, in every lane, the records in the
 //!   file and the records dropped add up to the records attempted, each gap announced by a
-//!   drop mark; figures: the drops, the slowdowns, and whether the drop-mode target
-//!   (slowdown <= 3 % at 10^8 records/s) is met.
+//!   drop mark, and the drop-mode target is met: at least [`TARGET_RATE`] records/s
+//!   attempted, nothing dropped, a slowdown of at most [`DROP_TARGET_PCT`] against the
+//!   uninstrumented kernel; figures: the drops, the slowdowns, the drain's backlog.
+//! - `stream/sweep` (drop mode): where the time goes, one thing varied at a time
+//!   ([`sweep_points`]): the rate attempted (10^8 to 10^9 records/s), the ring's size (and
+//!   with it the chunk a lane publishes, a quarter ring), the lanes per SM; each point its
+//!   slowdown against the uninstrumented kernel at the same work, its drops and the
+//!   drain's backlog, in the check's table; the highest rate held at <= 3 % with nothing
+//!   dropped is a figure. It fails only where a point's accounting does not add up (its
+//!   figures are measurements, not targets; `stream/drop` judges the target).
 //!
 //! The file goes to `/dev/shm` where there is one, so the drain is measured rather than the
 //! disk. The PCIe link (nvidia-smi's generation and width) is a figure of both.
@@ -30,10 +40,13 @@ use ikp_host::stream_file::{self, StreamCapture};
 
 use super::words::verdict;
 use super::{Error, Gpu};
-use crate::results::Check;
+use crate::results::{Check, Table};
 
-/// Records a run makes, about.
-pub const RECORDS: u64 = 100_000_000;
+/// Records a run makes, about: 1.1 x 10^8 in the calibrated second, so a run slowed by
+/// the whole 3 % still attempts over [`TARGET_RATE`].
+pub const RECORDS: u64 = 110_000_000;
+/// The rate the drop-mode target is judged at, records/s attempted.
+pub const TARGET_RATE: f64 = 1.0e8;
 /// Ring capacity per lane (records; 4 KiB).
 pub const RING: u32 = 512;
 /// Warps (lanes) per block.
@@ -42,6 +55,8 @@ pub const WARPS: u32 = 4;
 pub const TARGET_NS: f64 = 1.0e9;
 /// The drop-mode slowdown target at 10^8 records/s, percent.
 pub const DROP_TARGET_PCT: f64 = 3.0;
+/// The wait-mode slowdown target, percent.
+pub const WAIT_TARGET_PCT: f64 = 5.0;
 
 /// A session's error as a check's.
 fn text(e: SessionError) -> Error {
@@ -54,9 +69,14 @@ pub(super) fn pairs(gpu: &Gpu) -> u32 {
 }
 
 pub(super) fn layout(gpu: &Gpu, overflow: Overflow, records_per_lane: u32) -> Layout {
+    layout_with(gpu, overflow, records_per_lane, WARPS)
+}
+
+/// [`layout`] with `warps` lanes per block (per SM).
+fn layout_with(gpu: &Gpu, overflow: Overflow, records_per_lane: u32, warps: u32) -> Layout {
     Layout {
         grid: [gpu.sms, 1, 1],
-        groups_per_block: WARPS,
+        groups_per_block: warps,
         records_per_lane,
         regions: vec!["pair".into()],
         overflow,
@@ -73,13 +93,22 @@ pub(super) fn kernel<'g>(
     gpu: &'g Gpu,
     name: &str,
 ) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
-    let (f, sink) = (gpu.function(name)?, gpu.zeros::<f32>(32 * WARPS as usize)?);
+    kernel_with(gpu, name, WARPS)
+}
+
+/// [`kernel`] with blocks of `warps` warps (lanes).
+fn kernel_with<'g>(
+    gpu: &'g Gpu,
+    name: &str,
+    warps: u32,
+) -> Result<impl Fn(u32, u32, &IkpArg) -> Timed + 'g, Error> {
+    let (f, sink) = (gpu.function(name)?, gpu.zeros::<f32>(32 * warps as usize)?);
     Ok(move |pairs: u32, work: u32, arg: &IkpArg| {
         let t = Instant::now();
         let mut b = gpu.stream.launch_builder(&f);
         b.arg(&sink).arg(&pairs).arg(&work).arg(arg);
         // SAFETY: persistent_*(float* sink, unsigned pairs, unsigned work, ikp::Arg).
-        unsafe { b.launch(super::grid(gpu.sms, 32 * WARPS)) }
+        unsafe { b.launch(super::grid(gpu.sms, 32 * warps)) }
             .map_err(|e| SessionError::driver("cuLaunchKernel (persistent)", e))?;
         gpu.stream
             .synchronize()
@@ -247,6 +276,13 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     let wall_s = stats.wall_ns as f64 / 1e9;
     let rate = attempted as f64 / ran.as_secs_f64();
     let vs_off = slow(ran, off);
+    bad.extend(missed_targets(
+        wait,
+        rate,
+        vs_off,
+        dropped,
+        stats.max_backlog,
+    ));
     let summary = if wait {
         format!(
             "{lanes} lanes, {attempted} records through rings of {RING}: every one arrived once, \
@@ -287,11 +323,197 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         .figure("drain_max_backlog", stats.max_backlog)
         .figure("pcie_link_gen", pcie("smi_pcie_link_gen_current"))
         .figure("pcie_link_width", pcie("smi_pcie_link_width_current"));
-    let met = rate >= 0.9e8 && vs_off <= DROP_TARGET_PCT;
+    let met = rate >= TARGET_RATE && vs_off <= DROP_TARGET_PCT && dropped == 0;
     if !wait {
         c = c.figure("drop_target_met", met);
+    } else {
+        c = c.figure(
+            "wait_target_met",
+            vs_off <= WAIT_TARGET_PCT && sums[0] == attempted,
+        );
     }
     Ok(c)
+}
+
+/// Issue #35's targets a run of `stream/wait` (`wait`) or `stream/drop` missed: a wait-mode
+/// slowdown over [`WAIT_TARGET_PCT`]; in drop mode, under [`TARGET_RATE`] records/s
+/// attempted, a slowdown over [`DROP_TARGET_PCT`], or any record dropped. (Records lost in
+/// wait mode are the tally's to find.)
+pub fn missed_targets(
+    wait: bool,
+    rate: f64,
+    slowdown_pct: f64,
+    dropped: u64,
+    max_backlog: u64,
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    let at = format!("at {:.0} M records/s", rate / 1e6);
+    if wait {
+        if slowdown_pct > WAIT_TARGET_PCT {
+            bad.push(format!(
+                "wait mode slowed the kernel {slowdown_pct:.2} % (target <= {WAIT_TARGET_PCT} %) {at}"
+            ));
+        }
+        return bad;
+    }
+    if rate < TARGET_RATE {
+        bad.push(format!(
+            "{:.1} M records/s attempted, under the target's {:.0} M",
+            rate / 1e6,
+            TARGET_RATE / 1e6
+        ));
+    }
+    if slowdown_pct > DROP_TARGET_PCT {
+        bad.push(format!(
+            "drop mode slowed the kernel {slowdown_pct:.2} % (target <= {DROP_TARGET_PCT} %) {at}"
+        ));
+    }
+    if dropped > 0 {
+        bad.push(format!(
+            "{dropped} records dropped {at} (the drain's largest backlog: {max_backlog} of a \
+             ring of {RING})"
+        ));
+    }
+    bad
+}
+
+/// One point of `stream/sweep`: what it varies from the checks' configuration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    /// What the point varies, for its row.
+    pub varies: &'static str,
+    /// Records per second attempted if recording cost nothing.
+    pub rate: f64,
+    /// Ring capacity per lane, records (the chunk a lane publishes is a quarter of it).
+    pub ring: u32,
+    /// Lanes (warps) per SM.
+    pub warps: u32,
+}
+
+/// The points of `stream/sweep`: the rate from 10^8 to 10^9 records/s (rings of [`RING`],
+/// [`WARPS`] lanes per SM), then at 5 x 10^8 records/s the ring (and the chunk) eight
+/// times larger, and two and four times the lanes per SM.
+pub fn sweep_points() -> Vec<Point> {
+    let p = |varies, rate, ring, warps| Point {
+        varies,
+        rate,
+        ring,
+        warps,
+    };
+    let mut v: Vec<Point> = [1e8, 2e8, 5e8, 1e9]
+        .into_iter()
+        .map(|r| p("rate", r, RING, WARPS))
+        .collect();
+    v.push(p("ring (chunk = ring / 4)", 5e8, 8 * RING, WARPS));
+    v.push(p("lanes per SM", 5e8, RING, 2 * WARPS));
+    v.push(p("lanes per SM", 5e8, RING, 4 * WARPS));
+    v
+}
+
+/// Wall time of one sweep point's kernel, at most: short, so the sweep fits the check's
+/// time limit.
+const POINT_NS: f64 = 0.25e9;
+/// Records of one sweep point, at most (its stream file is 8 bytes a record, read back).
+const POINT_RECORDS: f64 = 5.0e7;
+
+/// `stream/sweep`: every [`sweep_points`] point, drop mode, its kernel against the
+/// uninstrumented kernel at the same pairs and work.
+pub fn sweep(gpu: &Gpu) -> Result<Check, Error> {
+    // The work per pair's cost, from the checks' calibration: ns per pair and unit of work.
+    let pairs0 = pairs(gpu);
+    let work0 = calibrate(gpu, pairs0)?;
+    let ns_per_unit = TARGET_NS / (pairs0 as f64 * work0 as f64);
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    let mut best = 0.0f64;
+    for pt in sweep_points() {
+        let lanes = (gpu.sms * pt.warps) as f64;
+        let records = (pt.rate * POINT_NS / 1e9).min(POINT_RECORDS);
+        let ns = records / pt.rate * 1e9;
+        let pairs = (records / (2.0 * lanes)).ceil().max(1.0) as u32;
+        let work = (ns / (pairs as f64 * ns_per_unit)).round().max(1.0) as u32;
+        let off_k = kernel_with(gpu, "persistent_off", pt.warps)?;
+        let off_arg = IkpArg::default();
+        let mut off = Duration::MAX;
+        for _ in 0..2 {
+            off = off.min(off_k(pairs, work, &off_arg).map_err(text)?);
+        }
+        let layout = layout_with(gpu, Overflow::Stream, pt.ring, pt.warps);
+        let mut session = StreamSession::new(&gpu.stream, layout, super::NO_SYNC).map_err(text)?;
+        let arg = session.kernel_arg();
+        let path = file_dir().join(format!("ikp-gpucheck-sweep-{}.ikps", std::process::id()));
+        let launch = kernel_with(gpu, "persistent_stream", pt.warps)?;
+        let mut ran = Duration::ZERO;
+        let stats = session
+            .record(&path, |_| {
+                ran = launch(pairs, work, &arg)?;
+                Ok(())
+            })
+            .map_err(text)?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let _ = std::fs::remove_file(&path);
+        let t = tally(&bytes, pairs)?;
+        bad.extend(t.bad.iter().take(3).map(|b| format!("{}: {b}", pt.varies)));
+        let rate = t.attempted as f64 / ran.as_secs_f64();
+        let slowdown = 100.0 * (ran.as_secs_f64() / off.as_secs_f64() - 1.0);
+        if slowdown <= DROP_TARGET_PCT && t.dropped == 0 && pt.ring == RING && pt.warps == WARPS {
+            best = best.max(rate);
+        }
+        rows.push(serde_json::json!({
+            "varies": pt.varies,
+            "rate_asked": pt.rate,
+            "ring_records": pt.ring,
+            "chunk_records": pt.ring >> stream::PUBLISH_SHIFT,
+            "lanes_per_sm": pt.warps,
+            "lanes": t.lanes,
+            "records_attempted": t.attempted,
+            "records_per_s": rate,
+            "kernel_off_s": off.as_secs_f64(),
+            "kernel_stream_s": ran.as_secs_f64(),
+            "slowdown_vs_off_pct": slowdown,
+            "records_dropped": t.dropped,
+            "drop_marks": t.sums[2],
+            "drain_max_backlog": stats.max_backlog,
+            "drain_polls": stats.polls,
+        }));
+    }
+    let summary = format!(
+        "{} points, every lane's records and drops add up; the highest rate held at <= \
+         {DROP_TARGET_PCT} % with nothing dropped: {:.0} M records/s (rings of {RING}, \
+         {WARPS} lanes per SM)",
+        rows.len(),
+        best / 1e6
+    );
+    let mut table = Table::new(&[
+        "varies",
+        "M records/s asked",
+        "ring",
+        "chunk",
+        "lanes/SM",
+        "M records/s",
+        "slowdown %",
+        "dropped",
+        "drain backlog",
+    ]);
+    for r in &rows {
+        let m = |k: &str| serde_json::json!((r[k].as_f64().unwrap_or(0.0) / 1e4).round() / 100.0);
+        let pct = (r["slowdown_vs_off_pct"].as_f64().unwrap_or(0.0) * 100.0).round() / 100.0;
+        table.row(vec![
+            r["varies"].clone(),
+            m("rate_asked"),
+            r["ring_records"].clone(),
+            r["chunk_records"].clone(),
+            r["lanes_per_sm"].clone(),
+            m("records_per_s"),
+            serde_json::json!(pct),
+            r["records_dropped"].clone(),
+            r["drain_max_backlog"].clone(),
+        ]);
+    }
+    Ok(verdict("stream/sweep", bad, summary)
+        .figure("highest_rate_held", best)
+        .figure("points", serde_json::Value::Array(rows))
+        .table(table))
 }
 
 #[cfg(test)]
@@ -335,6 +557,46 @@ mod tests {
 
     fn mark(kind: u32, value: u32) -> u64 {
         wire::pack_record(value, wire::pack_tag(Kind::Meta, kind, 0))
+    }
+
+    #[test]
+    fn the_targets_fail_the_checks_when_missed() {
+        // The H200 run of 8ea2c74: 49 M records/s, +102 %, nothing dropped.
+        let drop = missed_targets(false, 49e6, 102.0, 0, 128);
+        assert_eq!(drop.len(), 2, "{drop:?}");
+        assert!(drop[0].contains("49.0 M records/s attempted"), "{drop:?}");
+        assert!(drop[1].contains("102.00 %"), "{drop:?}");
+        assert_eq!(missed_targets(true, 49e6, 102.0, 0, 0).len(), 1);
+        // Met: fast enough, within 3 % (5 % waiting), nothing dropped.
+        assert!(missed_targets(false, 1.05e8, 2.9, 0, 300).is_empty());
+        assert!(missed_targets(true, 1.05e8, 4.9, 0, 512).is_empty());
+        // One drop fails drop mode; 3.1 % fails it too.
+        assert_eq!(missed_targets(false, 1.05e8, 1.0, 1, 512).len(), 1);
+        assert_eq!(missed_targets(false, 1.05e8, 3.1, 0, 0).len(), 1);
+    }
+
+    #[test]
+    fn the_sweep_varies_one_thing_at_a_time_and_reaches_a_billion_records_a_second() {
+        let points = sweep_points();
+        for p in &points {
+            let changed = [p.ring != RING, p.warps != WARPS]
+                .iter()
+                .filter(|c| **c)
+                .count();
+            assert!(changed <= 1, "{p:?}");
+            assert!(changed == 0 || p.rate == 5e8, "{p:?}");
+            assert!(
+                p.ring.is_power_of_two() && p.ring >= stream::MIN_RING,
+                "{p:?}"
+            );
+        }
+        let rates: Vec<f64> = points
+            .iter()
+            .filter(|p| p.varies == "rate")
+            .map(|p| p.rate)
+            .collect();
+        assert_eq!(rates.first(), Some(&TARGET_RATE));
+        assert_eq!(rates.last(), Some(&1e9));
     }
 
     #[test]

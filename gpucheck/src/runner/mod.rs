@@ -14,6 +14,7 @@
 //! `gpu_overhead`), `examples/`, `tests/` (the test binaries of [`tests::SUITES`]), `python/` (the wheel and the
 //! clients' script), `include/` (the headers), `bundle.json` (commit, build).
 
+pub mod archive;
 pub mod examples;
 pub mod overhead;
 pub mod python;
@@ -189,9 +190,17 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }
-    let archived = archive(&plan);
-    if let Err(why) = &archived {
-        checks.push(Check::new("archive", Status::Fail, false, why.clone()));
+    match archive(&plan) {
+        Err(why) => checks.push(Check::new("archive", Status::Fail, false, why)),
+        // What the archive holds in part or not at all, in the results (its list is also
+        // in the archive, files/trimmed.txt).
+        Ok(trimmed) if !trimmed.is_empty() => {
+            let t = trimmed.iter().map(
+                |t| json!({"path": t.path.display().to_string(), "bytes": t.bytes, "kept": t.kept}),
+            );
+            m.insert("archive_trimmed".into(), Value::Array(t.collect()));
+        }
+        Ok(_) => {}
     }
     let r = Results {
         machine: m,
@@ -203,14 +212,21 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     Ok(r)
 }
 
-/// Packs `plan.files` into [`ARCHIVE`] beside the results files and removes the folder, so
+/// Packs `plan.files` into [`ARCHIVE`], trimmed to stay under [`archive::LIMIT`] (logs
+/// first, bulky traces last: [`archive::fit`]), beside the results files and removes the folder, so
 /// that the results directory holds four files: the GPU machine hands back at most eight,
 /// and none in folders more than two down. Uses the system `tar` (every Linux GPU machine
 /// has it). Where it fails the folder stays, and the run says so.
-fn archive(plan: &Plan) -> Result<(), String> {
+fn archive(plan: &Plan) -> Result<Vec<archive::Trimmed>, String> {
     if !plan.files.is_dir() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let trimmed = archive::fit(&plan.files).map_err(|e| {
+        format!(
+            "trimming {} to fit the archive: {e}; the folder is left as it is",
+            plan.files.display()
+        )
+    })?;
     let tmp = plan.results.join(format!(".{ARCHIVE}.tmp"));
     let status = Command::new("tar")
         .arg("-czf")
@@ -223,8 +239,10 @@ fn archive(plan: &Plan) -> Result<(), String> {
         Ok(s) if s.success() => {
             std::fs::rename(&tmp, plan.results.join(ARCHIVE))
                 .map_err(|e| format!("keeping {ARCHIVE}: {e}"))?;
-            std::fs::remove_dir_all(&plan.files)
-                .map_err(|e| format!("removing {} after archiving it: {e}", plan.files.display()))
+            std::fs::remove_dir_all(&plan.files).map_err(|e| {
+                format!("removing {} after archiving it: {e}", plan.files.display())
+            })?;
+            Ok(trimmed)
         }
         Ok(s) => Err(format!(
             "tar could not pack {} ({s}); the folder is left as it is",

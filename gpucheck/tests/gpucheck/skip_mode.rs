@@ -296,3 +296,111 @@ fn without_python_the_python_step_is_one_skip_that_says_why() {
         "{why}"
     );
 }
+
+/// The examples' outputs of a GPU run, at the sizes their launchers write on an H100 / H200
+/// (132 SMs): `persistent_stream` streams 20,000 tiles x 8 records per SM (21.1 M records,
+/// 161 MiB of stream file), and so does its C++ launcher. The sizes of the traces and of
+/// the smaller examples' files were not recorded on the GPU (the archive that held them
+/// did not come back): they are set here at a third of the stream file and a few MiB, all
+/// over the archive's limit together, as the stream files are alone.
+const GPU_OUTPUTS: [(&str, u64); 6] = [
+    ("persistent_stream.ikps", 161 << 20),
+    ("persistent_stream.pftrace", 56 << 20),
+    ("persistent_stream_cpp.ikps", 161 << 20),
+    ("persistent.ikp", 3 << 20),
+    ("persistent.json", 9 << 20),
+    ("persistent_summary.json", 20 << 10),
+];
+/// What a child that fails loudly writes to its log: more than the archive may hold.
+const LOUD_LOG: u64 = 24 << 20;
+
+/// Archive members under `files/logs/`.
+fn archived_logs(archive: &Path) -> Vec<String> {
+    let listed = {
+        let _spawning = exclusive();
+        Command::new("tar")
+            .arg("-tzf")
+            .arg(archive)
+            .output()
+            .unwrap()
+    };
+    let mut logs: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|l| l.starts_with("files/logs/") && !l.ends_with('/'))
+        .map(String::from)
+        .collect();
+    logs.sort();
+    logs
+}
+
+/// A skip-mode run whose files are those of a GPU run (the examples' outputs at their GPU
+/// sizes, written where the examples write them, in bytes gzip cannot shrink, and one log
+/// of 24 MiB) packs an archive the GPU machine hands back (under 16 MiB) that still holds
+/// every log the run wrote, the loud one cut to its head and tail, and lists what it left
+/// out. The outputs are written by the stand-in test binary's `--list`, the one child a
+/// skip-mode run starts.
+#[test]
+fn the_archive_stays_under_16_mib_with_a_gpu_runs_outputs_and_keeps_every_log() {
+    if !machine::os_sees_gpu().is_empty() {
+        return eprintln!("SKIPPED the_archive_stays_under_16_mib_...: machine has a GPU");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    bundle(&root);
+    // The logs a skip-mode run writes, from a run without the outputs.
+    let (code, json, _) = run(&root, &dir.path().join("plain"), None);
+    assert_eq!(code, 0, "{json:#}");
+    let want_logs = archived_logs(&dir.path().join("plain").join(runner::ARCHIVE));
+    assert!(!want_logs.is_empty());
+
+    let results = dir.path().join("r");
+    let examples = results.join(runner::FILES).join("examples");
+    // Once, from the first suite's listing (each suite of the binary lists its tests).
+    let mut write = format!("if [ ! -d '{0}' ]; then mkdir -p '{0}'", examples.display());
+    for (name, bytes) in GPU_OUTPUTS {
+        write += &format!(
+            "; head -c {bytes} /dev/urandom > '{}'",
+            examples.join(name).display()
+        );
+    }
+    write += &format!("; head -c {LOUD_LOG} /dev/urandom >&2; fi");
+    let host = root.join("tests/host");
+    let stand_in = std::fs::read_to_string(&host).unwrap();
+    {
+        let _writing = exclusive();
+        std::fs::write(
+            &host,
+            stand_in.replacen("then printf", &format!("then {write}; printf"), 1),
+        )
+        .unwrap();
+    }
+    let (code, json, _) = run(&root, &results, None);
+    assert_eq!(code, 0, "{json:#}");
+    let archive = results.join(runner::ARCHIVE);
+    let bytes = std::fs::metadata(&archive).unwrap().len();
+    assert!(bytes < runner::archive::LIMIT, "{bytes} bytes: over 16 MiB");
+    assert_eq!(archived_logs(&archive), want_logs);
+    // What was left out or cut, in the results.
+    let trimmed = json["machine"]["archive_trimmed"].as_array().unwrap();
+    let entry = |p: &str| {
+        trimmed
+            .iter()
+            .find(|t| t["path"].as_str().unwrap().ends_with(p))
+    };
+    let first = runner::tests::SUITES
+        .iter()
+        .find(|s| s.binary == "host")
+        .unwrap();
+    let loud = entry(&format!("logs/{}.list.stderr", first.module))
+        .unwrap_or_else(|| panic!("{trimmed:?}"));
+    assert_eq!(loud["bytes"], LOUD_LOG);
+    assert!(loud["kept"].as_u64().unwrap() > 0);
+    for big in ["persistent_stream.ikps", "persistent_stream_cpp.ikps"] {
+        assert_eq!(
+            entry(big).unwrap_or_else(|| panic!("{big}: {trimmed:?}"))["kept"],
+            0
+        );
+    }
+    // The small per-check data is kept.
+    assert!(entry("persistent_summary.json").is_none(), "{trimmed:?}");
+}

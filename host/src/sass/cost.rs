@@ -140,6 +140,22 @@ pub struct LoopCost {
     pub growth: i64,
 }
 
+/// Bodies of the one-record-per-iteration loop kernels (Fence::None, Timer::Global), so a
+/// test can say which instructions a stream record's fast path adds beyond the fixed
+/// buffer's record, and that none of them is a system-scope access or a call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopBodies {
+    /// The loop without a record.
+    pub bare: Vec<String>,
+    /// With a fixed-buffer (drop-newest) record.
+    pub fixed: Vec<String>,
+    /// With a stream record, without the out-of-line slow path's call block: what an
+    /// iteration runs while the ring has room.
+    pub stream_fast: Vec<String>,
+    /// The stream loop's whole kernel: its slow path's call and the callee included.
+    pub stream_kernel: Vec<String>,
+}
+
 /// One example kernel in its three builds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExampleSass {
@@ -179,6 +195,9 @@ pub struct ArchCost {
     /// The same without the out-of-line slow path's call block: what an iteration runs
     /// while the ring has room (the call runs once per publish interval).
     pub stream_loop_fast: Vec<LoopCost>,
+    /// The loop bodies that compare a stream record's fast path with the fixed buffer's
+    /// record (Fence::None, Timer::Global): [`LoopBodies`].
+    pub loop_bodies: LoopBodies,
     /// Async-range records (`range_begin` / `range_end`), (first, steady) as for
     /// [`RecordCost`].
     pub ranges: (f64, f64),
@@ -294,6 +313,13 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     let (stream_records, stream_loop_records) = mode_costs(&cost, "stream_")?;
     let without_calls = super::Sass::single_loop_without_calls;
     let stream_loop_fast = loop_costs(&cost, "stream_loop_records", without_calls)?;
+    let plain = MODES[0];
+    let loop_bodies = LoopBodies {
+        bare: cost.single_loop(&plain.kernel("loop_records", 0))?,
+        fixed: cost.single_loop(&plain.kernel("loop_records", K))?,
+        stream_fast: without_calls(&cost, &plain.kernel("stream_loop_records", K))?,
+        stream_kernel: cost.kernel(&plain.kernel("stream_loop_records", K))?,
+    };
     let ranges = per_record(|extra| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len()))?;
     let full = setup_len(c, arch, &[])?;
     let setup = LaneSetup {
@@ -335,6 +361,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         stream_records,
         stream_loop_records,
         stream_loop_fast,
+        loop_bodies,
         ranges,
         setup,
     })
@@ -516,6 +543,7 @@ mod tests {
                 .iter()
                 .map(|&mode| LoopCost { mode, growth: 11 })
                 .collect(),
+            loop_bodies: LoopBodies::default(),
             ranges: (3.5, 4.0),
             setup: LaneSetup {
                 total: 60,

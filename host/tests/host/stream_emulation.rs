@@ -84,6 +84,15 @@ fn compile(extra: &[&str], out: &Path) {
 
 type RunFn = unsafe extern "C" fn(*const KernelArg, u32, u32, i32, u32) -> i32;
 
+/// Held while lanes of the shared library run: its system-scope counters count every
+/// lane of the process, so a test that reads them must run its lanes alone.
+fn exclusive_lanes() -> std::sync::MutexGuard<'static, ()> {
+    static LANES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LANES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The emulated lanes, as a shared library loaded once.
 fn lanes_library() -> &'static libloading::Library {
     static LIB: OnceLock<(tempfile::TempDir, libloading::Library)> = OnceLock::new();
@@ -146,7 +155,10 @@ fn emulate<W: std::io::Write + Send>(
         });
         // SAFETY: `arg` points into `buf`, which outlives the call; the lanes write only
         // their own segments, through atomics-compatible u64 words.
-        let rc = unsafe { lanes(&arg, blocks, pairs, wait, slow_every) };
+        let rc = {
+            let _turn = exclusive_lanes();
+            unsafe { lanes(&arg, blocks, pairs, wait, slow_every) }
+        };
         assert_eq!(rc, 0);
         done.store(true, Ordering::Release);
         let drain = drainer.join().expect("the drain thread")?;
@@ -226,6 +238,132 @@ fn wait_mode_delivers_every_record_once_and_in_order() {
             .map(|l| l.records.len() as u64)
             .sum::<u64>()
     );
+}
+
+type CountsFn = unsafe extern "C" fn(*mut u64, *mut u64);
+
+/// Runs `blocks` drop-mode lanes of `pairs` pairs with no drain, the lanes' threads
+/// playing the host (`host`: `u32::MAX` keeps up perfectly, `u32::MAX - 1` keeps up late
+/// by all but half a chunk; emulate_stream.cpp); returns the system-scope (releases, acquires)
+/// of all lanes and each lane's final (stored, dropped) count word.
+fn self_drained(blocks: u32, pairs: u32, host: u32) -> ((u64, u64), Vec<u64>) {
+    self_drained_in(blocks, pairs, host, Overflow::Stream)
+}
+
+/// [`self_drained`] in either stream mode (`u32::MAX - 2`: a waiting lane's host hands
+/// back one chunk per sleep).
+fn self_drained_in(
+    blocks: u32,
+    pairs: u32,
+    host: u32,
+    overflow: Overflow,
+) -> ((u64, u64), Vec<u64>) {
+    let layout = layout(blocks, overflow);
+    let header = layout.header_words().expect("a valid stream layout");
+    let mut buf = vec![0u64; layout.buffer_words() as usize];
+    buf[..header.len()].copy_from_slice(&header);
+    let arg = layout.kernel_arg(buf.as_mut_ptr() as u64);
+    let lib = lanes_library();
+    // SAFETY: the symbols have these signatures (emulate_stream.cpp).
+    let (lanes, counts): (libloading::Symbol<RunFn>, libloading::Symbol<CountsFn>) = unsafe {
+        (
+            lib.get(b"ikp_emu_stream_run").expect("ikp_emu_stream_run"),
+            lib.get(b"ikp_emu_system_scope_counts")
+                .expect("ikp_emu_system_scope_counts"),
+        )
+    };
+    let (mut releases, mut acquires) = (0u64, 0u64);
+    {
+        // The counters count every lane of the process: these run alone.
+        let _turn = exclusive_lanes();
+        // SAFETY: `arg` points into `buf`, which outlives the call; nothing else reads it
+        // meanwhile.
+        unsafe {
+            counts(&mut releases, &mut acquires);
+            let wait = (overflow == Overflow::StreamWait) as i32;
+            assert_eq!(lanes(&arg, blocks, pairs, wait, host), 0);
+            counts(&mut releases, &mut acquires);
+        }
+    }
+    let counts = (0..blocks as usize)
+        .map(|l| {
+            let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
+            buf[seg
+                + (wire::lane::EVENTS + stream::CTRL_WORDS + CAP) as usize
+                + wire::lane::T_COUNT as usize]
+        })
+        .collect();
+    ((releases, acquires), counts)
+}
+
+/// What a record costs at system scope while the host keeps up: lanes whose host drains
+/// them perfectly publish HEAD once per chunk (a quarter ring: one release) and read TAIL
+/// once per three chunks (one acquire: the room cached from the last read runs out only
+/// when the slots of the chunks since are needed), never per record; every record is
+/// stored.
+#[test]
+fn a_lane_whose_host_keeps_up_releases_once_per_chunk_and_acquires_once_per_lap() {
+    let (blocks, pairs) = (3u32, 6_000u32);
+    let ((releases, acquires), counts) = self_drained(blocks, pairs, u32::MAX);
+    let records = 2 * pairs as u64;
+    let chunk = (CAP >> stream::PUBLISH_SHIFT) as u64;
+    let lanes_n = blocks as u64;
+    // One release per chunk (at the record after its end; the last one's at finalize).
+    assert_eq!(releases, lanes_n * records.div_ceil(chunk), "releases");
+    // One acquire per three chunks (the ring's four less the one being written).
+    let per_lane = records.div_ceil(CAP as u64 - chunk);
+    assert!(
+        acquires <= lanes_n * per_lane && acquires >= lanes_n * (per_lane - 1),
+        "{acquires} acquires for {lanes_n} lanes of {records} records (about {per_lane} each)"
+    );
+    for (l, &c) in counts.iter().enumerate() {
+        assert_eq!(c, wire::pack_count(records as u32, 0), "lane {l}");
+    }
+}
+
+/// A host as fast as the lanes but late by all but half a chunk of the ring (a drain that
+/// just keeps up): the lanes drop (a ring with less than a chunk of room counts as full,
+/// and a full lane goes back to the host once per STREAM_RECHECK drops), and go back to
+/// the host at most once per chunk of records attempted, one release and one acquire,
+/// never per few records.
+#[test]
+fn a_lane_kept_nearly_full_goes_back_to_its_host_at_most_once_per_chunk() {
+    let (blocks, pairs) = (3u32, 6_000u32);
+    let ((releases, acquires), counts) = self_drained(blocks, pairs, u32::MAX - 1);
+    let records = 2 * pairs as u64;
+    let chunk = (CAP >> stream::PUBLISH_SHIFT) as u64;
+    let bound = blocks as u64 * (records / chunk + 2);
+    assert!(
+        releases <= bound && acquires <= bound,
+        "{releases} releases, {acquires} acquires for {blocks} lanes of {records} records \
+         (at most {bound} each)"
+    );
+    for (l, &c) in counts.iter().enumerate() {
+        // Stored counts the drop marks too.
+        let (stored, dropped) = (c as u32 as u64, c >> 32);
+        assert!(
+            stored + dropped >= records,
+            "lane {l}: {stored} + {dropped}"
+        );
+        assert!(dropped > 0, "lane {l}: nothing dropped");
+    }
+}
+
+/// A waiting lane whose host hands back one chunk at a time: each wait ends with exactly
+/// a chunk of room, the stall mark takes one slot of it, and the record still goes in
+/// (a lane that took the room left for less than a chunk would drop it): nothing dropped,
+/// every record and stall mark stored.
+#[test]
+fn a_waiting_lane_given_back_one_chunk_at_a_time_drops_nothing() {
+    let (blocks, pairs) = (2u32, 3_000u32);
+    let (_, counts) = self_drained_in(blocks, pairs, u32::MAX - 2, Overflow::StreamWait);
+    let records = 2 * pairs as u64;
+    for (l, &c) in counts.iter().enumerate() {
+        let (stored, dropped) = (c as u32 as u64, c >> 32);
+        assert_eq!(dropped, 0, "lane {l}");
+        // Stored holds the stall marks too: one per wait, at most one per chunk.
+        assert!(stored > records, "lane {l}: {stored} stored, no stall");
+    }
 }
 
 #[test]
@@ -658,7 +796,11 @@ fn a_drain_thread_drains_beside_lanes_launched_by_the_caller() {
     // SAFETY: the symbol has this signature (emulate_stream.cpp); `arg` describes `buf`.
     let lanes: libloading::Symbol<RunFn> =
         unsafe { lanes_library().get(b"ikp_emu_stream_run") }.expect("ikp_emu_stream_run");
-    assert_eq!(unsafe { lanes(&arg, blocks, pairs, 1, 0) }, 0);
+    let rc = {
+        let _turn = exclusive_lanes();
+        unsafe { lanes(&arg, blocks, pairs, 1, 0) }
+    };
+    assert_eq!(rc, 0);
     let stats = drain.finish().unwrap();
     let capture = stream_file::read(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(capture.drain, stats);

@@ -13,6 +13,7 @@
 // whose index is a multiple of `slow_every` (0: none) sleep 50 us every 64 pairs, so lanes
 // publish at different paces.
 #define IKP_HOST_EMULATION 1
+#define IKP_EMU_SYSTEM_SCOPE_HOOK 1
 #include "ikp.cuh"
 
 #include <atomic>
@@ -24,6 +25,10 @@ namespace {
 thread_local ikp::emu::Dim3 t_block{0, 0, 0};
 thread_local unsigned long long t_now = 0;
 thread_local ikp::emu::Dim3 t_grid{1, 1, 1};  // per lane thread: runs may overlap
+// A host played by the lane's own thread while it waits for room (run_lane's
+// `slow_every == ~2u`): each sleep hands back one chunk of what the lane published.
+thread_local unsigned long long* t_sleep_host_ctrl = nullptr;
+thread_local unsigned long long t_sleep_host_chunk = 0;
 const ikp::emu::Dim3 kBlockDim{32, 1, 1};
 }  // namespace
 
@@ -43,9 +48,29 @@ void atomic_add(unsigned long long* addr, unsigned long long value) {
 unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
   return __atomic_fetch_add(addr, value, __ATOMIC_RELAXED);
 }
-void nanosleep(unsigned ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+void nanosleep(unsigned ns) {
+  if (t_sleep_host_ctrl != nullptr) {
+    unsigned long long* const ctrl = t_sleep_host_ctrl;
+    const unsigned long long head = __atomic_load_n(ctrl + STREAM_HEAD, __ATOMIC_ACQUIRE) & 0xFFFFFFFFull;
+    const unsigned long long tail = __atomic_load_n(ctrl + STREAM_TAIL, __ATOMIC_RELAXED);
+    const unsigned long long next = tail + t_sleep_host_chunk < head ? tail + t_sleep_host_chunk : head;
+    __atomic_store_n(ctrl + STREAM_TAIL, next, __ATOMIC_RELEASE);
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
+// System-scope accesses of all lanes, for ikp_emu_system_scope_counts().
+std::atomic<unsigned long long> g_releases{0}, g_acquires{0};
+void system_scope(bool acquire) { (acquire ? g_acquires : g_releases).fetch_add(1); }
 }  // namespace emu
 }  // namespace ikp
+
+// Releases (HEAD publishes) and acquires (TAIL reads) of every lane since the last call;
+// resets them.
+extern "C" void ikp_emu_system_scope_counts(unsigned long long* releases, unsigned long long* acquires) {
+  *releases = ikp::emu::g_releases.exchange(0);
+  *acquires = ikp::emu::g_acquires.exchange(0);
+}
 
 namespace {
 template <ikp::Overflow O>
@@ -54,10 +79,33 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
   t_now = (1ull << 20) + 640ull * block;  // lanes overlap, a little apart, as on a GPU
   ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O> lane(arg, 0u, true);
   const bool slow = slow_every != 0u && block % slow_every == 0u;
+  // slow_every == ~0u: no drain runs; the lane's thread plays a host that keeps up
+  // perfectly, setting TAIL to HEAD's stored count after every pair. ~1u: a host as fast
+  // as the lane but late, as a drain that just keeps up is: after every pair it hands back
+  // what HEAD said `delay` pairs earlier, the delay being all but half a chunk of the
+  // ring (in records), which keeps the lane nearly full.
+  const bool self_drained = slow_every >= ~1u;
+  // ~2u: no drain, and the host hands back one chunk per sleep of a waiting lane (above).
+  const bool sleep_host = slow_every == ~2u;
+  const unsigned delay =
+      slow_every == ~1u ? (arg.records_per_lane - (arg.records_per_lane >> ikp::STREAM_PUBLISH_SHIFT) / 2u) / 2u : 0u;
+  std::vector<unsigned long long> seen(delay + 1u, 0u);
+  unsigned long long* ctrl = nullptr;
+  if (self_drained || sleep_host) {
+    ctrl = reinterpret_cast<unsigned long long*>(arg.buf) + arg.lane_base +
+           static_cast<unsigned long long>(block) * arg.lane_stride + ikp::LANE_EVENTS;
+  }
+  t_sleep_host_ctrl = sleep_host ? ctrl : nullptr;
+  t_sleep_host_chunk = arg.records_per_lane >> ikp::STREAM_PUBLISH_SHIFT;
   for (unsigned i = 0; i < pairs; ++i) {
     lane.begin(0u, i);
     lane.end(0u, i);
     if (slow && i % 64u == 63u) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (self_drained) {
+      const unsigned long long stored = __atomic_load_n(ctrl + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE) & 0xFFFFFFFFull;
+      seen[i % seen.size()] = stored;
+      __atomic_store_n(ctrl + ikp::STREAM_TAIL, seen[(i + 1u) % seen.size()], __ATOMIC_RELEASE);
+    }
   }
   lane.finalize();
 }
