@@ -228,6 +228,22 @@ pub(crate) fn kernel(
         if text.is_empty() {
             continue;
         }
+        // The only way into `v` from `u`: the begins go at `u`'s top, before the loop's
+        // own set-up. A probe's atomics are branches in SASS (`BSSY; @!P BRA; ATOMG;
+        // BSYNC`); between the set-up and the header they split the preheader, and ptxas
+        // no longer unrolls the loop.
+        if let Some(top) = u
+            .filter(|&u| cfg.blocks[u].succs.len() == 1)
+            .and_then(|u| first_instr(u))
+        {
+            edits.push(Edit {
+                at: k.stmts[top].at.start,
+                order: EDGE,
+                end: None,
+                text,
+            });
+            continue;
+        }
         let v_start = k
             .stmts
             .get(cfg.blocks[v].stmts.start)
