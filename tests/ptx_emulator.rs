@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use ikp_host::instrument::{instrument, ProbeSet};
+use ikp_host::instrument::{instrument, symbol_words, ProbeSet};
 use ikp_host::{decode_launches, DecodeOptions, Trace};
 
 /// A kernel with a run-time loop of `n` iterations; each thread stores its count.
@@ -489,10 +489,14 @@ fn emulate_kernel(
     let mut mem = Memory {
         words: HashMap::new(),
     };
-    for (i, w) in layout.header_words().unwrap().iter().enumerate() {
+    let header = layout.header_words().unwrap();
+    for (i, w) in header.iter().enumerate() {
         mem.store(BUF + 8 * i as u64, 8, *w);
     }
-    mem.store(SYM, 8, BUF);
+    // What the host writes at attach time: the init reads it, never the buffer's header.
+    for (i, w) in symbol_words(BUF, &header).iter().enumerate() {
+        mem.store(SYM + 8 * i as u64, 8, *w);
+    }
     let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
     let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]);
     let prog = program(&out.ptx, name);
@@ -619,4 +623,47 @@ fn launches_go_to_their_own_epochs() {
         assert_eq!(t.samples.value, vec![7, 7]);
         assert_eq!(t.source.epoch.map(|e| e.launches), Some(3));
     }
+}
+
+/// A triangular nest: the outer loop runs `n` times; the inner one, whose preheader is the
+/// outer loop's header (its set-up `mov` there, as compilers lay it out), runs `i + 1` times
+/// in the outer loop's `i`th iteration. Each thread stores the inner loop's total.
+const TRIANGULAR: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry tri(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<3>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\nmov.u32 %r5, 0;\n\
+$OUTER:\n.loc 1 20 1\nmov.u32 %r4, 0;\n\
+$INNER:\n.loc 1 21 1\nadd.s32 %r5, %r5, 1;\nadd.s32 %r4, %r4, 1;\nsetp.le.s32 %p1, %r4, %r2;\n@%p1 bra $INNER;\n\
+.loc 1 22 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p2, %r2, %r1;\n@%p2 bra $OUTER;\n\
+.loc 1 30 1\nst.global.u32 [%rd1], %r5;\nret;\n}\n.file 1 \"t.py\"\n";
+
+/// The inner loop's begin sits at the top of its preheader (the outer loop's header, after
+/// the outer trip add): every inner entry is recorded once, with its exact trip count, and
+/// both loops' counters total what the kernel ran.
+#[test]
+fn a_loop_begun_at_the_top_of_its_preheader_counts_exact_trips() {
+    let n = 5u64;
+    let (traces, stored) = emulate_kernel(TRIANGULAR, "tri", 2, 64, 1, 1, n);
+    assert_eq!(stored, n * (n + 1) / 2, "the kernel's own result");
+    let t = &traces[0];
+    assert_eq!(t.names.regions, ["t.py:20 loop", "t.py:21 loop"]);
+    assert_eq!(t.lanes.len(), 4);
+    // Per lane: the outer span and n inner spans.
+    assert_eq!(t.spans.len(), 4 * (1 + n as usize));
+    let inner: Vec<u32> = (1..=n as u32).collect();
+    for lane in 0..4 {
+        let per_lane = &t.samples.value[lane * (n as usize + 1)..(lane + 1) * (n as usize + 1)];
+        let (last, first) = per_lane.split_last().unwrap();
+        assert_eq!((first, *last), (inner.as_slice(), n as u32), "lane {lane}");
+    }
+    assert_eq!(
+        t.counter_totals,
+        [n, n * (n + 1) / 2].repeat(4),
+        "outer and inner totals per lane"
+    );
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
+        "{d:?}"
+    );
 }

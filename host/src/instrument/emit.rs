@@ -13,14 +13,26 @@
 //! trailer at every moment. A loop's end is recorded by the thread that recorded its begin
 //! (`%ikp_own<k>`), once per begin, when that thread leaves the loop, followed by a
 //! sample of the loop's counter: the number of times that thread ran the loop's header
-//! (the trip count, 32 bits). The lane's end stamps are the latest of its threads' exits
-//! (`atom.max`).
+//! (the trip count, 32 bits). The lane's end timer is the latest of its threads' exits
+//! (`red.max`).
+//!
+//! **Loops keep their code.** A probe's atomics are branches in SASS (`BSSY; @!P BRA;
+//! ATOMG; BSYNC`), so where a probe sits decides what ptxas can still do with a loop: a
+//! begin between the loop's set-up and its header splits the preheader and ptxas stops
+//! unrolling. The rewrite puts a begin at the top of a preheader that only leads to the
+//! loop, ends after the exit, and in the loop only the trip add (one `IADD`).
 
 use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
-/// The module-scope pointer the host sets to the buffer (`cuModuleGetGlobal`).
+/// The module-scope block the host sets at attach time (`cuModuleGetGlobal`, then one
+/// copy): the buffer's address, then header words 1 to [`super::SYMBOL_WORDS`]` - 1` as
+/// the host wrote them at the buffer's start ([`super::symbol_words`]). It lives in the
+/// constant bank, so a lane's init reads its layout from there (no global load, none
+/// waiting on another); all zero, as loaded, it turns every probe off.
 pub(crate) fn symbol_decl(symbol: &str) -> String {
-    format!(".visible .global .align 8 .u64 {symbol};\n")
+    let n = super::SYMBOL_WORDS;
+    let zeros = vec!["0"; n].join(", ");
+    format!(".visible .const .align 16 .u64 {symbol}[{n}] = {{{zeros}}};\n")
 }
 
 /// Registers every probe uses, declared once at the top of the body.
@@ -35,6 +47,10 @@ pub(crate) fn decls(loops: usize) -> String {
 }
 
 /// Lane init: locate the warp's segment, stamp its start and ids (lowest active thread).
+/// The layout comes from the symbol's constant loads, none depending on another load, so
+/// the kernel's own first instruction waits on no memory round trip; the epoch claim (an
+/// atomic whose result places the segment) runs only when the buffer has more than one
+/// epoch.
 pub(crate) fn init(symbol: &str, loops: usize) -> String {
     let w = |word: usize| word * 8;
     let mut s = format!(
@@ -42,18 +58,13 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 \t.reg .pred %iq<4>;
 \t.reg .b32 %ia<16>;
 \t.reg .b64 %ib<12>;
-\tld.global.u64 %ib0, [{symbol}];
+\tld.const.u64 %ib0, [{symbol}];
+\tld.const.u64 %ib1, [{symbol}+{hw}];
+\tld.const.u64 %ib2, [{symbol}+{lanes}];
+\tld.const.u64 %ib3, [{symbol}+{groups}];
+\tld.const.u64 %ib11, [{symbol}+{stride}];
+\tld.const.u32 %ia10, [{symbol}+{epochs}];
 \tsetp.ne.u64 %iq2, %ib0, 0;
-\tmov.u64 %ib1, 0;
-\tmov.u64 %ib2, 0;
-\tmov.u64 %ib3, 0;
-\tmov.u64 %ib11, 0;
-\tmov.u32 %ia10, 0;
-\t@%iq2 ld.global.u64 %ib1, [%ib0+{hw}];
-\t@%iq2 ld.global.u64 %ib2, [%ib0+{lanes}];
-\t@%iq2 ld.global.u64 %ib3, [%ib0+{groups}];
-\t@%iq2 ld.global.u64 %ib11, [%ib0+{stride}];
-\t@%iq2 ld.global.u32 %ia10, [%ib0+{epochs}];
 \tmov.b64 {{%ia0, %ia1}}, %ib1;
 \tmov.b64 {{%ia2, %ia3}}, %ib2;
 \tcvt.u32.u64 %ia4, %ib3;
@@ -232,7 +243,9 @@ pub(crate) fn instant(region: u32) -> String {
     record(Kind::Instant, region, "")
 }
 
-/// Lane finalize before a `ret` / `exit`: the lane's end stamps are the latest exit's.
+/// Lane finalize before a `ret` / `exit`, one atomic per exit: the lane's end timer is
+/// the latest exit's (`red.max`), its end clock the last one stored (the same exit
+/// unless a warp's diverged parts leave at different times).
 pub(crate) fn finalize() -> String {
     format!(
         "{{ // ikp: lane finalize
@@ -246,7 +259,7 @@ pub(crate) fn finalize() -> String {
 \tmov.u64 %ib0, %globaltimer;
 \tmov.u64 %ib1, %clock64;
 \t@%iq0 red.global.max.u64 [%ikp_cnt+{gt}], %ib0;
-\t@%iq0 red.global.max.u64 [%ikp_cnt+{clk}], %ib1;
+\t@%iq0 st.global.u64 [%ikp_cnt+{clk}], %ib1;
 }}
 ",
         gt = (lane::T_END_GT as i64 - lane::T_COUNT as i64) * 8,
