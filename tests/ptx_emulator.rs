@@ -91,9 +91,19 @@ fn split_args(s: &str) -> Vec<String> {
     out
 }
 
-/// Global memory: the buffer, the symbol, the kernel's output.
+/// Global memory: the buffer, the symbol, the kernel's output; and how many global loads
+/// (`ld.global`), atomics with a result (`atom`) and reductions (`red`) ran.
 struct Memory {
     words: HashMap<u64, u64>,
+    ops: Ops,
+}
+
+/// Memory operations run, each counted once per thread that ran it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Ops {
+    global_loads: usize,
+    atomics: usize,
+    reductions: usize,
 }
 
 impl Memory {
@@ -326,6 +336,7 @@ fn step(
             let x = if op.starts_with("ld.param") {
                 addr
             } else {
+                mem.ops.global_loads += op.starts_with("ld.global") as usize;
                 mem.load(addr, w)
             };
             set(t, &a[0], x);
@@ -336,7 +347,13 @@ fn step(
             mem.store(addr, w, x);
         }
         "atom" | "red" => {
-            let (addr_i, val_i) = if base == "atom" { (1, 2) } else { (0, 1) };
+            let (addr_i, val_i) = if base == "atom" {
+                mem.ops.atomics += 1;
+                (1, 2)
+            } else {
+                mem.ops.reductions += 1;
+                (0, 1)
+            };
             let addr = address(t, l, &a[addr_i]);
             let x = v(t, l, val_i);
             let old = mem.load(addr, w);
@@ -482,12 +499,13 @@ fn emulate_kernel(
     epochs: u32,
     launches: u32,
     n: u64,
-) -> (Vec<Trace>, u64) {
+) -> (Vec<Trace>, u64, Ops) {
     let out = instrument(ptx, &ProbeSet::default()).unwrap();
     let k = out.manifest.kernel(name).unwrap();
     let layout = k.layout(blocks as u32, None, records, epochs);
     let mut mem = Memory {
         words: HashMap::new(),
+        ops: Ops::default(),
     };
     let header = layout.header_words().unwrap();
     for (i, w) in header.iter().enumerate() {
@@ -509,11 +527,12 @@ fn emulate_kernel(
     (
         decode_launches(&words, &DecodeOptions::default()).unwrap(),
         mem.load(OUT, 4),
+        mem.ops,
     )
 }
 
 fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
-    let (traces, stored) =
+    let (traces, stored, _) =
         emulate_kernel(ONE_LOOP, "one_loop", blocks, records, epochs, launches, n);
     assert_eq!(stored, n, "the kernel's own result");
     traces
@@ -535,7 +554,7 @@ $SKIP:\n.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"d.py\"\n";
 /// threads that returned early finalize too, and the lane's end is the latest exit.
 #[test]
 fn a_diverged_warp_records_each_loop_entry_once_with_the_owner_trip_count() {
-    let (traces, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
+    let (traces, _, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
     let t = &traces[0];
     assert_eq!(t.names.regions, ["d.py:20 loop"]);
     assert_eq!(t.lanes.len(), 4);
@@ -643,7 +662,7 @@ $INNER:\n.loc 1 21 1\nadd.s32 %r5, %r5, 1;\nadd.s32 %r4, %r4, 1;\nsetp.le.s32 %p
 #[test]
 fn a_loop_begun_at_the_top_of_its_preheader_counts_exact_trips() {
     let n = 5u64;
-    let (traces, stored) = emulate_kernel(TRIANGULAR, "tri", 2, 64, 1, 1, n);
+    let (traces, stored, _) = emulate_kernel(TRIANGULAR, "tri", 2, 64, 1, 1, n);
     assert_eq!(stored, n * (n + 1) / 2, "the kernel's own result");
     let t = &traces[0];
     assert_eq!(t.names.regions, ["t.py:20 loop", "t.py:21 loop"]);
@@ -666,4 +685,35 @@ fn a_loop_begun_at_the_top_of_its_preheader_counts_exact_trips() {
         d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
         "{d:?}"
     );
+}
+
+/// A kernel without loops: entry probes only, and no memory operation of its own but
+/// its store.
+const STRAIGHT: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry straight(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nst.global.u32 [%rd1], %r1;\nret;\n}\n\
+.file 1 \"s.py\"\n";
+
+/// Entry without a round trip: the lane init reads its layout from the symbol (constant
+/// loads), so it runs no global load and, with one epoch, no atomic; the epoch claim is
+/// one atomic per warp when there are more; the finalize one reduction per warp.
+#[test]
+fn the_lane_init_runs_no_global_load_and_no_atomic_with_one_epoch() {
+    let warps = 4; // 2 blocks of 2 warps
+    for (epochs, claims) in [(1, 0), (2, warps)] {
+        let (traces, stored, ops) = emulate_kernel(STRAIGHT, "straight", 2, 4, epochs, 1, 9);
+        assert_eq!(stored, 9);
+        assert_eq!(traces[0].lanes.len(), warps);
+        assert!(traces[0].lanes.iter().all(|l| l.finalized && l.end > l.start));
+        assert_eq!(
+            ops,
+            Ops {
+                global_loads: 0,
+                atomics: claims,
+                reductions: warps,
+            },
+            "{epochs} epochs"
+        );
+    }
 }
