@@ -342,7 +342,7 @@ def expected_trips(name, loops, grid, args):
     out = []
     for loop in loops:
         if name == "triangular_rows_kernel":
-            blk = 128
+            blk = args[-1]  # BLOCK
             out.append([[cdiv(r + 1, blk)] for r in range(programs)])
         elif name == "while_loop_kernel":
             steps = [int(v) + 5 for v in (args[0][:programs].float().cpu() * 4.0).tolist()]
