@@ -394,8 +394,7 @@ const INNERMOST_GROWTH: usize = 3;
 /// `INNERMOST_GROWTH` more instructions.
 fn loop_mismatch(plain: &[SassLoop], probed: &[SassLoop]) -> Option<String> {
     let has = |side: &[SassLoop], loads: usize| side.iter().any(|l| l.loads == loads);
-    if plain.iter().any(|l| !has(probed, l.loads)) || probed.iter().any(|l| !has(plain, l.loads))
-    {
+    if plain.iter().any(|l| !has(probed, l.loads)) || probed.iter().any(|l| !has(plain, l.loads)) {
         return Some("global loads per loop differ".into());
     }
     let mut free: Vec<&SassLoop> = probed.iter().filter(|l| l.innermost).collect();
@@ -445,7 +444,11 @@ fn all_modules() -> Vec<(String, String, String)> {
         }
     }
     for arch in ["sm_80", "sm_90"] {
-        out.push((format!("nvcc examples.cu {arch}"), nvcc_ptx(arch), arch.into()));
+        out.push((
+            format!("nvcc examples.cu {arch}"),
+            nvcc_ptx(arch),
+            arch.into(),
+        ));
         out.push((
             format!("nvcc unrolled_loops.cu {arch}"),
             unrolled_loops_ptx(arch),
@@ -475,27 +478,47 @@ fn loops_keep_their_code_in_sass() {
         let plain = report::assemble(&tools, &ptx, &arch).unwrap();
         let probed = report::assemble(&tools, &out.ptx, &arch).unwrap();
         for k in &out.manifest.kernels {
-            let (b, a) = (sass_loops(&plain.sass, &k.name), sass_loops(&probed.sass, &k.name));
+            let (b, a) = (
+                sass_loops(&plain.sass, &k.name),
+                sass_loops(&probed.sass, &k.name),
+            );
             if b.is_empty() && a.is_empty() {
                 continue;
             }
             unrolled += b.iter().filter(|l| l.innermost && l.loads >= 4).count();
             let show = |v: &[SassLoop]| {
                 v.iter()
-                    .map(|l| format!("{}/{}{}", l.loads, l.size, if l.innermost { "" } else { " (outer)" }))
+                    .map(|l| {
+                        format!(
+                            "{}/{}{}",
+                            l.loads,
+                            l.size,
+                            if l.innermost { "" } else { " (outer)" }
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             };
             let short: String = k.name.chars().take(40).collect();
             table += &format!("| {name} | {short} | {} -> {} |\n", show(&b), show(&a));
             if let Some(why) = loop_mismatch(&b, &a) {
-                wrong.push(format!("{name} {}: {why}: plain {b:?}, instrumented {a:?}", k.name));
+                wrong.push(format!(
+                    "{name} {}: {why}: plain {b:?}, instrumented {a:?}",
+                    k.name
+                ));
             }
         }
     }
     println!("{table}");
-    assert!(unrolled >= 4, "the modules must hold loops ptxas unrolls ({unrolled})");
-    assert!(wrong.is_empty(), "loops changed by the probes:\n{}", wrong.join("\n"));
+    assert!(
+        unrolled >= 4,
+        "the modules must hold loops ptxas unrolls ({unrolled})"
+    );
+    assert!(
+        wrong.is_empty(),
+        "loops changed by the probes:\n{}",
+        wrong.join("\n")
+    );
 }
 
 /// Entry without a round trip, in SASS: the probes at `entry` add no global load to any
@@ -508,7 +531,11 @@ fn the_entry_probes_add_no_global_load() {
     let tools = tools();
     let probes: ProbeSet = "entry".parse().unwrap();
     let count = |sass: &Sass, k: &str, f: &dyn Fn(&str) -> bool| {
-        sass.kernel(k).unwrap().iter().filter(|i| f(opcode(i))).count()
+        sass.kernel(k)
+            .unwrap()
+            .iter()
+            .filter(|i| f(opcode(i)))
+            .count()
     };
     let atomic = |op: &str| op.starts_with("ATOMG") || op.starts_with("ATOM.");
     let red = |op: &str| op.starts_with("RED");
@@ -527,7 +554,10 @@ fn the_entry_probes_add_no_global_load() {
             let got = (added(&is_global_load), added(&atomic), added(&red));
             let all = added(&|op: &str| op != "NOP");
             let short: String = k.name.chars().take(40).collect();
-            table += &format!("| {name} | {short} | {all} | {} | {} | {} |\n", got.0, got.1, got.2);
+            table += &format!(
+                "| {name} | {short} | {all} | {} | {} | {} |\n",
+                got.0, got.1, got.2
+            );
             if got != (0, 1, exits(&ptx, &k.name)) {
                 wrong.push(format!("{name} {}: {got:?}", k.name));
             }

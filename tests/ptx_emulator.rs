@@ -705,7 +705,10 @@ fn the_lane_init_runs_no_global_load_and_no_atomic_with_one_epoch() {
         let (traces, stored, ops) = emulate_kernel(STRAIGHT, "straight", 2, 4, epochs, 1, 9);
         assert_eq!(stored, 9);
         assert_eq!(traces[0].lanes.len(), warps);
-        assert!(traces[0].lanes.iter().all(|l| l.finalized && l.end > l.start));
+        assert!(traces[0]
+            .lanes
+            .iter()
+            .all(|l| l.finalized && l.end > l.start));
         assert_eq!(
             ops,
             Ops {
