@@ -234,7 +234,7 @@ pub(crate) fn kernel(
         // no longer unrolls the loop.
         if let Some(top) = u
             .filter(|&u| cfg.blocks[u].succs.len() == 1)
-            .and_then(|u| first_instr(u))
+            .and_then(&first_instr)
         {
             edits.push(Edit {
                 at: k.stmts[top].at.start,
