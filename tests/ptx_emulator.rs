@@ -720,3 +720,28 @@ fn the_lane_init_runs_no_global_load_and_no_atomic_with_one_epoch() {
         );
     }
 }
+
+/// A module whose symbol was never set (all zero, as loaded) runs with its probes off: the
+/// kernel's own result, no other write, no global load, atomic or reduction.
+#[test]
+fn an_unattached_module_runs_with_its_probes_off() {
+    for (ptx, name) in [(ONE_LOOP, "one_loop"), (TRIANGULAR, "tri")] {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap();
+        let k = out.manifest.kernel(name).unwrap();
+        let mut mem = Memory {
+            words: HashMap::new(),
+            ops: Ops::default(),
+        };
+        let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
+        let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), 4)]);
+        run(&program(&out.ptx, name), &mut mem, &symbols, &params, 2, 64);
+        let want = if name == "tri" { 10 } else { 4 };
+        assert_eq!(mem.load(OUT, 4), want, "{name}: the kernel's own result");
+        assert_eq!(
+            mem.words.keys().copied().collect::<Vec<_>>(),
+            [OUT],
+            "{name}"
+        );
+        assert_eq!(mem.ops, Ops::default(), "{name}");
+    }
+}
