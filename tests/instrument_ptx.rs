@@ -5,6 +5,9 @@
 //! Each instrumented module must assemble with ptxas for its own target, keep every
 //! kernel's parameter list byte for byte, find the loops the fixture says it has, and
 //! carry in its SASS exactly the timer reads and global stores its probes account for.
+//! Its loops must keep the code ptxas gives them plain (global loads per loop body, the
+//! innermost bodies' size: `loops_keep_their_code_in_sass`, also over nvcc's PTX of
+//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
