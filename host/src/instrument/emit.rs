@@ -3,8 +3,9 @@
 //! the native decoder reads it unchanged.
 //!
 //! **Lanes are warps.** At entry every thread computes its warp's lane segment from the
-//! buffer header (the host wrote it: lanes, records per lane, warps per block, epochs) and
-//! keeps its address in `%ikp_lane`. At a probe the *lowest active thread* records
+//! layout the host wrote into the kernel's symbol at attach time (the buffer header's
+//! lanes, records per lane, warps per block, epochs; constant loads) and keeps its address
+//! in `%ikp_lane`. At a probe the *lowest active thread* records
 //! (`activemask` and `%lanemask_lt`), so a probe reached by a divergent part of a warp is
 //! still recorded, once per part that reaches it. The slot comes from an atomic add on the
 //! lane's count word (`dropped << 32 | written`): parts of a diverged warp that record at
