@@ -745,3 +745,44 @@ fn an_unattached_module_runs_with_its_probes_off() {
         assert_eq!(mem.ops, Ops::default(), "{name}");
     }
 }
+
+/// Threads 0 to 7 of each warp return before the loop; its preheader is split by labels
+/// nothing branches to (as Triton's `$L__tmp` debug labels split them).
+const EARLY_RET: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry early(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<4>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r3, %tid.x;\n\
+and.b32 %r4, %r3, 31;\nsetp.lt.u32 %p3, %r4, 8;\n@%p3 ret;\n\
+$Ltmp0:\nmov.u32 %r2, 0;\n$Ltmp1:\nmov.u32 %r5, 0;\n\
+$L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L1;\n\
+.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"e.py\"\n";
+
+/// The begin goes up to the top of the preheader's basic block across labels nothing
+/// branches to, but not past a guarded `ret`: the threads that return never begin the
+/// loop, and each warp's loop is recorded once, by a thread that stays, with its trips.
+#[test]
+fn a_begin_moves_up_across_debug_labels_but_not_past_a_return() {
+    let out = instrument(EARLY_RET, &ProbeSet::default()).unwrap();
+    let begin = out.ptx.find("mov.pred %ikp_own0, %iq0;").unwrap();
+    let (tmp0, ret) = (
+        out.ptx.find("$Ltmp0:").unwrap(),
+        out.ptx.find("@%p3 bra").unwrap(),
+    );
+    assert!(ret < tmp0 && tmp0 < begin, "{}", out.ptx);
+    assert!(
+        begin < out.ptx.find("mov.u32 %r2, 0;").unwrap(),
+        "{}",
+        out.ptx
+    );
+    let (traces, stored, _) = emulate_kernel(EARLY_RET, "early", 2, 16, 1, 1, 6);
+    assert_eq!(stored, 6);
+    let t = &traces[0];
+    assert_eq!(t.lanes.len(), 4);
+    assert_eq!(t.spans.len(), 4);
+    assert_eq!(t.samples.value, vec![6; 4]);
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty(),
+        "{d:?}"
+    );
+}

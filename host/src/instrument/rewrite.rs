@@ -6,14 +6,16 @@
 //! block at that line. An edge that a branch takes gets a trampoline (the branch is pointed
 //! at a new label after the body's last instruction, whose probes end in a branch to the
 //! old target); a fall-through edge gets its probes in place, before the label it falls
-//! into. A guarded `ret` becomes a guarded branch to a trampoline that finalizes and
+//! into. A loop's begin on an edge from a block that leads only into the loop (its
+//! preheader) goes at the top of that block's basic block instead, before the loop's
+//! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a guarded branch to a trampoline that finalizes and
 //! returns. Everything else in the text stays as it was.
 
 use std::collections::HashMap;
 
 use ikp_device::wire::{MAX_COUNTERS, MAX_REGIONS};
 
-use super::cfg::Cfg;
+use super::cfg::{Cfg, Edge};
 use super::emit;
 use super::ptx::{branch_target, loc_of, Kernel, Module, Stmt};
 use super::{InstrumentError, KernelProbes, Probe, ProbeKind, ProbeSet};
@@ -203,6 +205,26 @@ pub(crate) fn kernel(
     // Edges. Block 0 is entered from the kernel's start (after init, which precedes the
     // first label), so a loop headed there is entered by that path too.
     let reachable = reachable(&cfg);
+    let preds = predecessors(&cfg);
+    let block_top = |cfg: &Cfg, preds: &[usize], u: usize| -> Option<usize> {
+        // A label nothing branches to (Triton's `$L__tmp` debug labels) splits no block
+        // of ptxas's: walk up through such joints, never past a guarded `ret` (a thread
+        // leaving there would leave a begin without its end).
+        let mut top = u;
+        while top > 0
+            && preds[top] == 1
+            && cfg.blocks[top - 1].succs
+                == [Edge {
+                    to: top,
+                    branch: false,
+                }]
+            && !cfg.blocks[top - 1].exits
+        {
+            top -= 1;
+        }
+        (cfg.blocks[top].stmts.start..cfg.blocks[u].stmts.end)
+            .find(|&i| matches!(k.stmts[i].stmt, Stmt::Instr { .. }))
+    };
     let mut entry_edges: Vec<(Option<usize>, usize, bool)> = vec![(None, 0, false)];
     for (u, b) in cfg.blocks.iter().enumerate() {
         if reachable[u] {
@@ -228,13 +250,13 @@ pub(crate) fn kernel(
         if text.is_empty() {
             continue;
         }
-        // The only way into `v` from `u`: the begins go at `u`'s top, before the loop's
-        // own set-up. A probe's atomics are branches in SASS (`BSSY; @!P BRA; ATOMG;
-        // BSYNC`); between the set-up and the header they split the preheader, and ptxas
-        // no longer unrolls the loop.
+        // The only way into `v` from `u`: the begins go at the top of `u`'s basic block,
+        // before the loop's own set-up. A probe's atomics are branches in SASS (`BSSY;
+        // @!P BRA; ATOMG; BSYNC`); between the set-up and the header they split the
+        // preheader, and ptxas no longer unrolls the loop.
         if let Some(top) = u
-            .filter(|&u| cfg.blocks[u].succs.len() == 1)
-            .and_then(&first_instr)
+            .filter(|&u| cfg.blocks[u].succs.len() == 1 && !cfg.blocks[u].exits)
+            .and_then(|u| block_top(&cfg, &preds, u))
         {
             edits.push(Edit {
                 at: k.stmts[top].at.start,
@@ -397,6 +419,15 @@ pub(crate) fn kernel(
         });
     }
     Ok((edits, out))
+}
+
+/// Each block's number of incoming edges.
+fn predecessors(cfg: &Cfg) -> Vec<usize> {
+    let mut n = vec![0; cfg.blocks.len()];
+    for e in cfg.blocks.iter().flat_map(|b| &b.succs) {
+        n[e.to] += 1;
+    }
+    n
 }
 
 fn reachable(cfg: &Cfg) -> Vec<bool> {
