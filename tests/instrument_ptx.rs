@@ -97,7 +97,12 @@ fn check(
     ptx: &str,
     probes: &ProbeSet,
     arch: Option<&str>,
-) -> Vec<(ikp_host::instrument::KernelProbes, ProbeOps, ProbeOps)> {
+) -> Vec<(
+    ikp_host::instrument::KernelProbes,
+    ProbeOps,
+    ProbeOps,
+    usize,
+)> {
     let out = instrument(ptx, probes).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(
         kernel_params(ptx).unwrap(),
@@ -120,18 +125,37 @@ fn check(
                 probe_ops(&before.sass, &k.name),
                 probe_ops(&after.sass, &k.name),
             );
-            (k.clone(), b, a)
+            (k.clone(), b, a, deferred_loops(&out.ptx, &k.name))
         })
         .collect()
+}
+
+/// Loops of `kernel` recorded whole at their end (`loop_begin_deferred`): the distinct
+/// `%ikp_t<k>` its begins set.
+fn deferred_loops(ptx: &str, kernel: &str) -> usize {
+    let start = ptx.find(&format!(".entry {kernel}(")).unwrap();
+    let body = &ptx[start + 1..];
+    let body = &body[..body.find(".entry ").unwrap_or(body.len())];
+    let mut seen: Vec<&str> = body
+        .split("mov.u32 %ikp_t")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(", %globaltimer_lo;").map(|(k, _)| k))
+        .filter(|k| k.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen.len()
 }
 
 /// What the probes of kernel `k` put in SASS. The init: one 64-bit timer read, three
 /// stores (start stamps and ids), the epoch atomic (run only with epochs > 1). A begin or
 /// a line's instant: one 32-bit timer read, one store, the slot atomic and the drop
 /// reduction. A loop's end: one timer read, two stores (the end and the trip-count sample),
-/// the slot atomic, the drop reduction and the counter total. Each exit: one 64-bit timer
-/// read, the end timer's max reduction and the end clock's store.
-fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize) -> ProbeOps {
+/// the slot atomic, the drop reduction and the counter total. A loop with no record inside
+/// (`deferred` of them): the begin a timer read, the end a timer read, the slot atomic for
+/// its three records, three stores, the drop reduction and the counter total. Each
+/// exit: one 64-bit timer read, the end timer's max reduction and the end clock's store.
+fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize, deferred: usize) -> ProbeOps {
     let (loops, lines) = k.probes.iter().fold((0, 0), |(l, n), p| match p.kind {
         ProbeKind::Loop => (l + 1, n),
         ProbeKind::Line => (l, n + 1),
@@ -139,7 +163,7 @@ fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize) -> ProbeOps {
     ProbeOps {
         timer_reads: 1 + 2 * loops + lines + exits,
         stores: 3 + 3 * loops + lines + exits,
-        atomics: 1 + 5 * loops + 2 * lines + exits,
+        atomics: 1 + 5 * (loops - deferred) + 3 * deferred + 2 * lines + exits,
     }
 }
 
@@ -155,7 +179,7 @@ fn exits(ptx: &str, kernel: &str) -> usize {
 fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
     let probes = ProbeSet::default();
     for f in fixtures("triton") {
-        for (k, before, after) in check(&f.name, &f.ptx, &probes, None) {
+        for (k, before, after, deferred) in check(&f.name, &f.ptx, &probes, None) {
             if let Some(loops) = f.loops {
                 assert_eq!(
                     k.probes.len(),
@@ -165,7 +189,7 @@ fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
                     k.regions
                 );
             }
-            let want = expected(&k, exits(&f.ptx, &k.name));
+            let want = expected(&k, exits(&f.ptx, &k.name), deferred);
             let got = ProbeOps {
                 timer_reads: after.timer_reads - before.timer_reads,
                 stores: after.stores - before.stores,
@@ -214,7 +238,7 @@ fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
         let count = |kind: ProbeKind| {
             kernels
                 .iter()
-                .flat_map(|(k, _, _)| &k.probes)
+                .flat_map(|(k, _, _, _)| &k.probes)
                 .filter(|p| p.kind == kind)
                 .count()
         };
@@ -223,8 +247,8 @@ fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
             loops >= 3 && lines >= 4,
             "{arch}: {loops} loops, {lines} line probes"
         );
-        for (k, before, after) in kernels {
-            let want = expected(&k, exits(&ptx, &k.name));
+        for (k, before, after, deferred) in kernels {
+            let want = expected(&k, exits(&ptx, &k.name), deferred);
             let got = ProbeOps {
                 timer_reads: after.timer_reads - before.timer_reads,
                 stores: after.stores - before.stores,
@@ -240,7 +264,7 @@ fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
     for f in fixtures("cute") {
         let kernels = check(&f.name, &f.ptx, &ProbeSet::default(), None);
         assert_eq!(kernels.len(), 1);
-        let (k, before, after) = &kernels[0];
+        let (k, before, after, deferred) = &kernels[0];
         assert_eq!(Some(k.probes.len()), f.loops);
         assert!(
             k.regions[0].starts_with("cute-ptx-fixtures.py:") && k.regions[0].ends_with(" loop"),
@@ -248,7 +272,7 @@ fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
             k.regions
         );
         assert_eq!(k.warps_per_block, Some(4));
-        let want = expected(k, exits(&f.ptx, &k.name));
+        let want = expected(k, exits(&f.ptx, &k.name), *deferred);
         assert_eq!(after.timer_reads - before.timer_reads, want.timer_reads);
         assert_eq!(after.stores - before.stores, want.stores);
     }
@@ -339,7 +363,7 @@ fn probe_costs_in_sass() {
         table += &format!("| {name} | {} | {} |\n", v[0], v[1]);
     }
     println!("{table}");
-    let budget = [95, 80, 30];
+    let budget = [95, 70, 30];
     for ((name, v), max) in rows.iter().zip(budget) {
         assert!(
             v.iter().all(|&n| n <= max && n > 0),

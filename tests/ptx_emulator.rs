@@ -763,7 +763,7 @@ $L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L
 #[test]
 fn a_begin_moves_up_across_debug_labels_but_not_past_a_return() {
     let out = instrument(EARLY_RET, &ProbeSet::default()).unwrap();
-    let begin = out.ptx.find("mov.pred %ikp_own0, %iq0;").unwrap();
+    let begin = out.ptx.find("mov.u32 %ikp_t0, %globaltimer_lo;").unwrap();
     let (tmp0, ret) = (
         out.ptx.find("$Ltmp0:").unwrap(),
         out.ptx.find("@%p3 bra").unwrap(),
@@ -785,4 +785,22 @@ fn a_begin_moves_up_across_debug_labels_but_not_past_a_return() {
         d.unmatched_begin.is_empty() && d.unmatched_end.is_empty(),
         "{d:?}"
     );
+}
+
+/// A full lane in a nest: the outer loop's begin is its own record, the inner loop's
+/// entries are recorded whole at their ends (three slots at once); what does not fit is
+/// dropped newest first, and counted exactly.
+#[test]
+fn a_full_lane_in_a_nest_counts_its_drops_exactly() {
+    // Four slots, n = 2: the outer begin (1), the first inner entry (3); the second inner
+    // entry (3) and the outer end with its sample (2) are dropped.
+    let (traces, stored, _) = emulate_kernel(TRIANGULAR, "tri", 1, 4, 1, 1, 2);
+    assert_eq!(stored, 3);
+    let t = &traces[0];
+    for lane in &t.lanes {
+        assert_eq!((lane.written, lane.dropped), (4, 5));
+    }
+    assert_eq!(t.spans.len(), 2, "one inner span per warp");
+    assert_eq!(t.samples.value, vec![1, 1]);
+    assert_eq!(t.diagnostics.unmatched_begin.len(), 2, "the outer begins");
 }

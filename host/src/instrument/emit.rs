@@ -21,7 +21,10 @@
 //! ATOMG; BSYNC`), so where a probe sits decides what ptxas can still do with a loop: a
 //! begin between the loop's set-up and its header splits the preheader and ptxas stops
 //! unrolling. The rewrite puts a begin at the top of a preheader that only leads to the
-//! loop, ends after the exit, and in the loop only the trip add (one `IADD`).
+//! loop, ends after the exit, and in the loop only the trip add (one `IADD`). A loop with
+//! no other record inside it is recorded whole at its end (begin, end and trip count in
+//! three slots of one atomic): its begin has no atomic at all, and an entry into it waits
+//! on one round trip instead of two.
 
 use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
@@ -42,7 +45,7 @@ pub(crate) fn decls(loops: usize) -> String {
         "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt;\n\t.reg .b32 \t%ikp_r;\n\t.reg .pred \t%ikp_on;\n",
     );
     if loops > 0 {
-        s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
+        s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
     }
     s
 }
@@ -175,6 +178,90 @@ pub(crate) fn loop_begin(k: usize, region: u32) -> String {
     format!(
         "\tmov.u32 %ikp_trip{k}, 0;\n{}",
         record(Kind::Begin, region, &extra)
+    )
+}
+
+/// The begin of a loop with no other record inside it (innermost, no line probes): no
+/// record yet, no atomic, nothing to wait for. The lowest active thread owns the loop and
+/// keeps the begin's timer in `%ikp_t<k>`; the end writes the begin with its own records
+/// ([`loop_end_deferred`]), in slots in time order as no record comes between. Each entry
+/// into the loop then pays one slot atomic (at its end) instead of two.
+pub(crate) fn loop_begin_deferred(k: usize) -> String {
+    format!(
+        "\tmov.u32 %ikp_trip{k}, 0;
+{{ // ikp: loop begin (recorded at its end)
+\t.reg .b32 %ia<3>;
+\tmov.u32 %ikp_t{k}, %globaltimer_lo;
+\tactivemask.b32 %ia1;
+\tmov.u32 %ia2, %lanemask_lt;
+\tand.b32 %ia2, %ia2, %ia1;
+\tsetp.eq.and.u32 %ikp_own{k}, %ia2, 0, %ikp_on;
+}}
+"
+    )
+}
+
+/// The end of a loop begun by [`loop_begin_deferred`], by its owner: the begin (its
+/// timer kept since), the end and the trip-count sample, in three slots taken by one
+/// atomic add, as many as fit (a full lane drops the newest, as [`loop_end`]); the add's
+/// excess is handed back (`written` down, `dropped` up by as many, in one reduction).
+pub(crate) fn loop_end_deferred(k: usize, region: u32) -> String {
+    let begin_tag = (region << wire::REGION_SHIFT) | Kind::Begin as u32;
+    let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
+    let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
+        | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
+        | Kind::Meta as u32;
+    format!(
+        "{{ // ikp: loop end (and its begin)
+\t.reg .pred %iq<5>;
+\t.reg .b32 %ia<7>;
+\t.reg .b64 %ib<5>;
+\tmov.u32 %ia0, %globaltimer_lo;
+\tand.pred %iq0, %ikp_own{k}, %ikp_on;
+\tactivemask.b32 %ia1;
+\tmov.u32 %ia2, %lanemask_lt;
+\tand.b32 %ia2, %ia2, %ia1;
+\tselp.b32 %ia2, 0, %ia2, %iq0;
+\tadd.s32 %ia5, %ia2, 3;
+\tcvt.u64.u32 %ib4, %ia5;
+\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib4;
+\tcvt.u32.u64 %ia3, %ib0;
+\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;
+\tadd.s32 %ia4, %ia3, 1;
+\tsetp.lt.and.u32 %iq2, %ia4, %ikp_r, %iq0;
+\tadd.s32 %ia4, %ia3, 2;
+\tsetp.lt.and.u32 %iq3, %ia4, %ikp_r, %iq0;
+\tselp.u32 %ia5, 0, 1, %iq1;
+\tselp.u32 %ia6, 0, 1, %iq2;
+\tadd.s32 %ia5, %ia5, %ia6;
+\tselp.u32 %ia6, 0, 1, %iq3;
+\tadd.s32 %ia5, %ia5, %ia6;
+\tsetp.ne.and.u32 %iq4, %ia5, 0, %iq0;
+\tcvt.u64.u32 %ib4, %ia5;
+\tmul.lo.u64 %ib4, %ib4, 4294967295;
+\tcvt.u64.u32 %ib3, %ia2;
+\tadd.s64 %ib4, %ib4, %ib3;
+\t@%iq4 red.global.add.u64 [%ikp_cnt], %ib4;
+\tmov.b32 %ia4, {begin_tag};
+\tmov.b64 %ib1, {{%ia4, %ikp_t{k}}};
+\tmov.b32 %ia4, {end_tag};
+\tmov.b64 %ib2, {{%ia4, %ia0}};
+\tmov.b32 %ia4, {sample_tag};
+\tmov.b64 %ib3, {{%ia4, %ikp_trip{k}}};
+\tmul.wide.u32 %ib0, %ia3, 8;
+\tadd.s64 %ib0, %ikp_lane, %ib0;
+\t@%iq1 st.global.u64 [%ib0+{events}], %ib1;
+\t@%iq2 st.global.u64 [%ib0+{next}], %ib2;
+\t@%iq3 st.global.u64 [%ib0+{after}], %ib3;
+\tcvt.u64.u32 %ib3, %ikp_trip{k};
+\t@%iq0 red.global.add.u64 [%ikp_cnt+{total}], %ib3;
+\tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
+}}
+",
+        events = lane::EVENTS * 8,
+        next = (lane::EVENTS + 1) * 8,
+        after = (lane::EVENTS + 2) * 8,
+        total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8,
     )
 }
 

@@ -162,6 +162,30 @@ pub(crate) fn kernel(
         loop_region.push(r);
     }
     let probed = |l: usize| (l < loops).then_some(l);
+    // Loops with no other record inside (innermost, no line probes): recorded whole at
+    // their end (`emit::loop_begin_deferred`).
+    let deferred: Vec<bool> = (0..loops)
+        .map(|l| {
+            probes.lines.is_empty()
+                && !cfg.loops.iter().enumerate().any(|(o, other)| {
+                    o != l && other.body.iter().all(|b| cfg.loops[l].body.contains(b))
+                })
+        })
+        .collect();
+    let begin = |l: usize| {
+        if deferred[l] {
+            emit::loop_begin_deferred(l)
+        } else {
+            emit::loop_begin(l, loop_region[l])
+        }
+    };
+    let end = |l: usize| {
+        if deferred[l] {
+            emit::loop_end_deferred(l, loop_region[l])
+        } else {
+            emit::loop_end(l, loop_region[l])
+        }
+    };
 
     let mut edits = Vec::new();
     let mut trampolines = String::new();
@@ -198,7 +222,7 @@ pub(crate) fn kernel(
         b_loops
             .iter()
             .filter(|l| !keep.contains(l))
-            .filter_map(|&l| probed(l).map(|s| emit::loop_end(s, loop_region[s])))
+            .filter_map(|&l| probed(l).map(end))
             .collect()
     };
 
@@ -244,7 +268,7 @@ pub(crate) fn kernel(
                 });
             }
             if let Some(s) = probed(l) {
-                text += &emit::loop_begin(s, loop_region[s]);
+                text += &begin(s);
             }
         }
         if text.is_empty() {
