@@ -390,7 +390,7 @@ mod tests {
         );
         assert_eq!(k.counters, ["k loop at $L1 trips"]);
         assert_eq!(
-            out.ptx.matches("mov.pred %ikp_own0, %iq0;").count(),
+            out.ptx.matches("// ikp: loop begin").count(),
             1,
             "one begin per entry edge"
         );
