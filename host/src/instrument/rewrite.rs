@@ -8,8 +8,9 @@
 //! old target); a fall-through edge gets its probes in place, before the label it falls
 //! into. A loop's begin on an edge from a block that leads only into the loop (its
 //! preheader) goes at the top of that block's basic block instead, before the loop's
-//! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a guarded branch to a trampoline that finalizes and
-//! returns. Everything else in the text stays as it was.
+//! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a
+//! guarded branch to a trampoline that finalizes and returns. Everything else in the text
+//! stays as it was.
 
 use std::collections::HashMap;
 
@@ -230,7 +231,7 @@ pub(crate) fn kernel(
     // first label), so a loop headed there is entered by that path too.
     let reachable = reachable(&cfg);
     let preds = predecessors(&cfg);
-    let block_top = |cfg: &Cfg, preds: &[usize], u: usize| -> Option<usize> {
+    let block_top = |u: usize| -> Option<usize> {
         // A label nothing branches to (Triton's `$L__tmp` debug labels) splits no block
         // of ptxas's: walk up through such joints, never past a guarded `ret` (a thread
         // leaving there would leave a begin without its end).
@@ -280,7 +281,7 @@ pub(crate) fn kernel(
         // preheader, and ptxas no longer unrolls the loop.
         if let Some(top) = u
             .filter(|&u| cfg.blocks[u].succs.len() == 1 && !cfg.blocks[u].exits)
-            .and_then(|u| block_top(&cfg, &preds, u))
+            .and_then(block_top)
         {
             edits.push(Edit {
                 at: k.stmts[top].at.start,
