@@ -189,6 +189,45 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, stride_z, stride_h, st
     tl.store(o_ptr + base + rm[:, None] * stride_n + rd[None, :], acc.to(tl.float16))
 
 
+@triton.jit
+def triangular_rows_kernel(x_ptr, out_ptr, stride, BLOCK: tl.constexpr):
+    # Row r sums its columns 0..=r: a trip count per program (cdiv(r + 1, BLOCK)), a loop
+    # ptxas unrolls.
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, row + 1, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + offs, mask=offs <= row, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def nested_loops_kernel(x_ptr, out_ptr, rows_per_program, n_cols, stride, BLOCK: tl.constexpr):
+    # Each program sums `rows_per_program` rows, each a column loop: nested loops.
+    pid = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for r in range(0, rows_per_program):
+        row = pid * rows_per_program + r
+        for start in range(0, n_cols, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + row * stride + offs, mask=offs < n_cols, other=0.0)
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def while_loop_kernel(x_ptr, out_ptr, window, BLOCK: tl.constexpr):
+    # A while loop whose trip count comes from the data: 5 + trunc(4 x[pid]), 2 to 8.
+    pid = tl.program_id(0)
+    steps = (tl.load(x_ptr + pid) * 4.0).to(tl.int32) + 5
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    i = 0
+    while i < steps:
+        acc += tl.load(x_ptr + ((pid * 8 + i) % window) * BLOCK + offs)
+        i += 1
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
 # ------------------------------------------------------------------- fixtures
 
 PIPELINED = ("software-pipelined (num_stages): cp.async loads for later iterations are issued "
@@ -196,27 +235,28 @@ PIPELINED = ("software-pipelined (num_stages): cp.async loads for later iteratio
              "trip_count times per program")
 
 
-def fixtures():
+def fixtures(large=False):
     """(file name, kernel, args, options, grid, shapes, loops): args maps every
     parameter to (type, value); ints of value 1 become constexprs, constexprs
-    have type "constexpr"."""
+    have type "constexpr". `large`: the loop kernels at sizes that run 100 us or more
+    on an H100 / H200 (the GPU bundle times both; the fixtures are the small ones)."""
     out = []
 
-    n = 98432
+    n = (1 << 26) if large else 98432
     out.append(("add_kernel", add_kernel,
                 dict(x_ptr=("*fp32", None), y_ptr=("*fp32", None), out_ptr=("*fp32", None),
                      n=("i32", n), BLOCK=("constexpr", 1024)),
                 dict(num_warps=4, num_stages=3), [cdiv(n, 1024), 1, 1],
-                dict(x="fp32[98432]", y="fp32[98432]", out="fp32[98432]"), []))
+                dict(x=f"fp32[{n}]", y=f"fp32[{n}]", out=f"fp32[{n}]"), []))
 
-    rows, cols = 1823, 781
+    rows, cols = 1823 * (32 if large else 1), 781
     out.append(("softmax_kernel", softmax_kernel,
                 dict(out_ptr=("*fp32", None), in_ptr=("*fp32", None), in_stride=("i32", cols),
                      out_stride=("i32", cols), n_cols=("i32", cols), BLOCK=("constexpr", 1024)),
                 dict(num_warps=8, num_stages=1), [rows, 1, 1],
                 dict(input=f"fp32[{rows},{cols}]", output=f"fp32[{rows},{cols}]"), []))
 
-    rows, cols, blk = 1024, 8000, 1024
+    rows, cols, blk = 16384 if large else 1024, 8000, 1024
     out.append(("softmax_looped_kernel", softmax_looped_kernel,
                 dict(out_ptr=("*fp32", None), in_ptr=("*fp32", None), in_stride=("i32", cols),
                      out_stride=("i32", cols), n_cols=("i32", cols), BLOCK=("constexpr", blk)),
@@ -225,7 +265,8 @@ def fixtures():
                 [dict(loop="online max/sum over column blocks", trip_count=cdiv(cols, blk)),
                  dict(loop="normalise and store over column blocks", trip_count=cdiv(cols, blk))]))
 
-    M = N = K = 1024
+    M = N = 8192 if large else 1024
+    K = 1024
     bm, bn, bk = 128, 128, 64
     out.append(("matmul_kernel", matmul_kernel,
                 dict(a_ptr=("*fp16", None), b_ptr=("*fp16", None), c_ptr=("*fp16", None),
@@ -239,7 +280,7 @@ def fixtures():
                      c=f"fp16[{M},{N}] row-major"),
                 [dict(loop="K loop (tl.dot per iteration)", trip_count=cdiv(K, bk), note=PIPELINED)]))
 
-    M, N, blk = 1151, 8192, 1024
+    M, N, blk = 1151 * (16 if large else 1), 8192, 1024
     out.append(("layer_norm_fwd_kernel", layer_norm_fwd_kernel,
                 dict(x_ptr=("*fp16", None), y_ptr=("*fp16", None), w_ptr=("*fp16", None),
                      b_ptr=("*fp16", None), mean_ptr=("*fp32", None), rstd_ptr=("*fp32", None),
@@ -251,7 +292,7 @@ def fixtures():
                  dict(loop="variance over column blocks", trip_count=cdiv(N, blk)),
                  dict(loop="normalise and store over column blocks", trip_count=cdiv(N, blk))]))
 
-    Z, H, n_ctx, d, bm, bn = 2, 4, 1024, 64, 128, 64
+    Z, H, n_ctx, d, bm, bn = 16 if large else 2, 16 if large else 4, 1024, 64, 128, 64
     out.append(("attn_fwd_kernel", attn_fwd_kernel,
                 dict(q_ptr=("*fp16", None), k_ptr=("*fp16", None), v_ptr=("*fp16", None),
                      o_ptr=("*fp16", None), sm_scale=("fp32", 0.125),
@@ -263,6 +304,54 @@ def fixtures():
                 {t: f"fp16[{Z},{H},{n_ctx},{d}]" for t in "qkvo"},
                 [dict(loop="K/V blocks (two tl.dot + online softmax per iteration)",
                       trip_count=cdiv(n_ctx, bn), note=PIPELINED)]))
+
+    rows, blk = 12288 if large else 512, 128
+    out.append(("triangular_rows_kernel", triangular_rows_kernel,
+                dict(x_ptr=("*fp32", None), out_ptr=("*fp32", None), stride=("i32", rows),
+                     BLOCK=("constexpr", blk)),
+                dict(num_warps=4, num_stages=1), [rows, 1, 1],
+                dict(x=f"fp32[{rows},{rows}]", out=f"fp32[{rows}]"),
+                [dict(loop="columns up to the diagonal", trip_count=None,
+                      trips="program r: cdiv(r + 1, BLOCK)")]))
+
+    programs, per, cols, blk = (1024, 16, 8192, 1024) if large else (64, 4, 2048, 1024)
+    out.append(("nested_loops_kernel", nested_loops_kernel,
+                dict(x_ptr=("*fp32", None), out_ptr=("*fp32", None), rows_per_program=("i32", per),
+                     n_cols=("i32", cols), stride=("i32", cols), BLOCK=("constexpr", blk)),
+                dict(num_warps=4, num_stages=1), [programs, 1, 1],
+                dict(x=f"fp32[{programs * per},{cols}]", out=f"fp32[{programs},{blk}]"),
+                [dict(loop="rows of the program", trip_count=per),
+                 dict(loop="column blocks of a row (nested)", trip_count=cdiv(cols, blk),
+                      per_outer_trip=True)]))
+
+    programs, window, blk = (131072, 4096, 256) if large else (512, 4096, 256)
+    out.append(("while_loop_kernel", while_loop_kernel,
+                dict(x_ptr=("*fp32", None), out_ptr=("*fp32", None), window=("i32", window),
+                     BLOCK=("constexpr", blk)),
+                dict(num_warps=2, num_stages=1), [programs, 1, 1],
+                dict(x=f"fp32[{window * blk}]", out=f"fp32[{programs},{blk}]"),
+                [dict(loop="while i < steps (steps from the data)", trip_count=None,
+                      trips="program p: 5 + trunc(4 * x[p])")]))
+    return out
+
+
+def expected_trips(name, loops, grid, args):
+    """Per loop of kernel `name`, per program: the trip-count samples each of its warps
+    records, in order. `args` are the launch's arguments (tensors on the GPU)."""
+    programs = grid[0] * grid[1] * grid[2]
+    out = []
+    for loop in loops:
+        if name == "triangular_rows_kernel":
+            blk = args[-1]  # BLOCK
+            out.append([[cdiv(r + 1, blk)] for r in range(programs)])
+        elif name == "while_loop_kernel":
+            steps = [int(v) + 5 for v in (args[0][:programs].float().cpu() * 4.0).tolist()]
+            out.append([[s] for s in steps])
+        elif loop.get("per_outer_trip"):
+            outer = loops[0]["trip_count"]
+            out.append([[loop["trip_count"]] * outer for _ in range(programs)])
+        else:
+            out.append([[loop["trip_count"]] for _ in range(programs)])
     return out
 
 

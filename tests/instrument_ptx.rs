@@ -5,6 +5,9 @@
 //! Each instrumented module must assemble with ptxas for its own target, keep every
 //! kernel's parameter list byte for byte, find the loops the fixture says it has, and
 //! carry in its SASS exactly the timer reads and global stores its probes account for.
+//! Its loops must keep the code ptxas gives them plain (global loads per loop body, the
+//! innermost bodies' size: `loops_keep_their_code_in_sass`, also over nvcc's PTX of
+//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,7 +97,12 @@ fn check(
     ptx: &str,
     probes: &ProbeSet,
     arch: Option<&str>,
-) -> Vec<(ikp_host::instrument::KernelProbes, ProbeOps, ProbeOps)> {
+) -> Vec<(
+    ikp_host::instrument::KernelProbes,
+    ProbeOps,
+    ProbeOps,
+    usize,
+)> {
     let out = instrument(ptx, probes).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(
         kernel_params(ptx).unwrap(),
@@ -117,25 +125,45 @@ fn check(
                 probe_ops(&before.sass, &k.name),
                 probe_ops(&after.sass, &k.name),
             );
-            (k.clone(), b, a)
+            (k.clone(), b, a, deferred_loops(&out.ptx, &k.name))
         })
         .collect()
 }
 
+/// Loops of `kernel` recorded whole at their end (`loop_begin_deferred`): the distinct
+/// `%ikp_t<k>` its begins set.
+fn deferred_loops(ptx: &str, kernel: &str) -> usize {
+    let start = ptx.find(&format!(".entry {kernel}(")).unwrap();
+    let body = &ptx[start + 1..];
+    let body = &body[..body.find(".entry ").unwrap_or(body.len())];
+    let mut seen: Vec<&str> = body
+        .split("mov.u32 %ikp_t")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(", %globaltimer_lo;").map(|(k, _)| k))
+        .filter(|k| k.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen.len()
+}
+
 /// What the probes of kernel `k` put in SASS. The init: one 64-bit timer read, three
-/// stores (start stamps and ids), the epoch atomic. A begin or a line's instant: one
-/// 32-bit timer read, one store, the slot atomic and the drop reduction. A loop's end: one
-/// timer read, two stores (the end and the trip-count sample), the slot atomic, the drop
-/// reduction and the counter total. Each exit: one 64-bit timer read, two max reductions.
-fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize) -> ProbeOps {
+/// stores (start stamps and ids), the epoch atomic (run only with epochs > 1). A begin or
+/// a line's instant: one 32-bit timer read, one store, the slot atomic and the drop
+/// reduction. A loop's end: one timer read, two stores (the end and the trip-count sample),
+/// the slot atomic, the drop reduction and the counter total. A loop with no record inside
+/// (`deferred` of them): the begin a timer read, the end a timer read, the slot atomic for
+/// its three records, three stores, the drop reduction and the counter total. Each
+/// exit: one 64-bit timer read, the end timer's max reduction and the end clock's store.
+fn expected(k: &ikp_host::instrument::KernelProbes, exits: usize, deferred: usize) -> ProbeOps {
     let (loops, lines) = k.probes.iter().fold((0, 0), |(l, n), p| match p.kind {
         ProbeKind::Loop => (l + 1, n),
         ProbeKind::Line => (l, n + 1),
     });
     ProbeOps {
         timer_reads: 1 + 2 * loops + lines + exits,
-        stores: 3 + 3 * loops + lines,
-        atomics: 1 + 5 * loops + 2 * lines + 2 * exits,
+        stores: 3 + 3 * loops + lines + exits,
+        atomics: 1 + 5 * (loops - deferred) + 3 * deferred + 2 * lines + exits,
     }
 }
 
@@ -151,7 +179,7 @@ fn exits(ptx: &str, kernel: &str) -> usize {
 fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
     let probes = ProbeSet::default();
     for f in fixtures("triton") {
-        for (k, before, after) in check(&f.name, &f.ptx, &probes, None) {
+        for (k, before, after, deferred) in check(&f.name, &f.ptx, &probes, None) {
             if let Some(loops) = f.loops {
                 assert_eq!(
                     k.probes.len(),
@@ -161,7 +189,7 @@ fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
                     k.regions
                 );
             }
-            let want = expected(&k, exits(&f.ptx, &k.name));
+            let want = expected(&k, exits(&f.ptx, &k.name), deferred);
             let got = ProbeOps {
                 timer_reads: after.timer_reads - before.timer_reads,
                 stores: after.stores - before.stores,
@@ -210,7 +238,7 @@ fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
         let count = |kind: ProbeKind| {
             kernels
                 .iter()
-                .flat_map(|(k, _, _)| &k.probes)
+                .flat_map(|(k, _, _, _)| &k.probes)
                 .filter(|p| p.kind == kind)
                 .count()
         };
@@ -219,8 +247,8 @@ fn nvcc_kernels_assemble_for_sm80_sm90_and_sm100_with_their_probes() {
             loops >= 3 && lines >= 4,
             "{arch}: {loops} loops, {lines} line probes"
         );
-        for (k, before, after) in kernels {
-            let want = expected(&k, exits(&ptx, &k.name));
+        for (k, before, after, deferred) in kernels {
+            let want = expected(&k, exits(&ptx, &k.name), deferred);
             let got = ProbeOps {
                 timer_reads: after.timer_reads - before.timer_reads,
                 stores: after.stores - before.stores,
@@ -236,7 +264,7 @@ fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
     for f in fixtures("cute") {
         let kernels = check(&f.name, &f.ptx, &ProbeSet::default(), None);
         assert_eq!(kernels.len(), 1);
-        let (k, before, after) = &kernels[0];
+        let (k, before, after, deferred) = &kernels[0];
         assert_eq!(Some(k.probes.len()), f.loops);
         assert!(
             k.regions[0].starts_with("cute-ptx-fixtures.py:") && k.regions[0].ends_with(" loop"),
@@ -244,7 +272,7 @@ fn cute_dsl_kernel_assembles_and_names_its_loop_by_source_line() {
             k.regions
         );
         assert_eq!(k.warps_per_block, Some(4));
-        let want = expected(k, exits(&f.ptx, &k.name));
+        let want = expected(k, exits(&f.ptx, &k.name), *deferred);
         assert_eq!(after.timer_reads - before.timer_reads, want.timer_reads);
         assert_eq!(after.stores - before.stores, want.stores);
     }
@@ -342,4 +370,230 @@ fn probe_costs_in_sass() {
             "{name}: {v:?} over the budget {max}"
         );
     }
+}
+
+/// A loop of a kernel's SASS: its global loads (`LDG`, `LDGSTS`, TMA's `UBLKCP` /
+/// `UTMALDG`), its instructions (NOPs left out), whether it holds no other loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SassLoop {
+    loads: usize,
+    size: usize,
+    innermost: bool,
+}
+
+fn is_global_load(op: &str) -> bool {
+    (op.starts_with("LDG") && !op.starts_with("LDGDEPBAR"))
+        || op.starts_with("UBLKCP")
+        || op.starts_with("UTMALDG")
+}
+
+/// Every loop of `kernel` (`Sass::loops`: a backward branch's target to the branch),
+/// but the spans that hold an unconditional `EXIT`: those are an out-of-line path (a
+/// `BRA.DIV` fallback, say) branching back into the body after the kernel's exit, no loop.
+fn sass_loops(sass: &Sass, kernel: &str) -> Vec<SassLoop> {
+    use ikp_host::sass::parse::opcode;
+    let bodies: Vec<Vec<String>> = sass
+        .loops(kernel)
+        .unwrap()
+        .into_iter()
+        .filter(|b| !b.iter().any(|i| i.trim() == "EXIT"))
+        .map(|b| b.into_iter().filter(|i| opcode(i) != "NOP").collect())
+        .collect();
+    bodies
+        .iter()
+        .map(|b| SassLoop {
+            loads: b.iter().filter(|i| is_global_load(opcode(i))).count(),
+            size: b.len(),
+            innermost: !bodies
+                .iter()
+                .any(|o| o.len() < b.len() && b.windows(o.len()).any(|w| w == o.as_slice())),
+        })
+        .collect()
+}
+
+/// How many instructions an innermost loop's body may grow by: the trip count's add.
+const INNERMOST_GROWTH: usize = 3;
+
+/// Compares the loops of a kernel plain and instrumented; returns what is wrong. Loops are
+/// matched by their loads: every loop of either side has a loop with as many global loads
+/// on the other (ptxas may version a loop, so the counts may differ), and every innermost
+/// loop of the plain kernel an innermost loop of its own with as many loads and at most
+/// `INNERMOST_GROWTH` more instructions.
+fn loop_mismatch(plain: &[SassLoop], probed: &[SassLoop]) -> Option<String> {
+    let has = |side: &[SassLoop], loads: usize| side.iter().any(|l| l.loads == loads);
+    if plain.iter().any(|l| !has(probed, l.loads)) || probed.iter().any(|l| !has(plain, l.loads)) {
+        return Some("global loads per loop differ".into());
+    }
+    let mut free: Vec<&SassLoop> = probed.iter().filter(|l| l.innermost).collect();
+    for p in plain.iter().filter(|l| l.innermost) {
+        let Some(i) = free
+            .iter()
+            .position(|q| q.loads == p.loads && q.size <= p.size + INNERMOST_GROWTH)
+        else {
+            return Some(format!(
+                "no innermost loop with {} loads within {INNERMOST_GROWTH} instructions of {}",
+                p.loads, p.size
+            ));
+        };
+        free.remove(i);
+    }
+    None
+}
+
+/// The PTX of `host/tests/kernels/unrolled_loops.cu` (triangular, nested, data-dependent
+/// and TMA loops) by nvcc for `arch`, each loop left to ptxas as Triton leaves them (its
+/// `.pragma "nounroll"` taken out).
+fn unrolled_loops_ptx(arch: &str) -> String {
+    let tools = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("host/tests/kernels/unrolled_loops.cu");
+    let out = dir.path().join("loops.ptx");
+    let status = Command::new(&tools.nvcc)
+        .args(["--ptx", "-lineinfo", &format!("-arch={arch}"), "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc --ptx unrolled_loops.cu for {arch}");
+    let ptx = std::fs::read_to_string(out).unwrap();
+    assert!(ptx.contains(".pragma \"nounroll\";"));
+    ptx.replace("\t.pragma \"nounroll\";\n", "")
+}
+
+/// Every module the SASS comparisons run on: the Triton and CuTe fixtures, nvcc's
+/// example kernels and `unrolled_loops.cu`, with the architecture to assemble them for.
+fn all_modules() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for kind in ["triton", "cute"] {
+        for f in fixtures(kind) {
+            let arch = target_of(&f.ptx).unwrap();
+            out.push((format!("{kind}/{}", f.name), f.ptx, arch));
+        }
+    }
+    for arch in ["sm_80", "sm_90"] {
+        out.push((
+            format!("nvcc examples.cu {arch}"),
+            nvcc_ptx(arch),
+            arch.into(),
+        ));
+        out.push((
+            format!("nvcc unrolled_loops.cu {arch}"),
+            unrolled_loops_ptx(arch),
+            arch.into(),
+        ));
+    }
+    out
+}
+
+/// Loops keep their code: for every loop of every kernel, the instrumented SASS
+/// (`entry,loops`) has the global loads per loop body that the plain SASS has, and each
+/// innermost loop's body stays within `INNERMOST_GROWTH` instructions of the plain one,
+/// on loops ptxas unrolls (the triangular and nested loops, Triton's layer norm), pipelines
+/// (cp.async + wgmma: Triton's matmul and attention; TMA) and leaves alone. `-- --nocapture`
+/// prints the table (BENCHMARKS.md, "PTX probes and ptxas's loops").
+#[test]
+fn loops_keep_their_code_in_sass() {
+    let tools = tools();
+    let probes = ProbeSet::default();
+    let mut table = String::from(
+        "| module | kernel | loops: global loads / instructions, plain -> instrumented |\n|---|---|---|\n",
+    );
+    let mut unrolled = 0;
+    let mut wrong = Vec::new();
+    for (name, ptx, arch) in all_modules() {
+        let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plain = report::assemble(&tools, &ptx, &arch).unwrap();
+        let probed = report::assemble(&tools, &out.ptx, &arch).unwrap();
+        for k in &out.manifest.kernels {
+            let (b, a) = (
+                sass_loops(&plain.sass, &k.name),
+                sass_loops(&probed.sass, &k.name),
+            );
+            if b.is_empty() && a.is_empty() {
+                continue;
+            }
+            unrolled += b.iter().filter(|l| l.innermost && l.loads >= 4).count();
+            let show = |v: &[SassLoop]| {
+                v.iter()
+                    .map(|l| {
+                        format!(
+                            "{}/{}{}",
+                            l.loads,
+                            l.size,
+                            if l.innermost { "" } else { " (outer)" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let short: String = k.name.chars().take(40).collect();
+            table += &format!("| {name} | {short} | {} -> {} |\n", show(&b), show(&a));
+            if let Some(why) = loop_mismatch(&b, &a) {
+                wrong.push(format!(
+                    "{name} {}: {why}: plain {b:?}, instrumented {a:?}",
+                    k.name
+                ));
+            }
+        }
+    }
+    println!("{table}");
+    assert!(
+        unrolled >= 4,
+        "the modules must hold loops ptxas unrolls ({unrolled})"
+    );
+    assert!(
+        wrong.is_empty(),
+        "loops changed by the probes:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Entry without a round trip, in SASS: the probes at `entry` add no global load to any
+/// kernel (the init reads its layout from the constant bank), at most one atomic (the
+/// epoch claim, run only with epochs > 1) and one reduction per exit (the finalize).
+/// The emulated count of what runs is `ptx_emulator::the_lane_init_runs_no_global_load_*`.
+#[test]
+fn the_entry_probes_add_no_global_load() {
+    use ikp_host::sass::parse::opcode;
+    let tools = tools();
+    let probes: ProbeSet = "entry".parse().unwrap();
+    let count = |sass: &Sass, k: &str, f: &dyn Fn(&str) -> bool| {
+        sass.kernel(k)
+            .unwrap()
+            .iter()
+            .filter(|i| f(opcode(i)))
+            .count()
+    };
+    let atomic = |op: &str| op.starts_with("ATOMG") || op.starts_with("ATOM.");
+    let red = |op: &str| op.starts_with("RED");
+    let mut table = String::from(
+        "| module | kernel | instructions added | global loads | atomics | reductions |\n|---|---|---|---|---|---|\n",
+    );
+    let mut wrong = Vec::new();
+    for (name, ptx, arch) in all_modules() {
+        let out = instrument(&ptx, &probes).unwrap();
+        let plain = report::assemble(&tools, &ptx, &arch).unwrap();
+        let probed = report::assemble(&tools, &out.ptx, &arch).unwrap();
+        for k in &out.manifest.kernels {
+            let added = |f: &dyn Fn(&str) -> bool| {
+                count(&probed.sass, &k.name, f) - count(&plain.sass, &k.name, f)
+            };
+            let got = (added(&is_global_load), added(&atomic), added(&red));
+            let all = added(&|op: &str| op != "NOP");
+            let short: String = k.name.chars().take(40).collect();
+            table += &format!(
+                "| {name} | {short} | {all} | {} | {} | {} |\n",
+                got.0, got.1, got.2
+            );
+            if got != (0, 1, exits(&ptx, &k.name)) {
+                wrong.push(format!("{name} {}: {got:?}", k.name));
+            }
+        }
+    }
+    println!("{table}");
+    assert!(
+        wrong.is_empty(),
+        "global loads, atomics and reductions the entry probes add (want 0, 1, one per exit):\n{}",
+        wrong.join("\n")
+    );
 }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use ikp_host::instrument::{instrument, ProbeSet};
+use ikp_host::instrument::{instrument, symbol_words, ProbeSet};
 use ikp_host::{decode_launches, DecodeOptions, Trace};
 
 /// A kernel with a run-time loop of `n` iterations; each thread stores its count.
@@ -91,9 +91,19 @@ fn split_args(s: &str) -> Vec<String> {
     out
 }
 
-/// Global memory: the buffer, the symbol, the kernel's output.
+/// Global memory: the buffer, the symbol, the kernel's output; and how many global loads
+/// (`ld.global`), atomics with a result (`atom`) and reductions (`red`) ran.
 struct Memory {
     words: HashMap<u64, u64>,
+    ops: Ops,
+}
+
+/// Memory operations run, each counted once per thread that ran it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Ops {
+    global_loads: usize,
+    atomics: usize,
+    reductions: usize,
 }
 
 impl Memory {
@@ -326,6 +336,7 @@ fn step(
             let x = if op.starts_with("ld.param") {
                 addr
             } else {
+                mem.ops.global_loads += op.starts_with("ld.global") as usize;
                 mem.load(addr, w)
             };
             set(t, &a[0], x);
@@ -336,7 +347,13 @@ fn step(
             mem.store(addr, w, x);
         }
         "atom" | "red" => {
-            let (addr_i, val_i) = if base == "atom" { (1, 2) } else { (0, 1) };
+            let (addr_i, val_i) = if base == "atom" {
+                mem.ops.atomics += 1;
+                (1, 2)
+            } else {
+                mem.ops.reductions += 1;
+                (0, 1)
+            };
             let addr = address(t, l, &a[addr_i]);
             let x = v(t, l, val_i);
             let old = mem.load(addr, w);
@@ -482,17 +499,22 @@ fn emulate_kernel(
     epochs: u32,
     launches: u32,
     n: u64,
-) -> (Vec<Trace>, u64) {
+) -> (Vec<Trace>, u64, Ops) {
     let out = instrument(ptx, &ProbeSet::default()).unwrap();
     let k = out.manifest.kernel(name).unwrap();
     let layout = k.layout(blocks as u32, None, records, epochs);
     let mut mem = Memory {
         words: HashMap::new(),
+        ops: Ops::default(),
     };
-    for (i, w) in layout.header_words().unwrap().iter().enumerate() {
+    let header = layout.header_words().unwrap();
+    for (i, w) in header.iter().enumerate() {
         mem.store(BUF + 8 * i as u64, 8, *w);
     }
-    mem.store(SYM, 8, BUF);
+    // What the host writes at attach time: the init reads it, never the buffer's header.
+    for (i, w) in symbol_words(BUF, &header).iter().enumerate() {
+        mem.store(SYM + 8 * i as u64, 8, *w);
+    }
     let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
     let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]);
     let prog = program(&out.ptx, name);
@@ -505,11 +527,12 @@ fn emulate_kernel(
     (
         decode_launches(&words, &DecodeOptions::default()).unwrap(),
         mem.load(OUT, 4),
+        mem.ops,
     )
 }
 
 fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
-    let (traces, stored) =
+    let (traces, stored, _) =
         emulate_kernel(ONE_LOOP, "one_loop", blocks, records, epochs, launches, n);
     assert_eq!(stored, n, "the kernel's own result");
     traces
@@ -531,7 +554,7 @@ $SKIP:\n.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"d.py\"\n";
 /// threads that returned early finalize too, and the lane's end is the latest exit.
 #[test]
 fn a_diverged_warp_records_each_loop_entry_once_with_the_owner_trip_count() {
-    let (traces, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
+    let (traces, _, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
     let t = &traces[0];
     assert_eq!(t.names.regions, ["d.py:20 loop"]);
     assert_eq!(t.lanes.len(), 4);
@@ -619,4 +642,165 @@ fn launches_go_to_their_own_epochs() {
         assert_eq!(t.samples.value, vec![7, 7]);
         assert_eq!(t.source.epoch.map(|e| e.launches), Some(3));
     }
+}
+
+/// A triangular nest: the outer loop runs `n` times; the inner one, whose preheader is the
+/// outer loop's header (its set-up `mov` there, as compilers lay it out), runs `i + 1` times
+/// in the outer loop's `i`th iteration. Each thread stores the inner loop's total.
+const TRIANGULAR: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry tri(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<3>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r2, 0;\nmov.u32 %r5, 0;\n\
+$OUTER:\n.loc 1 20 1\nmov.u32 %r4, 0;\n\
+$INNER:\n.loc 1 21 1\nadd.s32 %r5, %r5, 1;\nadd.s32 %r4, %r4, 1;\nsetp.le.s32 %p1, %r4, %r2;\n@%p1 bra $INNER;\n\
+.loc 1 22 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p2, %r2, %r1;\n@%p2 bra $OUTER;\n\
+.loc 1 30 1\nst.global.u32 [%rd1], %r5;\nret;\n}\n.file 1 \"t.py\"\n";
+
+/// The inner loop's begin sits at the top of its preheader (the outer loop's header, after
+/// the outer trip add): every inner entry is recorded once, with its exact trip count, and
+/// both loops' counters total what the kernel ran.
+#[test]
+fn a_loop_begun_at_the_top_of_its_preheader_counts_exact_trips() {
+    let n = 5u64;
+    let (traces, stored, _) = emulate_kernel(TRIANGULAR, "tri", 2, 64, 1, 1, n);
+    assert_eq!(stored, n * (n + 1) / 2, "the kernel's own result");
+    let t = &traces[0];
+    assert_eq!(t.names.regions, ["t.py:20 loop", "t.py:21 loop"]);
+    assert_eq!(t.lanes.len(), 4);
+    // Per lane: the outer span and n inner spans.
+    assert_eq!(t.spans.len(), 4 * (1 + n as usize));
+    let inner: Vec<u32> = (1..=n as u32).collect();
+    for lane in 0..4 {
+        let per_lane = &t.samples.value[lane * (n as usize + 1)..(lane + 1) * (n as usize + 1)];
+        let (last, first) = per_lane.split_last().unwrap();
+        assert_eq!((first, *last), (inner.as_slice(), n as u32), "lane {lane}");
+    }
+    assert_eq!(
+        t.counter_totals,
+        [n, n * (n + 1) / 2].repeat(4),
+        "outer and inner totals per lane"
+    );
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
+        "{d:?}"
+    );
+}
+
+/// A kernel without loops: entry probes only, and no memory operation of its own but
+/// its store.
+const STRAIGHT: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry straight(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nst.global.u32 [%rd1], %r1;\nret;\n}\n\
+.file 1 \"s.py\"\n";
+
+/// Entry without a round trip: the lane init reads its layout from the symbol (constant
+/// loads), so it runs no global load and, with one epoch, no atomic; the epoch claim is
+/// one atomic per warp when there are more; the finalize one reduction per warp.
+#[test]
+fn the_lane_init_runs_no_global_load_and_no_atomic_with_one_epoch() {
+    let warps = 4; // 2 blocks of 2 warps
+    for (epochs, claims) in [(1, 0), (2, warps)] {
+        let (traces, stored, ops) = emulate_kernel(STRAIGHT, "straight", 2, 4, epochs, 1, 9);
+        assert_eq!(stored, 9);
+        assert_eq!(traces[0].lanes.len(), warps);
+        assert!(traces[0]
+            .lanes
+            .iter()
+            .all(|l| l.finalized && l.end > l.start));
+        assert_eq!(
+            ops,
+            Ops {
+                global_loads: 0,
+                atomics: claims,
+                reductions: warps,
+            },
+            "{epochs} epochs"
+        );
+    }
+}
+
+/// A module whose symbol was never set (all zero, as loaded) runs with its probes off: the
+/// kernel's own result, no other write, no global load, atomic or reduction.
+#[test]
+fn an_unattached_module_runs_with_its_probes_off() {
+    for (ptx, name) in [(ONE_LOOP, "one_loop"), (TRIANGULAR, "tri")] {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap();
+        let k = out.manifest.kernel(name).unwrap();
+        let mut mem = Memory {
+            words: HashMap::new(),
+            ops: Ops::default(),
+        };
+        let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
+        let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), 4)]);
+        run(&program(&out.ptx, name), &mut mem, &symbols, &params, 2, 64);
+        let want = if name == "tri" { 10 } else { 4 };
+        assert_eq!(mem.load(OUT, 4), want, "{name}: the kernel's own result");
+        assert_eq!(
+            mem.words.keys().copied().collect::<Vec<_>>(),
+            [OUT],
+            "{name}"
+        );
+        assert_eq!(mem.ops, Ops::default(), "{name}");
+    }
+}
+
+/// Threads 0 to 7 of each warp return before the loop; its preheader is split by labels
+/// nothing branches to (as Triton's `$L__tmp` debug labels split them).
+const EARLY_RET: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry early(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .pred %p<4>;\n.reg .b32 %r<6>;\n.reg .b64 %rd<3>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nmov.u32 %r3, %tid.x;\n\
+and.b32 %r4, %r3, 31;\nsetp.lt.u32 %p3, %r4, 8;\n@%p3 ret;\n\
+$Ltmp0:\nmov.u32 %r2, 0;\n$Ltmp1:\nmov.u32 %r5, 0;\n\
+$L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, %r1;\n@%p1 bra $L1;\n\
+.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"e.py\"\n";
+
+/// The begin goes up to the top of the preheader's basic block across labels nothing
+/// branches to, but not past a guarded `ret`: the threads that return never begin the
+/// loop, and each warp's loop is recorded once, by a thread that stays, with its trips.
+#[test]
+fn a_begin_moves_up_across_debug_labels_but_not_past_a_return() {
+    let out = instrument(EARLY_RET, &ProbeSet::default()).unwrap();
+    let begin = out.ptx.find("mov.u32 %ikp_t0, %globaltimer_lo;").unwrap();
+    let (tmp0, ret) = (
+        out.ptx.find("$Ltmp0:").unwrap(),
+        out.ptx.find("@%p3 bra").unwrap(),
+    );
+    assert!(ret < tmp0 && tmp0 < begin, "{}", out.ptx);
+    assert!(
+        begin < out.ptx.find("mov.u32 %r2, 0;").unwrap(),
+        "{}",
+        out.ptx
+    );
+    let (traces, stored, _) = emulate_kernel(EARLY_RET, "early", 2, 16, 1, 1, 6);
+    assert_eq!(stored, 6);
+    let t = &traces[0];
+    assert_eq!(t.lanes.len(), 4);
+    assert_eq!(t.spans.len(), 4);
+    assert_eq!(t.samples.value, vec![6; 4]);
+    let d = &t.diagnostics;
+    assert!(
+        d.unmatched_begin.is_empty() && d.unmatched_end.is_empty(),
+        "{d:?}"
+    );
+}
+
+/// A full lane in a nest: the outer loop's begin is its own record, the inner loop's
+/// entries are recorded whole at their ends (three slots at once); what does not fit is
+/// dropped newest first, and counted exactly.
+#[test]
+fn a_full_lane_in_a_nest_counts_its_drops_exactly() {
+    // Four slots, n = 2: the outer begin (1), the first inner entry (3); the second inner
+    // entry (3) and the outer end with its sample (2) are dropped.
+    let (traces, stored, _) = emulate_kernel(TRIANGULAR, "tri", 1, 4, 1, 1, 2);
+    assert_eq!(stored, 3);
+    let t = &traces[0];
+    for lane in &t.lanes {
+        assert_eq!((lane.written, lane.dropped), (4, 5));
+    }
+    assert_eq!(t.spans.len(), 2, "one inner span per warp");
+    assert_eq!(t.samples.value, vec![1, 1]);
+    assert_eq!(t.diagnostics.unmatched_begin.len(), 2, "the outer begins");
 }

@@ -8,8 +8,9 @@
 //! - the examples compiled with NVRTC (`examples_nvrtc`) and run on a GPU, with their
 //!   checks tried on synthetic buffers without one (`examples_gpu`);
 //! - `ikp instrument` on Triton, CuTe DSL and nvcc PTX (assembles, parameters unchanged,
-//!   probe operations and costs in SASS): `instrument_ptx`; the probes run on the CPU by a
-//!   small PTX interpreter and their buffer decoded: `ptx_emulator`;
+//!   probe operations and costs in SASS, loops keep their loads and body size, the entry
+//!   adds no global load): `instrument_ptx`; the probes run on the CPU by a small PTX
+//!   interpreter and their buffer decoded: `ptx_emulator`;
 //! - the GPU overhead bench's kernels: `gpu_overhead_nvrtc`;
 //! - the benches' inputs: `bench_inputs`;
 //! - helpers: [`support`].

@@ -24,9 +24,11 @@ on standard output and everything else on standard error. The checks:
   runs; ``ikp.load`` of the file must hold every record of every lane, in order, nothing
   dropped.
 - ``python/triton-probes``: Triton kernels nobody edited (scripts/triton-ptx-fixtures.py's,
-  at its shapes), instrumented by ``ikp.triton``: outputs bit for bit the plain kernels',
-  a lane per warp, each loop once per warp with the known trip count, and the slowdown per
-  kernel (see triton_probes.py beside this script).
+  at its shapes and at >= 100 us ones), instrumented by ``ikp.triton``: outputs bit for bit
+  the plain kernels', a lane per warp, each loop's known trip counts, ikp's extent within
+  each launch's GPU duration, slowdowns by GPU duration within the targets, and Proton's
+  instrumentation mode on the same loops beside it (see triton_probes.py beside this
+  script).
 - ``python/torch-compile``: a ``torch.compile``d model, warmed up before the context, run
   inside ``ikp.triton.profile()`` as it is: every Inductor Triton kernel launched traced,
   outputs equal to the plain compiled model's (triton_compile.py beside this script).
@@ -740,7 +742,9 @@ def triton_probes_check(ikp: Any) -> Dict[str, Any]:
         name,
         problems,
         "every fixture kernel instrumented by ikp.triton computed bit for bit what the plain "
-        "kernel did, with a lane per warp and each loop's known trip count",
+        "kernel did, with a lane per warp and each loop's known trip counts, ikp's extent within "
+        "each launch's GPU duration, and the slowdowns at entry,loops within the targets "
+        f"(median <= {triton_probes.MEDIAN_LIMIT}x, each <= {triton_probes.ANY_LIMIT}x at >= 100 us)",
         figures=figures,
     )
 

@@ -140,14 +140,25 @@ class _Driver:
         ]
         self.copy = lib.cuMemcpyHtoD_v2
         self.copy.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
+        self.read = lib.cuMemcpyDtoH_v2
+        self.read.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
 
     def set_pointer(self, module: int, symbol: str, value: int) -> None:
+        """Points the symbol at the buffer at ``value`` (0: probes off): the buffer's address,
+        then its header's words 1 to n - 1, read back from the buffer (ikp_host::instrument::
+        symbol_words: the probes read their layout from the constant bank)."""
         ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
         rc = self.get_global(ctypes.byref(ptr), ctypes.byref(size), ctypes.c_void_p(module), symbol.encode())
-        if rc != 0 or size.value != 8:
+        n = size.value // 8
+        if rc != 0 or n < 2 or size.value % 8:
             raise RuntimeError(f"ikp.triton: cuModuleGetGlobal({symbol}) failed (CUresult {rc}, {size.value} bytes)")
-        v = ctypes.c_uint64(value)
-        rc = self.copy(ptr.value, ctypes.byref(v), 8)
+        words = (ctypes.c_uint64 * n)()
+        if value:
+            rc = self.read(ctypes.byref(words), value, size.value)
+            if rc != 0:
+                raise RuntimeError(f"ikp.triton: cuMemcpyDtoH of the buffer header for {symbol} failed (CUresult {rc})")
+        words[0] = value
+        rc = self.copy(ptr.value, ctypes.byref(words), size.value)
         if rc != 0:
             raise RuntimeError(f"ikp.triton: cuMemcpyHtoD to {symbol} failed (CUresult {rc})")
 

@@ -79,7 +79,7 @@ def test_the_hook_instruments_what_triton_compiles(name):
         k = compile_for_sm90(mod, name)
     assert triton_settings() == before
     ptx = k.asm["ptx"]
-    assert f".visible .global .align 8 .u64 ikp_buf_{name};" in ptx
+    assert f".visible .const .align 16 .u64 ikp_buf_{name}[8]" in ptx
     assert len(k.asm["cubin"]) > 0  # Triton's ptxas assembled the instrumented PTX
     m = prof.manifests[name]
     assert m["warps_per_block"] == known["num_warps"]

@@ -78,9 +78,9 @@ pub enum SessionError {
          HostSession for the other overflow policies"
     )]
     NotStream,
-    /// An instrumented module's buffer symbol is not the 8-byte pointer `ikp instrument`
-    /// declares.
-    #[error("the ikp buffer symbol {symbol} is {bytes} bytes, not a 64-bit pointer: was the module instrumented by this ikp?")]
+    /// An instrumented module's buffer symbol is not the block `ikp instrument` declares
+    /// ([`crate::instrument::SYMBOL_WORDS`] 64-bit words).
+    #[error("the ikp buffer symbol {symbol} is {bytes} bytes, not the {} of this ikp's probes: was the module instrumented by this ikp?", crate::instrument::SYMBOL_WORDS * 8)]
     ProbeSymbol {
         /// The symbol.
         symbol: String,

@@ -11,11 +11,11 @@
 //! an `ikp.cuh` kernel, so every reader of ikp reads them.
 //!
 //! **No signature change.** A kernel's parameter list is left byte for byte as it was:
-//! the buffer's address comes from a module-scope variable, one per kernel
-//! ([`KernelProbes::symbol`], `.visible .global .u64`), which the host sets after loading
-//! the module (`cuModuleGetGlobal`; [`crate::cuda::HostSession::attach_probes`], or the
-//! Python package's `ikp.triton`). While it is zero (not set) every probe is off, so an
-//! instrumented module still runs correctly on its own.
+//! the buffer's address and layout come from a module-scope block in the constant bank,
+//! one per kernel ([`KernelProbes::symbol`], [`symbol_words`]), which the host sets after
+//! loading the module (`cuModuleGetGlobal`; [`crate::cuda::HostSession::attach_probes`],
+//! or the Python package's `ikp.triton`). While it is zero (not set) every probe is off,
+//! so an instrumented module still runs correctly on its own.
 //!
 //! What the pass does not understand it refuses, naming the line and the reason
 //! ([`InstrumentError::Unsupported`]): an indirect branch, irreducible control flow, a
@@ -177,6 +177,25 @@ pub struct Instrumented {
     pub manifest: Manifest,
 }
 
+/// Words of a kernel's buffer symbol: the buffer's address, then the buffer header's words
+/// 1 to `SYMBOL_WORDS - 1` (version, lanes, groups, grid, stride, epochs).
+pub const SYMBOL_WORDS: usize = ikp_device::wire::hdr::EPOCHS + 1;
+
+/// What the host writes into a kernel's buffer symbol (`cuModuleGetGlobal`, one copy of
+/// `SYMBOL_WORDS` words) to point it at a buffer at device address `buffer` whose header
+/// is `header` (as written at the buffer's start). Zeros turn the probes off.
+///
+/// # Format
+/// Word 0: `buffer`; word `i` (1 to `SYMBOL_WORDS - 1`): `header[i]`.
+pub fn symbol_words(buffer: u64, header: &[u64]) -> [u64; SYMBOL_WORDS] {
+    let mut w = [0; SYMBOL_WORDS];
+    w[0] = buffer;
+    for (i, v) in w.iter_mut().enumerate().skip(1) {
+        *v = header.get(i).copied().unwrap_or(0);
+    }
+    w
+}
+
 /// The buffer symbol of kernel `name`.
 pub fn symbol_of(kernel: &str) -> String {
     format!("ikp_buf_{kernel}")
@@ -194,7 +213,7 @@ pub fn symbol_of(kernel: &str) -> String {
 /// let k = &out.manifest.kernels[0];
 /// assert_eq!((k.symbol.as_str(), k.warps_per_block), ("ikp_buf_k", Some(2)));
 /// assert_eq!(k.regions, ["k loop at $L1"]);
-/// assert!(out.ptx.contains(".visible .global .align 8 .u64 ikp_buf_k;"));
+/// assert!(out.ptx.contains(".visible .const .align 16 .u64 ikp_buf_k[8] = {0, 0, 0, 0, 0, 0, 0, 0};"));
 /// # Ok::<(), ikp_host::instrument::InstrumentError>(())
 /// ```
 pub fn instrument(ptx: &str, probes: &ProbeSet) -> Result<Instrumented, InstrumentError> {
@@ -371,7 +390,7 @@ mod tests {
         );
         assert_eq!(k.counters, ["k loop at $L1 trips"]);
         assert_eq!(
-            out.ptx.matches("mov.pred %ikp_own0, %iq0;").count(),
+            out.ptx.matches("// ikp: loop begin").count(),
             1,
             "one begin per entry edge"
         );

@@ -6,14 +6,17 @@
 //! block at that line. An edge that a branch takes gets a trampoline (the branch is pointed
 //! at a new label after the body's last instruction, whose probes end in a branch to the
 //! old target); a fall-through edge gets its probes in place, before the label it falls
-//! into. A guarded `ret` becomes a guarded branch to a trampoline that finalizes and
-//! returns. Everything else in the text stays as it was.
+//! into. A loop's begin on an edge from a block that leads only into the loop (its
+//! preheader) goes at the top of that block's basic block instead, before the loop's
+//! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a
+//! guarded branch to a trampoline that finalizes and returns. Everything else in the text
+//! stays as it was.
 
 use std::collections::HashMap;
 
 use ikp_device::wire::{MAX_COUNTERS, MAX_REGIONS};
 
-use super::cfg::Cfg;
+use super::cfg::{Cfg, Edge};
 use super::emit;
 use super::ptx::{branch_target, loc_of, Kernel, Module, Stmt};
 use super::{InstrumentError, KernelProbes, Probe, ProbeKind, ProbeSet};
@@ -160,6 +163,30 @@ pub(crate) fn kernel(
         loop_region.push(r);
     }
     let probed = |l: usize| (l < loops).then_some(l);
+    // Loops with no other record inside (innermost, no line probes): recorded whole at
+    // their end (`emit::loop_begin_deferred`).
+    let deferred: Vec<bool> = (0..loops)
+        .map(|l| {
+            probes.lines.is_empty()
+                && !cfg.loops.iter().enumerate().any(|(o, other)| {
+                    o != l && other.body.iter().all(|b| cfg.loops[l].body.contains(b))
+                })
+        })
+        .collect();
+    let begin = |l: usize| {
+        if deferred[l] {
+            emit::loop_begin_deferred(l)
+        } else {
+            emit::loop_begin(l, loop_region[l])
+        }
+    };
+    let end = |l: usize| {
+        if deferred[l] {
+            emit::loop_end_deferred(l, loop_region[l])
+        } else {
+            emit::loop_end(l, loop_region[l])
+        }
+    };
 
     let mut edits = Vec::new();
     let mut trampolines = String::new();
@@ -196,13 +223,33 @@ pub(crate) fn kernel(
         b_loops
             .iter()
             .filter(|l| !keep.contains(l))
-            .filter_map(|&l| probed(l).map(|s| emit::loop_end(s, loop_region[s])))
+            .filter_map(|&l| probed(l).map(end))
             .collect()
     };
 
     // Edges. Block 0 is entered from the kernel's start (after init, which precedes the
     // first label), so a loop headed there is entered by that path too.
     let reachable = reachable(&cfg);
+    let preds = predecessors(&cfg);
+    let block_top = |u: usize| -> Option<usize> {
+        // A label nothing branches to (Triton's `$L__tmp` debug labels) splits no block
+        // of ptxas's: walk up through such joints, never past a guarded `ret` (a thread
+        // leaving there would leave a begin without its end).
+        let mut top = u;
+        while top > 0
+            && preds[top] == 1
+            && cfg.blocks[top - 1].succs
+                == [Edge {
+                    to: top,
+                    branch: false,
+                }]
+            && !cfg.blocks[top - 1].exits
+        {
+            top -= 1;
+        }
+        (cfg.blocks[top].stmts.start..cfg.blocks[u].stmts.end)
+            .find(|&i| matches!(k.stmts[i].stmt, Stmt::Instr { .. }))
+    };
     let mut entry_edges: Vec<(Option<usize>, usize, bool)> = vec![(None, 0, false)];
     for (u, b) in cfg.blocks.iter().enumerate() {
         if reachable[u] {
@@ -222,10 +269,26 @@ pub(crate) fn kernel(
                 });
             }
             if let Some(s) = probed(l) {
-                text += &emit::loop_begin(s, loop_region[s]);
+                text += &begin(s);
             }
         }
         if text.is_empty() {
+            continue;
+        }
+        // The only way into `v` from `u`: the begins go at the top of `u`'s basic block,
+        // before the loop's own set-up. A probe's atomics are branches in SASS (`BSSY;
+        // @!P BRA; ATOMG; BSYNC`); between the set-up and the header they split the
+        // preheader, and ptxas no longer unrolls the loop.
+        if let Some(top) = u
+            .filter(|&u| cfg.blocks[u].succs.len() == 1 && !cfg.blocks[u].exits)
+            .and_then(block_top)
+        {
+            edits.push(Edit {
+                at: k.stmts[top].at.start,
+                order: EDGE,
+                end: None,
+                text,
+            });
             continue;
         }
         let v_start = k
@@ -381,6 +444,15 @@ pub(crate) fn kernel(
         });
     }
     Ok((edits, out))
+}
+
+/// Each block's number of incoming edges.
+fn predecessors(cfg: &Cfg) -> Vec<usize> {
+    let mut n = vec![0; cfg.blocks.len()];
+    for e in cfg.blocks.iter().flat_map(|b| &b.succs) {
+        n[e.to] += 1;
+    }
+    n
 }
 
 fn reachable(cfg: &Cfg) -> Vec<bool> {

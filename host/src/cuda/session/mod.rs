@@ -234,28 +234,34 @@ impl HostSession {
     }
 
     /// Points a kernel instrumented by `ikp instrument` ([`crate::instrument`]) at this
-    /// session's buffer: writes the buffer's device address into the kernel's buffer
-    /// symbol (`symbol`, [`crate::instrument::KernelProbes::symbol`]) in `module`, then
-    /// waits for the session's stream. The kernel's parameters stay as they are: launch it
-    /// as before, any number of times (up to the layout's epochs), captured in a CUDA
-    /// Graph or not. Lay the session out with [`crate::instrument::KernelProbes::layout`].
+    /// session's buffer: writes the buffer's device address and layout
+    /// ([`crate::instrument::symbol_words`]) into the kernel's buffer symbol (`symbol`,
+    /// [`crate::instrument::KernelProbes::symbol`]) in `module`, then waits for the
+    /// session's stream. The kernel's parameters stay as they are: launch it as before, any
+    /// number of times (up to the layout's epochs), captured in a CUDA Graph or not. Lay
+    /// the session out with [`crate::instrument::KernelProbes::layout`].
     pub fn attach_probes(
         &self,
         module: &Arc<CudaModule>,
         symbol: &str,
     ) -> Result<(), SessionError> {
+        use crate::instrument::{symbol_words, SYMBOL_WORDS};
         let mut global = module
             .get_global(symbol, &self.stream)
             .map_err(|e| SessionError::driver("cuModuleGetGlobal (ikp buffer symbol)", e))?;
-        if global.len() != 8 {
+        if global.len() != SYMBOL_WORDS * 8 {
             return Err(SessionError::ProbeSymbol {
                 symbol: symbol.to_string(),
                 bytes: global.len(),
             });
         }
         let (ptr, _record) = self.buf.device_ptr(&self.stream);
+        let bytes: Vec<u8> = symbol_words(ptr, &self.header)
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         self.stream
-            .memcpy_htod(&ptr.to_le_bytes(), &mut global)
+            .memcpy_htod(&bytes, &mut global)
             .map_err(|e| SessionError::driver("cuMemcpyHtoD (ikp buffer symbol)", e))?;
         self.stream
             .synchronize()
