@@ -252,6 +252,8 @@ void atomic_add(unsigned long long* addr, unsigned long long value);  // atomicA
 // atomicAdd whose old value is used (an ATOM): takes a lane's epoch from its launch counter.
 unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value);
 void nanosleep(unsigned ns);  // __nanosleep: a stream lane waiting for the host
+// __any_sync(__activemask(), p): whether p holds on any thread of the calling warp.
+bool warp_any(bool p);
 }  // namespace emu
 #endif
 
@@ -335,6 +337,25 @@ IKP_INLINE unsigned linear_thread() {
   return t.x + d.x * (t.y + d.y * t.z);
 #else
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#endif
+}
+
+/// Whether `p` holds on any active thread of the warp (one VOTE, warp-uniform result). A
+/// lane keeps it from init so that every warp but its leader's branches around the record
+/// path: ptxas knows a vote's result is the same on every thread of the warp, so the branch
+/// is one uniform BRA, with no reconvergence barrier (BSSY / BSYNC).
+IKP_INLINE bool warp_any(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  return emu::warp_any(p);
+#else
+  unsigned mask, any;
+  asm volatile("activemask.b32 %0;" : "=r"(mask));
+  asm volatile(
+      "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tvote.sync.any.pred q, p, %2;\n\t"
+      "selp.u32 %0, 1, 0, q;\n\t}"
+      : "=r"(any)
+      : "r"(static_cast<unsigned>(p)), "r"(mask));
+  return any != 0u;
 #endif
 }
 
@@ -613,6 +634,14 @@ class Lane {
 #endif
       if constexpr (stream) on = on && (arg.flags & ARG_FLAG_STREAM) != 0u;
       on_ = on;
+      // The off switch: a warp without a writing leader (every warp of a null Arg, of a lane
+      // past the buffer or past its epochs, and every warp of a lane but its leader's)
+      // branches around the record path.
+      if constexpr (stream) {
+        live_ = on;
+      } else {
+        live_ = detail::warp_any(on);
+      }
       unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
       // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
@@ -653,8 +682,7 @@ class Lane {
   /// fence comes after the store, so the region's memory traffic is ordered after the stamp.
   IKP_INLINE void begin(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      put_timed(tag(KIND_BEGIN, region, payload));
-      if constexpr (F == Fence::Block) detail::fence_block();
+      put_fenced<false>(tag(KIND_BEGIN, region, payload));
     }
   }
 
@@ -662,16 +690,14 @@ class Lane {
   /// region's memory traffic is ordered before the stamp.
   IKP_INLINE void end(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
-      put_timed(tag(KIND_END, region, payload));
+      put_fenced<true>(tag(KIND_END, region, payload));
     }
   }
 
   /// A point event. With Fence::Block it is fenced like an end (what came before is done).
   IKP_INLINE void instant(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
-      put_timed(tag(KIND_INSTANT, region, payload));
+      put_fenced<true>(tag(KIND_INSTANT, region, payload));
     }
   }
 
@@ -710,7 +736,7 @@ class Lane {
   /// Call once, after the last record; a lane that never finalizes decodes as unfinished.
   IKP_INLINE void finalize() {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
+      if constexpr (F == Fence::Block) fence();
       if (on_) {
         unsigned long long* trailer = ev_ + cap_;
         // A stream lane's cursor counts stored records only; its drops are counted apart.
@@ -742,16 +768,48 @@ class Lane {
     return kind | ((region & REGION_MASK) << REGION_SHIFT) | (payload << PAYLOAD_SHIFT);
   }
 
-  /// The whole record path: if this thread writes and the lane has room, read the timer and
-  /// store; count always. The timer read sits under the same predicate as the store, which
-  /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
-  /// a uniform-register read plus a move. A ring lane always has room: it stores at the
-  /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
+  /// Fence::Block's fence, run by the warps of a lane that writes only: it orders the
+  /// leader warp's memory traffic around the stamp, and no other warp's traffic is in it.
+  IKP_INLINE void fence() const {
+    if (stream || live_) detail::fence_block();
+  }
+
+  /// A timed record with Fence::Block's fence before it (`FenceFirst`: end, instant) or
+  /// after it (begin). The fence and the record sit behind one branch on live_, so an off
+  /// warp skips both with one BRA.
+  template <bool FenceFirst>
+  IKP_INLINE void put_fenced(unsigned tag) {
+    if constexpr (F == Fence::None) {
+      put_timed(tag);
+    } else if constexpr (stream) {
+      if constexpr (FenceFirst) detail::fence_block();
+      put_timed(tag);
+      if constexpr (!FenceFirst) detail::fence_block();
+    } else if (live_) {
+      if constexpr (FenceFirst) detail::fence_block();
+      put_live(tag);
+      if constexpr (!FenceFirst) detail::fence_block();
+    }
+  }
+
+  /// The whole record path: a warp without a writing leader (live_, a vote taken at init)
+  /// branches around it all, so an off lane reads no timer, stores nothing and counts
+  /// nothing: one uniform branch per record. In the leader's warp: if this thread writes
+  /// and the lane has room, read the timer and store; count always. The timer read sits
+  /// under the same predicate as the store, which lets ptxas read it straight into the
+  /// store's register (one predicated CS2R) instead of a uniform-register read plus a move.
+  /// A ring lane always has room: it stores at the cursor modulo the (power-of-two)
+  /// capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (stream) {
       put_stream<true>(0u, tag);
       return;
     }
+    if (live_) put_live(tag);
+  }
+
+  /// put_timed() in a warp known to hold the lane's writing leader.
+  IKP_INLINE void put_live(unsigned tag) {
     if constexpr (ring) {
       const unsigned i = cursor_ & (cap_ - 1u);
       if (on_ && i < cap_) {
@@ -771,17 +829,19 @@ class Lane {
       put_stream<false>(value, tag);
       return;
     }
-    if constexpr (ring) {
-      const unsigned i = cursor_ & (cap_ - 1u);
-      if (on_ && i < cap_) {
-        detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    if (live_) {
+      if constexpr (ring) {
+        const unsigned i = cursor_ & (cap_ - 1u);
+        if (on_ && i < cap_) {
+          detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+        }
+      } else {
+        if (on_ && cursor_ < cap_) {
+          detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+        }
       }
-    } else {
-      if (on_ && cursor_ < cap_) {
-        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
-      }
+      ++cursor_;
     }
-    ++cursor_;
   }
 
   /// A stream record: stored at the cursor masked by the capacity while the cursor is not
@@ -855,6 +915,7 @@ class Lane {
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
+  bool live_;               // on_ on some thread of this warp (stream lanes: on_)
 };
 
 /// Closes a region when it goes out of scope (early returns, breaks and continues
