@@ -579,42 +579,52 @@ class Lane {
       if constexpr (FenceFirst) detail::fence_block();
       put_timed(tag);
       if constexpr (!FenceFirst) detail::fence_block();
-    } else if (live_) {
-      if constexpr (FenceFirst) detail::fence_block();
-      put_live(tag);
-      if constexpr (!FenceFirst) detail::fence_block();
+    } else {
+      if (live_) {
+        if constexpr (FenceFirst) detail::fence_block();
+        put_live(tag);
+        if constexpr (!FenceFirst) detail::fence_block();
+      }
+      ++cursor_;
     }
   }
 
   /// The whole record path: a warp without a writing leader (live_, a vote taken at init)
-  /// branches around it all, so an off lane reads no timer, stores nothing and counts
-  /// nothing: one uniform branch per record. In the leader's warp: if this thread writes
-  /// and the lane has room, read the timer and store; count always. The timer read sits
-  /// under the same predicate as the store, which lets ptxas read it straight into the
-  /// store's register (one predicated CS2R) instead of a uniform-register read plus a move.
-  /// A ring lane always has room: it stores at the cursor modulo the (power-of-two)
-  /// capacity, the compare only guards a zero capacity.
+  /// branches around the timer read and the store, so an off lane reads no timer and
+  /// stores nothing: one uniform branch per record, and the cursor's add (which folds away
+  /// in straight-line code). In the leader's warp: read the timer, and if this thread
+  /// writes and the lane has room, store; count always. A ring lane always has room: it
+  /// stores at the cursor modulo the (power-of-two) capacity, the compare only guards a
+  /// zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (stream) {
       put_stream<true>(0u, tag);
       return;
     }
     if (live_) put_live(tag);
+    ++cursor_;
   }
 
-  /// put_timed() in a warp known to hold the lane's writing leader.
+  /// put_timed() in a warp known to hold the lane's writing leader, without the cursor's
+  /// add. The whole warp reads the timer, outside the leader's predicate: ptxas then reads
+  /// it through the uniform datapath (S2UR and a move), and as no per-thread predicate can
+  /// guard a uniform instruction, the branch on live_ stays a branch. (Read under the
+  /// store's predicate, as ikp did before, the read is one predicated CS2R, but the record
+  /// becomes short enough for ptxas to predicate it whole, branch included: every warp
+  /// then issues it, which is what the off switch must not cost.) tests/device_sass.rs
+  /// checks that the off path holds no timer read and no store.
   IKP_INLINE void put_live(unsigned tag) {
+    const unsigned t = now();
     if constexpr (ring) {
       const unsigned i = cursor_ & (cap_ - 1u);
       if (on_ && i < cap_) {
-        detail::store_record(ev_, i, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
       }
     } else {
       if (on_ && cursor_ < cap_) {
-        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
       }
     }
-    ++cursor_;
   }
 
   /// The same for an untimed (meta) record whose high half is `value`.
@@ -634,8 +644,8 @@ class Lane {
           detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
         }
       }
-      ++cursor_;
     }
+    ++cursor_;
   }
 
   /// A stream record: stored at the cursor masked by the capacity while the cursor is not
@@ -670,12 +680,12 @@ class Lane {
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
   /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
   /// the shorter round's cycles over its records, rounded. Each record goes through the
-  /// record path's own code (a compare against a bound, the timer read under that
-  /// predicate, the word, store_record's plain 64-bit store), so ptxas emits a record's
+  /// record path's own code (the branch on live_, the timer read, a compare against a
+  /// bound, the word, store_record's plain 64-bit store), so ptxas emits a record's
   /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
   /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
-  /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it
-  /// too, which keeps them vector-register reads (CS2R) like the records' own. That is the
+  /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it,
+  /// which keeps them vector-register reads (CS2R) that add no move of their own. That is the
   /// issue cost of a record as records inside a span add it: stores are fire-and-forget,
   /// so their memory latency is not in it. The shorter of two rounds is kept so that a
   /// stall (a warp switch, an instruction-cache miss) is not. (Timing each record from its
@@ -691,8 +701,11 @@ class Lane {
       unsigned c0 = 0u, c1 = 0u;
       if (bound != 0u) c0 = detail::clock_lo();
       for (unsigned i = 0; i < records; ++i) {
-        if (i < bound) {
-          detail::store_record(calib, 0u, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | i);
+        if (live_) {
+          const unsigned t = now();
+          if (i < bound) {
+            detail::store_record(calib, 0u, (static_cast<unsigned long long>(t) << TIME_SHIFT) | i);
+          }
         }
       }
       if (bound != 0u) c1 = detail::clock_lo();

@@ -773,7 +773,11 @@ fn a_null_arg_reads_no_timer_fences_nothing_and_writes_nothing() {
             grid,
             block,
         );
-        assert_eq!(stdout.trim(), "fences=0 timer_reads=0 canary=OK", "{program}");
+        assert_eq!(
+            stdout.trim(),
+            "fences=0 timer_reads=0 canary=OK",
+            "{program}"
+        );
         for a in &after {
             assert_same_words(a, &laid_out, &format!("{program} with a null Arg"));
         }
