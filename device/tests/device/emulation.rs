@@ -186,7 +186,9 @@ impl<'a> Model<'a> {
         self.reads += 1;
         2 * self.ns + 64 + self.skew
     }
-    /// The stamp of a timed record that lands (the device reads no timer otherwise).
+    /// The stamp of a timed record. The leader's warp reads the timer at every record,
+    /// whether it lands or not (only the store is under the room predicate); the other
+    /// warps branch around it.
     fn stamp(&mut self) -> u64 {
         if self.clock {
             self.clock_read()
@@ -203,8 +205,9 @@ impl<'a> Model<'a> {
     }
     /// One timed record; returns its time if it landed.
     fn timed(&mut self, kind: Kind, region: u32, payload: u32) -> Option<u64> {
-        let t = if self.lands() { self.stamp() } else { 0 };
+        let read = self.stamp();
         let landed = self.lands();
+        let t = if landed { read } else { 0 };
         self.w.record(kind, region, payload, t as u32);
         self.attempted.push(wire::pack_record(
             t as u32,
