@@ -2,10 +2,11 @@
 //!
 //! `cargo bench --bench gpu_overhead` (on a machine with a CUDA GPU; without `--bench`
 //! criterion runs one test iteration). For each bench kernel (`gpu_overhead/kernels.cu`:
-//! the three example kernels, a GEMM on half data and a memory-bound copy) it compiles six
+//! the three example kernels, a GEMM on half data and a memory-bound copy) it compiles nine
 //! builds with NVRTC for the device's architecture (uninstrumented baseline, fenced zones,
-//! unfenced zones, counters only, compiled out, and the same regions recorded the peers'
-//! way: the TVM / FlashInfer record sequence), checks they compute the same output, then
+//! unfenced zones, counters only, compiled out, the same regions recorded the peers' way:
+//! the TVM / FlashInfer record sequence, the fenced build launched with a null `ikp::Arg`,
+//! and fenced and unfenced zones on the SM clock), checks they compute the same output, then
 //! times `REPS` (30) repetitions of every build with CUDA events, the builds interleaved
 //! within a repetition in a rotating order. One timing is [`LAUNCHES`] back-to-back
 //! launches between one event pair (a launch is short next to the event's resolution),
@@ -381,11 +382,12 @@ impl Bench {
                 .map_err(drv("cuModuleGetFunction"))?;
             functions.insert(v, f);
         }
-        let layout = spec.layout(blocks_1d(&work.cfg), work.records);
+        let layout = |timer| spec.layout(blocks_1d(&work.cfg), work.records, timer);
         let mut sessions = BTreeMap::new();
         for v in Variant::ALL.into_iter().filter(|v| v.records()) {
-            sessions.insert(v, HostSession::new(stream, layout.clone())?);
+            sessions.insert(v, HostSession::new(stream, layout(v.timer()))?);
         }
+        let layout = layout(ikp::device::TimerMode::Globaltimer);
         let lanes = layout.lane_count() as u32;
         let idle = HostSession::new(stream, layout)?;
         let tvm = stream
@@ -434,6 +436,8 @@ impl Bench {
                             .map_err(drv("cuMemsetD8Async (TVM buffer)"))?;
                         Some(Prof::Tvm(self.tvm_arg))
                     }
+                    // The runtime off switch: an all-zero argument, no lane, no buffer.
+                    Variant::NullArg => Some(Prof::Ikp(IkpArg::default())),
                     _ if v.takes_prof() => Some(Prof::Ikp(self.idle.kernel_arg())),
                     _ => None,
                 }

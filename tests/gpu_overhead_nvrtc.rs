@@ -1,9 +1,11 @@
 //! Every build the GPU overhead bench (`benches/gpu_overhead.rs`) times compiles with NVRTC,
 //! and each build is what its name says: the baseline has no profiler state and no
 //! `ikp::Arg`, fenced zones fence, unfenced zones do not, counters only keeps the wait
-//! counters and no timed record, compiled out is the baseline's code, and the peers' build
+//! counters and no timed record, compiled out is the baseline's code, the peers' build
 //! stamps `%globaltimer_lo` records behind block fences with no wait counter and no
-//! 64-bit lane stamps. No GPU needed; the bench itself only runs on one.
+//! 64-bit lane stamps, the null-Arg build is the fenced build's code (only its argument
+//! differs), and the clock builds time their records with `%clock` instead of
+//! `%globaltimer_lo`. No GPU needed; the bench itself only runs on one.
 //!
 //! The bench times the default builds, whose lanes also time their record cost at init
 //! (a `%globaltimer_lo` / `%clock` sequence with volatile stores) and carry the epoch code
@@ -80,7 +82,7 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
         for &v in &Variant::ALL {
             for (name, (_, body)) in ptx(v, arch, false) {
                 let lean = &builds[&v][&name].1;
-                let lane = v.records();
+                let lane = v.records() || v == Variant::NullArg;
                 assert_eq!(
                     stores(&body) > stores(lean) && has(&body, "atom.global.add.u64"),
                     lane,
@@ -102,22 +104,39 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                     timed,
                     matches!(
                         v,
-                        Variant::FencedZones | Variant::UnfencedZones | Variant::TvmStyle
+                        Variant::FencedZones
+                            | Variant::UnfencedZones
+                            | Variant::TvmStyle
+                            | Variant::NullArg
                     ),
                     "{arch} {} {name}: timed records",
                     v.name()
                 );
-                // Init / finalize stamps: every build that records.
+                // The lean builds read %clock only in the clock builds' records.
+                assert_eq!(
+                    has(body, "%clock"),
+                    v.timer() == ikp::device::TimerMode::Clock,
+                    "{arch} {} {name}: clock records",
+                    v.name()
+                );
+                // Init / finalize stamps: every build that records (and the null-Arg build,
+                // whose code is the fenced build's).
                 assert_eq!(
                     has(body, "%globaltimer"),
-                    v.records(),
+                    v.records() || v == Variant::NullArg,
                     "{arch} {} {name}: lane stamps",
                     v.name()
                 );
                 if NO_USER_FENCE.contains(&name) {
                     assert_eq!(
                         has(body, "membar.cta"),
-                        matches!(v, Variant::FencedZones | Variant::TvmStyle),
+                        matches!(
+                            v,
+                            Variant::FencedZones
+                                | Variant::TvmStyle
+                                | Variant::NullArg
+                                | Variant::FencedClock
+                        ),
                         "{arch} {} {name}: block fences",
                         v.name()
                     );
@@ -137,6 +156,12 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 counted,
                 !spec.counters.is_empty(),
                 "{arch} {name}: wait counters"
+            );
+            // The null-Arg build is the fenced build, argument and all.
+            assert_eq!(
+                builds[&Variant::NullArg][name],
+                builds[&Variant::FencedZones][name],
+                "{arch} {name}: the null-Arg build is not the fenced build"
             );
             // Compiled out is the baseline's code; only the unused parameter differs.
             assert_eq!(

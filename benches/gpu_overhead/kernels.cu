@@ -8,10 +8,12 @@
 //   BENCH_TVM        defined: the same regions recorded the peers' way (TVM / FlashInfer
 //                    CudaProfiler sequence, tvm_style.cuh), no counters, TvmArg parameter
 //   BENCH_FENCE      None | Block: the lanes' fence mode (default Block)
+//   BENCH_TIMER      Global | Clock: the lanes' record timer (default Global)
 //   BENCH_ZONES      1: regions bracketed with begin / end (default), 0: none
 //   BENCH_COUNTERS   1: spin loops counted with IKP_WAIT (default), 0: plain spin loops
 //
-// The compiled-out build is the default (zones and counters) with IKP_ENABLED=0.
+// The compiled-out build is the default (zones and counters) with IKP_ENABLED=0; the null-Arg
+// build is the default build launched with a null ikp::Arg (the runtime off switch).
 
 #if defined(BENCH_BASELINE)
 #define PROF_PARAM
@@ -47,6 +49,9 @@ struct TvmArg {
 #ifndef BENCH_FENCE
 #define BENCH_FENCE Block
 #endif
+#ifndef BENCH_TIMER
+#define BENCH_TIMER Global
+#endif
 #ifndef BENCH_ZONES
 #define BENCH_ZONES 1
 #endif
@@ -54,7 +59,8 @@ struct TvmArg {
 #define BENCH_COUNTERS 1
 #endif
 #define PROF_PARAM , ikp::Arg prof
-#define BENCH_LANE(group, leader) ikp::Lane<ikp::Fence::BENCH_FENCE> lane(prof, (group), (leader))
+#define BENCH_LANE(group, leader) \
+  ikp::Lane<ikp::Fence::BENCH_FENCE, ikp::Timer::BENCH_TIMER> lane(prof, (group), (leader))
 #if BENCH_ZONES
 #define BEGIN(region, payload) lane.begin((region), (payload))
 #define END(region, payload) lane.end((region), (payload))

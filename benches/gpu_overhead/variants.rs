@@ -22,6 +22,15 @@ pub enum Variant {
     CountersOnly,
     /// The fenced build compiled with `IKP_ENABLED=0`.
     CompiledOut,
+    /// The fenced build launched with a null `ikp::Arg` (all zero: no lane, no buffer), the
+    /// runtime off switch: nothing may be read, written or fenced, and it must cost what
+    /// the compiled-out build costs.
+    NullArg,
+    /// Fenced zones whose records read the SM clock (`Timer::Clock`), converted to ns by
+    /// each lane's start / end (clock, globaltimer) pairs.
+    FencedClock,
+    /// Unfenced zones on the SM clock.
+    UnfencedClock,
     /// The same regions recorded the peers' way: the TVM / FlashInfer CudaProfiler record
     /// sequence (`ikp_host::sass::kernels::TVM_STYLE`: per-thread offset and tag,
     /// leader-only store, a block fence after a start and before an end), no counters.
@@ -30,13 +39,16 @@ pub enum Variant {
 
 impl Variant {
     /// Every build, baseline first.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Baseline,
         Variant::FencedZones,
         Variant::UnfencedZones,
         Variant::CountersOnly,
         Variant::CompiledOut,
         Variant::TvmStyle,
+        Variant::NullArg,
+        Variant::FencedClock,
+        Variant::UnfencedClock,
     ];
 
     /// Short name for reports.
@@ -48,6 +60,9 @@ impl Variant {
             Variant::CountersOnly => "counters only",
             Variant::CompiledOut => "compiled out",
             Variant::TvmStyle => "tvm style",
+            Variant::NullArg => "null arg",
+            Variant::FencedClock => "fenced zones clock",
+            Variant::UnfencedClock => "unfenced zones clock",
         }
     }
 
@@ -61,8 +76,20 @@ impl Variant {
     pub fn records(self) -> bool {
         matches!(
             self,
-            Variant::FencedZones | Variant::UnfencedZones | Variant::CountersOnly
+            Variant::FencedZones
+                | Variant::UnfencedZones
+                | Variant::CountersOnly
+                | Variant::FencedClock
+                | Variant::UnfencedClock
         )
+    }
+
+    /// The timer the build's records read (the session's layout must say the same).
+    pub fn timer(self) -> TimerMode {
+        match self {
+            Variant::FencedClock | Variant::UnfencedClock => TimerMode::Clock,
+            _ => TimerMode::Globaltimer,
+        }
     }
 
     /// The NVRTC compiler for this build.
@@ -70,8 +97,15 @@ impl Variant {
         let c = Compiler::new(arch);
         match self {
             Variant::Baseline => c.define("BENCH_BASELINE", None),
-            Variant::FencedZones => c.define("BENCH_FENCE", Some("Block")),
+            // The null-Arg build is the fenced build's code; only its argument differs.
+            Variant::FencedZones | Variant::NullArg => c.define("BENCH_FENCE", Some("Block")),
             Variant::UnfencedZones => c.define("BENCH_FENCE", Some("None")),
+            Variant::FencedClock => c
+                .define("BENCH_FENCE", Some("Block"))
+                .define("BENCH_TIMER", Some("Clock")),
+            Variant::UnfencedClock => c
+                .define("BENCH_FENCE", Some("None"))
+                .define("BENCH_TIMER", Some("Clock")),
             Variant::CountersOnly => c
                 .define("BENCH_FENCE", Some("None"))
                 .define("BENCH_ZONES", Some("0")),
@@ -160,13 +194,14 @@ pub const KERNELS: [KernelSpec; 5] = [
 ];
 
 impl KernelSpec {
-    /// The session layout for a launch on `grid` with `records` records per lane.
-    pub fn layout(&self, grid: [u32; 3], records: u32) -> Layout {
+    /// The session layout for a launch on `grid` with `records` records per lane, whose
+    /// lanes read `timer`.
+    pub fn layout(&self, grid: [u32; 3], records: u32, timer: TimerMode) -> Layout {
         Layout {
             grid,
             groups_per_block: self.groups_per_block,
             records_per_lane: records,
-            timer: TimerMode::Globaltimer,
+            timer,
             regions: self.regions.iter().map(|s| s.to_string()).collect(),
             counters: self.counters.iter().map(|s| s.to_string()).collect(),
             ..Layout::default()
