@@ -28,6 +28,9 @@
 //! each kernel (`"complete": false` until the last), so a run stopped later keeps the
 //! kernels it finished. The GPU bundle's runner reads it.
 //!
+//! `IKP_OVERHEAD_PROFILE=kernel,...` launches each build of the kernels named once, for
+//! Nsight Compute (the GPU bundle's `overhead/ncu` checks), and times nothing.
+//!
 //! `IKP_OVERHEAD_CRITERION=0` leaves out the criterion phase (the GPU bundle's runner sets
 //! it: the paired repetitions are its figures, and criterion's adds a minute and a half).
 //!
@@ -413,16 +416,17 @@ impl Bench {
         })
     }
 
-    /// Runs build `v` [`LAUNCHES`] times between two events, after resetting a buffer of
-    /// the recording builds' size (its own session's, or the idle one), and returns one
-    /// launch's time in ms.
-    fn timed(
-        &mut self,
-        ctx: &Arc<CudaContext>,
-        stream: &Arc<CudaStream>,
-        v: Variant,
-    ) -> Result<f64, BoxError> {
-        let prof = match self.sessions.get_mut(&v) {
+    /// One launch of build `v` after the reset its timings do (the profiling mode).
+    fn launch_once(&mut self, stream: &Arc<CudaStream>, v: Variant) -> Result<(), BoxError> {
+        let prof = self.prof(stream, v)?;
+        let f = self.functions[&v].clone();
+        self.work.launch(stream, &f, v, prof.as_ref())
+    }
+
+    /// Resets the buffer build `v` writes (its own session's, or the idle one) and returns
+    /// its profiler argument.
+    fn prof(&mut self, stream: &Arc<CudaStream>, v: Variant) -> Result<Option<Prof>, BoxError> {
+        Ok(match self.sessions.get_mut(&v) {
             Some(s) => {
                 s.reset()?;
                 Some(Prof::Ikp(s.kernel_arg()))
@@ -442,7 +446,19 @@ impl Bench {
                     _ => None,
                 }
             }
-        };
+        })
+    }
+
+    /// Runs build `v` [`LAUNCHES`] times between two events, after resetting a buffer of
+    /// the recording builds' size (its own session's, or the idle one), and returns one
+    /// launch's time in ms.
+    fn timed(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        v: Variant,
+    ) -> Result<f64, BoxError> {
+        let prof = self.prof(stream, v)?;
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
         let end = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
@@ -595,6 +611,38 @@ fn report(results: &[Measured], print: bool) -> Result<Value, BoxError> {
     Ok(json!({"kernels": kernels, "pooled": pooled_json}))
 }
 
+/// `IKP_OVERHEAD_PROFILE=kernel,kernel`: the profiling mode the GPU bundle runs under Nsight
+/// Compute (`ncu`): for each kernel named, one launch of every build, in [`Variant::ALL`]
+/// order (after one warm-up launch each, which the bundle's `ncu` skips), and a line
+/// `profile: KERNEL BUILD` per profiled launch; no timing.
+const PROFILE_VAR: &str = "IKP_OVERHEAD_PROFILE";
+
+fn profile(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    arch: Arch,
+    sms: u32,
+    list: &str,
+) -> Result<(), BoxError> {
+    for name in list.split(',').filter(|n| !n.is_empty()) {
+        let spec = *KERNELS
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| format!("{PROFILE_VAR}: no bench kernel {name}"))?;
+        let mut b = Bench::new(ctx, stream, arch, spec, sms)?;
+        for v in Variant::ALL {
+            b.launch_once(stream, v)?;
+        }
+        stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+        for v in Variant::ALL {
+            b.launch_once(stream, v)?;
+            stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+            println!("profile: {name} {}", v.name());
+        }
+    }
+    Ok(())
+}
+
 /// Whether `e` means "no GPU here" (skip) rather than a failure.
 fn no_gpu(e: &SessionError) -> bool {
     matches!(
@@ -628,6 +676,9 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
         "reps": reps,
         "launches_per_timing": LAUNCHES,
     });
+    if let Ok(list) = std::env::var(PROFILE_VAR) {
+        return profile(&ctx, &stream, arch, sms, &list);
+    }
     for (i, &spec) in KERNELS.iter().enumerate() {
         let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
         let times = measure(&ctx, &stream, &mut b, reps)?;

@@ -15,6 +15,7 @@
 //! clients' script), `include/` (the headers), `bundle.json` (commit, build).
 
 pub mod examples;
+pub mod ncu;
 pub mod overhead;
 pub mod python;
 pub mod sanitizer;
@@ -177,6 +178,8 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     }
     checks.extend(overhead::run(bundle, &plan));
     checks.extend(sanitizer::run(bundle, &plan));
+    // Last: the profile is a figure, and it takes what time the run has left.
+    checks.extend(ncu::run(bundle, &plan));
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }
