@@ -2,7 +2,9 @@
 //!
 //! `cargo bench --bench gpu_overhead` (on a machine with a CUDA GPU; without `--bench`
 //! criterion runs one test iteration). For each bench kernel (`gpu_overhead/kernels.cu`:
-//! the three example kernels, a GEMM on half data and a memory-bound copy) it compiles nine
+//! the three example kernels, a GEMM on half data, a memory-bound copy, and on sm_90 a
+//! Hopper warp-specialized GEMM, TMA and wgmma, whose result is also checked against a CPU
+//! reference on sampled entries) it compiles nine
 //! builds with NVRTC for the device's architecture (uninstrumented baseline, fenced zones,
 //! unfenced zones, counters only, compiled out, the same regions recorded the peers' way:
 //! the TVM / FlashInfer record sequence, the fenced build launched with a null `ikp::Arg`,
@@ -88,6 +90,86 @@ struct Workload {
 enum Input {
     F32(CudaSlice<f32>),
     Half(CudaSlice<u16>, CudaSlice<u16>),
+    /// The Hopper GEMM's A (m x k) and B (n x k), their TMA descriptors, and host copies for
+    /// the reference check.
+    Hopper {
+        // Owned here: the TMA descriptors point into them.
+        #[allow(dead_code)]
+        a: CudaSlice<u16>,
+        #[allow(dead_code)]
+        b: CudaSlice<u16>,
+        tma_a: TmaDesc,
+        tma_b: TmaDesc,
+        host: (Vec<u16>, Vec<u16>),
+    },
+}
+
+/// A CUtensorMap (`TmaDesc` in kernels.cu): 128 opaque bytes, 64-byte aligned, passed by
+/// value as a `__grid_constant__` parameter.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct TmaDesc([u64; 16]);
+
+// SAFETY: TmaDesc is plain data laid out as kernels.cu's TmaDesc (and as CUtensorMap).
+unsafe impl DeviceRepr for TmaDesc {}
+
+/// Rows x columns of the Hopper GEMM's TMA box (kernels.cu: HG_BM or HG_BN x HG_BK).
+const HG_BOX: [u32; 2] = [64, 128];
+/// Dynamic shared memory of the Hopper GEMM (kernels.cu: HG_SMEM).
+const HG_SMEM: u32 = 3 * 2 * 128 * 64 * 2 + 1024 + 2 * 3 * 8;
+
+/// The TMA descriptor of a `rows` x `cols` half matrix (cols contiguous) at `ptr`, loaded in
+/// 128 x 64 boxes with the 128-byte swizzle the kernel's wgmma descriptors expect.
+fn tma_desc(ptr: u64, rows: u32, cols: u32) -> Result<TmaDesc, BoxError> {
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    let dims: [u64; 2] = [cols as u64, rows as u64];
+    let strides: [u64; 1] = [cols as u64 * 2];
+    let elem: [u32; 2] = [1, 1];
+    // SAFETY: every pointer is to a live array of the rank the call is given (2; strides
+    // rank - 1), `map` is 128 writable bytes, and `ptr` is a device allocation of rows *
+    // cols halves that outlives the descriptor's use.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            2,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            HG_BOX.as_ptr(),
+            elem.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuTensorMapEncodeTiled: {r:?}").into());
+    }
+    // SAFETY: the call succeeded, so it wrote the whole map.
+    Ok(TmaDesc(unsafe { map.assume_init() }.opaque))
+}
+
+/// Checks `sampled` entries of the Hopper GEMM's output against a CPU reference in f64.
+fn check_hopper(c: &[f32], a: &[u16], b: &[u16], n: usize, k: usize) -> Result<(), BoxError> {
+    let h = |v: u16| half::f16::from_bits(v).to_f64();
+    let m = c.len() / n;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..512 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (i, j) = ((x % m as u64) as usize, ((x >> 32) % n as u64) as usize);
+        let want: f64 = (0..k).map(|l| h(a[i * k + l]) * h(b[j * k + l])).sum();
+        let got = c[i * n + j] as f64;
+        if (got - want).abs() > 1e-2 + 1e-3 * want.abs() {
+            return Err(
+                format!("hopper_gemm: C[{i}][{j}] = {got}, the reference says {want}").into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 enum Output {
@@ -228,6 +310,40 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 false,
             )
         }
+        "hopper_gemm" => {
+            let (m, n, k) = (4096u32, 4096u32, 4096u32);
+            let cfg = LaunchConfig {
+                grid_dim: (n / 128, m / 128, 1),
+                block_dim: (384, 1, 1),
+                shared_mem_bytes: HG_SMEM,
+            };
+            let half = |len: usize, seed| -> Vec<u16> {
+                inputs(len, seed)
+                    .into_iter()
+                    .map(|v| half::f16::from_f32(v - 1.0).to_bits())
+                    .collect()
+            };
+            let (ha, hb) = (half((m * k) as usize, 7), half((n * k) as usize, 8));
+            let a = stream.clone_htod(&ha).map_err(drv("cuMemcpyHtoD (A)"))?;
+            let b = stream.clone_htod(&hb).map_err(drv("cuMemcpyHtoD (B)"))?;
+            let tma_a = tma_desc(a.device_ptr(stream).0, m, k)?;
+            let tma_b = tma_desc(b.device_ptr(stream).0, n, k)?;
+            let input = Input::Hopper {
+                a,
+                b,
+                tma_a,
+                tma_b,
+                host: (ha, hb),
+            };
+            (
+                cfg,
+                2 * (k / 64) + 2,
+                vec![m, n, k],
+                input,
+                (m * n) as usize,
+                false,
+            )
+        }
         other => return Err(format!("no workload for kernel {other}").into()),
     };
     let mut outputs = BTreeMap::new();
@@ -270,6 +386,9 @@ impl Workload {
             }
             (Output::Half(c), Input::Half(a, bm)) => {
                 b.arg(c).arg(a).arg(bm);
+            }
+            (Output::F32(c), Input::Hopper { tma_a, tma_b, .. }) => {
+                b.arg(c).arg(tma_a).arg(tma_b);
             }
             _ => return Err("output and input kinds disagree".into()),
         }
@@ -342,7 +461,11 @@ impl Resources {
                 .local_size_bytes()
                 .map_err(drv("cuFuncGetAttribute (local memory)"))?,
             blocks_per_sm: f
-                .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    threads,
+                    cfg.shared_mem_bytes as usize,
+                    None,
+                )
                 .map_err(drv("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?,
         })
     }
@@ -376,13 +499,20 @@ impl Bench {
         let work = workload(stream, spec, sms)?;
         let mut functions = BTreeMap::new();
         for v in Variant::ALL {
-            let module = v
-                .compiler(arch)
+            let module = spec
+                .compiler(v, arch)
                 .cubin("gpu_overhead.cu", SOURCE)?
                 .load(ctx)?;
             let f = module
                 .load_function(spec.name)
                 .map_err(drv("cuModuleGetFunction"))?;
+            if work.cfg.shared_mem_bytes > 48 * 1024 {
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    work.cfg.shared_mem_bytes as i32,
+                )
+                .map_err(drv("cuFuncSetAttribute (dynamic shared memory)"))?;
+            }
             functions.insert(v, f);
         }
         let layout = |timer| spec.layout(blocks_1d(&work.cfg), work.records, timer);
@@ -486,8 +616,17 @@ fn measure(
             bench.timed(ctx, stream, v)?;
         }
     }
-    // Every build computed the same output (the instrumentation must not change results).
+    // Every build computed the same output (the instrumentation must not change results),
+    // and the Hopper GEMM's is the product.
     let base = bench.work.output_bits(stream, Variant::Baseline)?;
+    if let Input::Hopper { host: (a, b), .. } = &bench.work.input {
+        let c: Vec<f32> = base.iter().map(|&x| f32::from_bits(x)).collect();
+        let (n, k) = (
+            bench.work.scalars[1] as usize,
+            bench.work.scalars[2] as usize,
+        );
+        check_hopper(&c, a, b, n, k)?;
+    }
     for v in Variant::ALL {
         if bench.work.output_bits(stream, v)? != base {
             return Err(format!(
@@ -629,6 +768,10 @@ fn profile(
             .iter()
             .find(|k| k.name == name)
             .ok_or_else(|| format!("{PROFILE_VAR}: no bench kernel {name}"))?;
+        if let Err(why) = spec.runs_on(arch) {
+            println!("profile: skipped {name} ({why})");
+            continue;
+        }
         let mut b = Bench::new(ctx, stream, arch, spec, sms)?;
         for v in Variant::ALL {
             b.launch_once(stream, v)?;
@@ -679,7 +822,18 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
     if let Ok(list) = std::env::var(PROFILE_VAR) {
         return profile(&ctx, &stream, arch, sms, &list);
     }
-    for (i, &spec) in KERNELS.iter().enumerate() {
+    let kernels: Vec<KernelSpec> = KERNELS
+        .iter()
+        .filter(|k| match k.runs_on(arch) {
+            Ok(()) => true,
+            Err(why) => {
+                println!("{}: skipped ({why})", k.name);
+                false
+            }
+        })
+        .copied()
+        .collect();
+    for (i, &spec) in kernels.iter().enumerate() {
         let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
         let times = measure(&ctx, &stream, &mut b, reps)?;
         let c = &b.work.cfg;
@@ -690,7 +844,7 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
             block_threads: c.block_dim.0 * c.block_dim.1 * c.block_dim.2,
         });
         benches.push(b);
-        let last = i + 1 == KERNELS.len();
+        let last = i + 1 == kernels.len();
         // The report is printed once, at the end; the file after every kernel.
         write_json(&head, &report(&results, last)?, last)?;
     }

@@ -151,17 +151,21 @@ pub struct KernelSpec {
     pub groups_per_block: u32,
     /// Parameters before `ikp::Arg`.
     pub params: usize,
+    /// A Hopper kernel (wgmma, TMA): compiled for sm_90a with `BENCH_HOPPER`, run on sm_90
+    /// devices only.
+    pub hopper: bool,
 }
 
-/// The kernels, in report order: the three examples, a compute-bound GEMM and a
-/// memory-bound copy.
-pub const KERNELS: [KernelSpec; 5] = [
+/// The kernels, in report order: the three examples, a compute-bound GEMM, a memory-bound
+/// copy and a Hopper warp-specialized GEMM (TMA, wgmma, mbarriers; sm_90 only).
+pub const KERNELS: [KernelSpec; 6] = [
     KernelSpec {
         name: "load_compute_store",
         regions: &["load", "compute", "store"],
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "warp_specialized",
@@ -169,6 +173,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &["wait_full", "wait_empty"],
         groups_per_block: 2,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "persistent",
@@ -176,6 +181,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "gemm_half",
@@ -183,6 +189,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 6,
+        hopper: false,
     },
     KernelSpec {
         name: "stream_copy",
@@ -190,10 +197,42 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 3,
+        hopper: false,
+    },
+    KernelSpec {
+        name: "hopper_gemm",
+        regions: &["load", "mma"],
+        counters: &["wait_full", "wait_empty"],
+        groups_per_block: 3,
+        params: 6,
+        hopper: true,
     },
 ];
 
 impl KernelSpec {
+    /// The NVRTC compiler for build `v` of this kernel on `arch`.
+    pub fn compiler(&self, v: Variant, arch: Arch) -> Compiler {
+        let c = v.compiler(arch);
+        if self.hopper {
+            // The last --gpu-architecture NVRTC receives is the one it uses.
+            c.define("BENCH_HOPPER", None)
+                .option("--gpu-architecture=sm_90a")
+        } else {
+            c
+        }
+    }
+
+    /// Whether the kernel runs on a device of `arch` (why not, if not).
+    pub fn runs_on(&self, arch: Arch) -> Result<(), String> {
+        if self.hopper && arch != Arch::new(9, 0) {
+            return Err(format!(
+                "{} needs sm_90 (wgmma, TMA), the device is {arch}",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+
     /// The session layout for a launch on `grid` with `records` records per lane, whose
     /// lanes read `timer`.
     pub fn layout(&self, grid: [u32; 3], records: u32, timer: TimerMode) -> Layout {

@@ -1,5 +1,5 @@
 //! Where the overhead goes: each build of the overhead bench's warp-specialized kernel and
-//! GEMM under Nsight Compute (`ncu`), one launch per build (the bench's profiling mode,
+//! GEMMs (the Hopper one on sm_90 only: elsewhere its check is skipped) under Nsight Compute (`ncu`), one launch per build (the bench's profiling mode,
 //! `IKP_OVERHEAD_PROFILE`), with the metrics that say what a probe costs: instructions
 //! issued and executed, registers, achieved occupancy, the warp stall reasons (cycles a
 //! warp spent stalled per issued instruction, by reason), the global stores' LSU requests
@@ -24,7 +24,7 @@ use crate::results::{Check, Status, Table};
 /// Time limit of the whole profile (every build of every kernel).
 pub const NCU_LIMIT: Duration = Duration::from_secs(150);
 /// The bench kernels profiled.
-pub const KERNELS: [&str; 2] = ["warp_specialized", "gemm_half"];
+pub const KERNELS: [&str; 3] = ["warp_specialized", "gemm_half", "hopper_gemm"];
 /// The bench's builds, in the order its profiling mode launches them (`Variant::ALL`).
 pub const BUILDS: [&str; 9] = [
     "baseline",
@@ -224,6 +224,13 @@ pub fn judge(csv: &str) -> Vec<Check> {
     let mut checks = Vec::new();
     for kernel in KERNELS {
         let name = format!("overhead/ncu/{kernel}");
+        if let Some(line) = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("profile: skipped {kernel} ")))
+        {
+            checks.push(Check::new(name, Status::Skip, false, line.to_string()));
+            continue;
+        }
         let launches: Vec<&Vec<String>> = rows
             .iter()
             .filter(|r| {
@@ -339,5 +346,20 @@ mod tests {
             c[0].detail
         );
         assert_eq!(judge("no csv")[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn a_kernel_the_device_cannot_run_is_skipped_with_the_reason() {
+        let mut out = csv(2 * BUILDS.len(), false);
+        out = out
+            .lines()
+            .filter(|l| !l.contains("hopper_gemm"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push_str("\nprofile: skipped hopper_gemm (hopper_gemm needs sm_90 (wgmma, TMA), the device is sm_80)\n");
+        let c = judge(&out);
+        assert_eq!(c[2].status, Status::Skip, "{}", c[2].detail);
+        assert!(c[2].detail.contains("needs sm_90"));
+        assert_eq!(c[0].status, Status::Pass, "{}", c[0].detail);
     }
 }
