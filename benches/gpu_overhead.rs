@@ -471,6 +471,10 @@ impl Resources {
     }
 }
 
+/// Each build's module, compiled once for every kernel (per build and whether it is the
+/// sm_90a build of the Hopper kernel).
+type Modules = BTreeMap<(Variant, bool), Arc<ikp::host::cuda::cudarc::driver::CudaModule>>;
+
 /// One kernel ready to run: its workload, one function per build, one session per
 /// recording build.
 struct Bench {
@@ -495,14 +499,22 @@ impl Bench {
         arch: Arch,
         spec: KernelSpec,
         sms: u32,
+        modules: &mut Modules,
     ) -> Result<Bench, BoxError> {
         let work = workload(stream, spec, sms)?;
         let mut functions = BTreeMap::new();
         for v in Variant::ALL {
-            let module = spec
-                .compiler(v, arch)
-                .cubin("gpu_overhead.cu", SOURCE)?
-                .load(ctx)?;
+            let module = match modules.get(&(v, spec.hopper)) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = spec
+                        .compiler(v, arch)
+                        .cubin("gpu_overhead.cu", SOURCE)?
+                        .load(ctx)?;
+                    modules.insert((v, spec.hopper), m.clone());
+                    m
+                }
+            };
             let f = module
                 .load_function(spec.name)
                 .map_err(drv("cuModuleGetFunction"))?;
@@ -763,6 +775,7 @@ fn profile(
     sms: u32,
     list: &str,
 ) -> Result<(), BoxError> {
+    let mut modules = Modules::new();
     for name in list.split(',').filter(|n| !n.is_empty()) {
         let spec = *KERNELS
             .iter()
@@ -772,7 +785,7 @@ fn profile(
             println!("profile: skipped {name} ({why})");
             continue;
         }
-        let mut b = Bench::new(ctx, stream, arch, spec, sms)?;
+        let mut b = Bench::new(ctx, stream, arch, spec, sms, &mut modules)?;
         for v in Variant::ALL {
             b.launch_once(stream, v)?;
         }
@@ -833,8 +846,9 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
         })
         .copied()
         .collect();
+    let mut modules = Modules::new();
     for (i, &spec) in kernels.iter().enumerate() {
-        let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
+        let mut b = Bench::new(&ctx, &stream, arch, spec, sms, &mut modules)?;
         let times = measure(&ctx, &stream, &mut b, reps)?;
         let c = &b.work.cfg;
         results.push(Measured {
