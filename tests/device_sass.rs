@@ -664,3 +664,41 @@ fn an_off_warp_reads_no_timer_and_stores_nothing() {
         check_off_paths(&format!("NVRTC {arch}"), &sass);
     }
 }
+
+/// `-DIKP_TIMER=Clock` makes the SM clock the timer of every `ikp::Lane<>` that does not name
+/// one (the switch of the default, ready for when the GPU figures call for it): the records
+/// read `%clock`, never `%globaltimer`; by default the reverse.
+#[test]
+fn ikp_timer_switches_the_default_timer() {
+    let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let c = SassCompiler::new(tools).unwrap_or_else(|e| panic!("{e}"));
+    let src = "#include \"ikp.cuh\"\n\
+               extern \"C\" __global__ void k(unsigned pay, ikp::Arg prof) {\n\
+                 ikp::Lane<> lane(prof, 0u, threadIdx.x == 0u);\n\
+                 lane.begin(1u, pay); lane.end(1u, pay);\n\
+                 lane.finalize();\n\
+               }\n";
+    for arch in ARCHS {
+        for (defines, clock) in [
+            (vec!["IKP_CALIBRATE=0"], false),
+            (vec!["IKP_CALIBRATE=0", "IKP_TIMER=Clock"], true),
+        ] {
+            let sass = c
+                .sass("timer_default", src, arch, &defines)
+                .unwrap_or_else(|e| panic!("{arch} {defines:?}: {e}"));
+            // The records read their timer through the uniform datapath (S2UR); the lane's
+            // init and finalize stamps read both timers into vector registers (CS2R).
+            let records: Vec<&String> = sass.kernels["k"]
+                .iter()
+                .map(|(_, t)| t)
+                .filter(|t| ikp::host::sass::parse::opcode(t).starts_with("S2UR"))
+                .collect();
+            let reads = |reg: &str| records.iter().filter(|t| t.contains(reg)).count();
+            assert_eq!(
+                (reads("SR_CLOCKLO") >= 2, reads("SR_GLOBALTIMER") == 0),
+                (clock, clock),
+                "{arch} {defines:?}: {records:?}"
+            );
+        }
+    }
+}

@@ -67,6 +67,10 @@
 //   for kernels never launched into a buffer sized for several launches. A lane compiled
 //   so records nothing when the host's buffer has more than one epoch, rather than write
 //   every launch over epoch 0.
+// IKP_TIMER (default Global): the timer of an ikp::Lane whose Timer parameter is left out,
+//   Global (%globaltimer_lo, ns) or Clock (%clock, SM cycles, converted to ns by the decoder
+//   from each lane's start and end (clock, globaltimer) pairs). Each lane stamps its timer
+//   in its IDS word, so lanes of both kinds decode from one buffer.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -82,6 +86,9 @@
 #endif
 #ifndef IKP_EPOCHS
 #define IKP_EPOCHS 1
+#endif
+#ifndef IKP_TIMER
+#define IKP_TIMER Global
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -583,7 +590,7 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
 /// O (Overflow::DropNewest / Ring / Stream / StreamWait) and On (defaults to IKP_ENABLED;
 /// false makes every method an empty inline function).
-template <Fence F = Fence::None, Timer T = Timer::Global, Overflow O = Overflow::DropNewest,
+template <Fence F = Fence::None, Timer T = Timer::IKP_TIMER, Overflow O = Overflow::DropNewest,
           bool On = (IKP_ENABLED != 0)>
 class Lane {
  public:
