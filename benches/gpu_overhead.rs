@@ -92,16 +92,19 @@ enum Input {
     Half(CudaSlice<u16>, CudaSlice<u16>),
     /// The Hopper GEMM's A (m x k) and B (n x k), their TMA descriptors, and host copies for
     /// the reference check.
-    Hopper {
-        // Owned here: the TMA descriptors point into them.
-        #[allow(dead_code)]
-        a: CudaSlice<u16>,
-        #[allow(dead_code)]
-        b: CudaSlice<u16>,
-        tma_a: TmaDesc,
-        tma_b: TmaDesc,
-        host: (Vec<u16>, Vec<u16>),
-    },
+    Hopper(Box<HopperInput>),
+}
+
+/// The Hopper GEMM's inputs (boxed: the descriptors are 256 bytes).
+struct HopperInput {
+    // Owned here: the TMA descriptors point into them.
+    #[allow(dead_code)]
+    a: CudaSlice<u16>,
+    #[allow(dead_code)]
+    b: CudaSlice<u16>,
+    tma_a: TmaDesc,
+    tma_b: TmaDesc,
+    host: (Vec<u16>, Vec<u16>),
 }
 
 /// A CUtensorMap (`TmaDesc` in kernels.cu): 128 opaque bytes, 64-byte aligned, passed by
@@ -328,13 +331,13 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             let b = stream.clone_htod(&hb).map_err(drv("cuMemcpyHtoD (B)"))?;
             let tma_a = tma_desc(a.device_ptr(stream).0, m, k)?;
             let tma_b = tma_desc(b.device_ptr(stream).0, n, k)?;
-            let input = Input::Hopper {
+            let input = Input::Hopper(Box::new(HopperInput {
                 a,
                 b,
                 tma_a,
                 tma_b,
                 host: (ha, hb),
-            };
+            }));
             (
                 cfg,
                 2 * (k / 64) + 2,
@@ -387,8 +390,8 @@ impl Workload {
             (Output::Half(c), Input::Half(a, bm)) => {
                 b.arg(c).arg(a).arg(bm);
             }
-            (Output::F32(c), Input::Hopper { tma_a, tma_b, .. }) => {
-                b.arg(c).arg(tma_a).arg(tma_b);
+            (Output::F32(c), Input::Hopper(h)) => {
+                b.arg(c).arg(&h.tma_a).arg(&h.tma_b);
             }
             _ => return Err("output and input kinds disagree".into()),
         }
@@ -631,7 +634,8 @@ fn measure(
     // Every build computed the same output (the instrumentation must not change results),
     // and the Hopper GEMM's is the product.
     let base = bench.work.output_bits(stream, Variant::Baseline)?;
-    if let Input::Hopper { host: (a, b), .. } = &bench.work.input {
+    if let Input::Hopper(h) = &bench.work.input {
+        let (a, b) = &h.host;
         let c: Vec<f32> = base.iter().map(|&x| f32::from_bits(x)).collect();
         let (n, k) = (
             bench.work.scalars[1] as usize,
