@@ -39,13 +39,15 @@
 // `ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring>` with a ring layout.
 //
 // Cost model (measured from SASS by the ikp test suite, figures in BENCHMARKS.md): a record
-// is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
-// straight into the store's register, the tag and one 64-bit store; the address is the
-// lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
-// Fence::Block adds one block fence on every thread. A ring record (Overflow::Ring) stores
-// at the cursor masked by the capacity, so its address never folds: about twice a
-// drop-newest record in straight-line code, the same in a loop. A wait-loop tick is one
-// register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
+// is one branch on a warp vote taken at init. Every warp without the lane's writing leader
+// (all of them when ikp::Arg is null or the lane is past the buffer: the runtime off switch)
+// takes it and runs nothing else: no timer read, no store, no fence. The leader's warp reads
+// the timer (a uniform-datapath read and a move), compares the cursor with the capacity
+// (folded with the leader predicate), builds the tag and stores one 64-bit word; the address
+// is the lane pointer plus cursor * 8, which folds into the store's offset in straight-line
+// code. Fence::Block adds one block fence, on the leader's warp only. A ring record
+// (Overflow::Ring) stores at the cursor masked by the capacity, so its address never folds.
+// A wait-loop tick is one register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
 // drops it) and its epoch code (run only when the buffer holds several launches;
 // -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
@@ -555,15 +557,17 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// One lane's recording handle: one (block, group) track with exactly one writing thread.
 ///
 /// Every thread of the group constructs it with the same group id and calls the same
-/// methods (they are cheap for non-leaders: the stores are predicated off). Only the leader
-/// of a lane that exists (lane < lane_count, group < groups_per_block) ever writes.
+/// methods. Only the leader of a lane that exists (lane < lane_count, group <
+/// groups_per_block) ever writes; at init each warp votes whether it holds such a leader,
+/// and a warp that does not (every warp of a null Arg: the runtime off switch) branches
+/// around every record, so it reads no timer, stores and fences nothing.
 ///
-/// The record path is what this type is about. A record is: one compare `cursor <
-/// capacity` folded with the leader predicate; then, predicated on it, one timer read
-/// straight into the store's register, one tag (region and kind are usually constants, so
-/// tag = payload << PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide
-/// multiply-add, or nothing when it folds into the store's offset) and one 64-bit store;
-/// and `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// The record path is what this type is about. A record is: the branch on the warp's vote;
+/// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
+/// leader predicate, one tag (region and kind are usually constants, so tag = payload <<
+/// PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide multiply-add, or
+/// nothing when it folds into the store's offset) and, predicated, one 64-bit store; and
+/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
 /// nothing else is tracked while recording, and finalize derives `written = min(cursor,
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.

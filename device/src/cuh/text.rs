@@ -349,15 +349,17 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// One lane's recording handle: one (block, group) track with exactly one writing thread.
 ///
 /// Every thread of the group constructs it with the same group id and calls the same
-/// methods (they are cheap for non-leaders: the stores are predicated off). Only the leader
-/// of a lane that exists (lane < lane_count, group < groups_per_block) ever writes.
+/// methods. Only the leader of a lane that exists (lane < lane_count, group <
+/// groups_per_block) ever writes; at init each warp votes whether it holds such a leader,
+/// and a warp that does not (every warp of a null Arg: the runtime off switch) branches
+/// around every record, so it reads no timer, stores and fences nothing.
 ///
-/// The record path is what this type is about. A record is: one compare `cursor <
-/// capacity` folded with the leader predicate; then, predicated on it, one timer read
-/// straight into the store's register, one tag (region and kind are usually constants, so
-/// tag = payload << PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide
-/// multiply-add, or nothing when it folds into the store's offset) and one 64-bit store;
-/// and `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// The record path is what this type is about. A record is: the branch on the warp's vote;
+/// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
+/// leader predicate, one tag (region and kind are usually constants, so tag = payload <<
+/// PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide multiply-add, or
+/// nothing when it folds into the store's offset) and, predicated, one 64-bit store; and
+/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
 /// nothing else is tracked while recording, and finalize derives `written = min(cursor,
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
