@@ -10,7 +10,11 @@
 //! - a lane's init and finalize (no record), with the share of its record-cost calibration
 //!   and of its epoch code;
 //! - the wait-counter tick: the spin loop body with and without IKP_WAIT's count;
-//! - the TVM CudaProfiler record sequence measured the same way, for comparison.
+//! - the TVM CudaProfiler record sequence measured the same way, for comparison, per warp
+//!   group (ikp's leader warp plus three off warps against four warps of TVM records);
+//! - the runtime off switch: a warp without a writing leader branches around every record
+//!   (no timer read, no store, no fence on its path), nvcc and NVRTC;
+//! - `IKP_TIMER` switches the default timer.
 //!
 //! `cargo test --test integration device_sass::print_sass_cost_table -- --nocapture`
 //! prints the table kept in BENCHMARKS.md (`ikp cost` prints the same table). The tools must be present: CI provisions them
