@@ -2,10 +2,13 @@
 //!
 //! `cargo bench --bench gpu_overhead` (on a machine with a CUDA GPU; without `--bench`
 //! criterion runs one test iteration). For each bench kernel (`gpu_overhead/kernels.cu`:
-//! the three example kernels, a GEMM on half data and a memory-bound copy) it compiles six
+//! the three example kernels, a GEMM on half data, a memory-bound copy, and on sm_90 a
+//! Hopper warp-specialized GEMM, TMA and wgmma, whose result is also checked against a CPU
+//! reference on sampled entries) it compiles nine
 //! builds with NVRTC for the device's architecture (uninstrumented baseline, fenced zones,
-//! unfenced zones, counters only, compiled out, and the same regions recorded the peers'
-//! way: the TVM / FlashInfer record sequence), checks they compute the same output, then
+//! unfenced zones, counters only, compiled out, the same regions recorded the peers' way:
+//! the TVM / FlashInfer record sequence, the fenced build launched with a null `ikp::Arg`,
+//! and fenced and unfenced zones on the SM clock), checks they compute the same output, then
 //! times `REPS` (30) repetitions of every build with CUDA events, the builds interleaved
 //! within a repetition in a rotating order. One timing is [`LAUNCHES`] back-to-back
 //! launches between one event pair (a launch is short next to the event's resolution),
@@ -26,6 +29,9 @@
 //! mean, [`SlowdownStats::ci95`]), times are one launch's. The file is rewritten after
 //! each kernel (`"complete": false` until the last), so a run stopped later keeps the
 //! kernels it finished. The GPU bundle's runner reads it.
+//!
+//! `IKP_OVERHEAD_PROFILE=kernel,...` launches each build of the kernels named once, for
+//! Nsight Compute (the GPU bundle's `overhead/ncu` checks), and times nothing.
 //!
 //! `IKP_OVERHEAD_CRITERION=0` leaves out the criterion phase (the GPU bundle's runner sets
 //! it: the paired repetitions are its figures, and criterion's adds a minute and a half).
@@ -84,6 +90,89 @@ struct Workload {
 enum Input {
     F32(CudaSlice<f32>),
     Half(CudaSlice<u16>, CudaSlice<u16>),
+    /// The Hopper GEMM's A (m x k) and B (n x k), their TMA descriptors, and host copies for
+    /// the reference check.
+    Hopper(Box<HopperInput>),
+}
+
+/// The Hopper GEMM's inputs (boxed: the descriptors are 256 bytes).
+struct HopperInput {
+    // Owned here: the TMA descriptors point into them.
+    #[allow(dead_code)]
+    a: CudaSlice<u16>,
+    #[allow(dead_code)]
+    b: CudaSlice<u16>,
+    tma_a: TmaDesc,
+    tma_b: TmaDesc,
+    host: (Vec<u16>, Vec<u16>),
+}
+
+/// A CUtensorMap (`TmaDesc` in kernels.cu): 128 opaque bytes, 64-byte aligned, passed by
+/// value as a `__grid_constant__` parameter.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct TmaDesc([u64; 16]);
+
+// SAFETY: TmaDesc is plain data laid out as kernels.cu's TmaDesc (and as CUtensorMap).
+unsafe impl DeviceRepr for TmaDesc {}
+
+/// Rows x columns of the Hopper GEMM's TMA box (kernels.cu: HG_BM or HG_BN x HG_BK).
+const HG_BOX: [u32; 2] = [64, 128];
+/// Dynamic shared memory of the Hopper GEMM (kernels.cu: HG_SMEM).
+const HG_SMEM: u32 = 3 * 2 * 128 * 64 * 2 + 1024 + 2 * 3 * 8;
+
+/// The TMA descriptor of a `rows` x `cols` half matrix (cols contiguous) at `ptr`, loaded in
+/// 128 x 64 boxes with the 128-byte swizzle the kernel's wgmma descriptors expect.
+fn tma_desc(ptr: u64, rows: u32, cols: u32) -> Result<TmaDesc, BoxError> {
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    let dims: [u64; 2] = [cols as u64, rows as u64];
+    let strides: [u64; 1] = [cols as u64 * 2];
+    let elem: [u32; 2] = [1, 1];
+    // SAFETY: every pointer is to a live array of the rank the call is given (2; strides
+    // rank - 1), `map` is 128 writable bytes, and `ptr` is a device allocation of rows *
+    // cols halves that outlives the descriptor's use.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            2,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            HG_BOX.as_ptr(),
+            elem.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuTensorMapEncodeTiled: {r:?}").into());
+    }
+    // SAFETY: the call succeeded, so it wrote the whole map.
+    Ok(TmaDesc(unsafe { map.assume_init() }.opaque))
+}
+
+/// Checks `sampled` entries of the Hopper GEMM's output against a CPU reference in f64.
+fn check_hopper(c: &[f32], a: &[u16], b: &[u16], n: usize, k: usize) -> Result<(), BoxError> {
+    let h = |v: u16| half::f16::from_bits(v).to_f64();
+    let m = c.len() / n;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..512 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (i, j) = ((x % m as u64) as usize, ((x >> 32) % n as u64) as usize);
+        let want: f64 = (0..k).map(|l| h(a[i * k + l]) * h(b[j * k + l])).sum();
+        let got = c[i * n + j] as f64;
+        if (got - want).abs() > 1e-2 + 1e-3 * want.abs() {
+            return Err(
+                format!("hopper_gemm: C[{i}][{j}] = {got}, the reference says {want}").into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 enum Output {
@@ -224,6 +313,40 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 false,
             )
         }
+        "hopper_gemm" => {
+            let (m, n, k) = (4096u32, 4096u32, 4096u32);
+            let cfg = LaunchConfig {
+                grid_dim: (n / 128, m / 128, 1),
+                block_dim: (384, 1, 1),
+                shared_mem_bytes: HG_SMEM,
+            };
+            let half = |len: usize, seed| -> Vec<u16> {
+                inputs(len, seed)
+                    .into_iter()
+                    .map(|v| half::f16::from_f32(v - 1.0).to_bits())
+                    .collect()
+            };
+            let (ha, hb) = (half((m * k) as usize, 7), half((n * k) as usize, 8));
+            let a = stream.clone_htod(&ha).map_err(drv("cuMemcpyHtoD (A)"))?;
+            let b = stream.clone_htod(&hb).map_err(drv("cuMemcpyHtoD (B)"))?;
+            let tma_a = tma_desc(a.device_ptr(stream).0, m, k)?;
+            let tma_b = tma_desc(b.device_ptr(stream).0, n, k)?;
+            let input = Input::Hopper(Box::new(HopperInput {
+                a,
+                b,
+                tma_a,
+                tma_b,
+                host: (ha, hb),
+            }));
+            (
+                cfg,
+                2 * (k / 64) + 2,
+                vec![m, n, k],
+                input,
+                (m * n) as usize,
+                false,
+            )
+        }
         other => return Err(format!("no workload for kernel {other}").into()),
     };
     let mut outputs = BTreeMap::new();
@@ -266,6 +389,9 @@ impl Workload {
             }
             (Output::Half(c), Input::Half(a, bm)) => {
                 b.arg(c).arg(a).arg(bm);
+            }
+            (Output::F32(c), Input::Hopper(h)) => {
+                b.arg(c).arg(&h.tma_a).arg(&h.tma_b);
             }
             _ => return Err("output and input kinds disagree".into()),
         }
@@ -338,11 +464,19 @@ impl Resources {
                 .local_size_bytes()
                 .map_err(drv("cuFuncGetAttribute (local memory)"))?,
             blocks_per_sm: f
-                .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    threads,
+                    cfg.shared_mem_bytes as usize,
+                    None,
+                )
                 .map_err(drv("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?,
         })
     }
 }
+
+/// Each build's module, compiled once for every kernel (per build and whether it is the
+/// sm_90a build of the Hopper kernel).
+type Modules = BTreeMap<(Variant, bool), Arc<ikp::host::cuda::cudarc::driver::CudaModule>>;
 
 /// One kernel ready to run: its workload, one function per build, one session per
 /// recording build.
@@ -368,24 +502,40 @@ impl Bench {
         arch: Arch,
         spec: KernelSpec,
         sms: u32,
+        modules: &mut Modules,
     ) -> Result<Bench, BoxError> {
         let work = workload(stream, spec, sms)?;
         let mut functions = BTreeMap::new();
         for v in Variant::ALL {
-            let module = v
-                .compiler(arch)
-                .cubin("gpu_overhead.cu", SOURCE)?
-                .load(ctx)?;
+            let module = match modules.get(&(v, spec.hopper)) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = spec
+                        .compiler(v, arch)
+                        .cubin("gpu_overhead.cu", SOURCE)?
+                        .load(ctx)?;
+                    modules.insert((v, spec.hopper), m.clone());
+                    m
+                }
+            };
             let f = module
                 .load_function(spec.name)
                 .map_err(drv("cuModuleGetFunction"))?;
+            if work.cfg.shared_mem_bytes > 48 * 1024 {
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    work.cfg.shared_mem_bytes as i32,
+                )
+                .map_err(drv("cuFuncSetAttribute (dynamic shared memory)"))?;
+            }
             functions.insert(v, f);
         }
-        let layout = spec.layout(blocks_1d(&work.cfg), work.records);
+        let layout = |timer| spec.layout(blocks_1d(&work.cfg), work.records, timer);
         let mut sessions = BTreeMap::new();
         for v in Variant::ALL.into_iter().filter(|v| v.records()) {
-            sessions.insert(v, HostSession::new(stream, layout.clone())?);
+            sessions.insert(v, HostSession::new(stream, layout(v.timer()))?);
         }
+        let layout = layout(ikp::device::TimerMode::Globaltimer);
         let lanes = layout.lane_count() as u32;
         let idle = HostSession::new(stream, layout)?;
         let tvm = stream
@@ -411,16 +561,17 @@ impl Bench {
         })
     }
 
-    /// Runs build `v` [`LAUNCHES`] times between two events, after resetting a buffer of
-    /// the recording builds' size (its own session's, or the idle one), and returns one
-    /// launch's time in ms.
-    fn timed(
-        &mut self,
-        ctx: &Arc<CudaContext>,
-        stream: &Arc<CudaStream>,
-        v: Variant,
-    ) -> Result<f64, BoxError> {
-        let prof = match self.sessions.get_mut(&v) {
+    /// One launch of build `v` after the reset its timings do (the profiling mode).
+    fn launch_once(&mut self, stream: &Arc<CudaStream>, v: Variant) -> Result<(), BoxError> {
+        let prof = self.prof(stream, v)?;
+        let f = self.functions[&v].clone();
+        self.work.launch(stream, &f, v, prof.as_ref())
+    }
+
+    /// Resets the buffer build `v` writes (its own session's, or the idle one) and returns
+    /// its profiler argument.
+    fn prof(&mut self, stream: &Arc<CudaStream>, v: Variant) -> Result<Option<Prof>, BoxError> {
+        Ok(match self.sessions.get_mut(&v) {
             Some(s) => {
                 s.reset()?;
                 Some(Prof::Ikp(s.kernel_arg()))
@@ -434,11 +585,25 @@ impl Bench {
                             .map_err(drv("cuMemsetD8Async (TVM buffer)"))?;
                         Some(Prof::Tvm(self.tvm_arg))
                     }
+                    // The runtime off switch: an all-zero argument, no lane, no buffer.
+                    Variant::NullArg => Some(Prof::Ikp(IkpArg::default())),
                     _ if v.takes_prof() => Some(Prof::Ikp(self.idle.kernel_arg())),
                     _ => None,
                 }
             }
-        };
+        })
+    }
+
+    /// Runs build `v` [`LAUNCHES`] times between two events, after resetting a buffer of
+    /// the recording builds' size (its own session's, or the idle one), and returns one
+    /// launch's time in ms.
+    fn timed(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        v: Variant,
+    ) -> Result<f64, BoxError> {
+        let prof = self.prof(stream, v)?;
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
         let end = ctx.new_event(flags).map_err(drv("cuEventCreate"))?;
@@ -466,8 +631,18 @@ fn measure(
             bench.timed(ctx, stream, v)?;
         }
     }
-    // Every build computed the same output (the instrumentation must not change results).
+    // Every build computed the same output (the instrumentation must not change results),
+    // and the Hopper GEMM's is the product.
     let base = bench.work.output_bits(stream, Variant::Baseline)?;
+    if let Input::Hopper(h) = &bench.work.input {
+        let (a, b) = &h.host;
+        let c: Vec<f32> = base.iter().map(|&x| f32::from_bits(x)).collect();
+        let (n, k) = (
+            bench.work.scalars[1] as usize,
+            bench.work.scalars[2] as usize,
+        );
+        check_hopper(&c, a, b, n, k)?;
+    }
     for v in Variant::ALL {
         if bench.work.output_bits(stream, v)? != base {
             return Err(format!(
@@ -591,6 +766,43 @@ fn report(results: &[Measured], print: bool) -> Result<Value, BoxError> {
     Ok(json!({"kernels": kernels, "pooled": pooled_json}))
 }
 
+/// `IKP_OVERHEAD_PROFILE=kernel,kernel`: the profiling mode the GPU bundle runs under Nsight
+/// Compute (`ncu`): for each kernel named, one launch of every build, in [`Variant::ALL`]
+/// order (after one warm-up launch each, which the bundle's `ncu` skips), and a line
+/// `profile: KERNEL BUILD` per profiled launch; no timing.
+const PROFILE_VAR: &str = "IKP_OVERHEAD_PROFILE";
+
+fn profile(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    arch: Arch,
+    sms: u32,
+    list: &str,
+) -> Result<(), BoxError> {
+    let mut modules = Modules::new();
+    for name in list.split(',').filter(|n| !n.is_empty()) {
+        let spec = *KERNELS
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| format!("{PROFILE_VAR}: no bench kernel {name}"))?;
+        if let Err(why) = spec.runs_on(arch) {
+            println!("profile: skipped {name} ({why})");
+            continue;
+        }
+        let mut b = Bench::new(ctx, stream, arch, spec, sms, &mut modules)?;
+        for v in Variant::ALL {
+            b.launch_once(stream, v)?;
+        }
+        stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+        for v in Variant::ALL {
+            b.launch_once(stream, v)?;
+            stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+            println!("profile: {name} {}", v.name());
+        }
+    }
+    Ok(())
+}
+
 /// Whether `e` means "no GPU here" (skip) rather than a failure.
 fn no_gpu(e: &SessionError) -> bool {
     matches!(
@@ -624,8 +836,23 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
         "reps": reps,
         "launches_per_timing": LAUNCHES,
     });
-    for (i, &spec) in KERNELS.iter().enumerate() {
-        let mut b = Bench::new(&ctx, &stream, arch, spec, sms)?;
+    if let Ok(list) = std::env::var(PROFILE_VAR) {
+        return profile(&ctx, &stream, arch, sms, &list);
+    }
+    let kernels: Vec<KernelSpec> = KERNELS
+        .iter()
+        .filter(|k| match k.runs_on(arch) {
+            Ok(()) => true,
+            Err(why) => {
+                println!("{}: skipped ({why})", k.name);
+                false
+            }
+        })
+        .copied()
+        .collect();
+    let mut modules = Modules::new();
+    for (i, &spec) in kernels.iter().enumerate() {
+        let mut b = Bench::new(&ctx, &stream, arch, spec, sms, &mut modules)?;
         let times = measure(&ctx, &stream, &mut b, reps)?;
         let c = &b.work.cfg;
         results.push(Measured {
@@ -635,7 +862,7 @@ fn run(ctx: Arc<CudaContext>) -> Result<(), BoxError> {
             block_threads: c.block_dim.0 * c.block_dim.1 * c.block_dim.2,
         });
         benches.push(b);
-        let last = i + 1 == KERNELS.len();
+        let last = i + 1 == kernels.len();
         // The report is printed once, at the end; the file after every kernel.
         write_json(&head, &report(&results, last)?, last)?;
     }

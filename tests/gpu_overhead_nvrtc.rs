@@ -1,9 +1,11 @@
 //! Every build the GPU overhead bench (`benches/gpu_overhead.rs`) times compiles with NVRTC,
 //! and each build is what its name says: the baseline has no profiler state and no
 //! `ikp::Arg`, fenced zones fence, unfenced zones do not, counters only keeps the wait
-//! counters and no timed record, compiled out is the baseline's code, and the peers' build
+//! counters and no timed record, compiled out is the baseline's code, the peers' build
 //! stamps `%globaltimer_lo` records behind block fences with no wait counter and no
-//! 64-bit lane stamps. No GPU needed; the bench itself only runs on one.
+//! 64-bit lane stamps, the null-Arg build is the fenced build's code (only its argument
+//! differs), and the clock builds time their records with `%clock` instead of
+//! `%globaltimer_lo`. No GPU needed; the bench itself only runs on one.
 //!
 //! The bench times the default builds, whose lanes also time their record cost at init
 //! (a `%globaltimer_lo` / `%clock` sequence with volatile stores) and carry the epoch code
@@ -80,7 +82,7 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
         for &v in &Variant::ALL {
             for (name, (_, body)) in ptx(v, arch, false) {
                 let lean = &builds[&v][&name].1;
-                let lane = v.records();
+                let lane = v.records() || v == Variant::NullArg;
                 assert_eq!(
                     stores(&body) > stores(lean) && has(&body, "atom.global.add.u64"),
                     lane,
@@ -89,7 +91,8 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 );
             }
         }
-        for spec in KERNELS {
+        // The Hopper GEMM is built for sm_90a only (its own test below).
+        for spec in KERNELS.iter().filter(|k| !k.hopper) {
             let name = spec.name;
             for (&v, kernels) in &builds {
                 let (list, body) = kernels
@@ -102,22 +105,39 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                     timed,
                     matches!(
                         v,
-                        Variant::FencedZones | Variant::UnfencedZones | Variant::TvmStyle
+                        Variant::FencedZones
+                            | Variant::UnfencedZones
+                            | Variant::TvmStyle
+                            | Variant::NullArg
                     ),
                     "{arch} {} {name}: timed records",
                     v.name()
                 );
-                // Init / finalize stamps: every build that records.
+                // The lean builds read %clock only in the clock builds' records.
+                assert_eq!(
+                    has(body, "%clock"),
+                    v.timer() == ikp::device::TimerMode::Clock,
+                    "{arch} {} {name}: clock records",
+                    v.name()
+                );
+                // Init / finalize stamps: every build that records (and the null-Arg build,
+                // whose code is the fenced build's).
                 assert_eq!(
                     has(body, "%globaltimer"),
-                    v.records(),
+                    v.records() || v == Variant::NullArg,
                     "{arch} {} {name}: lane stamps",
                     v.name()
                 );
                 if NO_USER_FENCE.contains(&name) {
                     assert_eq!(
                         has(body, "membar.cta"),
-                        matches!(v, Variant::FencedZones | Variant::TvmStyle),
+                        matches!(
+                            v,
+                            Variant::FencedZones
+                                | Variant::TvmStyle
+                                | Variant::NullArg
+                                | Variant::FencedClock
+                        ),
                         "{arch} {} {name}: block fences",
                         v.name()
                     );
@@ -137,6 +157,12 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 counted,
                 !spec.counters.is_empty(),
                 "{arch} {name}: wait counters"
+            );
+            // The null-Arg build is the fenced build, argument and all.
+            assert_eq!(
+                builds[&Variant::NullArg][name],
+                builds[&Variant::FencedZones][name],
+                "{arch} {name}: the null-Arg build is not the fenced build"
             );
             // Compiled out is the baseline's code; only the unused parameter differs.
             assert_eq!(
@@ -158,6 +184,7 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         ("P_", "persistent"),
         ("G_", "gemm_half"),
         ("SC_", "stream_copy"),
+        ("HG_", "hopper_gemm"),
     ];
     let mut seen = 0;
     for items in support::unsigned_enums(SOURCE) {
@@ -181,5 +208,104 @@ fn kernel_ids_match_the_names_the_bench_gives_the_host() {
         }
         seen += 1;
     }
-    assert_eq!(seen, 6, "five region enums and one counter enum");
+    assert_eq!(seen, 8, "six region enums and two counter enums");
+}
+
+/// The Hopper warp-specialized GEMM (`hopper_gemm`, kernels.cu under `BENCH_HOPPER`) is what
+/// its name says in every build nvcc makes of it for sm_90a: TMA loads (UTMALDG), wgmma
+/// (HGMMA), mbarrier waits and arrivals (SYNCS), setmaxnreg (USETMAXREG); the ikp builds
+/// and the peers' build stamp their zones (globaltimer or clock reads), the baseline and
+/// compiled-out builds stamp nothing and are the same code. NVRTC compiles it too.
+#[test]
+fn the_hopper_gemm_builds_with_tma_wgmma_mbarriers_and_zones() {
+    let tools = ikp::host::sass::CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ikp.cuh"), ikp::device::cuh::source()).unwrap();
+    std::fs::write(
+        dir.path().join("tvm_style.cuh"),
+        ikp::host::sass::kernels::TVM_STYLE,
+    )
+    .unwrap();
+    let src = dir.path().join("gpu_overhead.cu");
+    std::fs::write(&src, SOURCE).unwrap();
+    let sass = |defines: &[&str]| -> String {
+        let cubin = dir.path().join("k.cubin");
+        let mut nvcc = std::process::Command::new(&tools.nvcc);
+        nvcc.args(["-cubin", "-arch=sm_90a", "-DBENCH_HOPPER"])
+            .arg("-I")
+            .arg(dir.path());
+        for d in defines {
+            nvcc.arg(format!("-D{d}"));
+        }
+        let out = nvcc.arg("-o").arg(&cubin).arg(&src).output().unwrap();
+        assert!(
+            out.status.success(),
+            "nvcc {defines:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = std::process::Command::new(&tools.cuobjdump)
+            .arg("-sass")
+            .arg(&cubin)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let start = text
+            .find("Function : hopper_gemm")
+            .expect("hopper_gemm in the cubin");
+        let body = &text[start..];
+        let end = body[1..].find("Function : ").map_or(body.len(), |e| e + 1);
+        body[..end].to_owned()
+    };
+    let builds = [
+        ("baseline", vec!["BENCH_BASELINE"]),
+        ("fenced zones", vec![]),
+        ("unfenced zones", vec!["BENCH_FENCE=None"]),
+        ("fenced zones clock", vec!["BENCH_TIMER=Clock"]),
+        ("tvm style", vec!["BENCH_TVM"]),
+        ("compiled out", vec!["IKP_ENABLED=0"]),
+    ];
+    let mut listings = BTreeMap::new();
+    for (name, defines) in &builds {
+        let s = sass(defines);
+        for op in [
+            "HGMMA.64x128x16.F32",
+            "UTMALDG.2D",
+            "SYNCS.PHASECHK",
+            "SYNCS.ARRIVE",
+            "USETMAXREG",
+        ] {
+            assert!(s.contains(op), "{name}: no {op} in hopper_gemm");
+        }
+        let zones = s.matches("SR_GLOBALTIMERLO").count() + s.matches("SR_CLOCKLO").count();
+        let stamps = !matches!(*name, "baseline" | "compiled out");
+        assert_eq!(zones > 0, stamps, "{name}: {zones} timer reads");
+        listings.insert(*name, s);
+    }
+    // The clock build's zones read the SM clock; the others' the globaltimer.
+    assert!(listings["fenced zones clock"].contains("SR_CLOCKLO"));
+    let code = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter_map(|l| l.trim().strip_prefix("/*"))
+            .filter_map(|l| l.split_once("*/"))
+            .map(|(_, t)| t.split(';').next().unwrap_or("").trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    };
+    assert_eq!(
+        code(&listings["compiled out"]),
+        code(&listings["baseline"]),
+        "IKP_ENABLED=0 changes hopper_gemm"
+    );
+    // NVRTC, the bench's compiler, builds it for sm_90a as well.
+    if let Err(e) = nvrtc::probe() {
+        panic!("{e}");
+    }
+    for v in [Variant::Baseline, Variant::FencedZones, Variant::TvmStyle] {
+        v.compiler(Arch::new(9, 0))
+            .define("BENCH_HOPPER", None)
+            .option("--gpu-architecture=sm_90a")
+            .cubin("gpu_overhead.cu", SOURCE)
+            .unwrap_or_else(|e| panic!("NVRTC sm_90a {}: {e}", v.name()));
+    }
 }

@@ -8,10 +8,12 @@
 //   BENCH_TVM        defined: the same regions recorded the peers' way (TVM / FlashInfer
 //                    CudaProfiler sequence, tvm_style.cuh), no counters, TvmArg parameter
 //   BENCH_FENCE      None | Block: the lanes' fence mode (default Block)
+//   BENCH_TIMER      Global | Clock: the lanes' record timer (default Global)
 //   BENCH_ZONES      1: regions bracketed with begin / end (default), 0: none
 //   BENCH_COUNTERS   1: spin loops counted with IKP_WAIT (default), 0: plain spin loops
 //
-// The compiled-out build is the default (zones and counters) with IKP_ENABLED=0.
+// The compiled-out build is the default (zones and counters) with IKP_ENABLED=0; the null-Arg
+// build is the default build launched with a null ikp::Arg (the runtime off switch).
 
 #if defined(BENCH_BASELINE)
 #define PROF_PARAM
@@ -47,6 +49,9 @@ struct TvmArg {
 #ifndef BENCH_FENCE
 #define BENCH_FENCE Block
 #endif
+#ifndef BENCH_TIMER
+#define BENCH_TIMER Global
+#endif
 #ifndef BENCH_ZONES
 #define BENCH_ZONES 1
 #endif
@@ -54,7 +59,8 @@ struct TvmArg {
 #define BENCH_COUNTERS 1
 #endif
 #define PROF_PARAM , ikp::Arg prof
-#define BENCH_LANE(group, leader) ikp::Lane<ikp::Fence::BENCH_FENCE> lane(prof, (group), (leader))
+#define BENCH_LANE(group, leader) \
+  ikp::Lane<ikp::Fence::BENCH_FENCE, ikp::Timer::BENCH_TIMER> lane(prof, (group), (leader))
 #if BENCH_ZONES
 #define BEGIN(region, payload) lane.begin((region), (payload))
 #define END(region, payload) lane.end((region), (payload))
@@ -273,3 +279,165 @@ extern "C" __global__ void stream_copy(float* out, const float* in, unsigned n P
   }
   FINALIZE();
 }
+
+// ---------------------------------------------------------------------------------------
+// Hopper warp-specialized GEMM (sm_90a only: compiled when BENCH_HOPPER is defined), the
+// shape people profile today: C (m x n, f32) = A (m x k, half, k contiguous) * B^T (B is
+// n x k, half, k contiguous), accumulated in f32. A block of three warp groups computes a
+// 128 x 128 tile of C: warp group 0 is the producer (setmaxnreg down to 40 registers), one
+// thread of it loads 128 x 64 tiles of A and B with TMA (cp.async.bulk.tensor, 128-byte
+// swizzle) into a ring of HG_STAGES stages whose "full" mbarriers count the bytes; warp
+// groups 1 and 2 are the consumers (setmaxnreg up to 232), each multiplies its 64 rows with
+// wgmma.mma_async m64n128k16 straight from shared memory and frees the stage on its "empty"
+// mbarrier. m, n must be multiples of 128, k of 64. The TMA descriptors (CUtensorMap, 128
+// bytes) come from the host as __grid_constant__ parameters. Zones: the producer's LOAD
+// (wait for a free stage, issue the loads), the consumers' MMA (wait for the data, the
+// wgmma group, its completion); each warp group is a lane, its first thread the leader.
+#if defined(BENCH_HOPPER)
+enum : unsigned { HG_LOAD = 0, HG_MMA = 1 };
+enum : unsigned { HG_WAIT_FULL = 0, HG_WAIT_EMPTY = 1 };
+constexpr unsigned HG_BM = 128, HG_BN = 128, HG_BK = 64, HG_STAGES = 3;
+constexpr unsigned HG_TILE_BYTES = HG_BM * HG_BK * 2;  // one 128 x 64 half tile: 16 KiB
+// Dynamic shared memory: the stages (A then B per stage, 1024-byte aligned for the swizzle)
+// and the mbarriers.
+constexpr unsigned HG_SMEM = HG_STAGES * 2 * HG_TILE_BYTES + 1024 + 2 * HG_STAGES * 8;
+static_assert(HG_SMEM <= 227u * 1024u, "the stages must fit an H100's shared memory");
+
+struct alignas(64) TmaDesc {
+  unsigned long long words[16];
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+// One try: true once the phase of parity `parity` has completed.
+__device__ __forceinline__ bool mbar_ready(unsigned long long* bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(ok)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
+  return ok != 0u;
+}
+__device__ __forceinline__ void tma_load(void* dst, const TmaDesc* map, unsigned long long* bar,
+                                         int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y)
+      : "memory");
+}
+// A K-major shared-memory matrix descriptor for wgmma, 128-byte swizzle: start address,
+// leading byte offset 16 (unused when swizzled), stride 1024 bytes between 8-row groups.
+__device__ __forceinline__ unsigned long long wgmma_desc(const void* p) {
+  const unsigned long long a = smem_u32(p);
+  return ((a & 0x3FFFFull) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+#define HG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+  "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+// d (64 x 128 f32, the wgmma fragment: 64 per thread) += A (64 x 16) * B^T (128 x 16).
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long a,
+                                                 unsigned long long b) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n\t}"
+      : HG_D8(0), HG_D8(8), HG_D8(16), HG_D8(24), HG_D8(32), HG_D8(40), HG_D8(48), HG_D8(56)
+      : "l"(a), "l"(b));
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+    hopper_gemm(float* c, const __grid_constant__ TmaDesc tma_a,
+                const __grid_constant__ TmaDesc tma_b, unsigned m, unsigned n,
+                unsigned k PROF_PARAM) {
+  extern __shared__ __align__(1024) unsigned char hg_smem[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(hg_smem) + 1023ull) & ~1023ull);
+  unsigned long long* full =
+      reinterpret_cast<unsigned long long*>(base + HG_STAGES * 2 * HG_TILE_BYTES);
+  unsigned long long* empty = full + HG_STAGES;
+  const unsigned wg = threadIdx.x / 128u, t = threadIdx.x % 128u;
+  if (threadIdx.x == 0) {
+    for (unsigned s = 0; s < HG_STAGES; ++s) {
+      mbar_init(&full[s], 1u);
+      mbar_init(&empty[s], 2u);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  BENCH_LANE(wg, t == 0u);
+  const unsigned k_tiles = k / HG_BK;
+  const int row0 = static_cast<int>(blockIdx.y * HG_BM), col0 = static_cast<int>(blockIdx.x * HG_BN);
+  if (wg == 0u) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (t == 0u) {
+      for (unsigned kt = 0; kt < k_tiles; ++kt) {
+        const unsigned s = kt % HG_STAGES, parity = ((kt / HG_STAGES) & 1u) ^ 1u;
+        BEGIN(HG_LOAD, kt);
+        WAIT(HG_WAIT_EMPTY, !mbar_ready(&empty[s], parity));
+        unsigned char* sa = base + s * 2u * HG_TILE_BYTES;
+        mbar_expect_tx(&full[s], 2u * HG_TILE_BYTES);
+        tma_load(sa, &tma_a, &full[s], static_cast<int>(kt * HG_BK), row0);
+        tma_load(sa + HG_TILE_BYTES, &tma_b, &full[s], static_cast<int>(kt * HG_BK), col0);
+        END(HG_LOAD, kt);
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    float d[64];
+#pragma unroll
+    for (unsigned i = 0; i < 64u; ++i) d[i] = 0.0f;
+    const unsigned half = wg - 1u;  // rows [64 * half, 64 * half + 64) of the tile
+    for (unsigned kt = 0; kt < k_tiles; ++kt) {
+      const unsigned s = kt % HG_STAGES, parity = (kt / HG_STAGES) & 1u;
+      BEGIN(HG_MMA, kt);
+      WAIT(HG_WAIT_FULL, !mbar_ready(&full[s], parity));
+      const unsigned char* sa = base + s * 2u * HG_TILE_BYTES + half * 64u * HG_BK * 2u;
+      const unsigned char* sb = base + s * 2u * HG_TILE_BYTES + HG_TILE_BYTES;
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (unsigned kk = 0; kk < HG_BK / 16u; ++kk) {
+        // 16 halves further along k: 32 bytes into each (swizzled) 128-byte row.
+        wgmma_m64n128k16(d, wgmma_desc(sa + kk * 32u), wgmma_desc(sb + kk * 32u));
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (t == 0u) mbar_arrive(&empty[s]);
+      END(HG_MMA, kt);
+    }
+    // The fragment: thread t of the warp group holds, for each 8-column group j, rows
+    // 16 * warp + lane / 4 (+ 8) and columns 8 * j + 2 * (lane % 4) (+ 1).
+    const unsigned warp = t / 32u, lane = t % 32u;
+    const unsigned r = static_cast<unsigned>(row0) + half * 64u + warp * 16u + lane / 4u;
+#pragma unroll
+    for (unsigned j = 0; j < HG_BN / 8u; ++j) {
+      const unsigned col = static_cast<unsigned>(col0) + j * 8u + 2u * (lane % 4u);
+      c[static_cast<unsigned long long>(r) * n + col] = d[4u * j];
+      c[static_cast<unsigned long long>(r) * n + col + 1u] = d[4u * j + 1u];
+      c[static_cast<unsigned long long>(r + 8u) * n + col] = d[4u * j + 2u];
+      c[static_cast<unsigned long long>(r + 8u) * n + col + 1u] = d[4u * j + 3u];
+    }
+  }
+  (void)m;
+  FINALIZE();
+}
+#endif

@@ -22,6 +22,15 @@ pub enum Variant {
     CountersOnly,
     /// The fenced build compiled with `IKP_ENABLED=0`.
     CompiledOut,
+    /// The fenced build launched with a null `ikp::Arg` (all zero: no lane, no buffer), the
+    /// runtime off switch: nothing may be read, written or fenced, and it must cost what
+    /// the compiled-out build costs.
+    NullArg,
+    /// Fenced zones whose records read the SM clock (`Timer::Clock`), converted to ns by
+    /// each lane's start / end (clock, globaltimer) pairs.
+    FencedClock,
+    /// Unfenced zones on the SM clock.
+    UnfencedClock,
     /// The same regions recorded the peers' way: the TVM / FlashInfer CudaProfiler record
     /// sequence (`ikp_host::sass::kernels::TVM_STYLE`: per-thread offset and tag,
     /// leader-only store, a block fence after a start and before an end), no counters.
@@ -30,13 +39,16 @@ pub enum Variant {
 
 impl Variant {
     /// Every build, baseline first.
-    pub const ALL: [Variant; 6] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Baseline,
         Variant::FencedZones,
         Variant::UnfencedZones,
         Variant::CountersOnly,
         Variant::CompiledOut,
         Variant::TvmStyle,
+        Variant::NullArg,
+        Variant::FencedClock,
+        Variant::UnfencedClock,
     ];
 
     /// Short name for reports.
@@ -48,6 +60,9 @@ impl Variant {
             Variant::CountersOnly => "counters only",
             Variant::CompiledOut => "compiled out",
             Variant::TvmStyle => "tvm style",
+            Variant::NullArg => "null arg",
+            Variant::FencedClock => "fenced zones clock",
+            Variant::UnfencedClock => "unfenced zones clock",
         }
     }
 
@@ -61,8 +76,20 @@ impl Variant {
     pub fn records(self) -> bool {
         matches!(
             self,
-            Variant::FencedZones | Variant::UnfencedZones | Variant::CountersOnly
+            Variant::FencedZones
+                | Variant::UnfencedZones
+                | Variant::CountersOnly
+                | Variant::FencedClock
+                | Variant::UnfencedClock
         )
+    }
+
+    /// The timer the build's records read (the session's layout must say the same).
+    pub fn timer(self) -> TimerMode {
+        match self {
+            Variant::FencedClock | Variant::UnfencedClock => TimerMode::Clock,
+            _ => TimerMode::Globaltimer,
+        }
     }
 
     /// The NVRTC compiler for this build.
@@ -70,8 +97,15 @@ impl Variant {
         let c = Compiler::new(arch);
         match self {
             Variant::Baseline => c.define("BENCH_BASELINE", None),
-            Variant::FencedZones => c.define("BENCH_FENCE", Some("Block")),
+            // The null-Arg build is the fenced build's code; only its argument differs.
+            Variant::FencedZones | Variant::NullArg => c.define("BENCH_FENCE", Some("Block")),
             Variant::UnfencedZones => c.define("BENCH_FENCE", Some("None")),
+            Variant::FencedClock => c
+                .define("BENCH_FENCE", Some("Block"))
+                .define("BENCH_TIMER", Some("Clock")),
+            Variant::UnfencedClock => c
+                .define("BENCH_FENCE", Some("None"))
+                .define("BENCH_TIMER", Some("Clock")),
             Variant::CountersOnly => c
                 .define("BENCH_FENCE", Some("None"))
                 .define("BENCH_ZONES", Some("0")),
@@ -117,17 +151,21 @@ pub struct KernelSpec {
     pub groups_per_block: u32,
     /// Parameters before `ikp::Arg`.
     pub params: usize,
+    /// A Hopper kernel (wgmma, TMA): compiled for sm_90a with `BENCH_HOPPER`, run on sm_90
+    /// devices only.
+    pub hopper: bool,
 }
 
-/// The kernels, in report order: the three examples, a compute-bound GEMM and a
-/// memory-bound copy.
-pub const KERNELS: [KernelSpec; 5] = [
+/// The kernels, in report order: the three examples, a compute-bound GEMM, a memory-bound
+/// copy and a Hopper warp-specialized GEMM (TMA, wgmma, mbarriers; sm_90 only).
+pub const KERNELS: [KernelSpec; 6] = [
     KernelSpec {
         name: "load_compute_store",
         regions: &["load", "compute", "store"],
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "warp_specialized",
@@ -135,6 +173,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &["wait_full", "wait_empty"],
         groups_per_block: 2,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "persistent",
@@ -142,6 +181,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        hopper: false,
     },
     KernelSpec {
         name: "gemm_half",
@@ -149,6 +189,7 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 6,
+        hopper: false,
     },
     KernelSpec {
         name: "stream_copy",
@@ -156,17 +197,50 @@ pub const KERNELS: [KernelSpec; 5] = [
         counters: &[],
         groups_per_block: 1,
         params: 3,
+        hopper: false,
+    },
+    KernelSpec {
+        name: "hopper_gemm",
+        regions: &["load", "mma"],
+        counters: &["wait_full", "wait_empty"],
+        groups_per_block: 3,
+        params: 6,
+        hopper: true,
     },
 ];
 
 impl KernelSpec {
-    /// The session layout for a launch on `grid` with `records` records per lane.
-    pub fn layout(&self, grid: [u32; 3], records: u32) -> Layout {
+    /// The NVRTC compiler for build `v` of this kernel on `arch`.
+    pub fn compiler(&self, v: Variant, arch: Arch) -> Compiler {
+        let c = v.compiler(arch);
+        if self.hopper {
+            // The last --gpu-architecture NVRTC receives is the one it uses.
+            c.define("BENCH_HOPPER", None)
+                .option("--gpu-architecture=sm_90a")
+        } else {
+            c
+        }
+    }
+
+    /// Whether the kernel runs on a device of `arch` (why not, if not).
+    pub fn runs_on(&self, arch: Arch) -> Result<(), String> {
+        if self.hopper && arch != Arch::new(9, 0) {
+            return Err(format!(
+                "{} needs sm_90 (wgmma, TMA), the device is {arch}",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// The session layout for a launch on `grid` with `records` records per lane, whose
+    /// lanes read `timer`.
+    pub fn layout(&self, grid: [u32; 3], records: u32, timer: TimerMode) -> Layout {
         Layout {
             grid,
             groups_per_block: self.groups_per_block,
             records_per_lane: records,
-            timer: TimerMode::Globaltimer,
+            timer,
             regions: self.regions.iter().map(|s| s.to_string()).collect(),
             counters: self.counters.iter().map(|s| s.to_string()).collect(),
             ..Layout::default()

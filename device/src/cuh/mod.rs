@@ -102,13 +102,15 @@ fn banner(version: u32) -> String {
 // `ikp::Lane<ikp::Fence::None, ikp::Timer::Global, ikp::Overflow::Ring>` with a ring layout.
 //
 // Cost model (measured from SASS by the ikp test suite, figures in BENCHMARKS.md): a record
-// is a compare of the cursor with the capacity, then, predicated on the leader, a timer read
-// straight into the store's register, the tag and one 64-bit store; the address is the
-// lane pointer plus cursor * 8, which folds into the store's offset in straight-line code.
-// Fence::Block adds one block fence on every thread. A ring record (Overflow::Ring) stores
-// at the cursor masked by the capacity, so its address never folds: about twice a
-// drop-newest record in straight-line code, the same in a loop. A wait-loop tick is one
-// register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
+// is one branch on a warp vote taken at init. Every warp without the lane's writing leader
+// (all of them when ikp::Arg is null or the lane is past the buffer: the runtime off switch)
+// takes it and runs nothing else: no timer read, no store, no fence. The leader's warp reads
+// the timer (a uniform-datapath read and a move), compares the cursor with the capacity
+// (folded with the leader predicate), builds the tag and stores one 64-bit word; the address
+// is the lane pointer plus cursor * 8, which folds into the store's offset in straight-line
+// code. Fence::Block adds one block fence, on the leader's warp only. A ring record
+// (Overflow::Ring) stores at the cursor masked by the capacity, so its address never folds.
+// A wait-loop tick is one register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
 // drops it) and its epoch code (run only when the buffer holds several launches;
 // -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.

@@ -17,6 +17,10 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   for kernels never launched into a buffer sized for several launches. A lane compiled
 //   so records nothing when the host's buffer has more than one epoch, rather than write
 //   every launch over epoch 0.
+// IKP_TIMER (default Global): the timer of an ikp::Lane whose Timer parameter is left out,
+//   Global (%globaltimer_lo, ns) or Clock (%clock, SM cycles, converted to ns by the decoder
+//   from each lane's start and end (clock, globaltimer) pairs). Each lane stamps its timer
+//   in its IDS word, so lanes of both kinds decode from one buffer.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -32,6 +36,9 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 #endif
 #ifndef IKP_EPOCHS
 #define IKP_EPOCHS 1
+#endif
+#ifndef IKP_TIMER
+#define IKP_TIMER Global
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -73,6 +80,8 @@ void nanosleep(unsigned ns);  // __nanosleep: a stream lane waiting for the host
 // acquire load of TAIL), for an includer that counts them; declared only when it asks.
 void system_scope(bool acquire);
 #endif
+// __any_sync(__activemask(), p): whether p holds on any thread of the calling warp.
+bool warp_any(bool p);
 }  // namespace emu
 #endif
 
@@ -104,6 +113,25 @@ IKP_INLINE unsigned linear_thread() {
   return t.x + d.x * (t.y + d.y * t.z);
 #else
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#endif
+}
+
+/// Whether `p` holds on any active thread of the warp (one VOTE, warp-uniform result). A
+/// lane keeps it from init so that every warp but its leader's branches around the record
+/// path: ptxas knows a vote's result is the same on every thread of the warp, so the branch
+/// is one uniform BRA, with no reconvergence barrier (BSSY / BSYNC).
+IKP_INLINE bool warp_any(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  return emu::warp_any(p);
+#else
+  unsigned mask, any;
+  asm volatile("activemask.b32 %0;" : "=r"(mask));
+  asm volatile(
+      "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tvote.sync.any.pred q, p, %2;\n\t"
+      "selp.u32 %0, 1, 0, q;\n\t}"
+      : "=r"(any)
+      : "r"(static_cast<unsigned>(p)), "r"(mask));
+  return any != 0u;
 #endif
 }
 
@@ -374,15 +402,17 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// One lane's recording handle: one (block, group) track with exactly one writing thread.
 ///
 /// Every thread of the group constructs it with the same group id and calls the same
-/// methods (they are cheap for non-leaders: the stores are predicated off). Only the leader
-/// of a lane that exists (lane < lane_count, group < groups_per_block) ever writes.
+/// methods. Only the leader of a lane that exists (lane < lane_count, group <
+/// groups_per_block) ever writes; at init each warp votes whether it holds such a leader,
+/// and a warp that does not (every warp of a null Arg: the runtime off switch) branches
+/// around every record, so it reads no timer, stores and fences nothing.
 ///
-/// The record path is what this type is about. A record is: one compare `cursor <
-/// capacity` folded with the leader predicate; then, predicated on it, one timer read
-/// straight into the store's register, one tag (region and kind are usually constants, so
-/// tag = payload << PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide
-/// multiply-add, or nothing when it folds into the store's offset) and one 64-bit store;
-/// and `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// The record path is what this type is about. A record is: the branch on the warp's vote;
+/// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
+/// leader predicate, one tag (region and kind are usually constants, so tag = payload <<
+/// PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide multiply-add, or
+/// nothing when it folds into the store's offset) and, predicated, one 64-bit store; and
+/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
 /// nothing else is tracked while recording, and finalize derives `written = min(cursor,
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
@@ -412,7 +442,7 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// Template parameters: F (Fence::None / Fence::Block), T (Timer::Global / Timer::Clock),
 /// O (Overflow::DropNewest / Ring / Stream / StreamWait) and On (defaults to IKP_ENABLED;
 /// false makes every method an empty inline function).
-template <Fence F = Fence::None, Timer T = Timer::Global, Overflow O = Overflow::DropNewest,
+template <Fence F = Fence::None, Timer T = Timer::IKP_TIMER, Overflow O = Overflow::DropNewest,
           bool On = (IKP_ENABLED != 0)>
 class Lane {
  public:
@@ -463,6 +493,14 @@ class Lane {
 #endif
       if constexpr (stream) on = on && (arg.flags & ARG_FLAG_STREAM) != 0u;
       on_ = on;
+      // The off switch: a warp without a writing leader (every warp of a null Arg, of a lane
+      // past the buffer or past its epochs, and every warp of a lane but its leader's)
+      // branches around the record path.
+      if constexpr (stream) {
+        live_ = on;
+      } else {
+        live_ = detail::warp_any(on);
+      }
       unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
       // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
       // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
@@ -505,8 +543,7 @@ class Lane {
   /// fence comes after the store, so the region's memory traffic is ordered after the stamp.
   IKP_INLINE void begin(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      put_timed(tag(KIND_BEGIN, region, payload));
-      if constexpr (F == Fence::Block) detail::fence_block();
+      put_fenced<false>(tag(KIND_BEGIN, region, payload));
     }
   }
 
@@ -514,16 +551,14 @@ class Lane {
   /// region's memory traffic is ordered before the stamp.
   IKP_INLINE void end(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
-      put_timed(tag(KIND_END, region, payload));
+      put_fenced<true>(tag(KIND_END, region, payload));
     }
   }
 
   /// A point event. With Fence::Block it is fenced like an end (what came before is done).
   IKP_INLINE void instant(unsigned region, unsigned payload = 0u) {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
-      put_timed(tag(KIND_INSTANT, region, payload));
+      put_fenced<true>(tag(KIND_INSTANT, region, payload));
     }
   }
 
@@ -562,7 +597,7 @@ class Lane {
   /// Call once, after the last record; a lane that never finalizes decodes as unfinished.
   IKP_INLINE void finalize() {
     if constexpr (On) {
-      if constexpr (F == Fence::Block) detail::fence_block();
+      if constexpr (F == Fence::Block) fence();
       if (on_) {
         unsigned long long* trailer = ev_ + cap_;
         // A stream lane's cursor is its slot (records stored: base + slot); its drops are
@@ -595,27 +630,69 @@ class Lane {
     return kind | ((region & REGION_MASK) << REGION_SHIFT) | (payload << PAYLOAD_SHIFT);
   }
 
-  /// The whole record path: if this thread writes and the lane has room, read the timer and
-  /// store; count always. The timer read sits under the same predicate as the store, which
-  /// lets ptxas read it straight into the store's register (one predicated CS2R) instead of
-  /// a uniform-register read plus a move. A ring lane always has room: it stores at the
-  /// cursor modulo the (power-of-two) capacity, the compare only guards a zero capacity.
+  /// Fence::Block's fence, run by the warps of a lane that writes only: it orders the
+  /// leader warp's memory traffic around the stamp, and no other warp's traffic is in it.
+  IKP_INLINE void fence() const {
+    if (stream || live_) detail::fence_block();
+  }
+
+  /// A timed record with Fence::Block's fence before it (`FenceFirst`: end, instant) or
+  /// after it (begin). The fence and the record sit behind one branch on live_, so an off
+  /// warp skips both with one BRA.
+  template <bool FenceFirst>
+  IKP_INLINE void put_fenced(unsigned tag) {
+    if constexpr (F == Fence::None) {
+      put_timed(tag);
+    } else if constexpr (stream) {
+      if constexpr (FenceFirst) detail::fence_block();
+      put_timed(tag);
+      if constexpr (!FenceFirst) detail::fence_block();
+    } else {
+      if (live_) {
+        if constexpr (FenceFirst) detail::fence_block();
+        put_live(tag);
+        if constexpr (!FenceFirst) detail::fence_block();
+      }
+      ++cursor_;
+    }
+  }
+
+  /// The whole record path: a warp without a writing leader (live_, a vote taken at init)
+  /// branches around the timer read and the store, so an off lane reads no timer and
+  /// stores nothing: one uniform branch per record, and the cursor's add (which folds away
+  /// in straight-line code). In the leader's warp: read the timer, and if this thread
+  /// writes and the lane has room, store; count always. A ring lane always has room: it
+  /// stores at the cursor modulo the (power-of-two) capacity, the compare only guards a
+  /// zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (stream) {
       put_stream<true>(0u, tag);
       return;
     }
+    if (live_) put_live(tag);
+    ++cursor_;
+  }
+
+  /// put_timed() in a warp known to hold the lane's writing leader, without the cursor's
+  /// add. The whole warp reads the timer, outside the leader's predicate: ptxas then reads
+  /// it through the uniform datapath (S2UR and a move), and as no per-thread predicate can
+  /// guard a uniform instruction, the branch on live_ stays a branch. (Read under the
+  /// store's predicate, as ikp did before, the read is one predicated CS2R, but the record
+  /// becomes short enough for ptxas to predicate it whole, branch included: every warp
+  /// then issues it, which is what the off switch must not cost.) tests/device_sass.rs
+  /// checks that the off path holds no timer read and no store.
+  IKP_INLINE void put_live(unsigned tag) {
+    const unsigned t = now();
     if constexpr (ring) {
       const unsigned i = cursor_ & (cap_ - 1u);
       if (on_ && i < cap_) {
-        detail::store_record(ev_, i, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+        detail::store_record(ev_, i, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
       }
     } else {
       if (on_ && cursor_ < cap_) {
-        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | tag);
+        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
       }
     }
-    ++cursor_;
   }
 
   /// The same for an untimed (meta) record whose high half is `value`.
@@ -624,14 +701,16 @@ class Lane {
       put_stream<false>(value, tag);
       return;
     }
-    if constexpr (ring) {
-      const unsigned i = cursor_ & (cap_ - 1u);
-      if (on_ && i < cap_) {
-        detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
-      }
-    } else {
-      if (on_ && cursor_ < cap_) {
-        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    if (live_) {
+      if constexpr (ring) {
+        const unsigned i = cursor_ & (cap_ - 1u);
+        if (on_ && i < cap_) {
+          detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+        }
+      } else {
+        if (on_ && cursor_ < cap_) {
+          detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+        }
       }
     }
     ++cursor_;
@@ -677,12 +756,12 @@ class Lane {
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
   /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
   /// the shorter round's cycles over its records, rounded. Each record goes through the
-  /// record path's own code (a compare against a bound, the timer read under that
-  /// predicate, the word, store_record's plain 64-bit store), so ptxas emits a record's
+  /// record path's own code (the branch on live_, the timer read, a compare against a
+  /// bound, the word, store_record's plain 64-bit store), so ptxas emits a record's
   /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
   /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
-  /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it
-  /// too, which keeps them vector-register reads (CS2R) like the records' own. That is the
+  /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it,
+  /// which keeps them vector-register reads (CS2R) that add no move of their own. That is the
   /// issue cost of a record as records inside a span add it: stores are fire-and-forget,
   /// so their memory latency is not in it. The shorter of two rounds is kept so that a
   /// stall (a warp switch, an instruction-cache miss) is not. (Timing each record from its
@@ -698,8 +777,11 @@ class Lane {
       unsigned c0 = 0u, c1 = 0u;
       if (bound != 0u) c0 = detail::clock_lo();
       for (unsigned i = 0; i < records; ++i) {
-        if (i < bound) {
-          detail::store_record(calib, 0u, (static_cast<unsigned long long>(now()) << TIME_SHIFT) | i);
+        if (live_) {
+          const unsigned t = now();
+          if (i < bound) {
+            detail::store_record(calib, 0u, (static_cast<unsigned long long>(t) << TIME_SHIFT) | i);
+          }
         }
       }
       if (bound != 0u) c1 = detail::clock_lo();
@@ -718,6 +800,7 @@ class Lane {
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
+  bool live_;               // on_ on some thread of this warp (stream lanes: on_)
 };
 
 /// Closes a region when it goes out of scope (early returns, breaks and continues

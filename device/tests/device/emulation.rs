@@ -186,7 +186,9 @@ impl<'a> Model<'a> {
         self.reads += 1;
         2 * self.ns + 64 + self.skew
     }
-    /// The stamp of a timed record that lands (the device reads no timer otherwise).
+    /// The stamp of a timed record. The leader's warp reads the timer at every record,
+    /// whether it lands or not (only the store is under the room predicate); the other
+    /// warps branch around it.
     fn stamp(&mut self) -> u64 {
         if self.clock {
             self.clock_read()
@@ -203,8 +205,9 @@ impl<'a> Model<'a> {
     }
     /// One timed record; returns its time if it landed.
     fn timed(&mut self, kind: Kind, region: u32, payload: u32) -> Option<u64> {
-        let t = if self.lands() { self.stamp() } else { 0 };
+        let read = self.stamp();
         let landed = self.lands();
+        let t = if landed { read } else { 0 };
         self.w.record(kind, region, payload, t as u32);
         self.attempted.push(wire::pack_record(
             t as u32,
@@ -517,13 +520,27 @@ fn emulate_with(
     grid: [u32; 3],
     block: [u32; 3],
 ) -> (Vec<Vec<u64>>, String) {
+    let arg = layout.kernel_arg(0);
+    let header_only = BufferWriter::new(layout).unwrap().into_words();
+    emulate_arg(exe, program, arg, &header_only, launches, grid, block)
+}
+
+/// [`emulate_with`] with any kernel argument (a null one: the runtime off switch) and the
+/// buffer `words` (the emulator points `arg.buf` at it unless `arg` has no lanes).
+fn emulate_arg(
+    exe: &std::path::Path,
+    program: &str,
+    arg: wire::KernelArg,
+    words: &[u64],
+    launches: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> (Vec<Vec<u64>>, String) {
     let dir = tempfile::tempdir().unwrap();
     let arg_path = dir.path().join("arg.bin");
     let buf_path = dir.path().join("buf.bin");
-    let arg = layout.kernel_arg(0);
     std::fs::write(&arg_path, bytemuck::bytes_of(&arg)).unwrap();
-    let header_only = BufferWriter::new(layout).unwrap();
-    std::fs::write(&buf_path, header_only.to_bytes()).unwrap();
+    std::fs::write(&buf_path, bytemuck::cast_slice::<u64, u8>(words)).unwrap();
     let (mut after, mut stdout) = (Vec::new(), String::new());
     for launch in 0..launches {
         let mut run = Command::new(exe);
@@ -730,14 +747,47 @@ fn full_lane_counts_drops_and_keeps_what_fits() {
 }
 
 #[test]
-fn undeclared_lanes_never_write_and_fences_run_on_every_thread() {
+fn undeclared_lanes_never_write_and_fences_run_on_every_thread_of_a_writing_warp() {
     let e = emulated();
-    // 13 blocks (12 + the one past lane_count) x 32 threads of the fenced group x 11
-    // fenced calls (10 records and finalize); the unfenced groups add none.
-    assert_eq!(
-        e.stdout.trim(),
-        format!("fences={} canary=OK", 13 * 32 * 11)
-    );
+    // 12 blocks x 32 threads of the fenced group (one warp, its leader's) x 11 fenced calls
+    // (10 records and finalize); the block past lane_count is off and fences nothing, the
+    // unfenced groups add none.
+    let fences = e.stdout.split_whitespace().next().unwrap();
+    assert_eq!(fences, format!("fences={}", 12 * 32 * 11), "{}", e.stdout);
+    assert!(e.stdout.trim().ends_with("canary=OK"), "{}", e.stdout);
+}
+
+/// The runtime off switch: a null `ikp::Arg` (all zero, no lanes; the emulator keeps its
+/// null buffer pointer, so a store through it would crash) runs both programs, every mode
+/// of lane, and no thread reads a timer, fences or writes: the buffer is as laid out.
+#[test]
+fn a_null_arg_reads_no_timer_fences_nothing_and_writes_nothing() {
+    for (program, layout, grid, block) in [
+        ("basic", layout(), GRID, BLOCK),
+        ("ring", ring_layout(), RING_GRID, RING_BLOCK),
+    ] {
+        let laid_out = BufferWriter::new(layout).unwrap().into_words();
+        let (after, stdout) = emulate_arg(
+            emulator(),
+            program,
+            wire::KernelArg::default(),
+            &laid_out,
+            2,
+            grid,
+            block,
+        );
+        assert_eq!(
+            stdout.trim(),
+            "fences=0 timer_reads=0 canary=OK",
+            "{program}"
+        );
+        for a in &after {
+            assert_same_words(a, &laid_out, &format!("{program} with a null Arg"));
+        }
+    }
+    // The same programs with their real argument do read timers (the count can fail).
+    let e = emulated();
+    assert!(!e.stdout.contains("timer_reads=0 "), "{}", e.stdout);
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //   ARG_FILE  the kernel argument the host built (its buf field is replaced);
 //   BUF_FILE  the buffer (zeroed with its header, or left by earlier launches), rewritten
 //             in place with the result.
-// Prints `fences=N canary=OK|CLOBBERED`.
+// Prints `fences=N timer_reads=M canary=OK|CLOBBERED` (fences and timer reads of all threads).
 //
 // The programs must stay in step with `program()` and `ring_program()` in
 // device_emulation.rs, which write the same records through the Rust reference encoder.
@@ -26,6 +26,8 @@ namespace {
 ikp::emu::Dim3 g_block, g_grid, g_thread, g_bdim;
 unsigned long long g_now = 0;     // the emulated globaltimer, ns
 unsigned long long g_fences = 0;  // __threadfence_block() calls, all threads
+bool g_vote = false;              // the current warp's warp_any so far
+unsigned long long g_timer_reads = 0;  // %globaltimer and %clock reads, all threads
 unsigned g_clock_reads = 0;       // %clock reads by the current thread
 unsigned long long g_skew = 0;    // cycles the current thread's clock reads added
 // What each %clock read adds to the SM clock, by read index mod 4: reading takes time, and
@@ -37,10 +39,14 @@ unsigned linear_block() { return g_block.x + g_grid.x * (g_block.y + g_grid.y * 
 
 namespace ikp {
 namespace emu {
-unsigned long long globaltimer() { return g_now; }
+unsigned long long globaltimer() {
+  ++g_timer_reads;
+  return g_now;
+}
 // A 2 GHz SM clock with an offset; lane 0 starts 128 cycles before the low 32 bits wrap.
 // Each read advances it by kReadCycles (not the globaltimer: the skew is the clock's own).
 unsigned long long clock64() {
+  ++g_timer_reads;
   g_skew += kReadCycles[g_clock_reads++ % 4];
   return 2 * g_now + 64 + g_skew;
 }
@@ -50,6 +56,14 @@ Dim3 grid_dim() { return g_grid; }
 Dim3 thread_idx() { return g_thread; }
 Dim3 block_dim() { return g_bdim; }
 void fence_block() { ++g_fences; }
+// The warps of these programs are 32 threads, each led by its first thread, and threads run
+// one after the other: the first thread of a warp opens the vote, the others join it.
+bool warp_any(bool p) {
+  const unsigned lin = g_thread.x + g_bdim.x * (g_thread.y + g_bdim.y * g_thread.z);
+  if (lin % 32 == 0) g_vote = false;
+  g_vote = g_vote || p;
+  return g_vote;
+}
 void atomic_add(unsigned long long* addr, unsigned long long value) { *addr += value; }
 unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
   const unsigned long long old = *addr;
@@ -216,7 +230,9 @@ int main(int argc, char** argv) {
   const size_t canary = 64;  // zero words past the end: a stray write would land here
   std::vector<unsigned long long> words(n_words + canary, 0);
   std::memcpy(words.data(), buf_bytes.data(), n_words * 8);
-  arg.buf = reinterpret_cast<unsigned long long>(words.data());
+  // A null Arg (no lanes: the runtime off switch) keeps its null buffer, so that any write
+  // through it would crash the emulator.
+  if (arg.lane_count != 0) arg.buf = reinterpret_cast<unsigned long long>(words.data());
 
   g_grid = {unsigned(std::atoi(argv[3])), unsigned(std::atoi(argv[4])), unsigned(std::atoi(argv[5]))};
   g_bdim = {unsigned(std::atoi(argv[6])), unsigned(std::atoi(argv[7])), unsigned(std::atoi(argv[8]))};
@@ -238,6 +254,6 @@ int main(int argc, char** argv) {
     std::perror(argv[2]);
     return 2;
   }
-  std::printf("fences=%llu canary=%s\n", g_fences, clean ? "OK" : "CLOBBERED");
+  std::printf("fences=%llu timer_reads=%llu canary=%s\n", g_fences, g_timer_reads, clean ? "OK" : "CLOBBERED");
   return 0;
 }

@@ -16,6 +16,7 @@
 
 pub mod archive;
 pub mod examples;
+pub mod ncu;
 pub mod overhead;
 pub mod python;
 pub mod readme;
@@ -187,6 +188,8 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     }
     checks.extend(overhead::run(bundle, &plan));
     checks.extend(sanitizer::run(bundle, &plan));
+    // Last: the profile is a figure, and it takes what time the run has left.
+    checks.extend(ncu::run(bundle, &plan));
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }

@@ -5,16 +5,23 @@
 //! kernel, so a bench that fails or is stopped later still gives the kernels it finished,
 //! beside the check that says how it ended.
 //!
-//! Judged: every build computed the baseline's output (the bench fails otherwise), and the
-//! compiled-out build is equivalent to the baseline: the 95 % confidence interval of its
-//! mean paired slowdown lies within ±[`COMPILED_OUT_MAX_PCT`]. An interval, not a bare
-//! mean or median, so that noise alone neither passes a real cost (a wide interval that
-//! crosses the bound fails: measure again) nor fails an exact build (30 repetitions of an
-//! H100 launch give intervals about ±0.1 % wide). Everything else is a figure: slowdowns
-//! (mean / std / median / interval of 30 paired repetitions), registers, blocks per SM,
-//! and the ratio of ikp's overhead to the peers' record sequence (the `tvm style` build).
-//! An instrumented build with fewer resident blocks per SM than the baseline is named an
-//! occupancy cliff: its slowdown is the cliff's, not the records'.
+//! Judged, per kernel: every build computed the baseline's output (the bench fails
+//! otherwise); the compiled-out build is equivalent to the baseline: the 95 % confidence
+//! interval of its mean paired slowdown lies within ±[`COMPILED_OUT_MAX_PCT`] (an
+//! interval, not a bare mean or median, so that noise alone neither passes a real cost nor
+//! fails an exact build: 30 repetitions of an H100 launch give intervals about ±0.1 %
+//! wide); and ikp's targets against the peers' record sequence (the `tvm style` build), on
+//! median slowdowns ([`targets`]): unfenced zones at most half the TVM-style slowdown
+//! where that is at least [`SMALL_PCT`] (at most [`SMALL_PCT`] elsewhere), fenced zones at
+//! most the TVM-style slowdown, counters only at most [`COUNTERS_MAX_PCT`], the null-Arg
+//! build (the runtime off switch) at most [`NULL_ARG_MAX_PCT`]. A missed target fails the
+//! kernel's check and names the target and both figures. Everything else is a figure:
+//! slowdowns (mean / std / median / interval of 30 paired repetitions), registers, blocks
+//! per SM, the ratio of ikp's overhead to the peers', and the clock builds beside the
+//! globaltimer ones (the SM clock becomes the default only on a run where it costs less on
+//! every kernel and the timing checks pass: `clock_vs_globaltimer`). An instrumented build
+//! with fewer resident blocks per SM than the baseline is named an occupancy cliff: its
+//! slowdown is the cliff's, not the records'.
 
 use std::path::Path;
 use std::process::Command;
@@ -29,6 +36,13 @@ use crate::results::{Check, Status, Table};
 /// must lie within: a compiled-out build emits the baseline's instructions (SASS-identical,
 /// tested without a GPU), so anything beyond is noise or a broken switch.
 pub const COMPILED_OUT_MAX_PCT: f64 = 1.0;
+/// Slowdown, %, below which a TVM-style cost counts as small: there unfenced zones must stay
+/// at or below this bound instead of at half the TVM-style slowdown.
+pub const SMALL_PCT: f64 = 1.0;
+/// Bound, %, on the median slowdown of the counters-only build.
+pub const COUNTERS_MAX_PCT: f64 = 0.5;
+/// Bound, %, on the median slowdown of the null-Arg build (the runtime off switch).
+pub const NULL_ARG_MAX_PCT: f64 = 1.0;
 /// The build whose overhead is compared with the peers'.
 const IKP_BUILD: &str = "fenced zones";
 /// The peers' record sequence.
@@ -90,10 +104,66 @@ fn build<'a>(k: &'a Value, name: &str) -> Option<&'a Value> {
     k["builds"].as_array()?.iter().find(|b| b["build"] == name)
 }
 
+/// One of ikp's targets on one kernel: its text and whether it held (None: a build it
+/// needs is missing from the bench's output, which fails as a miss does).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// The target with the figures it was judged on.
+    pub what: String,
+    /// Whether it held; None where a build it needs has no median.
+    pub held: Option<bool>,
+}
+
+/// The targets of one kernel's builds, from their median slowdowns.
+pub fn targets(k: &Value) -> Vec<Target> {
+    let median = |name: &str| build(k, name).and_then(|b| slowdown(b, "median"));
+    let tvm = median(PEER_BUILD);
+    let mut t = Vec::new();
+    let mut bound = |name: &str, limit: Option<f64>, rule: String| {
+        let got = median(name);
+        let held = got.zip(limit).map(|(g, l)| g <= l);
+        let what = match (got, limit) {
+            (Some(g), Some(l)) => format!("{name} {g:+.2} % <= {l:+.2} % ({rule})"),
+            _ => format!("{name}: no median slowdown ({rule})"),
+        };
+        t.push(Target { what, held });
+    };
+    let (unfenced_limit, rule) = match tvm {
+        Some(p) if p >= SMALL_PCT => (Some(p / 2.0), "half the tvm style slowdown".to_string()),
+        Some(_) => (Some(SMALL_PCT), format!("tvm style below {SMALL_PCT} %")),
+        None => (None, "needs tvm style".to_string()),
+    };
+    bound("unfenced zones", unfenced_limit, rule);
+    bound("fenced zones", tvm, "the tvm style slowdown".into());
+    bound(
+        "counters only",
+        Some(COUNTERS_MAX_PCT),
+        "counters only".into(),
+    );
+    bound(
+        "null arg",
+        Some(NULL_ARG_MAX_PCT),
+        "the runtime off switch".into(),
+    );
+    t
+}
+
 /// Checks from the bench's JSON (format `ikp-gpu-overhead`, see the bench's docs).
 pub fn judge(json: &Value) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut ratios = Vec::new();
+    let mut summary = Table::new(&[
+        "kernel",
+        "tvm style %",
+        "unfenced zones %",
+        "fenced zones %",
+        "counters only %",
+        "null arg %",
+        "compiled out %",
+        "unfenced zones clock %",
+        "fenced zones clock %",
+        "targets",
+    ]);
     for k in json["kernels"].as_array().into_iter().flatten() {
         let kernel = k["kernel"].as_str().unwrap_or("?");
         let base_blocks = build(k, "baseline").and_then(|b| b["blocks_per_sm"].as_u64());
@@ -143,7 +213,30 @@ pub fn judge(json: &Value) -> Vec<Check> {
         ratios.push(json!({"kernel": kernel, "ikp_median_pct": ikp, "tvm_style_median_pct": peer, "ratio": ratio}));
         let holds = compiled_out
             .is_some_and(|(_, (lo, hi))| -COMPILED_OUT_MAX_PCT <= lo && hi <= COMPILED_OUT_MAX_PCT);
-        let status = Status::of(holds);
+        let targets = targets(k);
+        let missed: Vec<&str> = targets
+            .iter()
+            .filter(|t| t.held != Some(true))
+            .map(|t| t.what.as_str())
+            .collect();
+        let status = Status::of(holds && missed.is_empty());
+        let median = |n: &str| json!(build(k, n).and_then(|b| slowdown(b, "median")));
+        summary.row(vec![
+            json!(kernel),
+            median(PEER_BUILD),
+            median("unfenced zones"),
+            median("fenced zones"),
+            median("counters only"),
+            median("null arg"),
+            median("compiled out"),
+            median("unfenced zones clock"),
+            median("fenced zones clock"),
+            json!(if missed.is_empty() && holds {
+                "all held".to_string()
+            } else {
+                format!("{} missed", missed.len() + usize::from(!holds))
+            }),
+        ]);
         let mut detail = match compiled_out {
             Some((m, (lo, hi))) if holds => format!(
                 "compiled out {m:+.2} % (95 % interval {lo:+.2}..{hi:+.2} %, within \
@@ -160,9 +253,18 @@ pub fn judge(json: &Value) -> Vec<Check> {
                 "; {IKP_BUILD} {i:+.2} %, {PEER_BUILD} {p:+.2} % (median)"
             ));
         }
+        if missed.is_empty() {
+            detail.push_str("; every target held");
+        } else {
+            detail.push_str(&format!("; MISSED: {}", missed.join("; ")));
+        }
         if !cliffs.is_empty() {
             detail.push_str(&format!("; occupancy cliff: {}", cliffs.join(", ")));
         }
+        let clock = |timer_build: &str, global_build: &str| {
+            let m = |n: &str| build(k, n).and_then(|b| slowdown(b, "median"));
+            m(timer_build).zip(m(global_build)).map(|(c, g)| json!({"clock_median_pct": c, "globaltimer_median_pct": g, "clock_cheaper": c < g}))
+        };
         checks.push(
             Check::new(format!("overhead/{kernel}"), status, true, detail)
                 .figure(
@@ -170,6 +272,20 @@ pub fn judge(json: &Value) -> Vec<Check> {
                     build(k, "baseline").map_or(Value::Null, |b| b["median_ms"].clone()),
                 )
                 .figure("ikp_vs_tvm_style", ratio)
+                .figure(
+                    "targets",
+                    json!(targets
+                        .iter()
+                        .map(|t| json!({"target": t.what, "held": t.held}))
+                        .collect::<Vec<_>>()),
+                )
+                .figure(
+                    "clock_vs_globaltimer",
+                    json!({
+                        "fenced": clock("fenced zones clock", "fenced zones"),
+                        "unfenced": clock("unfenced zones clock", "unfenced zones"),
+                    }),
+                )
                 .table(t),
         );
     }
@@ -209,6 +325,16 @@ pub fn judge(json: &Value) -> Vec<Check> {
         _ => "all kernels pooled".into(),
     };
     checks.push(
+        Check::new(
+            "overhead/targets",
+            Status::of(checks.iter().all(|c| c.status == Status::Pass)),
+            true,
+            "median slowdowns per kernel against ikp's targets (each kernel's check names \
+             what it missed)",
+        )
+        .table(summary),
+    );
+    checks.push(
         Check::new("overhead/pooled", Status::Pass, true, detail)
             .figure("gpu", json["gpu"].clone())
             .figure("repetitions", json["reps"].clone())
@@ -223,37 +349,66 @@ pub fn judge(json: &Value) -> Vec<Check> {
 mod tests {
     use super::*;
 
-    fn bench(compiled_out: f64, fenced_blocks: u64) -> Value {
-        let s = |m: f64| json!({"mean": m, "std": 0.2, "median": m, "n": 30, "ci95": [m - 0.1, m + 0.1]});
+    fn s(m: f64) -> Value {
+        json!({"mean": m, "std": 0.2, "median": m, "n": 30, "ci95": [m - 0.1, m + 0.1]})
+    }
+
+    /// A bench output whose builds have these median slowdowns (every target holds with
+    /// the defaults of [`bench`]).
+    fn bench_with(compiled_out: f64, fenced_blocks: u64, medians: &[(&str, f64)]) -> Value {
+        let mut builds = vec![
+            json!({"build": "baseline", "regs": 20, "blocks_per_sm": 8, "median_ms": 1.0, "slowdown": null}),
+            json!({"build": "compiled out", "regs": 20, "blocks_per_sm": 8, "median_ms": 1.0, "slowdown": s(compiled_out)}),
+        ];
+        for &(name, m) in medians {
+            let blocks = if name == "fenced zones" {
+                fenced_blocks
+            } else {
+                8
+            };
+            builds.push(json!({"build": name, "regs": 24, "blocks_per_sm": blocks, "median_ms": 1.0 + m / 100.0, "slowdown": s(m)}));
+        }
         json!({
             "format": "ikp-gpu-overhead", "version": 1, "gpu": "test", "reps": 30,
             "launches_per_timing": 5,
-            "kernels": [{"kernel": "k", "builds": [
-                {"build": "baseline", "regs": 20, "blocks_per_sm": 8, "median_ms": 1.0, "slowdown": null},
-                {"build": "fenced zones", "regs": 24, "blocks_per_sm": fenced_blocks, "median_ms": 1.02, "slowdown": s(2.0)},
-                {"build": "compiled out", "regs": 20, "blocks_per_sm": 8, "median_ms": 1.0, "slowdown": s(compiled_out)},
-                {"build": "tvm style", "regs": 26, "blocks_per_sm": 8, "median_ms": 1.04, "slowdown": s(4.0)},
-            ]}],
+            "kernels": [{"kernel": "k", "builds": builds}],
             "pooled": [{"build": "fenced zones", "slowdown": s(2.0)}, {"build": "tvm style", "slowdown": s(4.0)},
                        {"build": "unfenced zones", "slowdown": s(1.0)}],
         })
     }
 
+    const HELD: [(&str, f64); 7] = [
+        ("fenced zones", 2.0),
+        ("unfenced zones", 1.5),
+        ("counters only", 0.3),
+        ("null arg", 0.2),
+        ("tvm style", 4.0),
+        ("fenced zones clock", 1.0),
+        ("unfenced zones clock", 0.8),
+    ];
+
+    fn bench(compiled_out: f64, fenced_blocks: u64) -> Value {
+        bench_with(compiled_out, fenced_blocks, &HELD)
+    }
+
     #[test]
     fn compiled_out_must_match_the_baseline_and_cliffs_are_named() {
         let c = judge(&bench(0.3, 8));
-        assert_eq!(c.len(), 2);
+        assert_eq!(c.len(), 3);
         assert_eq!(c[0].name, "overhead/k");
         assert_eq!(c[0].status, Status::Pass, "{}", c[0].detail);
         assert_eq!(c[0].figures["ikp_vs_tvm_style"], 0.5);
         assert!(!c[0].detail.contains("cliff"));
+        assert_eq!(c[1].name, "overhead/targets");
+        assert_eq!(c[1].status, Status::Pass);
         assert!(
-            c[1].detail.contains("fenced zones +2.00 %"),
+            c[2].detail.contains("fenced zones +2.00 %"),
             "{}",
-            c[1].detail
+            c[2].detail
         );
         let c = judge(&bench(1.8, 6));
         assert_eq!(c[0].status, Status::Fail);
+        assert_eq!(c[1].status, Status::Fail);
         assert!(
             c[0].detail.contains("+1.80 %") && c[0].detail.contains("+1.70..+1.90 %"),
             "{}",
@@ -271,5 +426,60 @@ mod tests {
         let c = judge(&bench(-0.85, 8));
         assert_eq!(c[0].status, Status::Pass, "{}", c[0].detail);
         assert_eq!(judge(&json!({"kernels": []}))[0].status, Status::Fail);
+    }
+
+    fn with(name: &str, m: f64) -> Vec<(&str, f64)> {
+        HELD.iter()
+            .map(|&(n, v)| (n, if n == name { m } else { v }))
+            .collect()
+    }
+
+    #[test]
+    fn every_missed_target_fails_the_kernel_and_is_named() {
+        for (name, m, why) in [
+            ("unfenced zones", 2.01, "half the tvm style slowdown"),
+            ("fenced zones", 4.2, "the tvm style slowdown"),
+            ("counters only", 0.6, "counters only"),
+            ("null arg", 1.3, "the runtime off switch"),
+        ] {
+            let c = judge(&bench_with(0.0, 8, &with(name, m)));
+            assert_eq!(c[0].status, Status::Fail, "{name}: {}", c[0].detail);
+            assert!(
+                c[0].detail.contains("MISSED") && c[0].detail.contains(why),
+                "{name}: {}",
+                c[0].detail
+            );
+            assert_eq!(c[1].status, Status::Fail);
+        }
+        // Where the peers' records cost under 1 %, unfenced zones get 1 %, not half.
+        let mut small = with("tvm style", 0.8);
+        small.retain(|(n, _)| *n != "fenced zones");
+        small.push(("fenced zones", 0.7));
+        let unfenced = |m: f64| {
+            let mut v = small.clone();
+            v.retain(|(n, _)| *n != "unfenced zones");
+            v.push(("unfenced zones", m));
+            judge(&bench_with(0.0, 8, &v))[0].status
+        };
+        assert_eq!(unfenced(0.9), Status::Pass);
+        assert_eq!(unfenced(1.1), Status::Fail);
+        // A missing build is a miss, not a pass.
+        let mut missing = HELD.to_vec();
+        missing.retain(|(n, _)| *n != "null arg");
+        let c = judge(&bench_with(0.0, 8, &missing));
+        assert_eq!(c[0].status, Status::Fail, "{}", c[0].detail);
+        assert!(
+            c[0].detail.contains("null arg: no median"),
+            "{}",
+            c[0].detail
+        );
+    }
+
+    #[test]
+    fn clock_builds_are_compared_with_the_globaltimer_ones() {
+        let c = judge(&bench(0.0, 8));
+        let f = &c[0].figures["clock_vs_globaltimer"];
+        assert_eq!(f["fenced"]["clock_cheaper"], true, "{f}");
+        assert_eq!(f["unfenced"]["globaltimer_median_pct"], 1.5, "{f}");
     }
 }

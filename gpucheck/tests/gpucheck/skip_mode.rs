@@ -178,6 +178,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             want.push(format!("sanitizer/{tool}/{target}"));
         }
     }
+    want.extend(runner::ncu::KERNELS.map(|k| format!("overhead/ncu/{k}")));
     assert_eq!(names, want);
     // What a GPU machine that hands back eight files at most returns whole: the results,
     // and one archive of the logs.

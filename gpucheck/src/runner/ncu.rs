@@ -1,0 +1,365 @@
+//! Where the overhead goes: each build of the overhead bench's warp-specialized kernel and
+//! GEMMs (the Hopper one on sm_90 only: elsewhere its check is skipped) under Nsight Compute (`ncu`), one launch per build (the bench's profiling mode,
+//! `IKP_OVERHEAD_PROFILE`), with the metrics that say what a probe costs: instructions
+//! issued and executed, registers, achieved occupancy, the warp stall reasons (cycles a
+//! warp spent stalled per issued instruction, by reason), the global stores' LSU requests
+//! and sectors and the L2's write sectors, and the kernel's duration.
+//!
+//! A figure per build, not a target (the `overhead` checks judge the targets): the check
+//! passes when every build of the kernel was profiled and fails when `ncu` ran and did not
+//! give them. Where the machine has no `ncu` (`IKP_NCU`, then `PATH`, then
+//! `/usr/local/cuda/bin`), or its driver refuses the performance counters to this user
+//! (`ERR_NVGPUCTRPERM`), the checks are skipped with that reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Plan;
+use crate::child;
+use crate::results::{Check, Status, Table};
+
+/// Time limit of the whole profile (every build of every kernel).
+pub const NCU_LIMIT: Duration = Duration::from_secs(150);
+/// The bench kernels profiled.
+pub const KERNELS: [&str; 3] = ["warp_specialized", "gemm_half", "hopper_gemm"];
+/// The bench's builds, in the order its profiling mode launches them (`Variant::ALL`).
+pub const BUILDS: [&str; 9] = [
+    "baseline",
+    "fenced zones",
+    "unfenced zones",
+    "counters only",
+    "compiled out",
+    "tvm style",
+    "null arg",
+    "fenced zones clock",
+    "unfenced zones clock",
+];
+/// Launches of each kernel before the profiled ones (one warm-up launch per build).
+const WARM_UP: usize = BUILDS.len();
+
+/// The metrics, with the short names the tables use.
+pub const METRICS: [(&str, &str); 22] = [
+    ("gpu__time_duration.sum", "ns"),
+    ("smsp__inst_issued.sum", "issued"),
+    ("smsp__inst_executed.sum", "executed"),
+    ("launch__registers_per_thread", "regs"),
+    (
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "occupancy %",
+    ),
+    (
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+        "LSU st requests",
+    ),
+    (
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        "LSU st sectors",
+    ),
+    ("lts__t_sectors_op_write.sum", "L2 write sectors"),
+    (
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+        "stall long scoreboard",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+        "stall short scoreboard",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+        "stall wait",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+        "stall math pipe",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio",
+        "stall lg throttle",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",
+        "stall membar",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+        "stall barrier",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio",
+        "stall branch",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",
+        "stall no instruction",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
+        "stall mio throttle",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio",
+        "stall dispatch",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio",
+        "stall not selected",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_selected_per_issue_active.ratio",
+        "selected",
+    ),
+    (
+        "smsp__average_warps_issue_stalled_drain_per_issue_active.ratio",
+        "stall drain",
+    ),
+];
+
+/// The machine's `ncu`, if it has one.
+pub fn find() -> Option<PathBuf> {
+    super::find_cuda_tool("IKP_NCU", "ncu")
+}
+
+fn names() -> impl Iterator<Item = String> {
+    KERNELS.iter().map(|k| format!("overhead/ncu/{k}"))
+}
+
+/// Profiles the bench's builds and returns a check per kernel.
+pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
+    if let Some(why) = plan.skip_all() {
+        return names().map(|n| Check::skip(n, why.clone())).collect();
+    }
+    let Some(exe) = find() else {
+        return names()
+            .map(|n| {
+                Check::new(
+                    n,
+                    Status::Skip,
+                    false,
+                    "no ncu on this machine (IKP_NCU, PATH, /usr/local/cuda/bin)",
+                )
+            })
+            .collect();
+    };
+    let csv = plan.files.join("ncu.csv");
+    let metrics: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+    let mut cmd = Command::new(&exe);
+    cmd.args(["--csv", "--page", "raw", "--metrics", &metrics.join(",")])
+        .arg("--kernel-name")
+        .arg(format!("regex:^({})$", KERNELS.join("|")))
+        .arg("--log-file")
+        .arg(plan.logs.join("ncu-log.txt"))
+        .arg(bundle.join("bin").join("gpu_overhead"))
+        .arg("--bench")
+        .env("IKP_OVERHEAD_PROFILE", KERNELS.join(","));
+    plan.gpu_env(&mut cmd);
+    let _ = std::fs::create_dir_all(&plan.files);
+    let finished = match child::run(cmd, "ncu", &plan.logs, plan.limit(NCU_LIMIT)) {
+        Ok(f) => f,
+        Err(e) => {
+            return names()
+                .map(|n| Check::fail(n, format!("could not start {}: {e}", exe.display())))
+                .collect()
+        }
+    };
+    let all = format!("{}\n{}", finished.stdout, finished.stderr);
+    if all.contains("ERR_NVGPUCTRPERM") {
+        return names()
+            .map(|n| {
+                Check::new(
+                    n,
+                    Status::Skip,
+                    false,
+                    "ncu: the driver does not give this user the performance counters \
+                     (ERR_NVGPUCTRPERM)",
+                )
+            })
+            .collect();
+    }
+    let _ = std::fs::write(&csv, &finished.stdout);
+    if !finished.ok() {
+        return names()
+            .map(|n| Check::fail(n, format!("ncu {}", finished.failure())))
+            .collect();
+    }
+    judge(&finished.stdout)
+}
+
+/// Splits one CSV line (ncu quotes every field; no field holds a newline).
+fn fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Checks from ncu's `--csv --page raw` output: a header line, a units line, then a line
+/// per profiled launch in launch order (other lines, ncu's `==PROF==` notes and the bench's
+/// own output, are skipped).
+pub fn judge(csv: &str) -> Vec<Check> {
+    let mut lines = csv.lines().filter(|l| l.starts_with('"'));
+    let Some(header) = lines.next().map(fields) else {
+        return names()
+            .map(|n| Check::fail(n, "ncu printed no CSV"))
+            .collect();
+    };
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let kernel_col = col("Kernel Name");
+    let rows: Vec<Vec<String>> = lines.map(fields).collect();
+    let mut checks = Vec::new();
+    for kernel in KERNELS {
+        let name = format!("overhead/ncu/{kernel}");
+        if let Some(line) = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("profile: skipped {kernel} ")))
+        {
+            checks.push(Check::new(name, Status::Skip, false, line.to_string()));
+            continue;
+        }
+        let launches: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|r| {
+                kernel_col
+                    .and_then(|c| r.get(c))
+                    .is_some_and(|k| k.starts_with(kernel))
+            })
+            .collect();
+        if launches.len() < WARM_UP + BUILDS.len() {
+            checks.push(Check::fail(
+                name,
+                format!(
+                    "ncu profiled {} launches of {kernel}, {} expected (a warm-up and a \
+                     profiled launch per build)",
+                    launches.len(),
+                    WARM_UP + BUILDS.len()
+                ),
+            ));
+            continue;
+        }
+        let mut columns = vec!["build"];
+        columns.extend(METRICS.iter().map(|m| m.1));
+        let mut t = Table::new(&columns);
+        let mut per_build = serde_json::Map::new();
+        let mut missing = Vec::new();
+        for (build, row) in BUILDS.iter().zip(&launches[WARM_UP..]) {
+            let mut cells = vec![json!(build)];
+            let mut figures = serde_json::Map::new();
+            for (metric, short) in METRICS {
+                let v = col(metric)
+                    .and_then(|c| row.get(c))
+                    .and_then(|s| s.replace(',', "").parse::<f64>().ok());
+                if v.is_none() {
+                    missing.push(format!("{build}: {metric}"));
+                }
+                cells.push(json!(v));
+                figures.insert(short.into(), json!(v));
+            }
+            t.row(cells);
+            per_build.insert((*build).into(), Value::Object(figures));
+        }
+        let status = Status::of(missing.is_empty());
+        let detail = if missing.is_empty() {
+            format!(
+                "{} builds profiled, {} metrics each",
+                BUILDS.len(),
+                METRICS.len()
+            )
+        } else {
+            format!("metrics missing from ncu's output: {}", missing.join(", "))
+        };
+        checks.push(
+            Check::new(name, status, true, detail)
+                .figure("builds", Value::Object(per_build))
+                .table(t),
+        );
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(launches: usize, drop_metric: bool) -> String {
+        let mut header = vec!["\"ID\"".to_string(), "\"Kernel Name\"".to_string()];
+        for (i, (m, _)) in METRICS.iter().enumerate() {
+            if !(drop_metric && i == 3) {
+                header.push(format!("\"{m}\""));
+            }
+        }
+        let mut out = format!("==PROF== Connected\n{}\n", header.join(","));
+        out.push_str(&format!("\"\",\"\"{}\n", ",\"u\"".repeat(header.len() - 2)));
+        for kernel in KERNELS {
+            for l in 0..launches {
+                let mut row = vec![format!("\"{l}\""), format!("\"{kernel}\"")];
+                row.extend((2..header.len()).map(|i| format!("\"{},{}\"", l, i)));
+                out.push_str(&row.join(","));
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_build_gets_its_metrics_in_launch_order() {
+        let c = judge(&csv(2 * BUILDS.len(), false));
+        assert_eq!(c.len(), KERNELS.len());
+        assert!(
+            c.iter().all(|c| c.status == Status::Pass),
+            "{:?}",
+            c[0].detail
+        );
+        // The first profiled launch (after the warm-ups) is the baseline: "9,2" -> 92.
+        let b = &c[0].figures["builds"]["baseline"];
+        assert_eq!(b["ns"], json!(92.0), "{b}");
+        assert_eq!(
+            c[1].figures["builds"]["unfenced zones clock"]["ns"],
+            json!(172.0)
+        );
+    }
+
+    #[test]
+    fn missing_launches_or_metrics_fail() {
+        let c = judge(&csv(BUILDS.len(), false));
+        assert!(c.iter().all(|c| c.status == Status::Fail));
+        assert!(c[0].detail.contains("launches"), "{}", c[0].detail);
+        let c = judge(&csv(2 * BUILDS.len(), true));
+        assert_eq!(c[0].status, Status::Fail);
+        assert!(
+            c[0].detail.contains("launch__registers_per_thread"),
+            "{}",
+            c[0].detail
+        );
+        assert_eq!(judge("no csv")[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn a_kernel_the_device_cannot_run_is_skipped_with_the_reason() {
+        let mut out = csv(2 * BUILDS.len(), false);
+        out = out
+            .lines()
+            .filter(|l| !l.contains("hopper_gemm"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push_str("\nprofile: skipped hopper_gemm (hopper_gemm needs sm_90 (wgmma, TMA), the device is sm_80)\n");
+        let c = judge(&out);
+        assert_eq!(c[2].status, Status::Skip, "{}", c[2].detail);
+        assert!(c[2].detail.contains("needs sm_90"));
+        assert_eq!(c[0].status, Status::Pass, "{}", c[0].detail);
+    }
+}
