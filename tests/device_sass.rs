@@ -14,12 +14,15 @@
 //!   group (ikp's leader warp plus three off warps against four warps of TVM records);
 //! - the runtime off switch: a warp without a writing leader branches around every record
 //!   (no timer read, no store, no fence on its path), nvcc and NVRTC;
+//! - `IKP_OFF_BRANCH=0` builds the other design, the record predicated whole on every warp:
+//!   its records cost what they cost before the branch (budgets), less than the default's
+//!   leader-warp records, and take no branch on the vote (the switch switches);
 //! - `IKP_TIMER` switches the default timer.
 //!
 //! `cargo test --test integration device_sass::print_sass_cost_table -- --nocapture`
 //! prints the table kept in BENCHMARKS.md (`ikp cost` prints the same table). The tools must be present: CI provisions them
 //! (`scripts/provision.sh`, `source scripts/env.sh`), so a missing tool fails the test.
-use ikp::host::sass::cost::{ArchCost, Fence};
+use ikp::host::sass::cost::{fixed_records, ArchCost, Fence, FixedRecords};
 use ikp::host::sass::parse::opcode_difference;
 use ikp::host::sass::{CostReport, CudaTools, SassCompiler};
 use ikp::host::Arch;
@@ -59,6 +62,16 @@ const BUDGET_RING_RECORD_FENCED: f64 = BUDGET_RING_RECORD + 1.0;
 /// In a runtime loop: 13 on sm_80, 12 on sm_90, one more with the fence (7 / 8 before).
 const BUDGET_RING_LOOP_RECORD: i64 = 13;
 const BUDGET_RING_LOOP_RECORD_FENCED: i64 = BUDGET_RING_LOOP_RECORD + 1;
+/// The same four with `-DIKP_OFF_BRANCH=0` (the record predicated whole on every warp, the
+/// timer read under the store's predicate, no branch: ikp's record before the off switch
+/// branched, commit 8ea2c74), Fence::Block one more each: 3.75 straight-line, 7 in a loop;
+/// a ring record 7, and 8 (sm_80) / 9 (sm_90) in a loop. Measured with the pinned nvcc 13.5
+/// for sm_80 and sm_90; every warp of the lane issues these, where the default build's
+/// off warps issue one instruction per record.
+const BUDGET_PREDICATED_RECORD: f64 = 3.75;
+const BUDGET_PREDICATED_LOOP_RECORD: i64 = 7;
+const BUDGET_PREDICATED_RING_RECORD: f64 = 7.0;
+const BUDGET_PREDICATED_RING_LOOP_RECORD: i64 = 9;
 /// A lane's init and finalize with no record (static count, once per lane), and the
 /// shares of the record-cost calibration and of the epoch code (the branch on
 /// `epochs > 1`, the launch-counter atomic, which ptxas aggregates over the warp, and the
@@ -730,6 +743,142 @@ fn an_off_warp_reads_no_timer_and_stores_nothing() {
         assert!(out.status.success(), "cuobjdump: {out:?}");
         let sass = ikp::host::sass::Sass::parse(&String::from_utf8_lossy(&out.stdout));
         check_off_paths(&format!("NVRTC {arch}"), &sass);
+    }
+}
+
+/// The records of the predicated design (`-DIKP_OFF_BRANCH=0`), both architectures.
+fn predicated() -> &'static [(Arch, FixedRecords)] {
+    static P: OnceLock<Vec<(Arch, FixedRecords)>> = OnceLock::new();
+    P.get_or_init(|| {
+        let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+        let c = SassCompiler::new(tools).unwrap_or_else(|e| panic!("{e}"));
+        ARCHS
+            .iter()
+            .map(|&arch| {
+                let r = fixed_records(&c, arch, &["IKP_OFF_BRANCH=0"])
+                    .unwrap_or_else(|e| panic!("{arch}: {e}"));
+                (arch, r)
+            })
+            .collect()
+    })
+}
+
+/// `-DIKP_OFF_BRANCH=0` builds the other design of the off switch, the record predicated
+/// whole on every warp (ikp's record before the branch, commit 8ea2c74), so the GPU bench
+/// can set the two side by side: its records cost what they cost then, and less than the
+/// default build's leader-warp records (the switch switches).
+#[test]
+fn the_predicated_build_records_as_before_the_branch() {
+    for (arch, p) in predicated() {
+        let default = costs().iter().find(|c| c.arch == *arch).unwrap();
+        let straight = [
+            ("", &p.records, &default.records, BUDGET_PREDICATED_RECORD),
+            (
+                "ring ",
+                &p.ring_records,
+                &default.ring_records,
+                BUDGET_PREDICATED_RING_RECORD,
+            ),
+        ];
+        for (ring, records, branched, budget) in straight {
+            for (r, b) in records.iter().zip(branched) {
+                let fence = if r.mode.fence == Fence::Block {
+                    1.0
+                } else {
+                    0.0
+                };
+                let (n, nb) = (r.first.max(r.steady), b.first.max(b.steady));
+                let what = format!("{arch} {ring}record {}", r.mode.label());
+                println!("{what}: predicated {n}, branched {nb}");
+                assert!(n <= budget + fence, "{what}: {n} > {budget}");
+                assert!(n > 0.0 && n < nb, "{what}: {n} against {nb}");
+            }
+        }
+        let loops = [
+            (
+                "",
+                &p.loop_records,
+                &default.loop_records,
+                BUDGET_PREDICATED_LOOP_RECORD,
+            ),
+            (
+                "ring ",
+                &p.ring_loop_records,
+                &default.ring_loop_records,
+                BUDGET_PREDICATED_RING_LOOP_RECORD,
+            ),
+        ];
+        for (ring, records, branched, budget) in loops {
+            for (l, b) in records.iter().zip(branched) {
+                let fence = i64::from(l.mode.fence == Fence::Block);
+                let what = format!("{arch} {ring}record in a loop {}", l.mode.label());
+                let (n, nb) = (l.growth, b.growth);
+                println!("{what}: predicated {n}, branched {nb}");
+                assert!(n <= budget + fence, "{what}: {n} > {budget}");
+                assert!(n > 0 && n < nb, "{what}: {n} against {nb}");
+            }
+        }
+    }
+}
+
+/// The switch switches: built with `-DIKP_OFF_BRANCH=0`, the records of every drop-newest and
+/// ring mode take no branch on a warp vote and read their timer into a vector register
+/// under the leader's predicate (CS2R, never the uniform datapath's S2UR), so every warp
+/// issues them; by default (checked by `an_off_warp_reads_no_timer_and_stores_nothing`)
+/// they sit behind the branch. nvcc for sm_80 and sm_90.
+#[test]
+fn ikp_off_branch_0_predicates_every_record_on_every_warp() {
+    let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let c = SassCompiler::new(tools).unwrap_or_else(|e| panic!("{e}"));
+    let src = off_path_source();
+    for arch in ARCHS {
+        let sass = c
+            .sass(
+                "off_path",
+                &src,
+                arch,
+                &["IKP_CALIBRATE=0", "IKP_OFF_BRANCH=0"],
+            )
+            .unwrap_or_else(|e| panic!("nvcc {arch}: {e}"));
+        for (f, t, o) in off_path_modes() {
+            for kind in ["sl", "lp"] {
+                let name = format!("{kind}_{f}_{t}_{o}");
+                let insns = &sass.kernels[&name];
+                let what = format!("{arch} {name}");
+                match off_path(insns) {
+                    Err(_) => {}
+                    Ok((leaks, _, _)) => assert!(
+                        !leaks.is_empty(),
+                        "{what}: IKP_OFF_BRANCH=0 still branches around every record"
+                    ),
+                }
+                // Every record's timer read (four straight-line, two per iteration) is a
+                // predicated CS2R; the lane's init and finalize stamps are not predicated.
+                let reg = if t == "Clock" {
+                    "SR_CLOCKLO"
+                } else {
+                    "SR_GLOBALTIMER"
+                };
+                let reads: Vec<&String> = (insns.iter().map(|(_, t)| t))
+                    .filter(|t| t.contains(reg))
+                    .collect();
+                assert!(
+                    reads
+                        .iter()
+                        .all(|t| !ikp::host::sass::parse::opcode(t).starts_with("S2UR")),
+                    "{what}: a uniform timer read: {reads:?}"
+                );
+                let predicated = reads
+                    .iter()
+                    .filter(|t| t.trim_start().starts_with('@'))
+                    .count();
+                let records = if kind == "sl" { 4 } else { 2 };
+                assert!(
+                    predicated >= records,
+                    "{what}: {predicated} predicated timer reads, {records} records: {reads:?}"
+                );
+            }
+        }
     }
 }
 

@@ -21,6 +21,17 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   Global (%globaltimer_lo, ns) or Clock (%clock, SM cycles, converted to ns by the decoder
 //   from each lane's start and end (clock, globaltimer) pairs). Each lane stamps its timer
 //   in its IDS word, so lanes of both kinds decode from one buffer.
+// IKP_OFF_BRANCH (default 1): how a warp without the lane's writing leader (every warp of a
+//   null Arg, every warp of a lane but its leader's) skips a record. 1: it branches around
+//   the record on a warp vote taken at init, so it reads no timer and stores nothing (one
+//   instruction per record); the leader's warp then reads the timer through the uniform
+//   datapath, which keeps the branch a branch, and its record is about 8 SASS instructions
+//   (10 in a loop). 0: no branch; every warp issues the record predicated on the leader,
+//   the timer read under the store's predicate (one predicated CS2R): about 4 instructions
+//   (7 in a loop) on every warp, off warps included. Which costs less in time depends on
+//   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
+//   on all but one warp): the overhead bench measures both on every kernel. Stream lanes
+//   are not affected (their record path has its own branch).
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -39,6 +50,9 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 #endif
 #ifndef IKP_TIMER
 #define IKP_TIMER Global
+#endif
+#ifndef IKP_OFF_BRANCH
+#define IKP_OFF_BRANCH 1
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -405,7 +419,10 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// methods. Only the leader of a lane that exists (lane < lane_count, group <
 /// groups_per_block) ever writes; at init each warp votes whether it holds such a leader,
 /// and a warp that does not (every warp of a null Arg: the runtime off switch) branches
-/// around every record, so it reads no timer, stores and fences nothing.
+/// around every record, so it reads no timer, stores and fences nothing. Built with
+/// -DIKP_OFF_BRANCH=0 no warp branches: every warp issues each record predicated on the
+/// leader (a shorter record on the leader's warp, a longer one on every other warp; see
+/// the switch at the top of this file).
 ///
 /// The record path is what this type is about. A record is: the branch on the warp's vote;
 /// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
@@ -453,6 +470,9 @@ class Lane {
   static constexpr bool stream = O == Overflow::Stream || O == Overflow::StreamWait;
   /// True for a stream lane that waits for room (Overflow::StreamWait).
   static constexpr bool wait = O == Overflow::StreamWait;
+  /// True when a warp without the lane's writing leader branches around each record
+  /// (IKP_OFF_BRANCH, default 1); false when every warp issues the record predicated.
+  static constexpr bool off_branch = IKP_OFF_BRANCH != 0;
   /// Lane flags stamped into the IDS word so the decoder knows how the lane recorded.
   static constexpr unsigned flags = (T == Timer::Clock ? LANE_FLAG_CLOCK : 0u) |
                                     (F == Fence::Block ? LANE_FLAG_BLOCK_FENCE : 0u) |
@@ -633,11 +653,11 @@ class Lane {
   /// Fence::Block's fence, run by the warps of a lane that writes only: it orders the
   /// leader warp's memory traffic around the stamp, and no other warp's traffic is in it.
   IKP_INLINE void fence() const {
-    if (stream || live_) detail::fence_block();
+    if (stream || live()) detail::fence_block();
   }
 
   /// A timed record with Fence::Block's fence before it (`FenceFirst`: end, instant) or
-  /// after it (begin). The fence and the record sit behind one branch on live_, so an off
+  /// after it (begin). The fence and the record sit behind one branch on live(), so an off
   /// warp skips both with one BRA.
   template <bool FenceFirst>
   IKP_INLINE void put_fenced(unsigned tag) {
@@ -648,51 +668,36 @@ class Lane {
       put_timed(tag);
       if constexpr (!FenceFirst) detail::fence_block();
     } else {
-      if (live_) {
+      if (live()) {
         if constexpr (FenceFirst) detail::fence_block();
-        put_live(tag);
+        put_live<true>(0u, tag);
         if constexpr (!FenceFirst) detail::fence_block();
       }
       ++cursor_;
     }
   }
 
-  /// The whole record path: a warp without a writing leader (live_, a vote taken at init)
-  /// branches around the timer read and the store, so an off lane reads no timer and
-  /// stores nothing: one uniform branch per record, and the cursor's add (which folds away
-  /// in straight-line code). In the leader's warp: read the timer, and if this thread
-  /// writes and the lane has room, store; count always. A ring lane always has room: it
-  /// stores at the cursor modulo the (power-of-two) capacity, the compare only guards a
-  /// zero capacity.
+  /// Whether this warp runs the record path: the warp vote taken at init (live_) with
+  /// IKP_OFF_BRANCH=1, so a warp without a writing leader branches around every record;
+  /// always with IKP_OFF_BRANCH=0, so every warp issues the record predicated on the leader.
+  IKP_INLINE bool live() const {
+    if constexpr (off_branch) return live_;
+    return true;
+  }
+
+  /// The whole record path: a warp that is not live() branches around the timer read and
+  /// the store, so an off lane reads no timer and stores nothing: one uniform branch per
+  /// record, and the cursor's add (which folds away in straight-line code). In the leader's
+  /// warp: read the timer, and if this thread writes and the lane has room, store; count
+  /// always. A ring lane always has room: it stores at the cursor modulo the (power-of-two)
+  /// capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (stream) {
       put_stream<true>(0u, tag);
       return;
     }
-    if (live_) put_live(tag);
+    if (live()) put_live<true>(0u, tag);
     ++cursor_;
-  }
-
-  /// put_timed() in a warp known to hold the lane's writing leader, without the cursor's
-  /// add. The whole warp reads the timer, outside the leader's predicate: ptxas then reads
-  /// it through the uniform datapath (S2UR and a move), and as no per-thread predicate can
-  /// guard a uniform instruction, the branch on live_ stays a branch. (Read under the
-  /// store's predicate, as ikp did before, the read is one predicated CS2R, but the record
-  /// becomes short enough for ptxas to predicate it whole, branch included: every warp
-  /// then issues it, which is what the off switch must not cost.) tests/device_sass.rs
-  /// checks that the off path holds no timer read and no store.
-  IKP_INLINE void put_live(unsigned tag) {
-    const unsigned t = now();
-    if constexpr (ring) {
-      const unsigned i = cursor_ & (cap_ - 1u);
-      if (on_ && i < cap_) {
-        detail::store_record(ev_, i, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
-      }
-    } else {
-      if (on_ && cursor_ < cap_) {
-        detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(t) << TIME_SHIFT) | tag);
-      }
-    }
   }
 
   /// The same for an untimed (meta) record whose high half is `value`.
@@ -701,19 +706,35 @@ class Lane {
       put_stream<false>(value, tag);
       return;
     }
-    if (live_) {
-      if constexpr (ring) {
-        const unsigned i = cursor_ & (cap_ - 1u);
-        if (on_ && i < cap_) {
-          detail::store_record(ev_, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
-        }
-      } else {
-        if (on_ && cursor_ < cap_) {
-          detail::store_record(ev_, cursor_, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
-        }
-      }
-    }
+    if (live()) put_live<false>(value, tag);
     ++cursor_;
+  }
+
+  /// A record in a live() warp, without the cursor's add: store at the cursor (a ring:
+  /// modulo the capacity) if this thread writes and the lane has room.
+  template <bool Timed>
+  IKP_INLINE void put_live(unsigned value, unsigned tag) {
+    const unsigned i = ring ? cursor_ & (cap_ - 1u) : cursor_;
+    record<Timed>(on_ && i < cap_, ev_, i, value, tag);
+  }
+
+  /// One record's code, shared by the record path and calibrate(): if `room`, store at
+  /// `at[i]` the word of `tag` and the timer (`Timed`) or `value`. Where the timer is read
+  /// is the whole difference between the two designs of the off switch (IKP_OFF_BRANCH).
+  /// With the branch (1), the whole warp reads it, outside the store's predicate: ptxas
+  /// then reads it through the uniform datapath (S2UR, a NOP and a move), and as no
+  /// per-thread predicate can guard a uniform instruction, the branch on live_ stays a
+  /// branch. Read under the store's predicate (0), it is one predicated CS2R straight into
+  /// the store's register, and the record is short enough for ptxas to predicate it whole:
+  /// every warp issues it, no branch. tests/device_sass.rs checks both: the off path holds
+  /// no timer read and no store (1), the record costs what it did before the branch (0).
+  template <bool Timed>
+  IKP_INLINE static void record(bool room, unsigned long long* at, unsigned i, unsigned value, unsigned tag) {
+    if constexpr (Timed && off_branch) value = now();
+    if (room) {
+      if constexpr (Timed && !off_branch) value = now();
+      detail::store_record(at, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    }
   }
 
   /// A stream record: the fixed buffer's record with the lane's limit in place of the
@@ -756,7 +777,7 @@ class Lane {
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
   /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
   /// the shorter round's cycles over its records, rounded. Each record goes through the
-  /// record path's own code (the branch on live_, the timer read, a compare against a
+  /// record path's own code (live(), record(): the timer read, a compare against a
   /// bound, the word, store_record's plain 64-bit store), so ptxas emits a record's
   /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
   /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
@@ -777,12 +798,7 @@ class Lane {
       unsigned c0 = 0u, c1 = 0u;
       if (bound != 0u) c0 = detail::clock_lo();
       for (unsigned i = 0; i < records; ++i) {
-        if (live_) {
-          const unsigned t = now();
-          if (i < bound) {
-            detail::store_record(calib, 0u, (static_cast<unsigned long long>(t) << TIME_SHIFT) | i);
-          }
-        }
+        if (live()) record<true>(i < bound, calib, 0u, 0u, i);
       }
       if (bound != 0u) c1 = detail::clock_lo();
       if (c1 - c0 < least) least = c1 - c0;

@@ -299,6 +299,48 @@ fn mode_costs(
     Ok((records, loop_costs(cost, &kind, super::Sass::single_loop)?))
 }
 
+/// The records of the fixed buffer's lanes (drop-newest and ring, straight-line and in a
+/// loop, every mode) in one build of the header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FixedRecords {
+    /// Straight-line drop-newest records, one entry per mode of [`MODES`].
+    pub records: Vec<RecordCost>,
+    /// Drop-newest records in a runtime loop, one entry per mode of [`MODES`].
+    pub loop_records: Vec<LoopCost>,
+    /// Straight-line ring records, one entry per mode of [`MODES`].
+    pub ring_records: Vec<RecordCost>,
+    /// Ring records in a runtime loop, one entry per mode of [`MODES`].
+    pub ring_loop_records: Vec<LoopCost>,
+}
+
+/// Measures [`FixedRecords`] for `arch` with the header built with `defines` (one nvcc
+/// compilation), e.g. `IKP_OFF_BRANCH=0` for the predicated record (the figures of
+/// [`measure`] are those of the default build).
+pub fn fixed_records(
+    c: &SassCompiler,
+    arch: Arch,
+    defines: &[&str],
+) -> Result<FixedRecords, SassError> {
+    let mut src = String::from(kernels::COST);
+    for m in MODES {
+        let (f, t) = (m.fence.cuda_name(), m.timer.cuda_name());
+        for extra in [0, K, 2 * K] {
+            for macro_ in ["IKP_COST_KERNELS", "IKP_RING_KERNELS"] {
+                let _ = writeln!(src, "{macro_}({f}, {t}, {extra})");
+            }
+        }
+    }
+    let cost = c.sass("fixed_records", &src, arch, defines)?;
+    let (records, loop_records) = mode_costs(&cost, "")?;
+    let (ring_records, ring_loop_records) = mode_costs(&cost, "ring_")?;
+    Ok(FixedRecords {
+        records,
+        loop_records,
+        ring_records,
+        ring_loop_records,
+    })
+}
+
 /// Instructions of the `lane_setup` kernel built with `defines`.
 fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, SassError> {
     let s = c.sass("setup", kernels::SETUP, arch, defines)?;
