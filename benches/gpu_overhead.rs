@@ -4,11 +4,13 @@
 //! criterion runs one test iteration). For each bench kernel (`gpu_overhead/kernels.cu`:
 //! the three example kernels, a GEMM on half data, a memory-bound copy, and on sm_90 a
 //! Hopper warp-specialized GEMM, TMA and wgmma, whose result is also checked against a CPU
-//! reference on sampled entries) it compiles nine
+//! reference on sampled entries) it compiles eleven
 //! builds with NVRTC for the device's architecture (uninstrumented baseline, fenced zones,
 //! unfenced zones, counters only, compiled out, the same regions recorded the peers' way:
 //! the TVM / FlashInfer record sequence, the fenced build launched with a null `ikp::Arg`,
-//! and fenced and unfenced zones on the SM clock), checks they compute the same output, then
+//! fenced and unfenced zones on the SM clock, and the other design of the off switch,
+//! `IKP_OFF_BRANCH=0`: unfenced zones and the null `ikp::Arg` with every record predicated
+//! on every warp instead of behind a branch on the warp vote), checks they compute the same output, then
 //! times `REPS` (30) repetitions of every build with CUDA events, the builds interleaved
 //! within a repetition in a rotating order. One timing is [`LAUNCHES`] back-to-back
 //! launches between one event pair (a launch is short next to the event's resolution),
@@ -586,7 +588,9 @@ impl Bench {
                         Some(Prof::Tvm(self.tvm_arg))
                     }
                     // The runtime off switch: an all-zero argument, no lane, no buffer.
-                    Variant::NullArg => Some(Prof::Ikp(IkpArg::default())),
+                    Variant::NullArg | Variant::NullArgPredicated => {
+                        Some(Prof::Ikp(IkpArg::default()))
+                    }
                     _ if v.takes_prof() => Some(Prof::Ikp(self.idle.kernel_arg())),
                     _ => None,
                 }

@@ -4,8 +4,10 @@
 //! counters and no timed record, compiled out is the baseline's code, the peers' build
 //! stamps `%globaltimer_lo` records behind block fences with no wait counter and no
 //! 64-bit lane stamps, the null-Arg build is the fenced build's code (only its argument
-//! differs), and the clock builds time their records with `%clock` instead of
-//! `%globaltimer_lo`. No GPU needed; the bench itself only runs on one.
+//! differs), the clock builds time their records with `%clock` instead of
+//! `%globaltimer_lo`, and the predicated builds (`IKP_OFF_BRANCH=0`) take no warp vote at
+//! init, where every other build with a lane takes one (the branch around the records).
+//! No GPU needed; the bench itself only runs on one.
 //!
 //! The bench times the default builds, whose lanes also time their record cost at init
 //! (a `%globaltimer_lo` / `%clock` sequence with volatile stores) and carry the epoch code
@@ -82,7 +84,7 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
         for &v in &Variant::ALL {
             for (name, (_, body)) in ptx(v, arch, false) {
                 let lean = &builds[&v][&name].1;
-                let lane = v.records() || v == Variant::NullArg;
+                let lane = v.records() || v.null_arg();
                 assert_eq!(
                     stores(&body) > stores(lean) && has(&body, "atom.global.add.u64"),
                     lane,
@@ -109,6 +111,8 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                             | Variant::UnfencedZones
                             | Variant::TvmStyle
                             | Variant::NullArg
+                            | Variant::UnfencedPredicated
+                            | Variant::NullArgPredicated
                     ),
                     "{arch} {} {name}: timed records",
                     v.name()
@@ -124,8 +128,16 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                 // whose code is the fenced build's).
                 assert_eq!(
                     has(body, "%globaltimer"),
-                    v.records() || v == Variant::NullArg,
+                    v.records() || v.null_arg(),
                     "{arch} {} {name}: lane stamps",
+                    v.name()
+                );
+                // The off switch's design: a warp vote at init (the branch around every
+                // record) in every build with a lane but the predicated ones.
+                assert_eq!(
+                    body.contains("vote.sync.any.pred"),
+                    (v.records() || v.null_arg()) && !v.predicated(),
+                    "{arch} {} {name}: the warp vote",
                     v.name()
                 );
                 if NO_USER_FENCE.contains(&name) {
@@ -136,6 +148,7 @@ fn every_build_of_every_bench_kernel_compiles_and_is_what_it_claims() {
                             Variant::FencedZones
                                 | Variant::TvmStyle
                                 | Variant::NullArg
+                                | Variant::NullArgPredicated
                                 | Variant::FencedClock
                         ),
                         "{arch} {} {name}: block fences",
@@ -261,6 +274,10 @@ fn the_hopper_gemm_builds_with_tma_wgmma_mbarriers_and_zones() {
         ("baseline", vec!["BENCH_BASELINE"]),
         ("fenced zones", vec![]),
         ("unfenced zones", vec!["BENCH_FENCE=None"]),
+        (
+            "unfenced zones predicated",
+            vec!["BENCH_FENCE=None", "IKP_OFF_BRANCH=0"],
+        ),
         ("fenced zones clock", vec!["BENCH_TIMER=Clock"]),
         ("tvm style", vec!["BENCH_TVM"]),
         ("compiled out", vec!["IKP_ENABLED=0"]),

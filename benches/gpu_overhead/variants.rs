@@ -31,6 +31,13 @@ pub enum Variant {
     FencedClock,
     /// Unfenced zones on the SM clock.
     UnfencedClock,
+    /// Unfenced zones built with `IKP_OFF_BRANCH=0`: the other design of the off switch, no
+    /// branch on a warp vote, every warp issues each record predicated on the leader (a
+    /// shorter record for the leader's warp, a longer one for the others).
+    UnfencedPredicated,
+    /// The null-Arg build (the fenced build, all-zero `ikp::Arg`) with `IKP_OFF_BRANCH=0`:
+    /// what the runtime off switch costs in the predicated design.
+    NullArgPredicated,
     /// The same regions recorded the peers' way: the TVM / FlashInfer CudaProfiler record
     /// sequence (`ikp_host::sass::kernels::TVM_STYLE`: per-thread offset and tag,
     /// leader-only store, a block fence after a start and before an end), no counters.
@@ -39,7 +46,7 @@ pub enum Variant {
 
 impl Variant {
     /// Every build, baseline first.
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 11] = [
         Variant::Baseline,
         Variant::FencedZones,
         Variant::UnfencedZones,
@@ -49,6 +56,8 @@ impl Variant {
         Variant::NullArg,
         Variant::FencedClock,
         Variant::UnfencedClock,
+        Variant::UnfencedPredicated,
+        Variant::NullArgPredicated,
     ];
 
     /// Short name for reports.
@@ -63,6 +72,8 @@ impl Variant {
             Variant::NullArg => "null arg",
             Variant::FencedClock => "fenced zones clock",
             Variant::UnfencedClock => "unfenced zones clock",
+            Variant::UnfencedPredicated => "unfenced zones predicated",
+            Variant::NullArgPredicated => "null arg predicated",
         }
     }
 
@@ -81,6 +92,21 @@ impl Variant {
                 | Variant::CountersOnly
                 | Variant::FencedClock
                 | Variant::UnfencedClock
+                | Variant::UnfencedPredicated
+        )
+    }
+
+    /// Whether the build launches with an all-zero `ikp::Arg` (the runtime off switch).
+    pub fn null_arg(self) -> bool {
+        matches!(self, Variant::NullArg | Variant::NullArgPredicated)
+    }
+
+    /// Whether the build's lanes are compiled with `IKP_OFF_BRANCH=0` (records predicated
+    /// on every warp, no branch on the warp vote).
+    pub fn predicated(self) -> bool {
+        matches!(
+            self,
+            Variant::UnfencedPredicated | Variant::NullArgPredicated
         )
     }
 
@@ -100,6 +126,12 @@ impl Variant {
             // The null-Arg build is the fenced build's code; only its argument differs.
             Variant::FencedZones | Variant::NullArg => c.define("BENCH_FENCE", Some("Block")),
             Variant::UnfencedZones => c.define("BENCH_FENCE", Some("None")),
+            Variant::UnfencedPredicated => c
+                .define("BENCH_FENCE", Some("None"))
+                .define("IKP_OFF_BRANCH", Some("0")),
+            Variant::NullArgPredicated => c
+                .define("BENCH_FENCE", Some("Block"))
+                .define("IKP_OFF_BRANCH", Some("0")),
             Variant::FencedClock => c
                 .define("BENCH_FENCE", Some("Block"))
                 .define("BENCH_TIMER", Some("Clock")),

@@ -515,8 +515,9 @@ class Lane {
       on_ = on;
       // The off switch: a warp without a writing leader (every warp of a null Arg, of a lane
       // past the buffer or past its epochs, and every warp of a lane but its leader's)
-      // branches around the record path.
-      if constexpr (stream) {
+      // branches around the record path. Built without the branch (IKP_OFF_BRANCH=0) no
+      // warp takes the vote (live() is then always true and live_ unread).
+      if constexpr (stream || !off_branch) {
         live_ = on;
       } else {
         live_ = detail::warp_any(on);
@@ -816,7 +817,7 @@ class Lane {
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
-  bool live_;               // on_ on some thread of this warp (stream lanes: on_)
+  bool live_;               // on_ on some thread of this warp (stream lanes, IKP_OFF_BRANCH=0: on_)
 };
 
 /// Closes a region when it goes out of scope (early returns, breaks and continues

@@ -22,11 +22,11 @@ use crate::child;
 use crate::results::{Check, Status, Table};
 
 /// Time limit of the whole profile (every build of every kernel).
-pub const NCU_LIMIT: Duration = Duration::from_secs(150);
+pub const NCU_LIMIT: Duration = Duration::from_secs(180);
 /// The bench kernels profiled.
 pub const KERNELS: [&str; 3] = ["warp_specialized", "gemm_half", "hopper_gemm"];
 /// The bench's builds, in the order its profiling mode launches them (`Variant::ALL`).
-pub const BUILDS: [&str; 9] = [
+pub const BUILDS: [&str; 11] = [
     "baseline",
     "fenced zones",
     "unfenced zones",
@@ -36,6 +36,8 @@ pub const BUILDS: [&str; 9] = [
     "null arg",
     "fenced zones clock",
     "unfenced zones clock",
+    "unfenced zones predicated",
+    "null arg predicated",
 ];
 /// Launches of each kernel before the profiled ones (one warm-up launch per build).
 const WARM_UP: usize = BUILDS.len();
@@ -324,12 +326,16 @@ mod tests {
             "{:?}",
             c[0].detail
         );
-        // The first profiled launch (after the warm-ups) is the baseline: "9,2" -> 92.
+        // The first profiled launch (after the warm-ups) is the baseline: "11,2" -> 112.
         let b = &c[0].figures["builds"]["baseline"];
-        assert_eq!(b["ns"], json!(92.0), "{b}");
+        assert_eq!(b["ns"], json!(112.0), "{b}");
         assert_eq!(
             c[1].figures["builds"]["unfenced zones clock"]["ns"],
-            json!(172.0)
+            json!(192.0)
+        );
+        assert_eq!(
+            c[1].figures["builds"]["null arg predicated"]["ns"],
+            json!(212.0)
         );
     }
 

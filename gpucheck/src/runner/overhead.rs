@@ -19,7 +19,12 @@
 //! slowdowns (mean / std / median / interval of 30 paired repetitions), registers, blocks
 //! per SM, the ratio of ikp's overhead to the peers', and the clock builds beside the
 //! globaltimer ones (the SM clock becomes the default only on a run where it costs less on
-//! every kernel and the timing checks pass: `clock_vs_globaltimer`). An instrumented build
+//! every kernel and the timing checks pass: `clock_vs_globaltimer`), and the two designs of
+//! the off switch side by side (`off_branch_vs_predicated`): the default build, whose warps
+//! without a writing leader branch around each record (a longer record on the leader's
+//! warp), against `IKP_OFF_BRANCH=0`, every record predicated on every warp (the `unfenced
+//! zones predicated` and `null arg predicated` builds); the targets stay judged on the
+//! default build. An instrumented build
 //! with fewer resident blocks per SM than the baseline is named an occupancy cliff: its
 //! slowdown is the cliff's, not the records'.
 
@@ -43,6 +48,13 @@ pub const SMALL_PCT: f64 = 1.0;
 pub const COUNTERS_MAX_PCT: f64 = 0.5;
 /// Bound, %, on the median slowdown of the null-Arg build (the runtime off switch).
 pub const NULL_ARG_MAX_PCT: f64 = 1.0;
+/// The builds of the other design of the off switch (`IKP_OFF_BRANCH=0`: every record
+/// predicated on every warp, no branch on the warp vote), each beside the default build it
+/// is compared with: (default, predicated).
+pub const PREDICATED: [(&str, &str); 2] = [
+    ("unfenced zones", "unfenced zones predicated"),
+    ("null arg", "null arg predicated"),
+];
 /// The build whose overhead is compared with the peers'.
 const IKP_BUILD: &str = "fenced zones";
 /// The peers' record sequence.
@@ -148,6 +160,22 @@ pub fn targets(k: &Value) -> Vec<Target> {
     t
 }
 
+/// Each default build beside its predicated twin ([`PREDICATED`]), median slowdowns:
+/// `{"unfenced zones": {"branch_median_pct", "predicated_median_pct", "predicated_cheaper"},
+/// "null arg": {...}}` (null where a build has no median). The figure that chooses the
+/// default design: the branch stays where it is cheaper with the leader's warp recording
+/// (unfenced zones) and with every warp off (null arg).
+pub fn off_branch_vs_predicated(k: &Value) -> Value {
+    let m = |n: &str| build(k, n).and_then(|b| slowdown(b, "median"));
+    let pairs = PREDICATED.iter().map(|&(branch, predicated)| {
+        let figure = m(branch).zip(m(predicated)).map(|(b, p)| {
+            json!({"branch_median_pct": b, "predicated_median_pct": p, "predicated_cheaper": p < b})
+        });
+        (branch.to_string(), json!(figure))
+    });
+    Value::Object(pairs.collect())
+}
+
 /// Checks from the bench's JSON (format `ikp-gpu-overhead`, see the bench's docs).
 pub fn judge(json: &Value) -> Vec<Check> {
     let mut checks = Vec::new();
@@ -162,6 +190,8 @@ pub fn judge(json: &Value) -> Vec<Check> {
         "compiled out %",
         "unfenced zones clock %",
         "fenced zones clock %",
+        "unfenced zones predicated %",
+        "null arg predicated %",
         "targets",
     ]);
     for k in json["kernels"].as_array().into_iter().flatten() {
@@ -231,6 +261,8 @@ pub fn judge(json: &Value) -> Vec<Check> {
             median("compiled out"),
             median("unfenced zones clock"),
             median("fenced zones clock"),
+            median(PREDICATED[0].1),
+            median(PREDICATED[1].1),
             json!(if missed.is_empty() && holds {
                 "all held".to_string()
             } else {
@@ -286,6 +318,7 @@ pub fn judge(json: &Value) -> Vec<Check> {
                         "unfenced": clock("unfenced zones clock", "unfenced zones"),
                     }),
                 )
+                .figure("off_branch_vs_predicated", off_branch_vs_predicated(k))
                 .table(t),
         );
     }
@@ -377,7 +410,7 @@ mod tests {
         })
     }
 
-    const HELD: [(&str, f64); 7] = [
+    const HELD: [(&str, f64); 9] = [
         ("fenced zones", 2.0),
         ("unfenced zones", 1.5),
         ("counters only", 0.3),
@@ -385,6 +418,8 @@ mod tests {
         ("tvm style", 4.0),
         ("fenced zones clock", 1.0),
         ("unfenced zones clock", 0.8),
+        ("unfenced zones predicated", 1.2),
+        ("null arg predicated", 0.9),
     ];
 
     fn bench(compiled_out: f64, fenced_blocks: u64) -> Value {
@@ -481,5 +516,29 @@ mod tests {
         let f = &c[0].figures["clock_vs_globaltimer"];
         assert_eq!(f["fenced"]["clock_cheaper"], true, "{f}");
         assert_eq!(f["unfenced"]["globaltimer_median_pct"], 1.5, "{f}");
+    }
+
+    #[test]
+    fn the_predicated_builds_are_set_beside_the_default_ones_and_judge_nothing() {
+        let c = judge(&bench(0.0, 8));
+        let f = &c[0].figures["off_branch_vs_predicated"];
+        assert_eq!(f["unfenced zones"]["predicated_cheaper"], true, "{f}");
+        assert_eq!(f["unfenced zones"]["branch_median_pct"], 1.5, "{f}");
+        assert_eq!(f["null arg"]["predicated_cheaper"], false, "{f}");
+        assert_eq!(f["null arg"]["predicated_median_pct"], 0.9, "{f}");
+        // In the summary table, beside the default builds.
+        let table = c[1].figures["table"].to_string();
+        assert!(
+            table.contains("null arg predicated %") && table.contains("0.9"),
+            "{table}"
+        );
+        // The targets are the default build's: a predicated build past a bound misses none.
+        let c = judge(&bench_with(0.0, 8, &with("null arg predicated", 5.0)));
+        assert_eq!(c[0].status, Status::Pass, "{}", c[0].detail);
+        // A build missing from the bench's output is a null figure, not a pass.
+        let mut missing = HELD.to_vec();
+        missing.retain(|(n, _)| *n != "unfenced zones predicated");
+        let c = judge(&bench_with(0.0, 8, &missing));
+        assert!(c[0].figures["off_branch_vs_predicated"]["unfenced zones"].is_null());
     }
 }
