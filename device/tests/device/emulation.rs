@@ -977,6 +977,63 @@ fn the_init_switches_leave_out_the_calibration_and_the_epochs() {
     );
 }
 
+/// The other design of the off switch (`IKP_OFF_BRANCH=0`: every record predicated on the
+/// leader, no branch on a warp vote) records what the default build records: every lane of
+/// the basic and ring programs decodes to the same records and counts. Globaltimer lanes
+/// match to the nanosecond; a clock lane's times differ only because the emulated SM clock
+/// advances per read and the leader's warp reads it less often (only the leader reads, under
+/// the store's predicate), which the timer-read count shows.
+#[test]
+fn the_predicated_build_records_what_the_default_build_records() {
+    let (_dir, exe) = compile_emulator(&["IKP_OFF_BRANCH=0"]);
+    let reads = |stdout: &str| -> u64 {
+        let field = stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("timer_reads="));
+        field.expect("timer_reads=").parse().unwrap()
+    };
+    let untimed = |v: &LaneView| {
+        let spans: Vec<_> = v.spans.iter().map(|s| (s.0, s.1)).collect();
+        let instants: Vec<_> = v.instants.iter().map(|i| (i.0, i.1)).collect();
+        let samples: Vec<_> = v.samples.iter().map(|s| (s.0, s.1)).collect();
+        let ids = (v.smid, v.warp, v.flags, v.written, v.dropped);
+        (ids, v.counters.clone(), spans, instants, samples)
+    };
+    let (after, stdout) = emulate_with(&exe, "basic", layout(), 1, GRID, BLOCK);
+    assert!(stdout.trim().ends_with("canary=OK"), "{stdout}");
+    let (got, want) = (decode(&after[0]), decode(&emulated().words));
+    assert_eq!(got.len(), want.len());
+    let mut global = 0;
+    for (l, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(untimed(g), untimed(w), "lane {l}");
+        if w.flags & lane_flags::CLOCK == 0 {
+            assert_eq!(g, w, "globaltimer lane {l}");
+            global += 1;
+        }
+    }
+    assert!(
+        global > 0 && global < want.len(),
+        "both timers in the program"
+    );
+    let (default, predicated) = (reads(&emulated().stdout), reads(&stdout));
+    assert!(
+        predicated < default,
+        "{predicated} timer reads, default {default}"
+    );
+    // The ring program: the same words in every launch (its lanes read the globaltimer).
+    let (after, _) = emulate_with(
+        &exe,
+        "ring",
+        ring_layout(),
+        RING_LAUNCHES,
+        RING_GRID,
+        RING_BLOCK,
+    );
+    for (i, (g, w)) in after.iter().zip(&ring_emulated().0).enumerate() {
+        assert_same_words(g, w, &format!("predicated ring program, launch {i}"));
+    }
+}
+
 /// The emulated ring buffer through ikp's own decoder, end to end: one trace per recorded
 /// launch (three: the fourth launch found the epochs used up), every ring restored to the
 /// order the lane wrote, and the copies paired across lanes as async ranges: each range
