@@ -25,6 +25,9 @@
 //!   same kernels written without markers; the difference should be nothing at all.
 //! - **TVM-style reference**: the record sequence of TVM's CudaProfiler (a fenced start
 //!   with a leader branch, rewritten from its documentation) measured like `record`.
+//!
+//! [`fixed_records`] measures the drop-newest and ring records alone in another build of the
+//! header (`IKP_OFF_BRANCH=0`: the predicated record, the other design of the off switch).
 
 use super::{kernels, SassCompiler, SassError};
 use crate::arch::Arch;
