@@ -160,6 +160,8 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             "python/stream",
             "python/proton",
             "python/triton-probes",
+            "python/torch-compile",
+            "python/triton-autotune",
         ]
         .map(String::from),
     );
