@@ -183,7 +183,7 @@ pub struct ClockCalibration {
     /// ([`Diagnostics::set_aside`](super::Diagnostics::set_aside)).
     pub pool_lanes: u64,
     /// Lanes converted with their own ratio: a globaltimer span of at least
-    /// [`crate::decode::native::OWN_RATIO_MIN_NS`].
+    /// [`crate::decode::OWN_RATIO_MIN_NS`].
     pub own_ratio_lanes: u64,
     /// Lanes converted with the pooled ratio: shorter, never finalized, or without a
     /// usable pair of their own.
