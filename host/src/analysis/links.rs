@@ -137,55 +137,69 @@ pub fn async_links(trace: &Trace) -> Vec<Link> {
     out
 }
 
-/// The links of the naming convention (module docs).
+/// The links of the naming convention (module docs), block by block: links never leave
+/// a block, and a block's lanes are consecutive (lanes ascend by id, so by block).
 fn convention_links(trace: &Trace) -> Vec<Link> {
     if !may_link(&trace.names) {
         return Vec::new();
     }
-    let roles: Vec<Option<(bool, &str)>> = trace.names.regions.iter().map(|n| role(n)).collect();
+    // Each region's role and channel, the channel as the index of its name in `channels`.
+    let mut channels: Vec<&str> = Vec::new();
+    let roles: Vec<Option<(bool, usize)>> = (trace.names.regions.iter())
+        .map(|n| {
+            let (signal, ch) = role(n)?;
+            let id = channels.iter().position(|&c| c == ch).unwrap_or_else(|| {
+                channels.push(ch);
+                channels.len() - 1
+            });
+            Some((signal, id))
+        })
+        .collect();
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
-    // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
-    type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Timestamp, u32, SignalEvent)>>;
-    let mut signals: Signals<'_> = HashMap::new();
-    use SignalEvent::{Instant, Span};
     let (ins, s) = (&trace.instants, &trace.spans);
-    for lane in &trace.lanes {
-        let instants =
-            (lane.instants.clone()).map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
-        let spans = (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
-        for (r, token, ts, ev) in instants.chain(spans) {
-            if let Some((true, ch)) = role_of(r) {
-                let v = signals.entry((lane.block, ch, token)).or_default();
-                v.push((ts, lane.id, ev));
+    use SignalEvent::{Instant, Span};
+    let mut out = Vec::new();
+    // A block's signals, sorted: (channel, token, time, lane, event).
+    let mut signals: Vec<(usize, u32, Timestamp, u32, SignalEvent)> = Vec::new();
+    for lanes in trace.lanes.chunk_by(|a, b| a.block == b.block) {
+        signals.clear();
+        for lane in lanes {
+            let instants = (lane.instants.clone())
+                .map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
+            let spans =
+                (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
+            for (r, token, ts, ev) in instants.chain(spans) {
+                if let Some((true, ch)) = role_of(r) {
+                    signals.push((ch, token, ts, lane.id, ev));
+                }
             }
         }
-    }
-    for v in signals.values_mut() {
-        v.sort_unstable();
-    }
-    let mut out = Vec::new();
-    for lane in &trace.lanes {
-        for i in lane.spans.clone() {
-            let Some((false, ch)) = role_of(trace.spans.region[i]) else {
-                continue;
-            };
-            let token = trace.spans.payload[i];
-            let end = trace.spans.end[i];
-            let Some(v) = signals.get(&(lane.block, ch, token)) else {
-                continue;
-            };
-            let k = v.partition_point(|&(t, _, _)| t <= end);
-            if let Some(&(ts, from, ev)) = v[..k].iter().rev().find(|&&(_, l, _)| l != lane.id) {
-                out.push(Link {
-                    block: lane.block,
-                    from_lane: from,
-                    from_ts: ts,
-                    from: ev,
-                    to_lane: lane.id,
-                    to_span: i,
-                    to_ts: end,
-                    token,
-                });
+        if signals.is_empty() {
+            continue;
+        }
+        signals.sort_unstable();
+        for lane in lanes {
+            for i in lane.spans.clone() {
+                let Some((false, ch)) = role_of(s.region[i]) else {
+                    continue;
+                };
+                let (token, end) = (s.payload[i], s.end[i]);
+                // The signals of (channel, token) issued at or before the wait's end.
+                let lo = signals.partition_point(|e| (e.0, e.1) < (ch, token));
+                let n = signals[lo..].partition_point(|e| (e.0, e.1, e.2) <= (ch, token, end));
+                let found = signals[lo..lo + n].iter().rev().find(|e| e.3 != lane.id);
+                if let Some(&(_, _, ts, from, ev)) = found {
+                    out.push(Link {
+                        block: lane.block,
+                        from_lane: from,
+                        from_ts: ts,
+                        from: ev,
+                        to_lane: lane.id,
+                        to_span: i,
+                        to_ts: end,
+                        token,
+                    });
+                }
             }
         }
     }

@@ -213,7 +213,7 @@ use crate::decode::StreamedBuffer;
 use crate::model::{Lane, Trace};
 use events::{count_levels, LaneRun, LaneState, Regions};
 use feed::Feed;
-use flows::{lane_flows, LaneFlows, LaunchFlows};
+use flows::{flows_of, lane_flows, LaneFlows, LaunchFlows};
 use sink::Sink;
 
 /// How lanes are grouped into parent tracks (and, in the Chrome JSON, into pids).
@@ -727,7 +727,7 @@ impl<W: io::Write> Writer<W> {
             }
             for &pos in lanes {
                 let (t, p, fl) = match &mut lanes_from {
-                    Lanes::InMemory(flows) => (trace, pos, flows.get(&pos)),
+                    Lanes::InMemory(flows) => (trace, pos, flows_of(flows, pos)),
                     Lanes::Streamed(f) => f.get(pos)?,
                 };
                 self.lane(t, p, fl, clock, &mut g)?;
