@@ -101,8 +101,11 @@ pub fn may_link(names: &Names) -> bool {
 pub fn links(trace: &Trace) -> Vec<Link> {
     let mut out = convention_links(trace);
     out.extend(async_links(trace));
-    // Stable: the convention's link first at a span.
-    out.sort_by_key(|l| l.to_span);
+    // Stable: the convention's link first at a span. The convention's links alone are in
+    // order already (lane by lane, spans ascending): no sort, and no sort buffer.
+    if !out.is_sorted_by_key(|l| l.to_span) {
+        out.sort_by_key(|l| l.to_span);
+    }
     out
 }
 
@@ -158,9 +161,15 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
     let (ins, s) = (&trace.instants, &trace.spans);
     use SignalEvent::{Instant, Span};
+    // (channel, token, time) as one sort key: channel ids are region ids or fewer (u16).
+    let key = |ch: usize, token: u32, ts: Timestamp| {
+        (ch as u128) << 96 | (token as u128) << 64 | ts as u128
+    };
     let mut out = Vec::new();
-    // A block's signals, sorted: (channel, token, time, lane, event).
-    let mut signals: Vec<(usize, u32, Timestamp, u32, SignalEvent)> = Vec::new();
+    // A block's signals: (key, lane, event), sorted by key. They are gathered lane by lane
+    // (ascending), instants before spans, so that the stable sort leaves equal keys in
+    // (lane, event) order.
+    let mut signals: Vec<(u128, u32, SignalEvent)> = Vec::new();
     for lanes in trace.lanes.chunk_by(|a, b| a.block == b.block) {
         signals.clear();
         for lane in lanes {
@@ -170,14 +179,14 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
                 (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
             for (r, token, ts, ev) in instants.chain(spans) {
                 if let Some((true, ch)) = role_of(r) {
-                    signals.push((ch, token, ts, lane.id, ev));
+                    signals.push((key(ch, token, ts), lane.id, ev));
                 }
             }
         }
         if signals.is_empty() {
             continue;
         }
-        signals.sort_unstable();
+        signals.sort_by_key(|e| e.0);
         for lane in lanes {
             for i in lane.spans.clone() {
                 let Some((false, ch)) = role_of(s.region[i]) else {
@@ -185,14 +194,14 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
                 };
                 let (token, end) = (s.payload[i], s.end[i]);
                 // The signals of (channel, token) issued at or before the wait's end.
-                let lo = signals.partition_point(|e| (e.0, e.1) < (ch, token));
-                let n = signals[lo..].partition_point(|e| (e.0, e.1, e.2) <= (ch, token, end));
-                let found = signals[lo..lo + n].iter().rev().find(|e| e.3 != lane.id);
-                if let Some(&(_, _, ts, from, ev)) = found {
+                let lo = signals.partition_point(|e| e.0 < key(ch, token, 0));
+                let n = signals[lo..].partition_point(|e| e.0 <= key(ch, token, end));
+                let found = signals[lo..lo + n].iter().rev().find(|e| e.1 != lane.id);
+                if let Some(&(k, from, ev)) = found {
                     out.push(Link {
                         block: lane.block,
                         from_lane: from,
-                        from_ts: ts,
+                        from_ts: k as u64,
                         from: ev,
                         to_lane: lane.id,
                         to_span: i,
