@@ -170,6 +170,8 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
     // (ascending), instants before spans, so that the stable sort leaves equal keys in
     // (lane, event) order.
     let mut signals: Vec<(u128, u32, SignalEvent)> = Vec::new();
+    let mut groups: Vec<(u64, std::ops::Range<usize>)> = Vec::new();
+    let mut times: Vec<u64> = Vec::new();
     for lanes in trace.lanes.chunk_by(|a, b| a.block == b.block) {
         signals.clear();
         for lane in lanes {
@@ -187,16 +189,33 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
             continue;
         }
         signals.sort_by_key(|e| e.0);
+        // The runs of one (channel, token), and the signal times alone (dense, for the
+        // binary searches).
+        groups.clear();
+        for (i, e) in signals.iter().enumerate() {
+            let g = (e.0 >> 64) as u64;
+            match groups.last_mut() {
+                Some((last, run)) if *last == g => run.end = i + 1,
+                _ => groups.push((g, i..i + 1)),
+            }
+        }
+        times.clear();
+        times.extend(signals.iter().map(|e| e.0 as u64));
         for lane in lanes {
             for i in lane.spans.clone() {
                 let Some((false, ch)) = role_of(s.region[i]) else {
                     continue;
                 };
                 let (token, end) = (s.payload[i], s.end[i]);
+                let g = (key(ch, token, 0) >> 64) as u64;
+                let Ok(k) = groups.binary_search_by_key(&g, |x| x.0) else {
+                    continue;
+                };
                 // The signals of (channel, token) issued at or before the wait's end.
-                let lo = signals.partition_point(|e| e.0 < key(ch, token, 0));
-                let n = signals[lo..].partition_point(|e| e.0 <= key(ch, token, end));
-                let found = signals[lo..lo + n].iter().rev().find(|e| e.1 != lane.id);
+                let run = groups[k].1.clone();
+                let n = times[run.clone()].partition_point(|&t| t <= end);
+                let run = &signals[run.start..run.start + n];
+                let found = run.iter().rev().find(|e| e.1 != lane.id);
                 if let Some(&(k, from, ev)) = found {
                     out.push(Link {
                         block: lane.block,
