@@ -165,7 +165,10 @@ fn convention_links(trace: &Trace) -> Vec<Link> {
     let key = |ch: usize, token: u32, ts: Timestamp| {
         (ch as u128) << 96 | (token as u128) << 64 | ts as u128
     };
-    let mut out = Vec::new();
+    // At most one link per wait: sized once, as growing it by doubling would hold up to
+    // three times the links' bytes while it moves them.
+    let waits = (s.region.iter()).filter(|&&r| matches!(role_of(r), Some((false, _))));
+    let mut out = Vec::with_capacity(waits.count());
     // A block's signals: (key, lane, event), sorted by key. They are gathered lane by lane
     // (ascending), instants before spans, so that the stable sort leaves equal keys in
     // (lane, event) order.
