@@ -37,6 +37,14 @@ impl WireFormat {
             WireFormat::Proton => "proton",
         }
     }
+
+    /// Whether the format records each lane's start and end of its own (the native
+    /// format's init and finalize stamps), so that a lane's lifetime is more than the
+    /// span of its records: the writers draw it on a track of its own. The other formats'
+    /// lanes begin at their first record (and end at their last, or at a TVM finalize).
+    pub fn records_lane_lifetimes(self) -> bool {
+        self == WireFormat::Ikp
+    }
 }
 
 /// The format's name for people (`TVM`, `FlashInfer`, `Mirage MPK`, `yao-jz`, `Proton`).
