@@ -47,35 +47,24 @@ pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlo
     let pos_of = |id: u32| {
         (trace.lanes.binary_search_by_key(&id, |l| l.id)).expect("a link's lanes are in its trace")
     };
-    // A link's entries: (lane position, list, (event index in the lane, flow id)), the
-    // lists being the spans and the instants that start flows and the spans that
-    // terminate one.
-    let entries = |l: &links::Link| {
+    // Per lane position: (event index in the lane, flow id) of the spans and instants
+    // that start flows, and of the spans that terminate one.
+    let mut per: Vec<[Vec<(usize, u64)>; 3]> = vec![Default::default(); trace.lanes.len()];
+    for l in &all {
         let id = match l.from {
             SignalEvent::Async(k) => async_base + k as u64 + 1,
             _ => base + l.to_span as u64 + 1,
         };
         let (from, to) = (pos_of(l.from_lane), pos_of(l.to_lane));
         let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
-        let out = match l.from {
-            SignalEvent::Async(_) => None,
-            SignalEvent::Span(i) => Some((from, 0, i - fl.spans.start)),
-            SignalEvent::Instant(i) => Some((from, 1, i - fl.instants.start)),
-        };
-        let into = (to, 2, l.to_span - tl.spans.start);
-        (out.into_iter().chain([into])).map(move |(pos, list, i)| (pos, list, (i, id)))
-    };
-    // Per lane position, the three lists, sized exactly first: grown by doubling they
-    // would hold up to twice their entries beside the links, at the writer's memory peak.
-    let mut sizes = vec![[0usize; 3]; trace.lanes.len()];
-    for (pos, list, _) in all.iter().flat_map(entries) {
-        sizes[pos][list] += 1;
+        match l.from {
+            SignalEvent::Async(_) => {}
+            SignalEvent::Span(i) => per[from][0].push((i - fl.spans.start, id)),
+            SignalEvent::Instant(i) => per[from][1].push((i - fl.instants.start, id)),
+        }
+        per[to][2].push((l.to_span - tl.spans.start, id));
     }
-    let mut per: Vec<[Vec<(usize, u64)>; 3]> =
-        (sizes.iter()).map(|n| n.map(Vec::with_capacity)).collect();
-    for (pos, list, e) in all.iter().flat_map(entries) {
-        per[pos][list].push(e);
-    }
+    // Freed before the lists are split: less memory at the writer's peak.
     drop(all);
     let split = |mut v: Vec<(usize, u64)>| -> (Vec<usize>, Vec<u64>) {
         v.sort_unstable();
