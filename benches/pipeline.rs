@@ -13,6 +13,12 @@
 //! - `pipeline/chrome`, `pipeline/perfetto`, `pipeline/summary`: the writers on the trace
 //!   decoded from that TVM buffer, into `io::sink()` (Chrome, summary) or a reused `Vec`
 //!   (Perfetto), counted in the TVM buffer's bytes;
+//! - `pipeline/tvm_named_chrome`, `pipeline/tvm_named_perfetto`: what `ikp decode buf
+//!   --format tvm --names names.txt --chrome out.json` (`--perfetto out.trace`) does on
+//!   the warpscope comparison workload (`ikp::bench_support::tvm_named`: 102 blocks x 2,000
+//!   tiles, 4.9 M records, the sample's region names, so its waits link to their signals
+//!   and the Perfetto trace draws flows): decode, then write into `io::sink()` (Chrome)
+//!   or a reused `Vec` (Perfetto, deflated as the CLI writes it by default);
 //! - in every group, `memcpy` (copy the buffer into a preallocated one) and `sum` (add its
 //!   words) over the group's buffer: the bandwidth limits a stage is read against.
 //!
@@ -22,7 +28,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, Throughput};
-use ikp::bench_support::native_attention;
+use ikp::bench_support::{native_attention, tvm_named};
 use ikp::device::sample;
 use ikp::host::decode::{decode, DecodeOptions, FormatChoice};
 use ikp::host::write::{self, ChromeOptions, SummaryOptions};
@@ -35,6 +41,8 @@ const TVM_SHAPE: (u32, u32) = (1024, 204);
 /// The native buffer: the same schedule on 256 blocks (counter samples make it larger per
 /// block), ~1.3 M records.
 const NATIVE_SHAPE: (u32, u32) = (256, 204);
+/// The warpscope comparison workload: 102 blocks x 3 lanes x 2,000 tiles, 4.9 M records.
+const TVM_NAMED_SHAPE: (u32, u32) = (102, 2000);
 /// Under `cargo test`: tiny.
 const TEST_SHAPE: (u32, u32) = (8, 4);
 
@@ -135,12 +143,39 @@ fn writer_groups(c: &mut Criterion, tvm: &[u64], trace: &Trace) {
     g.finish();
 }
 
+/// Decode and write, as the CLI does, on the named TVM workload.
+fn named_groups(c: &mut Criterion, words: &[u64], opts: &DecodeOptions) {
+    let chrome = ChromeOptions::default();
+    let mut g = group(c, "tvm_named_chrome", words);
+    g.bench_function("decode_write_chrome", |b| {
+        b.iter(|| {
+            let t = decode(black_box(words), opts).expect("decodes");
+            write::chrome::write_chrome(&mut std::io::sink(), &t, &chrome).expect("writes")
+        })
+    });
+    g.finish();
+
+    let popts = PerfettoOptions::default();
+    let mut out = Vec::new();
+    let mut g = group(c, "tvm_named_perfetto", words);
+    g.bench_function("decode_write_perfetto", |b| {
+        b.iter(|| {
+            let t = decode(black_box(words), opts).expect("decodes");
+            out.clear();
+            let launches = [Launch::new("tvm", &t)];
+            write_perfetto(&mut out, &launches, &popts).expect("writes");
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
-    let (tvm_shape, native_shape) = if bench {
-        (TVM_SHAPE, NATIVE_SHAPE)
+    let (tvm_shape, native_shape, named_shape) = if bench {
+        (TVM_SHAPE, NATIVE_SHAPE, TVM_NAMED_SHAPE)
     } else {
-        (TEST_SHAPE, TEST_SHAPE)
+        (TEST_SHAPE, TEST_SHAPE, TEST_SHAPE)
     };
     let native = native_attention(native_shape.0, native_shape.1).expect("valid layout");
     let tvm = sample::attention_tvm(tvm_shape.0, tvm_shape.1);
@@ -165,5 +200,7 @@ fn main() {
     decode_group(&mut c, "decode_native", &native, FormatChoice::Ikp);
     decode_group(&mut c, "decode_tvm", &tvm, FormatChoice::Tvm);
     writer_groups(&mut c, &tvm, &trace);
+    let (named, named_opts) = tvm_named(named_shape.0, named_shape.1);
+    named_groups(&mut c, &named, &named_opts);
     c.final_summary();
 }

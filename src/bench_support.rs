@@ -41,3 +41,21 @@ pub fn native_attention(blocks: u32, tiles: u32) -> Result<Vec<u64>, LayoutError
     }
     Ok(w.into_words())
 }
+
+/// The warpscope comparison workload of BENCHMARKS.md (`ikp sample BUF --tvm-blocks
+/// BLOCKS --tiles TILES` decoded with `--format tvm --names` the sample's region names):
+/// the TVM-format buffer and the options that decode it with those names, so that its
+/// `signal.` / `wait.` regions link (the Perfetto writer's flows). 102 blocks of 2,000
+/// tiles make 4.9 M records.
+pub fn tvm_named(blocks: u32, tiles: u32) -> (Vec<u64>, ikp_host::decode::DecodeOptions) {
+    let names = ikp_host::Names {
+        regions: sample::REGIONS.iter().map(|s| s.to_string()).collect(),
+        counters: Vec::new(),
+    };
+    let opts = ikp_host::decode::DecodeOptions {
+        format: ikp_host::decode::FormatChoice::Tvm,
+        names: Some(names),
+        ..Default::default()
+    };
+    (sample::attention_tvm(blocks, tiles), opts)
+}

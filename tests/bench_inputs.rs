@@ -16,3 +16,19 @@ fn native_attention_decodes_to_the_schedule() {
     assert_eq!(t.spans.len(), begins);
     assert_eq!(t.diagnostics, Default::default());
 }
+
+#[test]
+fn tvm_named_decodes_with_the_sample_names_and_links() {
+    let (words, opts) = ikp::bench_support::tvm_named(4, 3);
+    let t = ikp::host::decode::decode(&words, &opts).unwrap();
+    assert_eq!(t.source.format, ikp::host::WireFormat::Tvm);
+    assert_eq!(t.lanes.len(), 12);
+    assert_eq!(t.names.regions, sample::REGIONS);
+    let links = ikp::host::analysis::links::links(&t);
+    assert!(!links.is_empty(), "the sample's waits link to its signals");
+    for l in &links {
+        let wait = t.names.region(t.spans.region[l.to_span]);
+        assert!(wait.starts_with("wait."), "{wait}");
+        assert_eq!(t.lane(l.from_lane).unwrap().block, l.block);
+    }
+}

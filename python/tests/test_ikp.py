@@ -277,7 +277,9 @@ def test_outputs(tmp_path):
     t.write_chrome(tmp_path / "a.json")
     chrome = json.loads((tmp_path / "a.json").read_text())
     events = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
-    assert sum(1 for e in events if e.get("ph") == "X") == 5878
+    # One X per span (5878) and one per lane's lifetime (192 lanes).
+    assert sum(1 for e in events if e.get("ph") == "X" and e.get("name") != "lifetime") == 5878
+    assert sum(1 for e in events if e.get("name") == "lifetime") == 192
     t.write_summary(str(tmp_path / "s.json"))
     assert json.loads((tmp_path / "s.json").read_text())["regions"] == t.summary()["regions"]
     paths = t.write_parquet(tmp_path / "pq")

@@ -40,6 +40,7 @@ use ikp_host::{
     Compression, GroupBy, HostClock, Launch, LaunchLayout, PerfettoOptions, StreamedBuffer,
     Streaming, SummaryOptions, TableOptions, Trace, TraceStats,
 };
+use std::cell::LazyCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -232,7 +233,8 @@ fn write_launches(a: &Args, launches: Launches) -> anyhow::Result<()> {
     let popts = a.perfetto_options();
     let mut outs = Outputs::new(&a.inputs(), a.quiet);
     if let [trace] = &traces[..] {
-        let stats = TraceStats::of(trace);
+        // Computed by the first output that needs it: the trace writers do not.
+        let stats = LazyCell::new(|| TraceStats::of(trace));
         let buf = &a.bufs[0];
         // The `trace` field of the JSON outputs names the Chrome trace when there is a file
         // of it, else the buffer.

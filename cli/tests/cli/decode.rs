@@ -45,13 +45,15 @@ fn readme_command_on_the_sample() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let c: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
     let events = c["traceEvents"].as_array().unwrap();
-    // 64 blocks on 32 SMs, 3 lanes each.
+    // 64 blocks on 32 SMs, 3 lanes each, each lane with its lifetime row.
     let procs = events
         .iter()
         .filter(|e| e["name"] == "process_name")
         .count();
     let threads = events.iter().filter(|e| e["name"] == "thread_name").count();
-    assert_eq!((procs, threads), (32, 192));
+    assert_eq!((procs, threads), (32, 2 * 192));
+    let lifetimes = events.iter().filter(|e| e["name"] == "lifetime").count();
+    assert_eq!(lifetimes, 192);
     let v: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
     assert_eq!(v["trace"], "attention.json");
     assert_eq!(
@@ -92,9 +94,9 @@ fn readme_command_on_the_sample() {
         .sum();
     assert_eq!(rows as u64, spans);
     // Complete events by default (as in the yao-jz/intra-kernel-profiler trace format,
-    // docs/references.md): one "X" per span, no B/E pairs.
+    // docs/references.md): one "X" per span and one per lane's lifetime, no B/E pairs.
     let ph = |p: &str| events.iter().filter(|e| e["ph"] == p).count() as u64;
-    assert_eq!((ph("X"), ph("B"), ph("E")), (spans, 0, 0));
+    assert_eq!((ph("X"), ph("B"), ph("E")), (spans + 192, 0, 0));
 
     let o = ikp(&["summary", s(&sample)]);
     assert!(o.status.success());
@@ -538,7 +540,7 @@ fn a_dash_is_standard_output_for_one_output_at_a_time() {
     );
     let c: Value = serde_json::from_slice(&o.stdout).expect("a Chrome trace on stdout");
     let spans = (c["traceEvents"].as_array().unwrap().iter())
-        .filter(|e| e["ph"] == "X")
+        .filter(|e| e["ph"] == "X" && e["name"] != "lifetime")
         .count();
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
     assert_eq!((spans, rows > 0), (rows, true));
@@ -626,7 +628,16 @@ fn nested_per_row(v: &Value) -> usize {
     let mut begun: HashMap<(u64, u64), usize> = HashMap::new();
     let mut last: HashMap<(u64, u64), f64> = HashMap::new();
     let mut spans = 0;
+    // Lanes' lifetime rows (tid step 9007 * 10^12) hold no span.
+    let lifetime = |e: &Value| {
+        e["tid"]
+            .as_u64()
+            .is_some_and(|t| t >= 9_007_000_000_000_000)
+    };
     for e in v["traceEvents"].as_array().unwrap() {
+        if lifetime(e) {
+            continue;
+        }
         match e["ph"].as_str().unwrap() {
             "X" => {
                 let (b, end) = (ts(e), ts(e) + e["dur"].as_f64().unwrap());

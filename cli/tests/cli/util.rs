@@ -116,7 +116,9 @@ pub fn launches(packets: &[TracePacket]) -> Vec<(String, u64)> {
         {
             default_track.insert(p.trusted_packet_sequence_id(), t);
         }
-        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN {
+        // The spans' slices: a lane's lifetime (category `lane`) is none.
+        let lifetime = || p.track_event().categories.iter().any(|c| c == "lane");
+        if p.has_track_event() && p.track_event().type_() == Type::TYPE_SLICE_BEGIN && !lifetime() {
             let mut t = (p.track_event().track_uuid)
                 .or(default_track.get(&p.trusted_packet_sequence_id()).copied())
                 .expect("a slice without a track");

@@ -101,8 +101,11 @@ pub fn may_link(names: &Names) -> bool {
 pub fn links(trace: &Trace) -> Vec<Link> {
     let mut out = convention_links(trace);
     out.extend(async_links(trace));
-    // Stable: the convention's link first at a span.
-    out.sort_by_key(|l| l.to_span);
+    // Stable: the convention's link first at a span. The convention's links alone are in
+    // order already (lane by lane, spans ascending): no sort, and no sort buffer.
+    if !out.is_sorted_by_key(|l| l.to_span) {
+        out.sort_by_key(|l| l.to_span);
+    }
     out
 }
 
@@ -137,55 +140,97 @@ pub fn async_links(trace: &Trace) -> Vec<Link> {
     out
 }
 
-/// The links of the naming convention (module docs).
+/// The links of the naming convention (module docs), block by block: links never leave
+/// a block, and a block's lanes are consecutive (lanes ascend by id, so by block).
 fn convention_links(trace: &Trace) -> Vec<Link> {
     if !may_link(&trace.names) {
         return Vec::new();
     }
-    let roles: Vec<Option<(bool, &str)>> = trace.names.regions.iter().map(|n| role(n)).collect();
+    // Each region's role and channel, the channel as the index of its name in `channels`.
+    let mut channels: Vec<&str> = Vec::new();
+    let roles: Vec<Option<(bool, usize)>> = (trace.names.regions.iter())
+        .map(|n| {
+            let (signal, ch) = role(n)?;
+            let id = channels.iter().position(|&c| c == ch).unwrap_or_else(|| {
+                channels.push(ch);
+                channels.len() - 1
+            });
+            Some((signal, id))
+        })
+        .collect();
     let role_of = |r: u16| roles.get(r as usize).copied().flatten();
-    // (block, channel, token) -> signals (time, lane, event), from instants and span ends.
-    type Signals<'a> = HashMap<(u32, &'a str, u32), Vec<(Timestamp, u32, SignalEvent)>>;
-    let mut signals: Signals<'_> = HashMap::new();
-    use SignalEvent::{Instant, Span};
     let (ins, s) = (&trace.instants, &trace.spans);
-    for lane in &trace.lanes {
-        let instants =
-            (lane.instants.clone()).map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
-        let spans = (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
-        for (r, token, ts, ev) in instants.chain(spans) {
-            if let Some((true, ch)) = role_of(r) {
-                let v = signals.entry((lane.block, ch, token)).or_default();
-                v.push((ts, lane.id, ev));
+    use SignalEvent::{Instant, Span};
+    // (channel, token, time) as one sort key: channel ids are region ids or fewer (u16).
+    let key = |ch: usize, token: u32, ts: Timestamp| {
+        (ch as u128) << 96 | (token as u128) << 64 | ts as u128
+    };
+    // At most one link per wait: sized once, as growing it by doubling would hold up to
+    // three times the links' bytes while it moves them.
+    let waits = (s.region.iter()).filter(|&&r| matches!(role_of(r), Some((false, _))));
+    let mut out = Vec::with_capacity(waits.count());
+    // A block's signals: (key, lane, event), sorted by key. They are gathered lane by lane
+    // (ascending), instants before spans, so that the stable sort leaves equal keys in
+    // (lane, event) order.
+    let mut signals: Vec<(u128, u32, SignalEvent)> = Vec::new();
+    let mut groups: Vec<(u64, std::ops::Range<usize>)> = Vec::new();
+    let mut times: Vec<u64> = Vec::new();
+    for lanes in trace.lanes.chunk_by(|a, b| a.block == b.block) {
+        signals.clear();
+        for lane in lanes {
+            let instants = (lane.instants.clone())
+                .map(|i| (ins.region[i], ins.payload[i], ins.ts[i], Instant(i)));
+            let spans =
+                (lane.spans.clone()).map(|i| (s.region[i], s.payload[i], s.end[i], Span(i)));
+            for (r, token, ts, ev) in instants.chain(spans) {
+                if let Some((true, ch)) = role_of(r) {
+                    signals.push((key(ch, token, ts), lane.id, ev));
+                }
             }
         }
-    }
-    for v in signals.values_mut() {
-        v.sort_unstable();
-    }
-    let mut out = Vec::new();
-    for lane in &trace.lanes {
-        for i in lane.spans.clone() {
-            let Some((false, ch)) = role_of(trace.spans.region[i]) else {
-                continue;
-            };
-            let token = trace.spans.payload[i];
-            let end = trace.spans.end[i];
-            let Some(v) = signals.get(&(lane.block, ch, token)) else {
-                continue;
-            };
-            let k = v.partition_point(|&(t, _, _)| t <= end);
-            if let Some(&(ts, from, ev)) = v[..k].iter().rev().find(|&&(_, l, _)| l != lane.id) {
-                out.push(Link {
-                    block: lane.block,
-                    from_lane: from,
-                    from_ts: ts,
-                    from: ev,
-                    to_lane: lane.id,
-                    to_span: i,
-                    to_ts: end,
-                    token,
-                });
+        if signals.is_empty() {
+            continue;
+        }
+        signals.sort_by_key(|e| e.0);
+        // The runs of one (channel, token), and the signal times alone (dense, for the
+        // binary searches).
+        groups.clear();
+        for (i, e) in signals.iter().enumerate() {
+            let g = (e.0 >> 64) as u64;
+            match groups.last_mut() {
+                Some((last, run)) if *last == g => run.end = i + 1,
+                _ => groups.push((g, i..i + 1)),
+            }
+        }
+        times.clear();
+        times.extend(signals.iter().map(|e| e.0 as u64));
+        for lane in lanes {
+            for i in lane.spans.clone() {
+                let Some((false, ch)) = role_of(s.region[i]) else {
+                    continue;
+                };
+                let (token, end) = (s.payload[i], s.end[i]);
+                let g = (key(ch, token, 0) >> 64) as u64;
+                let Ok(k) = groups.binary_search_by_key(&g, |x| x.0) else {
+                    continue;
+                };
+                // The signals of (channel, token) issued at or before the wait's end.
+                let run = groups[k].1.clone();
+                let n = times[run.clone()].partition_point(|&t| t <= end);
+                let run = &signals[run.start..run.start + n];
+                let found = run.iter().rev().find(|e| e.1 != lane.id);
+                if let Some(&(k, from, ev)) = found {
+                    out.push(Link {
+                        block: lane.block,
+                        from_lane: from,
+                        from_ts: k as u64,
+                        from: ev,
+                        to_lane: lane.id,
+                        to_span: i,
+                        to_ts: end,
+                        token,
+                    });
+                }
             }
         }
     }

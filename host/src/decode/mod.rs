@@ -106,9 +106,10 @@ pub use detect::{
 };
 pub use input::{Decoded, Input, Streaming, STREAM_MIN_BYTES};
 pub use names::{read as read_names, NamesError};
-pub use native::{MAX_LAUNCH_COUNT, OWN_RATIO_MIN_NS};
+pub use native::MAX_LAUNCH_COUNT;
 pub use set_aside::{
-    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, STAMP_END_NS,
+    CLOCK_DISAGREEMENT_MAX, CLOCK_SLACK_NS, LANE_SPAN_MAX_NS, LAUNCH_GAP_MAX_NS, OWN_RATIO_MIN_NS,
+    STAMP_END_NS,
 };
 pub use stream::StreamedBuffer;
 pub(crate) use types::tvm_lane_why;

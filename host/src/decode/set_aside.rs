@@ -89,7 +89,6 @@
 //! [`Diagnostics::backward_steps`](crate::model::Diagnostics::backward_steps).
 
 use super::assemble::Recycled;
-use super::native::OWN_RATIO_MIN_NS;
 use crate::model::{Lane, SetAsideLane, SetAsideReason, Trace};
 
 /// The longest a lane may run, start to end: 2^44 ns, about 4.9 h. A lane whose end is
@@ -112,6 +111,14 @@ pub const CLOCK_DISAGREEMENT_MAX: u64 = 16;
 /// Clock mode: the difference between a lane's two intervals always allowed: 4 us, a few
 /// ticks of the coarsest `%globaltimer` (a short lane measures its interval to a tick).
 pub const CLOCK_SLACK_NS: u64 = 1 << 12;
+
+/// The globaltimer span from which a lane converts its cycles with its own ratio rather
+/// than the pooled one: 1 ms. `%globaltimer` ticks are up to about 1 us on some GPUs, and
+/// the interval between two ticked stamps is off by less than one tick, so a lane of at
+/// least 1 ms measures its own rate to better than 0.1 %. Shorter lanes are better served
+/// by the pooled ratio (`super::native`, `# Clock mode`); rule 2 takes the
+/// launch's rate from the lanes that long (module docs).
+pub const OWN_RATIO_MIN_NS: u64 = 1_000_000;
 
 /// A lane as the rules see it.
 pub(crate) trait Judged {

@@ -37,6 +37,14 @@ impl WireFormat {
             WireFormat::Proton => "proton",
         }
     }
+
+    /// Whether the format records each lane's start and end of its own (the native
+    /// format's init and finalize stamps), so that a lane's lifetime is more than the
+    /// span of its records: the writers draw it on a track of its own. The other formats'
+    /// lanes begin at their first record (and end at their last, or at a TVM finalize).
+    pub fn records_lane_lifetimes(self) -> bool {
+        self == WireFormat::Ikp
+    }
 }
 
 /// The format's name for people (`TVM`, `FlashInfer`, `Mirage MPK`, `yao-jz`, `Proton`).
@@ -183,7 +191,7 @@ pub struct ClockCalibration {
     /// ([`Diagnostics::set_aside`](super::Diagnostics::set_aside)).
     pub pool_lanes: u64,
     /// Lanes converted with their own ratio: a globaltimer span of at least
-    /// [`crate::decode::native::OWN_RATIO_MIN_NS`].
+    /// [`crate::decode::OWN_RATIO_MIN_NS`].
     pub own_ratio_lanes: u64,
     /// Lanes converted with the pooled ratio: shorter, never finalized, or without a
     /// usable pair of their own.

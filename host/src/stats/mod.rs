@@ -1,6 +1,7 @@
 //! Statistics of a decoded trace: duration statistics of paired regions (moments, exact
 //! percentiles, histograms) and, in [`Shares`], self and inclusive time per region with
-//! the lane time they are shares of, gathered once per trace in [`TraceStats`]. Reads the
+//! the lane time they are shares of, and, in [`LaneWaves`], when the lanes ran (waves, the
+//! tail), gathered once per trace in [`TraceStats`]. Reads the
 //! model only; the analyses and writers build on it. [`overhead`] is the statistics of run-time slowdowns (the GPU overhead bench's
 //! paired repetitions).
 //!
@@ -9,10 +10,12 @@
 //! 7): `p` maps to rank `h = p/100 * (n - 1)`, and the value is
 //! `x[floor h] + (h - floor h) * (x[floor h + 1] - x[floor h])`.
 
+mod lanes;
 pub mod overhead;
 mod shares;
 mod summary;
 
+pub use lanes::{LaneWaves, Wave};
 pub use shares::{lane_time, self_intervals, self_times, RegionTime, Row, Shares, OUTSIDE};
 pub use summary::{
     AsyncRegionStats, AsyncStats, LaneSetStats, RegionStats, TraceStats, UnmatchedRegion,

@@ -3,7 +3,7 @@
 //! terminal table, the HTML report and workbook, the plots, `ikp diff`. One computation, so
 //! the same region shows the same figures in every output.
 
-use super::{dur_stats, self_times, DurStats, Shares};
+use super::{dur_stats, self_times, DurStats, LaneWaves, Shares};
 use crate::model::{Lane, Trace};
 use crate::time::DurationNs;
 use std::collections::BTreeMap;
@@ -127,6 +127,8 @@ pub struct TraceStats<'t> {
     pub unmatched: Vec<UnmatchedRegion>,
     /// The async ranges; `None` without ranges or unmatched async records.
     pub async_ranges: Option<AsyncStats>,
+    /// The lanes over time; `None` without lanes.
+    pub lanes: Option<LaneWaves>,
 }
 
 impl<'t> TraceStats<'t> {
@@ -152,6 +154,7 @@ impl<'t> TraceStats<'t> {
             all,
             unmatched,
             async_ranges: async_stats(trace),
+            lanes: LaneWaves::of(trace),
             span_self,
         }
     }

@@ -11,7 +11,8 @@
 //! 1. Metadata, one `process_name` per pid and one `thread_name` per (pid, tid):
 //!    `{"ph":"M","name":"process_name","pid":3,"tid":0,"args":{"name":"sm 3"}}`,
 //!    `{"ph":"M","name":"thread_name","pid":3,"tid":130,"args":{"name":"block 2 warp 2"}}`.
-//! 2. Per lane (lanes ascending), its spans in begin order, either as
+//! 2. Per lane (lanes ascending), its lifetime (below), then its spans in begin order,
+//!    either as
 //!    - complete events (`emit_complete_events`, the default): `{"name":"mma","ph":"X",
 //!      "ts":1.250,"dur":0.750,"pid":3,"tid":130,"args":{...}}`, or
 //!    - `B`/`E` pairs: `{"name":"mma","ph":"B","ts":1.250,"pid":3,"tid":130,
@@ -45,10 +46,21 @@
 //! Perfetto writer places spans on its "overlap n" tracks by the same rule), so every row
 //! nests. Overlap row `n` (1, 2, ...) of the lane with tid `T` has the same pid and tid
 //! `T + n * 1000000000000` (above every lane's tid, and exact in a JavaScript number up to
-//! n = 9007), named `<thread name> (overlap n)` by its own `thread_name` metadata event;
+//! n = 9006; n = 9007 is the lifetime row below), named `<thread name> (overlap n)` by its own `thread_name` metadata event;
 //! it holds only spans (instants and counters stay on the lane's row). A lane whose spans
 //! nest has no overlap rows. Lanes sharing a row share its overlap rows too; spans are
 //! placed lane by lane, so it is only each lane's spans that are guaranteed to nest there.
+//!
+//! **Lifetimes.** In a format that records each lane's start and end of its own (the
+//! native format's init and finalize stamps:
+//! [`WireFormat::records_lane_lifetimes`]), every lane has a **lifetime row**: the same
+//! pid, tid `T + 9007 * 1000000000000` (the largest such step below 2^53), named `<thread name> (lifetime)` by its own `thread_name`
+//! event, holding one event from the lane's start to its end (its last record when it
+//! never finalized), written before the lane's spans: `{"name":"lifetime","ph":"X",
+//! "ts":0.000,"dur":1.250,"pid":3,"tid":9007000000000130,"args":{"sm":3,"block":2,
+//! "warp":2,"finalized":true}}`, or a `B` / `E` pair. A kernel without loops, whose lanes
+//! record nothing but their start and end, so still shows its warps and their waves.
+//! Lanes sharing a row share its lifetime row.
 //!
 //! **Async ranges** ([`Trace::async_ranges`], native buffers whose header declares async
 //! regions) come last, one pair of nestable async events per range, in begin order:
@@ -119,6 +131,10 @@ fn overlap_tid(tid: u64, n: u32) -> u64 {
 /// every lane tid (`block << 6 | warp` < 2^38 for u32 blocks and warps below 2^32).
 const OVERLAP_TID_STEP: u64 = 1_000_000_000_000;
 
+/// The row number (in steps of [`OVERLAP_TID_STEP`]) of a lane's lifetime row: the
+/// largest below 2^53, where tids stop being exact JavaScript numbers.
+const LIFETIME_ROW: u32 = 9007;
+
 /// A lane to write, with the rows of its spans ([`span_rows`]).
 struct LaneRows<'a> {
     lane: &'a Lane,
@@ -129,6 +145,11 @@ impl LaneRows<'_> {
     /// Rows the lane's spans use (at least 1).
     fn n_rows(&self) -> u32 {
         super::rows_used(self.rows.as_deref())
+    }
+
+    /// The row numbers of the lane: its spans' rows, then its lifetime row if it has one.
+    fn row_numbers(&self, lifetimes: bool) -> impl Iterator<Item = u32> {
+        (0..self.n_rows()).chain(lifetimes.then_some(LIFETIME_ROW))
     }
 }
 
@@ -186,10 +207,11 @@ pub fn write_chrome<W: Write>(
 
     // Metadata: one process name per pid, one thread name per row (overlap rows after the
     // lanes' rows of their pid).
+    let lifetimes = trace.source.format.records_lane_lifetimes();
     let mut rows: Vec<(Row, &Lane, u32)> = Vec::new();
     for l in &lanes {
         let r = row(l.lane, by_sm);
-        rows.extend((0..l.n_rows()).map(|n| {
+        rows.extend(l.row_numbers(lifetimes).map(|n| {
             let tid = overlap_tid(r.tid, n);
             (Row { tid, ..r }, l.lane, n)
         }));
@@ -206,8 +228,10 @@ pub fn write_chrome<W: Write>(
             write!(b, "{sep}{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"{name}\"}}}}", r.pid)?;
         }
         let mut name = thread_name(l, by_sm, tvm);
-        if n > 0 {
-            name.push_str(&format!(" (overlap {n})"));
+        match n {
+            0 => {}
+            LIFETIME_ROW => name.push_str(" (lifetime)"),
+            n => name.push_str(&format!(" (overlap {n})")),
         }
         let name = escape(&name);
         write!(b, ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{name}\"}}}}", r.pid, r.tid)?;
@@ -215,7 +239,7 @@ pub fn write_chrome<W: Write>(
     w.write_all(&b)?;
 
     // Events: lanes formatted in parallel batches, written in lane order.
-    let ctx = Ctx::new(trace, opt, tvm);
+    let ctx = Ctx::new(trace, opt, tvm, lifetimes);
     let mut groups: Vec<&[LaneRows<'_>]> = Vec::new();
     let (mut start, mut acc) = (0, 0);
     for (i, l) in lanes.iter().enumerate() {
@@ -318,13 +342,15 @@ struct Ctx<'a> {
     tvm: bool,
     /// Whether spans and instants carry a payload (native and Mirage formats).
     payload: bool,
+    /// Whether every lane gets a lifetime row (module docs, `# Format`).
+    lifetimes: bool,
     /// `"name":"<escaped>"` per region id.
     region_names: Vec<Vec<u8>>,
     counter_names: Vec<Vec<u8>>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(trace: &'a Trace, opt: &'a ChromeOptions, tvm: bool) -> Self {
+    fn new(trace: &'a Trace, opt: &'a ChromeOptions, tvm: bool, lifetimes: bool) -> Self {
         let (region_names, counter_names) = super::name_tables(trace, |n| {
             format!("\"name\":\"{}\"", escape(n)).into_bytes()
         });
@@ -334,6 +360,7 @@ impl<'a> Ctx<'a> {
             opt,
             tvm,
             payload,
+            lifetimes,
             region_names,
             counter_names,
         }
@@ -351,6 +378,41 @@ impl<'a> Ctx<'a> {
         b.extend_from_slice(name);
         b.extend_from_slice(ph);
         self.ts(b, t);
+    }
+
+    /// The lane's lifetime on its lifetime row: an `X` event, or a `B` / `E` pair; `args`
+    /// the lane's args up to its payload, which the lifetime replaces by `finalized`.
+    fn lifetime(&self, b: &mut Vec<u8>, l: &Lane, r: Row, args: &str) {
+        let ids = format!(
+            ",\"pid\":{},\"tid\":{}",
+            r.pid,
+            overlap_tid(r.tid, LIFETIME_ROW)
+        );
+        let args = args.strip_suffix(",\"payload\":").unwrap_or(args);
+        let end = l.end.max(l.start);
+        let ph: &[u8] = if self.opt.emit_complete_events {
+            b",\"ph\":\"X\",\"ts\":"
+        } else {
+            b",\"ph\":\"B\",\"ts\":"
+        };
+        self.head(b, b"\"name\":\"lifetime\"", ph, l.start);
+        if self.opt.emit_complete_events {
+            b.extend_from_slice(b",\"dur\":");
+            push_scaled_us(b, end - l.start, self.opt.scale);
+        }
+        b.extend_from_slice(ids.as_bytes());
+        b.extend_from_slice(args.as_bytes());
+        b.extend_from_slice(if l.finalized {
+            b",\"finalized\":true}}"
+        } else {
+            b",\"finalized\":false}}"
+        });
+        if !self.opt.emit_complete_events {
+            b.extend_from_slice(b",\n{\"ph\":\"E\",\"ts\":");
+            self.ts(b, end);
+            b.extend_from_slice(ids.as_bytes());
+            b.push(b'}');
+        }
     }
 
     fn lanes(&self, lanes: &[LaneRows<'_>], b: &mut Vec<u8>) {
@@ -392,6 +454,9 @@ impl<'a> Ctx<'a> {
                 l.block
             )
         };
+        if self.lifetimes {
+            self.lifetime(b, l, r, &args);
+        }
         let s = &self.trace.spans;
         let push_args = |b: &mut Vec<u8>, payload: u32| {
             b.extend_from_slice(args.as_bytes());

@@ -132,9 +132,13 @@ pub fn write_trace(
 /// `f` of the name of every region id up to the largest one the spans and instants of `t`
 /// use, and of every counter id up to the largest one sampled: the writers' tables by id.
 fn name_tables<T>(t: &Trace, f: impl Fn(&str) -> T) -> (Vec<T>, Vec<T>) {
-    let len = |ids: &mut dyn Iterator<Item = &u16>| ids.max().map_or(0, |&m| m as usize + 1);
-    let regions = len(&mut t.spans.region.iter().chain(&t.instants.region));
-    let counters = len(&mut t.samples.counter.iter());
+    // A plain fold (no `Option` per element), which the compiler vectorizes.
+    let len = |ids: &[u16]| match ids {
+        [] => 0,
+        _ => ids.iter().fold(0, |m, &id| m.max(id)) as usize + 1,
+    };
+    let regions = len(&t.spans.region).max(len(&t.instants.region));
+    let counters = len(&t.samples.counter);
     (
         (0..regions).map(|r| f(&t.names.region(r as u16))).collect(),
         (0..counters)

@@ -27,6 +27,7 @@
 //!    │   ├── block 7 / group 0 / warp 2     a slice track per lane
 //!    │   ├── block 7 / group 0 / warp 2 (overlap 1)   only if spans of the lane cross
 //!    │   ├── block 7 / group 0 / warp 2 · kv_wait     counter: a wait counter's samples
+//!    │   ├── block 7 / group 0 / warp 2 · lifetime    native lanes: init to finalize
 //!    │   └── ...
 //!    └── SM occupancy                       GroupBy::Block only: one "SM n active lanes"
 //!        └── SM 3 active lanes              counter per SM
@@ -35,6 +36,18 @@
 //!    so SMs, blocks and lanes sort numerically (SM 2 before SM 10), and a lane's overlap
 //!    and counter tracks sit right after it. Lanes without an SM (TVM and Mirage buffers) are
 //!    grouped by block whatever the grouping asked for.
+//!
+//!    **Lifetimes**: in a format that records each lane's start and end of its own (the
+//!    native format's init and finalize stamps:
+//!    [`WireFormat::records_lane_lifetimes`](crate::model::WireFormat::records_lane_lifetimes)),
+//!    every lane has a `<lane> · lifetime` track, after its overlap and counter tracks,
+//!    holding one slice from the lane's start to its end (its last record when it never
+//!    finalized), right after that track's descriptor: `TYPE_SLICE_BEGIN` and
+//!    `TYPE_SLICE_END` on sequence 1 with absolute timestamps and plain names, named
+//!    `lifetime`, category `lane`, debug annotations `sm` (if known), `block`, `group`,
+//!    `warp` (if known) and `finalized` (1 or 0), all `uint_value`. A kernel without
+//!    loops (nothing but a lane's start and end recorded) so still shows its warps and
+//!    their waves; a lane with no event has its tracks and lifetime but no sequence.
 //! 2. **Active-lanes counter values** of a group right after its descriptors: absolute
 //!    timestamps on sequence 1, `TYPE_COUNTER` events, one per distinct start / end time.
 //! 3. **One packet sequence per lane** that recorded events
@@ -213,7 +226,7 @@ use crate::decode::StreamedBuffer;
 use crate::model::{Lane, Trace};
 use events::{count_levels, LaneRun, LaneState, Regions};
 use feed::Feed;
-use flows::{lane_flows, LaneFlows, LaunchFlows};
+use flows::{flows_of, lane_flows, LaneFlows, LaunchFlows};
 use sink::Sink;
 
 /// How lanes are grouped into parent tracks (and, in the Chrome JSON, into pids).
@@ -298,6 +311,8 @@ pub struct PerfettoStats {
     pub critical_path_steps: u64,
     /// Async ranges drawn as slices on their async tracks.
     pub async_slices: u64,
+    /// Lane lifetimes drawn as slices on their lifetime tracks.
+    pub lifetimes: u64,
 }
 
 /// Writes `launches` as one Perfetto protobuf trace to `out` (see the module's `# Format`).
@@ -727,7 +742,7 @@ impl<W: io::Write> Writer<W> {
             }
             for &pos in lanes {
                 let (t, p, fl) = match &mut lanes_from {
-                    Lanes::InMemory(flows) => (trace, pos, flows.get(&pos)),
+                    Lanes::InMemory(flows) => (trace, pos, flows_of(flows, pos)),
                     Lanes::Streamed(f) => f.get(pos)?,
                 };
                 self.lane(t, p, fl, clock, &mut g)?;
@@ -824,6 +839,18 @@ impl<W: io::Write> Writer<W> {
             g.rank += 1;
         }
 
+        if trace.source.format.records_lane_lifetimes() {
+            let u = self.track(
+                g.uuid,
+                format!("{name} · lifetime"),
+                rank(g.rank),
+                false,
+                None,
+            )?;
+            g.rank += 1;
+            self.lifetime(lane, clock, u)?;
+        }
+
         let first = [
             lane.spans.clone().next().map(|i| trace.spans.begin[i]),
             lane.instants.clone().next().map(|i| trace.instants.ts[i]),
@@ -859,6 +886,33 @@ impl<W: io::Write> Writer<W> {
         self.stats.instants += c.instants;
         self.stats.counter_values += c.counter_values;
         self.stats.flows += c.flows;
+        Ok(())
+    }
+
+    /// Writes `lane`'s lifetime, init to finalize, as one slice on `track` (the module's
+    /// `# Format`, item 1, "Lifetimes").
+    fn lifetime(&mut self, lane: &Lane, clock: LaunchClock, track: u64) -> io::Result<()> {
+        use critical::uint;
+        use perfetto_protos::track_event::{track_event::Type, TrackEvent};
+        let mut te = TrackEvent::new();
+        te.set_type(Type::TYPE_SLICE_BEGIN);
+        te.set_track_uuid(track);
+        te.set_name("lifetime".into());
+        te.categories.push("lane".into());
+        let ids = [
+            ("sm", lane.sm),
+            ("block", Some(lane.block)),
+            ("group", Some(lane.group)),
+        ];
+        let ids = ids.into_iter().chain([("warp", lane.warp)]);
+        for (k, v) in ids.filter_map(|(k, v)| Some((k, v?))) {
+            te.debug_annotations.push(uint(k, v as u64));
+        }
+        te.debug_annotations
+            .push(uint("finalized", lane.finalized as u64));
+        self.event(clock.map(lane.start), te)?;
+        self.slice_end(clock.map(lane.end.max(lane.start)), track)?;
+        self.stats.lifetimes += 1;
         Ok(())
     }
 

@@ -71,7 +71,21 @@
 //! async_ranges          native buffers with async ranges or unmatched async records
 //!                       only (absent otherwise): {count, unmatched_begin,
 //!                       unmatched_end, regions: [async region entry]} (see below)
+//! lanes_over_time       {bounds, start, end, peak_lanes, tail_start, tail_dur,
+//!                       tail_share, waves: [{wave, lanes, start, end}], lanes: [{lane,
+//!                       block, group, warp, sm, start, end, finalized, wave}]} (absent
+//!                       without lanes; see below)
 //! ```
+//! **lanes_over_time** ([`crate::stats::LaneWaves`]) is when each lane ran and how the
+//! lanes came in waves: `bounds` is `"init_finalize"` where the format records each lane's
+//! init and finalize (the native format; a lane that never finalized ends at its last
+//! record) and `"records"` where lanes are known by their first and last records (the
+//! other formats). Times (`start`, `end`, `tail_start`, and those of the waves and lanes)
+//! are ns since the trace's time base (its earliest stamp) times `scale`, as durations
+//! are. `peak_lanes` is the most lanes running at once; a wave is the lanes that started
+//! before the earliest end among the wave's lanes before them (`wave` from 0, by start
+//! time); the tail is from when the running lanes last fell below the peak to the last
+//! end (`tail_share` of `end - start`). `lanes` lists every lane in lane order.
 //! The **clock_sync** object ([`crate::clock_sync`]) is the mapping the session took: device
 //! `%globaltimer` ns `g` is host realtime `g + realtime_minus_device_ns` (monotonic:
 //! `g + monotonic_minus_device_ns`) within `error_bound_ns` (`round_trip_ns / 2`, the kept
@@ -486,6 +500,107 @@ pub struct Summary {
     /// Async ranges (absent without any, so that other summaries keep their shape).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub async_ranges: Option<stats::AsyncStats>,
+    /// The lanes over time (absent without lanes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lanes_over_time: Option<LanesOverTime>,
+}
+
+/// The lanes over time ([`crate::stats::LaneWaves`]): times since the trace's time base.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LanesOverTime {
+    /// `"init_finalize"` (the lanes' recorded init and finalize) or `"records"` (their
+    /// first and last records).
+    pub bounds: &'static str,
+    /// The earliest lane start.
+    pub start: f64,
+    /// The latest lane end.
+    pub end: f64,
+    /// The most lanes running at once.
+    pub peak_lanes: u64,
+    /// When the running lanes last fell below the peak.
+    pub tail_start: f64,
+    /// From `tail_start` to `end`.
+    pub tail_dur: f64,
+    /// `tail_dur / (end - start)` (0 when the lanes take no time).
+    pub tail_share: f64,
+    /// The waves, in time order.
+    pub waves: Vec<WaveEntry>,
+    /// Every lane, in lane order.
+    pub lanes: Vec<LaneLifetime>,
+}
+
+/// One wave of lanes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaveEntry {
+    /// Its index, from 0.
+    pub wave: u32,
+    /// Lanes in it.
+    pub lanes: u64,
+    /// Its first lane's start.
+    pub start: f64,
+    /// Its last lane's end.
+    pub end: f64,
+}
+
+/// One lane's lifetime.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneLifetime {
+    /// Lane id.
+    pub lane: u32,
+    /// Where it sits.
+    #[serde(flatten)]
+    pub track: TrackId,
+    /// Its start.
+    pub start: f64,
+    /// Its end.
+    pub end: f64,
+    /// Whether it ran finalize.
+    pub finalized: bool,
+    /// Its wave.
+    pub wave: u32,
+}
+
+impl LanesOverTime {
+    /// The lanes of `trace` over time as `w` finds them, times `k` (output units per ns).
+    pub fn new(trace: &crate::model::Trace, w: &stats::LaneWaves, k: f64) -> LanesOverTime {
+        let at = |t: u64| scaled(t.saturating_sub(trace.source.time_base), k);
+        let len = w.end - w.start;
+        LanesOverTime {
+            bounds: if w.init_finalize {
+                "init_finalize"
+            } else {
+                "records"
+            },
+            start: at(w.start),
+            end: at(w.end),
+            peak_lanes: w.peak,
+            tail_start: at(w.tail_start),
+            tail_dur: scaled(w.tail(), k),
+            tail_share: if len == 0 {
+                0.0
+            } else {
+                w.tail() as f64 / len as f64
+            },
+            waves: (w.waves.iter().enumerate())
+                .map(|(i, v)| WaveEntry {
+                    wave: i as u32,
+                    lanes: v.lanes,
+                    start: at(v.start),
+                    end: at(v.end),
+                })
+                .collect(),
+            lanes: (trace.lanes.iter().zip(&w.wave_of))
+                .map(|(l, &wave)| LaneLifetime {
+                    lane: l.id,
+                    track: l.track(),
+                    start: at(l.start),
+                    end: at(l.end.max(l.start)),
+                    finalized: l.finalized,
+                    wave,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A buffer's host clock sync and what it maps (see the module's `# Format`).
@@ -715,6 +830,7 @@ pub fn summarize(stats: &TraceStats, opt: &SummaryOptions, trace_name: &str) -> 
         clock_sync: (trace.source.clock_sync.as_ref())
             .map(|c| ClockSyncSummary::new(c, trace.source.time_base)),
         async_ranges: (stats.async_ranges.as_ref()).map(|a| a.scaled(k)),
+        lanes_over_time: (stats.lanes.as_ref()).map(|w| LanesOverTime::new(trace, w, k)),
     }
 }
 

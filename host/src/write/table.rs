@@ -16,6 +16,14 @@
 //! decimals. Two lines under the rows say what the columns are and give the lane time. A
 //! final block reports lanes, spans, unmatched begins / ends, records after finalize,
 //! unfinalized lanes, unknown records, backward steps of the timer and dropped records,
+//! then when the lanes ran ([`crate::stats::LaneWaves`]: from the first start to the last
+//! end, since the trace's earliest stamp; the waves, the most lanes running at once, and
+//! the tail when fewer ran), with one line per wave when there are several (the first 8):
+//! ```text
+//! lanes over time (init to finalize): 4 lanes from 0 ns to 1.20 us, in 2 waves, at most 2 running at once; tail: the last 300 ns (25.0 %) with fewer running
+//!   wave 0: 2 lanes, 0 ns to 600 ns
+//!   wave 1: 2 lanes, 500 ns to 1.20 us
+//! ```
 //! and, for a clock-mode buffer, the cycles-to-ns calibration:
 //! ```text
 //! clock 1500.00 MHz pooled over 4 lanes (3000 ns / 4500 cycles); 1 lanes on their own ratio, 3 on the pooled one
@@ -51,12 +59,15 @@
 
 use super::summary::ClockSyncSummary;
 use super::WriteError;
-use crate::stats::{TraceStats, OUTSIDE};
+use crate::stats::{LaneWaves, TraceStats, OUTSIDE};
 use crate::time::{format_duration, scaled};
 use std::io::Write;
 
 /// Set-aside lanes the table names, one line each.
 const SET_ASIDE_LISTED: usize = 8;
+
+/// Waves the table lists, one line each.
+const WAVES_LISTED: usize = 8;
 
 /// Options of the table.
 #[derive(Clone, Debug, PartialEq)]
@@ -152,6 +163,9 @@ pub fn write_table<W: Write>(
         "unmatched begin {}, unmatched end {}, after finalize {}, unfinalized lanes {}, unknown records {}, backward steps {}, dropped {}",
         d.unmatched_begin.len(), d.unmatched_end.len(), d.after_finalize, d.unfinalized_lanes, d.unknown_records, d.backward_steps, trace.dropped()
     )?;
+    if let Some(l) = &stats.lanes {
+        lanes_over_time(w, l, src.time_base, k)?;
+    }
     if let Some(c) = &src.clock {
         writeln!(
             w,
@@ -292,5 +306,53 @@ pub fn write_table<W: Write>(
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// The lanes-over-time line, and one line per wave (the first [`WAVES_LISTED`]) when there
+/// are several.
+fn lanes_over_time<W: Write>(
+    w: &mut W,
+    l: &LaneWaves,
+    time_base: u64,
+    k: f64,
+) -> std::io::Result<()> {
+    let dur = |ns: u64| format_duration(ns as f64 * k);
+    let at = |t: u64| dur(t.saturating_sub(time_base));
+    let bounds = if l.init_finalize {
+        "init to finalize"
+    } else {
+        "first to last record"
+    };
+    let (len, n) = (l.end - l.start, l.wave_of.len());
+    let share = if len == 0 {
+        0.0
+    } else {
+        100.0 * l.tail() as f64 / len as f64
+    };
+    writeln!(
+        w,
+        "lanes over time ({bounds}): {n} lanes from {} to {}, in {} wave{}, at most {} running at once; tail: the last {} ({share:.1} %) with fewer running",
+        at(l.start),
+        at(l.end),
+        l.waves.len(),
+        if l.waves.len() == 1 { "" } else { "s" },
+        l.peak,
+        dur(l.tail()),
+    )?;
+    if l.waves.len() > 1 {
+        for (i, v) in l.waves.iter().enumerate().take(WAVES_LISTED) {
+            writeln!(
+                w,
+                "  wave {i}: {} lanes, {} to {}",
+                v.lanes,
+                at(v.start),
+                at(v.end)
+            )?;
+        }
+        if l.waves.len() > WAVES_LISTED {
+            writeln!(w, "  ({} more waves)", l.waves.len() - WAVES_LISTED)?;
+        }
+    }
     Ok(())
 }

@@ -5,7 +5,7 @@ use ikp_device::tvm::pack;
 use ikp_device::wire::{self, lane_flags};
 use ikp_device::{Layout, TimerMode};
 use ikp_host::decode::{
-    self, decode, native::OWN_RATIO_MIN_NS, DecodeError, DecodeOptions, FormatChoice, NoCalibration,
+    self, decode, DecodeError, DecodeOptions, FormatChoice, NoCalibration, OWN_RATIO_MIN_NS,
 };
 use ikp_host::RawBuffer;
 use ikp_host::{Trace, WireFormat};

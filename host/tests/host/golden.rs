@@ -222,7 +222,13 @@ fn us(v: &Value) -> f64 {
 fn check_chrome(doc: &[u8], t: &Trace, opt: &ChromeOptions) {
     let v: Value = serde_json::from_slice(doc).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
-    let ev = v["traceEvents"].as_array().unwrap();
+    let all = v["traceEvents"].as_array().unwrap();
+    // The lanes' lifetime rows (tid step 9007), checked apart from the spans' rows.
+    let life_row = |e: &Value| {
+        e["ph"] != "M" && (e["tid"].as_u64()).is_some_and(|t| t >= 9_007_000_000_000_000)
+    };
+    let (life, ev): (Vec<&Value>, Vec<&Value>) = all.iter().partition(|e| life_row(e));
+    check_lifetimes(&life, t, opt);
     let lanes: Vec<_> = t.lanes.iter().collect();
     let n_spans: usize = lanes.iter().map(|l| l.spans.len()).sum();
     let n_inst: usize = lanes.iter().map(|l| l.instants.len()).sum();
@@ -292,6 +298,52 @@ fn check_chrome(doc: &[u8], t: &Trace, opt: &ChromeOptions) {
         .map(|&d| (d as f64 * opt.scale).round() as u64)
         .collect();
     assert_eq!(durs, scaled);
+}
+
+/// The lifetime events of a Chrome trace: one per lane (`X`, or `B` then `E`), from its
+/// start to its end, where the format records them; none otherwise.
+fn check_lifetimes(life: &[&Value], t: &Trace, opt: &ChromeOptions) {
+    let ns = |v: &Value| (us(v) * 1000.0).round() as i64;
+    let scaled = |d: u64| (d as f64 * opt.scale).round() as i64;
+    let base = t.source.time_base;
+    let mut want: Vec<(i64, i64)> = (t.lanes.iter())
+        .filter(|_| t.source.format.records_lane_lifetimes())
+        .map(|l| (scaled(l.start - base), scaled(l.end.max(l.start) - l.start)))
+        .collect();
+    let mut got: Vec<(i64, i64)> = if opt.emit_complete_events {
+        (life.iter())
+            .map(|e| {
+                assert_eq!(
+                    (&e["ph"], &e["name"]),
+                    (&Value::from("X"), &Value::from("lifetime"))
+                );
+                (ns(&e["ts"]), ns(&e["dur"]))
+            })
+            .collect()
+    } else {
+        (life.chunks(2))
+            .map(|p| {
+                assert_eq!(
+                    (&p[0]["ph"], &p[0]["name"]),
+                    (&Value::from("B"), &Value::from("lifetime"))
+                );
+                assert_eq!(
+                    (&p[1]["ph"], &p[1]["tid"]),
+                    (&Value::from("E"), &p[0]["tid"])
+                );
+                (ns(&p[0]["ts"]), ns(&p[1]["ts"]) - ns(&p[0]["ts"]))
+            })
+            .collect()
+    };
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got.len(), want.len(), "one lifetime per lane");
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g.0 - w.0).abs() <= 1 && (g.1 - w.1).abs() <= 1,
+            "lifetime {g:?}, want {w:?}"
+        );
+    }
 }
 
 fn check_summary(doc: &[u8], t: &Trace, opt: &SummaryOptions) {
@@ -499,6 +551,9 @@ fn chrome_overlapping_regions_go_to_overlap_rows_of_their_lane() {
             ((pid, step), format!("{} (overlap 1)", name(0))),
             ((pid, step + tid1), format!("{} (overlap 1)", name(4))),
             ((pid, 2 * step + tid1), format!("{} (overlap 2)", name(4))),
+            // Native lanes' lifetime rows: tid + 9007 * 10^12.
+            ((pid, 9007 * step), format!("{} (lifetime)", name(0))),
+            ((pid, 9007 * step + tid1), format!("{} (lifetime)", name(4))),
         ];
         want.sort();
         let mut got: Vec<_> = thread_names(&v).into_iter().collect();

@@ -220,6 +220,8 @@ fn host_and_device_events_sit_at_their_host_times() {
     // Device: realtime = device ns - 1_000_000 + BASE + 7_000.
     let lane0 = ["attn.ikp", "SM 3", "block 0 / group 0 / warp 0"];
     let lane1 = ["attn.ikp", "SM 5", "block 1 / group 0 / warp 0"];
+    let life0 = ["attn.ikp", "SM 3", "block 0 / group 0 / warp 0 · lifetime"];
+    let life1 = ["attn.ikp", "SM 5", "block 1 / group 0 / warp 0 · lifetime"];
     let mut dev: Vec<Ev> = (evs.iter())
         .filter(|e| e.path[0] == "attn.ikp" && e.kind != "C")
         .cloned()
@@ -232,6 +234,11 @@ fn host_and_device_events_sit_at_their_host_times() {
         ev(&lane0, "E", BASE + 9_900, ""),
         ev(&lane1, "B", BASE + 8_100, "mma"),
         ev(&lane1, "E", BASE + 9_500, ""),
+        // The lanes' lifetimes, init to finalize, on their own tracks.
+        ev(&life0, "B", BASE + 7_900, "lifetime"),
+        ev(&life0, "E", BASE + 10_000, ""),
+        ev(&life1, "B", BASE + 7_950, "lifetime"),
+        ev(&life1, "E", BASE + 9_600, ""),
     ];
     want_dev.sort();
     assert_eq!(dev, want_dev);

@@ -658,6 +658,7 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
 
     // Expected slices / instants / wait samples, keyed by their track path.
     let mut want_slices = Vec::new();
+    let mut want_lifetimes = Vec::new();
     let mut want_instants = Vec::new();
     let mut want_samples = Vec::new();
     let mut want_groups: BTreeMap<Vec<String>, Vec<&Lane>> = BTreeMap::new();
@@ -678,6 +679,19 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
             ];
             if let Some(sm) = lane.sm {
                 args.push(("sm".into(), sm as u64));
+            }
+            if t.source.format.records_lane_lifetimes() {
+                let mut a = args.clone();
+                a.extend(lane.warp.map(|w| ("warp".to_string(), w as u64)));
+                a.push(("finalized".into(), lane.finalized as u64));
+                a.sort();
+                want_lifetimes.push((
+                    vec![root.clone(), g.clone()],
+                    format!("{ln} · lifetime"),
+                    map(lane.start),
+                    map(lane.end.max(lane.start)),
+                    a,
+                ));
             }
             for i in lane.spans.clone() {
                 let mut a = args.clone();
@@ -716,9 +730,15 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
 
     // Slices: same multiset, each on its lane's track or one of its overlap tracks.
     let mut got_slices = Vec::new();
+    let mut got_lifetimes = Vec::new();
     for s in d.slices() {
         let path = d.path(s.track);
         assert_eq!(path.len(), 3, "slice track depth: {path:?}");
+        if s.category == "lane" {
+            assert_eq!(s.name, "lifetime");
+            got_lifetimes.push((path[..2].to_vec(), path[2].clone(), s.ts, s.end, s.args));
+            continue;
+        }
         let lane_track = path[2].split(" (overlap ").next().unwrap().to_string();
         assert_eq!(s.category, "span");
         got_slices.push((path[..2].to_vec(), lane_track, s.ts, s.end, s.name, s.args));
@@ -726,6 +746,10 @@ fn check(d: &Decoded, launches: &[Launch<'_>], opts: &PerfettoOptions) {
     want_slices.sort();
     got_slices.sort();
     assert_same("slices", &got_slices, &want_slices);
+    // Lifetimes: one slice per lane of a format that records them, on its own track.
+    want_lifetimes.sort();
+    got_lifetimes.sort();
+    assert_same("lane lifetimes", &got_lifetimes, &want_lifetimes);
 
     // Overlap tracks only where needed: their slices cross a slice of the main track.
     // (Checked indirectly: every track balances, and no track is empty of a reason.)
@@ -1457,11 +1481,13 @@ fn overlapping_regions_of_both_formats_go_to_overlap_tracks() {
         let (bytes, stats) = roundtrip(&[Launch::new("overlap.ikp", &t)], &plain_opts());
         assert_eq!(stats.slices, 10);
         let d = decode(&bytes);
-        // (lane, track suffix, slice) of every slice, each track's slices nesting (the
-        // decoder of this test pairs them per track).
+        // (lane, track suffix, slice) of every span's slice, each track's slices nesting
+        // (the decoder of this test pairs them per track); lifetimes are checked by
+        // `roundtrip`.
         let mut got: Vec<(String, String)> = d
             .slices()
             .into_iter()
+            .filter(|s| s.category == "span")
             .map(|s| {
                 let track = d.tracks[&s.track].name.clone();
                 let lane = track.split(" (overlap ").next().unwrap().to_string();
@@ -2153,4 +2179,77 @@ fn golden_host_clock_trace() {
     golden("perfetto_host_clock.pftrace", &bytes);
     let golden = bytes;
     check(&decode(&golden), &launches, &opts);
+}
+
+/// A kernel without loops (what `ikp instrument` gives a pointwise kernel): each lane
+/// records its init and finalize and nothing else. Its warps come in two waves on one SM,
+/// and every output shows them: a lifetime slice per lane (Perfetto, Chrome) and the waves
+/// and tail in the summary.
+#[test]
+fn a_loopless_kernel_shows_its_warps_waves() {
+    use ikp_device::encoder::BufferWriter;
+    use ikp_device::layout::Layout;
+    let layout = Layout {
+        grid: [4, 1, 1],
+        groups_per_block: 1,
+        records_per_lane: 4,
+        ..Layout::default()
+    };
+    let mut b = BufferWriter::new(layout).unwrap();
+    // Blocks 0 and 1 run first; 2 and 3 start as they end; block 3 ends last.
+    for (lane, start, end) in [
+        (0u64, 1_000, 2_000),
+        (1, 1_010, 2_010),
+        (2, 2_000, 3_000),
+        (3, 2_010, 3_500),
+    ] {
+        let mut w = b.lane(lane);
+        w.init(0, 0, 0, start, 0);
+        w.finalize(end, 0);
+    }
+    let t = decoded(&b.into_words());
+    assert!(t.spans.is_empty() && t.instants.is_empty() && t.lanes.len() == 4);
+
+    // Perfetto: one lifetime slice per lane on its own track (checked by `roundtrip`), no
+    // lane sequence (no events).
+    let (_, stats) = roundtrip(&[Launch::new("pointwise", &t)], &plain_opts());
+    assert_eq!((stats.lifetimes, stats.slices, stats.sequences), (4, 0, 0));
+
+    // Chrome: four lifetime events on their lifetime rows.
+    let mut doc = Vec::new();
+    ikp_host::write::chrome::write_chrome(&mut doc, &t, &Default::default()).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&doc).unwrap();
+    let life: Vec<(u64, f64, f64)> = (v["traceEvents"].as_array().unwrap().iter())
+        .filter(|e| e["name"] == "lifetime")
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let step = 9007 * 1_000_000_000_000u64;
+    assert_eq!(
+        life,
+        [
+            (step, 0.0, 1.0),
+            (step + 64, 0.01, 1.0),
+            (step + 128, 1.0, 1.0),
+            (step + 192, 1.01, 1.49)
+        ]
+    );
+
+    // Summary: two waves of two, at most two running, and a tail from 2 us after the start
+    // (block 2's end left block 3 alone) to 2.5 us.
+    let stats = ikp_host::TraceStats::of(&t);
+    let s = ikp_host::summarize(&stats, &Default::default(), "pointwise");
+    let l = s.lanes_over_time.expect("lanes over time");
+    assert_eq!(
+        (l.bounds, l.peak_lanes, l.waves.len()),
+        ("init_finalize", 2, 2)
+    );
+    assert_eq!((l.tail_start, l.tail_dur), (2000.0, 500.0));
+    let waves: Vec<(u64, f64, f64)> = l.waves.iter().map(|w| (w.lanes, w.start, w.end)).collect();
+    assert_eq!(waves, [(2, 0.0, 1010.0), (2, 1000.0, 2500.0)]);
 }

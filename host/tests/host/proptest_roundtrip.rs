@@ -21,7 +21,7 @@
 use ikp_device::encoder::BufferWriter;
 use ikp_device::wire::{self, lane_flags, Kind};
 use ikp_device::{Layout, TimerMode};
-use ikp_host::decode::{self, decode, native::OWN_RATIO_MIN_NS, DecodeOptions};
+use ikp_host::decode::{self, decode, DecodeOptions, OWN_RATIO_MIN_NS};
 use ikp_host::{ClockCalibration, Trace, Unpaired, WireFormat};
 use proptest::prelude::*;
 

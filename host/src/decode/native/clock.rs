@@ -1,16 +1,10 @@
 //! Clock mode's calibration (module docs of [`super`], `# Clock mode`): the cycles-to-ns
 //! ratio each lane converts with, its own or the pool's, and a record's cost in ns.
 
-use super::super::{set_aside::Judged, NoCalibration};
+use super::super::set_aside::{Judged, OWN_RATIO_MIN_NS};
+use super::super::NoCalibration;
 use super::{LaneInfo, Prepared};
 use crate::model::ClockCalibration;
-
-/// The globaltimer span from which a lane converts its cycles with its own ratio rather
-/// than the pooled one: 1 ms. `%globaltimer` ticks are up to about 1 us on some GPUs, and
-/// the interval between two ticked stamps is off by less than one tick, so a lane of at
-/// least 1 ms measures its own rate to better than 0.1 %. Shorter lanes are better served
-/// by the pooled ratio (module docs, `# Clock mode`).
-pub const OWN_RATIO_MIN_NS: u64 = 1_000_000;
 
 /// `(ns, cycles)` elapsed between a decoded finalized lane's start and end, if both
 /// advanced (ns may be 0: a lane shorter than one globaltimer tick).

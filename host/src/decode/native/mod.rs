@@ -98,9 +98,9 @@
 //!   those errors average out in the sums. A lane shorter than one tick measures 0 ns; on
 //!   its own ratio, all its records would collapse onto its start.
 //! - **own**: the lane's own `ns / cycles`, for a lane whose globaltimer span is at least
-//!   [`OWN_RATIO_MIN_NS`] (so one tick is a small error). It follows the clock's actual
-//!   rate over that lane's interval, which matters when the clock changes during a long
-//!   launch.
+//!   [`OWN_RATIO_MIN_NS`](super::OWN_RATIO_MIN_NS) (so one tick is a small error). It
+//!   follows the clock's actual rate over that lane's interval, which matters when the
+//!   clock changes during a long launch.
 //!
 //! Every other lane (shorter, or never finalized) takes the pooled ratio. The calibration
 //! used is recorded in [`Source::clock`](crate::model::Source::clock). When the pooled
@@ -128,8 +128,6 @@
 mod clock;
 mod inspect;
 mod walk;
-
-pub use clock::OWN_RATIO_MIN_NS;
 
 use super::assemble::Caps;
 use super::assemble::{self, Recycled};
@@ -553,10 +551,8 @@ impl Prepared {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        calibration, inspect, own_ratio, LaneInfo, NoCalibration, Segments, OWN_RATIO_MIN_NS,
-    };
-    use crate::decode::set_aside::LANE_SPAN_MAX_NS;
+    use super::{calibration, inspect, own_ratio, LaneInfo, NoCalibration, Segments};
+    use crate::decode::set_aside::{LANE_SPAN_MAX_NS, OWN_RATIO_MIN_NS};
     use crate::model::SetAsideReason;
     use ikp_device::encoder::BufferWriter;
     use ikp_device::wire::lane_flags;

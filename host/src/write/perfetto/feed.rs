@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::flows::{lane_flows, LaneFlows, LaunchFlows};
+use super::flows::{flows_of, lane_flows, LaneFlows, LaunchFlows};
 use crate::analysis::links;
 use crate::decode::StreamedBuffer;
 use crate::model::Trace;
@@ -58,7 +58,7 @@ impl<'a> Feed<'a> {
             self.cur_pos = run;
         }
         let k = pos - self.cur_pos.start;
-        Ok((&self.cur, k, self.flows.get(&k)))
+        Ok((&self.cur, k, flows_of(&self.flows, k)))
     }
 
     /// The positions of the lanes of `pos`'s block: the run of consecutive outline lanes

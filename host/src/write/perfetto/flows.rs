@@ -1,8 +1,6 @@
 //! Signal → wait links as Perfetto flows: which events of each lane start or terminate
 //! which flow ids (the module's `# Format`, item 4, says where they are written).
 
-use std::collections::HashMap;
-
 use crate::analysis::links::{self, SignalEvent};
 use crate::model::Trace;
 
@@ -21,8 +19,20 @@ pub(super) struct LaneFlows {
     pub(super) in_span_id: Vec<u64>,
 }
 
-/// The flows of a launch's lanes, by lane position; lanes without flows are absent.
-pub(super) type LaunchFlows = HashMap<usize, LaneFlows>;
+impl LaneFlows {
+    /// Whether the lane starts or terminates no flow.
+    pub(super) fn is_empty(&self) -> bool {
+        self.out_span.is_empty() && self.out_instant.is_empty() && self.in_span.is_empty()
+    }
+}
+
+/// The flows of a launch's lanes, by lane position (empty when the launch has none).
+pub(super) type LaunchFlows = Vec<LaneFlows>;
+
+/// The flows of lane `pos`, if it has any.
+pub(super) fn flows_of(flows: &LaunchFlows, pos: usize) -> Option<&LaneFlows> {
+    flows.get(pos).filter(|f| !f.is_empty())
+}
 
 /// The flows of every link of `trace` (see [`links::links`]): flow id `base + w + 1` for
 /// the link into wait span `w`, `async_base + k + 1` for async range `k`'s (which starts
@@ -33,48 +43,45 @@ pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlo
         return LaunchFlows::default();
     }
     let all = drawn_links(trace);
-    let pos_of: HashMap<u32, usize> = trace
-        .lanes
-        .iter()
-        .enumerate()
-        .map(|(pos, l)| (l.id, pos))
-        .collect();
+    // Lanes ascend by id.
+    let pos_of = |id: u32| {
+        (trace.lanes.binary_search_by_key(&id, |l| l.id)).expect("a link's lanes are in its trace")
+    };
     // Per lane position: (event index in the lane, flow id) of the spans and instants
     // that start flows, and of the spans that terminate one.
-    let mut per: HashMap<usize, [Vec<(usize, u64)>; 3]> = HashMap::new();
+    let mut per: Vec<[Vec<(usize, u64)>; 3]> = vec![Default::default(); trace.lanes.len()];
     for l in &all {
         let id = match l.from {
             SignalEvent::Async(k) => async_base + k as u64 + 1,
             _ => base + l.to_span as u64 + 1,
         };
-        let (from, to) = (pos_of[&l.from_lane], pos_of[&l.to_lane]);
+        let (from, to) = (pos_of(l.from_lane), pos_of(l.to_lane));
         let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
         match l.from {
             SignalEvent::Async(_) => {}
-            SignalEvent::Span(i) => per.entry(from).or_default()[0].push((i - fl.spans.start, id)),
-            SignalEvent::Instant(i) => {
-                per.entry(from).or_default()[1].push((i - fl.instants.start, id))
-            }
+            SignalEvent::Span(i) => per[from][0].push((i - fl.spans.start, id)),
+            SignalEvent::Instant(i) => per[from][1].push((i - fl.instants.start, id)),
         }
-        per.entry(to).or_default()[2].push((l.to_span - tl.spans.start, id));
+        per[to][2].push((l.to_span - tl.spans.start, id));
     }
+    // Freed before the lists are split: less memory at the writer's peak.
+    drop(all);
     let split = |mut v: Vec<(usize, u64)>| -> (Vec<usize>, Vec<u64>) {
         v.sort_unstable();
         v.into_iter().unzip()
     };
     (per.into_iter())
-        .map(|(pos, [s, i, w])| {
+        .map(|[s, i, w]| {
             let ((out_span, out_span_id), (out_instant, out_instant_id)) = (split(s), split(i));
             let (in_span, in_span_id) = split(w);
-            let f = LaneFlows {
+            LaneFlows {
                 out_span,
                 out_span_id,
                 out_instant,
                 out_instant_id,
                 in_span,
                 in_span_id,
-            };
-            (pos, f)
+            }
         })
         .collect()
 }
