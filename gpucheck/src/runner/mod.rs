@@ -10,6 +10,12 @@
 //! budget is spent is skipped with that reason. Last, everything but the results files is
 //! packed into [`ARCHIVE`] (see [`crate::results`] for the directory's layout).
 //!
+//! [`ONLY_VAR`] (`IKP_GPU_ONLY=stream,overhead`) runs only the steps whose checks' names
+//! start with one of its comma-separated prefixes (`overhead` takes the ncu profiles too,
+//! `python/torch-compile` the whole Python step): a GPU session of a few minutes spends
+//! them on the checks it is about, instead of leaving the last steps to the budget's skip.
+//! The steps left out are not in the results; the selection is (`machine.only`).
+//!
 //! The bundle's layout (written by `scripts/gpu-bundle.sh`): `bin/` (this runner, `ikp`,
 //! `gpu_overhead`), `examples/`, `tests/` (the test binaries of [`tests::SUITES`]), `python/` (the wheel and the
 //! clients' script), `include/` (the headers), `bundle.json` (commit, build).
@@ -43,6 +49,45 @@ pub const CHECK_LIMIT: Duration = Duration::from_secs(120);
 pub const OVERHEAD_LIMIT: Duration = Duration::from_secs(330);
 /// The whole run's budget: the GPU machine runs a command for at most 10 minutes.
 pub const BUDGET: Duration = Duration::from_secs(570);
+
+/// The environment variable that selects the steps to run (see the module doc).
+pub const ONLY_VAR: &str = "IKP_GPU_ONLY";
+
+/// The steps [`ONLY_VAR`] selects: all of them when it is unset or empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection(Option<Vec<String>>);
+
+impl Selection {
+    /// The selection in [`ONLY_VAR`].
+    pub fn from_env() -> Selection {
+        Selection::parse(&std::env::var(ONLY_VAR).unwrap_or_default())
+    }
+
+    /// Comma-separated check-name prefixes; empty: every step.
+    pub fn parse(list: &str) -> Selection {
+        let v: Vec<String> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(String::from)
+            .collect();
+        Selection((!v.is_empty()).then_some(v))
+    }
+
+    /// Whether the step whose checks are named `key...` runs: a prefix names it, or names
+    /// one of its checks (`python/stream` runs the Python step, which runs all of them).
+    pub fn runs(&self, key: &str) -> bool {
+        self.0.as_ref().is_none_or(|ps| {
+            ps.iter()
+                .any(|p| key.starts_with(p.as_str()) || p.starts_with(key))
+        })
+    }
+
+    /// The prefixes, when some steps are left out.
+    pub fn prefixes(&self) -> Option<&[String]> {
+        self.0.as_deref()
+    }
+}
 
 /// The archive at the top of the results directory that holds everything but the results
 /// files: children's logs, the examples' outputs and the checks' raw data.
@@ -174,22 +219,40 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
             ),
         ));
     }
-    for name in crate::gpu::CHECKS {
+    let only = Selection::from_env();
+    if let Some(ps) = only.prefixes() {
+        m.insert("only".into(), json!(ps));
+    }
+    for name in crate::gpu::CHECKS.iter().filter(|n| only.runs(n)) {
         checks.extend(gpu_check(bundle, name, &plan));
     }
-    for e in examples::EXAMPLES {
-        checks.push(examples::run(bundle, e, &plan));
+    if only.runs("example/") {
+        for e in examples::EXAMPLES {
+            checks.push(examples::run(bundle, e, &plan));
+        }
+        checks.push(examples::run_cpp(bundle, &plan));
     }
-    checks.push(examples::run_cpp(bundle, &plan));
-    checks.push(readme::run(bundle, &plan));
-    checks.extend(python::run(bundle, &plan));
-    for suite in &tests::SUITES {
-        checks.extend(tests::run(bundle, suite, &plan));
+    if only.runs(readme::CHECK) {
+        checks.push(readme::run(bundle, &plan));
     }
-    checks.extend(overhead::run(bundle, &plan));
-    checks.extend(sanitizer::run(bundle, &plan));
+    if only.runs("python/") {
+        checks.extend(python::run(bundle, &plan));
+    }
+    if only.runs("test/") {
+        for suite in &tests::SUITES {
+            checks.extend(tests::run(bundle, suite, &plan));
+        }
+    }
+    if only.runs("overhead") {
+        checks.extend(overhead::run(bundle, &plan));
+    }
+    if only.runs("sanitizer/") {
+        checks.extend(sanitizer::run(bundle, &plan));
+    }
     // Last: the profile is a figure, and it takes what time the run has left.
-    checks.extend(ncu::run(bundle, &plan));
+    if only.runs("overhead/ncu/") {
+        checks.extend(ncu::run(bundle, &plan));
+    }
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }
@@ -329,4 +392,24 @@ fn write(dir: &Path, r: &Results) -> std::io::Result<()> {
         std::fs::rename(&tmp, dir.join(name))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod selection_tests {
+    use super::Selection;
+
+    #[test]
+    fn a_prefix_selects_its_steps_and_only_them() {
+        let all = Selection::parse(" , ");
+        assert!(all.runs("python/") && all.runs("stream/wait") && all.prefixes().is_none());
+        let s = Selection::parse("stream,python/torch-compile,overhead");
+        assert!(s.runs("stream/wait") && s.runs("stream/sweep"));
+        assert!(
+            s.runs("python/"),
+            "a check of the Python step runs the step"
+        );
+        assert!(s.runs("overhead") && s.runs("overhead/ncu/"));
+        assert!(!s.runs("timing/clock") && !s.runs("test/") && !s.runs("sanitizer/"));
+        assert!(!s.runs("example/") && !s.runs("docs/readme-cuda"));
+    }
 }

@@ -92,9 +92,24 @@ fn run_with(
     gpu_tests: Option<&str>,
     python: Option<&str>,
 ) -> (i32, Value, String) {
+    run_only(bundle, results, gpu_tests, python, None)
+}
+
+fn run_only(
+    bundle: &Path,
+    results: &Path,
+    gpu_tests: Option<&str>,
+    python: Option<&str>,
+    only: Option<&str>,
+) -> (i32, Value, String) {
     let mut cmd = Command::new(bundle.join("bin/ikp-gpucheck"));
     cmd.arg("run").arg(results).arg("--bundle").arg(bundle);
-    cmd.env_remove("IKP_GPU_TESTS").env_remove("IKP_PYTHON");
+    cmd.env_remove("IKP_GPU_TESTS")
+        .env_remove("IKP_PYTHON")
+        .env_remove(runner::ONLY_VAR);
+    if let Some(o) = only {
+        cmd.env(runner::ONLY_VAR, o);
+    }
     if let Some(v) = gpu_tests {
         cmd.env("IKP_GPU_TESTS", v);
     }
@@ -118,6 +133,44 @@ fn run_with(
         String::from_utf8_lossy(&out.stdout)
     );
     (out.status.code().unwrap_or(-1), json, md)
+}
+
+/// `IKP_GPU_ONLY` runs the steps it names and no other: a short GPU session spends its
+/// minutes on the checks it is about.
+#[test]
+fn only_the_selected_steps_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("bundle");
+    bundle(&root);
+    let (code, json, _) = run_only(
+        &root,
+        &dir.path().join("r"),
+        None,
+        None,
+        Some("stream, overhead"),
+    );
+    assert_eq!(code, 0, "{json}");
+    let names: Vec<&str> = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let mut want = vec!["machine".to_owned()];
+    want.extend(
+        gpu::CHECKS
+            .iter()
+            .filter(|c| c.starts_with("stream") || c.starts_with("overhead"))
+            .map(|c| c.to_string()),
+    );
+    want.push("overhead".into());
+    want.extend(runner::ncu::KERNELS.map(|k| format!("overhead/ncu/{k}")));
+    assert_eq!(names, want);
+    assert!(want.len() > 4, "{want:?}");
+    assert_eq!(
+        json["machine"]["only"],
+        serde_json::json!(["stream", "overhead"])
+    );
 }
 
 #[test]
