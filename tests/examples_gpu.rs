@@ -227,13 +227,21 @@ fn check_written(trace: &Trace, chrome: &[u8], summary: &[u8]) -> Result<(), Str
     let events = chrome["traceEvents"]
         .as_array()
         .ok_or("the Chrome trace has no traceEvents")?;
-    // A span is one complete event (`X`, the default) or a begin / end pair.
+    // A span is one complete event (`X`, the default) or a begin / end pair; each lane's
+    // lifetime (init to finalize) is one more, on its own row, apart from the spans.
+    let lifetime =
+        |e: &serde_json::Value| e["name"] == "lifetime" && e["args"]["finalized"].is_boolean();
     let opened = |name: Option<&str>| {
         events
             .iter()
-            .filter(|e| (e["ph"] == "X" || e["ph"] == "B") && name.is_none_or(|n| e["name"] == n))
+            .filter(|e| (e["ph"] == "X" || e["ph"] == "B") && !lifetime(e))
+            .filter(|e| name.is_none_or(|n| e["name"] == n))
             .count()
     };
+    let lifetimes = events
+        .iter()
+        .filter(|e| (e["ph"] == "X" || e["ph"] == "B") && lifetime(e))
+        .count();
     let (begins, ends) = (
         events.iter().filter(|e| e["ph"] == "B").count(),
         events.iter().filter(|e| e["ph"] == "E").count(),
@@ -244,6 +252,11 @@ fn check_written(trace: &Trace, chrome: &[u8], summary: &[u8]) -> Result<(), Str
         opened(None) == spans && begins == ends,
         "{} spans written ({begins} begins, {ends} ends) for {spans} spans",
         opened(None)
+    );
+    ensure!(
+        lifetimes == trace.lanes.len(),
+        "{lifetimes} lane lifetimes written for {} lanes",
+        trace.lanes.len()
     );
     for (id, name) in trace.names.regions.iter().enumerate() {
         let want = trace
