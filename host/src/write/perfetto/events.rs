@@ -255,7 +255,9 @@ fn emit_lane<const FLOWS: bool>(
             levels[nl].pop();
             let flow = if FLOWS {
                 let i = open[nl].pop().expect("open spans in step with levels");
-                (flows.in_span.binary_search(&i).ok()).map(|k| flows.in_span_id[k])
+                (u32::try_from(i).ok())
+                    .and_then(|i| flows.in_span.binary_search(&i).ok())
+                    .map(|k| flows.in_span_id[k])
             } else {
                 None
             };

@@ -9,13 +9,13 @@ use crate::model::Trace;
 #[derive(Debug, Default)]
 pub(super) struct LaneFlows {
     /// Spans whose begin starts flows (signal spans), and the flow ids.
-    pub(super) out_span: Vec<usize>,
+    pub(super) out_span: Vec<u32>,
     pub(super) out_span_id: Vec<u64>,
     /// Instants that start flows (signal instants), and the flow ids.
-    pub(super) out_instant: Vec<usize>,
+    pub(super) out_instant: Vec<u32>,
     pub(super) out_instant_id: Vec<u64>,
     /// Spans whose end terminates a flow (linked waits: one flow each), and the flow ids.
-    pub(super) in_span: Vec<usize>,
+    pub(super) in_span: Vec<u32>,
     pub(super) in_span_id: Vec<u64>,
 }
 
@@ -43,47 +43,82 @@ pub(super) fn lane_flows(trace: &Trace, base: u64, async_base: u64) -> LaunchFlo
         return LaunchFlows::default();
     }
     let all = drawn_links(trace);
-    // Lanes ascend by id.
-    let pos_of = |id: u32| {
-        (trace.lanes.binary_search_by_key(&id, |l| l.id)).expect("a link's lanes are in its trace")
+    let lanes = &trace.lanes;
+    // Lanes ascend by id: a table from id to position where the ids are dense (they are
+    // in every decoder's traces), else a binary search.
+    let max_id = lanes.last().map_or(0, |l| l.id as usize);
+    let dense: Vec<u32> = if max_id < 2 * lanes.len() + 64 {
+        let mut t = vec![u32::MAX; max_id + 1];
+        (lanes.iter().enumerate()).for_each(|(p, l)| t[l.id as usize] = p as u32);
+        t
+    } else {
+        Vec::new()
     };
-    // Per lane position: (event index in the lane, flow id) of the spans and instants
-    // that start flows, and of the spans that terminate one.
-    let mut per: Vec<[Vec<(usize, u64)>; 3]> = vec![Default::default(); trace.lanes.len()];
+    let pos_of = |id: u32| match dense.get(id as usize) {
+        Some(&p) if p != u32::MAX => p as usize,
+        _ => (lanes.binary_search_by_key(&id, |l| l.id)).expect("a link's lanes are in its trace"),
+    };
+    let id_of = |l: &links::Link| match l.from {
+        SignalEvent::Async(k) => async_base + k as u64 + 1,
+        _ => base + l.to_span as u64 + 1,
+    };
+    // Event indices local to a lane, as u32 (half the bytes of the lists, which are at
+    // the writer's peak with the links); the out lists' entries as (index, flow id) in
+    // three u32s (12 bytes, not 16), which sort as (index, id).
+    let local = |i: usize| u32::try_from(i).expect("a lane holds fewer than 2^32 events");
+    let entry = |i: usize, id: u64| [local(i), (id >> 32) as u32, id as u32];
+    let mut flows: LaunchFlows = (0..lanes.len()).map(|_| LaneFlows::default()).collect();
+    // The spans that terminate a flow: the links are sorted by wait span, at most one per
+    // span, and a lane's spans are consecutive, so each lane's are one run of them,
+    // already in span order: written straight into their lists, sized once.
+    for run in all.chunk_by(|a, b| a.to_lane == b.to_lane) {
+        let p = pos_of(run[0].to_lane);
+        let (f, start) = (&mut flows[p], lanes[p].spans.start);
+        f.in_span.reserve_exact(run.len());
+        f.in_span
+            .extend(run.iter().map(|l| local(l.to_span - start)));
+        f.in_span_id.reserve_exact(run.len());
+        f.in_span_id.extend(run.iter().map(id_of));
+    }
+    // The spans and instants that start flows, in link order: (event index in the lane,
+    // flow id), counted first so that each lane's list is sized once (grown by doubling,
+    // they held up to twice their bytes at the writer's peak, next to the links).
+    let mut counts = vec![[0usize; 2]; lanes.len()];
     for l in &all {
-        let id = match l.from {
-            SignalEvent::Async(k) => async_base + k as u64 + 1,
-            _ => base + l.to_span as u64 + 1,
-        };
-        let (from, to) = (pos_of(l.from_lane), pos_of(l.to_lane));
-        let (fl, tl) = (&trace.lanes[from], &trace.lanes[to]);
         match l.from {
             SignalEvent::Async(_) => {}
-            SignalEvent::Span(i) => per[from][0].push((i - fl.spans.start, id)),
-            SignalEvent::Instant(i) => per[from][1].push((i - fl.instants.start, id)),
+            SignalEvent::Span(_) => counts[pos_of(l.from_lane)][0] += 1,
+            SignalEvent::Instant(_) => counts[pos_of(l.from_lane)][1] += 1,
         }
-        per[to][2].push((l.to_span - tl.spans.start, id));
+    }
+    let mut per: Vec<[Vec<[u32; 3]>; 2]> = (counts.into_iter())
+        .map(|[s, i]| [Vec::with_capacity(s), Vec::with_capacity(i)])
+        .collect();
+    for l in &all {
+        let from = pos_of(l.from_lane);
+        let fl = &lanes[from];
+        match l.from {
+            SignalEvent::Async(_) => {}
+            SignalEvent::Span(i) => per[from][0].push(entry(i - fl.spans.start, id_of(l))),
+            SignalEvent::Instant(i) => per[from][1].push(entry(i - fl.instants.start, id_of(l))),
+        }
     }
     // Freed before the lists are split: less memory at the writer's peak.
     drop(all);
-    let split = |mut v: Vec<(usize, u64)>| -> (Vec<usize>, Vec<u64>) {
+    let split = |mut v: Vec<[u32; 3]>| -> (Vec<u32>, Vec<u64>) {
         v.sort_unstable();
-        v.into_iter().unzip()
+        (
+            v.iter().map(|e| e[0]).collect(),
+            v.iter()
+                .map(|e| (e[1] as u64) << 32 | e[2] as u64)
+                .collect(),
+        )
     };
-    (per.into_iter())
-        .map(|[s, i, w]| {
-            let ((out_span, out_span_id), (out_instant, out_instant_id)) = (split(s), split(i));
-            let (in_span, in_span_id) = split(w);
-            LaneFlows {
-                out_span,
-                out_span_id,
-                out_instant,
-                out_instant_id,
-                in_span,
-                in_span_id,
-            }
-        })
-        .collect()
+    for (f, [s, i]) in flows.iter_mut().zip(per) {
+        (f.out_span, f.out_span_id) = split(s);
+        (f.out_instant, f.out_instant_id) = split(i);
+    }
+    flows
 }
 
 /// The links drawn as flows: [`links::links`], at most one per wait span (a slice end
@@ -97,7 +132,7 @@ pub(super) fn drawn_links(trace: &Trace) -> Vec<links::Link> {
 /// The entries of the sorted `idx` from `*k` on that equal `i` (advancing `*k` past
 /// smaller ones): `k..end`.
 #[inline]
-pub(super) fn run_of(idx: &[usize], k: usize, i: usize) -> std::ops::Range<usize> {
-    let k = k + idx[k..].iter().take_while(|&&x| x < i).count();
-    k..k + idx[k..].iter().take_while(|&&x| x == i).count()
+pub(super) fn run_of(idx: &[u32], k: usize, i: usize) -> std::ops::Range<usize> {
+    let k = k + idx[k..].iter().take_while(|&&x| (x as usize) < i).count();
+    k..k + idx[k..].iter().take_while(|&&x| x as usize == i).count()
 }
