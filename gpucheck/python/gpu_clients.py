@@ -718,8 +718,10 @@ def proton_check(ikp: Any, cli: str, work: str) -> Dict[str, Any]:
     )
 
 
-def triton_probes_check(ikp: Any) -> Dict[str, Any]:
-    name = "python/triton-probes"
+def triton_unavailable(ikp: Any, name: str) -> Optional[Dict[str, Any]]:
+    """The check ``name`` skipped (no torch, no CUDA device, no Triton) or failed (no ikp)
+    when a Triton check cannot run here; None when it can (the scripts beside this one
+    then import)."""
     try:
         import torch
     except Exception as e:  # noqa: BLE001
@@ -732,7 +734,16 @@ def triton_probes_check(ikp: Any) -> Dict[str, Any]:
         return check(name, "skip", f"Triton is not importable here ({last_line(e)})")
     if ikp is None:
         return check(name, "fail", NO_IKP)
-    sys.path.insert(0, HERE)
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    return None
+
+
+def triton_probes_check(ikp: Any) -> Dict[str, Any]:
+    name = "python/triton-probes"
+    unavailable = triton_unavailable(ikp, name)
+    if unavailable is not None:
+        return unavailable
     import triton_probes
 
     t0 = time.monotonic()
@@ -752,19 +763,9 @@ def triton_probes_check(ikp: Any) -> Dict[str, Any]:
 def triton_compile_check(ikp: Any, name: str, which: str, passed: str) -> Dict[str, Any]:
     """``python/torch-compile`` (which="torch_compile") or ``python/triton-autotune``
     (which="autotune"): triton_compile.py's runs."""
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001
-        return check(name, "skip", f"torch is not importable here ({last_line(e)})")
-    if not torch.cuda.is_available():
-        return check(name, "skip", "no CUDA device visible to torch")
-    try:
-        import triton  # noqa: F401
-    except Exception as e:  # noqa: BLE001
-        return check(name, "skip", f"Triton is not importable here ({last_line(e)})")
-    if ikp is None:
-        return check(name, "fail", NO_IKP)
-    sys.path.insert(0, HERE)
+    unavailable = triton_unavailable(ikp, name)
+    if unavailable is not None:
+        return unavailable
     import triton_compile
 
     t0 = time.monotonic()

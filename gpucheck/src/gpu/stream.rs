@@ -36,7 +36,7 @@ use ikp_device::wire::{self, Kind};
 use ikp_device::{stream, Layout, Overflow};
 use ikp_host::cuda::cudarc::driver::PushKernelArg;
 use ikp_host::cuda::{IkpArg, SessionError, StreamSession};
-use ikp_host::stream_file::{self, StreamCapture};
+use ikp_host::stream_file::{self, DrainStats, StreamCapture};
 
 use super::words::verdict;
 use super::{Error, Gpu};
@@ -155,6 +155,29 @@ fn references(gpu: &Gpu, pairs: u32, work: u32) -> Result<(Duration, Duration), 
     Ok((off, fix))
 }
 
+/// One stream launch of `layout` recorded into a file and read back: the kernel's time,
+/// the drain's figures and the file's bytes (the file itself is removed).
+fn record(
+    gpu: &Gpu,
+    layout: Layout,
+    tag: &str,
+    launch: impl Fn(&IkpArg) -> Timed,
+) -> Result<(Duration, DrainStats, Vec<u8>), Error> {
+    let mut session = StreamSession::new(&gpu.stream, layout, super::NO_SYNC).map_err(text)?;
+    let arg = session.kernel_arg();
+    let path = file_dir().join(format!("ikp-gpucheck-{tag}{}.ikps", std::process::id()));
+    let mut ran = Duration::ZERO;
+    let stats = session
+        .record(&path, |_| {
+            ran = launch(&arg)?;
+            Ok(())
+        })
+        .map_err(text)?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    Ok((ran, stats, bytes))
+}
+
 /// Where the stream file goes: `/dev/shm` if it exists (memory, not the disk).
 fn file_dir() -> PathBuf {
     Some(PathBuf::from("/dev/shm"))
@@ -248,20 +271,10 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
     } else {
         (Overflow::Stream, "persistent_stream")
     };
-    let mut session = StreamSession::new(&gpu.stream, layout(gpu, overflow, RING), super::NO_SYNC)
-        .map_err(text)?;
-    let arg = session.kernel_arg();
-    let path = file_dir().join(format!("ikp-gpucheck-{}.ikps", std::process::id()));
     let launch = kernel(gpu, persistent)?;
-    let mut ran = Duration::ZERO;
-    let stats = session
-        .record(&path, |_| {
-            ran = launch(pairs, work, &arg)?;
-            Ok(())
-        })
-        .map_err(text)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let _ = std::fs::remove_file(&path);
+    let (ran, stats, bytes) = record(gpu, layout(gpu, overflow, RING), "", |arg: &IkpArg| {
+        launch(pairs, work, arg)
+    })?;
     let Tally {
         lanes,
         attempted,
@@ -439,19 +452,10 @@ pub fn sweep(gpu: &Gpu) -> Result<Check, Error> {
             off = off.min(off_k(pairs, work, &off_arg).map_err(text)?);
         }
         let layout = layout_with(gpu, Overflow::Stream, pt.ring, pt.warps);
-        let mut session = StreamSession::new(&gpu.stream, layout, super::NO_SYNC).map_err(text)?;
-        let arg = session.kernel_arg();
-        let path = file_dir().join(format!("ikp-gpucheck-sweep-{}.ikps", std::process::id()));
         let launch = kernel_with(gpu, "persistent_stream", pt.warps)?;
-        let mut ran = Duration::ZERO;
-        let stats = session
-            .record(&path, |_| {
-                ran = launch(pairs, work, &arg)?;
-                Ok(())
-            })
-            .map_err(text)?;
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let _ = std::fs::remove_file(&path);
+        let (ran, stats, bytes) = record(gpu, layout, "sweep-", |arg: &IkpArg| {
+            launch(pairs, work, arg)
+        })?;
         let t = tally(&bytes, pairs)?;
         bad.extend(t.bad.iter().take(3).map(|b| format!("{}: {b}", pt.varies)));
         let rate = t.attempted as f64 / ran.as_secs_f64();
@@ -519,7 +523,7 @@ pub fn sweep(gpu: &Gpu) -> Result<Check, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ikp_host::stream_file::{DrainStats, StreamFileWriter};
+    use ikp_host::stream_file::StreamFileWriter;
 
     /// A capture of one lane whose records are `records`, dropping `dropped` in all.
     fn capture(records: &[u64], dropped: u32) -> StreamCapture {
