@@ -210,11 +210,11 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
     let (cfg, records, scalars, input, out_len, half) = match spec.name {
         "load_compute_store" => {
             // Every SM full (8 blocks of 256 threads), a long dependent FMA chain.
-            let (blocks, threads, iters) = (8 * sms, 256u32, 32_768u32);
+            let (blocks, threads, iters) = (8 * sms, spec.block.0, 32_768u32);
             let n = (blocks * threads) as usize;
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
-                block_dim: (threads, 1, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: 0,
             };
             let input = stream
@@ -226,7 +226,7 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             let (blocks, tiles, iters) = (16 * sms, 256u32, 256u32);
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
-                block_dim: (64, 1, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: 0,
             };
             let input = stream
@@ -243,11 +243,11 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             )
         }
         "persistent" => {
-            let (blocks, threads, iters) = (sms, 256u32, 512u32);
+            let (blocks, threads, iters) = (sms, spec.block.0, 512u32);
             let tiles = 64 * sms;
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
-                block_dim: (threads, 1, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: 0,
             };
             let n = (tiles * threads) as usize;
@@ -268,7 +268,7 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             let (m, n, k) = (2048u32, 2048u32, 2048u32);
             let cfg = LaunchConfig {
                 grid_dim: (n / 64, m / 64, 1),
-                block_dim: (16, 16, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: 0,
             };
             let half = |len: usize, seed| -> Vec<u16> {
@@ -296,10 +296,10 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
         "stream_copy" => {
             // 64 Mi floats in and out (512 MiB moved per launch): far past L2.
             let n = 64u32 << 20;
-            let (blocks, threads) = (4 * sms, 256u32);
+            let (blocks, threads) = (4 * sms, spec.block.0);
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
-                block_dim: (threads, 1, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: 0,
             };
             let input = stream
@@ -319,7 +319,7 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             let (m, n, k) = (4096u32, 4096u32, 4096u32);
             let cfg = LaunchConfig {
                 grid_dim: (n / 128, m / 128, 1),
-                block_dim: (384, 1, 1),
+                block_dim: spec.block,
                 shared_mem_bytes: HG_SMEM,
             };
             let half = |len: usize, seed| -> Vec<u16> {

@@ -326,3 +326,186 @@ fn the_hopper_gemm_builds_with_tma_wgmma_mbarriers_and_zones() {
             .unwrap_or_else(|e| panic!("NVRTC sm_90a {}: {e}", v.name()));
     }
 }
+
+/// What one build of one kernel asks of an SM, read from its cubin
+/// (`cuobjdump -res-usage`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Resources {
+    regs: u32,
+    shared: u32,
+    local: u32,
+}
+
+/// Every kernel's resources in the cubin NVRTC builds of `variant` for `arch`.
+fn resources(variant: Variant, arch: Arch, dir: &std::path::Path) -> BTreeMap<String, Resources> {
+    let tools = ikp::host::sass::CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let compiled = variant
+        .compiler(arch)
+        .cubin("gpu_overhead.cu", SOURCE)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", variant.name()));
+    let cubin = dir.join(format!("{}-{arch}.cubin", variant.name().replace(' ', "_")));
+    std::fs::write(&cubin, compiled.cubin().expect("a cubin")).unwrap();
+    let out = std::process::Command::new(&tools.cuobjdump)
+        .arg("-res-usage")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cuobjdump -res-usage {}",
+        cubin.display()
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |line: &str, key: &str| -> u32 {
+        let at = line
+            .find(key)
+            .unwrap_or_else(|| panic!("no {key} in `{line}`"))
+            + key.len();
+        let digits: String = line[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap()
+    };
+    let mut found = BTreeMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.trim().strip_prefix("Function ") {
+            let usage = lines
+                .next()
+                .expect("a resource line after the function's name");
+            found.insert(
+                name.trim_end_matches(':').to_owned(),
+                Resources {
+                    regs: field(usage, "REG:"),
+                    shared: field(usage, "SHARED:"),
+                    local: field(usage, "LOCAL:"),
+                },
+            );
+        }
+    }
+    found
+}
+
+/// Blocks of `threads` threads with `r` resident on one SM of `arch` (8.0 and 9.0): the
+/// CUDA occupancy calculator's arithmetic (`cuda_occupancy.h`; limits from the CUDA C++
+/// Programming Guide's table of compute capabilities): 64 Ki registers in four
+/// sub-partitions, a warp's registers allocated 256 at a time; 2048 threads and 32 blocks;
+/// 164 KiB (8.0) or 228 KiB (9.0) of shared memory, 1 KiB of it reserved per block and
+/// allocated 128 bytes at a time. The bench prints what the driver says for the same
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, "blocks_per_sm").
+fn blocks_per_sm(arch: Arch, threads: u32, r: Resources) -> u32 {
+    let warps = threads.div_ceil(32);
+    let regs_per_warp = (r.regs * 32).div_ceil(256) * 256;
+    let by_regs = if regs_per_warp == 0 {
+        u32::MAX
+    } else {
+        (16384 / regs_per_warp) * 4 / warps
+    };
+    let smem_per_sm: u32 = if arch.major >= 9 {
+        228 * 1024
+    } else {
+        164 * 1024
+    };
+    let by_smem = smem_per_sm / ((r.shared + 1024).div_ceil(128) * 128);
+    by_regs.min(2048 / threads).min(32).min(by_smem)
+}
+
+/// The builds the bench times that share no code with another (the null-Arg builds are the
+/// fenced builds' code, compiled out is the baseline's).
+const DISTINCT: [Variant; 8] = [
+    Variant::Baseline,
+    Variant::FencedZones,
+    Variant::UnfencedZones,
+    Variant::CountersOnly,
+    Variant::FencedClock,
+    Variant::UnfencedClock,
+    Variant::UnfencedPredicated,
+    Variant::TvmStyle,
+];
+
+/// A probe that does not disturb what it measures keeps the kernel's occupancy: every ikp
+/// build of every bench kernel (the Hopper GEMM aside: its launch bounds fix its
+/// registers) holds at least as many blocks per SM as the uninstrumented kernel and spills
+/// nothing, with NVRTC (the bench's compiler) for sm_80 and sm_90. Registers are a step
+/// function's input: the GEMM takes 56 without ikp (four blocks of 256 threads per SM);
+/// with the lane's epoch as a per-thread value its ikp builds took 65 (three blocks).
+/// Prints the table kept in BENCHMARKS.md (`-- --nocapture`).
+#[test]
+fn ikp_builds_keep_the_kernels_occupancy() {
+    if let Err(e) = nvrtc::probe() {
+        panic!("{e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for arch in ARCHS {
+        let builds: Vec<(Variant, BTreeMap<String, Resources>)> = DISTINCT
+            .iter()
+            .map(|&v| (v, resources(v, arch, dir.path())))
+            .collect();
+        println!("{arch}: registers (blocks per SM) per build");
+        for spec in KERNELS.iter().filter(|k| !k.hopper) {
+            let threads = spec.block.0 * spec.block.1 * spec.block.2;
+            let of = |kernels: &BTreeMap<String, Resources>| -> Resources {
+                *kernels
+                    .get(spec.name)
+                    .unwrap_or_else(|| panic!("{arch}: no {} in the cubin", spec.name))
+            };
+            let base = blocks_per_sm(arch, threads, of(&builds[0].1));
+            let mut row = format!("  {:<20}", spec.name);
+            for (v, kernels) in &builds {
+                let r = of(kernels);
+                let blocks = blocks_per_sm(arch, threads, r);
+                row += &format!(" {}: {} ({blocks})", v.name(), r.regs);
+                // The peers' build is the reference the table shows, not ikp's to keep.
+                if *v == Variant::TvmStyle {
+                    continue;
+                }
+                if blocks < base {
+                    failures.push(format!(
+                        "{arch} {} {}: {} registers, {blocks} blocks of {threads} threads per \
+                         SM where the kernel without ikp holds {base}",
+                        spec.name,
+                        v.name(),
+                        r.regs
+                    ));
+                }
+                if r.local != 0 {
+                    failures.push(format!(
+                        "{arch} {} {}: {} bytes of local memory (spills)",
+                        spec.name,
+                        v.name(),
+                        r.local
+                    ));
+                }
+            }
+            println!("{row}");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_occupancy_arithmetic_matches_the_drivers_figures_of_the_h200_run() {
+    // docs/gpu-runs/2026-11-27-h200-3/overhead.json: registers and the driver's blocks per
+    // SM on an H200 (sm_90) for the bench's kernels.
+    let sm90 = Arch::new(9, 0);
+    let r = |regs, shared| Resources {
+        regs,
+        shared,
+        local: 0,
+    };
+    assert_eq!(blocks_per_sm(sm90, 256, r(64, 8320)), 4);
+    assert_eq!(blocks_per_sm(sm90, 256, r(56, 8320)), 4);
+    assert_eq!(blocks_per_sm(sm90, 64, r(27, 0)), 32);
+    assert_eq!(blocks_per_sm(sm90, 256, r(24, 0)), 8);
+    // One register past 64 loses the GEMM a block. 32 registers is the most a 256-thread
+    // block may take and keep eight; at 33 a warp is given 1280 (registers go 256 to a
+    // warp), twelve warps fit a sub-partition and six blocks the SM.
+    assert_eq!(blocks_per_sm(sm90, 256, r(65, 8320)), 3);
+    assert_eq!(blocks_per_sm(sm90, 256, r(32, 0)), 8);
+    assert_eq!(blocks_per_sm(sm90, 256, r(33, 0)), 6);
+    // Shared memory limits too: 100 KiB blocks, two to an sm_90 SM, one to an sm_80 SM.
+    assert_eq!(blocks_per_sm(sm90, 128, r(32, 100 * 1024)), 2);
+    assert_eq!(blocks_per_sm(Arch::new(8, 0), 128, r(32, 100 * 1024)), 1);
+}

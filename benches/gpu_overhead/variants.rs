@@ -183,6 +183,9 @@ pub struct KernelSpec {
     pub groups_per_block: u32,
     /// Parameters before `ikp::Arg`.
     pub params: usize,
+    /// Threads per block (x, y, z), as the bench launches it: with the registers and shared
+    /// memory of a build, what decides how many blocks an SM holds.
+    pub block: (u32, u32, u32),
     /// A Hopper kernel (wgmma, TMA): compiled for sm_90a with `BENCH_HOPPER`, run on sm_90
     /// devices only.
     pub hopper: bool,
@@ -197,6 +200,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        block: (256, 1, 1),
         hopper: false,
     },
     KernelSpec {
@@ -205,6 +209,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &["wait_full", "wait_empty"],
         groups_per_block: 2,
         params: 4,
+        block: (64, 1, 1),
         hopper: false,
     },
     KernelSpec {
@@ -213,6 +218,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &[],
         groups_per_block: 1,
         params: 4,
+        block: (256, 1, 1),
         hopper: false,
     },
     KernelSpec {
@@ -221,6 +227,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &[],
         groups_per_block: 1,
         params: 6,
+        block: (16, 16, 1),
         hopper: false,
     },
     KernelSpec {
@@ -229,6 +236,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &[],
         groups_per_block: 1,
         params: 3,
+        block: (256, 1, 1),
         hopper: false,
     },
     KernelSpec {
@@ -237,6 +245,7 @@ pub const KERNELS: [KernelSpec; 6] = [
         counters: &["wait_full", "wait_empty"],
         groups_per_block: 3,
         params: 6,
+        block: (384, 1, 1),
         hopper: true,
     },
 ];

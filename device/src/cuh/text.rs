@@ -149,6 +149,21 @@ IKP_INLINE bool warp_any(bool p) {
 #endif
 }
 
+/// The largest `v` over the active threads of the warp, as a warp-uniform value: one REDUX
+/// on sm_80 and later, which writes a uniform register. A lane hands on its epoch this way
+/// (see Lane's constructor); before sm_80, and under emulation, it is `v` itself, which is
+/// what the one thread that uses it (the leader) needs.
+IKP_INLINE unsigned warp_max(unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(IKP_HOST_EMULATION)
+  unsigned mask, max;
+  asm volatile("activemask.b32 %0;" : "=r"(mask));
+  asm volatile("redux.sync.max.u32 %0, %1, %2;" : "=r"(max) : "r"(v), "r"(mask));
+  return max;
+#else
+  return v;
+#endif
+}
+
 IKP_INLINE void fence_block() {
 #if defined(IKP_HOST_EMULATION)
   emu::fence_block();
@@ -501,12 +516,24 @@ class Lane {
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
 #if IKP_EPOCHS
-      if (on && arg.epochs > 1u) {
+      if (arg.epochs > 1u) {
         // The launch counters are the lane_count words just before epoch 0's lane 0.
-        const unsigned long long epoch =
-            detail::atomic_fetch_add(buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
-        on = epoch < arg.epochs;
-        segment += epoch * arg.lane_count;
+        unsigned epoch = 0u;
+        if (on) {
+          const unsigned long long e =
+              detail::atomic_fetch_add(buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
+          on = e < arg.epochs;
+          epoch = on ? static_cast<unsigned>(e) : 0u;
+        }
+        // The epoch reaches the segment's address as the warp's largest (every thread but
+        // a leader brings 0): a warp-uniform value, so the address stays in uniform
+        // registers as it does without epochs, and not in the vector registers the kernel's
+        // own code needs (the bench's GEMM: 56 registers without ikp, 65 with the epoch as a
+        // per-thread value, one block of 256 threads less per SM; 56 this way). The lanes of
+        // one warp are launched together (one block), so their launch counters agree and
+        // the largest is every leader's own epoch.
+        epoch = detail::warp_max(epoch);
+        segment += static_cast<unsigned long long>(epoch) * arg.lane_count;
       }
 #else
       on = on && arg.epochs <= 1u;
