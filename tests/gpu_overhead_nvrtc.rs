@@ -397,11 +397,9 @@ fn resources(variant: Variant, arch: Arch, dir: &std::path::Path) -> BTreeMap<St
 fn blocks_per_sm(arch: Arch, threads: u32, r: Resources) -> u32 {
     let warps = threads.div_ceil(32);
     let regs_per_warp = (r.regs * 32).div_ceil(256) * 256;
-    let by_regs = if regs_per_warp == 0 {
-        u32::MAX
-    } else {
-        (16384 / regs_per_warp) * 4 / warps
-    };
+    let by_regs = 16384u32
+        .checked_div(regs_per_warp)
+        .map_or(u32::MAX, |per_sub_partition| per_sub_partition * 4 / warps);
     let smem_per_sm: u32 = if arch.major >= 9 {
         228 * 1024
     } else {
