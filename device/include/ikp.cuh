@@ -78,9 +78,11 @@
 // IKP_OFF_BRANCH (default 1): how a warp without the lane's writing leader (every warp of a
 //   null Arg, every warp of a lane but its leader's) skips a record. 1: it branches around
 //   the record on a warp vote taken at init, so it reads no timer and stores nothing (one
-//   instruction per record); the leader's warp then reads the timer through the uniform
-//   datapath, which keeps the branch a branch, and its record is about 8 SASS instructions
-//   (10 in a loop). 0: no branch; every warp issues the record predicated on the leader,
+//   instruction per record, one for records back to back); the leader's warp then reads
+//   the timer into a vector register on every thread (CS2R, plus a select that keeps it
+//   where the record lands) and stores under a predicate written in the PTX, which keeps
+//   the branch a branch: its record is about 6 SASS instructions (9 in a loop). 0: no
+//   branch; every warp issues the record predicated on the leader,
 //   the timer read under the store's predicate (one predicated CS2R): about 4 instructions
 //   (7 in a loop) on every warp, off warps included. Which costs less in time depends on
 //   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
@@ -317,6 +319,22 @@ IKP_INLINE unsigned globaltimer_lo() {
 #endif
 }
 
+/// globaltimer_lo() where `p` holds, 0 elsewhere, read by every thread into its own register: a
+/// per-thread value, which ptxas reads with CS2R (see Lane::record).
+IKP_INLINE unsigned globaltimer_lo_if(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  const unsigned t = globaltimer_lo();
+  return p ? t : 0u;
+#else
+  unsigned t;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\tmov.u32 %0, 0;\n\t"
+               "@p mov.u32 %0, %%globaltimer_lo;\n\t}"
+               : "=r"(t)
+               : "r"(static_cast<unsigned>(p)));
+  return t;
+#endif
+}
+
 /// Full 64-bit %clock64 (SM cycles), stamped at init and finalize.
 IKP_INLINE unsigned long long clock64() {
 #if defined(IKP_HOST_EMULATION)
@@ -335,6 +353,22 @@ IKP_INLINE unsigned clock_lo() {
 #else
   unsigned t;
   asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+  return t;
+#endif
+}
+
+/// clock_lo() where `p` holds, 0 elsewhere, read by every thread into its own register: a
+/// per-thread value, which ptxas reads with CS2R (see Lane::record).
+IKP_INLINE unsigned clock_lo_if(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  const unsigned t = clock_lo();
+  return p ? t : 0u;
+#else
+  unsigned t;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\tmov.u32 %0, 0;\n\t"
+               "@p mov.u32 %0, %%clock;\n\t}"
+               : "=r"(t)
+               : "r"(static_cast<unsigned>(p)));
   return t;
 #endif
 }
@@ -478,6 +512,22 @@ IKP_INLINE void store_record(unsigned long long* base, unsigned i, unsigned long
       "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %1;\n\tmad.wide.u32 a, %0, 8, a;\n\t"
       "st.global.u64 [a], %2;\n\t}" ::"r"(i),
       "l"(base), "l"(word));
+#endif
+}
+
+/// store_record() on a thread where `p` holds, the predicate inside the PTX: the record path
+/// of a branching lane (IKP_OFF_BRANCH=1) stores this way, so there is no branch on `p` for
+/// ptxas to lay out or if-convert (the address is computed on every thread of the leader's
+/// warp, the store predicated), and records back to back share one branch on the warp's
+/// vote (see Lane::record).
+IKP_INLINE void store_record_if(bool p, unsigned long long* base, unsigned i, unsigned long long word) {
+#if defined(IKP_HOST_EMULATION)
+  if (p) base[i] = word;
+#else
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t.reg .u64 a;\n\tsetp.ne.u32 p, %3, 0;\n\tcvta.to.global.u64 a, %1;\n\t"
+      "mad.wide.u32 a, %0, 8, a;\n\t@p st.global.u64 [a], %2;\n\t}" ::"r"(i),
+      "l"(base), "l"(word), "r"(static_cast<unsigned>(p)));
 #endif
 }
 
@@ -635,11 +685,11 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// the switch at the top of this file).
 ///
 /// The record path is what this type is about. A record is: the branch on the warp's vote;
-/// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
-/// leader predicate, one tag (region and kind are usually constants, so tag = payload <<
-/// PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide multiply-add, or
-/// nothing when it folds into the store's offset) and, predicated, one 64-bit store; and
-/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// in the leader's warp, one compare `cursor < capacity` folded with the leader predicate,
+/// one timer read and the select that keeps it where that holds (see record()), one tag
+/// (region and kind are usually constants, so tag = payload << PAYLOAD_SHIFT | constant),
+/// the address `events + cursor * 8` (a wide multiply-add, or nothing when it folds into
+/// the store's offset) and, predicated, one 64-bit store; and `++cursor`. The cursor is a single register that counts every attempt, written or not:
 /// nothing else is tracked while recording, and finalize derives `written = min(cursor,
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
@@ -857,6 +907,12 @@ class Lane {
     return detail::globaltimer_lo();
   }
 
+  /// now() where `p` holds, 0 elsewhere (see record()).
+  IKP_INLINE static unsigned now_if(bool p) {
+    if constexpr (T == Timer::Clock) return detail::clock_lo_if(p);
+    return detail::globaltimer_lo_if(p);
+  }
+
   IKP_INLINE static unsigned tag(unsigned kind, unsigned region, unsigned payload) {
     return kind | ((region & REGION_MASK) << REGION_SHIFT) | (payload << PAYLOAD_SHIFT);
   }
@@ -930,20 +986,36 @@ class Lane {
   }
 
   /// One record's code, shared by the record path and calibrate(): if `room`, store at
-  /// `at[i]` the word of `tag` and the timer (`Timed`) or `value`. Where the timer is read
-  /// is the whole difference between the two designs of the off switch (IKP_OFF_BRANCH).
-  /// With the branch (1), the whole warp reads it, outside the store's predicate: ptxas
-  /// then reads it through the uniform datapath (S2UR, a NOP and a move), and as no
-  /// per-thread predicate can guard a uniform instruction, the branch on live_ stays a
-  /// branch. Read under the store's predicate (0), it is one predicated CS2R straight into
-  /// the store's register, and the record is short enough for ptxas to predicate it whole:
-  /// every warp issues it, no branch. tests/device_sass.rs checks both: the off path holds
-  /// no timer read and no store (1), the record costs what it did before the branch (0).
+  /// `at[i]` the word of `tag` and the timer (`Timed`) or `value`. How the timer is read
+  /// and the store guarded is the whole difference between the two designs of the off
+  /// switch (IKP_OFF_BRANCH).
+  ///
+  /// With the branch (1), ptxas must keep the branch on live_ a branch: a record written
+  /// as `if (room) { read; store; }` is short enough that ptxas if-converts both branches
+  /// and every warp issues the record predicated again. So the store is predicated inside
+  /// its PTX (store_record_if: no branch on `room` for ptxas to if-convert; records back to
+  /// back then share one branch on live_), and the timer is read by now_if(room): every
+  /// thread of the warp issues the read and a select keeps it where `room` holds (0
+  /// elsewhere). The select matters: a read that is the same on every thread of a
+  /// converged warp is a warp-uniform value, which ptxas reads through the uniform
+  /// datapath (S2UR, a variable-latency read, then a NOP and a move into the store's
+  /// register: the record path until issue #36, 2 instructions longer); the selected value
+  /// is per-thread, read by one fixed-latency CS2R into a vector register. Written as
+  /// `@p mov` without the 0, ptxas still selects, against the register's previous value,
+  /// which it then carries through loops.
+  ///
+  /// Without the branch (0), the read is under the store's predicate: one predicated CS2R
+  /// straight into the store's register, and the record is short enough for ptxas to
+  /// predicate it whole: every warp issues it, no branch. tests/device_sass.rs checks both:
+  /// the off path holds no timer read and no store and the on path reads the timer with
+  /// CS2R, never S2UR (1), the record costs what it did before the branch (0).
   template <bool Timed>
   IKP_INLINE static void record(bool room, unsigned long long* at, unsigned i, unsigned value, unsigned tag) {
-    if constexpr (Timed && off_branch) value = now();
-    if (room) {
-      if constexpr (Timed && !off_branch) value = now();
+    if constexpr (off_branch) {
+      if constexpr (Timed) value = now_if(room);
+      detail::store_record_if(room, at, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    } else if (room) {
+      if constexpr (Timed) value = now();
       detail::store_record(at, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
     }
   }
@@ -988,8 +1060,8 @@ class Lane {
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
   /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
   /// the shorter round's cycles over its records, rounded. Each record goes through the
-  /// record path's own code (live(), record(): the timer read, a compare against a
-  /// bound, the word, store_record's plain 64-bit store), so ptxas emits a record's
+  /// record path's own code (live(), record(): a compare against a bound, the timer read
+  /// and its select, the word, a plain predicated 64-bit store), so ptxas emits a record's
   /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
   /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
   /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it,
