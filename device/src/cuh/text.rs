@@ -767,19 +767,22 @@ class Lane {
   /// and the store guarded is the whole difference between the two designs of the off
   /// switch (IKP_OFF_BRANCH).
   ///
-  /// With the branch (1), ptxas must keep the branch on live_ a branch: a record written
-  /// as `if (room) { read; store; }` is short enough that ptxas if-converts both branches
-  /// and every warp issues the record predicated again. So the store is predicated inside
-  /// its PTX (store_record_if: no branch on `room` for ptxas to if-convert; records back to
-  /// back then share one branch on live_), and the timer is read by now_if(room): every
-  /// thread of the warp issues the read and a select keeps it where `room` holds (0
-  /// elsewhere). The select matters: a read that is the same on every thread of a
-  /// converged warp is a warp-uniform value, which ptxas reads through the uniform
-  /// datapath (S2UR, a variable-latency read, then a NOP and a move into the store's
-  /// register: the record path until issue #36, 2 instructions longer); the selected value
-  /// is per-thread, read by one fixed-latency CS2R into a vector register. Written as
-  /// `@p mov` without the 0, ptxas still selects, against the register's previous value,
-  /// which it then carries through loops.
+  /// With the branch (1), ptxas must keep the branch on live_ a branch. It does while the
+  /// timer is read outside the store's condition: read under it (`if (room) { read; store;
+  /// }`), the record is short enough that ptxas if-converts both branches, and every warp
+  /// issues the record predicated again. But a read that every thread of the converged
+  /// warp makes alike is a warp-uniform value, which ptxas reads through the uniform
+  /// datapath (S2UR, a variable-latency read, then a NOP or a wait and a move into the
+  /// store's register: the record path until issue #36, 2 instructions longer). So the
+  /// timer is read by now_if(room): every thread of the warp issues the read and a select
+  /// keeps it where `room` holds (0 elsewhere), a per-thread value, which ptxas reads with
+  /// one fixed-latency CS2R into a vector register. (Written as `@p mov` without the 0,
+  /// ptxas still selects, against the register's previous value, which it then carries
+  /// through loops.) The store is predicated inside its PTX (store_record_if) rather than
+  /// behind `if (room)`: ptxas then lays out no branch of its own per record (with one, it
+  /// recomputed the predicate, and a ring lane's mask, at every record: 7 instructions
+  /// instead of 6, 10 instead of 8 for a ring record), and records back to back share one
+  /// branch on live_.
   ///
   /// Without the branch (0), the read is under the store's predicate: one predicated CS2R
   /// straight into the store's register, and the record is short enough for ptxas to
