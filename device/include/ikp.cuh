@@ -78,9 +78,11 @@
 // IKP_OFF_BRANCH (default 1): how a warp without the lane's writing leader (every warp of a
 //   null Arg, every warp of a lane but its leader's) skips a record. 1: it branches around
 //   the record on a warp vote taken at init, so it reads no timer and stores nothing (one
-//   instruction per record); the leader's warp then reads the timer through the uniform
-//   datapath, which keeps the branch a branch, and its record is about 8 SASS instructions
-//   (10 in a loop). 0: no branch; every warp issues the record predicated on the leader,
+//   instruction per record, one for records back to back); the leader's warp then reads
+//   the timer into a vector register on every thread (CS2R, plus a select that keeps it
+//   where the record lands) and stores under a predicate written in the PTX, which keeps
+//   the branch a branch: its record is about 6 SASS instructions (9 in a loop). 0: no
+//   branch; every warp issues the record predicated on the leader,
 //   the timer read under the store's predicate (one predicated CS2R): about 4 instructions
 //   (7 in a loop) on every warp, off warps included. Which costs less in time depends on
 //   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
@@ -317,6 +319,22 @@ IKP_INLINE unsigned globaltimer_lo() {
 #endif
 }
 
+/// globaltimer_lo() where `p` holds, 0 elsewhere, read by every thread into its own register: a
+/// per-thread value, which ptxas reads with CS2R (see Lane::record).
+IKP_INLINE unsigned globaltimer_lo_if(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  const unsigned t = globaltimer_lo();
+  return p ? t : 0u;
+#else
+  unsigned t;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\tmov.u32 %0, 0;\n\t"
+               "@p mov.u32 %0, %%globaltimer_lo;\n\t}"
+               : "=r"(t)
+               : "r"(static_cast<unsigned>(p)));
+  return t;
+#endif
+}
+
 /// Full 64-bit %clock64 (SM cycles), stamped at init and finalize.
 IKP_INLINE unsigned long long clock64() {
 #if defined(IKP_HOST_EMULATION)
@@ -335,6 +353,22 @@ IKP_INLINE unsigned clock_lo() {
 #else
   unsigned t;
   asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+  return t;
+#endif
+}
+
+/// clock_lo() where `p` holds, 0 elsewhere, read by every thread into its own register: a
+/// per-thread value, which ptxas reads with CS2R (see Lane::record).
+IKP_INLINE unsigned clock_lo_if(bool p) {
+#if defined(IKP_HOST_EMULATION)
+  const unsigned t = clock_lo();
+  return p ? t : 0u;
+#else
+  unsigned t;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\tmov.u32 %0, 0;\n\t"
+               "@p mov.u32 %0, %%clock;\n\t}"
+               : "=r"(t)
+               : "r"(static_cast<unsigned>(p)));
   return t;
 #endif
 }
@@ -427,11 +461,20 @@ IKP_INLINE void atomic_add(unsigned long long* addr, unsigned long long value) {
 /// (ptxas aggregates it over the warp, a vote, a popcount and two shuffles around the
 /// atom, as the address is warp-uniform; a few instructions once per launch, and only when
 /// the buffer holds several epochs.)
-IKP_INLINE unsigned long long atomic_fetch_add(unsigned long long* addr, unsigned long long value) {
+/// `*addr += value` where `p` holds, returning the value before (0 where `p` does not):
+/// one predicated atomic, no branch (a lane's epoch claim, see Lane's constructor).
+IKP_INLINE unsigned long long atomic_fetch_add_if(bool p, unsigned long long* addr, unsigned long long value) {
 #if defined(IKP_HOST_EMULATION)
-  return emu::atomic_fetch_add(addr, value);
+  return p ? emu::atomic_fetch_add(addr, value) : 0ull;
 #else
-  return atomicAdd(addr, value);
+  unsigned long long old = 0ull;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t.reg .u64 a;\n\tsetp.ne.u32 p, %2, 0;\n\tcvta.to.global.u64 a, %1;\n\t"
+      "@p atom.global.add.u64 %0, [a], %3;\n\t}"
+      : "+l"(old)
+      : "l"(addr), "r"(static_cast<unsigned>(p)), "l"(value)
+      : "memory");
+  return old;
 #endif
 }
 
@@ -493,6 +536,22 @@ IKP_INLINE void store_record(unsigned long long* base, unsigned i, unsigned long
       "{\n\t.reg .u64 a;\n\tcvta.to.global.u64 a, %1;\n\tmad.wide.u32 a, %0, 8, a;\n\t"
       "st.global.u64 [a], %2;\n\t}" ::"r"(i),
       "l"(base), "l"(word));
+#endif
+}
+
+/// store_record() on a thread where `p` holds, the predicate inside the PTX: the record path
+/// of a branching lane (IKP_OFF_BRANCH=1) stores this way, so there is no branch on `p` for
+/// ptxas to lay out or if-convert (the address is computed on every thread of the leader's
+/// warp, the store predicated), and records back to back share one branch on the warp's
+/// vote (see Lane::record).
+IKP_INLINE void store_record_if(bool p, unsigned long long* base, unsigned i, unsigned long long word) {
+#if defined(IKP_HOST_EMULATION)
+  if (p) base[i] = word;
+#else
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t.reg .u64 a;\n\tsetp.ne.u32 p, %3, 0;\n\tcvta.to.global.u64 a, %1;\n\t"
+      "mad.wide.u32 a, %0, 8, a;\n\t@p st.global.u64 [a], %2;\n\t}" ::"r"(i),
+      "l"(base), "l"(word), "r"(static_cast<unsigned>(p)));
 #endif
 }
 
@@ -650,11 +709,11 @@ static_assert(PAYLOAD_SHIFT + PAYLOAD_BITS == 32u, "payload must end at bit 31 o
 /// the switch at the top of this file).
 ///
 /// The record path is what this type is about. A record is: the branch on the warp's vote;
-/// in the leader's warp, one timer read, one compare `cursor < capacity` folded with the
-/// leader predicate, one tag (region and kind are usually constants, so tag = payload <<
-/// PAYLOAD_SHIFT | constant), the address `events + cursor * 8` (a wide multiply-add, or
-/// nothing when it folds into the store's offset) and, predicated, one 64-bit store; and
-/// `++cursor`. The cursor is a single register that counts every attempt, written or not:
+/// in the leader's warp, one compare `cursor < capacity` folded with the leader predicate,
+/// one timer read and the select that keeps it where that holds (see record()), one tag
+/// (region and kind are usually constants, so tag = payload << PAYLOAD_SHIFT | constant),
+/// the address `events + cursor * 8` (a wide multiply-add, or nothing when it folds into
+/// the store's offset) and, predicated, one 64-bit store; and `++cursor`. The cursor is a single register that counts every attempt, written or not:
 /// nothing else is tracked while recording, and finalize derives `written = min(cursor,
 /// capacity)` and `dropped = cursor - written`. A full lane therefore costs exactly what a
 /// recording lane costs and never overruns its segment.
@@ -726,23 +785,22 @@ class Lane {
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
 #if IKP_EPOCHS
-      if (arg.epochs > 1u) {
-        // The launch counters are the lane_count words just before epoch 0's lane 0.
-        unsigned epoch = 0u;
-        if (on) {
-          const unsigned long long e =
-              detail::atomic_fetch_add(buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
-          on = e < arg.epochs;
-          epoch = on ? static_cast<unsigned>(e) : 0u;
-        }
+      {
+        // The launch counters are the lane_count words just before epoch 0's lane 0. The
+        // leader claims (with several epochs) in straight-line code, a predicated atomic:
+        // `on` stays a predicate, where a branch around the claim made it a byte that every
+        // record re-tested.
+        const unsigned long long e = detail::atomic_fetch_add_if(
+            on && arg.epochs > 1u, buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
+        on = on && e < arg.epochs;
         // The epoch reaches the segment's address as the warp's largest (every thread but
         // a leader brings 0): a warp-uniform value, so the address stays in uniform
         // registers as it does without epochs, and not in the vector registers the kernel's
         // own code needs (the bench's GEMM: 56 registers without ikp, 65 with the epoch as a
         // per-thread value, one block of 256 threads less per SM; 56 this way). The lanes of
         // one warp are launched together (one block), so their launch counters agree and
-        // the largest is every leader's own epoch.
-        epoch = detail::warp_max(epoch);
+        // the largest is every leader's own epoch. With one epoch it is 0.
+        const unsigned epoch = detail::warp_max(on ? static_cast<unsigned>(e) : 0u);
         segment += static_cast<unsigned long long>(epoch) * arg.lane_count;
       }
 #else
@@ -884,6 +942,12 @@ class Lane {
     return detail::globaltimer_lo();
   }
 
+  /// now() where `p` holds, 0 elsewhere (see record()).
+  IKP_INLINE static unsigned now_if(bool p) {
+    if constexpr (T == Timer::Clock) return detail::clock_lo_if(p);
+    return detail::globaltimer_lo_if(p);
+  }
+
   IKP_INLINE static unsigned tag(unsigned kind, unsigned region, unsigned payload) {
     return kind | ((region & REGION_MASK) << REGION_SHIFT) | (payload << PAYLOAD_SHIFT);
   }
@@ -957,20 +1021,39 @@ class Lane {
   }
 
   /// One record's code, shared by the record path and calibrate(): if `room`, store at
-  /// `at[i]` the word of `tag` and the timer (`Timed`) or `value`. Where the timer is read
-  /// is the whole difference between the two designs of the off switch (IKP_OFF_BRANCH).
-  /// With the branch (1), the whole warp reads it, outside the store's predicate: ptxas
-  /// then reads it through the uniform datapath (S2UR, a NOP and a move), and as no
-  /// per-thread predicate can guard a uniform instruction, the branch on live_ stays a
-  /// branch. Read under the store's predicate (0), it is one predicated CS2R straight into
-  /// the store's register, and the record is short enough for ptxas to predicate it whole:
-  /// every warp issues it, no branch. tests/device_sass.rs checks both: the off path holds
-  /// no timer read and no store (1), the record costs what it did before the branch (0).
+  /// `at[i]` the word of `tag` and the timer (`Timed`) or `value`. How the timer is read
+  /// and the store guarded is the whole difference between the two designs of the off
+  /// switch (IKP_OFF_BRANCH).
+  ///
+  /// With the branch (1), ptxas must keep the branch on live_ a branch. It does while the
+  /// timer is read outside the store's condition: read under it (`if (room) { read; store;
+  /// }`), the record is short enough that ptxas if-converts both branches, and every warp
+  /// issues the record predicated again. But a read that every thread of the converged
+  /// warp makes alike is a warp-uniform value, which ptxas reads through the uniform
+  /// datapath (S2UR, a variable-latency read, then a NOP or a wait and a move into the
+  /// store's register: the record path until issue #36, 2 instructions longer). So the
+  /// timer is read by now_if(room): every thread of the warp issues the read and a select
+  /// keeps it where `room` holds (0 elsewhere), a per-thread value, which ptxas reads with
+  /// one fixed-latency CS2R into a vector register. (Written as `@p mov` without the 0,
+  /// ptxas still selects, against the register's previous value, which it then carries
+  /// through loops.) The store is predicated inside its PTX (store_record_if) rather than
+  /// behind `if (room)`: ptxas then lays out no branch of its own per record (with one, it
+  /// recomputed the predicate, and a ring lane's mask, at every record: 7 instructions
+  /// instead of 6, 10 instead of 8 for a ring record), and records back to back share one
+  /// branch on live_.
+  ///
+  /// Without the branch (0), the read is under the store's predicate: one predicated CS2R
+  /// straight into the store's register, and the record is short enough for ptxas to
+  /// predicate it whole: every warp issues it, no branch. tests/device_sass.rs checks both:
+  /// the off path holds no timer read and no store and the on path reads the timer with
+  /// CS2R, never S2UR (1), the record costs what it did before the branch (0).
   template <bool Timed>
   IKP_INLINE static void record(bool room, unsigned long long* at, unsigned i, unsigned value, unsigned tag) {
-    if constexpr (Timed && off_branch) value = now();
-    if (room) {
-      if constexpr (Timed && !off_branch) value = now();
+    if constexpr (off_branch) {
+      if constexpr (Timed) value = now_if(room);
+      detail::store_record_if(room, at, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
+    } else if (room) {
+      if constexpr (Timed) value = now();
       detail::store_record(at, i, (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag);
     }
   }
@@ -1015,8 +1098,8 @@ class Lane {
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
   /// the CALIB word (standing in for an event slot) between two %clock reads; it stores
   /// the shorter round's cycles over its records, rounded. Each record goes through the
-  /// record path's own code (live(), record(): the timer read, a compare against a
-  /// bound, the word, store_record's plain 64-bit store), so ptxas emits a record's
+  /// record path's own code (live(), record(): a compare against a bound, the timer read
+  /// and its select, the word, a plain predicated 64-bit store), so ptxas emits a record's
   /// instructions, with a record's register reuse (tests/device_sass.rs checks the SASS).
   /// The bound is `cap_ + CALIB_RECORDS`, which the compiler cannot prove true (the sum
   /// may wrap), so the predicate stays as in a record; the two %clock reads sit under it,
