@@ -33,7 +33,8 @@ pub(crate) struct Edit {
 
 // Orders of edits made at the same offset.
 const INIT: u8 = 0;
-const EDGE: u8 = 1;
+const PLACE: u8 = 1;
+const EDGE: u8 = 2;
 const LINE: u8 = 3;
 const EXIT: u8 = 4;
 const REPLACE: u8 = 9;
@@ -256,10 +257,14 @@ pub(crate) fn kernel(
             entry_edges.extend(b.succs.iter().map(|e| (Some(u), e.to, e.branch)));
         }
     }
+    // Offsets of the probes that write to the lane (all but deferred begins and trip
+    // adds): the lane is placed before the first of them.
+    let mut writes = Vec::new();
     for (u, v, branch) in entry_edges {
         let from = u.map(|u| cfg.loops_of(u)).unwrap_or_default();
         let to = cfg.loops_of(v);
         let mut text = ends(&from, &to);
+        let mut write = !text.is_empty();
         for &l in to.iter().rev().filter(|l| !from.contains(l)) {
             if cfg.loops[l].header != v {
                 let line = k.stmts.get(cfg.blocks[v].stmts.start).map_or(0, |s| s.line);
@@ -270,6 +275,7 @@ pub(crate) fn kernel(
             }
             if let Some(s) = probed(l) {
                 text += &begin(s);
+                write |= !deferred[s];
             }
         }
         if text.is_empty() {
@@ -283,6 +289,9 @@ pub(crate) fn kernel(
             .filter(|&u| cfg.blocks[u].succs.len() == 1 && !cfg.blocks[u].exits)
             .and_then(block_top)
         {
+            if write {
+                writes.push(k.stmts[top].at.start);
+            }
             edits.push(Edit {
                 at: k.stmts[top].at.start,
                 order: EDGE,
@@ -322,6 +331,9 @@ pub(crate) fn kernel(
             });
             trampolines += &format!("{label}:\n{text}\tbra \t{target};\n");
         } else {
+            if write {
+                writes.push(v_start);
+            }
             edits.push(Edit {
                 at: v_start,
                 order: EDGE,
@@ -363,6 +375,7 @@ pub(crate) fn kernel(
             unreachable!()
         };
         let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize();
+        writes.push(s.at.start);
         match guard {
             None => edits.push(Edit {
                 at: s.at.start,
@@ -407,6 +420,7 @@ pub(crate) fn kernel(
                     ptx_line: k.stmts[i].line,
                     source: Some(name),
                 });
+                writes.push(k.stmts[i].at.start);
                 edits.push(Edit {
                     at: k.stmts[i].at.start,
                     order: LINE,
@@ -416,6 +430,21 @@ pub(crate) fn kernel(
             }
         }
     }
+
+    // The lane's placement: at the end of the entry's straight-line code, or before its
+    // first probe that writes, whichever comes first. Every probe that writes is then
+    // after it, on every path (anything past the entry is reached through its end).
+    let place_at = writes
+        .iter()
+        .copied()
+        .filter(|&w| w >= init_at)
+        .fold(entry_end(k, &cfg, &preds, init_at), usize::min);
+    edits.push(Edit {
+        at: place_at,
+        order: PLACE,
+        end: None,
+        text: emit::place(symbol),
+    });
 
     if !trampolines.is_empty() {
         let last = k
@@ -444,6 +473,60 @@ pub(crate) fn kernel(
         });
     }
     Ok((edits, out))
+}
+
+/// Where the kernel's entry ends: the straight-line code from its start that every path
+/// runs (block 0 and each block that the one before alone falls into, across labels
+/// nothing else branches to) ends at its last block's branch, `ret`, `exit` or `trap`, or
+/// where it falls into a label that something branches to. An entry block that is
+/// branched to (a loop's header), or that leads into a loop's header, ends at once, at
+/// `init_at`.
+fn entry_end(k: &Kernel, cfg: &Cfg, preds: &[usize], init_at: usize) -> usize {
+    if preds[0] > 0 {
+        return init_at;
+    }
+    let mut b = 0;
+    while cfg.blocks[b].succs
+        == [Edge {
+            to: b + 1,
+            branch: false,
+        }]
+        && !cfg.blocks[b].exits
+        && preds[b + 1] == 1
+    {
+        b += 1;
+    }
+    // A loop entered from the entry: its preheader would hold the lane's stores, after
+    // the loop's set-up, and ptxas no longer unrolls the loop. The lane is placed at the
+    // entry's top instead, as the loop's begin is (see `block_top`).
+    let block = &cfg.blocks[b];
+    if block
+        .succs
+        .iter()
+        .any(|e| cfg.loops.iter().any(|l| l.header == e.to))
+    {
+        return init_at;
+    }
+    let last = block
+        .stmts
+        .clone()
+        .rev()
+        .find(|&i| k.stmts[i].op().is_some());
+    let end = match last {
+        Some(i)
+            if matches!(
+                k.stmts[i].op(),
+                Some("bra" | "brx" | "ret" | "exit" | "trap")
+            ) =>
+        {
+            k.stmts[i].at.start
+        }
+        _ => k
+            .stmts
+            .get(block.stmts.end)
+            .map_or(k.body.end - 1, |s| s.at.start),
+    };
+    end.max(init_at)
 }
 
 /// Each block's number of incoming edges.
