@@ -359,6 +359,12 @@ fn step(
             let old = mem.load(addr, w);
             let new = if op.contains(".max") {
                 old.max(x)
+            } else if op.contains(".inc") {
+                if old >= x {
+                    0
+                } else {
+                    old + 1
+                }
             } else {
                 trunc(old.wrapping_add(x))
             };

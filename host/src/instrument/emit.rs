@@ -64,7 +64,7 @@ pub(crate) fn decls(loops: usize) -> String {
 pub(crate) fn init(symbol: &str, loops: usize) -> String {
     let w = |word: usize| word * 8;
     let mut s = format!(
-        "{{ // ikp: lane init (the epoch claim in flight; `ikp: lane place` waits for it)
+        "{{ // ikp: lane init (its epoch claim in flight)
 \t.reg .pred %iq<3>;
 \t.reg .b32 %ia<12>;
 \t.reg .b64 %ib<4>;
@@ -89,10 +89,8 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 \tadd.s32 %ia11, %ia1, %ikp_w;
 \tmul.wide.u32 %ib1, %ia11, 8;
 \tadd.s64 %ib1, %ib0, %ib1;
-\tadd.s32 %ia8, %ia8, 1;
-\tcvt.u64.u32 %ib2, %ia8;
-\t@%iq1 atom.global.add.u64 %ib2, [%ib1], %ib2;
-\tcvt.u32.u64 %ikp_ep, %ib2;
+\tmov.u32 %ikp_ep, 0;
+\t@%iq1 atom.global.inc.u32 %ikp_ep, [%ib1], 4294967294;
 \tmov.u32 %ia9, %smid;
 \tshl.b32 %ia5, %ia5, {warp_shift};
 \tor.b32 %ikp_id, %ia9, %ia5;
@@ -141,8 +139,6 @@ pub(crate) fn place(symbol: &str) -> String {
 \tand.b32 %ia5, %ia5, %ikp_m;
 \tbfind.u32 %ia5, %ia5;
 \tshfl.sync.idx.b32 %ikp_ep, %ikp_ep, %ia5, 31, %ikp_m;
-\tsetp.gt.u32 %iq0, %ia4, 1;
-\tselp.b32 %ikp_ep, %ikp_ep, 0, %iq0;
 \tmax.u32 %ia4, %ia4, 1;
 \tsetp.lt.and.u32 %ikp_on, %ikp_ep, %ia4, %ikp_on;
 \tmov.u32 %ia6, %laneid;
