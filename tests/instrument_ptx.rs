@@ -683,7 +683,12 @@ fn the_epoch_claim_waits_behind_the_kernels_first_loads() {
             arch.into(),
         ));
     }
-    for name in ["add_kernel", "softmax_kernel", "while_loop_kernel"] {
+    for name in [
+        "add_kernel",
+        "softmax_kernel",
+        "while_loop_kernel",
+        "triangular_rows_kernel",
+    ] {
         let ptx = triton(name);
         let sm80 = ptx.replace("\n.target sm_90a\n", "\n.target sm_80\n");
         assert_ne!(sm80, ptx, "{name}: its .target");

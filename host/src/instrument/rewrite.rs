@@ -434,11 +434,10 @@ pub(crate) fn kernel(
     // The lane's placement: at the end of the entry's straight-line code, or before its
     // first probe that writes, whichever comes first. Every probe that writes is then
     // after it, on every path (anything past the entry is reached through its end).
-    let place_at = writes
-        .iter()
-        .copied()
-        .filter(|&w| w >= init_at)
-        .fold(entry_end(k, &cfg, &preds, init_at), usize::min);
+    let place_at = writes.iter().copied().filter(|&w| w >= init_at).fold(
+        entry_end(k, &cfg, &preds, init_at, probes.lines.is_empty()),
+        usize::min,
+    );
     edits.push(Edit {
         at: place_at,
         order: PLACE,
@@ -475,38 +474,75 @@ pub(crate) fn kernel(
     Ok((edits, out))
 }
 
-/// Where the kernel's entry ends: the straight-line code from its start that every path
-/// runs (block 0 and each block that the one before alone falls into, across labels
-/// nothing else branches to) ends at its last block's branch, `ret`, `exit` or `trap`, or
-/// where it falls into a label that something branches to. An entry block that is
-/// branched to (a loop's header), or that leads into a loop's header, ends at once, at
-/// `init_at`.
-fn entry_end(k: &Kernel, cfg: &Cfg, preds: &[usize], init_at: usize) -> usize {
+/// Where the kernel's entry ends, the lane's latest place: every path from the kernel's
+/// start runs the entry, and nothing in it writes to the lane.
+///
+/// The entry is straight-line code (block 0 and each block that the one before alone falls
+/// into, across labels nothing else branches to), and, where `skip_loops` (no line probes),
+/// the innermost loops it runs whole: a loop entered from it with no exit but one
+/// fall-through edge into a block nothing else enters, and no `ret` or `exit` inside (its
+/// probes are trip adds, its end on that edge; the entry goes on after it). The entry ends
+/// at its last block's branch, `ret`, `exit` or `trap`, or where it falls into a label
+/// that something else branches to. Where it leads into a loop it cannot run whole, it
+/// ends at that loop's preheader's top (the lane's stores after the loop's set-up, and
+/// ptxas no longer unrolls the loop; the loop's begin sits there too, see `block_top`);
+/// an entry block that is itself a loop's header ends the entry at once.
+fn entry_end(k: &Kernel, cfg: &Cfg, preds: &[usize], init_at: usize, skip_loops: bool) -> usize {
     if preds[0] > 0 {
         return init_at;
     }
-    let mut b = 0;
-    while cfg.blocks[b].succs
-        == [Edge {
-            to: b + 1,
-            branch: false,
-        }]
-        && !cfg.blocks[b].exits
-        && preds[b + 1] == 1
-    {
-        b += 1;
+    let start_of = |b: usize| {
+        k.stmts
+            .get(cfg.blocks[b].stmts.start)
+            .map_or(k.body.end - 1, |s| s.at.start)
+    };
+    let (mut b, mut top) = (0, init_at);
+    loop {
+        while cfg.blocks[b].succs
+            == [Edge {
+                to: b + 1,
+                branch: false,
+            }]
+            && !cfg.blocks[b].exits
+            && preds[b + 1] == 1
+        {
+            b += 1;
+        }
+        let block = &cfg.blocks[b];
+        let Some(l) = cfg
+            .loops
+            .iter()
+            .find(|l| block.succs.iter().any(|e| e.to == l.header))
+        else {
+            break;
+        };
+        let exits: Vec<Edge> = l
+            .body
+            .iter()
+            .flat_map(|&u| &cfg.blocks[u].succs)
+            .filter(|e| l.body.binary_search(&e.to).is_err())
+            .copied()
+            .collect();
+        let innermost = !cfg
+            .loops
+            .iter()
+            .any(|o| o.header != l.header && l.body.contains(&o.header));
+        match exits[..] {
+            [Edge { to, branch: false }]
+                if skip_loops
+                    && innermost
+                    && block.succs.len() == 1
+                    && !block.exits
+                    && preds[to] == 1
+                    && l.body.iter().all(|&u| !cfg.blocks[u].exits) =>
+            {
+                b = to;
+                top = start_of(to);
+            }
+            _ => return top,
+        }
     }
-    // A loop entered from the entry: its preheader would hold the lane's stores, after
-    // the loop's set-up, and ptxas no longer unrolls the loop. The lane is placed at the
-    // entry's top instead, as the loop's begin is (see `block_top`).
     let block = &cfg.blocks[b];
-    if block
-        .succs
-        .iter()
-        .any(|e| cfg.loops.iter().any(|l| l.header == e.to))
-    {
-        return init_at;
-    }
     let last = block
         .stmts
         .clone()
