@@ -7,7 +7,10 @@
 //! carry in its SASS exactly the timer reads and global stores its probes account for.
 //! Its loops must keep the code ptxas gives them plain (global loads per loop body, the
 //! innermost bodies' size: `loops_keep_their_code_in_sass`, also over nvcc's PTX of
-//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load.
+//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load and
+//! read their epoch claim's result only after the kernel's first load
+//! (`the_epoch_claim_waits_behind_the_kernels_first_loads`, with nvcc's PTX of
+//! host/tests/kernels/row_wise.cu).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

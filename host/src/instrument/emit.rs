@@ -2,12 +2,26 @@
 //! [`ikp_device::wire`], so instrumented PTX writes the same buffer `ikp.cuh` writes and
 //! the native decoder reads it unchanged.
 //!
-//! **Lanes are warps.** At entry every thread computes its warp's lane segment from the
-//! layout the host wrote into the kernel's symbol at attach time (the buffer header's
-//! lanes, records per lane, warps per block, epochs; constant loads) and keeps its address
-//! in `%ikp_lane`. At a probe the *lowest active thread* records
-//! (`activemask` and `%lanemask_lt`), so a probe reached by a divergent part of a warp is
-//! still recorded, once per part that reaches it. The slot comes from an atomic add on the
+//! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
+//! host wrote into the kernel's symbol at attach time (the buffer header's lanes, records
+//! per lane, warps per block, epochs; constant loads, no global load) and keeps its
+//! address in `%ikp_lane`.
+//!
+//! **The entry waits on no round trip.** With more than one epoch the segment depends on
+//! an atomic, the warp's claim on its launch counter, so the lane init comes in two
+//! halves. [`init`], at the kernel's start, takes the start stamps and puts the claim in
+//! flight; its result (`%ikp_ep`) is read by nothing there. [`place`] broadcasts the
+//! claim, narrows `%ikp_on` to an epoch within the buffer, sets `%ikp_lane` and stores the
+//! lane's start; the rewrite puts it as late as the entry allows (before the first probe
+//! that writes, at the end of the entry's straight-line code, past an innermost loop the
+//! entry runs whole). The kernel's own first loads go out while the claim is in flight.
+//! The claim is a wrapping increment (`atom.inc`, bound 2^32 - 2), which ptxas leaves as
+//! one atomic: an add of 1 it wraps in warp aggregation that shuffles the result at once,
+//! and a 64-bit add leaves a dead half whose register's next write waits for it.
+//!
+//! At a probe the *lowest active thread* records (`activemask` and `%lanemask_lt`), so a
+//! probe reached by a divergent part of a warp is still recorded, once per part that
+//! reaches it. The slot comes from an atomic add on the
 //! lane's count word (`dropped << 32 | written`): parts of a diverged warp that record at
 //! the same time never take the same slot, and a full lane turns the add into a drop
 //! (`+2^32 - 1`: one more dropped, written unchanged) so the word is the wire format's

@@ -9,8 +9,10 @@
 //! into. A loop's begin on an edge from a block that leads only into the loop (its
 //! preheader) goes at the top of that block's basic block instead, before the loop's
 //! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a
-//! guarded branch to a trampoline that finalizes and returns. Everything else in the text
-//! stays as it was.
+//! guarded branch to a trampoline that finalizes and returns. The lane init's first half
+//! goes before the body's first instruction, its second half (`emit::place`, which waits
+//! for the epoch claim) at the end of the kernel's entry (`entry_end`), before any probe
+//! that writes. Everything else in the text stays as it was.
 
 use std::collections::HashMap;
 
