@@ -790,6 +790,31 @@ fn launches_fill_the_epochs_in_order_and_the_ones_past_them_record_nothing() {
     }
 }
 
+/// Where the lane is placed (`emit::place`, the first read of the epoch claim): at the end
+/// of the entry's straight-line code, after the kernel's own loads (`ROW`: before its
+/// `ret`); past an innermost loop the entry runs whole (`ONE_LOOP`); before a guarded
+/// `ret` (`DIVERGENT`); at the top where the entry leads into a loop it cannot run whole
+/// (`TRIANGULAR`'s outer loop: ptxas would stop unrolling it).
+#[test]
+fn the_lane_is_placed_where_the_entry_ends() {
+    let cases = [
+        (ROW, "ld.global.u32 %r2, [%rd1];", "\nret;"),
+        (ONE_LOOP, "@%p1 bra $L1;", "ikp: loop end"),
+        (DIVERGENT, "setp.ge.u32 %p3, %r3, 40;", "@%p3 bra"),
+        (TRIANGULAR, "ikp: lane init", "$OUTER:"),
+    ];
+    for (ptx, after, before) in cases {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap().ptx;
+        let at = |needle: &str| {
+            out.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {out}"))
+        };
+        let place = at("ikp: lane place");
+        assert!(at(after) < place && place < at(before), "{out}");
+        assert_eq!(out.matches("ikp: lane place").count(), 1);
+    }
+}
+
 /// A triangular nest: the outer loop runs `n` times; the inner one, whose preheader is the
 /// outer loop's header (its set-up `mov` there, as compilers lay it out), runs `i + 1` times
 /// in the outer loop's `i`th iteration. Each thread stores the inner loop's total.
