@@ -7,7 +7,10 @@
 //! carry in its SASS exactly the timer reads and global stores its probes account for.
 //! Its loops must keep the code ptxas gives them plain (global loads per loop body, the
 //! innermost bodies' size: `loops_keep_their_code_in_sass`, also over nvcc's PTX of
-//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load.
+//! host/tests/kernels/unrolled_loops.cu), and its entry probes add no global load and
+//! read their epoch claim's result only after the kernel's first load
+//! (`the_epoch_claim_waits_behind_the_kernels_first_loads`, with nvcc's PTX of
+//! host/tests/kernels/row_wise.cu).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -594,6 +597,140 @@ fn the_entry_probes_add_no_global_load() {
     assert!(
         wrong.is_empty(),
         "global loads, atomics and reductions the entry probes add (want 0, 1, one per exit):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Where the epoch claim's round trip is paid in a kernel's SASS: the claim (`ATOMG`, the
+/// kernel's first atomic), the first instruction that touches its destination register (a
+/// read waits for the atomic's result, and so does a write), and the kernel's first global
+/// load (the entry probes add none: `the_entry_probes_add_no_global_load`). Indices into
+/// the kernel's instructions, NOPs left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ClaimWait {
+    claim: usize,
+    first_use: usize,
+    first_load: usize,
+}
+
+fn claim_wait(sass: &[String]) -> Option<ClaimWait> {
+    use ikp_host::sass::parse::opcode;
+    let ins: Vec<&String> = sass.iter().filter(|i| opcode(i) != "NOP").collect();
+    let registers = |i: &str| -> Vec<String> {
+        let ops = i.split_once(opcode(i)).map_or("", |(_, rest)| rest);
+        ops.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| {
+                w.len() > 1 && w.starts_with('R') && w[1..].bytes().all(|b| b.is_ascii_digit())
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let claim = ins.iter().position(|i| opcode(i).starts_with("ATOMG"))?;
+    // `ATOMG.E.ADD.64.STRONG.GPU PT, R24, desc[UR6][R2.64], R24`: the destination follows
+    // the predicate; a 64-bit one is a register pair.
+    let dst = registers(ins[claim]).into_iter().next()?;
+    let n: u32 = dst[1..].parse().ok()?;
+    let mut dsts = vec![dst];
+    if opcode(ins[claim]).contains(".64") {
+        dsts.push(format!("R{}", n + 1));
+    }
+    let first_use = claim
+        + 1
+        + ins[claim + 1..]
+            .iter()
+            .position(|i| registers(i).iter().any(|r| dsts.contains(r)))?;
+    let first_load = ins.iter().position(|i| is_global_load(opcode(i)))?;
+    Some(ClaimWait {
+        claim,
+        first_use,
+        first_load,
+    })
+}
+
+/// nvcc's PTX of `host/tests/kernels/row_wise.cu` (an RMSNorm laid out as Liger's: a block
+/// per row, no loop) for `arch`.
+fn row_wise_ptx(arch: &str) -> String {
+    let tools = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("host/tests/kernels/row_wise.cu");
+    let out = dir.path().join("row_wise.ptx");
+    let status = Command::new(&tools.nvcc)
+        .args(["--ptx", "-lineinfo", &format!("-arch={arch}"), "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc --ptx row_wise.cu for {arch}");
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Entry without a round trip, in SASS: the lane init puts its epoch claim in flight at the
+/// kernel's start and reads its result only where the lane is placed, after the entry's
+/// own code (`emit::init`, `emit::place`). In row-wise kernels (Triton's vector add and
+/// softmax, nvcc's RMSNorm of `row_wise.cu`: no loop) and in loop kernels whose entry loads
+/// (Triton's while loop; its attention on sm_90), for sm_80 and sm_90, the first
+/// instruction that touches the claim's destination register comes after the kernel's
+/// first global load: the kernel's loads go out while the claim's round trip is in flight.
+/// `-- --nocapture` prints the table (BENCHMARKS.md, issue #34).
+#[test]
+fn the_epoch_claim_waits_behind_the_kernels_first_loads() {
+    let tools = tools();
+    let triton = |name: &str| {
+        std::fs::read_to_string(fixture_dir("triton").join(format!("{name}.ptx"))).unwrap()
+    };
+    let mut modules: Vec<(String, String, String)> = Vec::new();
+    for arch in ["sm_80", "sm_90"] {
+        modules.push((
+            format!("nvcc row_wise.cu {arch}"),
+            row_wise_ptx(arch),
+            arch.into(),
+        ));
+    }
+    for name in [
+        "add_kernel",
+        "softmax_kernel",
+        "while_loop_kernel",
+        "triangular_rows_kernel",
+    ] {
+        let ptx = triton(name);
+        let sm80 = ptx.replace("\n.target sm_90a\n", "\n.target sm_80\n");
+        assert_ne!(sm80, ptx, "{name}: its .target");
+        modules.push((format!("triton/{name} (retargeted)"), sm80, "sm_80".into()));
+        modules.push((format!("triton/{name}"), ptx, "sm_90a".into()));
+    }
+    modules.push((
+        "triton/attn_fwd_kernel".into(),
+        triton("attn_fwd_kernel"),
+        "sm_90a".into(),
+    ));
+    let mut table = String::from(
+        "| module | arch | kernel | claim (ATOMG) | first global load | first use of the claim |\n|---|---|---|---|---|---|\n",
+    );
+    let mut wrong = Vec::new();
+    for (name, ptx, arch) in &modules {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let probed = report::assemble(&tools, &out.ptx, arch)
+            .unwrap_or_else(|e| panic!("{name} instrumented, for {arch}: {e}"));
+        for k in &out.manifest.kernels {
+            let sass = probed.sass.kernel(&k.name).unwrap();
+            let Some(w) = claim_wait(&sass) else {
+                wrong.push(format!("{name} {arch} {}: no claim, or no load", k.name));
+                continue;
+            };
+            let short: String = k.name.chars().take(40).collect();
+            table += &format!(
+                "| {name} | {arch} | {short} | {} | {} | {} |\n",
+                w.claim, w.first_load, w.first_use
+            );
+            if w.first_use <= w.first_load {
+                wrong.push(format!("{name} {arch} {}: {w:?}", k.name));
+            }
+        }
+    }
+    println!("{table}");
+    assert!(
+        wrong.is_empty(),
+        "the claim's result is waited for before the kernel's first load:\n{}",
         wrong.join("\n")
     );
 }

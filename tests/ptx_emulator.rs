@@ -91,11 +91,14 @@ fn split_args(s: &str) -> Vec<String> {
     out
 }
 
-/// Global memory: the buffer, the symbol, the kernel's output; and how many global loads
-/// (`ld.global`), atomics with a result (`atom`) and reductions (`red`) ran.
+/// Global memory: the buffer, the symbol, the kernel's output; how many global loads
+/// (`ld.global`), atomics with a result (`atom`) and reductions (`red`) ran; and the
+/// timers' ticks so far (they run on across launches).
+#[derive(Default)]
 struct Memory {
     words: HashMap<u64, u64>,
     ops: Ops,
+    clock: u64,
 }
 
 /// Memory operations run, each counted once per thread that ran it.
@@ -237,7 +240,7 @@ fn run(
             _ => None,
         })
         .collect();
-    let mut clock = 0;
+    let mut clock = mem.clock;
     for b in 0..grid {
         for w in 0..block.div_ceil(32) {
             let n = (block - w * 32).min(32);
@@ -309,6 +312,7 @@ fn run(
             clock = l.clock;
         }
     }
+    mem.clock = clock;
 }
 
 fn step(
@@ -359,6 +363,12 @@ fn step(
             let old = mem.load(addr, w);
             let new = if op.contains(".max") {
                 old.max(x)
+            } else if op.contains(".inc") {
+                if old >= x {
+                    0
+                } else {
+                    old + 1
+                }
             } else {
                 trunc(old.wrapping_add(x))
             };
@@ -486,8 +496,64 @@ const BUF: u64 = 0x1000_0000;
 const SYM: u64 = 0x2000_0000;
 const OUT: u64 = 0x3000_0000;
 
-/// Instruments `ONE_LOOP`, lays out its buffer for `blocks` x 2 warps, `records` per warp and
-/// `epochs`, runs `launches` launches of `n` iterations, decodes.
+/// An instrumented kernel attached as the host attaches it: its buffer laid out for
+/// `blocks` blocks of 64 threads (2 warps), `records` per warp and `epochs`, its header
+/// written, its symbol set; `n` is the kernel's `n` parameter.
+struct Attached {
+    mem: Memory,
+    prog: Vec<Line>,
+    symbols: HashMap<String, u64>,
+    params: HashMap<String, u64>,
+    layout: ikp_device::Layout,
+    blocks: u64,
+}
+
+impl Attached {
+    fn new(ptx: &str, name: &str, blocks: u64, records: u32, epochs: u32, n: u64) -> Attached {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap();
+        let k = out.manifest.kernel(name).unwrap();
+        let layout = k.layout(blocks as u32, None, records, epochs);
+        let mut mem = Memory::default();
+        let header = layout.header_words().unwrap();
+        for (i, w) in header.iter().enumerate() {
+            mem.store(BUF + 8 * i as u64, 8, *w);
+        }
+        // What the host writes at attach time: the init reads it, never the buffer's header.
+        for (i, w) in symbol_words(BUF, &header).iter().enumerate() {
+            mem.store(SYM + 8 * i as u64, 8, *w);
+        }
+        Attached {
+            mem,
+            prog: program(&out.ptx, name),
+            symbols: HashMap::from([(k.symbol.clone(), SYM)]),
+            params: HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]),
+            layout,
+            blocks,
+        }
+    }
+
+    fn launch(&mut self) {
+        run(
+            &self.prog,
+            &mut self.mem,
+            &self.symbols,
+            &self.params,
+            self.blocks,
+            64,
+        );
+    }
+
+    fn buffer(&self) -> Vec<u64> {
+        (0..self.layout.buffer_words())
+            .map(|i| self.mem.load(BUF + 8 * i, 8))
+            .collect()
+    }
+
+    fn traces(&self) -> Vec<Trace> {
+        decode_launches(&self.buffer(), &DecodeOptions::default()).unwrap()
+    }
+}
+
 /// Instruments `ptx`, lays out kernel `name`'s buffer for `blocks` blocks of 64 threads
 /// (2 warps), `records` per warp and `epochs`, runs `launches` launches with `n` as the `n`
 /// parameter, decodes. Returns the traces and what thread 0 of the last warp stored.
@@ -500,35 +566,11 @@ fn emulate_kernel(
     launches: u32,
     n: u64,
 ) -> (Vec<Trace>, u64, Ops) {
-    let out = instrument(ptx, &ProbeSet::default()).unwrap();
-    let k = out.manifest.kernel(name).unwrap();
-    let layout = k.layout(blocks as u32, None, records, epochs);
-    let mut mem = Memory {
-        words: HashMap::new(),
-        ops: Ops::default(),
-    };
-    let header = layout.header_words().unwrap();
-    for (i, w) in header.iter().enumerate() {
-        mem.store(BUF + 8 * i as u64, 8, *w);
-    }
-    // What the host writes at attach time: the init reads it, never the buffer's header.
-    for (i, w) in symbol_words(BUF, &header).iter().enumerate() {
-        mem.store(SYM + 8 * i as u64, 8, *w);
-    }
-    let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
-    let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), n)]);
-    let prog = program(&out.ptx, name);
+    let mut a = Attached::new(ptx, name, blocks, records, epochs, n);
     for _ in 0..launches {
-        run(&prog, &mut mem, &symbols, &params, blocks, 64);
+        a.launch();
     }
-    let words: Vec<u64> = (0..layout.buffer_words())
-        .map(|i| mem.load(BUF + 8 * i, 8))
-        .collect();
-    (
-        decode_launches(&words, &DecodeOptions::default()).unwrap(),
-        mem.load(OUT, 4),
-        mem.ops,
-    )
+    (a.traces(), a.mem.load(OUT, 4), a.mem.ops)
 }
 
 fn emulate(blocks: u64, records: u32, epochs: u32, launches: u32, n: u64) -> Vec<Trace> {
@@ -644,6 +686,135 @@ fn launches_go_to_their_own_epochs() {
     }
 }
 
+/// A row-wise kernel with a load of its own in its entry, before which the lane is not
+/// placed (`emit::place`): each warp adds `n` to the word at `p` (its threads load it
+/// together, then store), so after `L` launches of `W` warps it holds `L * W * n`.
+const ROW: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry row(.param .u64 p, .param .u32 n)\n.reqntid 64\n{\n\
+.reg .b32 %r<3>;\n.reg .b64 %rd<2>;\n\
+.loc 1 10 1\nld.param.u64 %rd1, [p];\nld.param.u32 %r1, [n];\nld.global.u32 %r2, [%rd1];\n\
+add.s32 %r2, %r2, %r1;\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"r.py\"\n";
+
+/// Epochs with the claim off the critical path: each warp's launches fill its epochs 0 to
+/// `epochs - 1` in launch order (each epoch decodes to one whole launch: every lane,
+/// finalized, with the single-epoch run's records, later than the epoch before), the
+/// launches past them record nothing (the buffer changes only in the launch counters,
+/// which count every launch), and the kernels compute what they compute unprobed.
+#[test]
+fn launches_fill_the_epochs_in_order_and_the_ones_past_them_record_nothing() {
+    let (blocks, epochs, extra, n) = (2u64, 3u32, 2u32, 4u64);
+    let warps = 2 * blocks as usize;
+    // (kernel, spans and samples per lane)
+    let kernels: [(&str, &str, usize, Vec<u32>); 5] = [
+        (STRAIGHT, "straight", 0, vec![]),
+        (ROW, "row", 0, vec![]),
+        (ONE_LOOP, "one_loop", 1, vec![4]),
+        (TRIANGULAR, "tri", 5, vec![1, 2, 3, 4, 4]),
+        // Each warp's loop is begun and ended by its lowest odd thread, not the thread that
+        // claimed the epoch: the claim reached it by the broadcast.
+        (DIVERGENT, "div_loop", 1, vec![5]),
+    ];
+    for (ptx, name, spans, samples) in kernels {
+        let mut a = Attached::new(ptx, name, blocks, 64, epochs, n);
+        // The kernel unprobed, launch by launch: what it computes.
+        let mut plain = Memory::default();
+        let plain_prog = program(ptx, name);
+        let mut launch = |a: &mut Attached, i: u32| {
+            a.launch();
+            run(
+                &plain_prog,
+                &mut plain,
+                &HashMap::new(),
+                &a.params,
+                blocks,
+                64,
+            );
+            assert_eq!(a.mem.load(OUT, 4), plain.load(OUT, 4), "{name}: launch {i}");
+        };
+        for i in 0..epochs {
+            launch(&mut a, i);
+        }
+        let full = a.mem.words.clone();
+        let traces = a.traces();
+        assert_eq!(traces.len(), epochs as usize, "{name}: one trace per epoch");
+        let mut last_end = 0;
+        for (e, t) in traces.iter().enumerate() {
+            assert_eq!(t.source.epoch.map(|s| s.index), Some(e as u32), "{name}");
+            assert_eq!(t.lanes.len(), warps, "{name} epoch {e}");
+            for lane in &t.lanes {
+                assert!(
+                    lane.finalized && lane.dropped == 0,
+                    "{name} epoch {e}: {lane:?}"
+                );
+                assert!(
+                    lane.start > last_end,
+                    "{name} epoch {e}: after the epoch before"
+                );
+            }
+            last_end = t.lanes.iter().map(|l| l.end).max().unwrap();
+            assert_eq!(t.spans.len(), warps * spans, "{name} epoch {e}");
+            assert_eq!(t.samples.value, samples.repeat(warps), "{name} epoch {e}");
+            let d = &t.diagnostics;
+            assert!(
+                d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
+                "{name} epoch {e}: {d:?}"
+            );
+        }
+        for i in epochs..epochs + extra {
+            launch(&mut a, i);
+        }
+        // Every word of memory, the buffer's and beyond it, as it was, but the launch
+        // counters and the kernel's own output.
+        let counter = |w: &u64| {
+            let i = w.wrapping_sub(BUF) / 8;
+            i >= a.layout.header_len() && i < a.layout.header_len() + a.layout.lane_count()
+        };
+        let mut written: Vec<u64> = a.mem.words.keys().chain(full.keys()).copied().collect();
+        written.sort();
+        written.dedup();
+        for w in written.into_iter().filter(|&w| w != OUT) {
+            let (was, is) = (full.get(&w), a.mem.words.get(&w));
+            if counter(&w) {
+                assert_eq!(
+                    is,
+                    Some(&u64::from(epochs + extra)),
+                    "{name}: launch counter {w:#x}"
+                );
+            } else {
+                assert_eq!(
+                    was, is,
+                    "{name}: {w:#x} written by a launch past the epochs"
+                );
+            }
+        }
+    }
+}
+
+/// Where the lane is placed (`emit::place`, the first read of the epoch claim): at the end
+/// of the entry's straight-line code, after the kernel's own loads (`ROW`: before its
+/// `ret`); past an innermost loop the entry runs whole (`ONE_LOOP`); before a guarded
+/// `ret` (`DIVERGENT`); at the top where the entry leads into a loop it cannot run whole
+/// (`TRIANGULAR`'s outer loop: ptxas would stop unrolling it).
+#[test]
+fn the_lane_is_placed_where_the_entry_ends() {
+    let cases = [
+        (ROW, "ld.global.u32 %r2, [%rd1];", "\nret;"),
+        (ONE_LOOP, "@%p1 bra $L1;", "ikp: loop end"),
+        (DIVERGENT, "setp.ge.u32 %p3, %r3, 40;", "@%p3 bra"),
+        (TRIANGULAR, "ikp: lane init", "$OUTER:"),
+    ];
+    for (ptx, after, before) in cases {
+        let out = instrument(ptx, &ProbeSet::default()).unwrap().ptx;
+        let at = |needle: &str| {
+            out.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {out}"))
+        };
+        let place = at("ikp: lane place");
+        assert!(at(after) < place && place < at(before), "{out}");
+        assert_eq!(out.matches("ikp: lane place").count(), 1);
+    }
+}
+
 /// A triangular nest: the outer loop runs `n` times; the inner one, whose preheader is the
 /// outer loop's header (its set-up `mov` there, as compilers lay it out), runs `i + 1` times
 /// in the outer loop's `i`th iteration. Each thread stores the inner loop's total.
@@ -728,10 +899,7 @@ fn an_unattached_module_runs_with_its_probes_off() {
     for (ptx, name) in [(ONE_LOOP, "one_loop"), (TRIANGULAR, "tri")] {
         let out = instrument(ptx, &ProbeSet::default()).unwrap();
         let k = out.manifest.kernel(name).unwrap();
-        let mut mem = Memory {
-            words: HashMap::new(),
-            ops: Ops::default(),
-        };
+        let mut mem = Memory::default();
         let symbols = HashMap::from([(k.symbol.clone(), SYM)]);
         let params = HashMap::from([("p".to_string(), OUT), ("n".to_string(), 4)]);
         run(&program(&out.ptx, name), &mut mem, &symbols, &params, 2, 64);

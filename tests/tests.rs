@@ -9,7 +9,8 @@
 //!   checks tried on synthetic buffers without one (`examples_gpu`);
 //! - `ikp instrument` on Triton, CuTe DSL and nvcc PTX (assembles, parameters unchanged,
 //!   probe operations and costs in SASS, loops keep their loads and body size, the entry
-//!   adds no global load): `instrument_ptx`; the probes run on the CPU by a small PTX
+//!   adds no global load and its epoch claim waits behind the kernel's first loads):
+//!   `instrument_ptx`; the probes run on the CPU by a small PTX
 //!   interpreter and their buffer decoded: `ptx_emulator`;
 //! - the GPU overhead bench's kernels: `gpu_overhead_nvrtc`;
 //! - the benches' inputs: `bench_inputs`;

@@ -2,12 +2,26 @@
 //! [`ikp_device::wire`], so instrumented PTX writes the same buffer `ikp.cuh` writes and
 //! the native decoder reads it unchanged.
 //!
-//! **Lanes are warps.** At entry every thread computes its warp's lane segment from the
-//! layout the host wrote into the kernel's symbol at attach time (the buffer header's
-//! lanes, records per lane, warps per block, epochs; constant loads) and keeps its address
-//! in `%ikp_lane`. At a probe the *lowest active thread* records
-//! (`activemask` and `%lanemask_lt`), so a probe reached by a divergent part of a warp is
-//! still recorded, once per part that reaches it. The slot comes from an atomic add on the
+//! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
+//! host wrote into the kernel's symbol at attach time (the buffer header's lanes, records
+//! per lane, warps per block, epochs; constant loads, no global load) and keeps its
+//! address in `%ikp_lane`.
+//!
+//! **The entry waits on no round trip.** With more than one epoch the segment depends on
+//! an atomic, the warp's claim on its launch counter, so the lane init comes in two
+//! halves. [`init`], at the kernel's start, takes the start stamps and puts the claim in
+//! flight; its result (`%ikp_ep`) is read by nothing there. [`place`] broadcasts the
+//! claim, narrows `%ikp_on` to an epoch within the buffer, sets `%ikp_lane` and stores the
+//! lane's start; the rewrite puts it as late as the entry allows (before the first probe
+//! that writes, at the end of the entry's straight-line code, past an innermost loop the
+//! entry runs whole). The kernel's own first loads go out while the claim is in flight.
+//! The claim is a wrapping increment (`atom.inc`, bound 2^32 - 2), which ptxas leaves as
+//! one atomic: an add of 1 it wraps in warp aggregation that shuffles the result at once,
+//! and a 64-bit add leaves a dead half whose register's next write waits for it.
+//!
+//! At a probe the *lowest active thread* records (`activemask` and `%lanemask_lt`), so a
+//! probe reached by a divergent part of a warp is still recorded, once per part that
+//! reaches it. The slot comes from an atomic add on the
 //! lane's count word (`dropped << 32 | written`): parts of a diverged warp that record at
 //! the same time never take the same slot, and a full lane turns the add into a drop
 //! (`+2^32 - 1`: one more dropped, written unchanged) so the word is the wire format's
@@ -39,10 +53,13 @@ pub(crate) fn symbol_decl(symbol: &str) -> String {
     format!(".visible .const .align 16 .u64 {symbol}[{n}] = {{{zeros}}};\n")
 }
 
-/// Registers every probe uses, declared once at the top of the body.
+/// Registers every probe uses, declared once at the top of the body. Between the lane's
+/// claim and its placement ([`init`], [`place`]) the claim's epoch (`%ikp_ep`), the
+/// active mask (`%ikp_m`), the warp's index in the grid (`%ikp_w`), its ids word's low
+/// half (`%ikp_id`) and the start stamps (`%ikp_gt0`, `%ikp_clk0`) wait in registers.
 pub(crate) fn decls(loops: usize) -> String {
     let mut s = String::from(
-        "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt;\n\t.reg .b32 \t%ikp_r;\n\t.reg .pred \t%ikp_on;\n",
+        "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
     );
     if loops > 0 {
         s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
@@ -50,93 +67,125 @@ pub(crate) fn decls(loops: usize) -> String {
     s
 }
 
-/// Lane init: locate the warp's segment, stamp its start and ids (lowest active thread).
-/// The layout comes from the symbol's constant loads, none depending on another load, so
-/// the kernel's own first instruction waits on no memory round trip; the epoch claim (an
-/// atomic whose result places the segment) runs only when the buffer has more than one
-/// epoch.
+/// Lane init, first half, at the kernel's start: the start stamps, the warp's index, and
+/// the epoch claim put in flight, with nothing that waits for it. The layout comes from
+/// the symbol's constant loads, none depending on another load; the claim (an atomic on
+/// the warp's launch count, by its lowest active thread, run only when the buffer has
+/// more than one epoch) returns into `%ikp_ep`, which only [`place`] reads. `%ikp_on`
+/// says here whether the warp has a lane at all (the symbol is set, the warp is within
+/// the layout): a deferred loop begin ([`loop_begin_deferred`]) may read it before
+/// [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
 pub(crate) fn init(symbol: &str, loops: usize) -> String {
     let w = |word: usize| word * 8;
     let mut s = format!(
-        "{{ // ikp: lane init
-\t.reg .pred %iq<4>;
-\t.reg .b32 %ia<16>;
-\t.reg .b64 %ib<12>;
+        "{{ // ikp: lane init (its epoch claim in flight)
+\t.reg .pred %iq<3>;
+\t.reg .b32 %ia<12>;
+\t.reg .b64 %ib<4>;
 \tld.const.u64 %ib0, [{symbol}];
 \tld.const.u64 %ib1, [{symbol}+{hw}];
 \tld.const.u64 %ib2, [{symbol}+{lanes}];
 \tld.const.u64 %ib3, [{symbol}+{groups}];
-\tld.const.u64 %ib11, [{symbol}+{stride}];
 \tld.const.u32 %ia10, [{symbol}+{epochs}];
 \tsetp.ne.u64 %iq2, %ib0, 0;
 \tmov.b64 {{%ia0, %ia1}}, %ib1;
 \tmov.b64 {{%ia2, %ia3}}, %ib2;
 \tcvt.u32.u64 %ia4, %ib3;
-\tcvt.u32.u64 %ia15, %ib11;
 {thread}\tshr.u32 %ia5, %ia5, 5;
-{block}\tmad.lo.u32 %ia6, %ia6, %ia4, %ia5;
+{block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
 \tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
-\tsetp.lt.and.u32 %iq0, %ia6, %ia2, %iq0;
-\tactivemask.b32 %ia7;
+\tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
+\tactivemask.b32 %ikp_m;
 \tmov.u32 %ia8, %lanemask_lt;
-\tand.b32 %ia8, %ia8, %ia7;
-\tsetp.eq.and.u32 %iq1, %ia8, 0, %iq0;
-\tsetp.gt.and.u32 %iq3, %ia10, 1, %iq1;
-\tmov.u32 %ia9, 0;
-\tadd.s32 %ia11, %ia1, %ia6;
-\tmul.wide.u32 %ib4, %ia11, 8;
-\tadd.s64 %ib4, %ib0, %ib4;
-\t@%iq3 atom.global.add.u32 %ia9, [%ib4], 1;
-\tneg.s32 %ia11, %ia7;
-\tand.b32 %ia11, %ia11, %ia7;
-\tbfind.u32 %ia11, %ia11;
-\tshfl.sync.idx.b32 %ia9, %ia9, %ia11, 31, %ia7;
-\tmax.u32 %ia10, %ia10, 1;
-\tsetp.lt.and.u32 %iq0, %ia9, %ia10, %iq0;
-\tand.pred %iq1, %iq1, %iq0;
-\tmad.lo.u32 %ia12, %ia9, %ia2, %ia6;
-\tadd.s32 %ia13, %ia1, %ia2;
-\tcvt.u64.u32 %ib5, %ia13;
-\tmul.wide.u32 %ib6, %ia12, %ia15;
-\tadd.s64 %ib5, %ib5, %ib6;
-\tshl.b64 %ib5, %ib5, 3;
-\tadd.s64 %ib5, %ib0, %ib5;
-\tselp.b64 %ikp_lane, %ib5, 0, %iq0;
-\tmov.pred %ikp_on, %iq0;
-\tmov.u32 %ikp_r, %ia3;
-\tadd.s32 %ia14, %ia3, {count_word};
-\tmul.wide.u32 %ib7, %ia14, 8;
-\tadd.s64 %ikp_cnt, %ikp_lane, %ib7;
-\tmov.u64 %ib8, %globaltimer;
-\tmov.u64 %ib9, %clock64;
-\tmov.u32 %ia14, %smid;
-\tshl.b32 %ia13, %ia5, {warp_shift};
-\tor.b32 %ia14, %ia14, %ia13;
-\tcvt.u64.u32 %ib10, %ia14;
-\tor.b64 %ib10, %ib10, {mark};
-\t@%iq1 st.global.u64 [%ikp_lane+{start_gt}], %ib8;
-\t@%iq1 st.global.u64 [%ikp_lane+{start_clk}], %ib9;
-\t@%iq1 st.global.u64 [%ikp_lane+{ids}], %ib10;
+\tand.b32 %ia8, %ia8, %ikp_m;
+\tsetp.eq.and.u32 %iq1, %ia8, 0, %ikp_on;
+\tsetp.gt.and.u32 %iq1, %ia10, 1, %iq1;
+\tadd.s32 %ia11, %ia1, %ikp_w;
+\tmul.wide.u32 %ib1, %ia11, 8;
+\tadd.s64 %ib1, %ib0, %ib1;
+\tmov.u32 %ikp_ep, 0;
+\t@%iq1 atom.global.inc.u32 %ikp_ep, [%ib1], 4294967294;
+\tmov.u32 %ia9, %smid;
+\tshl.b32 %ia5, %ia5, {warp_shift};
+\tor.b32 %ikp_id, %ia9, %ia5;
+\tmov.u64 %ikp_gt0, %globaltimer;
+\tmov.u64 %ikp_clk0, %clock64;
 ",
         thread = linear("%ia5", "%tid", "%ntid"),
         block = linear("%ia6", "%ctaid", "%nctaid"),
         hw = w(wire::hdr::VERSION),
         lanes = w(wire::hdr::LANES),
         groups = w(wire::hdr::GROUPS),
-        stride = w(wire::hdr::STRIDE),
         epochs = w(wire::hdr::EPOCHS),
-        count_word = lane::EVENTS + lane::T_COUNT,
         warp_shift = wire::IDS_WARP_SHIFT,
-        mark = (LANE_MARK as u64) << wire::IDS_MARK_SHIFT,
-        start_gt = lane::START_GT * 8,
-        start_clk = lane::START_CLK * 8,
-        ids = lane::IDS * 8,
     );
     for k in 0..loops {
         s += &format!("\tsetp.ne.u32 %ikp_own{k}, %ia4, %ia4;\n\tmov.u32 %ikp_trip{k}, 0;\n");
     }
     s += "}\n";
     s
+}
+
+/// Lane init, second half: the claimed epoch broadcast from the thread that claimed it,
+/// `%ikp_on` narrowed to an epoch within the buffer, the lane's segment (`%ikp_lane`,
+/// `%ikp_cnt`, `%ikp_r`), and the lane's start (the stamps [`init`] took) and ids stored
+/// by the claiming thread. The rewrite puts it as late as the entry's straight-line code
+/// allows (before its first probe that writes, or its end), so the kernel's own first
+/// loads go out while the claim's round trip is in flight. Straight-line code from
+/// [`init`]: the warp's active mask is the one the claim was made under (`%ikp_m`, kept
+/// for the shuffle's members and its source).
+pub(crate) fn place(symbol: &str) -> String {
+    let w = |word: usize| word * 8;
+    format!(
+        "{{ // ikp: lane place
+\t.reg .pred %iq<1>;
+\t.reg .b32 %ia<9>;
+\t.reg .b64 %ib<5>;
+\tld.const.u64 %ib0, [{symbol}];
+\tld.const.u64 %ib1, [{symbol}+{hw}];
+\tld.const.u64 %ib2, [{symbol}+{lanes}];
+\tld.const.u64 %ib3, [{symbol}+{stride}];
+\tld.const.u32 %ia4, [{symbol}+{epochs}];
+\tmov.b64 {{%ia0, %ia1}}, %ib1;
+\tmov.b64 {{%ia2, %ia3}}, %ib2;
+\tcvt.u32.u64 %ia0, %ib3;
+\tneg.s32 %ia5, %ikp_m;
+\tand.b32 %ia5, %ia5, %ikp_m;
+\tbfind.u32 %ia5, %ia5;
+\tshfl.sync.idx.b32 %ikp_ep, %ikp_ep, %ia5, 31, %ikp_m;
+\tmax.u32 %ia4, %ia4, 1;
+\tsetp.lt.and.u32 %ikp_on, %ikp_ep, %ia4, %ikp_on;
+\tmov.u32 %ia6, %laneid;
+\tsetp.eq.and.u32 %iq0, %ia6, %ia5, %ikp_on;
+\tmad.lo.u32 %ia6, %ikp_ep, %ia2, %ikp_w;
+\tadd.s32 %ia7, %ia1, %ia2;
+\tcvt.u64.u32 %ib1, %ia7;
+\tmul.wide.u32 %ib4, %ia6, %ia0;
+\tadd.s64 %ib1, %ib1, %ib4;
+\tshl.b64 %ib1, %ib1, 3;
+\tadd.s64 %ib1, %ib0, %ib1;
+\tselp.b64 %ikp_lane, %ib1, 0, %ikp_on;
+\tmov.u32 %ikp_r, %ia3;
+\tadd.s32 %ia8, %ia3, {count_word};
+\tmul.wide.u32 %ib4, %ia8, 8;
+\tadd.s64 %ikp_cnt, %ikp_lane, %ib4;
+\tcvt.u64.u32 %ib4, %ikp_id;
+\tor.b64 %ib4, %ib4, {mark};
+\t@%iq0 st.global.u64 [%ikp_lane+{start_gt}], %ikp_gt0;
+\t@%iq0 st.global.u64 [%ikp_lane+{start_clk}], %ikp_clk0;
+\t@%iq0 st.global.u64 [%ikp_lane+{ids}], %ib4;
+}}
+",
+        hw = w(wire::hdr::VERSION),
+        lanes = w(wire::hdr::LANES),
+        stride = w(wire::hdr::STRIDE),
+        epochs = w(wire::hdr::EPOCHS),
+        count_word = lane::EVENTS + lane::T_COUNT,
+        mark = (LANE_MARK as u64) << wire::IDS_MARK_SHIFT,
+        start_gt = lane::START_GT * 8,
+        start_clk = lane::START_CLK * 8,
+        ids = lane::IDS * 8,
+    )
 }
 
 /// `dst = x + nx * (y + ny * z)` of the special registers `{index}.{x,y,z}` and

@@ -9,8 +9,10 @@
 //! into. A loop's begin on an edge from a block that leads only into the loop (its
 //! preheader) goes at the top of that block's basic block instead, before the loop's
 //! set-up, where ptxas's unrolling never sees it (see `emit`). A guarded `ret` becomes a
-//! guarded branch to a trampoline that finalizes and returns. Everything else in the text
-//! stays as it was.
+//! guarded branch to a trampoline that finalizes and returns. The lane init's first half
+//! goes before the body's first instruction, its second half (`emit::place`, which waits
+//! for the epoch claim) at the end of the kernel's entry (`entry_end`), before any probe
+//! that writes. Everything else in the text stays as it was.
 
 use std::collections::HashMap;
 
@@ -33,7 +35,8 @@ pub(crate) struct Edit {
 
 // Orders of edits made at the same offset.
 const INIT: u8 = 0;
-const EDGE: u8 = 1;
+const PLACE: u8 = 1;
+const EDGE: u8 = 2;
 const LINE: u8 = 3;
 const EXIT: u8 = 4;
 const REPLACE: u8 = 9;
@@ -256,10 +259,14 @@ pub(crate) fn kernel(
             entry_edges.extend(b.succs.iter().map(|e| (Some(u), e.to, e.branch)));
         }
     }
+    // Offsets of the probes that write to the lane (all but deferred begins and trip
+    // adds): the lane is placed before the first of them.
+    let mut writes = Vec::new();
     for (u, v, branch) in entry_edges {
         let from = u.map(|u| cfg.loops_of(u)).unwrap_or_default();
         let to = cfg.loops_of(v);
         let mut text = ends(&from, &to);
+        let mut write = !text.is_empty();
         for &l in to.iter().rev().filter(|l| !from.contains(l)) {
             if cfg.loops[l].header != v {
                 let line = k.stmts.get(cfg.blocks[v].stmts.start).map_or(0, |s| s.line);
@@ -270,6 +277,7 @@ pub(crate) fn kernel(
             }
             if let Some(s) = probed(l) {
                 text += &begin(s);
+                write |= !deferred[s];
             }
         }
         if text.is_empty() {
@@ -283,6 +291,9 @@ pub(crate) fn kernel(
             .filter(|&u| cfg.blocks[u].succs.len() == 1 && !cfg.blocks[u].exits)
             .and_then(block_top)
         {
+            if write {
+                writes.push(k.stmts[top].at.start);
+            }
             edits.push(Edit {
                 at: k.stmts[top].at.start,
                 order: EDGE,
@@ -322,6 +333,9 @@ pub(crate) fn kernel(
             });
             trampolines += &format!("{label}:\n{text}\tbra \t{target};\n");
         } else {
+            if write {
+                writes.push(v_start);
+            }
             edits.push(Edit {
                 at: v_start,
                 order: EDGE,
@@ -363,6 +377,7 @@ pub(crate) fn kernel(
             unreachable!()
         };
         let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize();
+        writes.push(s.at.start);
         match guard {
             None => edits.push(Edit {
                 at: s.at.start,
@@ -407,6 +422,7 @@ pub(crate) fn kernel(
                     ptx_line: k.stmts[i].line,
                     source: Some(name),
                 });
+                writes.push(k.stmts[i].at.start);
                 edits.push(Edit {
                     at: k.stmts[i].at.start,
                     order: LINE,
@@ -416,6 +432,20 @@ pub(crate) fn kernel(
             }
         }
     }
+
+    // The lane's placement: at the end of the entry's straight-line code, or before its
+    // first probe that writes, whichever comes first. Every probe that writes is then
+    // after it, on every path (anything past the entry is reached through its end).
+    let place_at = writes.iter().copied().filter(|&w| w >= init_at).fold(
+        entry_end(k, &cfg, &preds, init_at, probes.lines.is_empty()),
+        usize::min,
+    );
+    edits.push(Edit {
+        at: place_at,
+        order: PLACE,
+        end: None,
+        text: emit::place(symbol),
+    });
 
     if !trampolines.is_empty() {
         let last = k
@@ -444,6 +474,97 @@ pub(crate) fn kernel(
         });
     }
     Ok((edits, out))
+}
+
+/// Where the kernel's entry ends, the lane's latest place: every path from the kernel's
+/// start runs the entry, and nothing in it writes to the lane.
+///
+/// The entry is straight-line code (block 0 and each block that the one before alone falls
+/// into, across labels nothing else branches to), and, where `skip_loops` (no line probes),
+/// the innermost loops it runs whole: a loop entered from it with no exit but one
+/// fall-through edge into a block nothing else enters, and no `ret` or `exit` inside (its
+/// probes are trip adds, its end on that edge; the entry goes on after it). The entry ends
+/// at its last block's branch, `ret`, `exit` or `trap`, or where it falls into a label
+/// that something else branches to. Where it leads into a loop it cannot run whole, it
+/// ends at that loop's preheader's top (the lane's stores after the loop's set-up, and
+/// ptxas no longer unrolls the loop; the loop's begin sits there too, see `block_top`);
+/// an entry block that is itself a loop's header ends the entry at once.
+fn entry_end(k: &Kernel, cfg: &Cfg, preds: &[usize], init_at: usize, skip_loops: bool) -> usize {
+    if preds[0] > 0 {
+        return init_at;
+    }
+    let start_of = |b: usize| {
+        k.stmts
+            .get(cfg.blocks[b].stmts.start)
+            .map_or(k.body.end - 1, |s| s.at.start)
+    };
+    let (mut b, mut top) = (0, init_at);
+    loop {
+        while cfg.blocks[b].succs
+            == [Edge {
+                to: b + 1,
+                branch: false,
+            }]
+            && !cfg.blocks[b].exits
+            && preds[b + 1] == 1
+        {
+            b += 1;
+        }
+        let block = &cfg.blocks[b];
+        let Some(l) = cfg
+            .loops
+            .iter()
+            .find(|l| block.succs.iter().any(|e| e.to == l.header))
+        else {
+            break;
+        };
+        let exits: Vec<Edge> = l
+            .body
+            .iter()
+            .flat_map(|&u| &cfg.blocks[u].succs)
+            .filter(|e| l.body.binary_search(&e.to).is_err())
+            .copied()
+            .collect();
+        let innermost = !cfg
+            .loops
+            .iter()
+            .any(|o| o.header != l.header && l.body.contains(&o.header));
+        match exits[..] {
+            [Edge { to, branch: false }]
+                if skip_loops
+                    && innermost
+                    && block.succs.len() == 1
+                    && !block.exits
+                    && preds[to] == 1
+                    && l.body.iter().all(|&u| !cfg.blocks[u].exits) =>
+            {
+                b = to;
+                top = start_of(to);
+            }
+            _ => return top,
+        }
+    }
+    let block = &cfg.blocks[b];
+    let last = block
+        .stmts
+        .clone()
+        .rev()
+        .find(|&i| k.stmts[i].op().is_some());
+    let end = match last {
+        Some(i)
+            if matches!(
+                k.stmts[i].op(),
+                Some("bra" | "brx" | "ret" | "exit" | "trap")
+            ) =>
+        {
+            k.stmts[i].at.start
+        }
+        _ => k
+            .stmts
+            .get(block.stmts.end)
+            .map_or(k.body.end - 1, |s| s.at.start),
+    };
+    end.max(init_at)
 }
 
 /// Each block's number of incoming edges.
