@@ -18,7 +18,7 @@ use crate::support;
 #[path = "../benches/gpu_overhead/variants.rs"]
 mod variants;
 
-use ikp::host::{cuda::nvrtc, Arch};
+use ikp::host::{cuda::nvrtc, sass::occupancy, Arch};
 use std::collections::BTreeMap;
 use variants::{Variant, KERNELS, SOURCE};
 
@@ -387,26 +387,10 @@ fn resources(variant: Variant, arch: Arch, dir: &std::path::Path) -> BTreeMap<St
     found
 }
 
-/// Blocks of `threads` threads with `r` resident on one SM of `arch` (8.0 and 9.0): the
-/// CUDA occupancy calculator's arithmetic (`cuda_occupancy.h`; limits from the CUDA C++
-/// Programming Guide's table of compute capabilities): 64 Ki registers in four
-/// sub-partitions, a warp's registers allocated 256 at a time; 2048 threads and 32 blocks;
-/// 164 KiB (8.0) or 228 KiB (9.0) of shared memory, 1 KiB of it reserved per block and
-/// allocated 128 bytes at a time. The bench prints what the driver says for the same
-/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, "blocks_per_sm").
+/// Blocks of `threads` threads with `r` resident on one SM of `arch`
+/// ([`occupancy::blocks_per_sm`]).
 fn blocks_per_sm(arch: Arch, threads: u32, r: Resources) -> u32 {
-    let warps = threads.div_ceil(32);
-    let regs_per_warp = (r.regs * 32).div_ceil(256) * 256;
-    let by_regs = 16384u32
-        .checked_div(regs_per_warp)
-        .map_or(u32::MAX, |per_sub_partition| per_sub_partition * 4 / warps);
-    let smem_per_sm: u32 = if arch.major >= 9 {
-        228 * 1024
-    } else {
-        164 * 1024
-    };
-    let by_smem = smem_per_sm / ((r.shared + 1024).div_ceil(128) * 128);
-    by_regs.min(2048 / threads).min(32).min(by_smem)
+    occupancy::blocks_per_sm(arch, threads, r.regs, r.shared).expect("sm_80 and sm_90 are tabled")
 }
 
 /// The builds the bench times that share no code with another (the null-Arg builds are the
@@ -481,29 +465,4 @@ fn ikp_builds_keep_the_kernels_occupancy() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn the_occupancy_arithmetic_matches_the_drivers_figures_of_the_h200_run() {
-    // docs/gpu-runs/2026-11-27-h200-3/overhead.json: registers and the driver's blocks per
-    // SM on an H200 (sm_90) for the bench's kernels.
-    let sm90 = Arch::new(9, 0);
-    let r = |regs, shared| Resources {
-        regs,
-        shared,
-        local: 0,
-    };
-    assert_eq!(blocks_per_sm(sm90, 256, r(64, 8320)), 4);
-    assert_eq!(blocks_per_sm(sm90, 256, r(56, 8320)), 4);
-    assert_eq!(blocks_per_sm(sm90, 64, r(27, 0)), 32);
-    assert_eq!(blocks_per_sm(sm90, 256, r(24, 0)), 8);
-    // One register past 64 loses the GEMM a block. 32 registers is the most a 256-thread
-    // block may take and keep eight; at 33 a warp is given 1280 (registers go 256 to a
-    // warp), twelve warps fit a sub-partition and six blocks the SM.
-    assert_eq!(blocks_per_sm(sm90, 256, r(65, 8320)), 3);
-    assert_eq!(blocks_per_sm(sm90, 256, r(32, 0)), 8);
-    assert_eq!(blocks_per_sm(sm90, 256, r(33, 0)), 6);
-    // Shared memory limits too: 100 KiB blocks, two to an sm_90 SM, one to an sm_80 SM.
-    assert_eq!(blocks_per_sm(sm90, 128, r(32, 100 * 1024)), 2);
-    assert_eq!(blocks_per_sm(Arch::new(8, 0), 128, r(32, 100 * 1024)), 1);
 }

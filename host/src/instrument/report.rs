@@ -29,6 +29,9 @@ pub struct Usage {
     pub spill_stores: u32,
     /// Bytes of spill loads.
     pub spill_loads: u32,
+    /// Bytes of static shared memory (`N bytes smem`; a launch's dynamic shared memory
+    /// comes on top).
+    pub shared_bytes: u32,
 }
 
 /// One kernel before and after instrumenting.
@@ -91,7 +94,7 @@ pub fn ptxas(tools: &CudaTools) -> PathBuf {
 }
 
 /// Reads `ptxas -v`'s report: a `Compiling entry function 'k'` line, then `... bytes
-/// spill stores, ... bytes spill loads` and `Used N registers`.
+/// spill stores, ... bytes spill loads` and `Used N registers, ... N bytes smem`.
 pub fn parse_usage(log: &str) -> Vec<Usage> {
     let mut out: Vec<Usage> = Vec::new();
     for line in log.lines() {
@@ -122,6 +125,9 @@ pub fn parse_usage(log: &str) -> Vec<Usage> {
             if line.contains(" registers") {
                 cur.registers = n;
             }
+        }
+        if let Some(n) = number_before(" bytes smem") {
+            cur.shared_bytes = n;
         }
     }
     out
@@ -194,7 +200,7 @@ mod tests {
                    \x20   8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
                    ptxas info    : Used 26 registers, used 0 barriers, 384 bytes cmem[0]\n\
                    ptxas info    : Compiling entry function 'b' for 'sm_90a'\n\
-                   ptxas info    : Used 8 registers\n";
+                   ptxas info    : Used 8 registers, used 1 barriers, 8320 bytes smem, 400 bytes cmem[0]\n";
         let u = parse_usage(log);
         assert_eq!(
             u,
@@ -203,13 +209,15 @@ mod tests {
                     kernel: "add_kernel".into(),
                     registers: 26,
                     spill_stores: 4,
-                    spill_loads: 12
+                    spill_loads: 12,
+                    shared_bytes: 0
                 },
                 Usage {
                     kernel: "b".into(),
                     registers: 8,
                     spill_stores: 0,
-                    spill_loads: 0
+                    spill_loads: 0,
+                    shared_bytes: 8320
                 },
             ]
         );

@@ -10,12 +10,14 @@
 //! - [`tools`]: where `nvcc` and `cuobjdump` are (`IKP_CUDA_BIN`, else `PATH`) and a
 //!   [`SassCompiler`] that compiles CUDA source with the generated `ikp.cuh` available;
 //! - [`parse`]: the `cuobjdump -sass` listing as instruction lists per kernel, and loops;
-//! - [`cost`]: the measurements themselves (listed there) and the table `ikp cost` prints.
+//! - [`cost`]: the measurements themselves (listed there) and the table `ikp cost` prints;
+//! - [`occupancy`]: blocks per SM from a kernel's registers and shared memory.
 //!
 //! The fixture kernels ship inside the library ([`kernels`]), so the measurement runs from
 //! an installed `ikp` as well as from the test suite, which holds the figures to budgets.
 
 pub mod cost;
+pub mod occupancy;
 pub mod parse;
 pub mod tools;
 
