@@ -302,6 +302,21 @@ fn run(
                             t.regs.insert(args[0].clone(), x);
                             advance(&mut pcs, i);
                         }
+                        // `redux.sync.max.u32 d, a, membermask`: the largest `a` of the
+                        // threads in the mask, every one of which must be here.
+                        "redux" => {
+                            assert_eq!(op, "redux.sync.max.u32", "only redux.sync.max.u32");
+                            let members = value(t, &mut l, &args[2]);
+                            let x = (0..32)
+                                .filter(|lane| members >> lane & 1 == 1)
+                                .map(|lane| {
+                                    src[lane].expect("redux over a thread outside the mask")
+                                })
+                                .max()
+                                .expect("redux over an empty mask");
+                            t.regs.insert(args[0].clone(), x & 0xFFFF_FFFF);
+                            advance(&mut pcs, i);
+                        }
                         _ => {
                             step(t, &mut l, mem, base, op, args, mask);
                             advance(&mut pcs, i);
@@ -683,6 +698,39 @@ fn launches_go_to_their_own_epochs() {
         assert_eq!(t.spans.len(), 2);
         assert_eq!(t.samples.value, vec![7, 7]);
         assert_eq!(t.source.epoch.map(|e| e.launches), Some(3));
+    }
+}
+
+/// Before sm_80 there is no `redux.sync`: the init reads the block's index as it is, and the
+/// probes record the same (launches to their own epochs, each loop's trips; a diverged warp
+/// too, its loop owned by a thread that did not claim the epoch).
+#[test]
+fn targets_before_sm80_record_the_same_without_redux() {
+    for (ptx, name, samples) in [
+        (ONE_LOOP, "one_loop", vec![7]),
+        (DIVERGENT, "div_loop", vec![8]),
+    ] {
+        let sm75 = ptx.replace(".target sm_90\n", ".target sm_75\n");
+        assert_ne!(sm75, ptx);
+        let probes = ProbeSet::default();
+        assert!(instrument(ptx, &probes).unwrap().ptx.contains("redux.sync"));
+        assert!(!instrument(&sm75, &probes).unwrap().ptx.contains("redux"));
+        let (traces, _, _) = emulate_kernel(&sm75, name, 2, 8, 2, 3, 7);
+        assert_eq!(
+            traces.len(),
+            2,
+            "{name}: two epochs, the third launch unrecorded"
+        );
+        for t in &traces {
+            assert_eq!(t.source.epoch.map(|e| e.launches), Some(3));
+            assert_eq!(t.spans.len(), 4, "{name}: a loop span per warp");
+            assert!(
+                t.samples.value.iter().all(|v| samples.contains(v)),
+                "{name}: {:?}",
+                t.samples.value
+            );
+            assert_eq!(t.samples.value.len(), 4, "{name}");
+        }
     }
 }
 

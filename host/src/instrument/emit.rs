@@ -4,8 +4,20 @@
 //!
 //! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
 //! host wrote into the kernel's symbol at attach time (the buffer header's lanes, records
-//! per lane, warps per block, epochs; constant loads, no global load) and keeps its
-//! address in `%ikp_lane`.
+//! per lane, warps per block, epochs; constant loads, no global load).
+//!
+//! **The kernel keeps its occupancy.** Registers are what a probe can cost a kernel that
+//! is not in its code: a warp's are allocated 256 at a time, so a 128-thread block at 33
+//! registers holds 12 blocks per SM where one at 32 holds 16. Across the kernel the probes
+//! keep one 32-bit value, the lane's index in the buffer (`%ikp_at`), and a predicate
+//! (`%ikp_on`); each probe that writes computes the lane's addresses afresh from it and the
+//! symbol's constants ([`locate`], some 6 SASS instructions), where holding the two 64-bit
+//! addresses and the record count took five vector registers at every point of the kernel.
+//! On sm_80 and later the init also reads the block's index through `redux.sync` ([`init`])
+//! so that ptxas keeps the kernel's own `%ctaid` arithmetic in uniform registers. A loop's
+//! trip counter and its begin's timer live across the loop; in a warp-uniform loop ptxas
+//! keeps them in uniform registers too. `instrument_ptx::instrumented_kernels_keep_their_occupancy`
+//! holds every fixture to its blocks per SM.
 //!
 //! **The entry waits on no round trip.** With more than one epoch the segment depends on
 //! an atomic, the warp's claim on its launch counter, so the lane init comes in two
@@ -53,13 +65,16 @@ pub(crate) fn symbol_decl(symbol: &str) -> String {
     format!(".visible .const .align 16 .u64 {symbol}[{n}] = {{{zeros}}};\n")
 }
 
-/// Registers every probe uses, declared once at the top of the body. Between the lane's
-/// claim and its placement ([`init`], [`place`]) the claim's epoch (`%ikp_ep`), the
-/// active mask (`%ikp_m`), the warp's index in the grid (`%ikp_w`), its ids word's low
-/// half (`%ikp_id`) and the start stamps (`%ikp_gt0`, `%ikp_clk0`) wait in registers.
+/// Registers every probe uses, declared once at the top of the body. Across the kernel
+/// only `%ikp_at` (the lane's index in the buffer) and the predicate `%ikp_on` live; each
+/// probe computes the lane's addresses from them ([`locate`]: `%ikp_lane`, `%ikp_cnt`,
+/// `%ikp_r`, dead past the probe). Between the lane's claim and its placement ([`init`],
+/// [`place`]) the claim's epoch (`%ikp_ep`), the active mask (`%ikp_m`), the warp's index
+/// in the grid (`%ikp_w`), its ids word's low half (`%ikp_id`) and the start stamps
+/// (`%ikp_gt0`, `%ikp_clk0`) wait in registers.
 pub(crate) fn decls(loops: usize) -> String {
     let mut s = String::from(
-        "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
+        "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_at, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
     );
     if loops > 0 {
         s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
@@ -75,13 +90,21 @@ pub(crate) fn decls(loops: usize) -> String {
 /// says here whether the warp has a lane at all (the symbol is set, the warp is within
 /// the layout): a deferred loop begin ([`loop_begin_deferred`]) may read it before
 /// [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
-pub(crate) fn init(symbol: &str, loops: usize) -> String {
+///
+/// `redux` (sm_80 and later) hands the block's index to the warp through
+/// `redux.sync.max`, whose result ptxas knows to be warp-uniform: `%ctaid` then stays in
+/// the uniform datapath where the kernel's own code reads it (`S2UR`, its row addresses in
+/// uniform registers); read into the probe's vector arithmetic, it pulled the kernel's
+/// uniform address arithmetic into vector registers with it (Triton's looped softmax: two
+/// registers across its loops, 32 -> 40 with the probes).
+pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
     let w = |word: usize| word * 8;
     let mut s = format!(
         "{{ // ikp: lane init (its epoch claim in flight)
 \t.reg .pred %iq<3>;
 \t.reg .b32 %ia<12>;
 \t.reg .b64 %ib<4>;
+\tactivemask.b32 %ikp_m;
 \tld.const.u64 %ib0, [{symbol}];
 \tld.const.u64 %ib1, [{symbol}+{hw}];
 \tld.const.u64 %ib2, [{symbol}+{lanes}];
@@ -92,10 +115,9 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 \tmov.b64 {{%ia2, %ia3}}, %ib2;
 \tcvt.u32.u64 %ia4, %ib3;
 {thread}\tshr.u32 %ia5, %ia5, 5;
-{block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
+{block}{uniform_block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
 \tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
 \tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
-\tactivemask.b32 %ikp_m;
 \tmov.u32 %ia8, %lanemask_lt;
 \tand.b32 %ia8, %ia8, %ikp_m;
 \tsetp.eq.and.u32 %iq1, %ia8, 0, %ikp_on;
@@ -118,6 +140,11 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
         groups = w(wire::hdr::GROUPS),
         epochs = w(wire::hdr::EPOCHS),
         warp_shift = wire::IDS_WARP_SHIFT,
+        uniform_block = if redux {
+            "\tredux.sync.max.u32 %ia6, %ia6, %ikp_m;\n"
+        } else {
+            ""
+        },
     );
     for k in 0..loops {
         s += &format!("\tsetp.ne.u32 %ikp_own{k}, %ia4, %ia4;\n\tmov.u32 %ikp_trip{k}, 0;\n");
@@ -127,9 +154,9 @@ pub(crate) fn init(symbol: &str, loops: usize) -> String {
 }
 
 /// Lane init, second half: the claimed epoch broadcast from the thread that claimed it,
-/// `%ikp_on` narrowed to an epoch within the buffer, the lane's segment (`%ikp_lane`,
-/// `%ikp_cnt`, `%ikp_r`), and the lane's start (the stamps [`init`] took) and ids stored
-/// by the claiming thread. The rewrite puts it as late as the entry's straight-line code
+/// `%ikp_on` narrowed to an epoch within the buffer, the lane's index in the buffer
+/// (`%ikp_at`, all that stays live of the lane), and the lane's start (the stamps [`init`]
+/// took) and ids stored by the claiming thread. The rewrite puts it as late as the entry's straight-line code
 /// allows (before its first probe that writes, or its end), so the kernel's own first
 /// loads go out while the claim's round trip is in flight. Straight-line code from
 /// [`init`]: the warp's active mask is the one the claim was made under (`%ikp_m`, kept
@@ -141,14 +168,8 @@ pub(crate) fn place(symbol: &str) -> String {
 \t.reg .pred %iq<1>;
 \t.reg .b32 %ia<9>;
 \t.reg .b64 %ib<5>;
-\tld.const.u64 %ib0, [{symbol}];
-\tld.const.u64 %ib1, [{symbol}+{hw}];
-\tld.const.u64 %ib2, [{symbol}+{lanes}];
-\tld.const.u64 %ib3, [{symbol}+{stride}];
+\tld.const.u32 %ia2, [{symbol}+{lanes}];
 \tld.const.u32 %ia4, [{symbol}+{epochs}];
-\tmov.b64 {{%ia0, %ia1}}, %ib1;
-\tmov.b64 {{%ia2, %ia3}}, %ib2;
-\tcvt.u32.u64 %ia0, %ib3;
 \tneg.s32 %ia5, %ikp_m;
 \tand.b32 %ia5, %ia5, %ikp_m;
 \tbfind.u32 %ia5, %ia5;
@@ -157,34 +178,57 @@ pub(crate) fn place(symbol: &str) -> String {
 \tsetp.lt.and.u32 %ikp_on, %ikp_ep, %ia4, %ikp_on;
 \tmov.u32 %ia6, %laneid;
 \tsetp.eq.and.u32 %iq0, %ia6, %ia5, %ikp_on;
-\tmad.lo.u32 %ia6, %ikp_ep, %ia2, %ikp_w;
-\tadd.s32 %ia7, %ia1, %ia2;
-\tcvt.u64.u32 %ib1, %ia7;
-\tmul.wide.u32 %ib4, %ia6, %ia0;
-\tadd.s64 %ib1, %ib1, %ib4;
-\tshl.b64 %ib1, %ib1, 3;
-\tadd.s64 %ib1, %ib0, %ib1;
-\tselp.b64 %ikp_lane, %ib1, 0, %ikp_on;
-\tmov.u32 %ikp_r, %ia3;
-\tadd.s32 %ia8, %ia3, {count_word};
-\tmul.wide.u32 %ib4, %ia8, 8;
-\tadd.s64 %ikp_cnt, %ikp_lane, %ib4;
-\tcvt.u64.u32 %ib4, %ikp_id;
+\tmad.lo.u32 %ikp_at, %ikp_ep, %ia2, %ikp_w;
+{locate}\tcvt.u64.u32 %ib4, %ikp_id;
 \tor.b64 %ib4, %ib4, {mark};
 \t@%iq0 st.global.u64 [%ikp_lane+{start_gt}], %ikp_gt0;
 \t@%iq0 st.global.u64 [%ikp_lane+{start_clk}], %ikp_clk0;
 \t@%iq0 st.global.u64 [%ikp_lane+{ids}], %ib4;
 }}
 ",
-        hw = w(wire::hdr::VERSION),
+        locate = locate(symbol),
         lanes = w(wire::hdr::LANES),
-        stride = w(wire::hdr::STRIDE),
         epochs = w(wire::hdr::EPOCHS),
-        count_word = lane::EVENTS + lane::T_COUNT,
         mark = (LANE_MARK as u64) << wire::IDS_MARK_SHIFT,
         start_gt = lane::START_GT * 8,
         start_clk = lane::START_CLK * 8,
         ids = lane::IDS * 8,
+    )
+}
+
+/// The lane's addresses at a probe, from its index in the buffer (`%ikp_at`) and the
+/// symbol's constants: the lane's first word (`%ikp_lane`), its count word (`%ikp_cnt`)
+/// and its records (`%ikp_r`). Each probe computes them afresh (a few instructions, the
+/// constants read from the constant bank), so that no 64-bit address is held in vector
+/// registers across the kernel: held from [`place`] on, `%ikp_lane`, `%ikp_cnt` and
+/// `%ikp_r` took five registers at every point of the kernel, its loops' peaks included.
+pub(crate) fn locate(symbol: &str) -> String {
+    let w = |word: usize| word * 8;
+    format!(
+        "{{ // ikp: the lane's addresses
+\t.reg .b32 %il<4>;
+\t.reg .b64 %iw<3>;
+\tld.const.u64 %iw0, [{symbol}];
+\tld.const.u64 %iw1, [{symbol}+{hw}];
+\tld.const.u64 %iw2, [{symbol}+{lanes}];
+\tld.const.u32 %il3, [{symbol}+{stride}];
+\tmov.b64 {{%il0, %il1}}, %iw1;
+\tmov.b64 {{%il2, %ikp_r}}, %iw2;
+\tadd.s32 %il0, %il1, %il2;
+\tcvt.u64.u32 %iw1, %il0;
+\tmul.wide.u32 %iw2, %ikp_at, %il3;
+\tadd.s64 %iw1, %iw1, %iw2;
+\tshl.b64 %iw1, %iw1, 3;
+\tadd.s64 %ikp_lane, %iw0, %iw1;
+\tadd.s32 %il0, %ikp_r, {count_word};
+\tmul.wide.u32 %iw2, %il0, 8;
+\tadd.s64 %ikp_cnt, %ikp_lane, %iw2;
+}}
+",
+        hw = w(wire::hdr::VERSION),
+        lanes = w(wire::hdr::LANES),
+        stride = w(wire::hdr::STRIDE),
+        count_word = lane::EVENTS + lane::T_COUNT,
     )
 }
 
@@ -201,9 +245,10 @@ fn linear(dst: &str, index: &str, size: &str) -> String {
 
 /// One record by the lowest active thread: stamp, take a slot, store (or count a drop).
 /// `extra` runs inside the probe's scope with `%iq0` the recording thread's predicate.
-pub(crate) fn record(kind: Kind, region: u32, extra: &str) -> String {
+pub(crate) fn record(symbol: &str, kind: Kind, region: u32, extra: &str) -> String {
     let tag = (region << wire::REGION_SHIFT) | kind as u32;
-    let mut s = String::from(
+    let mut s = locate(symbol);
+    s.push_str(
         "{ // ikp: record\n\t.reg .pred %iq<3>;\n\t.reg .b32 %ia<6>;\n\t.reg .b64 %ib<3>;\n\tmov.u32 %ia0, %globaltimer_lo;\n",
     );
     s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n";
@@ -222,11 +267,11 @@ pub(crate) fn record(kind: Kind, region: u32, extra: &str) -> String {
 }
 
 /// A loop's begin: the record, the trip count reset, the owner chosen.
-pub(crate) fn loop_begin(k: usize, region: u32) -> String {
+pub(crate) fn loop_begin(symbol: &str, k: usize, region: u32) -> String {
     let extra = format!("\tmov.pred %ikp_own{k}, %iq0;\n");
     format!(
         "\tmov.u32 %ikp_trip{k}, 0;\n{}",
-        record(Kind::Begin, region, &extra)
+        record(symbol, Kind::Begin, region, &extra)
     )
 }
 
@@ -254,14 +299,14 @@ pub(crate) fn loop_begin_deferred(k: usize) -> String {
 /// timer kept since), the end and the trip-count sample, in three slots taken by one
 /// atomic add, as many as fit (a full lane drops the newest, as [`loop_end`]); the add's
 /// excess is handed back (`written` down, `dropped` up by as many, in one reduction).
-pub(crate) fn loop_end_deferred(k: usize, region: u32) -> String {
+pub(crate) fn loop_end_deferred(symbol: &str, k: usize, region: u32) -> String {
     let begin_tag = (region << wire::REGION_SHIFT) | Kind::Begin as u32;
     let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
     let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
         | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
         | Kind::Meta as u32;
     format!(
-        "{{ // ikp: loop end (and its begin)
+        "{locate}{{ // ikp: loop end (and its begin)
 \t.reg .pred %iq<5>;
 \t.reg .b32 %ia<7>;
 \t.reg .b64 %ib<5>;
@@ -307,6 +352,7 @@ pub(crate) fn loop_end_deferred(k: usize, region: u32) -> String {
 \tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
 }}
 ",
+        locate = locate(symbol),
         events = lane::EVENTS * 8,
         next = (lane::EVENTS + 1) * 8,
         after = (lane::EVENTS + 2) * 8,
@@ -326,13 +372,13 @@ pub(crate) fn loop_trip(k: usize) -> String {
 /// drops only once full); the add's excess is handed back (`-1` or `-2` written, as many
 /// more dropped). The trip count is also added to the counter's total in the lane's
 /// trailer, as `ikp.cuh`'s counted waits do.
-pub(crate) fn loop_end(k: usize, region: u32) -> String {
+pub(crate) fn loop_end(symbol: &str, k: usize, region: u32) -> String {
     let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
     let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
         | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
         | Kind::Meta as u32;
     format!(
-        "{{ // ikp: loop end
+        "{locate}{{ // ikp: loop end
 \t.reg .pred %iq<6>;
 \t.reg .b32 %ia<6>;
 \t.reg .b64 %ib<5>;
@@ -369,6 +415,7 @@ pub(crate) fn loop_end(k: usize, region: u32) -> String {
 \tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
 }}
 ",
+        locate = locate(symbol),
         events = lane::EVENTS * 8,
         next = (lane::EVENTS + 1) * 8,
         total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8,
@@ -376,16 +423,16 @@ pub(crate) fn loop_end(k: usize, region: u32) -> String {
 }
 
 /// An instant at a source line.
-pub(crate) fn instant(region: u32) -> String {
-    record(Kind::Instant, region, "")
+pub(crate) fn instant(symbol: &str, region: u32) -> String {
+    record(symbol, Kind::Instant, region, "")
 }
 
 /// Lane finalize before a `ret` / `exit`, one atomic per exit: the lane's end timer is
 /// the latest exit's (`red.max`), its end clock the last one stored (the same exit
 /// unless a warp's diverged parts leave at different times).
-pub(crate) fn finalize() -> String {
+pub(crate) fn finalize(symbol: &str) -> String {
     format!(
-        "{{ // ikp: lane finalize
+        "{locate}{{ // ikp: lane finalize
 \t.reg .pred %iq<1>;
 \t.reg .b32 %ia<3>;
 \t.reg .b64 %ib<2>;
@@ -399,6 +446,7 @@ pub(crate) fn finalize() -> String {
 \t@%iq0 st.global.u64 [%ikp_cnt+{clk}], %ib1;
 }}
 ",
+        locate = locate(symbol),
         gt = (lane::T_END_GT as i64 - lane::T_COUNT as i64) * 8,
         clk = (lane::T_END_CLK as i64 - lane::T_COUNT as i64) * 8,
     )

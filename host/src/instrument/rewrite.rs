@@ -64,6 +64,13 @@ pub(crate) fn kernel(
         });
     }
     let cfg = Cfg::of(k)?;
+    // redux.sync (sm_80 and later) hands the block's index to the warp (`emit::init`).
+    let redux = m
+        .target
+        .split(',')
+        .next()
+        .and_then(|t| t.trim().parse::<crate::Arch>().ok())
+        .is_some_and(|a| a.major >= 8);
     // The .loc in effect at each statement.
     let mut loc = Vec::with_capacity(k.stmts.len());
     let mut current = None;
@@ -180,14 +187,14 @@ pub(crate) fn kernel(
         if deferred[l] {
             emit::loop_begin_deferred(l)
         } else {
-            emit::loop_begin(l, loop_region[l])
+            emit::loop_begin(symbol, l, loop_region[l])
         }
     };
     let end = |l: usize| {
         if deferred[l] {
-            emit::loop_end_deferred(l, loop_region[l])
+            emit::loop_end_deferred(symbol, l, loop_region[l])
         } else {
-            emit::loop_end(l, loop_region[l])
+            emit::loop_end(symbol, l, loop_region[l])
         }
     };
 
@@ -219,7 +226,7 @@ pub(crate) fn kernel(
         at: init_at,
         order: INIT,
         end: None,
-        text: emit::init(symbol, loops),
+        text: emit::init(symbol, loops, redux),
     });
 
     let ends = |b_loops: &[usize], keep: &[usize]| -> String {
@@ -376,7 +383,7 @@ pub(crate) fn kernel(
         let Stmt::Instr { guard, opcode, .. } = &s.stmt else {
             unreachable!()
         };
-        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize();
+        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize(symbol);
         writes.push(s.at.start);
         match guard {
             None => edits.push(Edit {
@@ -427,7 +434,7 @@ pub(crate) fn kernel(
                     at: k.stmts[i].at.start,
                     order: LINE,
                     end: None,
-                    text: emit::instant(r),
+                    text: emit::instant(symbol, r),
                 });
             }
         }
