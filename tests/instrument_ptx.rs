@@ -568,7 +568,8 @@ fn the_entry_probes_add_no_global_load() {
             .count()
     };
     let atomic = |op: &str| op.starts_with("ATOMG") || op.starts_with("ATOM.");
-    let red = |op: &str| op.starts_with("RED");
+    // Reductions to memory (`RED`, `REDG`), not the warp's `REDUX`.
+    let red = |op: &str| op.starts_with("RED") && !op.starts_with("REDUX");
     let mut table = String::from(
         "| module | kernel | instructions added | global loads | atomics | reductions |\n|---|---|---|---|---|---|\n",
     );
@@ -731,6 +732,126 @@ fn the_epoch_claim_waits_behind_the_kernels_first_loads() {
     assert!(
         wrong.is_empty(),
         "the claim's result is waited for before the kernel's first load:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Threads per block and dynamic shared memory of each Triton and CuTe fixture's launch
+/// (its fixtures.json), by the name `all_modules` gives the module.
+fn fixture_launches() -> std::collections::HashMap<String, (u32, u32)> {
+    let mut out = std::collections::HashMap::new();
+    for kind in ["triton", "cute"] {
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture_dir(kind).join("fixtures.json")).unwrap(),
+        )
+        .unwrap();
+        for (file, m) in meta["files"].as_object().unwrap() {
+            let threads = m["block_dim"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as u32)
+                .product();
+            let shared = m["shared_bytes"].as_u64().unwrap() as u32;
+            out.insert(format!("{kind}/{file}"), (threads, shared));
+        }
+    }
+    out
+}
+
+/// Probes keep the kernel's occupancy: for every kernel of every module the SASS comparisons
+/// run on and nvcc's `row_wise.cu` (sm_80 and sm_90), assembled plain and instrumented
+/// (`entry,loops`) for its target, one SM holds as many of its blocks with the probes as
+/// without ([`ikp_host::sass::occupancy`]: registers and shared memory), and the
+/// instrumented kernel spills nothing. Blocks are the fixture's launch (threads and dynamic
+/// shared memory from its fixtures.json), else every multiple of a warp up to the kernel's
+/// `.reqntid` / `.maxntid`, or up to 1024 threads. Registers are a step function's input: at
+/// 32 or fewer an SM holds its full 2048 threads, and Triton's looped softmax (128 threads,
+/// 32 registers, sixteen blocks) lost a quarter of its warps to probes that held the lane's
+/// 64-bit addresses in vector registers across its loops (40 registers, twelve blocks).
+/// `-- --nocapture` prints the table (BENCHMARKS.md, issue #34).
+#[test]
+fn instrumented_kernels_keep_their_occupancy() {
+    use ikp_host::instrument::report::Usage;
+    use ikp_host::sass::occupancy::blocks_per_sm;
+    let tools = tools();
+    let probes = ProbeSet::default();
+    let launches = fixture_launches();
+    let mut modules = all_modules();
+    for arch in ["sm_80", "sm_90"] {
+        modules.push((
+            format!("nvcc row_wise.cu {arch}"),
+            row_wise_ptx(arch),
+            arch.into(),
+        ));
+    }
+    let mut table = String::from(
+        "| module | kernel | threads | registers | blocks per SM |\n|---|---|---|---|---|\n",
+    );
+    let mut wrong = Vec::new();
+    for (name, ptx, target) in modules {
+        let arch: ikp_host::Arch = target.parse().unwrap();
+        let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plain = report::assemble(&tools, &ptx, &target).unwrap();
+        let probed = report::assemble(&tools, &out.ptx, &target).unwrap();
+        for k in &out.manifest.kernels {
+            let usage = |a: &report::Assembled| -> Usage {
+                a.usage.iter().find(|u| u.kernel == k.name).unwrap().clone()
+            };
+            let (before, after) = (usage(&plain), usage(&probed));
+            let (sizes, dynamic): (Vec<u32>, u32) = match launches.get(&name) {
+                Some(&(threads, shared)) => (vec![threads], shared),
+                None => {
+                    let warps = k.warps_per_block.unwrap_or(32);
+                    ((1..=warps).map(|w| w * 32).collect(), 0)
+                }
+            };
+            let blocks = |u: &Usage, threads: u32| {
+                blocks_per_sm(arch, threads, u.registers, u.shared_bytes + dynamic)
+                    .unwrap_or_else(|| panic!("{name}: no SM limits for {arch}"))
+            };
+            // The block size that loses the most (the largest when none loses).
+            let shown = *sizes
+                .iter()
+                .max_by_key(|&&t| {
+                    let (b, a) = (blocks(&before, t), blocks(&after, t));
+                    ((b - a.min(b)) * 1024 / b, t)
+                })
+                .unwrap();
+            let short: String = k.name.chars().take(40).collect();
+            table += &format!(
+                "| {name} | {short} | {} | {} -> {} | {} -> {} |\n",
+                if sizes.len() == 1 {
+                    sizes[0].to_string()
+                } else {
+                    format!("{shown} (of 32..{})", sizes.last().unwrap())
+                },
+                before.registers,
+                after.registers,
+                blocks(&before, shown),
+                blocks(&after, shown)
+            );
+            for &t in &sizes {
+                let (b, a) = (blocks(&before, t), blocks(&after, t));
+                if a < b {
+                    wrong.push(format!(
+                        "{name} {}: {} -> {} registers, {b} -> {a} blocks of {t} threads per SM",
+                        k.name, before.registers, after.registers
+                    ));
+                }
+            }
+            if after.spill_stores + after.spill_loads > 0 {
+                wrong.push(format!(
+                    "{name} {}: spills {} bytes stored, {} loaded",
+                    k.name, after.spill_stores, after.spill_loads
+                ));
+            }
+        }
+    }
+    println!("{table}");
+    assert!(
+        wrong.is_empty(),
+        "instrumented kernels that lose blocks per SM or spill:\n{}",
         wrong.join("\n")
     );
 }
