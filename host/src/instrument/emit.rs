@@ -6,24 +6,25 @@
 //! host wrote into the kernel's symbol at attach time (the buffer header's lanes, records
 //! per lane, warps per block, epochs; constant loads, no global load).
 //!
-//! **The kernel keeps its occupancy.** Registers are what a probe can cost a kernel that
-//! is not in its code: a warp's are allocated 256 at a time, so a 128-thread block at 33
-//! registers holds 12 blocks per SM where one at 32 holds 16. Across the kernel the probes
-//! keep one 32-bit value, the lane's index in the buffer (`%ikp_at`), and a predicate
-//! (`%ikp_on`); each probe that writes computes the lane's addresses afresh from it and the
-//! symbol's constants ([`locate`], some 6 SASS instructions), where holding the two 64-bit
-//! addresses and the record count took five vector registers at every point of the kernel.
-//! On sm_80 and later the init also reads the block's index through `redux.sync` ([`init`])
-//! so that ptxas keeps the kernel's own `%ctaid` arithmetic in uniform registers. A loop's
-//! trip counter and its begin's timer live across the loop; in a warp-uniform loop ptxas
-//! keeps them in uniform registers too. `instrument_ptx::instrumented_kernels_keep_their_occupancy`
+//! **The kernel keeps its occupancy.** Registers are what a probe can cost a kernel
+//! outside its own code: a warp's are allocated 256 at a time, so a 128-thread block at 33
+//! to 40 registers gets 12 blocks per SM where at 32 it gets 16. Across the kernel the
+//! probes keep one 32-bit value, the lane's index in the buffer (`%ikp_at`), and a
+//! predicate (`%ikp_on`); each probe that writes computes the lane's addresses afresh from
+//! it and the symbol's constants ([`locate`]: where ptxas does not keep them itself, some
+//! 11 SASS instructions, 4 of them constant loads), where holding the two 64-bit addresses
+//! and the record count took five vector registers at every point of the kernel. On sm_80
+//! and later the init reads the block's index through `redux.sync` ([`init`]), so that
+//! ptxas keeps the kernel's own `%ctaid` arithmetic in uniform registers. A loop's trip
+//! counter and its begin's timer live across the loop (in a warp-uniform loop ptxas keeps
+//! them in uniform registers). `instrument_ptx::instrumented_kernels_keep_their_occupancy`
 //! holds every fixture to its blocks per SM.
 //!
 //! **The entry waits on no round trip.** With more than one epoch the segment depends on
 //! an atomic, the warp's claim on its launch counter, so the lane init comes in two
 //! halves. [`init`], at the kernel's start, takes the start stamps and puts the claim in
 //! flight; its result (`%ikp_ep`) is read by nothing there. [`place`] broadcasts the
-//! claim, narrows `%ikp_on` to an epoch within the buffer, sets `%ikp_lane` and stores the
+//! claim, narrows `%ikp_on` to an epoch within the buffer, sets `%ikp_at` and stores the
 //! lane's start; the rewrite puts it as late as the entry allows (before the first probe
 //! that writes, at the end of the entry's straight-line code, past an innermost loop the
 //! entry runs whole). The kernel's own first loads go out while the claim is in flight.
@@ -156,11 +157,13 @@ pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
 /// Lane init, second half: the claimed epoch broadcast from the thread that claimed it,
 /// `%ikp_on` narrowed to an epoch within the buffer, the lane's index in the buffer
 /// (`%ikp_at`, all that stays live of the lane), and the lane's start (the stamps [`init`]
-/// took) and ids stored by the claiming thread. The rewrite puts it as late as the entry's straight-line code
-/// allows (before its first probe that writes, or its end), so the kernel's own first
-/// loads go out while the claim's round trip is in flight. Straight-line code from
-/// [`init`]: the warp's active mask is the one the claim was made under (`%ikp_m`, kept
-/// for the shuffle's members and its source).
+/// took) and ids stored by the claiming thread. The rewrite puts it as late as the
+/// entry's straight-line code allows (before its first probe that writes, or its end), so
+/// the kernel's own first loads go out while the claim's round trip is in flight.
+/// Straight-line code from [`init`]: the warp's active mask is the one the claim was made
+/// under (`%ikp_m`, kept for the shuffle's members and its source). The broadcast is a
+/// shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right behind its atomic,
+/// ahead of the kernel's first loads (Triton's attention kernel).
 pub(crate) fn place(symbol: &str) -> String {
     let w = |word: usize| word * 8;
     format!(
