@@ -12,6 +12,10 @@ whose trip count comes from the data). Each runs at the fixtures' sizes and at s
 - the first recorded launch: one lane per warp of the grid, each loop recorded with the
   trip counts the fixture knows (``expected_trips``: per program, per loop entry), nested
   loops at depth 1, nothing dropped;
+- the kernel's occupancy: one SM holds as many blocks of the instrumented kernel as of the
+  plain one (the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` on the compiled
+  kernels, at their block size and dynamic shared memory; Triton's ``n_regs`` beside it),
+  and the instrumented kernel spills no more than the plain one;
 - every timed launch: ikp's kernel extent (first lane start to last lane end) no longer
   than the launch's GPU duration;
 - the cost, timed by GPU duration (``timing``: CUPTI kernel records through
@@ -111,6 +115,43 @@ def extent_problems(name: str, extents_ns: Sequence[int], durations_us: Sequence
     return [f"{name}: launch {i}: ikp's extent {e / 1e3:.2f} us > the GPU duration {d:.2f} us" for i, e, d in over[:3]]
 
 
+def occupancy_problems(name: str, plain: Dict[str, Any], probed: Dict[str, Any]) -> List[str]:
+    """Blocks per SM and spills of the instrumented kernel against the plain one's."""
+    out = []
+    if plain.get("blocks_per_sm") is None or probed.get("blocks_per_sm") is None:
+        return [f"{name}: occupancy not measured: {probed.get('error') or plain.get('error')}"]
+    if probed["blocks_per_sm"] < plain["blocks_per_sm"]:
+        out.append(
+            f"{name}: {probed['blocks_per_sm']} blocks per SM instrumented, {plain['blocks_per_sm']} plain "
+            f"({probed.get('registers')} registers, {plain.get('registers')} plain)"
+        )
+    if (probed.get("spills") or 0) > (plain.get("spills") or 0):
+        out.append(f"{name}: spills {probed.get('spills')} instrumented, {plain.get('spills')} plain")
+    return out
+
+
+def occupancy(kernel: Any, threads: int) -> Dict[str, Any]:
+    """What one compiled Triton kernel (the object a launch returns) asks of an SM, and the
+    blocks of ``threads`` threads one SM holds, as the driver says."""
+    import ctypes
+
+    shared = int(getattr(kernel.metadata, "shared", 0) or 0)
+    out: Dict[str, Any] = dict(
+        registers=getattr(kernel, "n_regs", None), spills=getattr(kernel, "n_spills", None), shared=shared
+    )
+    try:
+        blocks = ctypes.c_int(0)
+        rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(blocks), ctypes.c_void_p(int(kernel.function)), ctypes.c_int(threads), ctypes.c_size_t(shared)
+        )
+        if rc != 0:
+            raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor returned {rc}")
+        out["blocks_per_sm"] = blocks.value
+    except Exception as e:  # noqa: BLE001
+        out["error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
 def slowdown_problems(slowdowns: Dict[str, float]) -> List[str]:
     """The cost targets over the large sizes: the median and each kernel."""
     if not slowdowns:
@@ -197,8 +238,9 @@ def run_kernel(torch: Any, ikp_triton: Any, fx: Any, fixture: Tuple[Any, ...]) -
     def launcher(args: List[Any]) -> Callable[[], Any]:
         return lambda: fn[tuple(grid)](*args, **opts)
 
+    threads = opts["num_warps"] * 32
     plain_args = _inputs(torch, fargs, shapes, seed=7)
-    launcher(plain_args)()
+    plain_occupancy = occupancy(launcher(plain_args)(), threads)
     torch.cuda.synchronize()
     plain, timing = gpu_durations(torch, launcher(plain_args), name, TIMED)
     plain_args = _inputs(torch, fargs, shapes, seed=7)
@@ -208,7 +250,7 @@ def run_kernel(torch: Any, ikp_triton: Any, fx: Any, fixture: Tuple[Any, ...]) -
         kernels=[fn], records_per_warp=records_per_warp(loops), max_blocks=blocks, launches=TIMED + 1
     ) as prof:
         args = _inputs(torch, fargs, shapes, seed=7)
-        launcher(args)()
+        probed_occupancy = occupancy(launcher(args)(), threads)
         torch.cuda.synchronize()
         probed, probed_timing = gpu_durations(torch, launcher(args), name, TIMED)
     torch.cuda.synchronize()
@@ -219,6 +261,7 @@ def run_kernel(torch: Any, ikp_triton: Any, fx: Any, fixture: Tuple[Any, ...]) -
     )
     if not equal:
         problems.append(f"{name}: outputs differ from the plain kernel's")
+    problems += occupancy_problems(name, plain_occupancy, probed_occupancy)
     traces = prof.traces.get(name, [])
     if not traces:
         return problems + [f"{name}: no trace recorded"], {}
@@ -243,6 +286,7 @@ def run_kernel(torch: Any, ikp_triton: Any, fx: Any, fixture: Tuple[Any, ...]) -
         if extents and cupti
         else None,
         loops=len(loops),
+        occupancy=dict(plain=plain_occupancy, instrumented=probed_occupancy),
         lanes=len(t.lanes()["id"]),
         launches_recorded=len(traces),
     )
@@ -437,6 +481,15 @@ def self_check() -> List[str]:
         fails.append("a median slowdown over 3 % was accepted")
     if not slowdown_problems({"a": 1.0, "b": 1.0, "c": 1.11}):
         fails.append("a kernel over 10 % was accepted")
+    same = dict(registers=32, spills=0, blocks_per_sm=16)
+    if occupancy_problems("k", same, dict(same, registers=30)):
+        fails.append("an instrumented kernel with the plain kernel's occupancy was rejected")
+    if not occupancy_problems("k", same, dict(same, registers=40, blocks_per_sm=12)):
+        fails.append("a kernel that lost blocks per SM was accepted")
+    if not occupancy_problems("k", same, dict(same, spills=8)):
+        fails.append("an instrumented kernel that spills was accepted")
+    if not occupancy_problems("k", same, dict(error="no driver")):
+        fails.append("an unmeasured occupancy was accepted")
     if records_per_warp(loops) != 3 + 3 * 8 or records_per_warp([]) != 1:
         fails.append("records per warp miscounted")
     return fails
