@@ -207,28 +207,37 @@ fn triton_kernels_assemble_keep_parameters_and_carry_their_probes() {
     }
 }
 
+/// `nvcc --ptx -lineinfo -arch=<arch> <defines>` on the CUDA source file `src`.
+fn nvcc_ptx_of(src: &Path, arch: &str, defines: &[&str]) -> String {
+    let tools = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.ptx");
+    let status = Command::new(&tools.nvcc)
+        .args(["--ptx", "-lineinfo", &format!("-arch={arch}")])
+        .args(defines)
+        .arg("-o")
+        .arg(&out)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc --ptx {} for {arch}", src.display());
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// A CUDA source of `host/tests/kernels/`.
+fn test_kernel(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("host/tests/kernels")
+        .join(name)
+}
+
 /// nvcc's PTX of the repository's example kernels (their uninstrumented build), for each
 /// architecture ikp supports.
 fn nvcc_ptx(arch: &str) -> String {
-    let tools = tools();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("examples.cu");
     std::fs::write(&src, ikp_host::sass::kernels::EXAMPLES).unwrap();
-    let out = dir.path().join("examples.ptx");
-    let status = Command::new(&tools.nvcc)
-        .args([
-            "--ptx",
-            "-lineinfo",
-            "-DIKP_BASELINE",
-            &format!("-arch={arch}"),
-            "-o",
-        ])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(status.success(), "nvcc --ptx for {arch}");
-    std::fs::read_to_string(out).unwrap()
+    nvcc_ptx_of(&src, arch, &["-DIKP_BASELINE"])
 }
 
 #[test]
@@ -447,18 +456,7 @@ fn loop_mismatch(plain: &[SassLoop], probed: &[SassLoop]) -> Option<String> {
 /// and TMA loops) by nvcc for `arch`, each loop left to ptxas as Triton leaves them (its
 /// `.pragma "nounroll"` taken out).
 fn unrolled_loops_ptx(arch: &str) -> String {
-    let tools = tools();
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("host/tests/kernels/unrolled_loops.cu");
-    let out = dir.path().join("loops.ptx");
-    let status = Command::new(&tools.nvcc)
-        .args(["--ptx", "-lineinfo", &format!("-arch={arch}"), "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(status.success(), "nvcc --ptx unrolled_loops.cu for {arch}");
-    let ptx = std::fs::read_to_string(out).unwrap();
+    let ptx = nvcc_ptx_of(&test_kernel("unrolled_loops.cu"), arch, &[]);
     assert!(ptx.contains(".pragma \"nounroll\";"));
     ptx.replace("\t.pragma \"nounroll\";\n", "")
 }
@@ -651,18 +649,7 @@ fn claim_wait(sass: &[String]) -> Option<ClaimWait> {
 /// nvcc's PTX of `host/tests/kernels/row_wise.cu` (an RMSNorm laid out as Liger's: a block
 /// per row, no loop) for `arch`.
 fn row_wise_ptx(arch: &str) -> String {
-    let tools = tools();
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("host/tests/kernels/row_wise.cu");
-    let out = dir.path().join("row_wise.ptx");
-    let status = Command::new(&tools.nvcc)
-        .args(["--ptx", "-lineinfo", &format!("-arch={arch}"), "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(status.success(), "nvcc --ptx row_wise.cu for {arch}");
-    std::fs::read_to_string(out).unwrap()
+    nvcc_ptx_of(&test_kernel("row_wise.cu"), arch, &[])
 }
 
 /// Entry without a round trip, in SASS: the lane init puts its epoch claim in flight at the
