@@ -1,6 +1,8 @@
 //! `epochs/graph`: one launch captured into a CUDA Graph, replayed 4 times with nothing in
 //! between into a buffer of 3 epochs: each lane's launch counter says 4, epochs 0..3 each
-//! hold one launch, in launch order, and the 4th replay wrote nothing.
+//! hold one launch, in launch order, and the 4th replay wrote nothing. Each block holds two
+//! lanes in one warp and one lane over two warps, the shapes the header's warp-wide epoch
+//! hand-off (`redux.sync.max` of the leaders' claims) must get right.
 
 use ikp_device::wire::{self, lane as seg, Kind};
 use ikp_device::Layout;
@@ -16,14 +18,18 @@ pub const EPOCHS: u32 = 3;
 pub const REPLAYS: u32 = 4;
 /// The graph kernel's instant payload.
 pub const TAG: u32 = 7;
-/// Blocks (two lanes each) of the graph launch.
+/// Blocks of the graph launch.
 pub const BLOCKS: u32 = 4;
+/// Threads per block: warp 0 holds lanes 0 and 1 (16 threads each), warps 1 and 2 lane 2.
+pub const THREADS: u32 = 96;
+/// Lanes per block.
+pub const GROUPS: u32 = 3;
 
 /// The graph check's layout.
 pub fn epochs_layout() -> Layout {
     Layout {
         grid: [BLOCKS, 1, 1],
-        groups_per_block: 2,
+        groups_per_block: GROUPS,
         records_per_lane: 4,
         regions: vec!["replay".into()],
         epochs: EPOCHS,
@@ -91,7 +97,7 @@ pub fn check(gpu: &Gpu) -> Result<Check, Error> {
     let mut b = stream.launch_builder(&f);
     b.arg(&TAG).arg(&arg);
     // SAFETY: epoch_replay(unsigned tag, ikp::Arg).
-    let launched = unsafe { b.launch(grid(BLOCKS, 64)) }
+    let launched = unsafe { b.launch(grid(BLOCKS, THREADS)) }
         .map_err(drv("cuLaunchKernel (epoch_replay, captured)"));
     let graph = stream
         .end_capture(sys::CUgraphInstantiate_flags(0))
@@ -122,7 +128,7 @@ mod tests {
     fn epochs_buffer(replays: u32) -> Vec<u64> {
         let mut w = BufferWriter::new(epochs_layout()).unwrap();
         for r in 0..replays {
-            for l in 0..BLOCKS as u64 * 2 {
+            for l in 0..(BLOCKS * GROUPS) as u64 {
                 let t = 10_000 * (r as u64 + 1);
                 if let Some(mut lw) = w.launch(l) {
                     lw.init(0, 0, 0, t, 0);

@@ -156,9 +156,14 @@ extern "C" __global__ void ring_wrap(const unsigned* attempts, ikp::Arg prof) {
 // ---------------------------------------------------------------------------------------
 // Epochs: each lane records one instant whose payload is `tag`. Captured once into a CUDA
 // Graph and replayed: every replay is a launch with the same arguments, so only the
-// device's epoch counters tell the replays apart.
+// device's epoch counters tell the replays apart. Blocks of 96 threads in three lanes of
+// every shape a warp's epoch hand-off meets: two lanes in warp 0 (threads 0-15 and 16-31,
+// two leaders in one warp), and one lane over warps 1 and 2 (leader thread 32; warp 2 has
+// no leader).
 extern "C" __global__ void epoch_replay(unsigned tag, ikp::Arg prof) {
-  ikp::Lane<> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  const unsigned t = threadIdx.x;
+  const unsigned group = t < 16u ? 0u : (t < 32u ? 1u : 2u);
+  ikp::Lane<> lane(prof, group, t == 0u || t == 16u || t == 32u);
   lane.instant(0u, tag);
   lane.finalize();
 }
