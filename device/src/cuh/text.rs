@@ -569,7 +569,7 @@ class Lane {
         // record re-tested.
         const unsigned long long e = detail::atomic_fetch_add_if(
             on && arg.epochs > 1u, buf + (arg.lane_base - arg.lane_count) + lane, 1ull);
-        on = on && e < arg.epochs;
+        on = on && e < (arg.epochs > 1u ? arg.epochs : 1u);  // 0 epochs reads as 1, as before
         // The epoch reaches the segment's address as the warp's largest (every thread but
         // a leader brings 0): a warp-uniform value, so the address stays in uniform
         // registers as it does without epochs, and not in the vector registers the kernel's
