@@ -117,3 +117,63 @@ fn the_manifest_is_a_names_file() {
             .collect::<Vec<_>>()
     );
 }
+
+/// `--report` as a user reads it: per kernel, registers, blocks per SM at the block size
+/// the PTX declares, spills and SASS size, before -> after. The figures are checked
+/// against the library's own arithmetic on the registers the table states (not
+/// hard-coded), and a kernel keeps its blocks per SM. Needs ptxas and cuobjdump
+/// (`scripts/provision.sh`, `source scripts/env.sh`).
+#[test]
+fn report_shows_what_the_probes_cost_the_kernel_occupancy_included() {
+    use ikp_host::{sass::occupancy::blocks_per_sm, Arch};
+    let dir = tempfile::tempdir().unwrap();
+    let input = repo().join("host/tests/ptx/triton/softmax_looped_kernel.ptx");
+    let out = dir.path().join("s.ptx");
+    let said = ikp_ok(&[
+        "instrument",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--report",
+    ]);
+    let header = said
+        .lines()
+        .find(|l| l.starts_with("| kernel (sm_90a)"))
+        .unwrap_or_else(|| panic!("no report table in:\n{said}"));
+    assert_eq!(
+        header,
+        "| kernel (sm_90a) | registers | blocks per SM | spill stores (B) | spill loads (B) | SASS instructions |"
+    );
+    let row: Vec<&str> = said
+        .lines()
+        .find(|l| l.starts_with("| softmax_looped_kernel |"))
+        .unwrap_or_else(|| panic!("no row for the kernel in:\n{said}"))
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let pair = |cell: &str| -> (u32, u32) {
+        let mut n = cell
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse::<u32>().unwrap());
+        (n.next().unwrap(), n.next().unwrap())
+    };
+    let (regs_before, regs_after) = pair(row[1]);
+    let (blocks_before, blocks_after) = pair(row[2]);
+    assert!(row[2].ends_with("(128 threads)"), "{}", row[2]);
+    let sm90 = Arch::new(9, 0);
+    assert_eq!(
+        (Some(blocks_before), Some(blocks_after)),
+        (
+            blocks_per_sm(sm90, 128, regs_before, 0),
+            blocks_per_sm(sm90, 128, regs_after, 0)
+        ),
+        "{}",
+        row[2]
+    );
+    assert_eq!(
+        blocks_after, blocks_before,
+        "the probes cost the kernel blocks per SM"
+    );
+}

@@ -43,6 +43,12 @@ pub struct KernelCost {
     pub after: Usage,
     /// SASS instructions before and after.
     pub instructions: (usize, usize),
+    /// Blocks one SM holds before and after, with the threads per block they are counted
+    /// for: the kernel's `.reqntid` / `.maxntid`, and its static shared memory only (a
+    /// launch's dynamic shared memory is not in the PTX). `None` where the PTX gives no
+    /// block size or the architecture's limits are not tabled
+    /// ([`crate::sass::occupancy::blocks_per_sm`]).
+    pub blocks_per_sm: Option<(u32, u32, u32)>,
 }
 
 /// Assembles `ptx` for `arch` (`sm_90a`) with `ptxas -v` and disassembles it.
@@ -144,6 +150,11 @@ pub fn compare(
         assemble(tools, before, arch)?,
         assemble(tools, after, arch)?,
     );
+    // The block sizes the PTX declares; a module ikp cannot read has none to give.
+    let declared = super::ptx::Module::parse(before)
+        .map(|m| m.kernels)
+        .unwrap_or_default();
+    let sm: Option<crate::Arch> = arch.parse().ok();
     b.usage
         .iter()
         .map(|u| {
@@ -157,23 +168,40 @@ pub fn compare(
                 b.sass.kernel(&u.kernel)?.len(),
                 a.sass.kernel(&u.kernel)?.len(),
             );
+            let threads = declared
+                .iter()
+                .find(|k| k.name == u.kernel)
+                .and_then(|k| k.threads_per_block);
+            let blocks = |x: &Usage| {
+                crate::sass::occupancy::blocks_per_sm(sm?, threads?, x.registers, x.shared_bytes)
+            };
+            let blocks_per_sm = match (threads, blocks(u), blocks(&after)) {
+                (Some(t), Some(b0), Some(b1)) => Some((t, b0, b1)),
+                _ => None,
+            };
             Ok(KernelCost {
                 before: u.clone(),
                 after,
                 instructions,
+                blocks_per_sm,
             })
         })
         .collect()
 }
 
-/// The comparison as a Markdown table.
+/// The comparison as a Markdown table. "blocks per SM" is counted at the block size the
+/// PTX declares (`.reqntid` / `.maxntid`), with static shared memory only; "n/a" where it
+/// declares none.
 pub fn markdown(arch: &str, costs: &[KernelCost]) -> String {
     let mut s = format!(
-        "| kernel ({arch}) | registers | spill stores (B) | spill loads (B) | SASS instructions |\n|---|---|---|---|---|\n"
+        "| kernel ({arch}) | registers | blocks per SM | spill stores (B) | spill loads (B) | SASS instructions |\n|---|---|---|---|---|---|\n"
     );
     for c in costs {
+        let blocks = c.blocks_per_sm.map_or("n/a".to_string(), |(t, b0, b1)| {
+            format!("{b0} -> {b1} ({t} threads)")
+        });
         s += &format!(
-            "| {} | {} -> {} | {} -> {} | {} -> {} | {} -> {} |\n",
+            "| {} | {} -> {} | {blocks} | {} -> {} | {} -> {} | {} -> {} |\n",
             c.before.kernel,
             c.before.registers,
             c.after.registers,
