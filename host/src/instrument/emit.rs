@@ -299,68 +299,13 @@ pub(crate) fn loop_begin_deferred(k: usize) -> String {
 }
 
 /// The end of a loop begun by [`loop_begin_deferred`], by its owner: the begin (its
-/// timer kept since), the end and the trip-count sample, in three slots taken by one
-/// atomic add, as many as fit (a full lane drops the newest, as [`loop_end`]); the add's
-/// excess is handed back (`written` down, `dropped` up by as many, in one reduction).
+/// timer kept since), the end and the trip-count sample ([`loop_end_records`]).
 pub(crate) fn loop_end_deferred(symbol: &str, k: usize, region: u32) -> String {
-    let begin_tag = (region << wire::REGION_SHIFT) | Kind::Begin as u32;
-    let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
-    let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
-        | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
-        | Kind::Meta as u32;
-    format!(
-        "{locate}{{ // ikp: loop end (and its begin)
-\t.reg .pred %iq<5>;
-\t.reg .b32 %ia<7>;
-\t.reg .b64 %ib<5>;
-\tmov.u32 %ia0, %globaltimer_lo;
-\tand.pred %iq0, %ikp_own{k}, %ikp_on;
-\tactivemask.b32 %ia1;
-\tmov.u32 %ia2, %lanemask_lt;
-\tand.b32 %ia2, %ia2, %ia1;
-\tselp.b32 %ia2, 0, %ia2, %iq0;
-\tadd.s32 %ia5, %ia2, 3;
-\tcvt.u64.u32 %ib4, %ia5;
-\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib4;
-\tcvt.u32.u64 %ia3, %ib0;
-\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;
-\tadd.s32 %ia4, %ia3, 1;
-\tsetp.lt.and.u32 %iq2, %ia4, %ikp_r, %iq0;
-\tadd.s32 %ia4, %ia3, 2;
-\tsetp.lt.and.u32 %iq3, %ia4, %ikp_r, %iq0;
-\tselp.u32 %ia5, 0, 1, %iq1;
-\tselp.u32 %ia6, 0, 1, %iq2;
-\tadd.s32 %ia5, %ia5, %ia6;
-\tselp.u32 %ia6, 0, 1, %iq3;
-\tadd.s32 %ia5, %ia5, %ia6;
-\tsetp.ne.and.u32 %iq4, %ia5, 0, %iq0;
-\tcvt.u64.u32 %ib4, %ia5;
-\tmul.lo.u64 %ib4, %ib4, 4294967295;
-\tcvt.u64.u32 %ib3, %ia2;
-\tadd.s64 %ib4, %ib4, %ib3;
-\t@%iq4 red.global.add.u64 [%ikp_cnt], %ib4;
-\tmov.b32 %ia4, {begin_tag};
-\tmov.b64 %ib1, {{%ia4, %ikp_t{k}}};
-\tmov.b32 %ia4, {end_tag};
-\tmov.b64 %ib2, {{%ia4, %ia0}};
-\tmov.b32 %ia4, {sample_tag};
-\tmov.b64 %ib3, {{%ia4, %ikp_trip{k}}};
-\tmul.wide.u32 %ib0, %ia3, 8;
-\tadd.s64 %ib0, %ikp_lane, %ib0;
-\t@%iq1 st.global.u64 [%ib0+{events}], %ib1;
-\t@%iq2 st.global.u64 [%ib0+{next}], %ib2;
-\t@%iq3 st.global.u64 [%ib0+{after}], %ib3;
-\tcvt.u64.u32 %ib3, %ikp_trip{k};
-\t@%iq0 red.global.add.u64 [%ikp_cnt+{total}], %ib3;
-\tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
-}}
-",
-        locate = locate(symbol),
-        events = lane::EVENTS * 8,
-        next = (lane::EVENTS + 1) * 8,
-        after = (lane::EVENTS + 2) * 8,
-        total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8,
-    )
+    let begin = (
+        (region << wire::REGION_SHIFT) | Kind::Begin as u32,
+        format!("%ikp_t{k}"),
+    );
+    loop_end_records(symbol, k, region, Some(begin))
 }
 
 /// Counts one run of loop `k`'s header.
@@ -370,59 +315,87 @@ pub(crate) fn loop_trip(k: usize) -> String {
 
 /// A loop's end, recorded by its begin's owner, who then owns it no more: the end record
 /// and, right after it, a counter sample of the loop's counter `k` (`MetaKind::CounterSample`,
-/// value = the trip count, timed by the end before it), in two slots taken by one atomic
-/// add. A lane with one slot left keeps the end and drops the sample (a drop-newest lane
-/// drops only once full); the add's excess is handed back (`-1` or `-2` written, as many
-/// more dropped). The trip count is also added to the counter's total in the lane's
-/// trailer, as `ikp.cuh`'s counted waits do.
+/// value = the trip count, timed by the end before it) ([`loop_end_records`]).
 pub(crate) fn loop_end(symbol: &str, k: usize, region: u32) -> String {
+    loop_end_records(symbol, k, region, None)
+}
+
+/// A loop end's records by the loop's owner: `begin` first where the begin was deferred
+/// (its tag and the register holding its timer), then the end and the trip-count sample, in
+/// consecutive slots taken by one atomic add. A slot past the lane's capacity is not
+/// written (a drop-newest lane keeps the oldest: a lane with one slot left keeps the first
+/// record), and the add's excess is handed back in one reduction (`written` down, `dropped`
+/// up by as many). The trip count is also added to the counter's total in the lane's
+/// trailer, as `ikp.cuh`'s counted waits do.
+fn loop_end_records(symbol: &str, k: usize, region: u32, begin: Option<(u32, String)>) -> String {
     let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
     let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
         | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
         | Kind::Meta as u32;
-    format!(
-        "{locate}{{ // ikp: loop end
-\t.reg .pred %iq<6>;
-\t.reg .b32 %ia<6>;
-\t.reg .b64 %ib<5>;
+    let records: Vec<(u32, String)> = begin
+        .into_iter()
+        .chain([
+            (end_tag, "%ia0".to_string()),
+            (sample_tag, format!("%ikp_trip{k}")),
+        ])
+        .collect();
+    let n = records.len();
+    let what = if n == 3 { " (and its begin)" } else { "" };
+    let mut s = format!(
+        "{locate}{{ // ikp: loop end{what}
+\t.reg .pred %iq<{preds}>;
+\t.reg .b32 %ia<7>;
+\t.reg .b64 %ib<4>;
 \tmov.u32 %ia0, %globaltimer_lo;
 \tand.pred %iq0, %ikp_own{k}, %ikp_on;
 \tactivemask.b32 %ia1;
 \tmov.u32 %ia2, %lanemask_lt;
 \tand.b32 %ia2, %ia2, %ia1;
 \tselp.b32 %ia2, 0, %ia2, %iq0;
-\tadd.s32 %ia5, %ia2, 2;
-\tcvt.u64.u32 %ib2, %ia5;
-\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib2;
+\tadd.s32 %ia5, %ia2, {n};
+\tcvt.u64.u32 %ib1, %ia5;
+\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib1;
 \tcvt.u32.u64 %ia3, %ib0;
-\tadd.s32 %ia5, %ia3, 1;
-\tsetp.lt.and.u32 %iq1, %ia5, %ikp_r, %iq0;
-\tsetp.lt.and.u32 %iq3, %ia3, %ikp_r, %iq0;
-\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;
-\txor.pred %iq4, %iq3, %iq1;
-\tor.pred %iq5, %iq2, %iq4;
-\tselp.b64 %ib4, 8589934590, 4294967295, %iq2;
+\tmov.u32 %ia5, 0;
+",
+        locate = locate(symbol),
+        preds = n + 2,
+    );
+    // %iq<j+1>: slot j fits; %ia5 counts the slots that do not.
+    for j in 1..=n {
+        s += &format!(
+            "\tadd.s32 %ia4, %ia3, {off};\n\tsetp.lt.and.u32 %iq{j}, %ia4, %ikp_r, %iq0;\n\tselp.u32 %ia6, 0, 1, %iq{j};\n\tadd.s32 %ia5, %ia5, %ia6;\n",
+            off = j - 1
+        );
+    }
+    s += &format!(
+        "\tsetp.ne.and.u32 %iq{h}, %ia5, 0, %iq0;
+\tcvt.u64.u32 %ib1, %ia5;
+\tmul.lo.u64 %ib1, %ib1, 4294967295;
 \tcvt.u64.u32 %ib2, %ia2;
-\tadd.s64 %ib4, %ib4, %ib2;
-\t@%iq5 red.global.add.u64 [%ikp_cnt], %ib4;
-\tmov.b32 %ia4, {end_tag};
-\tmov.b64 %ib1, {{%ia4, %ia0}};
-\tmov.b32 %ia4, {sample_tag};
-\tmov.b64 %ib3, {{%ia4, %ikp_trip{k}}};
-\tmul.wide.u32 %ib2, %ia3, 8;
-\tadd.s64 %ib2, %ikp_lane, %ib2;
-\t@%iq3 st.global.u64 [%ib2+{events}], %ib1;
-\t@%iq1 st.global.u64 [%ib2+{next}], %ib3;
-\tcvt.u64.u32 %ib3, %ikp_trip{k};
+\tadd.s64 %ib1, %ib1, %ib2;
+\t@%iq{h} red.global.add.u64 [%ikp_cnt], %ib1;
+\tmul.wide.u32 %ib0, %ia3, 8;
+\tadd.s64 %ib0, %ikp_lane, %ib0;
+",
+        h = n + 1
+    );
+    for (j, (tag, value)) in records.iter().enumerate() {
+        s += &format!(
+            "\tmov.b32 %ia4, {tag};\n\tmov.b64 %ib1, {{%ia4, {value}}};\n\t@%iq{p} st.global.u64 [%ib0+{at}], %ib1;\n",
+            p = j + 1,
+            at = (lane::EVENTS as usize + j) * 8
+        );
+    }
+    s += &format!(
+        "\tcvt.u64.u32 %ib3, %ikp_trip{k};
 \t@%iq0 red.global.add.u64 [%ikp_cnt+{total}], %ib3;
 \tsetp.ne.u32 %ikp_own{k}, %ia3, %ia3;
 }}
 ",
-        locate = locate(symbol),
-        events = lane::EVENTS * 8,
-        next = (lane::EVENTS + 1) * 8,
-        total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8,
-    )
+        total = (lane::T_COUNTERS - lane::T_COUNT + k as u32) * 8
+    );
+    s
 }
 
 /// An instant at a source line.
