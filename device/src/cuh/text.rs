@@ -356,11 +356,17 @@ IKP_INLINE unsigned stream_least_room(unsigned cap) {
 /// keeps up reads TAIL once per lap of the ring, not per chunk. A lane without that much
 /// room waits for it (Wait: then writes a stall mark) or drops the record; a drop-mode lane
 /// writes its drop mark once it has that room again. Then the limit moves to the next
-/// chunk's end or the end of the room, whichever comes first, and `record` (timed at the
-/// record site) is stored or counted as dropped.
-template <bool Wait>
-IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s,
-                                     unsigned long long record) {
+/// chunk's end or the end of the room, whichever comes first, and the record (`value`, or
+/// with `Timed` the timer T read first thing here, and `tag`) is stored or counted as
+/// dropped. The timer is read here, a call after the record site, rather than passed in
+/// with the record: the word the fast path built then stays live into the call block,
+/// which took one more instruction per record in a loop on sm_90, and more in
+/// straight-line code.
+template <bool Wait, bool Timed, Timer T>
+IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s, unsigned value,
+                                     unsigned tag) {
+  if constexpr (Timed) value = T == Timer::Clock ? clock_lo() : globaltimer_lo();
+  const unsigned long long record = (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag;
   if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
     stream_publish(ev, s);
     const unsigned least = stream_least_room(cap);
@@ -589,7 +595,7 @@ class Lane {
       // past the buffer or past its epochs, and every warp of a lane but its leader's)
       // branches around the record path. Built without the branch (IKP_OFF_BRANCH=0) no
       // warp takes the vote (live() is then always true and live_ unread).
-      if constexpr (stream || !off_branch) {
+      if constexpr (!off_branch) {
         live_ = on;
       } else {
         live_ = detail::warp_any(on);
@@ -732,7 +738,7 @@ class Lane {
   /// Fence::Block's fence, run by the warps of a lane that writes only: it orders the
   /// leader warp's memory traffic around the stamp, and no other warp's traffic is in it.
   IKP_INLINE void fence() const {
-    if (stream || live()) detail::fence_block();
+    if (live()) detail::fence_block();
   }
 
   /// A timed record with Fence::Block's fence before it (`FenceFirst`: end, instant) or
@@ -743,9 +749,11 @@ class Lane {
     if constexpr (F == Fence::None) {
       put_timed(tag);
     } else if constexpr (stream) {
-      if constexpr (FenceFirst) detail::fence_block();
-      put_timed(tag);
-      if constexpr (!FenceFirst) detail::fence_block();
+      if (live()) {
+        if constexpr (FenceFirst) detail::fence_block();
+        put_stream<true>(0u, tag);
+        if constexpr (!FenceFirst) detail::fence_block();
+      }
     } else {
       if (live()) {
         if constexpr (FenceFirst) detail::fence_block();
@@ -772,7 +780,7 @@ class Lane {
   /// capacity, the compare only guards a zero capacity.
   IKP_INLINE void put_timed(unsigned tag) {
     if constexpr (stream) {
-      put_stream<true>(0u, tag);
+      if (live()) put_stream<true>(0u, tag);
       return;
     }
     if (live()) put_live<true>(0u, tag);
@@ -782,7 +790,7 @@ class Lane {
   /// The same for an untimed (meta) record whose high half is `value`.
   IKP_INLINE void put(unsigned value, unsigned tag) {
     if constexpr (stream) {
-      put_stream<false>(value, tag);
+      if (live()) put_stream<false>(value, tag);
       return;
     }
     if (live()) put_live<false>(value, tag);
@@ -835,20 +843,23 @@ class Lane {
     }
   }
 
-  /// A stream record: the fixed buffer's record with the lane's limit in place of the
-  /// capacity (the cursor is the slot in the ring, which never wraps on this path), plus
-  /// the branch to the out-of-line slow path (detail::stream_slow) when the slot is at the
-  /// limit: no mask, no system-scope access, no call on this path.
+  /// A stream record, in a live() warp (an off warp branches around it, as around every
+  /// record): the fixed buffer's record with the lane's limit in place of the capacity
+  /// (the cursor is the slot in the ring, which never wraps on this path), plus the branch
+  /// to the out-of-line slow path (detail::stream_slow) when the slot is at the limit: no
+  /// mask, no system-scope access, no call on this path.
   template <bool Timed>
   IKP_INLINE void put_stream(unsigned value, unsigned tag) {
-    // The word is built once, before the branch: ptxas then reads the timer straight into
-    // the store's register on both paths (fewer instructions than a read on each path).
-    const unsigned long long word = (static_cast<unsigned long long>(Timed ? now() : value) << TIME_SHIFT) | tag;
+    // In the leader's warp every thread reads the timer, and a select keeps it on the
+    // leader: a per-thread value, read with a fixed-latency CS2R (read as now(), ptxas
+    // takes some records' reads through the uniform datapath, S2UR and a wait; see
+    // record()). The slow path reads its own, so its call block holds no read.
+    const unsigned long long word = (static_cast<unsigned long long>(Timed ? now_if(on_) : value) << TIME_SHIFT) | tag;
     if (on_ && cursor_ != limit_) {
       detail::store_record(ev_, cursor_, word);
       ++cursor_;
     } else if (on_) {
-      slow(word);
+      slow<Timed>(value, tag);
     }
   }
 
@@ -857,9 +868,10 @@ class Lane {
     return detail::StreamState{cursor_, limit_, base_, room_end_, pending_, dropped_};
   }
 
-  /// Runs the slow path for `record` and takes its registers back.
-  IKP_INLINE void slow(unsigned long long record) {
-    const detail::StreamState st = detail::stream_slow<wait>(ev_, cap_, state(), record);
+  /// Runs the slow path for a record and takes its registers back.
+  template <bool Timed>
+  IKP_INLINE void slow(unsigned value, unsigned tag) {
+    const detail::StreamState st = detail::stream_slow<wait, Timed, T>(ev_, cap_, state(), value, tag);
     cursor_ = st.slot;
     limit_ = st.limit;
     base_ = st.base;
@@ -914,7 +926,7 @@ class Lane {
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
-  bool live_;               // on_ on some thread of this warp (stream lanes, IKP_OFF_BRANCH=0: on_)
+  bool live_;               // on_ on some thread of this warp (IKP_OFF_BRANCH=0: on_)
 };
 
 /// Closes a region when it goes out of scope (early returns, breaks and continues

@@ -42,6 +42,8 @@ Dim3 grid_dim() { return t_grid; }
 Dim3 thread_idx() { return Dim3{0, 0, 0}; }
 Dim3 block_dim() { return kBlockDim; }
 void fence_block() {}
+// Each lane runs as its leader alone: the warp's vote is the leader's own.
+bool warp_any(bool p) { return p; }
 void atomic_add(unsigned long long* addr, unsigned long long value) {
   __atomic_fetch_add(addr, value, __ATOMIC_RELAXED);
 }
