@@ -12,14 +12,38 @@
 //! (`the_epoch_claim_waits_behind_the_kernels_first_loads`, with nvcc's PTX of
 //! host/tests/kernels/row_wise.cu).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ikp_host::instrument::{instrument, kernel_params, report, target_of, ProbeKind, ProbeSet};
 use ikp_host::sass::{CudaTools, Sass};
 
 fn tools() -> CudaTools {
     CudaTools::discover().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `report::assemble` of `ptx` for `arch`, once for the whole test binary: the SASS
+/// comparisons assemble the same plain and instrumented modules (every fixture, plain and
+/// with the default probes, in three tests), and ptxas and the disassembler are most of
+/// their time. Two tests asking for one module at once wait for one assembly.
+fn assembled(ptx: &str, arch: &str) -> Result<Arc<report::Assembled>, String> {
+    type Slot = Arc<OnceLock<Result<Arc<report::Assembled>, String>>>;
+    static CACHE: OnceLock<Mutex<HashMap<(String, String), Slot>>> = OnceLock::new();
+    let slot = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry((ptx.to_string(), arch.to_string()))
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        report::assemble(&tools(), ptx, arch)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
+    .clone()
 }
 
 fn fixture_dir(kind: &str) -> PathBuf {
@@ -115,10 +139,8 @@ fn check(
     let arch = arch
         .map(str::to_string)
         .unwrap_or_else(|| arch_of(&target_of(ptx).unwrap()));
-    let tools = tools();
-    let before = report::assemble(&tools, ptx, &arch)
-        .unwrap_or_else(|e| panic!("{name} (input) for {arch}: {e}"));
-    let after = report::assemble(&tools, &out.ptx, &arch)
+    let before = assembled(ptx, &arch).unwrap_or_else(|e| panic!("{name} (input) for {arch}: {e}"));
+    let after = assembled(&out.ptx, &arch)
         .unwrap_or_else(|e| panic!("{name} instrumented, for {arch}: {e}"));
     out.manifest
         .kernels
@@ -330,7 +352,7 @@ fn one_loop(arch: &str) -> String {
 /// SASS instructions (static count, `cuobjdump -sass`, NOPs left out) of `ptx`'s kernel,
 /// and of its one loop's body.
 fn sass_count(ptx: &str, arch: &str) -> (usize, usize) {
-    let a = report::assemble(&tools(), ptx, arch).unwrap();
+    let a = assembled(ptx, arch).unwrap();
     let real = |v: Vec<String>| {
         v.iter()
             .filter(|i| ikp_host::sass::parse::opcode(i) != "NOP")
@@ -462,8 +484,14 @@ fn unrolled_loops_ptx(arch: &str) -> String {
 }
 
 /// Every module the SASS comparisons run on: the Triton and CuTe fixtures, nvcc's
-/// example kernels and `unrolled_loops.cu`, with the architecture to assemble them for.
-fn all_modules() -> Vec<(String, String, String)> {
+/// example kernels and `unrolled_loops.cu`, with the architecture to assemble them for
+/// (made once for the test binary).
+fn all_modules() -> &'static [(String, String, String)] {
+    static MODULES: OnceLock<Vec<(String, String, String)>> = OnceLock::new();
+    MODULES.get_or_init(modules)
+}
+
+fn modules() -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for kind in ["triton", "cute"] {
         for f in fixtures(kind) {
@@ -494,7 +522,6 @@ fn all_modules() -> Vec<(String, String, String)> {
 /// prints the table (BENCHMARKS.md, "PTX probes and ptxas's loops").
 #[test]
 fn loops_keep_their_code_in_sass() {
-    let tools = tools();
     let probes = ProbeSet::default();
     let mut table = String::from(
         "| module | kernel | loops: global loads / instructions, plain -> instrumented |\n|---|---|---|\n",
@@ -503,8 +530,8 @@ fn loops_keep_their_code_in_sass() {
     let mut wrong = Vec::new();
     for (name, ptx, arch) in all_modules() {
         let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let plain = report::assemble(&tools, &ptx, &arch).unwrap();
-        let probed = report::assemble(&tools, &out.ptx, &arch).unwrap();
+        let plain = assembled(&ptx, &arch).unwrap();
+        let probed = assembled(&out.ptx, &arch).unwrap();
         for k in &out.manifest.kernels {
             let (b, a) = (
                 sass_loops(&plain.sass, &k.name),
@@ -556,7 +583,6 @@ fn loops_keep_their_code_in_sass() {
 #[test]
 fn the_entry_probes_add_no_global_load() {
     use ikp_host::sass::parse::opcode;
-    let tools = tools();
     let probes: ProbeSet = "entry".parse().unwrap();
     let count = |sass: &Sass, k: &str, f: &dyn Fn(&str) -> bool| {
         sass.kernel(k)
@@ -574,8 +600,8 @@ fn the_entry_probes_add_no_global_load() {
     let mut wrong = Vec::new();
     for (name, ptx, arch) in all_modules() {
         let out = instrument(&ptx, &probes).unwrap();
-        let plain = report::assemble(&tools, &ptx, &arch).unwrap();
-        let probed = report::assemble(&tools, &out.ptx, &arch).unwrap();
+        let plain = assembled(&ptx, &arch).unwrap();
+        let probed = assembled(&out.ptx, &arch).unwrap();
         for k in &out.manifest.kernels {
             let added = |f: &dyn Fn(&str) -> bool| {
                 count(&probed.sass, &k.name, f) - count(&plain.sass, &k.name, f)
@@ -662,7 +688,6 @@ fn row_wise_ptx(arch: &str) -> String {
 /// `-- --nocapture` prints the table (BENCHMARKS.md, issue #34).
 #[test]
 fn the_epoch_claim_waits_behind_the_kernels_first_loads() {
-    let tools = tools();
     let triton = |name: &str| {
         std::fs::read_to_string(fixture_dir("triton").join(format!("{name}.ptx"))).unwrap()
     };
@@ -697,7 +722,7 @@ fn the_epoch_claim_waits_behind_the_kernels_first_loads() {
     let mut wrong = Vec::new();
     for (name, ptx, arch) in &modules {
         let out = instrument(ptx, &ProbeSet::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let probed = report::assemble(&tools, &out.ptx, arch)
+        let probed = assembled(&out.ptx, arch)
             .unwrap_or_else(|e| panic!("{name} instrumented, for {arch}: {e}"));
         for k in &out.manifest.kernels {
             let sass = probed.sass.kernel(&k.name).unwrap();
@@ -761,10 +786,9 @@ fn fixture_launches() -> std::collections::HashMap<String, (u32, u32)> {
 fn instrumented_kernels_keep_their_occupancy() {
     use ikp_host::instrument::report::Usage;
     use ikp_host::sass::occupancy::blocks_per_sm;
-    let tools = tools();
     let probes = ProbeSet::default();
     let launches = fixture_launches();
-    let mut modules = all_modules();
+    let mut modules = all_modules().to_vec();
     for arch in ["sm_80", "sm_90"] {
         modules.push((
             format!("nvcc row_wise.cu {arch}"),
@@ -779,8 +803,8 @@ fn instrumented_kernels_keep_their_occupancy() {
     for (name, ptx, target) in modules {
         let arch: ikp_host::Arch = target.parse().unwrap();
         let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let plain = report::assemble(&tools, &ptx, &target).unwrap();
-        let probed = report::assemble(&tools, &out.ptx, &target).unwrap();
+        let plain = assembled(&ptx, &target).unwrap();
+        let probed = assembled(&out.ptx, &target).unwrap();
         for k in &out.manifest.kernels {
             let usage = |a: &report::Assembled| -> Usage {
                 a.usage.iter().find(|u| u.kernel == k.name).unwrap().clone()
