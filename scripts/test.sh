@@ -42,7 +42,7 @@ fi
 cargo check -p ikp-host --no-default-features --all-targets --locked --quiet
 phase "no-default-features build"
 # Bounded fuzz run of the decoders and the file reader over the committed seed corpus
-# (about a minute after the first build); IKP_SKIP_FUZZ=1 skips it.
+# (half a minute on two cores after the first build); IKP_SKIP_FUZZ=1 skips it.
 [ -n "${IKP_SKIP_FUZZ:-}" ] || bash scripts/fuzz.sh
 phase fuzz
 # The stream drain in Rust against the emulated lanes, both under ThreadSanitizer (the C++
