@@ -2257,26 +2257,45 @@ fn a_loopless_kernel_shows_its_warps_waves() {
 // ---------------------------------------------------------------------------------------
 // Byte goldens of the packets outside the lane event loop, and of the shipped sample.
 
-/// The plain packets of a compressed trace: every `compressed_packets` bundle inflated in
-/// place (a bundle holds `Trace.packet` fields, as they are written uncompressed).
-fn inflate(bytes: &[u8]) -> Vec<u8> {
+/// Writes `launches` with `opts` (plain packets) and compares the bytes with the golden
+/// file `name`; compressed, the same options must give bundles that inflate to exactly
+/// these bytes (the compressed bytes themselves depend on flate2's backend). Returns the
+/// plain bytes and their stats.
+fn golden_plain_and_deflated(
+    name: &str,
+    launches: &[Launch<'_>],
+    opts: &PerfettoOptions,
+) -> (Vec<u8>, PerfettoStats) {
+    let mut bytes = Vec::new();
+    let stats = write_perfetto(&mut bytes, launches, opts).unwrap();
+    golden(name, &bytes);
+    let zopts = PerfettoOptions {
+        compression: Compression::Deflate,
+        ..*opts
+    };
+    let mut z = Vec::new();
+    write_perfetto(&mut z, launches, &zopts).unwrap();
+    // Every bundle inflated in place: it holds `Trace.packet` fields, as written plain.
     let mut raw = Vec::new();
-    for p in PTrace::parse_from_bytes(bytes).unwrap().packet {
-        assert!(p.has_compressed_packets(), "a packet outside a bundle");
-        std::io::Read::read_to_end(
-            &mut flate2::read::ZlibDecoder::new(p.compressed_packets()),
-            &mut raw,
-        )
-        .unwrap();
+    for p in PTrace::parse_from_bytes(&z).unwrap().packet {
+        assert!(
+            p.has_compressed_packets(),
+            "{name}: a packet outside a bundle"
+        );
+        let mut zlib = flate2::read::ZlibDecoder::new(p.compressed_packets());
+        std::io::Read::read_to_end(&mut zlib, &mut raw).unwrap();
     }
-    raw
+    assert!(
+        raw == bytes,
+        "{name}: compressed packets differ from the plain ones"
+    );
+    (bytes, stats)
 }
 
 /// Golden bytes of every kind of packet the writer builds outside the lane event loop:
 /// a host clock snapshot, block groups with their SM occupancy counters, lifetimes, the
-/// critical-path track, two aligned launches (the snapshot of the first only). Compressed,
-/// the same options give bundles that inflate to exactly these bytes (the compressed bytes
-/// themselves depend on flate2's backend). Re-bless with `IKP_BLESS=1 cargo test -p
+/// critical-path track, two aligned launches (the snapshot of the first only); plain and
+/// compressed ([`golden_plain_and_deflated`]). Re-bless with `IKP_BLESS=1 cargo test -p
 /// ikp-host --test host perfetto::golden`.
 #[test]
 fn golden_cold_packets_trace() {
@@ -2289,28 +2308,16 @@ fn golden_cold_packets_trace() {
         critical_path: true,
         ..plain_opts()
     };
-    let mut bytes = Vec::new();
-    let stats = write_perfetto(&mut bytes, &launches, &opts).unwrap();
+    let (bytes, stats) = golden_plain_and_deflated("perfetto_cold.pftrace", &launches, &opts);
     assert!(stats.critical_path_steps > 0 && stats.lifetimes > 0 && stats.flows > 0);
-    golden("perfetto_cold.pftrace", &bytes);
     let d = decode(&bytes);
     assert_eq!(d.host_snapshots.len(), 1);
     assert!(d.tracks.values().any(|t| t.name == "SM occupancy"));
-    let zopts = PerfettoOptions {
-        compression: Compression::Deflate,
-        ..opts
-    };
-    let mut z = Vec::new();
-    write_perfetto(&mut z, &launches, &zopts).unwrap();
-    assert!(
-        inflate(&z) == bytes,
-        "compressed packets differ from the plain ones"
-    );
 }
 
 /// Golden bytes of two blocks of the shipped sample (the whole would pin 570 KiB) with
-/// their critical path, plain; compressed, the bundles inflate to exactly these bytes.
-/// Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
+/// their critical path, plain and compressed ([`golden_plain_and_deflated`]). Re-bless
+/// with `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
 #[test]
 fn golden_shipped_sample() {
     let dopts = ikp_host::DecodeOptions {
@@ -2324,18 +2331,7 @@ fn golden_shipped_sample() {
         critical_path: true,
         ..plain_opts()
     };
-    let mut bytes = Vec::new();
-    let stats = write_perfetto(&mut bytes, &launches, &opts).unwrap();
+    let name = "perfetto_attention.pftrace";
+    let (_, stats) = golden_plain_and_deflated(name, &launches, &opts);
     assert!(stats.critical_path_steps > 0 && stats.lifetimes > 0);
-    golden("perfetto_attention.pftrace", &bytes);
-    let zopts = PerfettoOptions {
-        compression: Compression::Deflate,
-        ..opts
-    };
-    let mut z = Vec::new();
-    write_perfetto(&mut z, &launches, &zopts).unwrap();
-    assert!(
-        inflate(&z) == bytes,
-        "compressed packets differ from the plain ones"
-    );
 }
