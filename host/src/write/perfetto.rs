@@ -3,11 +3,15 @@
 //!
 //! [`write_perfetto`] streams one or more decoded launches to any [`io::Write`] as a
 //! `perfetto.protos.Trace`: each `TracePacket` is written as soon as it is encoded, so
-//! memory stays bounded by the largest lane, never by the trace. Track descriptors and
-//! per-sequence setup packets are built with the `perfetto_protos` types; the hot event
-//! packets (slice begin / end, instants, counter values) are hand-encoded into a reused
-//! buffer, byte-identical to what those types would write (the tests decode every packet
-//! with them).
+//! memory stays bounded by the largest lane, never by the trace. Every byte is
+//! hand-encoded (no protobuf library is linked): the lane event packets (slice begin / end,
+//! instants, counter values) by `enc`'s sequence encoder straight into the output buffer,
+//! the rest (track descriptors, sequence setup, clock snapshots, the events of sequence 1)
+//! by `enc::cold`. Both cite their field numbers from Perfetto's protos
+//! (github.com/google/perfetto, `protos/perfetto/trace/trace.proto`, `trace_packet.proto`,
+//! `track_event/*.proto`, `clock_snapshot.proto`, `trace_packet_defaults.proto`,
+//! `interned_data/interned_data.proto`, `common/builtin_clock.proto`); the tests decode
+//! every packet with the generated `perfetto_protos` types, and golden files pin the bytes.
 //!
 //! # Format
 //!
@@ -82,8 +86,11 @@
 //!    `[interned_data (12)]`; a named event is `type (9)`, `name_iid (10)`,
 //!    `category_iids (3)`, `debug_annotations (4)` (payload first), `[track_uuid (11)]`,
 //!    `[flow_ids (47)...]`; a slice end is `type (9)`, `[track_uuid (11)]`,
-//!    `[terminating_flow_ids (48)]`. Flow ids are `fixed64`, one field per id (not packed,
-//!    as `perfetto_protos` writes them).
+//!    `[terminating_flow_ids (48)]`. Flow ids are `fixed64`, one field per id (not packed).
+//!    The other packets write their fields in the generated types' order (a message's
+//!    plain fields in `.proto` declaration order, then its `oneof`s), so a track descriptor
+//!    packet is `track_descriptor (60)` then `trusted_packet_sequence_id (10)`, an event on
+//!    sequence 1 `timestamp (8)`, `track_event (11)`, `trusted_packet_sequence_id (10)`.
 //! 4. **Flows**: every signal → wait link that [`links::links`] finds (a `signal.<ch>`
 //!    instant or span and a `wait.<ch>` span of another lane of the same block, same
 //!    token) is a flow arrow from the signal to the wait, carried by the lane sequences'
@@ -153,7 +160,8 @@
 //! (50) }` holding a zlib stream of `Trace.packet` fields, as Perfetto's tracing service
 //! writes them. Trace processor and the UI expand bundles transparently. The compressed
 //! bytes depend on the deflate backend flate2 was built with (still deterministic for a
-//! given build); the golden test pins the plain format.
+//! given build); the golden tests pin the plain format, and that the bundles inflate to
+//! exactly its bytes.
 //!
 //! # Time
 //!
@@ -207,23 +215,10 @@ use crate::clock_sync::{ClockSync, HostClock};
 use crate::time::Timestamp;
 use std::io;
 
-use perfetto_protos::builtin_clock::BuiltinClock::{
-    BUILTIN_CLOCK_BOOTTIME as BOOTTIME, BUILTIN_CLOCK_MONOTONIC as MONOTONIC,
-    BUILTIN_CLOCK_REALTIME as REALTIME,
-};
-use perfetto_protos::clock_snapshot::{clock_snapshot, ClockSnapshot};
-use perfetto_protos::counter_descriptor::{counter_descriptor, CounterDescriptor};
-use perfetto_protos::debug_annotation::DebugAnnotationName;
-use perfetto_protos::interned_data::InternedData;
-use perfetto_protos::trace_packet::TracePacket;
-use perfetto_protos::trace_packet_defaults::TracePacketDefaults;
-use perfetto_protos::track_descriptor::{track_descriptor::ChildTracksOrdering, TrackDescriptor};
-use perfetto_protos::track_event::{EventCategory, TrackEventDefaults};
-use protobuf::{Message, MessageField};
-
 use super::{Launch, WriteError, WriteErrorKind};
 use crate::decode::StreamedBuffer;
 use crate::model::{Lane, Trace};
+use enc::cold::{self, Value};
 use events::{count_levels, LaneRun, LaneState, Regions};
 use feed::Feed;
 use flows::{flows_of, lane_flows, LaneFlows, LaunchFlows};
@@ -425,6 +420,11 @@ enum Lanes<'f, 'b> {
 const META_SEQ: u32 = 1;
 /// The sequence-scoped incremental clock each lane sequence defines.
 const LANE_CLOCK: u32 = 64;
+/// `BuiltinClock` ids (`protos/perfetto/common/builtin_clock.proto`):
+/// `BUILTIN_CLOCK_REALTIME`, `BUILTIN_CLOCK_MONOTONIC`, `BUILTIN_CLOCK_BOOTTIME`.
+const REALTIME: u32 = 1;
+const MONOTONIC: u32 = 3;
+const BOOTTIME: u32 = 6;
 
 /// Interned category ids.
 const CAT_SPAN: u8 = 1;
@@ -529,25 +529,13 @@ impl<W: io::Write> Writer<W> {
             return Ok(());
         };
         let b = source.time_base;
-        let mut snap = ClockSnapshot::new();
-        snap.clocks = vec![
-            snapshot_clock(BOOTTIME as u32, clock.map(b)),
-            snapshot_clock(REALTIME as u32, sync.device_to_realtime(b)),
-            snapshot_clock(MONOTONIC as u32, sync.device_to_monotonic(b)),
+        let clocks = [
+            (BOOTTIME, clock.map(b), false),
+            (REALTIME, sync.device_to_realtime(b), false),
+            (MONOTONIC, sync.device_to_monotonic(b), false),
         ];
-        let mut p = TracePacket::new();
-        p.set_trusted_packet_sequence_id(META_SEQ);
-        p.set_clock_snapshot(snap);
-        self.packet(&p)
+        self.packet(|out| cold::clock_snapshot(out, META_SEQ, &clocks))
     }
-}
-
-/// A clock snapshot's clock `id` at `ts`.
-fn snapshot_clock(id: u32, ts: u64) -> clock_snapshot::Clock {
-    let mut c = clock_snapshot::Clock::new();
-    c.set_clock_id(id);
-    c.set_timestamp(ts);
-    c
 }
 
 /// A group of lanes: its sort key and lane positions (indices into `Trace::lanes`).
@@ -594,11 +582,11 @@ struct Writer<W: io::Write> {
     stats: PerfettoStats,
     next_uuid: u64,
     next_seq: u64,
-    /// Serialized scratch for crate-built packets, and their framing.
-    scratch: Vec<u8>,
+    /// Scratch for the packets encoded outside the lane event loop.
     frame: Vec<u8>,
-    /// Interned data every lane sequence starts with (categories, annotation names).
-    base_interned: InternedData,
+    /// The `interned_data` field every lane sequence starts with (categories, annotation
+    /// names).
+    base_interned: Vec<u8>,
     /// The current launch's region names, for the lane event loop.
     regions: Regions,
     /// The current lane's encoder, levels and tracks, for the lane event loop.
@@ -617,30 +605,20 @@ struct GroupSlot {
 
 impl<W: io::Write> Writer<W> {
     fn new(out: W, compression: Compression) -> Self {
-        let mut base_interned = InternedData::new();
-        for (iid, name) in [(CAT_SPAN, "span"), (CAT_INSTANT, "instant")] {
-            let mut c = EventCategory::new();
-            c.set_iid(iid as u64);
-            c.set_name(name.into());
-            base_interned.event_categories.push(c);
-        }
-        for (iid, name) in [
-            (ANN_PAYLOAD, "payload"),
-            (ANN_SM, "sm"),
-            (ANN_BLOCK, "block"),
-            (ANN_GROUP, "group"),
-        ] {
-            let mut n = DebugAnnotationName::new();
-            n.set_iid(iid as u64);
-            n.set_name(name.into());
-            base_interned.debug_annotation_names.push(n);
-        }
+        let base_interned = cold::interned_names(
+            &[(CAT_SPAN as u64, "span"), (CAT_INSTANT as u64, "instant")],
+            &[
+                (ANN_PAYLOAD as u64, "payload"),
+                (ANN_SM as u64, "sm"),
+                (ANN_BLOCK as u64, "block"),
+                (ANN_GROUP as u64, "group"),
+            ],
+        );
         Writer {
             sink: Sink::new(out, compression),
             stats: PerfettoStats::default(),
             next_uuid: 1,
             next_seq: META_SEQ as u64 + 1,
-            scratch: Vec::new(),
             frame: Vec::new(),
             base_interned,
             regions: Regions::default(),
@@ -655,52 +633,47 @@ impl<W: io::Write> Writer<W> {
         Ok(self.stats)
     }
 
-    /// Writes a crate-built packet.
-    fn packet(&mut self, p: &TracePacket) -> io::Result<()> {
-        self.scratch.clear();
-        p.write_to_vec(&mut self.scratch)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    /// Writes the packet `encode` appends (one of [`enc::cold`]'s).
+    fn packet(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
         self.frame.clear();
-        enc::put_packet(&mut self.frame, &self.scratch);
+        encode(&mut self.frame);
+        self.put_frame()
+    }
+
+    /// Writes the packet in the frame buffer.
+    fn put_frame(&mut self) -> io::Result<()> {
         self.sink.put_bytes(&self.frame)?;
         self.stats.packets += 1;
         Ok(())
     }
 
-    /// Declares a track and returns its UUID.
+    /// Declares a track and returns its UUID: a slice track, or a counter track counting
+    /// in `UNIT_COUNT`.
     fn track(
         &mut self,
         parent: u64,
-        name: String,
+        name: &str,
         sibling_rank: i32,
         parent_of_many: bool,
-        counter: Option<CounterDescriptor>,
+        counter: bool,
     ) -> io::Result<u64> {
         let uuid = self.next_uuid;
         self.next_uuid += 1;
-        let mut d = TrackDescriptor::new();
-        d.set_uuid(uuid);
-        if parent != 0 {
-            d.set_parent_uuid(parent);
-        }
-        d.set_name(name);
-        if parent_of_many {
-            d.set_child_ordering(ChildTracksOrdering::EXPLICIT);
-        }
-        d.set_sibling_order_rank(sibling_rank);
-        d.counter = MessageField::from_option(counter);
-        let mut p = TracePacket::new();
-        p.set_trusted_packet_sequence_id(META_SEQ);
-        p.set_track_descriptor(d);
-        self.packet(&p)?;
+        let t = cold::Track {
+            uuid,
+            parent,
+            name,
+            rank: sibling_rank,
+            explicit_children: parent_of_many,
+            counter,
+        };
+        self.packet(|out| cold::track_descriptor(out, META_SEQ, &t))?;
         self.stats.tracks += 1;
         Ok(uuid)
     }
 
-    fn counter_track(&mut self, parent: u64, name: String, rank_: i32) -> io::Result<u64> {
-        let mut c = CounterDescriptor::new();
-        c.set_unit(counter_descriptor::Unit::UNIT_COUNT);
-        self.track(parent, name, rank_, false, Some(c))
+    fn counter_track(&mut self, parent: u64, name: &str, rank_: i32) -> io::Result<u64> {
+        self.track(parent, name, rank_, false, true)
     }
 
     /// Writes a launch's root, group and lane tracks and its lanes' events; returns the
@@ -719,7 +692,7 @@ impl<W: io::Write> Writer<W> {
             matches!(lanes_from, Lanes::Streamed(_))
                 .then_some(ikp_device::wire::MAX_REGIONS as usize - 1),
         );
-        let root = self.track(0, at.name.to_string(), rank(at.rank), true, None)?;
+        let root = self.track(0, at.name, rank(at.rank), true, false)?;
         let groups = groups(trace, by);
         for (gi, (key, lanes)) in groups.iter().enumerate() {
             let gname = match *key {
@@ -729,14 +702,14 @@ impl<W: io::Write> Writer<W> {
                     None => format!("block {b}"),
                 },
             };
-            let uuid = self.track(root, gname, rank(gi), true, None)?;
+            let uuid = self.track(root, &gname, rank(gi), true, false)?;
             let mut g = GroupSlot {
                 uuid,
                 in_block: matches!(key, GroupKey::Block(_)),
                 rank: 0,
             };
             if let GroupKey::Sm(_) = key {
-                let t = self.counter_track(uuid, "active lanes".into(), 0)?;
+                let t = self.counter_track(uuid, "active lanes", 0)?;
                 g.rank += 1;
                 self.active_lanes(trace, clock, lanes, t)?;
             }
@@ -749,7 +722,7 @@ impl<W: io::Write> Writer<W> {
             }
         }
         if by == GroupBy::Block && trace.lanes.iter().any(|l| l.sm.is_some()) {
-            let occ = self.track(root, "SM occupancy".into(), rank(groups.len()), true, None)?;
+            let occ = self.track(root, "SM occupancy", rank(groups.len()), true, false)?;
             let mut by_sm: Vec<(u32, usize)> = trace
                 .lanes
                 .iter()
@@ -760,7 +733,7 @@ impl<W: io::Write> Writer<W> {
             for (r, g) in by_sm.chunk_by(|a, b| a.0 == b.0).enumerate() {
                 let lanes: Vec<usize> = g.iter().map(|e| e.1).collect();
                 let name = format!("SM {} active lanes", g[0].0);
-                let t = self.counter_track(occ, name, rank(r))?;
+                let t = self.counter_track(occ, &name, rank(r))?;
                 self.active_lanes(trace, clock, &lanes, t)?;
             }
         }
@@ -812,7 +785,7 @@ impl<W: io::Write> Writer<W> {
     ) -> Result<(), WriteError> {
         let lane = &trace.lanes[pos];
         let name = lane_name(lane, g.in_block);
-        let lane_uuid = self.track(g.uuid, name.clone(), rank(g.rank), false, None)?;
+        let lane_uuid = self.track(g.uuid, &name, rank(g.rank), false, false)?;
         g.rank += 1;
 
         // Overlap tracks, if spans cross.
@@ -821,7 +794,7 @@ impl<W: io::Write> Writer<W> {
         self.lane.level_uuid.push(0);
         for l in 1..n_levels {
             let overlap = format!("{name} (overlap {l})");
-            let u = self.track(g.uuid, overlap, rank(g.rank), false, None)?;
+            let u = self.track(g.uuid, &overlap, rank(g.rank), false, false)?;
             g.rank += 1;
             self.lane.level_uuid.push(u);
         }
@@ -835,18 +808,14 @@ impl<W: io::Write> Writer<W> {
         (self.lane.counter_uuid).resize(used.last().map_or(0, |&c| c as usize + 1), 0);
         for c in used {
             let cname = format!("{name} · {}", trace.names.counter(c));
-            self.lane.counter_uuid[c as usize] = self.counter_track(g.uuid, cname, rank(g.rank))?;
+            self.lane.counter_uuid[c as usize] =
+                self.counter_track(g.uuid, &cname, rank(g.rank))?;
             g.rank += 1;
         }
 
         if trace.source.format.records_lane_lifetimes() {
-            let u = self.track(
-                g.uuid,
-                format!("{name} · lifetime"),
-                rank(g.rank),
-                false,
-                None,
-            )?;
+            let lifetime = format!("{name} · lifetime");
+            let u = self.track(g.uuid, &lifetime, rank(g.rank), false, false)?;
             g.rank += 1;
             self.lifetime(lane, clock, u)?;
         }
@@ -892,25 +861,25 @@ impl<W: io::Write> Writer<W> {
     /// Writes `lane`'s lifetime, init to finalize, as one slice on `track` (the module's
     /// `# Format`, item 1, "Lifetimes").
     fn lifetime(&mut self, lane: &Lane, clock: LaunchClock, track: u64) -> io::Result<()> {
-        use critical::uint;
-        use perfetto_protos::track_event::{track_event::Type, TrackEvent};
-        let mut te = TrackEvent::new();
-        te.set_type(Type::TYPE_SLICE_BEGIN);
-        te.set_track_uuid(track);
-        te.set_name("lifetime".into());
-        te.categories.push("lane".into());
         let ids = [
             ("sm", lane.sm),
             ("block", Some(lane.block)),
             ("group", Some(lane.group)),
         ];
         let ids = ids.into_iter().chain([("warp", lane.warp)]);
-        for (k, v) in ids.filter_map(|(k, v)| Some((k, v?))) {
-            te.debug_annotations.push(uint(k, v as u64));
-        }
-        te.debug_annotations
-            .push(uint("finalized", lane.finalized as u64));
-        self.event(clock.map(lane.start), te)?;
+        let annotations: Vec<(&str, Value<'_>)> = ids
+            .filter_map(|(k, v)| Some((k, Value::Uint(v? as u64))))
+            .chain([("finalized", Value::Uint(lane.finalized as u64))])
+            .collect();
+        let begin = cold::Event {
+            ty: enc::ty::SLICE_BEGIN,
+            track,
+            name: "lifetime",
+            category: "lane",
+            annotations: &annotations,
+            flow: None,
+        };
+        self.event(clock.map(lane.start), &begin)?;
         self.slice_end(clock.map(lane.end.max(lane.start)), track)?;
         self.stats.lifetimes += 1;
         Ok(())
@@ -928,23 +897,17 @@ impl<W: io::Write> Writer<W> {
         }
         self.next_seq += 1;
         self.stats.sequences += 1;
-        let mut p = TracePacket::new();
-        p.set_trusted_packet_sequence_id(seq as u32);
-        p.set_first_packet_on_sequence(true);
-        p.set_sequence_flags(enc::SEQ_INCREMENTAL_STATE_CLEARED);
-        let mut defaults = TracePacketDefaults::new();
-        defaults.set_timestamp_clock_id(LANE_CLOCK);
-        let mut te_defaults = TrackEventDefaults::new();
-        te_defaults.set_track_uuid(track);
-        defaults.track_event_defaults = MessageField::some(te_defaults);
-        p.trace_packet_defaults = MessageField::some(defaults);
-        p.interned_data = MessageField::some(self.base_interned.clone());
-        let mut snap = ClockSnapshot::new();
-        let mut lane_clock = snapshot_clock(LANE_CLOCK, t0);
-        lane_clock.set_is_incremental(true);
-        snap.clocks = vec![lane_clock, snapshot_clock(BOOTTIME as u32, t0)];
-        p.set_clock_snapshot(snap);
-        self.packet(&p)?;
+        let start = cold::SequenceStart {
+            seq: seq as u32,
+            flags: enc::SEQ_INCREMENTAL_STATE_CLEARED,
+            clock_id: LANE_CLOCK,
+            track,
+            interned: &self.base_interned,
+            clocks: &[(LANE_CLOCK, t0, true), (BOOTTIME, t0, false)],
+        };
+        self.frame.clear();
+        cold::sequence_start(&mut self.frame, &start);
+        self.put_frame()?;
         Ok(seq)
     }
 }

@@ -378,3 +378,45 @@ fn golden_clock_sync_summary() {
     ikp_host::write_summary(&mut out, &plain).unwrap();
     assert!(!String::from_utf8(out).unwrap().contains("clock_sync"));
 }
+
+/// Golden bytes of a merged trace whose host events carry every kind of argument (string,
+/// bool, negative and positive integers, an integer above `i64::MAX`, a double, null, an
+/// array, an object), an event without a category, a process without a name, an instant
+/// and a clipped slice. Re-bless with `IKP_BLESS=1 cargo test -p ikp-host --test host
+/// merge::golden`.
+#[test]
+fn golden_merged_trace_host_arguments() {
+    let json = r#"{"baseTimeNanoseconds": 1700000000000000000, "traceEvents": [
+      {"ph": "X", "name": "step", "pid": 1, "tid": 2, "ts": 1.0, "dur": 20.0,
+       "args": {"s": "text", "t": true, "f": false, "neg": -5, "pos": 7,
+                "big": 18446744073709551615, "d": 2.5, "nil": null,
+                "arr": [1, "a"], "obj": {"k": 1}}},
+      {"ph": "X", "cat": "op", "name": "inner", "pid": 1, "tid": 2, "ts": 5.0, "dur": 30.0},
+      {"ph": "i", "cat": "user", "name": "mark", "pid": 1, "tid": 3, "ts": 6.0, "s": "t",
+       "args": {"n": 1}},
+      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "ts": 0.0, "args": {"name": "main"}}
+    ]}"#;
+    let p = Path::new("args.json");
+    let host = parse_chrome_trace(json.as_bytes(), p, &ChromeReadOptions::default()).unwrap();
+    let trace = buffer(Some(sync()));
+    let mut bytes = Vec::new();
+    let stats = write_merged(
+        &mut bytes,
+        &[Launch::new("attn.ikp", &trace)],
+        &host,
+        "args.json",
+        &plain(),
+    )
+    .unwrap();
+    assert_eq!(
+        (stats.host_slices, stats.host_instants, stats.clipped),
+        (2, 1, 1)
+    );
+    golden("merge_host_args.pftrace", &bytes);
+    let t = PTrace::parse_from_bytes(&bytes).unwrap();
+    let te = (t.packet.iter())
+        .find(|p| p.has_track_event() && p.track_event().name() == "step")
+        .unwrap()
+        .track_event();
+    assert_eq!(te.debug_annotations.len(), 10);
+}

@@ -2253,3 +2253,85 @@ fn a_loopless_kernel_shows_its_warps_waves() {
     let waves: Vec<(u64, f64, f64)> = l.waves.iter().map(|w| (w.lanes, w.start, w.end)).collect();
     assert_eq!(waves, [(2, 0.0, 1010.0), (2, 1000.0, 2500.0)]);
 }
+
+// ---------------------------------------------------------------------------------------
+// Byte goldens of the packets outside the lane event loop, and of the shipped sample.
+
+/// Writes `launches` with `opts` (plain packets) and compares the bytes with the golden
+/// file `name`; compressed, the same options must give bundles that inflate to exactly
+/// these bytes (the compressed bytes themselves depend on flate2's backend). Returns the
+/// plain bytes and their stats.
+fn golden_plain_and_deflated(
+    name: &str,
+    launches: &[Launch<'_>],
+    opts: &PerfettoOptions,
+) -> (Vec<u8>, PerfettoStats) {
+    let mut bytes = Vec::new();
+    let stats = write_perfetto(&mut bytes, launches, opts).unwrap();
+    golden(name, &bytes);
+    let zopts = PerfettoOptions {
+        compression: Compression::Deflate,
+        ..*opts
+    };
+    let mut z = Vec::new();
+    write_perfetto(&mut z, launches, &zopts).unwrap();
+    // Every bundle inflated in place: it holds `Trace.packet` fields, as written plain.
+    let mut raw = Vec::new();
+    for p in PTrace::parse_from_bytes(&z).unwrap().packet {
+        assert!(
+            p.has_compressed_packets(),
+            "{name}: a packet outside a bundle"
+        );
+        let mut zlib = flate2::read::ZlibDecoder::new(p.compressed_packets());
+        std::io::Read::read_to_end(&mut zlib, &mut raw).unwrap();
+    }
+    assert!(
+        raw == bytes,
+        "{name}: compressed packets differ from the plain ones"
+    );
+    (bytes, stats)
+}
+
+/// Golden bytes of every kind of packet the writer builds outside the lane event loop:
+/// a host clock snapshot, block groups with their SM occupancy counters, lifetimes, the
+/// critical-path track, two aligned launches (the snapshot of the first only); plain and
+/// compressed ([`golden_plain_and_deflated`]). Re-bless with `IKP_BLESS=1 cargo test -p
+/// ikp-host --test host perfetto::golden`.
+#[test]
+fn golden_cold_packets_trace() {
+    let a = synced(links_trace(1_000), sync_at(1_000));
+    let b = small_trace(5_000);
+    let launches = [Launch::new("a.ikp", &a), Launch::new("b.ikp", &b)];
+    let opts = PerfettoOptions {
+        group_by: GroupBy::Block,
+        launch_layout: LaunchLayout::Aligned,
+        critical_path: true,
+        ..plain_opts()
+    };
+    let (bytes, stats) = golden_plain_and_deflated("perfetto_cold.pftrace", &launches, &opts);
+    assert!(stats.critical_path_steps > 0 && stats.lifetimes > 0 && stats.flows > 0);
+    let d = decode(&bytes);
+    assert_eq!(d.host_snapshots.len(), 1);
+    assert!(d.tracks.values().any(|t| t.name == "SM occupancy"));
+}
+
+/// Golden bytes of two blocks of the shipped sample (the whole would pin 570 KiB) with
+/// their critical path, plain and compressed ([`golden_plain_and_deflated`]). Re-bless
+/// with `IKP_BLESS=1 cargo test -p ikp-host --test host perfetto::golden`.
+#[test]
+fn golden_shipped_sample() {
+    let dopts = ikp_host::DecodeOptions {
+        blocks: ikp_host::BlockFilter::parse("0,1").unwrap(),
+        ..Default::default()
+    };
+    let trace = ikp_host::decode::load(&sample_path(), &dopts).expect("sample");
+    assert!(trace.lanes.len() > 4, "{} lanes", trace.lanes.len());
+    let launches = [Launch::new("attention.ikp", &trace)];
+    let opts = PerfettoOptions {
+        critical_path: true,
+        ..plain_opts()
+    };
+    let name = "perfetto_attention.pftrace";
+    let (_, stats) = golden_plain_and_deflated(name, &launches, &opts);
+    assert!(stats.critical_path_steps > 0 && stats.lifetimes > 0);
+}

@@ -4,9 +4,8 @@
 
 use std::io;
 
-use perfetto_protos::track_event::{track_event::Type, TrackEvent};
-
-use super::critical::{string, uint};
+use super::enc::cold::{self, Value};
+use super::enc::ty;
 use super::{LaunchPlace, Writer};
 use crate::analysis::links::SignalEvent;
 use crate::model::AsyncRanges;
@@ -68,7 +67,8 @@ impl<W: io::Write> Writer<W> {
         for region in regions {
             let idx: Vec<usize> = (0..a.len()).filter(|&i| a.region[i] == region).collect();
             let (row_of, n_rows) = rows(a, &idx);
-            let name = format!("async · {}", trace.names.region(region));
+            let region_name = trace.names.region(region);
+            let name = format!("async · {region_name}");
             let mut tracks = Vec::with_capacity(n_rows);
             for n in 0..n_rows {
                 let t = if n == 0 {
@@ -76,27 +76,31 @@ impl<W: io::Write> Writer<W> {
                 } else {
                     format!("{name} (overlap {n})")
                 };
-                tracks.push(self.track(root, t, super::rank(r), false, None)?);
+                tracks.push(self.track(root, &t, super::rank(r), false, false)?);
                 r += 1;
             }
             for (&i, &row) in idx.iter().zip(&row_of) {
-                let mut te = TrackEvent::new();
-                te.set_type(Type::TYPE_SLICE_BEGIN);
-                te.set_track_uuid(tracks[row]);
-                te.set_name(trace.names.region(region).into_owned());
-                te.categories.push("async".into());
-                te.debug_annotations.push(uint("token", a.token[i] as u64));
+                let mut annotations = vec![("token", Value::Uint(a.token[i] as u64))];
                 if let Some(t) = track_of(a.begin_lane[i]) {
-                    te.debug_annotations.push(string("from", t));
+                    annotations.push(("from", Value::Str(t.into())));
                 }
                 if let Some(t) = track_of(a.end_lane[i]) {
-                    te.debug_annotations.push(string("to", t));
+                    annotations.push(("to", Value::Str(t.into())));
                 }
-                if let (Some(base), true) = (flow_base, linked[i]) {
-                    te.flow_ids.push(base + i as u64 + 1);
-                    self.stats.flows += 1;
-                }
-                self.event(clock.map(a.begin[i]), te)?;
+                let flow = match (flow_base, linked[i]) {
+                    (Some(base), true) => Some(base + i as u64 + 1),
+                    _ => None,
+                };
+                self.stats.flows += flow.is_some() as u64;
+                let begin = cold::Event {
+                    ty: ty::SLICE_BEGIN,
+                    track: tracks[row],
+                    name: &region_name,
+                    category: "async",
+                    annotations: &annotations,
+                    flow,
+                };
+                self.event(clock.map(a.begin[i]), &begin)?;
                 self.slice_end(clock.map(a.end[i]), tracks[row])?;
                 self.stats.async_slices += 1;
             }

@@ -10,27 +10,11 @@
 
 use std::io;
 
-use perfetto_protos::debug_annotation::DebugAnnotation;
-use perfetto_protos::trace_packet::TracePacket;
-use perfetto_protos::track_event::{track_event::Type, TrackEvent};
-
+use super::enc::cold::{self, Value};
+use super::enc::ty;
 use super::{LaunchPlace, Writer, META_SEQ};
 use crate::analysis::blocks::slowest_block;
 use crate::analysis::links::{critical_path_links, links};
-
-pub(super) fn uint(name: &str, v: u64) -> DebugAnnotation {
-    let mut a = DebugAnnotation::new();
-    a.set_name(name.into());
-    a.set_uint_value(v);
-    a
-}
-
-pub(super) fn string(name: &str, v: String) -> DebugAnnotation {
-    let mut a = DebugAnnotation::new();
-    a.set_name(name.into());
-    a.set_string_value(v);
-    a
-}
 
 impl<W: io::Write> Writer<W> {
     /// Writes the track `critical path · block B (slowest)` under `root` (first among its
@@ -50,59 +34,46 @@ impl<W: io::Write> Writer<W> {
             return Ok(());
         }
         let track_of = |id: u32| trace.lane(id).map(|l| l.track().name()).unwrap_or_default();
-        let track = self.track(
-            root,
-            format!("critical path · block {} (slowest)", block.id),
-            -1,
-            false,
-            None,
-        )?;
+        let name = format!("critical path · block {} (slowest)", block.id);
+        let track = self.track(root, &name, -1, false, false)?;
         let s = &trace.spans;
         let mut prev_end = 0;
         for (k, &(i, link)) in path.iter().enumerate() {
             let begin = s.begin[i].max(prev_end);
             prev_end = s.end[i].max(begin);
-            let mut te = TrackEvent::new();
-            te.set_type(Type::TYPE_SLICE_BEGIN);
-            te.set_track_uuid(track);
-            te.set_name(trace.names.region(s.region[i]).into_owned());
-            te.categories.push("critical_path".into());
-            te.debug_annotations.push(uint("step", k as u64 + 1));
-            te.debug_annotations
-                .push(string("track", track_of(s.lane[i])));
-            te.debug_annotations.push(uint("dur_ns", s.dur(i)));
+            let mut annotations = vec![
+                ("step", Value::Uint(k as u64 + 1)),
+                ("track", Value::Str(track_of(s.lane[i]).into())),
+                ("dur_ns", Value::Uint(s.dur(i))),
+            ];
             if let Some(l) = link {
                 let region = l.from.region(trace);
-                te.debug_annotations.push(string(
-                    "waited_on",
-                    format!(
-                        "{} from {}",
-                        trace.names.region(region),
-                        track_of(l.from_lane)
-                    ),
-                ));
+                let from = track_of(l.from_lane);
+                let waited_on = format!("{} from {from}", trace.names.region(region));
+                annotations.push(("waited_on", Value::Str(waited_on.into())));
             }
-            self.event(clock.map(begin), te)?;
+            let step = cold::Event {
+                ty: ty::SLICE_BEGIN,
+                track,
+                name: &trace.names.region(s.region[i]),
+                category: "critical_path",
+                annotations: &annotations,
+                flow: None,
+            };
+            self.event(clock.map(begin), &step)?;
             self.slice_end(clock.map(prev_end), track)?;
         }
         self.stats.critical_path_steps += path.len() as u64;
         Ok(())
     }
 
-    /// Writes `te` at absolute time `ts` on the metadata sequence.
-    pub(super) fn event(&mut self, ts: u64, te: TrackEvent) -> io::Result<()> {
-        let mut p = TracePacket::new();
-        p.set_timestamp(ts);
-        p.set_trusted_packet_sequence_id(META_SEQ);
-        p.set_track_event(te);
-        self.packet(&p)
+    /// Writes `e` at absolute time `ts` on the metadata sequence.
+    pub(super) fn event(&mut self, ts: u64, e: &cold::Event<'_>) -> io::Result<()> {
+        self.packet(|out| cold::event(out, META_SEQ, ts, e))
     }
 
     /// Writes the end of a slice of `track` at absolute time `ts` on the metadata sequence.
     pub(super) fn slice_end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        let mut te = TrackEvent::new();
-        te.set_type(Type::TYPE_SLICE_END);
-        te.set_track_uuid(track);
-        self.event(ts, te)
+        self.packet(|out| cold::slice_end(out, META_SEQ, ts, track))
     }
 }

@@ -1,9 +1,15 @@
 //! Hand-written protobuf encoding of the hot packets (slice begin / end, instants, counter
-//! values). Everything here writes the exact wire bytes the `perfetto_protos` types would,
-//! into a reusable byte buffer; the tests decode the output with those types.
+//! values), into a reusable byte buffer, with the varint helpers every packet uses; the
+//! packets written once per track or sequence are [`cold`]'s. The field order of a lane
+//! event packet is its own (the writer's `# Format`, item 3, "Field order"), valid
+//! protobuf in any order; the tests decode the output with the `perfetto_protos` types.
 //!
-//! Field numbers are from `protos/perfetto/trace/trace_packet.proto`,
-//! `track_event/track_event.proto` and `track_event/debug_annotation.proto`.
+//! Field numbers are from Perfetto's protos (github.com/google/perfetto):
+//! `protos/perfetto/trace/trace.proto`, `trace/trace_packet.proto`,
+//! `trace/track_event/track_event.proto`, `trace/track_event/debug_annotation.proto` and
+//! `trace/interned_data/interned_data.proto`.
+
+pub(crate) mod cold;
 
 /// Wire type of varint fields.
 const VARINT: u8 = 0;
@@ -129,13 +135,6 @@ pub(crate) fn interned_event_name(iid: u64, name: &str) -> Vec<u8> {
     put_varint(&mut b, name.len() as u64);
     b.extend_from_slice(name.as_bytes());
     b
-}
-
-/// Appends a whole `Trace.packet` whose body is `body`.
-pub(crate) fn put_packet(buf: &mut Vec<u8>, body: &[u8]) {
-    buf.push(TRACE_PACKET);
-    put_varint(buf, body.len() as u64);
-    buf.extend_from_slice(body);
 }
 
 /// `TracePacket.compressed_packets` (field 50, length-delimited): a two-byte key.

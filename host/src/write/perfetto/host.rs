@@ -21,10 +21,9 @@
 use std::cmp::Reverse;
 use std::io;
 
-use perfetto_protos::debug_annotation::DebugAnnotation;
-use perfetto_protos::track_event::{track_event::Type, TrackEvent};
 use serde_json::{Map, Value};
 
+use super::enc::{cold, ty};
 use super::{
     launch_clocks, launch_times, rank, PerfettoOptions, PerfettoStats, WriteError, Writer,
 };
@@ -72,23 +71,24 @@ pub fn write_merged<W: io::Write>(
     })
 }
 
-fn annotations(args: &Map<String, Value>) -> Vec<DebugAnnotation> {
+/// The debug annotations of a host event's `args`: scalars as such, other values as
+/// their JSON text.
+fn annotations(args: &Map<String, Value>) -> Vec<(&str, cold::Value<'_>)> {
+    use cold::Value as V;
     args.iter()
         .map(|(k, v)| {
-            let mut a = DebugAnnotation::new();
-            a.set_name(k.clone());
-            match v {
-                Value::String(s) => a.set_string_value(s.clone()),
-                Value::Bool(b) => a.set_bool_value(*b),
+            let value = match v {
+                Value::String(s) => V::Str(s.into()),
+                Value::Bool(b) => V::Bool(*b),
                 Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                    (Some(i), _, _) => a.set_int_value(i),
-                    (None, Some(u), _) => a.set_uint_value(u),
-                    (_, _, Some(f)) => a.set_double_value(f),
-                    _ => a.set_string_value(n.to_string()),
+                    (Some(i), _, _) => V::Int(i),
+                    (None, Some(u), _) => V::Uint(u),
+                    (_, _, Some(f)) => V::Double(f),
+                    _ => V::Str(n.to_string().into()),
                 },
-                other => a.set_string_value(other.to_string()),
-            }
-            a
+                other => V::Str(other.to_string().into()),
+            };
+            (k.as_str(), value)
         })
         .collect()
 }
@@ -105,7 +105,7 @@ impl<W: io::Write> Writer<W> {
     /// Writes the host trace's tracks and events; returns the host counts.
     pub(super) fn host_trace(&mut self, host: &HostTrace, label: &str) -> io::Result<MergeStats> {
         let mut stats = MergeStats::default();
-        let root = self.track(0, format!("host: {label}"), -1, true, None)?;
+        let root = self.track(0, &format!("host: {label}"), -1, true, false)?;
         let mut by_thread: Vec<Vec<&HostEvent>> = vec![Vec::new(); host.threads.len()];
         for e in &host.events {
             by_thread[e.thread].push(e);
@@ -117,7 +117,7 @@ impl<W: io::Write> Writer<W> {
                 Some((pid, uuid)) if pid == th.pid => uuid,
                 _ => {
                     let name = track_name(&th.process_name, "pid", &th.pid);
-                    let uuid = self.track(root, name, rank(prank), true, None)?;
+                    let uuid = self.track(root, &name, rank(prank), true, false)?;
                     prank += 1;
                     trank = 0;
                     process = Some((&th.pid, uuid));
@@ -125,7 +125,7 @@ impl<W: io::Write> Writer<W> {
                 }
             };
             let name = track_name(&th.thread_name, "tid", &th.tid);
-            let track = self.track(puuid, name, rank(trank), false, None)?;
+            let track = self.track(puuid, &name, rank(trank), false, false)?;
             trank += 1;
             // Nesting order: by begin, slices before instants, longer slices first.
             events.sort_by_key(|e| (e.ts, e.dur.is_none(), Reverse(e.dur)));
@@ -135,15 +135,18 @@ impl<W: io::Write> Writer<W> {
                     self.slice_end(end, track)?;
                     open.pop();
                 }
-                let mut te = TrackEvent::new();
-                te.set_track_uuid(track);
-                te.set_name(e.name.clone());
-                te.categories.push(e.category.clone());
-                te.debug_annotations = annotations(&e.args);
+                let annotations = annotations(&e.args);
+                let mut te = cold::Event {
+                    ty: ty::INSTANT,
+                    track,
+                    name: &e.name,
+                    category: &e.category,
+                    annotations: &annotations,
+                    flow: None,
+                };
                 match e.dur {
                     None => {
-                        te.set_type(Type::TYPE_INSTANT);
-                        self.event(e.ts, te)?;
+                        self.event(e.ts, &te)?;
                         stats.host_instants += 1;
                     }
                     Some(d) => {
@@ -152,8 +155,8 @@ impl<W: io::Write> Writer<W> {
                             end = outer;
                             stats.clipped += 1;
                         }
-                        te.set_type(Type::TYPE_SLICE_BEGIN);
-                        self.event(e.ts, te)?;
+                        te.ty = ty::SLICE_BEGIN;
+                        self.event(e.ts, &te)?;
                         open.push(end);
                         stats.host_slices += 1;
                     }
