@@ -3,7 +3,7 @@
 //! A stream launch ([`ikp_device::stream`]) keeps each lane's records in a small ring that
 //! the host empties while the kernel runs ([`crate::drain`]); this file is where they go,
 //! written as they arrive, so memory stays bounded whatever the kernel's length. Every
-//! reader of ikp takes it ([`read`] here; the decoders turn it into a trace).
+//! reader of ikp takes it ([`read()`] here; the decoders turn it into a trace).
 //!
 //! # Format
 //!

@@ -135,7 +135,7 @@ const OVERLAP_TID_STEP: u64 = 1_000_000_000_000;
 /// largest below 2^53, where tids stop being exact JavaScript numbers.
 const LIFETIME_ROW: u32 = 9007;
 
-/// A lane to write, with the rows of its spans ([`span_rows`]).
+/// A lane to write, with the rows of its spans ([`super::span_rows`]).
 struct LaneRows<'a> {
     lane: &'a Lane,
     rows: Option<Vec<u32>>,
