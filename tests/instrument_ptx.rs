@@ -529,9 +529,9 @@ fn loops_keep_their_code_in_sass() {
     let mut unrolled = 0;
     let mut wrong = Vec::new();
     for (name, ptx, arch) in all_modules() {
-        let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let plain = assembled(&ptx, &arch).unwrap();
-        let probed = assembled(&out.ptx, &arch).unwrap();
+        let out = instrument(ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plain = assembled(ptx, arch).unwrap();
+        let probed = assembled(&out.ptx, arch).unwrap();
         for k in &out.manifest.kernels {
             let (b, a) = (
                 sass_loops(&plain.sass, &k.name),
@@ -599,9 +599,9 @@ fn the_entry_probes_add_no_global_load() {
     );
     let mut wrong = Vec::new();
     for (name, ptx, arch) in all_modules() {
-        let out = instrument(&ptx, &probes).unwrap();
-        let plain = assembled(&ptx, &arch).unwrap();
-        let probed = assembled(&out.ptx, &arch).unwrap();
+        let out = instrument(ptx, &probes).unwrap();
+        let plain = assembled(ptx, arch).unwrap();
+        let probed = assembled(&out.ptx, arch).unwrap();
         for k in &out.manifest.kernels {
             let added = |f: &dyn Fn(&str) -> bool| {
                 count(&probed.sass, &k.name, f) - count(&plain.sass, &k.name, f)
@@ -613,7 +613,7 @@ fn the_entry_probes_add_no_global_load() {
                 "| {name} | {short} | {all} | {} | {} | {} |\n",
                 got.0, got.1, got.2
             );
-            if got != (0, 1, exits(&ptx, &k.name)) {
+            if got != (0, 1, exits(ptx, &k.name)) {
                 wrong.push(format!("{name} {}: {got:?}", k.name));
             }
         }
