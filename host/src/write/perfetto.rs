@@ -11,7 +11,9 @@
 //! (github.com/google/perfetto, `protos/perfetto/trace/trace.proto`, `trace_packet.proto`,
 //! `track_event/*.proto`, `clock_snapshot.proto`, `trace_packet_defaults.proto`,
 //! `interned_data/interned_data.proto`, `common/builtin_clock.proto`); the tests decode
-//! every packet with the generated `perfetto_protos` types, and golden files pin the bytes.
+//! every packet with rust-protobuf types generated from those protos
+//! (`host/tests/perfetto-schema`, imported as `perfetto_protos`), and golden files pin the
+//! bytes.
 //!
 //! # Format
 //!

@@ -2,7 +2,8 @@
 //! values), into a reusable byte buffer, with the varint helpers every packet uses; the
 //! packets written once per track or sequence are [`cold`]'s. The field order of a lane
 //! event packet is its own (the writer's `# Format`, item 3, "Field order"), valid
-//! protobuf in any order; the tests decode the output with the `perfetto_protos` types.
+//! protobuf in any order; the tests decode the output with the types of
+//! `host/tests/perfetto-schema` (imported as `perfetto_protos`).
 //!
 //! Field numbers are from Perfetto's protos (github.com/google/perfetto):
 //! `protos/perfetto/trace/trace.proto`, `trace/trace_packet.proto`,

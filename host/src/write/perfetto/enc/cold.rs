@@ -7,7 +7,8 @@
 //! protobuf types wrote before (rust-protobuf 3's order: a message's plain fields in
 //! declaration order, then its `oneof`s in declaration order; default-valued optional
 //! fields omitted), so the output is byte-identical to what those types gave; the golden
-//! tests pin it and the integration tests decode it with `perfetto_protos`.
+//! tests pin it and the integration tests decode it with `host/tests/perfetto-schema`'s
+//! types (imported as `perfetto_protos`).
 //!
 //! Field numbers are cited from the Perfetto protos (github.com/google/perfetto,
 //! `protos/perfetto/`): `trace/trace_packet.proto` (P),
