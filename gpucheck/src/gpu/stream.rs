@@ -17,7 +17,10 @@
 //!   file and the records dropped add up to the records attempted, each gap announced by a
 //!   drop mark, and the drop-mode target is met: at least [`TARGET_RATE`] records/s
 //!   attempted, nothing dropped, a slowdown of at most [`DROP_TARGET_PCT`] against the
-//!   uninstrumented kernel; figures: the drops, the slowdowns, the drain's backlog.
+//!   uninstrumented kernel; figures: the drops, the slowdowns, the drain's backlog. The
+//!   same kernel launched with a null `ikp::Arg` (the runtime off switch: every lane off,
+//!   its warps branch around each record) fails it when it is more than
+//!   [`NULL_ARG_TARGET_PCT`] slower than the uninstrumented kernel (issue #36's target).
 //! - `stream/sweep` (drop mode): where the time goes, one thing varied at a time
 //!   ([`sweep_points`]): the rate attempted (10^8 to 10^9 records/s), the ring's size (and
 //!   with it the chunk a lane publishes, a quarter ring), the lanes per SM; each point its
@@ -57,6 +60,9 @@ pub const TARGET_NS: f64 = 1.0e9;
 pub const DROP_TARGET_PCT: f64 = 3.0;
 /// The wait-mode slowdown target, percent.
 pub const WAIT_TARGET_PCT: f64 = 5.0;
+/// Issue #36's target for the off switch: the stream kernel with a null `ikp::Arg` at most
+/// this much slower than the uninstrumented kernel, %.
+pub const NULL_ARG_TARGET_PCT: f64 = 1.0;
 
 /// A session's error as a check's.
 fn text(e: SessionError) -> Error {
@@ -272,6 +278,13 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         (Overflow::Stream, "persistent_stream")
     };
     let launch = kernel(gpu, persistent)?;
+    // The off switch: the same kernel with a null Arg, the shorter of two launches.
+    let mut null_arg = Duration::MAX;
+    if !wait {
+        for _ in 0..2 {
+            null_arg = null_arg.min(launch(pairs, work, &IkpArg::default()).map_err(text)?);
+        }
+    }
     let (ran, stats, bytes) = record(gpu, layout(gpu, overflow, RING), "", |arg: &IkpArg| {
         launch(pairs, work, arg)
     })?;
@@ -296,6 +309,8 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         dropped,
         stats.max_backlog,
     ));
+    let null_vs_off = (!wait).then(|| slow(null_arg, off));
+    bad.extend(null_vs_off.and_then(null_arg_missed));
     let summary = if wait {
         format!(
             "{lanes} lanes, {attempted} records through rings of {RING}: every one arrived once, \
@@ -337,6 +352,12 @@ pub fn check(gpu: &Gpu, wait: bool) -> Result<Check, Error> {
         .figure("pcie_link_gen", pcie("smi_pcie_link_gen_current"))
         .figure("pcie_link_width", pcie("smi_pcie_link_width_current"));
     let met = rate >= TARGET_RATE && vs_off <= DROP_TARGET_PCT && dropped == 0;
+    if let Some(pct) = null_vs_off {
+        c = c
+            .figure("kernel_stream_null_arg_s", null_arg.as_secs_f64())
+            .figure("null_arg_slowdown_vs_off_pct", pct)
+            .figure("null_arg_target_met", pct <= NULL_ARG_TARGET_PCT);
+    }
     if !wait {
         c = c.figure("drop_target_met", met);
     } else {
@@ -388,6 +409,17 @@ pub fn missed_targets(
         ));
     }
     bad
+}
+
+/// Issue #36's off-switch target, missed: the stream kernel launched with a null Arg more
+/// than [`NULL_ARG_TARGET_PCT`] slower than the uninstrumented kernel.
+pub fn null_arg_missed(slowdown_pct: f64) -> Option<String> {
+    (slowdown_pct > NULL_ARG_TARGET_PCT).then(|| {
+        format!(
+            "with a null Arg (the off switch) the stream kernel is {slowdown_pct:.2} % slower \
+             than without ikp (target <= {NULL_ARG_TARGET_PCT} %)"
+        )
+    })
 }
 
 /// One point of `stream/sweep`: what it varies from the checks' configuration.
@@ -577,6 +609,9 @@ mod tests {
         // One drop fails drop mode; 3.1 % fails it too.
         assert_eq!(missed_targets(false, 1.05e8, 1.0, 1, 512).len(), 1);
         assert_eq!(missed_targets(false, 1.05e8, 3.1, 0, 0).len(), 1);
+        // The off switch: 1 % is met, more is not.
+        assert_eq!(null_arg_missed(1.0), None);
+        assert!(null_arg_missed(30.8).unwrap().contains("30.80 %"));
     }
 
     #[test]
