@@ -145,14 +145,12 @@ impl Msg<'_> {
         self.0.push(0);
         body(&mut Msg(self.0));
         let len = self.0.len() - at - 1;
-        let n = varint_len(len as u64);
-        if n > 1 {
-            self.0.splice(at + 1..at + 1, std::iter::repeat_n(0, n - 1));
-        }
-        let mut v = len as u64;
-        for b in &mut self.0[at..at + n] {
-            *b = (v as u8 & 0x7F) | if v >= 0x80 { 0x80 } else { 0 };
-            v >>= 7;
+        if len < 0x80 {
+            self.0[at] = len as u8;
+        } else {
+            let mut head = Vec::with_capacity(varint_len(len as u64));
+            put_varint(&mut head, len as u64);
+            self.0.splice(at..at + 1, head);
         }
     }
 }
