@@ -47,16 +47,32 @@ clients="$root/gpucheck/python/gpu_clients.py"
 "$pyvenv/bin/python" "$clients" --self-check
 work="$root/target/py-clients"
 rm -rf "$work"
+# Every check; then two selected (--only), the second with no time left (--seconds 0).
 "$pyvenv/bin/python" "$clients" --wheel "$wheel" --ikp /nonexistent/ikp --include /nonexistent \
-  --work "$work" >"$work.json"
-"$pyvenv/bin/python" - "$work.json" <<'PY'
+  --work "$work" >"$work.all.jsonl"
+"$pyvenv/bin/python" "$clients" --wheel "$wheel" --ikp /nonexistent/ikp --include /nonexistent \
+  --work "$work" --only python/native,python/triton-probes >"$work.only.jsonl"
+"$pyvenv/bin/python" "$clients" --wheel "$wheel" --ikp /nonexistent/ikp --include /nonexistent \
+  --work "$work" --only python/native,python/triton-probes --seconds 0 >"$work.late.jsonl"
+"$pyvenv/bin/python" - "$work" <<'PY'
 import json, sys
-checks = {c["name"]: c for c in json.load(open(sys.argv[1]))}
-status = {n: c["status"] for n, c in checks.items()}
-want = {"python/wheel": "pass", "python/native": "skip", "python/stream": "skip",
-        "python/proton": "skip", "python/triton-probes": "skip", "python/torch-compile": "skip",
-        "python/triton-autotune": "skip"}
-if status != want:
-    sys.exit(f"gpu_clients.py without a GPU: {status}, expected {want}: {list(checks.values())}")
-print("gpu_clients.py without a GPU: " + "; ".join(f"{n} {c['status']} ({c['detail']})" for n, c in checks.items()))
+def statuses(run):
+    # One check a line, as the runner reads them.
+    checks = [json.loads(line) for line in open(f"{sys.argv[1]}.{run}.jsonl") if line.strip()]
+    return {c["name"]: (c["status"], c["detail"]) for c in checks}
+skip = "skip"
+want = {
+    "all": {"python/wheel": "pass", "python/native": skip, "python/stream": skip,
+            "python/proton": skip, "python/triton-probes": skip, "python/torch-compile": skip,
+            "python/triton-autotune": skip},
+    "only": {"python/wheel": "pass", "python/native": skip, "python/triton-probes": skip},
+    "late": {"python/wheel": "pass", "python/native": skip, "python/triton-probes": skip},
+}
+for run, w in want.items():
+    got = statuses(run)
+    if {n: s for n, (s, _) in got.items()} != w:
+        sys.exit(f"gpu_clients.py without a GPU ({run}): {got}, expected {w}")
+    if run == "late" and not all("0 s were spent" in d for n, (_, d) in got.items() if n != "python/wheel"):
+        sys.exit(f"gpu_clients.py --seconds 0: the skips do not say the time was spent: {got}")
+    print(f"gpu_clients.py without a GPU ({run}): " + "; ".join(f"{n} {s} ({d})" for n, (s, d) in got.items()))
 PY

@@ -2,8 +2,9 @@
 """ikp's Python clients on the GPU machine: the bundle's `python` step runs this script.
 
 The Rust runner (gpucheck/src/runner/python.rs) calls it with the bundle's wheel, CLI and
-header; it prints ONE JSON list of checks (the runner's format, gpucheck/src/results.rs)
-on standard output and everything else on standard error. The checks:
+header; it prints each check (the runner's format, gpucheck/src/results.rs) as one line of
+JSON on standard output the moment it is decided, and everything else on standard error,
+so a script stopped at its time limit still hands back the checks it finished. The checks:
 
 - ``python/wheel``: the bundle's abi3 wheel installs with pip into a temporary directory
   (no index, no dependencies; unpacked where the Python has no pip) and imports from
@@ -37,8 +38,14 @@ on standard output and everything else on standard error. The checks:
   the context compiled again and traced (triton_compile.py).
 
 Without a GPU (``--no-gpu REASON``, or no CUDA device visible to CuPy / torch) the GPU
-checks are skipped with the reason. The script never exits without printing the list: an
-exception fails its own check with the exception's last line.
+checks are skipped with the reason. An exception fails its own check with the exception's
+last line, and the script goes on to the next.
+
+``--only PREFIXES`` (comma-separated check-name prefixes: the runner's ``IKP_GPU_ONLY``
+narrowed to this step) runs only the checks they name, besides ``python/wheel``, which
+the others need; the rest are not reported. ``--seconds S`` is the script's time: a check
+that would start after it is skipped with that reason, and ``python/triton-probes`` stops
+timing kernels when it is spent (the runner stops the script a little later).
 
 ``--self-check`` runs the verifiers on synthetic data instead (no GPU, no CuPy, no torch;
 the Proton path also decodes a synthetic trace when ``ikp`` imports): each must accept
@@ -739,7 +746,7 @@ def triton_unavailable(ikp: Any, name: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def triton_probes_check(ikp: Any) -> Dict[str, Any]:
+def triton_probes_check(ikp: Any, deadline: Optional[float]) -> Dict[str, Any]:
     name = "python/triton-probes"
     unavailable = triton_unavailable(ikp, name)
     if unavailable is not None:
@@ -747,7 +754,7 @@ def triton_probes_check(ikp: Any) -> Dict[str, Any]:
     import triton_probes
 
     t0 = time.monotonic()
-    problems, figures = triton_probes.run_check(ikp, HERE)
+    problems, figures = triton_probes.run_check(ikp, HERE, deadline=deadline)
     figures["seconds"] = round(time.monotonic() - t0, 2)
     return verdict(
         name,
@@ -774,62 +781,72 @@ def triton_compile_check(ikp: Any, name: str, which: str, passed: str) -> Dict[s
     return verdict(name, problems, passed, figures=figures)
 
 
-def run(args: argparse.Namespace) -> List[Dict[str, Any]]:
+# The checks after python/wheel, in the order they run.
+GPU_CHECKS = [
+    "python/native",
+    "python/stream",
+    "python/proton",
+    "python/triton-probes",
+    "python/torch-compile",
+    "python/triton-autotune",
+]
+
+
+def selected(name: str, only: Optional[Sequence[str]]) -> bool:
+    """Whether ``--only``'s prefixes name the check ``name`` (all do without ``--only``)."""
+    return only is None or any(name.startswith(p) for p in only)
+
+
+def run(args: argparse.Namespace, emit: Callable[[Dict[str, Any]], None]) -> None:
+    """Runs the checks, handing each to ``emit`` as soon as it is decided."""
+    only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
+    names = [n for n in GPU_CHECKS if selected(n, only)]
     if args.no_gpu is not None:
         figures = {"wheel": os.path.basename(args.wheel)}
-        return [
-            check("python/wheel", "skip", args.no_gpu, gpu=False, figures=figures),
-            check("python/native", "skip", args.no_gpu),
-            check("python/stream", "skip", args.no_gpu),
-            check("python/proton", "skip", args.no_gpu),
-            check("python/triton-probes", "skip", args.no_gpu),
-            check("python/torch-compile", "skip", args.no_gpu),
-            check("python/triton-autotune", "skip", args.no_gpu),
-        ]
+        emit(check("python/wheel", "skip", args.no_gpu, gpu=False, figures=figures))
+        for n in names:
+            emit(check(n, "skip", args.no_gpu))
+        return
+    deadline = None if args.seconds is None else time.monotonic() + args.seconds
     os.makedirs(args.work, exist_ok=True)
-    checks: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ikp-wheel-") as tmp:
         try:
             c, ikp = wheel_check(args.wheel, tmp)
         except Exception as e:  # noqa: BLE001
             log(traceback.format_exc())
             c, ikp = check("python/wheel", "fail", last_line(e), gpu=False), None
-        checks.append(c)
-        steps: List[Tuple[str, Callable[[], Dict[str, Any]]]] = [
-            ("python/native", lambda: native_check(ikp, args.include, args.work)),
-            ("python/stream", lambda: stream_check(ikp, args.include, args.work)),
-            ("python/proton", lambda: proton_check(ikp, args.ikp, args.work)),
-            ("python/triton-probes", lambda: triton_probes_check(ikp)),
-            (
+        emit(c)
+        steps: Dict[str, Callable[[], Dict[str, Any]]] = {
+            "python/native": lambda: native_check(ikp, args.include, args.work),
+            "python/stream": lambda: stream_check(ikp, args.include, args.work),
+            "python/proton": lambda: proton_check(ikp, args.ikp, args.work),
+            "python/triton-probes": lambda: triton_probes_check(ikp, deadline),
+            "python/torch-compile": lambda: triton_compile_check(
+                ikp,
                 "python/torch-compile",
-                lambda: triton_compile_check(
-                    ikp,
-                    "python/torch-compile",
-                    "torch_compile",
-                    "a torch.compile'd model warmed up before the context, run inside "
-                    "ikp.triton.profile() as it is: every Inductor Triton kernel traced, outputs "
-                    "equal to the plain compiled model's, plain again after",
-                ),
+                "torch_compile",
+                "a torch.compile'd model warmed up before the context, run inside "
+                "ikp.triton.profile() as it is: every Inductor Triton kernel traced, outputs "
+                "equal to the plain compiled model's, plain again after",
             ),
-            (
+            "python/triton-autotune": lambda: triton_compile_check(
+                ikp,
                 "python/triton-autotune",
-                lambda: triton_compile_check(
-                    ikp,
-                    "python/triton-autotune",
-                    "autotune",
-                    "each variant of a kernel autotuned over num_warps 2, 4, 8 traced on its own, "
-                    "named by its configuration, a lane per warp of its own; a kernel compiled "
-                    "before the context compiled again and traced",
-                ),
+                "autotune",
+                "each variant of a kernel autotuned over num_warps 2, 4, 8 traced on its own, "
+                "named by its configuration, a lane per warp of its own; a kernel compiled "
+                "before the context compiled again and traced",
             ),
-        ]
-        for name, step in steps:
+        }
+        for name in names:
+            if deadline is not None and time.monotonic() >= deadline:
+                emit(check(name, "skip", f"the Python step's {args.seconds:.0f} s were spent before this check"))
+                continue
             try:
-                checks.append(step())
+                emit(steps[name]())
             except Exception as e:  # noqa: BLE001
                 log(traceback.format_exc())
-                checks.append(check(name, "fail", last_line(e)))
-    return checks
+                emit(check(name, "fail", last_line(e)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1005,6 +1022,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--no-gpu", metavar="REASON", help="skip every check for REASON (the runner's skip mode)"
     )
     ap.add_argument(
+        "--only",
+        metavar="PREFIXES",
+        help="run only the checks these comma-separated name prefixes name (and python/wheel)",
+    )
+    ap.add_argument(
+        "--seconds", type=float, help="the script's time: later checks are skipped with that reason"
+    )
+    ap.add_argument(
         "--self-check", action="store_true", help="test the verifiers on synthetic data, then exit"
     )
     args = ap.parse_args(argv)
@@ -1013,21 +1038,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     for need in ("wheel", "ikp", "include", "work"):
         if getattr(args, need) is None:
             ap.error(f"--{need.replace('_', '-')} is required")
-    # Standard output carries the list alone: whatever else writes to it (this script,
+    # Standard output carries the checks alone: whatever else writes to it (this script,
     # Triton, Proton, native libraries) goes to standard error.
     out = os.dup(1)
     os.dup2(2, 1)
-    checks: List[Dict[str, Any]] = []
-    try:
-        checks = run(args)
-    except BaseException as e:  # noqa: BLE001 (the list is printed whatever happened)
-        log(traceback.format_exc())
-        checks.append(
-            check("python/clients", "fail", f"the script stopped: {last_line(e)}", gpu=False)
-        )
-    finally:
+
+    def emit(c: Dict[str, Any]) -> None:
         sys.stdout.flush()
-        os.write(out, (json.dumps(checks) + "\n").encode())
+        line = (json.dumps(c) + "\n").encode()
+        while line:  # one line per check, whole, the moment it is decided
+            line = line[os.write(out, line) :]
+
+    try:
+        run(args, emit)
+    except BaseException as e:  # noqa: BLE001 (reported whatever happened)
+        log(traceback.format_exc())
+        emit(check("python/clients", "fail", f"the script stopped: {last_line(e)}", gpu=False))
     return 0
 
 

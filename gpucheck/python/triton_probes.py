@@ -380,7 +380,7 @@ def proton_side_by_side(torch: Any, ikp_triton: Any, fixtures: Sequence[Tuple[An
                 row[f"{label}_timing"] = how
             except Exception as e:  # noqa: BLE001
                 row[f"{label}_kernel_us"] = None
-                row[f"{label}_timing"] = f"not timed: {type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}"
+                row[f"{label}_timing"] = f"not timed: {_last_line(e)}"
             row[f"{label}_wall_us"] = round(wall_per_launch(torch, launch, TIMED), 2)
 
         timed(fn, "plain")
@@ -398,9 +398,52 @@ def proton_side_by_side(torch: Any, ikp_triton: Any, fixtures: Sequence[Tuple[An
     return out
 
 
-def run_check(ikp: Any, here: str, work: Optional[str] = None) -> Tuple[List[str], Dict[str, Any]]:
-    """Runs every fixture kernel plain and instrumented, small and large, then the Proton
-    comparison; (problems, figures)."""
+def run_kernels(
+    sizes: Sequence[Tuple[str, Sequence[Tuple[Any, ...]]]],
+    run_one: Callable[[Tuple[Any, ...]], Tuple[List[str], Dict[str, Any]]],
+    deadline: Optional[float],
+    now: Callable[[], float] = time.monotonic,
+) -> Tuple[List[str], Dict[str, Any]]:
+    """Runs ``run_one`` on each fixture (its name first) of each ``(size, fixtures)`` in
+    order; (problems, figures): ``kernels_<size>`` per kernel, the large sizes' median
+    slowdown and the targets' verdict on them. A kernel that raises is a problem of its own
+    and the others still run; past ``deadline`` (by ``now``) no kernel starts, and the ones
+    left are named (``not_run``) as a problem."""
+    problems: List[str] = []
+    figures: Dict[str, Any] = {}
+    large: Dict[str, float] = {}
+    not_run: List[str] = []
+    for size, fixtures in sizes:
+        per_kernel: Dict[str, Any] = {}
+        for fixture in fixtures:
+            if deadline is not None and now() >= deadline:
+                not_run.append(f"{size} {fixture[0]}")
+                continue
+            try:
+                p, f = run_one(fixture)
+            except Exception as e:  # noqa: BLE001
+                p, f = [f"{fixture[0]}: {_last_line(e)}"], {"error": _last_line(e)}
+            problems += [f"{size}: {x}" for x in p]
+            per_kernel[fixture[0]] = f
+            if size == "large" and f.get("slowdown") is not None:
+                large[fixture[0]] = f["slowdown"]
+        figures[f"kernels_{size}"] = per_kernel
+    if not_run:
+        figures["not_run"] = not_run
+        problems.append(f"the time was spent before {len(not_run)} kernels ran: {', '.join(not_run)}")
+    if large:
+        figures["large_median_slowdown"] = round(statistics.median(large.values()), 4)
+    return problems + slowdown_problems(large), figures
+
+
+def run_check(
+    ikp: Any, here: str, work: Optional[str] = None, deadline: Optional[float] = None
+) -> Tuple[List[str], Dict[str, Any]]:
+    """Runs every fixture kernel plain and instrumented, large then small, then the Proton
+    comparison; (problems, figures). The large sizes come first: the targets are judged on
+    them. A kernel that raises is a problem of its own and the others still run. Past
+    ``deadline`` (``time.monotonic()``) no kernel starts: the ones left are named as not
+    run, which fails the check, and what was measured is kept."""
     import torch
     import triton as triton_mod
 
@@ -413,27 +456,30 @@ def run_check(ikp: Any, here: str, work: Optional[str] = None) -> Tuple[List[str
         figures["untested_triton"] = True
         ikp_triton.SUPPORTED_TRITON = ikp_triton.SUPPORTED_TRITON + (version,)
     fx = load_fixtures(here)
-    problems: List[str] = []
-    large_slowdowns: Dict[str, float] = {}
-    for size in ("small", "large"):
-        per_kernel: Dict[str, Any] = {}
-        for fixture in fx.fixtures(large=size == "large"):
-            p, f = run_kernel(torch, ikp_triton, fx, fixture)
-            problems += [f"{size}: {x}" for x in p]
-            per_kernel[fixture[0]] = f
-            if size == "large" and f.get("slowdown") is not None:
-                large_slowdowns[fixture[0]] = f["slowdown"]
+
+    def run_one(fixture: Tuple[Any, ...]) -> Tuple[List[str], Dict[str, Any]]:
+        try:
+            return run_kernel(torch, ikp_triton, fx, fixture)
+        finally:
             torch.cuda.empty_cache()
-        figures[f"kernels_{size}"] = per_kernel
-    if large_slowdowns:
-        figures["large_median_slowdown"] = round(statistics.median(large_slowdowns.values()), 4)
-    problems += slowdown_problems(large_slowdowns)
+
+    sizes = [(size, fx.fixtures(large=size == "large")) for size in ("large", "small")]
+    problems, per_size = run_kernels(sizes, run_one, deadline)
+    figures.update(per_size)
+    if deadline is not None and time.monotonic() >= deadline:
+        figures["proton"] = "not run: the time was spent"
+        return problems, figures
     try:
         with tempfile.TemporaryDirectory(prefix="ikp-proton-") as tmp:
             figures["proton"] = proton_side_by_side(torch, ikp_triton, fx.fixtures(large=True), work or tmp)
     except Exception as e:  # noqa: BLE001
-        figures["proton"] = f"not run: {type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}"
+        figures["proton"] = f"not run: {_last_line(e)}"
     return problems, figures
+
+
+def _last_line(e: BaseException) -> str:
+    """``Type: the message's last line``."""
+    return f"{type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}"
 
 
 def self_check() -> List[str]:
@@ -492,4 +538,36 @@ def self_check() -> List[str]:
         fails.append("an unmeasured occupancy was accepted")
     if records_per_warp(loops) != 3 + 3 * 8 or records_per_warp([]) != 1:
         fails.append("records per warp miscounted")
+    fails += _run_kernels_self_check()
+    return fails
+
+
+def _run_kernels_self_check() -> List[str]:
+    """run_kernels' order, a kernel that raises, the deadline."""
+    fails = []
+    ran: List[str] = []
+    clock = [0.0]
+
+    def run_one(fixture: Tuple[Any, ...]) -> Tuple[List[str], Dict[str, Any]]:
+        ran.append(fixture[0])
+        clock[0] += 10.0
+        if fixture[0] == "boom":
+            raise RuntimeError("CUDA error: an illegal memory access\nwas encountered")
+        return [], dict(slowdown=fixture[1])
+
+    sizes = [("large", [("a", 1.01), ("boom", 0), ("c", 1.02)]), ("small", [("a", 1.5)])]
+    problems, figures = run_kernels(sizes, run_one, None, now=lambda: clock[0])
+    if ran != ["a", "boom", "c", "a"]:
+        fails.append(f"run_kernels ran {ran}, expected every kernel in order")
+    if len(problems) != 1 or "boom: RuntimeError: was encountered" not in problems[0]:
+        fails.append(f"a kernel that raised was reported as {problems}")
+    if figures.get("large_median_slowdown") != 1.015 or "error" not in figures["kernels_large"]["boom"]:
+        fails.append(f"the figures of a run with a failed kernel: {figures}")
+    ran.clear()
+    clock[0] = 0.0
+    problems, figures = run_kernels(sizes, run_one, 15.0, now=lambda: clock[0])
+    if ran != ["a", "boom"] or figures.get("not_run") != ["large c", "small a"]:
+        fails.append(f"past the deadline: ran {ran}, not run {figures.get('not_run')}")
+    if not any("the time was spent before 2 kernels ran" in p for p in problems):
+        fails.append(f"kernels left at the deadline were not a problem: {problems}")
     return fails

@@ -11,9 +11,10 @@
 //! packed into [`ARCHIVE`] (see [`crate::results`] for the directory's layout).
 //!
 //! [`ONLY_VAR`] (`IKP_GPU_ONLY=stream,overhead`) runs only the steps whose checks' names
-//! start with one of its comma-separated prefixes (`overhead` takes the ncu profiles too,
-//! `python/torch-compile` the whole Python step): a GPU session of a few minutes spends
-//! them on the checks it is about, instead of leaving the last steps to the budget's skip.
+//! start with one of its comma-separated prefixes (`overhead` takes the ncu profiles too;
+//! `python/triton-probes` runs the Python step with that check alone, besides the wheel's):
+//! a GPU session of a few minutes spends them on the checks it is about, instead of leaving
+//! the last steps to the budget's skip.
 //! The steps left out are not in the results; the selection is (`machine.only`).
 //!
 //! The bundle's layout (written by `scripts/gpu-bundle.sh`): `bin/` (this runner, `ikp`,
@@ -81,6 +82,17 @@ impl Selection {
             ps.iter()
                 .any(|p| key.starts_with(p.as_str()) || p.starts_with(key))
         })
+    }
+
+    /// The prefixes that name checks inside the step whose checks are named `step...`
+    /// (`python/stream` inside `python/`), for a step that can run some of its checks
+    /// alone; `None` when the whole step runs (no selection, or a prefix of `step` itself).
+    pub fn within(&self, step: &str) -> Option<Vec<String>> {
+        let ps = self.0.as_ref()?;
+        if ps.iter().any(|p| step.starts_with(p.as_str())) {
+            return None;
+        }
+        Some(ps.iter().filter(|p| p.starts_with(step)).cloned().collect())
     }
 
     /// The prefixes, when some steps are left out.
@@ -236,7 +248,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         checks.push(readme::run(bundle, &plan));
     }
     if only.runs("python/") {
-        checks.extend(python::run(bundle, &plan));
+        checks.extend(python::run(bundle, &plan, only.within(python::PREFIX)));
     }
     if only.runs("test/") {
         for suite in &tests::SUITES {
@@ -411,5 +423,20 @@ mod selection_tests {
         assert!(s.runs("overhead") && s.runs("overhead/ncu/"));
         assert!(!s.runs("timing/clock") && !s.runs("test/") && !s.runs("sanitizer/"));
         assert!(!s.runs("example/") && !s.runs("docs/readme-cuda"));
+    }
+
+    #[test]
+    fn a_prefix_inside_a_step_narrows_it_to_the_checks_it_names() {
+        assert_eq!(Selection::parse("").within("python/"), None);
+        for whole in ["python", "python/", "py,stream"] {
+            assert_eq!(Selection::parse(whole).within("python/"), None, "{whole}");
+        }
+        let s = Selection::parse("stream,python/triton-probes,python/native,overhead");
+        assert_eq!(
+            s.within("python/"),
+            Some(vec!["python/triton-probes".into(), "python/native".into()])
+        );
+        // A selection that leaves the step out names none of its checks.
+        assert_eq!(Selection::parse("stream").within("python/"), Some(vec![]));
     }
 }

@@ -2,13 +2,18 @@
 //! (`python/gpu_clients.py`, from `gpucheck/python/`), checked with the GPU machine's own
 //! `python3` (CuPy, torch, Triton's Proton), which is where users meet ikp from Python.
 //!
-//! The script prints one JSON list of checks (`python/wheel`, `python/native`,
-//! `python/stream`, `python/proton`, `python/triton-probes`, `python/torch-compile`,
-//! `python/triton-autotune`; [`crate::results`] has the format) and logs to standard error. Without
-//! a GPU it is still run, with `--no-gpu REASON`, so a skip-mode run proves it starts and
-//! names its checks. What keeps it from reporting (no interpreter, no wheel, a crash, an
-//! unreadable list) becomes one `python` check: skipped without a GPU, failed with one.
-//! `IKP_PYTHON` names another interpreter than `python3`.
+//! The script prints each check (`python/wheel`, `python/native`, `python/stream`,
+//! `python/proton`, `python/triton-probes`, `python/torch-compile`,
+//! `python/triton-autotune`; [`crate::results`] has the format) as one line of JSON the
+//! moment it is decided, and logs to standard error: a script stopped at its time limit
+//! still hands back what it finished, beside the check that says it was stopped. It is
+//! told its time (`--seconds`, the step's limit less [`MARGIN`]; later checks skip with
+//! that reason) and, under a selection that names some of its checks (`IKP_GPU_ONLY=
+//! python/triton-probes`), which to run (`--only`). Without a GPU it is still run, with
+//! `--no-gpu REASON`, so a skip-mode run proves it starts and names its checks. What keeps
+//! it from reporting (no interpreter, no wheel, a crash, unreadable lines) becomes one
+//! `python` check: skipped without a GPU, failed with one. `IKP_PYTHON` names another
+//! interpreter than `python3`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +31,9 @@ use crate::results::{Check, Status};
 pub const PYTHON_LIMIT: Duration = Duration::from_secs(480);
 /// Time limit of the script when it only reports its skips.
 pub const SKIP_LIMIT: Duration = Duration::from_secs(60);
+/// What the script is told it has is its limit less this: the check (or Triton kernel)
+/// it starts last then has this long to finish and report before the script is stopped.
+pub const MARGIN: Duration = Duration::from_secs(30);
 /// The script, relative to the bundle.
 pub const SCRIPT: &str = "python/gpu_clients.py";
 /// Prefix of every check name the script may report.
@@ -62,17 +70,25 @@ pub fn wheel(bundle: &Path) -> Result<PathBuf, String> {
     }
 }
 
-/// The checks in the script's standard output: one JSON list, every name under
-/// `python/`.
-pub fn parse(stdout: &str) -> Result<Vec<Check>, String> {
-    let checks: Vec<Check> = serde_json::from_str(stdout.trim()).map_err(|e| {
-        let tail = child::last_lines(stdout, 3);
-        if tail.is_empty() {
-            format!("it printed no list of checks ({e})")
-        } else {
-            format!("its output is not a list of checks ({e}): {tail}")
+/// The checks in the script's standard output: one JSON object a line, every name under
+/// `python/`. A script that did not finish (`finished` false) may have been stopped in the
+/// middle of its last line: that line is then left out.
+pub fn parse(stdout: &str, finished: bool) -> Result<Vec<Check>, String> {
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut checks = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Check>(line) {
+            Ok(c) => checks.push(c),
+            Err(_) if !finished && i + 1 == lines.len() => break,
+            Err(e) => {
+                return Err(format!(
+                    "its line {} is not a check ({e}): {}",
+                    i + 1,
+                    child::last_lines(stdout, 3)
+                ))
+            }
         }
-    })?;
+    }
     if checks.is_empty() {
         return Err("it reported no check".into());
     }
@@ -82,13 +98,14 @@ pub fn parse(stdout: &str) -> Result<Vec<Check>, String> {
     Ok(checks)
 }
 
-/// Runs the script of the bundle at `bundle` with [`interpreter`] and returns its checks.
-pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
-    run_with(&interpreter(), bundle, plan)
+/// Runs the script of the bundle at `bundle` with [`interpreter`] and returns its checks;
+/// `only`: the check-name prefixes it is to run (`None`: all).
+pub fn run(bundle: &Path, plan: &Plan, only: Option<Vec<String>>) -> Vec<Check> {
+    run_with(&interpreter(), bundle, plan, only)
 }
 
 /// [`run`] with the interpreter `python`.
-pub fn run_with(python: &str, bundle: &Path, plan: &Plan) -> Vec<Check> {
+pub fn run_with(python: &str, bundle: &Path, plan: &Plan, only: Option<Vec<String>>) -> Vec<Check> {
     let skip = plan.skip_all();
     // One check for whatever kept the script from reporting.
     let problem = |why: String| match &skip {
@@ -116,12 +133,20 @@ pub fn run_with(python: &str, bundle: &Path, plan: &Plan) -> Vec<Check> {
         .arg(bundle.join("include"))
         .arg("--work")
         .arg(plan.files.join("python"));
+    if let Some(only) = only {
+        cmd.arg("--only").arg(only.join(","));
+    }
     let limit = match &skip {
         Some(why) => {
             cmd.arg("--no-gpu").arg(why);
             SKIP_LIMIT
         }
-        None => plan.limit(PYTHON_LIMIT),
+        None => {
+            let limit = plan.limit(PYTHON_LIMIT);
+            cmd.arg("--seconds")
+                .arg(limit.saturating_sub(MARGIN).as_secs().to_string());
+            limit
+        }
     };
     plan.gpu_env(&mut cmd);
     let f = match child::run(cmd, "python-clients", &plan.logs, limit) {
@@ -132,14 +157,19 @@ pub fn run_with(python: &str, bundle: &Path, plan: &Plan) -> Vec<Check> {
             ))
         }
     };
-    match parse(&f.stdout) {
+    match parse(&f.stdout, f.status.is_some()) {
         Ok(mut checks) => {
             if !f.ok() {
+                let reported: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
                 checks.push(Check::new(
                     "python",
                     Status::Fail,
                     false,
-                    format!("{} {}", SCRIPT, f.failure()),
+                    format!(
+                        "{SCRIPT}, after reporting {}, {}",
+                        reported.join(", "),
+                        f.failure()
+                    ),
                 ));
             }
             checks
@@ -181,14 +211,14 @@ mod tests {
     }
 
     #[test]
-    fn the_step_passes_the_bundle_to_the_script_and_reads_its_list() {
+    fn the_step_passes_the_bundle_its_time_and_selection_to_the_script() {
         let dir = tempfile::tempdir().unwrap();
         // The script echoes its arguments into the detail of one check.
         let root = bundle(
             dir.path(),
-            r#"printf '[{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "%s", "figures": {}}]' "$*""#,
+            r#"printf '{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "%s", "figures": {}}\n' "$*""#,
         );
-        let c = run_with("sh", &root, &plan(dir.path(), Availability::Gpu));
+        let c = run_with("sh", &root, &plan(dir.path(), Availability::Gpu), None);
         assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!(
             (c[0].name.as_str(), c[0].status),
@@ -205,16 +235,69 @@ mod tests {
             assert!(c[0].detail.contains(arg), "{arg}: {}", c[0].detail);
         }
         assert!(!c[0].detail.contains("--no-gpu"), "{}", c[0].detail);
+        // Its time: what is left of the plan's 60 s less the margin; no --only without a
+        // selection.
+        let secs: u64 = c[0]
+            .detail
+            .split("--seconds ")
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!((25..=30).contains(&secs), "{}", c[0].detail);
+        assert!(!c[0].detail.contains("--only"), "{}", c[0].detail);
+        let only = Some(vec!["python/triton-probes".into(), "python/native".into()]);
+        let c = run_with("sh", &root, &plan(dir.path(), Availability::Gpu), only);
+        assert!(
+            c[0].detail
+                .contains("--only python/triton-probes,python/native"),
+            "{}",
+            c[0].detail
+        );
         // Without a GPU the script is told why, to skip.
         let c = run_with(
             "sh",
             &root,
             &plan(dir.path(), Availability::NoGpu("none".into())),
+            None,
         );
         assert!(
             c[0].detail.contains("--no-gpu no CUDA GPU: none"),
             "{}",
             c[0].detail
+        );
+        assert!(!c[0].detail.contains("--seconds"), "{}", c[0].detail);
+    }
+
+    #[test]
+    fn a_script_stopped_at_its_limit_keeps_the_checks_it_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two checks reported, a third cut off in the middle of its line, then a hang.
+        let root = bundle(
+            dir.path(),
+            r#"echo '{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "", "figures": {}}'
+echo '{"name": "python/triton-probes", "status": "fail", "gpu": true, "detail": "1 problems", "figures": {"large_median_slowdown": 1.02}}'
+printf '{"name": "python/torch-compile", "sta'
+sleep 30"#,
+        );
+        let mut p = plan(dir.path(), Availability::Gpu);
+        p.deadline = Instant::now() + Duration::from_secs(2);
+        let c = run_with("sh", &root, &p, None);
+        let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["python/wheel", "python/triton-probes", "python"],
+            "{c:?}"
+        );
+        assert_eq!(c[1].figures["large_median_slowdown"], 1.02);
+        assert_eq!(c[2].status, Status::Fail);
+        assert!(
+            c[2].detail
+                .contains("after reporting python/wheel, python/triton-probes")
+                && c[2].detail.contains("killed at its time limit"),
+            "{}",
+            c[2].detail
         );
     }
 
@@ -227,18 +310,18 @@ mod tests {
             dir.path(),
             "echo 'Traceback: boom' >&2; echo half a list; exit 1",
         );
-        let c = run_with("sh", &root, &gpu);
+        let c = run_with("sh", &root, &gpu, None);
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].name.as_str(), c[0].status), ("python", Status::Fail));
         assert!(
-            c[0].detail.contains("not a list of checks")
+            c[0].detail.contains("line 1 is not a check")
                 && c[0].detail.contains("half a list")
                 && c[0].detail.contains("Traceback: boom"),
             "{}",
             c[0].detail
         );
         // The same without a GPU is a skip that says both.
-        let c = run_with("sh", &root, &no_gpu);
+        let c = run_with("sh", &root, &no_gpu, None);
         assert_eq!(c[0].status, Status::Skip);
         assert!(
             c[0].detail.starts_with("no CUDA GPU: none; besides,"),
@@ -246,19 +329,19 @@ mod tests {
             c[0].detail
         );
 
-        // A list followed by a failing exit keeps the list and fails the step.
+        // Checks followed by a failing exit are kept, and the step fails.
         std::fs::write(
             root.join(SCRIPT),
-            r#"echo '[{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "", "figures": {}}]'; exit 3"#,
+            r#"echo '{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "", "figures": {}}'; exit 3"#,
         )
         .unwrap();
-        let c = run_with("sh", &root, &gpu);
+        let c = run_with("sh", &root, &gpu, None);
         assert_eq!(c.len(), 2);
         assert_eq!((c[1].name.as_str(), c[1].status), ("python", Status::Fail));
         assert!(c[1].detail.contains("exit status: 3"), "{}", c[1].detail);
 
         // No interpreter.
-        let c = run_with("/nonexistent/python3", &root, &gpu);
+        let c = run_with("/nonexistent/python3", &root, &gpu, None);
         assert!(
             c[0].status == Status::Fail
                 && c[0].detail.contains("could not start /nonexistent/python3"),
@@ -266,21 +349,20 @@ mod tests {
         );
         // No wheel, no script.
         std::fs::remove_file(root.join("python/ikp-0.1.0-cp39-abi3-linux_x86_64.whl")).unwrap();
-        let c = run_with("sh", &root, &gpu);
+        let c = run_with("sh", &root, &gpu, None);
         assert!(c[0].detail.contains("holds no ikp-*.whl"), "{c:?}");
         std::fs::remove_file(root.join(SCRIPT)).unwrap();
-        let c = run_with("sh", &root, &gpu);
+        let c = run_with("sh", &root, &gpu, None);
         assert!(c[0].detail.contains("gpu_clients.py is missing"), "{c:?}");
     }
 
     #[test]
-    fn a_well_formed_list_becomes_checks() {
-        let out = r#"[{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "ikp 0.1.0",
-                       "figures": {"version": "0.1.0"}},
-                      {"name": "python/proton", "status": "skip", "gpu": true,
-                       "detail": "no CUDA device visible to torch", "figures": {}}]
+    fn well_formed_lines_become_checks() {
+        let out = r#"{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "ikp 0.1.0", "figures": {"version": "0.1.0"}}
+
+{"name": "python/proton", "status": "skip", "gpu": true, "detail": "no CUDA device visible to torch", "figures": {}}
 "#;
-        let c = parse(out).unwrap();
+        let c = parse(out, true).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].name, "python/wheel");
         assert_eq!(c[0].status, Status::Pass);
@@ -290,26 +372,37 @@ mod tests {
     }
 
     #[test]
-    fn a_malformed_list_is_reported_clearly() {
-        let e = parse("").unwrap_err();
-        assert!(e.contains("printed no list of checks"), "{e}");
-        let e = parse("Traceback (most recent call last):\nKeyError: 'x'\n").unwrap_err();
+    fn malformed_lines_are_reported_clearly() {
+        let e = parse("", true).unwrap_err();
+        assert!(e.contains("reported no check"), "{e}");
+        let e = parse("Traceback (most recent call last):\nKeyError: 'x'\n", true).unwrap_err();
         assert!(
-            e.contains("not a list of checks") && e.contains("KeyError: 'x'"),
-            "{e}"
-        );
-        let e = parse("[]").unwrap_err();
-        assert!(e.contains("no check"), "{e}");
-        let e = parse(r#"[{"name": "python/x", "status": "maybe", "gpu": true, "detail": "", "figures": {}}]"#)
-            .unwrap_err();
-        assert!(
-            e.contains("not a list of checks") && e.contains("maybe"),
+            e.contains("line 1 is not a check") && e.contains("KeyError: 'x'"),
             "{e}"
         );
         let e = parse(
-            r#"[{"name": "machine", "status": "pass", "gpu": true, "detail": "", "figures": {}}]"#,
+            r#"{"name": "python/x", "status": "maybe", "gpu": true, "detail": "", "figures": {}}"#,
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("not a check") && e.contains("maybe"), "{e}");
+        let e = parse(
+            r#"{"name": "machine", "status": "pass", "gpu": true, "detail": "", "figures": {}}"#,
+            true,
         )
         .unwrap_err();
         assert!(e.contains("\"machine\", outside python/"), "{e}");
+        // A cut last line is left out only when the script was stopped; one in the middle
+        // is an error either way.
+        let good = r#"{"name": "python/wheel", "status": "pass", "gpu": false, "detail": "", "figures": {}}"#;
+        let cut = format!("{good}\n{{\"name\": \"python/na");
+        assert_eq!(parse(&cut, false).unwrap().len(), 1);
+        assert!(parse(&cut, true)
+            .unwrap_err()
+            .contains("line 2 is not a check"));
+        let middle = format!("{{\"name\": \"python/na\n{good}");
+        assert!(parse(&middle, false)
+            .unwrap_err()
+            .contains("line 1 is not a check"));
     }
 }
