@@ -10,7 +10,8 @@
 //! | `format`, `version` | `"ikp-gpu-results"`, `1` |
 //! | `machine` | object: what the run found (GPU name, SM count, compute capability, driver, NVRTC version and the library files loaded, clocks when readable, the bundle's commit); see [`crate::machine`] |
 //! | `gpu_required` | `true` when a skip of a GPU check counts as a failure: `IKP_GPU_TESTS=1`, the kernel lists an NVIDIA GPU, or ikp opened one |
-//! | `wall_s` | seconds the whole run took |
+//! | `wall_s` | seconds the whole run took (so far, while `complete` is false) |
+//! | `complete` | `false` in the files the runner rewrites after each step, `true` once the run has ended: files that still say `false` come from a run stopped before its end, and hold the checks of the steps it finished |
 //! | `summary` | `{"pass", "fail", "skip"}` counts and `exit`, the runner's exit status |
 //! | `checks` | list of checks, below, in the order they ran |
 //!
@@ -153,6 +154,8 @@ pub struct Results {
     pub wall_s: f64,
     /// The checks in the order they ran.
     pub checks: Vec<Check>,
+    /// Whether the run has ended (`false` in the files written after each step).
+    pub complete: bool,
 }
 
 impl Results {
@@ -180,6 +183,7 @@ impl Results {
             "machine": self.machine,
             "gpu_required": self.gpu_required,
             "wall_s": (self.wall_s * 10.0).round() / 10.0,
+            "complete": self.complete,
             "summary": {
                 "pass": self.count(Status::Pass),
                 "fail": self.count(Status::Fail),
@@ -204,6 +208,12 @@ impl Results {
             self.wall_s,
             self.exit_code()
         ));
+        if !self.complete {
+            md.push_str(
+                " **The run had not ended** when this file was written: these are the checks of \
+                 the steps it finished before it was stopped.",
+            );
+        }
         if self.required_skips() > 0 {
             md.push_str(&format!(
                 " {} GPU checks skipped although a GPU was required (IKP_GPU_TESTS=1 or a GPU \
@@ -290,6 +300,7 @@ mod tests {
             gpu_required,
             wall_s: 1.0,
             checks,
+            complete: true,
         }
     }
 

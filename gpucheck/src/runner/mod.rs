@@ -214,60 +214,63 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         availability: availability.clone(),
         deadline: started + budget,
     };
-    let mut checks = vec![machine_check(&availability, &m)];
+    let mut run = Progress {
+        dir: results,
+        started,
+        gpu_required,
+        checks: Vec::new(),
+    };
+    let only = Selection::from_env();
+    if let Some(ps) = only.prefixes() {
+        m.insert("only".into(), json!(ps));
+    }
+    run.add(&m, [machine_check(&availability, &m)])?;
     let missing: Vec<String> = expected_files()
         .into_iter()
         .filter(|f| !bundle.join(f).is_file())
         .collect();
     if !missing.is_empty() {
-        checks.push(Check::new(
-            "bundle",
-            Status::Fail,
-            false,
-            format!(
-                "{} lacks {}: build it with scripts/gpu-bundle.sh",
-                bundle.display(),
-                missing.join(", ")
-            ),
-        ));
-    }
-    let only = Selection::from_env();
-    if let Some(ps) = only.prefixes() {
-        m.insert("only".into(), json!(ps));
+        let why = format!(
+            "{} lacks {}: build it with scripts/gpu-bundle.sh",
+            bundle.display(),
+            missing.join(", ")
+        );
+        run.add(&m, [Check::new("bundle", Status::Fail, false, why)])?;
     }
     for name in crate::gpu::CHECKS.iter().filter(|n| only.runs(n)) {
-        checks.extend(gpu_check(bundle, name, &plan));
+        run.add(&m, gpu_check(bundle, name, &plan))?;
     }
     if only.runs("example/") {
         for e in examples::EXAMPLES {
-            checks.push(examples::run(bundle, e, &plan));
+            run.add(&m, [examples::run(bundle, e, &plan)])?;
         }
-        checks.push(examples::run_cpp(bundle, &plan));
+        run.add(&m, [examples::run_cpp(bundle, &plan)])?;
     }
     if only.runs(readme::CHECK) {
-        checks.push(readme::run(bundle, &plan));
+        run.add(&m, [readme::run(bundle, &plan)])?;
     }
     if only.runs("python/") {
-        checks.extend(python::run(bundle, &plan, only.within(python::PREFIX)));
+        run.add(&m, python::run(bundle, &plan, only.within(python::PREFIX)))?;
     }
     if only.runs("test/") {
         for suite in &tests::SUITES {
-            checks.extend(tests::run(bundle, suite, &plan));
+            run.add(&m, tests::run(bundle, suite, &plan))?;
         }
     }
     if only.runs("overhead") {
-        checks.extend(overhead::run(bundle, &plan));
+        run.add(&m, overhead::run(bundle, &plan))?;
     }
     if only.runs("sanitizer/") {
-        checks.extend(sanitizer::run(bundle, &plan));
+        run.add(&m, sanitizer::run(bundle, &plan))?;
     }
     // Last: the profile is a figure, and it takes what time the run has left.
     if only.runs("overhead/ncu/") {
-        checks.extend(ncu::run(bundle, &plan));
+        run.add(&m, ncu::run(bundle, &plan))?;
     }
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }
+    let mut checks = run.checks;
     match archive(&plan) {
         Err(why) => checks.push(Check::new("archive", Status::Fail, false, why)),
         // What the archive holds in part or not at all, in the results (its list is also
@@ -285,9 +288,40 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         gpu_required,
         wall_s: started.elapsed().as_secs_f64(),
         checks,
+        complete: true,
     };
     write(results, &r)?;
     Ok(r)
+}
+
+/// The checks so far, written to the results files after each step (`complete`: false):
+/// a run stopped from outside (the GPU machine's own time limit) still leaves the checks
+/// of the steps it finished.
+struct Progress<'a> {
+    dir: &'a Path,
+    started: Instant,
+    gpu_required: bool,
+    checks: Vec<Check>,
+}
+
+impl Progress<'_> {
+    fn add(
+        &mut self,
+        machine: &serde_json::Map<String, Value>,
+        checks: impl IntoIterator<Item = Check>,
+    ) -> std::io::Result<()> {
+        self.checks.extend(checks);
+        write(
+            self.dir,
+            &Results {
+                machine: machine.clone(),
+                gpu_required: self.gpu_required,
+                wall_s: self.started.elapsed().as_secs_f64(),
+                checks: self.checks.clone(),
+                complete: false,
+            },
+        )
+    }
 }
 
 /// Packs `plan.files` into [`ARCHIVE`], trimmed to stay under [`archive::LIMIT`] (logs
@@ -404,6 +438,62 @@ fn write(dir: &Path, r: &Results) -> std::io::Result<()> {
         std::fs::rename(&tmp, dir.join(name))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    /// After each step the results files hold the checks so far and say the run has not
+    /// ended; the Markdown file says so in words.
+    #[test]
+    fn each_step_leaves_results_files_that_say_the_run_has_not_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = Progress {
+            dir: dir.path(),
+            started: Instant::now(),
+            gpu_required: true,
+            checks: Vec::new(),
+        };
+        let machine = serde_json::Map::new();
+        let read = || -> Value {
+            serde_json::from_slice(&std::fs::read(dir.path().join("gpu-results.json")).unwrap())
+                .unwrap()
+        };
+        run.add(
+            &machine,
+            [Check::new("machine", Status::Pass, true, "a GPU")],
+        )
+        .unwrap();
+        let first = read();
+        assert_eq!(first["complete"], false);
+        assert_eq!(first["checks"].as_array().unwrap().len(), 1);
+        run.add(
+            &machine,
+            [
+                Check::new("stream/wait", Status::Pass, true, "ok"),
+                Check::fail("stream/drop", "3.2 % > 3 %"),
+            ],
+        )
+        .unwrap();
+        let second = read();
+        let names: Vec<&str> = second["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["machine", "stream/wait", "stream/drop"]);
+        assert_eq!(
+            (
+                second["complete"].clone(),
+                second["summary"]["fail"].clone()
+            ),
+            (json!(false), json!(1))
+        );
+        let md = std::fs::read_to_string(dir.path().join("gpu-results.md")).unwrap();
+        assert!(md.contains("The run had not ended"), "{md}");
+    }
 }
 
 #[cfg(test)]

@@ -188,6 +188,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     let (code, json, md) = run(&root, &dir.path().join("r1"), None);
     assert_eq!(code, 0, "{json:#}");
     assert_eq!(json["format"], "ikp-gpu-results");
+    assert_eq!(json["complete"], true, "the final files say the run ended");
     assert_eq!(json["gpu_required"], false);
     assert_eq!(json["machine"]["bundle"]["commit"], "abc123");
     // Where an NVRTC loaded, the machine names its builtins library (or null: none).
