@@ -56,6 +56,11 @@ const BUDGET_LOOP_RECORD: i64 = 9;
 const BUDGET_LOOP_RECORD_FENCED: i64 = BUDGET_LOOP_RECORD + 1;
 /// A wait-loop tick is one register add, nothing else.
 const BUDGET_TICK: usize = 1;
+/// Instructions a counted wait adds besides its ticks, per wait (`waits_counted` against
+/// `waits_plain` in the cost kernels): the count's initial -1 and a 64-bit add into the
+/// lane's register pair (IKP_COUNTER_REGS). An add to the trailer per wait (the header's
+/// design before, and IKP_COUNTER_REGS=0 now) takes 8: a branch around a RED.
+const BUDGET_WAIT: i64 = 3;
 /// A straight-line ring record (back to back, sharing the branch on the vote): the timer
 /// (CS2R.32 and its SEL), the tag and its move, `cursor & (capacity - 1)` (nothing folds
 /// into the store's offset), the address pair and the store: 8, 9 with the fence (9 with
@@ -463,6 +468,63 @@ fn wait_counter_tick_is_one_instruction() {
     }
 }
 
+/// A counted wait costs its tick per spin and [`BUDGET_WAIT`] instructions per wait, none
+/// of them a memory operation or a branch: the total goes to the trailer at finalize.
+#[test]
+fn a_counted_wait_adds_a_register_add_and_no_memory_operation() {
+    for c in costs() {
+        println!(
+            "{}: a counted wait adds {} instructions besides its ticks",
+            c.arch, c.wait
+        );
+        assert!(
+            (0..=BUDGET_WAIT).contains(&c.wait),
+            "{}: a counted wait adds {} instructions (budget {BUDGET_WAIT})",
+            c.arch,
+            c.wait
+        );
+    }
+    let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let c = SassCompiler::new(tools).unwrap_or_else(|e| panic!("{e}"));
+    for arch in ARCHS {
+        let sass = c
+            .sass("waits", ikp::host::sass::kernels::COST, arch, &[])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (counted, plain) = (
+            sass.kernel("waits_counted").unwrap(),
+            sass.kernel("waits_plain").unwrap(),
+        );
+        let outer = |k: &str| -> Vec<String> {
+            let mut loops = sass.loops(k).unwrap();
+            loops.sort_by_key(Vec::len);
+            loops.pop().unwrap()
+        };
+        let (outer_counted, outer_plain) = (outer("waits_counted"), outer("waits_plain"));
+        let added = opcode_difference(&outer_counted, &outer_plain);
+        assert!(
+            added.iter().all(|op| !op.starts_with("RED")
+                && !op.starts_with("ATOM")
+                && !op.starts_with("BRA")
+                && !op.starts_with("BSSY")),
+            "{arch}: a counted wait's loop adds {added:?}"
+        );
+        // The total reaches the trailer once, at finalize: one RED (or ATOM) in the kernel.
+        let atomics = |k: &[String]| {
+            k.iter()
+                .filter(|i| {
+                    let op = ikp::host::sass::parse::opcode(i);
+                    op.starts_with("RED") || op.starts_with("ATOMG")
+                })
+                .count()
+        };
+        assert_eq!(
+            atomics(&counted) - atomics(&plain),
+            1,
+            "{arch}: {counted:?}"
+        );
+    }
+}
+
 /// What a fenced record costs a lane of `WARPS` warps (a Hopper warp group, the lanes of the
 /// bench's load / compute / store, persistent, GEMM and copy kernels have 8): ikp's leader
 /// warp runs the record, every other warp its off path (one branch); the TVM /
@@ -590,6 +652,7 @@ fn print_sass_cost_table() {
         assert_eq!(row("of which epoch code")[i], c.setup.epochs.to_string());
         assert!(c.setup.epochs <= epochs);
         assert_eq!(row("wait-loop tick")[i], BUDGET_TICK.to_string());
+        assert_eq!(row("counted wait, per wait")[i], c.wait.to_string());
         assert_eq!(row("compiled out")[i], "0 (identical SASS)");
         assert_eq!(pair(row("TVM-style record")[i]), c.tvm);
     }

@@ -88,6 +88,13 @@
 //   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
 //   on all but one warp): the overhead bench measures both on every kernel. Stream lanes
 //   are not affected (their record path has its own branch).
+// IKP_COUNTER_REGS (0 to 4, default 4): wait counters with ids below this are summed in a
+//   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
+//   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) one 64-bit
+//   add per wait (two SASS instructions), and two registers per counter id the kernel
+//   uses. Higher ids, and every count with 0, add to the trailer at once (a branch and a
+//   64-bit RED per wait). Either way the totals are in the buffer after finalize; a lane
+//   that never finalizes keeps only the counts added at once.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -109,6 +116,9 @@
 #endif
 #ifndef IKP_OFF_BRANCH
 #define IKP_OFF_BRANCH 1
+#endif
+#ifndef IKP_COUNTER_REGS
+#define IKP_COUNTER_REGS 4
 #endif
 
 #if defined(IKP_HOST_EMULATION)
@@ -555,17 +565,6 @@ IKP_INLINE void store_record_if(bool p, unsigned long long* base, unsigned i, un
 #endif
 }
 
-/// Spins of a wait loop from its number of condition evaluations (IKP_WAIT). The empty asm
-/// hides the count from the optimizers, which would otherwise turn `evaluations - 1` back
-/// into "the count before the last increment" and carry it through the loop. It is not
-/// volatile, so an unused count (IKP_ENABLED=0) still disappears with its loop increment.
-IKP_INLINE unsigned spins(unsigned evaluations) {
-#if !defined(IKP_HOST_EMULATION)
-  asm("" : "+r"(evaluations));
-#endif
-  return evaluations - 1u;
-}
-
 /// A stream lane's registers, passed by value to and from its out-of-line slow path (by
 /// value, so they stay in registers: a pointer to the Lane would move it to local memory).
 /// The record path sees only `slot` and `limit`: a slot index that never wraps there (the
@@ -788,6 +787,9 @@ class Lane {
       cap_ = arg.records_per_lane;
       counters_ = arg.n_counters;
       cursor_ = 0u;
+      // Written out, not as a loop: a loop here, unrolled late, changed ptxas's register
+      // allocation of kernels that never count (the bench's GEMM: 56 -> 65 registers).
+      spins_[0] = spins_[1] = spins_[2] = spins_[3] = 0ull;
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
 #if IKP_EPOCHS
@@ -897,13 +899,27 @@ class Lane {
   /// record, the cost of end(). Fenced like end().
   IKP_INLINE void range_end(unsigned region, unsigned token) { end(region, token); }
 
-  /// Adds `n` to wait counter `id`'s total in the lane trailer: a 64-bit RED from the
-  /// leader, outside any loop. Ids at or past n_counters are ignored (they would land in the
-  /// next lane's segment).
+  /// Adds `n` to wait counter `id`'s total. An id below IKP_COUNTER_REGS is summed in a
+  /// register pair and added to the lane trailer at finalize: with a constant id a wait
+  /// (IKP_WAIT) then costs one 64-bit add, where an add to the trailer is a branch around
+  /// a 64-bit RED from the leader (about six SASS instructions, on the waiting warp's
+  /// path). The pair is picked by comparing `id` with each index, never by indexing, which
+  /// would move the sums to local memory for an id the compiler does not know (the
+  /// compares then run, a few instructions; with a constant id they fold away). A higher
+  /// id adds to the trailer at once. Ids at or past n_counters are ignored (they would land
+  /// in the next lane's segment).
   IKP_INLINE void count(unsigned id, unsigned n) {
     if constexpr (On) {
-      if (on_ && id < counters_) {
-        detail::atomic_add(ev_ + cap_ + TRAILER_COUNTERS + id, static_cast<unsigned long long>(n));
+      if (COUNTER_REGS > 0u && id == 0u) {
+        spins_[0] += n;
+      } else if (COUNTER_REGS > 1u && id == 1u) {
+        spins_[1] += n;
+      } else if (COUNTER_REGS > 2u && id == 2u) {
+        spins_[2] += n;
+      } else if (COUNTER_REGS > 3u && id == 3u) {
+        spins_[3] += n;
+      } else {
+        add_count(id, n);
       }
     }
   }
@@ -931,6 +947,11 @@ class Lane {
         trailer[TRAILER_END_GT] = gt;
         trailer[TRAILER_END_CLK] = clk;
         trailer[TRAILER_COUNT] = (static_cast<unsigned long long>(dropped) << COUNT_DROPPED_SHIFT) | written;
+        // Each folds away for a counter the kernel never counts (its sum is the constant 0).
+        if (spins_[0] != 0ull) add_count(0u, spins_[0]);
+        if (spins_[1] != 0ull) add_count(1u, spins_[1]);
+        if (spins_[2] != 0ull) add_count(2u, spins_[2]);
+        if (spins_[3] != 0ull) add_count(3u, spins_[3]);
         if constexpr (stream) publish();
       }
     }
@@ -952,6 +973,14 @@ class Lane {
   IKP_INLINE static unsigned now_if(bool p) {
     if constexpr (T == Timer::Clock) return detail::clock_lo_if(p);
     return detail::globaltimer_lo_if(p);
+  }
+
+  /// Adds `n` to counter `id` in the lane trailer (the leader of a lane with that counter).
+  template <class N>
+  IKP_INLINE void add_count(unsigned id, N n) {
+    if (on_ && id < counters_) {
+      detail::atomic_add(ev_ + cap_ + TRAILER_COUNTERS + id, static_cast<unsigned long long>(n));
+    }
   }
 
   IKP_INLINE static unsigned tag(unsigned kind, unsigned region, unsigned payload) {
@@ -1143,6 +1172,11 @@ class Lane {
   unsigned cursor_;         // records attempted so far (written + dropped); stream: the slot
   unsigned cap_;            // records_per_lane
   unsigned counters_;       // n_counters
+  // Wait counters 0..COUNTER_REGS-1 summed here until finalize (see count()); the others
+  // stay 0.
+  static constexpr unsigned COUNTER_REGS = IKP_COUNTER_REGS;
+  static_assert(COUNTER_REGS <= 4u, "IKP_COUNTER_REGS is 0 to 4");
+  unsigned long long spins_[4];
   unsigned limit_;          // stream: the slot may reach this before the slow path runs
   unsigned base_;           // stream: records stored before slot 0 of this lap
   unsigned room_end_;       // stream: records stored at which the ring is full (TAIL + cap)
@@ -1183,34 +1217,34 @@ class Scope {
 
 /// IKP_WAIT(lane, counter_id, cond): spins while `cond` holds and adds the number of spins
 /// to counter `counter_id`. The tick is one integer add on a register, no memory operation
-/// per spin, so the wait's own timing barely moves; the total is added once, after the loop
-/// (the ikp tests check the loop body grows by exactly one SASS instruction). `cond` must
-/// re-read what it waits on (volatile load, atomic, barrier try-wait), as any spin loop must.
+/// per spin, so the wait's own timing barely moves; the total is added once, after the loop,
+/// to a register of the lane for a constant id (IKP_COUNTER_REGS), so a wait costs its tick
+/// per spin plus a 64-bit add (the ikp tests check both in SASS). `cond` must re-read what
+/// it waits on (volatile load, atomic, barrier try-wait), as any spin loop must.
 ///
-/// The loop counts evaluations of `cond` (spins + 1), and ikp::detail::spins() subtracts
-/// the last one behind an optimization barrier. Written as `while (cond) ++n;` (or with the
-/// subtraction in the open), the compiler rotates the loop and keeps the previous count
-/// alive as a second register, a second instruction per spin.
-#define IKP_WAIT(lane, counter_id, cond)                           \
-  do {                                                             \
-    unsigned ikp_wait_n_ = 0u;                                     \
-    do {                                                           \
-      ++ikp_wait_n_;                                               \
-    } while (cond);                                                \
-    (lane).count((counter_id), ::ikp::detail::spins(ikp_wait_n_)); \
+/// The count starts at -1 and counts evaluations of `cond`, so it ends at the spins (one
+/// fewer). Written as `while (cond) ++n;`, or as evaluations with the subtraction after
+/// the loop, the compiler keeps the count before the last increment alive as a second
+/// register, a second instruction per spin (or a subtraction per wait).
+#define IKP_WAIT(lane, counter_id, cond)     \
+  do {                                       \
+    unsigned ikp_wait_n_ = ~0u;              \
+    do {                                     \
+      ++ikp_wait_n_;                         \
+    } while (cond);                          \
+    (lane).count((counter_id), ikp_wait_n_); \
   } while (0)
 
 /// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
 /// the trace also shows how long each individual wait spun.
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                   \
-  do {                                                             \
-    unsigned ikp_wait_n_ = 0u;                                     \
-    do {                                                           \
-      ++ikp_wait_n_;                                               \
-    } while (cond);                                                \
-    ikp_wait_n_ = ::ikp::detail::spins(ikp_wait_n_);               \
-    (lane).count((counter_id), ikp_wait_n_);                       \
-    (lane).sample((counter_id), ikp_wait_n_);                      \
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond) \
+  do {                                           \
+    unsigned ikp_wait_n_ = ~0u;                  \
+    do {                                         \
+      ++ikp_wait_n_;                             \
+    } while (cond);                              \
+    (lane).count((counter_id), ikp_wait_n_);     \
+    (lane).sample((counter_id), ikp_wait_n_);    \
   } while (0)
 
 #endif  // IKP_DEVICE_API

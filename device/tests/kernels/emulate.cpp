@@ -84,6 +84,13 @@ static unsigned long long lane_start(unsigned b, unsigned g) {
   return 0xFFFFFFA0ull + b * 37ull + g * 11ull;
 }
 
+// `id` through a volatile: a counter id that is no constant to the compiler, so
+// Lane::count adds it to the trailer at once instead of summing it in a register.
+static unsigned runtime_id(unsigned id) {
+  volatile unsigned v = id;
+  return v;
+}
+
 template <class L>
 static void program(L& lane, unsigned b, unsigned g) {
   step(10);
@@ -105,6 +112,7 @@ static void program(L& lane, unsigned b, unsigned g) {
   unsigned k = 0;
   IKP_WAIT_SAMPLED(lane, WAIT_EMPTY, k++ < 3);  // 3 spins, counted and sampled
   lane.count(WAIT_FULL, 5);
+  lane.count(runtime_id(WAIT_FULL), 2);  // an id the compiler cannot know: added at once
   lane.count(9, 1000);  // no such counter: ignored
   step(1);
   lane.instant(TILE, 42);

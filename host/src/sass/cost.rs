@@ -185,6 +185,9 @@ pub struct ArchCost {
     pub spin_plain: Vec<String>,
     /// The spin loop's body counted with `IKP_WAIT`.
     pub spin_counted: Vec<String>,
+    /// Instructions a counted wait (`IKP_WAIT`, a constant counter id) adds to the loop
+    /// around it besides its spin loop's tick: the count's add, per wait.
+    pub wait: i64,
     /// The TVM-style record, (first, steady) as for [`RecordCost`].
     pub tvm: (f64, f64),
     /// Straight-line records of ring lanes, one entry per mode of [`MODES`].
@@ -345,6 +348,28 @@ pub fn fixed_records(
 }
 
 /// Instructions of the `lane_setup` kernel built with `defines`.
+/// Instructions of a kernel's outer loop outside its inner loop (`waits_*`: the loop
+/// around a spin loop, less the spin loop). ptxas may version the pair (one copy per value
+/// of a predicate it tests before the loop): every copy must give the same count.
+fn outside_inner_loop(sass: &super::Sass, kernel: &str) -> Result<i64, SassError> {
+    let loops = sass.loops(kernel)?;
+    let contains = |outer: &[String], inner: &[String]| {
+        inner.len() < outer.len() && outer.windows(inner.len()).any(|w| w == inner)
+    };
+    let mut counts = loops.iter().filter_map(|outer| {
+        let inner = loops.iter().find(|inner| contains(outer, inner))?;
+        Some(outer.len() as i64 - inner.len() as i64)
+    });
+    let first = counts.next();
+    match first {
+        Some(n) if counts.all(|m| m == n) => Ok(n),
+        _ => Err(SassError::LoopNest {
+            kernel: kernel.to_owned(),
+            found: loops.len(),
+        }),
+    }
+}
+
 fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, SassError> {
     let s = c.sass("setup", kernels::SETUP, arch, defines)?;
     Ok(s.kernel("lane_setup")?.len() as i64)
@@ -374,6 +399,8 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     };
     let spin_plain = cost.single_loop("spin_plain")?;
     let spin_counted = cost.single_loop("spin_counted")?;
+    let wait =
+        outside_inner_loop(&cost, "waits_counted")? - outside_inner_loop(&cost, "waits_plain")?;
 
     let tvm = c.sass("tvm_style", &tvm_source(), arch, &[])?;
     let tvm = per_record(|extra| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len()))?;
@@ -399,6 +426,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         loop_records,
         spin_plain,
         spin_counted,
+        wait,
         tvm,
         examples,
         ring_records,
@@ -502,6 +530,10 @@ impl CostReport {
             "wait-loop tick (IKP_WAIT)".into(),
             cells(&|a| a.tick().to_string()),
         ));
+        rows.push((
+            "counted wait, per wait besides its ticks (IKP_WAIT, constant id)".into(),
+            cells(&|a| a.wait.to_string()),
+        ));
         let n_examples = self.archs.first().map_or(0, |a| a.examples.len());
         rows.push((
             format!("compiled out (IKP_ENABLED=0), {n_examples} example kernels"),
@@ -553,6 +585,7 @@ mod tests {
                 .collect(),
             spin_plain: ins(3),
             spin_counted: ins(4),
+            wait: 3,
             tvm: (6.5, 7.0),
             examples: vec![ExampleSass {
                 name: "k".into(),
@@ -637,6 +670,12 @@ mod tests {
         );
         assert!(md.contains("| wait-loop tick (IKP_WAIT) | 1 | 1 |"), "{md}");
         assert!(
+            md.contains(
+                "| counted wait, per wait besides its ticks (IKP_WAIT, constant id) | 3 | 3 |"
+            ),
+            "{md}"
+        );
+        assert!(
             md.contains("| compiled out (IKP_ENABLED=0), 1 example kernels | 0 (identical SASS) | +1 (1 kernels differ) |"),
             "{md}"
         );
@@ -652,6 +691,6 @@ mod tests {
             md.contains("| stream record in a runtime loop (Fence::None, Timer::Global), per iteration while the ring has room | 11 | 11 |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 7 * MODES.len() + 7);
+        assert_eq!(r.rows().len(), 7 * MODES.len() + 8);
     }
 }

@@ -91,6 +91,17 @@ pub enum SassError {
         /// Loops found.
         found: usize,
     },
+    /// A kernel expected to hold a loop around an inner loop (each copy ptxas made alike)
+    /// holds no such pair, or copies that differ.
+    #[error(
+        "kernel {kernel}: expected a loop around an inner loop, found {found} loops that are not"
+    )]
+    LoopNest {
+        /// The kernel.
+        kernel: String,
+        /// Loops found.
+        found: usize,
+    },
     /// A backward branch jumps to an address that is not an instruction of the kernel.
     #[error("kernel {kernel}: branch to {target:#x}, which is not an instruction")]
     BranchTarget {

@@ -7,7 +7,8 @@
 // code. Instruction-count differences between variants give the marginal cost of a site:
 //   extra        records added beyond the first (marginal cost = difference / extra)
 //   fence        None | Block        timer  Global | Clock
-// `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count.
+// `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count;
+// `waits_counted` / `waits_plain`: a wait per iteration of a runtime loop, counted or not.
 // IKP_RING_KERNELS(fence, timer, extra) instantiates the same two kernels for ring lanes
 // (`ring_records_...`, `ring_loop_records_...`), IKP_STREAM_KERNELS for stream lanes in drop
 // mode (`stream_records_...`, `stream_loop_records_...`), IKP_RANGE_KERNELS(extra) straight-line
@@ -97,6 +98,27 @@ extern "C" __global__ void spin_counted(volatile unsigned* flag, unsigned target
 extern "C" __global__ void spin_plain(volatile unsigned* flag, unsigned target, ikp::Arg prof) {
   ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
   while (*flag != target) {
+  }
+  lane.finalize();
+}
+
+// A wait per iteration of a runtime loop, counted (IKP_WAIT, a constant counter id) or not:
+// what a wait costs besides its spin loop's tick (the count's add, on the waiting warp). The
+// flag each thread waits on depends on the thread, as in a kernel's own waits, so that
+// ptxas keeps both loops in vector registers.
+extern "C" __global__ void waits_counted(volatile unsigned* flag, unsigned n, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+#pragma unroll 1
+  for (unsigned t = 0; t < n; ++t) IKP_WAIT(lane, 0, flag[(t + threadIdx.x) & 1u] < t);
+  lane.finalize();
+}
+
+extern "C" __global__ void waits_plain(volatile unsigned* flag, unsigned n, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+#pragma unroll 1
+  for (unsigned t = 0; t < n; ++t) {
+    while (flag[(t + threadIdx.x) & 1u] < t) {
+    }
   }
   lane.finalize();
 }
