@@ -1005,10 +1005,7 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// register, a second instruction per spin (or a subtraction per wait).
 #define IKP_WAIT(lane, counter_id, cond)     \
   do {                                       \
-    unsigned ikp_wait_n_ = ~0u;              \
-    do {                                     \
-      ++ikp_wait_n_;                         \
-    } while (cond);                          \
+    IKP_SPIN_(ikp_wait_n_, cond);            \
     (lane).count((counter_id), ikp_wait_n_); \
   } while (0)
 
@@ -1016,11 +1013,16 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// the trace also shows how long each individual wait spun.
 #define IKP_WAIT_SAMPLED(lane, counter_id, cond) \
   do {                                           \
-    unsigned ikp_wait_n_ = ~0u;                  \
-    do {                                         \
-      ++ikp_wait_n_;                             \
-    } while (cond);                              \
+    IKP_SPIN_(ikp_wait_n_, cond);                \
     (lane).count((counter_id), ikp_wait_n_);     \
     (lane).sample((counter_id), ikp_wait_n_);    \
   } while (0)
+
+/// Declares `unsigned n` and spins while `cond` holds, leaving the spins in `n` (the wait
+/// loop of IKP_WAIT and IKP_WAIT_SAMPLED).
+#define IKP_SPIN_(n, cond) \
+  unsigned n = ~0u;        \
+  do {                     \
+    ++n;                   \
+  } while (cond)
 "#;
