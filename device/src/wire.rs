@@ -70,7 +70,10 @@
 //! +4+R+0  end %globaltimer, 64-bit ns                written at finalize
 //! +4+R+1  end clock64                                 written at finalize
 //! +4+R+2  dropped << 32 | written                     written at finalize
-//! +4+R+3  n_counters wait-counter totals (u64)        atomically accumulated while running
+//! +4+R+3  n_counters wait-counter totals (u64)        atomic adds: at finalize for the
+//!                                                    counts ikp.cuh sums in registers
+//!                                                    (IKP_COUNTER_REGS), while running
+//!                                                    for the others
 //! ```
 //! A zero `+2` word means the lane never ran `init`; a zero `+4+R+0` word means it never
 //! ran `finalize`. `warp` is the leader's linear thread index / 32 (warp within the block).
