@@ -38,8 +38,8 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
 //   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) one 64-bit
 //   add per wait (two SASS instructions), and two registers per counter id the kernel
-//   uses. Higher ids, and every count with 0, add to the trailer at once (a branch and a
-//   64-bit RED per wait). Either way the totals are in the buffer after finalize; a lane
+//   uses. Higher ids, and every count when this is 0, add to the trailer at once (a
+//   branch and a 64-bit RED per wait). Either way the totals are in the buffer after finalize; a lane
 //   that never finalizes keeps only the counts added at once.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
@@ -679,8 +679,8 @@ class Lane {
   /// Adds `n` to wait counter `id`'s total. An id below IKP_COUNTER_REGS is summed in a
   /// register pair and added to the lane trailer at finalize: with a constant id a wait
   /// (IKP_WAIT) then costs one 64-bit add, where an add to the trailer is a branch around
-  /// a 64-bit RED from the leader (about six SASS instructions, on the waiting warp's
-  /// path). The pair is picked by comparing `id` with each index, never by indexing, which
+  /// a 64-bit RED from the leader (8 SASS instructions a wait in the ikp cost kernels, on
+  /// the waiting warp's path). The pair is picked by comparing `id` with each index, never by indexing, which
   /// would move the sums to local memory for an id the compiler does not know (the
   /// compares then run, a few instructions; with a constant id they fold away). A higher
   /// id adds to the trailer at once. Ids at or past n_counters are ignored (they would land
