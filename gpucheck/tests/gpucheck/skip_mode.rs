@@ -200,6 +200,7 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
     let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
     let mut want = vec!["machine".to_owned()];
     want.extend(gpu::CHECKS.iter().map(|c| c.to_string()));
+    want.push("overhead".into());
     want.extend(
         runner::examples::EXAMPLES
             .iter()
@@ -224,7 +225,6 @@ fn without_a_gpu_every_check_skips_with_its_reason() {
             want.push(format!("test/{}/{t}", suite.module));
         }
     }
-    want.push("overhead".into());
     for target in runner::examples::EXAMPLES
         .iter()
         .map(|e| format!("example/{e}"))
