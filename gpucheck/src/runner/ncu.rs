@@ -146,13 +146,14 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
             .collect();
     };
     let csv = plan.files.join("ncu.csv");
+    let log = plan.logs.join("ncu-log.txt");
     let metrics: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
     let mut cmd = Command::new(&exe);
     cmd.args(["--csv", "--page", "raw", "--metrics", &metrics.join(",")])
         .arg("--kernel-name")
         .arg(format!("regex:^({})$", KERNELS.join("|")))
         .arg("--log-file")
-        .arg(plan.logs.join("ncu-log.txt"))
+        .arg(&log)
         .arg(bundle.join("bin").join("gpu_overhead"))
         .arg("--bench")
         .env("IKP_OVERHEAD_PROFILE", KERNELS.join(","));
@@ -166,7 +167,10 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
                 .collect()
         }
     };
-    let all = format!("{}\n{}", finished.stdout, finished.stderr);
+    // With --log-file, ncu writes its report (the CSV) and its notes there, and the
+    // profiled program's output (the bench's `profile:` lines) goes to standard output.
+    let report = std::fs::read_to_string(&log).unwrap_or_default();
+    let all = format!("{}\n{}\n{report}", finished.stdout, finished.stderr);
     if all.contains("ERR_NVGPUCTRPERM") {
         return names()
             .map(|n| {
@@ -180,13 +184,13 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
             })
             .collect();
     }
-    let _ = std::fs::write(&csv, &finished.stdout);
+    let _ = std::fs::write(&csv, &report);
     if !finished.ok() {
         return names()
             .map(|n| Check::fail(n, format!("ncu {}", finished.failure())))
             .collect();
     }
-    judge(&finished.stdout)
+    judge(&format!("{}\n{report}", finished.stdout))
 }
 
 /// Splits one CSV line (ncu quotes every field; no field holds a newline).
@@ -210,9 +214,9 @@ fn fields(line: &str) -> Vec<String> {
     out
 }
 
-/// Checks from ncu's `--csv --page raw` output: a header line, a units line, then a line
-/// per profiled launch in launch order (other lines, ncu's `==PROF==` notes and the bench's
-/// own output, are skipped).
+/// Checks from ncu's `--csv --page raw` report (its log file) beside the bench's output: a
+/// header line, a units line, then a line per profiled launch in launch order (other lines,
+/// ncu's `==PROF==` notes and the bench's own output, are skipped).
 pub fn judge(csv: &str) -> Vec<Check> {
     let mut lines = csv.lines().filter(|l| l.starts_with('"'));
     let Some(header) = lines.next().map(fields) else {
@@ -352,6 +356,22 @@ mod tests {
             c[0].detail
         );
         assert_eq!(judge("no csv")[0].status, Status::Fail);
+    }
+
+    /// The report of the H200 run of 2026-11-28 (docs/gpu-runs/2026-11-28-h200-6), which
+    /// ncu wrote to its log file: the run judged standard output instead and found no CSV.
+    #[test]
+    fn the_h200_report_gives_every_build_its_metrics() {
+        let report = include_str!("../../tests/data/ncu-h200-2026-11-28.txt");
+        let c = judge(report);
+        assert_eq!(c.len(), KERNELS.len());
+        for c in &c {
+            assert_eq!(c.status, Status::Pass, "{}: {}", c.name, c.detail);
+        }
+        // The warp-specialized kernel without ikp: 19 registers (figures as ncu printed them).
+        let ws = &c[0].figures["builds"];
+        assert_eq!(ws["baseline"]["regs"], json!(19.0), "{ws}");
+        assert!(ws["fenced zones"]["issued"].as_f64() > ws["baseline"]["issued"].as_f64());
     }
 
     #[test]

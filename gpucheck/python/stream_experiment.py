@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Where a stream lane's time goes (issue #35 item 1): the stream checks' persistent kernel
+(one block of four one-warp lanes per SM, a begin / end pair around `work` dependent FMAs
+of every thread, twice per pair), timed by CUDA events around the launch, one thing varied
+at a time:
+
+  off            ikp compiled out (Lane<..., On = false>)
+  fixed/device   records into a buffer in device memory large enough for all (DropNewest)
+  fixed/host     the same buffer in pinned, mapped host memory
+  stream/512/host+drain      Overflow::Stream, rings of 512 in pinned host memory, drained
+                             by ikp.StreamDrain while the kernel runs (the bundle's check)
+  stream/64Ki/host+drain     rings that hold every record (no wrap, no drop), drained
+  stream/64Ki/host           the same rings, no drain thread
+  stream/64Ki/device         the same rings in device memory, no drain
+  stream/null-arg            the stream kernel with a null ikp::Arg
+
+Not run by the bundle: run on a GPU machine with CuPy and the bundle's wheel and header:
+
+  python3 stream_experiment.py --wheel-dir DIR --include DIR [--out FILE.json]
+
+Prints one table; --out writes the figures as JSON.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+SRC = r"""
+#include "ikp.cuh"
+template <ikp::Overflow O, bool On>
+__device__ __forceinline__ void body(float* sink, unsigned pairs, unsigned work, const ikp::Arg* argp) {
+  const ikp::Arg prof = *argp;
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O, On> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  float x = threadIdx.x * 1e-3f;
+  const float y = 1.0000001f;
+  for (unsigned i = 0; i < pairs; ++i) {
+    lane.begin(0u, i);
+    for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
+    lane.end(0u, i);
+    for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
+  }
+  lane.finalize();
+  if (x == 12345.0f) sink[threadIdx.x] = x;
+}
+extern "C" __global__ void k_off(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
+  body<ikp::Overflow::DropNewest, false>(s, p, w, a);
+}
+extern "C" __global__ void k_fixed(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
+  body<ikp::Overflow::DropNewest, true>(s, p, w, a);
+}
+extern "C" __global__ void k_stream(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
+  body<ikp::Overflow::Stream, true>(s, p, w, a);
+}
+"""
+
+WARPS = 4
+PAIRS = 26_000
+WORK = 2_100
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wheel-dir", required=True, help="where the ikp wheel is installed")
+    ap.add_argument("--include", required=True, help="directory holding ikp.cuh")
+    ap.add_argument("--out", help="JSON file for the figures")
+    args = ap.parse_args()
+    sys.path.insert(0, args.wheel_dir)
+    import cupy as cp
+    import cupyx
+    import numpy as np
+
+    import ikp
+
+    dev = cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    mod = cp.RawModule(code=SRC, options=(f"--include-path={args.include}", "-std=c++17"))
+    kernels = {n: mod.get_function(n) for n in ("k_off", "k_fixed", "k_stream")}
+    sink = cp.zeros(32 * WARPS, dtype=cp.float32)
+
+    def layout(overflow: str, records: int):
+        return ikp.Layout(
+            grid=(sms, 1, 1),
+            groups_per_block=WARPS,
+            records_per_lane=records,
+            regions=["pair"],
+            overflow=overflow,
+        )
+
+    def as_arg(raw: bytes):
+        return cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+
+    def timed(kernel: str, arg) -> float:
+        """Seconds of GPU time of one launch (events around it)."""
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        kernels[kernel]((sms,), (32 * WARPS,), (sink, np.uint32(PAIRS), np.uint32(WORK), arg))
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1e3
+
+    def host_buffer(lay):
+        buf = cupyx.zeros_pinned((lay.buffer_words,), dtype=np.uint64)
+        buf[:] = lay.buffer()
+        return buf
+
+    rows = []
+
+    def run(name: str, once) -> None:
+        best = min(once() for _ in range(2))
+        rows.append((name, best))
+        print(f"{name:32s} {best * 1e3:10.2f} ms", flush=True)
+
+    null = as_arg(bytes(len(layout("drop_newest", 1).kernel_arg(0))))
+    run("off", lambda: timed("k_off", null))
+
+    fixed = layout("drop_newest", 2 * PAIRS + 8)
+    dev_buf = cp.asarray(fixed.buffer())
+    run("fixed/device", lambda: timed("k_fixed", as_arg(fixed.kernel_arg(dev_buf.data.ptr))))
+    del dev_buf
+    host = host_buffer(fixed)
+    run("fixed/host", lambda: timed("k_fixed", as_arg(fixed.kernel_arg(host.ctypes.data))))
+    del host
+
+    def with_drain(lay, buf) -> float:
+        buf[:] = lay.buffer()
+        arg = as_arg(lay.kernel_arg(buf.ctypes.data))
+        with tempfile.TemporaryDirectory() as d:
+            with ikp.StreamDrain(lay, buf, os.path.join(d, "s.ikps")):
+                t = timed("k_stream", arg)
+        return t
+
+    small = layout("stream", 512)
+    small_buf = host_buffer(small)
+    run("stream/512/host+drain", lambda: with_drain(small, small_buf))
+    del small_buf
+    big = layout("stream", 1 << 16)
+    big_buf = host_buffer(big)
+    run("stream/64Ki/host+drain", lambda: with_drain(big, big_buf))
+
+    def no_drain(buf) -> float:
+        buf[:] = big.buffer()
+        return timed("k_stream", as_arg(big.kernel_arg(buf.ctypes.data)))
+
+    run("stream/64Ki/host", lambda: no_drain(big_buf))
+    del big_buf
+
+    def device_rings() -> float:
+        d = cp.asarray(big.buffer())
+        return timed("k_stream", as_arg(big.kernel_arg(d.data.ptr)))
+
+    run("stream/64Ki/device", device_rings)
+    run("stream/null-arg", lambda: timed("k_stream", null))
+
+    off = rows[0][1]
+    records = sms * WARPS * 2 * PAIRS
+    print(f"\n{sms} SMs x {WARPS} lanes, {PAIRS} pairs of {WORK} FMAs: {records / 1e6:.0f} M records")
+    print("| launch | ms | vs off | M records/s |\n|---|---|---|---|")
+    for name, t in rows:
+        print(f"| {name} | {t * 1e3:.1f} | {100 * (t / off - 1):+.2f} % | {records / t / 1e6:.0f} |")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(
+                {
+                    "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+                    "sms": sms,
+                    "warps": WARPS,
+                    "pairs": PAIRS,
+                    "work": WORK,
+                    "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "seconds": dict(rows),
+                },
+                f,
+                indent=1,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
