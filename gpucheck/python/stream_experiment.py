@@ -14,6 +14,15 @@ at a time:
   stream/64Ki/device         the same rings in device memory, no drain
   stream/null-arg            the stream kernel with a null ikp::Arg
 
+then the stream kernel with rings in device memory and no drain, its header patched by this
+script, one change a variant (what each says of the record path is in VARIANTS):
+
+  variant/as-is              the header unchanged (the reference for the variants)
+  variant/no-slow-path       the first limit is the whole ring, so no record reaches the
+                             out-of-line slow path (its call is still compiled in)
+  variant/no-call            the same, and the call taken out
+  variant/inlined            the slow path inlined instead of __noinline__
+
 Not run by the bundle: run on a GPU machine with CuPy and the bundle's wheel and header:
 
   python3 stream_experiment.py --wheel-dir DIR --include DIR [--out FILE.json]
@@ -55,6 +64,18 @@ extern "C" __global__ void k_stream(float* s, unsigned p, unsigned w, const ikp:
   body<ikp::Overflow::Stream, true>(s, p, w, a);
 }
 """
+
+# Header patches, (name, [(text, replacement)]): each text must occur in ikp.cuh.
+NO_SLOW = ("limit_ = cap_ >> STREAM_PUBLISH_SHIFT;", "limit_ = cap_;")
+VARIANTS = [
+    ("variant/as-is", []),
+    ("variant/no-slow-path", [NO_SLOW]),
+    ("variant/no-call", [NO_SLOW, ("      slow<Timed>(value, tag);", "      (void)value;")]),
+    (
+        "variant/inlined",
+        [("#define IKP_NOINLINE __device__ __noinline__", "#define IKP_NOINLINE __device__ __forceinline__")],
+    ),
+]
 
 WARPS = 4
 PAIRS = 26_000
@@ -153,6 +174,25 @@ def main() -> int:
 
     run("stream/64Ki/device", device_rings)
     run("stream/null-arg", lambda: timed("k_stream", null))
+
+    header = open(os.path.join(args.include, "ikp.cuh")).read()
+    for name, patches in VARIANTS:
+        text = header
+        for old, new in patches:
+            if old not in text:
+                raise SystemExit(f"{name}: {old!r} is not in ikp.cuh: update VARIANTS")
+            text = text.replace(old, new)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "ikp.cuh"), "w") as f:
+                f.write(text)
+            vmod = cp.RawModule(code=SRC, options=(f"--include-path={d}", "-std=c++17"))
+            kernels[name] = vmod.get_function("k_stream")
+
+            def variant() -> float:
+                dbuf = cp.asarray(big.buffer())
+                return timed(name, as_arg(big.kernel_arg(dbuf.data.ptr)))
+
+            run(name, variant)
 
     off = rows[0][1]
     records = sms * WARPS * 2 * PAIRS
