@@ -12,6 +12,7 @@ at a time:
   stream/64Ki/host+drain     rings that hold every record (no wrap, no drop), drained
   stream/64Ki/host           the same rings, no drain thread
   stream/64Ki/device         the same rings in device memory, no drain
+  stream/64Ki/device+syncwarp  the same kernel with __syncwarp() after each record
   stream/null-arg            the stream kernel with a null ikp::Arg
 
 then the stream kernel with rings in device memory and no drain, its header patched by this
@@ -39,7 +40,7 @@ import time
 
 SRC = r"""
 #include "ikp.cuh"
-template <ikp::Overflow O, bool On>
+template <ikp::Overflow O, bool On, bool Sync = false>
 __device__ __forceinline__ void body(float* sink, unsigned pairs, unsigned work, const ikp::Arg* argp) {
   const ikp::Arg prof = *argp;
   ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O, On> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
@@ -47,8 +48,10 @@ __device__ __forceinline__ void body(float* sink, unsigned pairs, unsigned work,
   const float y = 1.0000001f;
   for (unsigned i = 0; i < pairs; ++i) {
     lane.begin(0u, i);
+    if (Sync) __syncwarp();
     for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
     lane.end(0u, i);
+    if (Sync) __syncwarp();
     for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
   }
   lane.finalize();
@@ -62,6 +65,11 @@ extern "C" __global__ void k_fixed(float* s, unsigned p, unsigned w, const ikp::
 }
 extern "C" __global__ void k_stream(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
   body<ikp::Overflow::Stream, true>(s, p, w, a);
+}
+// The same with the warp made to reconverge after each record: if the stream record left
+// the warp split, the work after it ran once per part.
+extern "C" __global__ void k_stream_sync(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
+  body<ikp::Overflow::Stream, true, true>(s, p, w, a);
 }
 """
 
@@ -98,7 +106,7 @@ def main() -> int:
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     mod = cp.RawModule(code=SRC, options=(f"--include-path={args.include}", "-std=c++17"))
-    kernels = {n: mod.get_function(n) for n in ("k_off", "k_fixed", "k_stream")}
+    kernels = {n: mod.get_function(n) for n in ("k_off", "k_fixed", "k_stream", "k_stream_sync")}
     sink = cp.zeros(32 * WARPS, dtype=cp.float32)
 
     def layout(overflow: str, records: int):
@@ -173,6 +181,12 @@ def main() -> int:
         return timed("k_stream", as_arg(big.kernel_arg(d.data.ptr)))
 
     run("stream/64Ki/device", device_rings)
+
+    def device_rings_sync() -> float:
+        d = cp.asarray(big.buffer())
+        return timed("k_stream_sync", as_arg(big.kernel_arg(d.data.ptr)))
+
+    run("stream/64Ki/device+syncwarp", device_rings_sync)
     run("stream/null-arg", lambda: timed("k_stream", null))
 
     header = open(os.path.join(args.include, "ikp.cuh")).read()
