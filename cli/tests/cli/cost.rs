@@ -119,7 +119,7 @@ fn cost_table_matches_the_library_measurement() {
     assert_eq!(cell("wait-loop tick (IKP_WAIT)"), [a.tick() as f64]);
     assert_eq!(
         cell("counted wait, per wait besides its ticks (IKP_WAIT, constant id)"),
-        [a.wait as f64]
+        [a.waits.added as f64]
     );
     assert_eq!(
         cell("compiled out (IKP_ENABLED=0), 4 example kernels"),

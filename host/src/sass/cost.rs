@@ -172,6 +172,30 @@ pub struct ExampleSass {
     pub instrumented: Vec<String>,
 }
 
+/// A wait per iteration of a runtime loop, counted (`IKP_WAIT`, a constant counter id) and
+/// not: the cost kernels `waits_counted` and `waits_plain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waits {
+    /// Instructions a counted wait adds to the loop around it besides its spin loop's
+    /// tick: the count's add, per wait.
+    pub added: i64,
+    /// The counted kernel.
+    pub counted: WaitKernel,
+    /// The uncounted kernel.
+    pub plain: WaitKernel,
+}
+
+/// One of the [`Waits`] kernels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitKernel {
+    /// The whole kernel.
+    pub whole: Vec<String>,
+    /// The loop around the spin loop (the spin loop included).
+    pub outer_loop: Vec<String>,
+    /// Instructions of that loop outside the spin loop.
+    pub outside_spin: i64,
+}
+
 /// Every measurement for one architecture.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArchCost {
@@ -185,9 +209,8 @@ pub struct ArchCost {
     pub spin_plain: Vec<String>,
     /// The spin loop's body counted with `IKP_WAIT`.
     pub spin_counted: Vec<String>,
-    /// Instructions a counted wait (`IKP_WAIT`, a constant counter id) adds to the loop
-    /// around it besides its spin loop's tick: the count's add, per wait.
-    pub wait: i64,
+    /// A wait per iteration of a runtime loop, counted and not: [`Waits`].
+    pub waits: Waits,
     /// The TVM-style record, (first, steady) as for [`RecordCost`].
     pub tvm: (f64, f64),
     /// Straight-line records of ring lanes, one entry per mode of [`MODES`].
@@ -347,29 +370,34 @@ pub fn fixed_records(
     })
 }
 
-/// Instructions of the `lane_setup` kernel built with `defines`.
-/// Instructions of a kernel's outer loop outside its inner loop (`waits_*`: the loop
-/// around a spin loop, less the spin loop). ptxas may version the pair (one copy per value
-/// of a predicate it tests before the loop): every copy must give the same count.
-fn outside_inner_loop(sass: &super::Sass, kernel: &str) -> Result<i64, SassError> {
+/// A `waits_*` kernel: its loop around a spin loop, and that loop's instructions outside
+/// the spin loop. ptxas may version the pair (one copy per value of a predicate it tests
+/// before the loop): every copy must give the same count.
+fn wait_kernel(sass: &super::Sass, kernel: &str) -> Result<WaitKernel, SassError> {
     let loops = sass.loops(kernel)?;
     let contains = |outer: &[String], inner: &[String]| {
         inner.len() < outer.len() && outer.windows(inner.len()).any(|w| w == inner)
     };
-    let mut counts = loops.iter().filter_map(|outer| {
+    let mut pairs = loops.iter().filter_map(|outer| {
         let inner = loops.iter().find(|inner| contains(outer, inner))?;
-        Some(outer.len() as i64 - inner.len() as i64)
+        Some((outer, outer.len() as i64 - inner.len() as i64))
     });
-    let first = counts.next();
-    match first {
-        Some(n) if counts.all(|m| m == n) => Ok(n),
-        _ => Err(SassError::LoopNest {
-            kernel: kernel.to_owned(),
-            found: loops.len(),
-        }),
+    let nest = || SassError::LoopNest {
+        kernel: kernel.to_owned(),
+        found: loops.len(),
+    };
+    let (outer, outside_spin) = pairs.next().ok_or_else(nest)?;
+    if !pairs.all(|(_, n)| n == outside_spin) {
+        return Err(nest());
     }
+    Ok(WaitKernel {
+        whole: sass.kernel(kernel)?,
+        outer_loop: outer.clone(),
+        outside_spin,
+    })
 }
 
+/// Instructions of the `lane_setup` kernel built with `defines`.
 fn setup_len(c: &SassCompiler, arch: Arch, defines: &[&str]) -> Result<i64, SassError> {
     let s = c.sass("setup", kernels::SETUP, arch, defines)?;
     Ok(s.kernel("lane_setup")?.len() as i64)
@@ -399,8 +427,15 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
     };
     let spin_plain = cost.single_loop("spin_plain")?;
     let spin_counted = cost.single_loop("spin_counted")?;
-    let wait =
-        outside_inner_loop(&cost, "waits_counted")? - outside_inner_loop(&cost, "waits_plain")?;
+    let (counted, plain) = (
+        wait_kernel(&cost, "waits_counted")?,
+        wait_kernel(&cost, "waits_plain")?,
+    );
+    let waits = Waits {
+        added: counted.outside_spin - plain.outside_spin,
+        counted,
+        plain,
+    };
 
     let tvm = c.sass("tvm_style", &tvm_source(), arch, &[])?;
     let tvm = per_record(|extra| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len()))?;
@@ -426,7 +461,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         loop_records,
         spin_plain,
         spin_counted,
-        wait,
+        waits,
         tvm,
         examples,
         ring_records,
@@ -532,7 +567,7 @@ impl CostReport {
         ));
         rows.push((
             "counted wait, per wait besides its ticks (IKP_WAIT, constant id)".into(),
-            cells(&|a| a.wait.to_string()),
+            cells(&|a| a.waits.added.to_string()),
         ));
         let n_examples = self.archs.first().map_or(0, |a| a.examples.len());
         rows.push((
@@ -585,7 +620,19 @@ mod tests {
                 .collect(),
             spin_plain: ins(3),
             spin_counted: ins(4),
-            wait: 3,
+            waits: Waits {
+                added: 3,
+                counted: WaitKernel {
+                    whole: ins(9),
+                    outer_loop: ins(7),
+                    outside_spin: 5,
+                },
+                plain: WaitKernel {
+                    whole: ins(6),
+                    outer_loop: ins(4),
+                    outside_spin: 2,
+                },
+            },
             tvm: (6.5, 7.0),
             examples: vec![ExampleSass {
                 name: "k".into(),
