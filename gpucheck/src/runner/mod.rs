@@ -3,9 +3,10 @@
 //!
 //! Order: the machine; the GPU checks of [`crate::gpu`] (each in a child of this binary);
 //! the overhead bench (before the Python step: its limit, 330 s, is the shorter, so a long
-//! Python step cannot leave it no time, and the Python step reports what it finished); the examples; the Python clients ([`python`]); the test
-//! suites ([`tests::SUITES`]); the examples and the overflow check under compute-sanitizer
-//! ([`sanitizer`]); last the ncu profiles, with what time is left. Without a
+//! Python step cannot leave it no time, and the Python step reports what it finished); the
+//! examples; the Python clients ([`python`]); the test suites ([`tests::SUITES`]); the
+//! examples and the overflow check under compute-sanitizer ([`sanitizer`]); last the ncu
+//! profiles, with what time is left. Without a
 //! GPU every step reports its checks as skipped with the reason, after listing the test
 //! binaries (which proves they start here and hold their suites), in seconds. A step that would start after the
 //! budget is spent is skipped with that reason. Last, everything but the results files is
@@ -271,9 +272,10 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
     if let Some(after) = machine::nvidia_smi() {
         m.insert("after_run".into(), Value::Object(after));
     }
-    let mut checks = run.checks;
     match archive(&plan) {
-        Err(why) => checks.push(Check::new("archive", Status::Fail, false, why)),
+        Err(why) => run
+            .checks
+            .push(Check::new("archive", Status::Fail, false, why)),
         // What the archive holds in part or not at all, in the results (its list is also
         // in the archive, files/trimmed.txt).
         Ok(trimmed) if !trimmed.is_empty() => {
@@ -284,13 +286,7 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         }
         Ok(_) => {}
     }
-    let r = Results {
-        machine: m,
-        gpu_required,
-        wall_s: started.elapsed().as_secs_f64(),
-        checks,
-        complete: true,
-    };
+    let r = run.results(&m, true);
     write(results, &r)?;
     Ok(r)
 }
@@ -312,16 +308,18 @@ impl Progress<'_> {
         checks: impl IntoIterator<Item = Check>,
     ) -> std::io::Result<()> {
         self.checks.extend(checks);
-        write(
-            self.dir,
-            &Results {
-                machine: machine.clone(),
-                gpu_required: self.gpu_required,
-                wall_s: self.started.elapsed().as_secs_f64(),
-                checks: self.checks.clone(),
-                complete: false,
-            },
-        )
+        write(self.dir, &self.results(machine, false))
+    }
+
+    /// The results so far.
+    fn results(&self, machine: &serde_json::Map<String, Value>, complete: bool) -> Results {
+        Results {
+            machine: machine.clone(),
+            gpu_required: self.gpu_required,
+            wall_s: self.started.elapsed().as_secs_f64(),
+            checks: self.checks.clone(),
+            complete,
+        }
     }
 }
 
