@@ -76,3 +76,6 @@ for run, w in want.items():
         sys.exit(f"gpu_clients.py --seconds 0: the skips do not say the time was spent: {got}")
     print(f"gpu_clients.py without a GPU ({run}): " + "; ".join(f"{n} {s} ({d})" for n, (s, d) in got.items()))
 PY
+# The stream experiment (issue #35, run by hand on a GPU machine) patches ikp.cuh per
+# variant: each patch must still apply to the header as it is.
+"$pyvenv/bin/python" "$root/gpucheck/python/stream_experiment.py" --check-variants --include "$root/device/include"

@@ -23,12 +23,23 @@ script, one change a variant (what each says of the record path is in VARIANTS):
                              out-of-line slow path (its call is still compiled in)
   variant/no-call            the same, and the call taken out
   variant/inlined            the slow path inlined instead of __noinline__
+  variant/leader-call        the slow path called from the leader alone, as before issue
+                             #35's fix (the rest of the warp waits at the reconvergence
+                             point); its first call comes at a quarter of each ring
+  variant/leader-call-half   the same, the first call at half of each ring
+
+If the leader's call leaves the warp split for the rest of the kernel (each part then runs
+the work), leader-call costs about 1 + (52,000 - 16,384) / 52,000 = 1.69x the fixed
+build and leader-call-half 1 + (52,000 - 32,768) / 52,000 = 1.37x; as-is (the whole warp
+calls) about the fixed build's time.
 
 Not run by the bundle: run on a GPU machine with CuPy and the bundle's wheel and header:
 
   python3 stream_experiment.py --wheel-dir DIR --include DIR [--out FILE.json]
 
-Prints one table; --out writes the figures as JSON.
+Prints one table; --out writes the figures as JSON. `--check-variants --include DIR` only
+checks that every patch of VARIANTS applies to DIR/ikp.cuh (no GPU, no CuPy: the tests
+run it).
 """
 
 import argparse
@@ -74,16 +85,41 @@ extern "C" __global__ void k_stream_sync(float* s, unsigned p, unsigned w, const
 """
 
 # Header patches, (name, [(text, replacement)]): each text must occur in ikp.cuh.
-NO_SLOW = ("limit_ = cap_ >> STREAM_PUBLISH_SHIFT;", "limit_ = cap_;")
+FIRST_LIMIT = "limit_ = cap_ >> STREAM_PUBLISH_SHIFT;"
+NO_SLOW = (FIRST_LIMIT, "limit_ = cap_;")
+# The record path's branch to the slow path as it is, and as it was before issue #35's fix.
+WHOLE_WARP_CALL = """    if (__builtin_expect(cursor_ == limit_, 0)) {
+      if (live_) slow<Timed>(value, tag);
+    } else {
+      detail::store_record_if(on_, ev_, cursor_, word);
+      ++cursor_;
+    }"""
+LEADER_CALL = """    if (on_ && cursor_ != limit_) {
+      detail::store_record(ev_, cursor_, word);
+      ++cursor_;
+    } else if (on_) {
+      slow<Timed>(value, tag);
+    }"""
 VARIANTS = [
     ("variant/as-is", []),
     ("variant/no-slow-path", [NO_SLOW]),
-    ("variant/no-call", [NO_SLOW, ("      slow<Timed>(value, tag);", "      (void)value;")]),
+    ("variant/no-call", [NO_SLOW, ("      if (live_) slow<Timed>(value, tag);", "      (void)value;")]),
     (
         "variant/inlined",
         [("#define IKP_NOINLINE __device__ __noinline__", "#define IKP_NOINLINE __device__ __forceinline__")],
     ),
+    ("variant/leader-call", [(WHOLE_WARP_CALL, LEADER_CALL)]),
+    ("variant/leader-call-half", [(WHOLE_WARP_CALL, LEADER_CALL), (FIRST_LIMIT, "limit_ = cap_ >> 1;")]),
 ]
+
+
+def patched(header: str, name: str, patches) -> str:
+    """The header with one variant's patches applied; each text must occur in it."""
+    for old, new in patches:
+        if old not in header:
+            raise SystemExit(f"{name}: {old!r} is not in ikp.cuh: update VARIANTS")
+        header = header.replace(old, new)
+    return header
 
 WARPS = 4
 PAIRS = 26_000
@@ -92,10 +128,19 @@ WORK = 2_100
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--wheel-dir", required=True, help="where the ikp wheel is installed")
+    ap.add_argument("--wheel-dir", help="where the ikp wheel is installed (not for --check-variants)")
     ap.add_argument("--include", required=True, help="directory holding ikp.cuh")
     ap.add_argument("--out", help="JSON file for the figures")
+    ap.add_argument("--check-variants", action="store_true", help="only check that VARIANTS apply")
     args = ap.parse_args()
+    header = open(os.path.join(args.include, "ikp.cuh")).read()
+    if args.check_variants:
+        for name, patches in VARIANTS:
+            patched(header, name, patches)
+        print(f"{len(VARIANTS)} variants apply to {args.include}/ikp.cuh")
+        return 0
+    if not args.wheel_dir:
+        ap.error("--wheel-dir is required")
     sys.path.insert(0, args.wheel_dir)
     import cupy as cp
     import cupyx
@@ -189,13 +234,8 @@ def main() -> int:
     run("stream/64Ki/device+syncwarp", device_rings_sync)
     run("stream/null-arg", lambda: timed("k_stream", null))
 
-    header = open(os.path.join(args.include, "ikp.cuh")).read()
     for name, patches in VARIANTS:
-        text = header
-        for old, new in patches:
-            if old not in text:
-                raise SystemExit(f"{name}: {old!r} is not in ikp.cuh: update VARIANTS")
-            text = text.replace(old, new)
+        text = patched(header, name, patches)
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "ikp.cuh"), "w") as f:
                 f.write(text)

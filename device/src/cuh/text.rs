@@ -307,15 +307,20 @@ struct StreamState {
   unsigned dropped;   // records dropped before the last drop mark
 };
 
-/// Publishes HEAD (dropped << 32 | stored) with release semantics at system scope: every
-/// record stored so far becomes visible to a host that reads HEAD with acquire semantics.
-IKP_INLINE void stream_publish(unsigned long long* ev, const StreamState& s) {
-  store_release_sys(ev - STREAM_CTRL_WORDS + STREAM_HEAD,
-                    (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) |
-                        (s.base + s.slot));
+/// Publishes HEAD (dropped << 32 | stored) with release semantics at system scope, on the
+/// leader: every record stored so far becomes visible to a host that reads HEAD with
+/// acquire semantics.
+IKP_INLINE void stream_publish(unsigned long long* ev, const StreamState& s, bool leader) {
+  if (leader) {
+    store_release_sys(ev - STREAM_CTRL_WORDS + STREAM_HEAD,
+                      (static_cast<unsigned long long>(s.dropped + s.pending) << STREAM_HEAD_DROPPED_SHIFT) |
+                          (s.base + s.slot));
+  }
 }
 
-/// Reads the host's TAIL (acquire: the host's copies are done) into the cached room.
+/// Reads the host's TAIL (acquire: the host's copies are done) into the cached room. Every
+/// thread of the leader's warp reads it: one load of one address for the warp, and the same
+/// room, so the same limit, on every thread (see stream_slow).
 IKP_INLINE void stream_refresh(const unsigned long long* ev, unsigned cap, StreamState& s) {
   s.room_end = static_cast<unsigned>(load_acquire_sys(ev - STREAM_CTRL_WORDS + STREAM_TAIL)) + cap;
 }
@@ -323,13 +328,14 @@ IKP_INLINE void stream_refresh(const unsigned long long* ev, unsigned cap, Strea
 /// Free slots of the ring as of the last TAIL read.
 IKP_INLINE unsigned stream_free(const StreamState& s) { return s.room_end - (s.base + s.slot); }
 
-/// Stores one record at the slot, starting the next lap at the ring's end.
-IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& s, unsigned long long word) {
+/// Stores one record at the slot (on the leader), starting the next lap at the ring's end.
+IKP_INLINE void stream_store(unsigned long long* ev, unsigned cap, StreamState& s, unsigned long long word,
+                             bool leader) {
   if (s.slot == cap) {
     s.base += cap;
     s.slot = 0u;
   }
-  store_record(ev, s.slot, word);
+  store_record_if(leader, ev, s.slot, word);
   ++s.slot;
 }
 
@@ -361,13 +367,27 @@ IKP_INLINE unsigned stream_least_room(unsigned cap) {
 /// with the record: the word the fast path built then stays live into the call block,
 /// which took one more instruction per record in a loop on sm_90, and more in
 /// straight-line code.
+///
+/// Every thread of the leader's warp runs it, together: each keeps the lane's registers
+/// (the leader's slot, limit and room, read from the same TAIL), so each reaches the limit
+/// at the same record, and only the `leader` stores. Called from the leader alone (up to
+/// issue #35, the other threads waiting at the reconvergence point), the H200's figures
+/// fit a warp that ran split from the first call on, the kernel's code once for the
+/// leader and once for the rest (the GPU checks' stream kernel took 1.70x its time with
+/// rings whose first slow path came at a third of the kernel, 2.02x with rings whose first
+/// came at once; BENCHMARKS.md, "Stream record path"). A thread without a segment (`ev`
+/// null: a lane that does not exist) moves its limit out of reach.
 template <bool Wait, bool Timed, Timer T>
 IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, StreamState s, unsigned value,
-                                     unsigned tag) {
+                                     unsigned tag, bool leader) {
+  if (ev == nullptr) {
+    s.limit = s.slot - 1u;
+    return s;
+  }
   if constexpr (Timed) value = T == Timer::Clock ? clock_lo() : globaltimer_lo();
   const unsigned long long record = (static_cast<unsigned long long>(value) << TIME_SHIFT) | tag;
   if ((s.pending & (STREAM_RECHECK - 1u)) == 0u) {
-    stream_publish(ev, s);
+    stream_publish(ev, s, leader);
     const unsigned least = stream_least_room(cap);
     if (stream_free(s) < least) stream_refresh(ev, cap, s);
     // Full: less than `least` free. Decided before any mark, which takes a slot of the room
@@ -376,7 +396,8 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     const auto mark = [&](unsigned kind, unsigned v) {
       stream_store(ev, cap, s,
                    (static_cast<unsigned long long>(v) << TIME_SHIFT) | KIND_META |
-                       ((kind & REGION_MASK) << REGION_SHIFT));
+                       ((kind & REGION_MASK) << REGION_SHIFT),
+                   leader);
     };
     if (Wait && full) {
       unsigned long long* const ctrl = ev - STREAM_CTRL_WORDS;
@@ -386,8 +407,10 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
         stream_refresh(ev, cap, s);
       } while (stream_free(s) < least);
       const unsigned long long waited = globaltimer() - t0;
-      ctrl[STREAM_STALL_NS] += waited;
-      ctrl[STREAM_STALLS] += 1ull;
+      if (leader) {
+        ctrl[STREAM_STALL_NS] += waited;
+        ctrl[STREAM_STALLS] += 1ull;
+      }
       mark(META_STREAM_STALLED, waited < 0xFFFFFFFFull ? static_cast<unsigned>(waited) : 0xFFFFFFFFu);
       full = false;
     }
@@ -408,7 +431,7 @@ IKP_NOINLINE StreamState stream_slow(unsigned long long* ev, unsigned cap, Strea
     s.limit = s.slot + (room < to_chunk_end ? room : to_chunk_end);
   }
   if (s.slot != s.limit) {
-    stream_store(ev, cap, s, record);
+    stream_store(ev, cap, s, record, leader);
   } else {
     ++s.pending;
   }
@@ -560,7 +583,8 @@ class Lane {
   IKP_INLINE Lane(const Arg& arg, unsigned group, bool leader) {
     if constexpr (On) {
       const unsigned lane = detail::linear_block() * arg.groups_per_block + group;
-      bool on = leader && group < arg.groups_per_block && lane < arg.lane_count;
+      const bool exists = group < arg.groups_per_block && lane < arg.lane_count;
+      bool on = leader && exists;
       cap_ = arg.records_per_lane;
       counters_ = arg.n_counters;
       cursor_ = 0u;
@@ -596,19 +620,21 @@ class Lane {
       // The off switch: a warp without a writing leader (every warp of a null Arg, of a lane
       // past the buffer or past its epochs, and every warp of a lane but its leader's)
       // branches around the record path. Built without the branch (IKP_OFF_BRANCH=0) no
-      // warp takes the vote (live() is then always true and live_ unread).
-      if constexpr (!off_branch) {
+      // warp takes the vote (live() is then always true and live_ unread), but a stream
+      // lane's: its slow path runs on the whole leader's warp (see put_stream).
+      if constexpr (!off_branch && !stream) {
         live_ = on;
       } else {
         live_ = detail::warp_any(on);
       }
       unsigned long long* seg = buf + arg.lane_base + segment * arg.lane_stride;
-      // Only the leader ever dereferences ev_. Giving the other threads a null pointer makes
+      // Only the leader ever stores through ev_. Giving the other threads a null pointer makes
       // it a per-thread value, which keeps it in ordinary registers: a warp-uniform pointer
       // lives in uniform registers, and ptxas then copies it back into vector registers
       // around the stores (fewer instructions this way in most of the ikp test kernels, on
-      // sm_80 and sm_90).
-      ev_ = on_ ? seg + LANE_EVENTS + (stream ? STREAM_CTRL_WORDS : 0u) : nullptr;
+      // sm_80 and sm_90). A stream lane's whole leader's warp reads the host's TAIL in the
+      // slow path, so there every thread of that warp with a lane has it.
+      ev_ = (stream ? live_ && exists : on_) ? seg + LANE_EVENTS + (stream ? STREAM_CTRL_WORDS : 0u) : nullptr;
       if constexpr (stream) {
         // The host zeroed TAIL: the whole ring is free, the first chunk may be written.
         limit_ = cap_ >> STREAM_PUBLISH_SHIFT;
@@ -877,6 +903,12 @@ class Lane {
   /// (the cursor is the slot in the ring, which never wraps on this path), plus the branch
   /// to the out-of-line slow path (detail::stream_slow) when the slot is at the limit: no
   /// mask, no system-scope access, no call on this path.
+  ///
+  /// Every thread of the leader's warp keeps the lane's slot and limit, not the leader
+  /// alone: the compare then comes out the same on all of them, the branch to the slow path
+  /// does not split the warp, and the whole warp calls the slow path together (see
+  /// detail::stream_slow for what a call from the leader alone cost). The store is
+  /// predicated on the leader inside its PTX, as a fixed record's is.
   template <bool Timed>
   IKP_INLINE void put_stream(unsigned value, unsigned tag) {
     // In the leader's warp every thread reads the timer, and a select keeps it on the
@@ -884,11 +916,11 @@ class Lane {
     // takes some records' reads through the uniform datapath, S2UR and a wait; see
     // record()). The slow path reads its own, so its call block holds no read.
     const unsigned long long word = (static_cast<unsigned long long>(Timed ? now_if(on_) : value) << TIME_SHIFT) | tag;
-    if (on_ && cursor_ != limit_) {
-      detail::store_record(ev_, cursor_, word);
+    if (__builtin_expect(cursor_ == limit_, 0)) {
+      if (live_) slow<Timed>(value, tag);
+    } else {
+      detail::store_record_if(on_, ev_, cursor_, word);
       ++cursor_;
-    } else if (on_) {
-      slow<Timed>(value, tag);
     }
   }
 
@@ -900,7 +932,7 @@ class Lane {
   /// Runs the slow path for a record and takes its registers back.
   template <bool Timed>
   IKP_INLINE void slow(unsigned value, unsigned tag) {
-    const detail::StreamState st = detail::stream_slow<wait, Timed, T>(ev_, cap_, state(), value, tag);
+    const detail::StreamState st = detail::stream_slow<wait, Timed, T>(ev_, cap_, state(), value, tag, on_);
     cursor_ = st.slot;
     limit_ = st.limit;
     base_ = st.base;
@@ -910,7 +942,7 @@ class Lane {
   }
 
   /// Publishes HEAD at finalize (see detail::stream_publish).
-  IKP_INLINE void publish() const { detail::stream_publish(ev_, state()); }
+  IKP_INLINE void publish() const { detail::stream_publish(ev_, state(), true); }
 
   /// Measures what one record costs, in SM cycles, into the CALIB word `calib` (leader
   /// only, once, at init). Two rounds, each of CALIB_RECORDS records back to back into
@@ -960,7 +992,7 @@ class Lane {
   unsigned pending_;        // stream: records dropped since the last drop mark
   unsigned dropped_;        // stream: records dropped before the last drop mark
   bool on_;                 // leader of an existing lane
-  bool live_;               // on_ on some thread of this warp (IKP_OFF_BRANCH=0: on_)
+  bool live_;               // on_ on some thread of this warp (IKP_OFF_BRANCH=0: on_, but a stream lane's vote)
 };
 
 /// Closes a region when it goes out of scope (early returns, breaks and continues

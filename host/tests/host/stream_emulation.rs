@@ -258,6 +258,31 @@ fn self_drained_in(
     host: u32,
     overflow: Overflow,
 ) -> ((u64, u64), Vec<u64>) {
+    let (counts, buf) = self_drained_warps(blocks, pairs, host, overflow, 0);
+    let layout = layout(blocks, overflow);
+    let words = (0..blocks as usize)
+        .map(|l| {
+            let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
+            buf[seg
+                + (wire::lane::EVENTS + stream::CTRL_WORDS + CAP) as usize
+                + wire::lane::T_COUNT as usize]
+        })
+        .collect();
+    (counts, words)
+}
+
+type FollowersFn = unsafe extern "C" fn(*const KernelArg, u32, u32, i32, u32, u32) -> i32;
+
+/// [`self_drained_in`] with `followers` threads of each lane's warp beside its leader
+/// (emulate_stream.cpp runs them in step with it); returns the system-scope (releases,
+/// acquires) of all lanes and the whole buffer.
+fn self_drained_warps(
+    blocks: u32,
+    pairs: u32,
+    host: u32,
+    overflow: Overflow,
+    followers: u32,
+) -> ((u64, u64), Vec<u64>) {
     let layout = layout(blocks, overflow);
     let header = layout.header_words().expect("a valid stream layout");
     let mut buf = vec![0u64; layout.buffer_words() as usize];
@@ -265,9 +290,13 @@ fn self_drained_in(
     let arg = layout.kernel_arg(buf.as_mut_ptr() as u64);
     let lib = lanes_library();
     // SAFETY: the symbols have these signatures (emulate_stream.cpp).
-    let (lanes, counts): (libloading::Symbol<RunFn>, libloading::Symbol<CountsFn>) = unsafe {
+    let (lanes, counts): (
+        libloading::Symbol<FollowersFn>,
+        libloading::Symbol<CountsFn>,
+    ) = unsafe {
         (
-            lib.get(b"ikp_emu_stream_run").expect("ikp_emu_stream_run"),
+            lib.get(b"ikp_emu_stream_run_followers")
+                .expect("ikp_emu_stream_run_followers"),
             lib.get(b"ikp_emu_system_scope_counts")
                 .expect("ikp_emu_system_scope_counts"),
         )
@@ -281,19 +310,38 @@ fn self_drained_in(
         unsafe {
             counts(&mut releases, &mut acquires);
             let wait = (overflow == Overflow::StreamWait) as i32;
-            assert_eq!(lanes(&arg, blocks, pairs, wait, host), 0);
+            assert_eq!(lanes(&arg, blocks, pairs, wait, host, followers), 0);
             counts(&mut releases, &mut acquires);
         }
     }
-    let counts = (0..blocks as usize)
-        .map(|l| {
-            let seg = layout.lane_base() as usize + l * layout.lane_stride() as usize;
-            buf[seg
-                + (wire::lane::EVENTS + stream::CTRL_WORDS + CAP) as usize
-                + wire::lane::T_COUNT as usize]
-        })
-        .collect();
-    ((releases, acquires), counts)
+    ((releases, acquires), buf)
+}
+
+/// The whole leader's warp takes a stream lane's slow path together (issue #35: a call
+/// from the leader alone left the warp split on the GPU, and the kernel ran its work once
+/// per part): each follower keeps the leader's slot, limit and room, so it reaches the
+/// slow path at the same records and reads TAIL with the leader (one acquire each, so the
+/// acquires grow with the warp), while only the leader publishes and stores (the releases
+/// and the whole buffer are the same as with the leader alone). With a host that keeps up,
+/// and one late by all but half a chunk (drops and their marks).
+#[test]
+fn a_stream_lanes_whole_warp_takes_its_slow_path_and_only_the_leader_writes() {
+    let (blocks, pairs, followers) = (2u32, 3_000u32, 3u32);
+    for host in [u32::MAX, u32::MAX - 1] {
+        let (alone, alone_buf) = self_drained_warps(blocks, pairs, host, Overflow::Stream, 0);
+        let (warp, warp_buf) = self_drained_warps(blocks, pairs, host, Overflow::Stream, followers);
+        assert!(alone.1 > 0, "host {host:#x}: no TAIL read");
+        assert_eq!(warp.0, alone.0, "host {host:#x}: releases");
+        assert_eq!(
+            warp.1,
+            alone.1 * (1 + followers as u64),
+            "host {host:#x}: acquires"
+        );
+        assert!(
+            warp_buf == alone_buf,
+            "host {host:#x}: the followers changed the buffer"
+        );
+    }
 }
 
 /// What a record costs at system scope while the host keeps up: lanes whose host drains

@@ -11,13 +11,17 @@
 // Every lane records `pairs` begin / end pairs of region 0 with payload = pair index mod
 // 2^20, its globaltimer advancing 8 ns per read from 2^20 + 640 ns x lane, then finalizes. Lanes
 // whose index is a multiple of `slow_every` (0: none) sleep 50 us every 64 pairs, so lanes
-// publish at different paces.
+// publish at different paces. A lane may have followers (ikp_emu_stream_run_followers):
+// threads of the leader's warp that are not its leader, run in step with it on the lane's
+// own thread, each record right after the leader's (their timer reads do not advance the
+// clock, so the leader's records are the same with them or without).
 #define IKP_HOST_EMULATION 1
 #define IKP_EMU_SYSTEM_SCOPE_HOOK 1
 #include "ikp.cuh"
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -25,6 +29,8 @@ namespace {
 thread_local ikp::emu::Dim3 t_block{0, 0, 0};
 thread_local unsigned long long t_now = 0;
 thread_local ikp::emu::Dim3 t_grid{1, 1, 1};  // per lane thread: runs may overlap
+thread_local bool t_vote = false;       // the lane's warp vote so far
+thread_local bool t_following = false;  // a follower runs: its timer reads take no time
 // A host played by the lane's own thread while it waits for room (run_lane's
 // `slow_every == ~2u`): each sleep hands back one chunk of what the lane published.
 thread_local unsigned long long* t_sleep_host_ctrl = nullptr;
@@ -34,7 +40,7 @@ const ikp::emu::Dim3 kBlockDim{32, 1, 1};
 
 namespace ikp {
 namespace emu {
-unsigned long long globaltimer() { return t_now += 8; }
+unsigned long long globaltimer() { return t_following ? t_now : (t_now += 8); }
 unsigned long long clock64() { return 2 * t_now; }
 unsigned smid() { return t_block.x % 7; }
 Dim3 block_idx() { return t_block; }
@@ -42,8 +48,8 @@ Dim3 grid_dim() { return t_grid; }
 Dim3 thread_idx() { return Dim3{0, 0, 0}; }
 Dim3 block_dim() { return kBlockDim; }
 void fence_block() {}
-// Each lane runs as its leader alone: the warp's vote is the leader's own.
-bool warp_any(bool p) { return p; }
+// The leader votes first (run_lane opens the vote), its followers join it.
+bool warp_any(bool p) { return t_vote = t_vote || p; }
 void atomic_add(unsigned long long* addr, unsigned long long value) {
   __atomic_fetch_add(addr, value, __ATOMIC_RELAXED);
 }
@@ -76,10 +82,23 @@ extern "C" void ikp_emu_system_scope_counts(unsigned long long* releases, unsign
 
 namespace {
 template <ikp::Overflow O>
-void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow_every) {
+void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow_every, unsigned followers) {
+  using L = ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O>;
   t_block = ikp::emu::Dim3{block, 0, 0};
   t_now = (1ull << 20) + 640ull * block;  // lanes overlap, a little apart, as on a GPU
-  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O> lane(arg, 0u, true);
+  t_vote = false;
+  L lane(arg, 0u, true);
+  std::vector<std::unique_ptr<L>> others;
+  t_following = true;
+  for (unsigned f = 0; f < followers; ++f) others.emplace_back(new L(arg, 0u, false));
+  t_following = false;
+  // A record on the leader, then on each follower.
+  const auto warp = [&](auto record) {
+    record(lane);
+    t_following = true;
+    for (auto& o : others) record(*o);
+    t_following = false;
+  };
   const bool slow = slow_every != 0u && block % slow_every == 0u;
   // slow_every == ~0u: no drain runs; the lane's thread plays a host that keeps up
   // perfectly, setting TAIL to HEAD's stored count after every pair. ~1u: a host as fast
@@ -100,8 +119,8 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
   t_sleep_host_ctrl = sleep_host ? ctrl : nullptr;
   t_sleep_host_chunk = arg.records_per_lane >> ikp::STREAM_PUBLISH_SHIFT;
   for (unsigned i = 0; i < pairs; ++i) {
-    lane.begin(0u, i);
-    lane.end(0u, i);
+    warp([i](L& l) { l.begin(0u, i); });
+    warp([i](L& l) { l.end(0u, i); });
     if (slow && i % 64u == 63u) std::this_thread::sleep_for(std::chrono::microseconds(50));
     if (self_drained) {
       const unsigned long long stored = __atomic_load_n(ctrl + ikp::STREAM_HEAD, __ATOMIC_ACQUIRE) & 0xFFFFFFFFull;
@@ -109,27 +128,34 @@ void run_lane(const ikp::Arg& arg, unsigned block, unsigned pairs, unsigned slow
       __atomic_store_n(ctrl + ikp::STREAM_TAIL, seen[(i + 1u) % seen.size()], __ATOMIC_RELEASE);
     }
   }
-  lane.finalize();
+  warp([](L& l) { l.finalize(); });
 }
 }  // namespace
 
 // Runs `blocks` lanes (a grid of `blocks` x 1 x 1, one group per block), each on its own
-// thread, into the stream buffer `arg.buf` describes; `wait` picks Overflow::StreamWait.
-extern "C" int ikp_emu_stream_run(const ikp::Arg* arg, unsigned blocks, unsigned pairs, int wait,
-                                  unsigned slow_every) {
+// thread with `followers` threads of its warp beside its leader, into the stream buffer
+// `arg.buf` describes; `wait` picks Overflow::StreamWait.
+extern "C" int ikp_emu_stream_run_followers(const ikp::Arg* arg, unsigned blocks, unsigned pairs, int wait,
+                                            unsigned slow_every, unsigned followers) {
   std::vector<std::thread> lanes;
   for (unsigned b = 0; b < blocks; ++b) {
     lanes.emplace_back([=] {
       t_grid = ikp::emu::Dim3{blocks, 1, 1};
       if (wait) {
-        run_lane<ikp::Overflow::StreamWait>(*arg, b, pairs, slow_every);
+        run_lane<ikp::Overflow::StreamWait>(*arg, b, pairs, slow_every, followers);
       } else {
-        run_lane<ikp::Overflow::Stream>(*arg, b, pairs, slow_every);
+        run_lane<ikp::Overflow::Stream>(*arg, b, pairs, slow_every, followers);
       }
     });
   }
   for (auto& t : lanes) t.join();
   return 0;
+}
+
+// ikp_emu_stream_run_followers() with each lane's leader alone.
+extern "C" int ikp_emu_stream_run(const ikp::Arg* arg, unsigned blocks, unsigned pairs, int wait,
+                                  unsigned slow_every) {
+  return ikp_emu_stream_run_followers(arg, blocks, pairs, wait, slow_every, 0u);
 }
 
 #if defined(IKP_EMU_MAIN)
