@@ -79,3 +79,6 @@ PY
 # The stream experiment (issue #35, run by hand on a GPU machine) patches ikp.cuh per
 # variant: each patch must still apply to the header as it is.
 "$pyvenv/bin/python" "$root/gpucheck/python/stream_experiment.py" --check-variants --include "$root/device/include"
+# The probes' cost experiment (issue #34, run by hand on a GPU machine): its breakdown's
+# arithmetic.
+"$pyvenv/bin/python" "$root/gpucheck/python/probe_experiment.py" --self-check
