@@ -86,8 +86,14 @@ pub(crate) fn decls(loops: usize) -> String {
 /// Lane init, first half, at the kernel's start: the start stamps, the warp's index, and
 /// the epoch claim put in flight, with nothing that waits for it. The layout comes from
 /// the symbol's constant loads, none depending on another load; the claim (an atomic on
-/// the warp's launch count, by its lowest active thread, run only when the buffer has
-/// more than one epoch) returns into `%ikp_ep`, which only [`place`] reads. `%ikp_on`
+/// the warp's launch count, by lane 0, run only when the buffer has more than one epoch)
+/// returns into `%ikp_ep`, which only [`place`] reads. At the kernel's first instruction a
+/// warp's active threads are its first lanes (a partial warp's too), so lane 0 is its
+/// lowest active thread, the one that records: `%laneid` says so in one read, where the
+/// lowest of the mask takes a mask read and an `and`. ([`place`] still finds that lane in
+/// the mask: a shuffle from the constant lane 0 is one ptxas hoists right behind the
+/// claim, where its round trip is waited for before the kernel's first loads, which
+/// `the_epoch_claim_waits_behind_the_kernels_first_loads` catches.) `%ikp_on`
 /// says here whether the warp has a lane at all (the symbol is set, the warp is within
 /// the layout): a deferred loop begin ([`loop_begin_deferred`]) may read it before
 /// [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
@@ -119,8 +125,7 @@ pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
 {block}{uniform_block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
 \tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
 \tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
-\tmov.u32 %ia8, %lanemask_lt;
-\tand.b32 %ia8, %ia8, %ikp_m;
+\tmov.u32 %ia8, %laneid;
 \tsetp.eq.and.u32 %iq1, %ia8, 0, %ikp_on;
 \tsetp.gt.and.u32 %iq1, %ia10, 1, %iq1;
 \tadd.s32 %ia11, %ia1, %ikp_w;
@@ -161,7 +166,7 @@ pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
 /// entry's straight-line code allows (before its first probe that writes, or its end), so
 /// the kernel's own first loads go out while the claim's round trip is in flight.
 /// Straight-line code from [`init`]: the warp's active mask is the one the claim was made
-/// under (`%ikp_m`, kept for the shuffle's members and its source). The broadcast is a
+/// under (`%ikp_m`, kept for the shuffle's members and its source, lane 0). The broadcast is a
 /// shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right behind its atomic,
 /// ahead of the kernel's first loads (Triton's attention kernel).
 pub(crate) fn place(symbol: &str) -> String {
