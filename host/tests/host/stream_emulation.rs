@@ -96,15 +96,26 @@ fn exclusive_lanes() -> std::sync::MutexGuard<'static, ()> {
 /// The emulated lanes, as a shared library loaded once.
 fn lanes_library() -> &'static libloading::Library {
     static LIB: OnceLock<(tempfile::TempDir, libloading::Library)> = OnceLock::new();
-    &LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let so = dir.path().join("libemulate_stream.so");
-        compile(&["-fPIC", "-shared"], &so);
-        // SAFETY: the library is ours, built above; its initializers only set globals.
-        let lib = unsafe { libloading::Library::new(&so) }.expect("loading the emulated lanes");
-        (dir, lib)
-    })
-    .1
+    &LIB.get_or_init(|| shared_library(&[])).1
+}
+
+/// The emulated lanes built with `-DIKP_OFF_BRANCH=0` (no warp vote but a stream lane's,
+/// which gates its slow path), as a shared library loaded once.
+fn predicated_lanes_library() -> &'static libloading::Library {
+    static LIB: OnceLock<(tempfile::TempDir, libloading::Library)> = OnceLock::new();
+    &LIB.get_or_init(|| shared_library(&["-DIKP_OFF_BRANCH=0"]))
+        .1
+}
+
+fn shared_library(defines: &[&str]) -> (tempfile::TempDir, libloading::Library) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let so = dir.path().join("libemulate_stream.so");
+    let mut flags = vec!["-fPIC", "-shared"];
+    flags.extend_from_slice(defines);
+    compile(&flags, &so);
+    // SAFETY: the library is ours, built above; its initializers only set globals.
+    let lib = unsafe { libloading::Library::new(&so) }.expect("loading the emulated lanes");
+    (dir, lib)
 }
 
 /// What a run of the emulated kernel and the drain produced.
@@ -258,7 +269,7 @@ fn self_drained_in(
     host: u32,
     overflow: Overflow,
 ) -> ((u64, u64), Vec<u64>) {
-    let (counts, buf) = self_drained_warps(blocks, pairs, host, overflow, 0);
+    let (counts, buf) = self_drained_warps(lanes_library(), blocks, pairs, host, overflow, 0);
     let layout = layout(blocks, overflow);
     let words = (0..blocks as usize)
         .map(|l| {
@@ -273,10 +284,11 @@ fn self_drained_in(
 
 type FollowersFn = unsafe extern "C" fn(*const KernelArg, u32, u32, i32, u32, u32) -> i32;
 
-/// [`self_drained_in`] with `followers` threads of each lane's warp beside its leader
-/// (emulate_stream.cpp runs them in step with it); returns the system-scope (releases,
-/// acquires) of all lanes and the whole buffer.
+/// [`self_drained_in`] with the lanes of `lib` and `followers` threads of each lane's warp
+/// beside its leader (emulate_stream.cpp runs them in step with it); returns the
+/// system-scope (releases, acquires) of all lanes and the whole buffer.
 fn self_drained_warps(
+    lib: &libloading::Library,
     blocks: u32,
     pairs: u32,
     host: u32,
@@ -288,7 +300,6 @@ fn self_drained_warps(
     let mut buf = vec![0u64; layout.buffer_words() as usize];
     buf[..header.len()].copy_from_slice(&header);
     let arg = layout.kernel_arg(buf.as_mut_ptr() as u64);
-    let lib = lanes_library();
     // SAFETY: the symbols have these signatures (emulate_stream.cpp).
     let (lanes, counts): (
         libloading::Symbol<FollowersFn>,
@@ -323,24 +334,27 @@ fn self_drained_warps(
 /// slow path at the same records and reads TAIL with the leader (one acquire each, so the
 /// acquires grow with the warp), while only the leader publishes and stores (the releases
 /// and the whole buffer are the same as with the leader alone). With a host that keeps up,
-/// and one late by all but half a chunk (drops and their marks).
+/// and one late by all but half a chunk (drops and their marks); built as shipped and with
+/// `IKP_OFF_BRANCH=0`.
 #[test]
 fn a_stream_lanes_whole_warp_takes_its_slow_path_and_only_the_leader_writes() {
     let (blocks, pairs, followers) = (2u32, 3_000u32, 3u32);
-    for host in [u32::MAX, u32::MAX - 1] {
-        let (alone, alone_buf) = self_drained_warps(blocks, pairs, host, Overflow::Stream, 0);
-        let (warp, warp_buf) = self_drained_warps(blocks, pairs, host, Overflow::Stream, followers);
-        assert!(alone.1 > 0, "host {host:#x}: no TAIL read");
-        assert_eq!(warp.0, alone.0, "host {host:#x}: releases");
-        assert_eq!(
-            warp.1,
-            alone.1 * (1 + followers as u64),
-            "host {host:#x}: acquires"
-        );
-        assert!(
-            warp_buf == alone_buf,
-            "host {host:#x}: the followers changed the buffer"
-        );
+    for (build, lib) in [
+        ("default", lanes_library()),
+        ("IKP_OFF_BRANCH=0", predicated_lanes_library()),
+    ] {
+        for host in [u32::MAX, u32::MAX - 1] {
+            let what = format!("{build}, host {host:#x}");
+            let run = |n| self_drained_warps(lib, blocks, pairs, host, Overflow::Stream, n);
+            let ((alone, alone_buf), (warp, warp_buf)) = (run(0), run(followers));
+            assert!(alone.1 > 0, "{what}: no TAIL read");
+            assert_eq!(warp.0, alone.0, "{what}: releases");
+            assert_eq!(warp.1, alone.1 * (1 + followers as u64), "{what}: acquires");
+            assert!(
+                warp_buf == alone_buf,
+                "{what}: the followers changed the buffer"
+            );
+        }
     }
 }
 
