@@ -77,8 +77,9 @@ for run, w in want.items():
     print(f"gpu_clients.py without a GPU ({run}): " + "; ".join(f"{n} {s} ({d})" for n, (s, d) in got.items()))
 PY
 # The stream experiment (issue #35, run by hand on a GPU machine) patches ikp.cuh per
-# variant: each patch must still apply to the header as it is.
-"$pyvenv/bin/python" "$root/gpucheck/python/stream_experiment.py" --check-variants --include "$root/device/include"
+# variant: each patch must still apply to the header as it is, and its kernels compile.
+"$pyvenv/bin/python" "$root/gpucheck/python/stream_experiment.py" --check-variants --include "$root/device/include" \
+  --nvcc "${IKP_CUDA_BIN:?source scripts/env.sh}/nvcc"
 # The probes' cost experiment (issue #34, run by hand on a GPU machine): its breakdown's
 # arithmetic.
 "$pyvenv/bin/python" "$root/gpucheck/python/probe_experiment.py" --self-check

@@ -13,6 +13,8 @@ at a time:
   stream/64Ki/host           the same rings, no drain thread
   stream/64Ki/device         the same rings in device memory, no drain
   stream/64Ki/device+syncwarp  the same kernel with __syncwarp() after each record
+  stream/64Ki/device+leader-records  the records made by the lane's leader alone (inside
+                             `if (lane == 0)`), so it takes the slow path alone
   stream/null-arg            the stream kernel with a null ikp::Arg
 
 then the stream kernel with rings in device memory and no drain, its header patched by this
@@ -38,8 +40,8 @@ Not run by the bundle: run on a GPU machine with CuPy and the bundle's wheel and
   python3 stream_experiment.py --wheel-dir DIR --include DIR [--out FILE.json]
 
 Prints one table; --out writes the figures as JSON. `--check-variants --include DIR` only
-checks that every patch of VARIANTS applies to DIR/ikp.cuh (no GPU, no CuPy: the tests
-run it).
+checks that every patch of VARIANTS applies to DIR/ikp.cuh, and with `--nvcc PATH` that the
+kernels compile against each patched header (sm_90; no GPU, no CuPy: the tests run it).
 """
 
 import argparse
@@ -51,17 +53,18 @@ import time
 
 SRC = r"""
 #include "ikp.cuh"
-template <ikp::Overflow O, bool On, bool Sync = false>
+template <ikp::Overflow O, bool On, bool Sync = false, bool LeaderRecords = false>
 __device__ __forceinline__ void body(float* sink, unsigned pairs, unsigned work, const ikp::Arg* argp) {
   const ikp::Arg prof = *argp;
-  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O, On> lane(prof, threadIdx.x / 32u, threadIdx.x % 32u == 0u);
+  const bool leader = threadIdx.x % 32u == 0u;
+  ikp::Lane<ikp::Fence::None, ikp::Timer::Global, O, On> lane(prof, threadIdx.x / 32u, leader);
   float x = threadIdx.x * 1e-3f;
   const float y = 1.0000001f;
   for (unsigned i = 0; i < pairs; ++i) {
-    lane.begin(0u, i);
+    if (!LeaderRecords || leader) lane.begin(0u, i);
     if (Sync) __syncwarp();
     for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
-    lane.end(0u, i);
+    if (!LeaderRecords || leader) lane.end(0u, i);
     if (Sync) __syncwarp();
     for (unsigned k = 0; k < work; ++k) x = fmaf(x, y, 1e-7f);
   }
@@ -81,6 +84,10 @@ extern "C" __global__ void k_stream(float* s, unsigned p, unsigned w, const ikp:
 // the warp split, the work after it ran once per part.
 extern "C" __global__ void k_stream_sync(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
   body<ikp::Overflow::Stream, true, true>(s, p, w, a);
+}
+// The records made by the leader alone: it takes the slow path alone (docs/modes.md).
+extern "C" __global__ void k_stream_leader(float* s, unsigned p, unsigned w, const ikp::Arg* a) {
+  body<ikp::Overflow::Stream, true, false, true>(s, p, w, a);
 }
 """
 
@@ -126,18 +133,41 @@ PAIRS = 26_000
 WORK = 2_100
 
 
+def compile_check(nvcc: str, name: str, header: str) -> None:
+    """SRC compiled by `nvcc` (sm_90, to a cubin) against `header`; exits naming the
+    variant when it does not compile."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "ikp.cuh"), "w") as f:
+            f.write(header)
+        with open(os.path.join(d, "k.cu"), "w") as f:
+            f.write(SRC)
+        r = subprocess.run(
+            [nvcc, "-cubin", "-arch=sm_90", "-std=c++17", "-I", d, "-o", os.path.join(d, "k.cubin"), os.path.join(d, "k.cu")],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            raise SystemExit(f"{name}: the kernels do not compile:\n{r.stderr}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wheel-dir", help="where the ikp wheel is installed (not for --check-variants)")
     ap.add_argument("--include", required=True, help="directory holding ikp.cuh")
     ap.add_argument("--out", help="JSON file for the figures")
     ap.add_argument("--check-variants", action="store_true", help="only check that VARIANTS apply")
+    ap.add_argument("--nvcc", help="with --check-variants: compile the kernels against each variant")
     args = ap.parse_args()
     header = open(os.path.join(args.include, "ikp.cuh")).read()
     if args.check_variants:
         for name, patches in VARIANTS:
-            patched(header, name, patches)
-        print(f"{len(VARIANTS)} variants apply to {args.include}/ikp.cuh")
+            text = patched(header, name, patches)
+            if args.nvcc:
+                compile_check(args.nvcc, name, text)
+        how = " and compile" if args.nvcc else ""
+        print(f"{len(VARIANTS)} variants apply{how} to {args.include}/ikp.cuh")
         return 0
     if not args.wheel_dir:
         ap.error("--wheel-dir is required")
@@ -151,7 +181,7 @@ def main() -> int:
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     mod = cp.RawModule(code=SRC, options=(f"--include-path={args.include}", "-std=c++17"))
-    kernels = {n: mod.get_function(n) for n in ("k_off", "k_fixed", "k_stream", "k_stream_sync")}
+    kernels = {n: mod.get_function(n) for n in ("k_off", "k_fixed", "k_stream", "k_stream_sync", "k_stream_leader")}
     sink = cp.zeros(32 * WARPS, dtype=cp.float32)
 
     def layout(overflow: str, records: int):
@@ -232,6 +262,12 @@ def main() -> int:
         return timed("k_stream_sync", as_arg(big.kernel_arg(d.data.ptr)))
 
     run("stream/64Ki/device+syncwarp", device_rings_sync)
+
+    def device_rings_leader() -> float:
+        d = cp.asarray(big.buffer())
+        return timed("k_stream_leader", as_arg(big.kernel_arg(d.data.ptr)))
+
+    run("stream/64Ki/device+leader-records", device_rings_leader)
     run("stream/null-arg", lambda: timed("k_stream", null))
 
     for name, patches in VARIANTS:
