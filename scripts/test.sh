@@ -61,6 +61,16 @@ if [ -z "${IKP_SKIP_GPU_BUNDLE:-}" ]; then
     echo "gpu bundle: IKP_GPU_TESTS=1 did not make a run without a GPU fail" >&2
     exit 1
   fi
+  # The one-command GPU session (scripts/gpu-session.sh) on the same bundle: without a GPU
+  # its experiments fail and say so in its log, the bundle skips, and what it leaves fits
+  # the 8 files a device command hands back.
+  rm -rf target/gpu-session
+  IKP_BUNDLE=target/gpu-bundle bash scripts/gpu-session.sh target/gpu-session >/dev/null
+  n=$(find target/gpu-session -type f | wc -l)
+  if [ ! -s target/gpu-session/session.log ] || [ ! -f target/gpu-session/bundle/gpu-results.json ] || [ "$n" -gt 8 ]; then
+    echo "gpu-session.sh: expected session.log, bundle/gpu-results.json and at most 8 files, got $n" >&2
+    exit 1
+  fi
   phase "gpu bundle"
 fi
 echo "test.sh: total $SECONDS s" >&2
