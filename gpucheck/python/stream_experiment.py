@@ -29,6 +29,8 @@ script, one change a variant (what each says of the record path is in VARIANTS):
                              #35's fix (the rest of the warp waits at the reconvergence
                              point); its first call comes at a quarter of each ring
   variant/leader-call-half   the same, the first call at half of each ring
+  variant/leader-call-inlined  the leader's call with the slow path inlined: no call, no
+                             callee's YIELD (whether those are what leaves the warp split)
 
 If the leader's call leaves the warp split for the rest of the kernel (each part then runs
 the work), leader-call costs about 1 + (52,000 - 16,384) / 52,000 = 1.69x the fixed
@@ -94,6 +96,7 @@ extern "C" __global__ void k_stream_leader(float* s, unsigned p, unsigned w, con
 # Header patches, (name, [(text, replacement)]): each text must occur in ikp.cuh.
 FIRST_LIMIT = "limit_ = cap_ >> STREAM_PUBLISH_SHIFT;"
 NO_SLOW = (FIRST_LIMIT, "limit_ = cap_;")
+INLINED = ("#define IKP_NOINLINE __device__ __noinline__", "#define IKP_NOINLINE __device__ __forceinline__")
 # The record path's branch to the slow path as it is, and as it was before issue #35's fix.
 WHOLE_WARP_CALL = """    if (__builtin_expect(cursor_ == limit_, 0)) {
       if (live_) slow<Timed>(value, tag);
@@ -111,12 +114,10 @@ VARIANTS = [
     ("variant/as-is", []),
     ("variant/no-slow-path", [NO_SLOW]),
     ("variant/no-call", [NO_SLOW, ("      if (live_) slow<Timed>(value, tag);", "      (void)value;")]),
-    (
-        "variant/inlined",
-        [("#define IKP_NOINLINE __device__ __noinline__", "#define IKP_NOINLINE __device__ __forceinline__")],
-    ),
+    ("variant/inlined", [INLINED]),
     ("variant/leader-call", [(WHOLE_WARP_CALL, LEADER_CALL)]),
     ("variant/leader-call-half", [(WHOLE_WARP_CALL, LEADER_CALL), (FIRST_LIMIT, "limit_ = cap_ >> 1;")]),
+    ("variant/leader-call-inlined", [(WHOLE_WARP_CALL, LEADER_CALL), INLINED]),
 ]
 
 
