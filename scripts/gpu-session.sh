@@ -9,11 +9,13 @@
 # 2. gpucheck/python/stream_experiment.py (issue #35; CuPy), JSON to OUT/stream.json;
 # 3. gpucheck/python/probe_experiment.py on the row-wise fixtures and the while loop
 #    (issue #34; torch and Triton), JSON to OUT/probes.json;
-# 4. the bundle with IKP_GPU_ONLY=stream,overhead (issues #35, #36) into OUT/bundle, its
+# 4. gpucheck/python/overhead_experiment.py (issue #36: the persistent kernel's init and
+#    finalize; CuPy), JSON to OUT/overhead-experiment.json;
+# 5. the bundle with IKP_GPU_ONLY=stream,overhead (issues #35, #36) into OUT/bundle, its
 #    budget what is left of SESSION_S.
 # The experiments' output goes to OUT/session.log. A step that fails is logged and the next
 # one runs; the exit status is the bundle's. What comes back stays within the device's 8
-# files: session.log, stream.json, probes.json and the bundle's four.
+# files: session.log, the three experiments' JSON and the bundle's four.
 # IKP_BUNDLE names another bundle (the tests run this script on their skip-mode bundle).
 set -u
 out=${1:?usage: scripts/gpu-session.sh OUT}
@@ -43,6 +45,11 @@ timeout 180 "$python" "$root/gpucheck/python/probe_experiment.py" --wheel-dir "$
   --kernels softmax_kernel,layer_norm_fwd_kernel,while_loop_kernel,add_kernel \
   --out "$out/probes.json" >>"$log" 2>&1 ||
   echo "probe_experiment.py: exit $?" >>"$log"
+
+step "overhead_experiment.py"
+timeout 60 "$python" "$root/gpucheck/python/overhead_experiment.py" --wheel-dir "$wheels" \
+  --include "$bundle/include" --out "$out/overhead-experiment.json" >>"$log" 2>&1 ||
+  echo "overhead_experiment.py: exit $?" >>"$log"
 
 left=$((SESSION_S - (SECONDS - start)))
 step "bundle: stream, overhead, ${left} s"
