@@ -31,7 +31,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached")
