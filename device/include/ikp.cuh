@@ -42,16 +42,20 @@
 // is one branch on a warp vote taken at init. Every warp without the lane's writing leader
 // (all of them when ikp::Arg is null or the lane is past the buffer: the runtime off switch)
 // takes it and runs nothing else: no timer read, no store, no fence. The leader's warp reads
-// the timer (a uniform-datapath read and a move), compares the cursor with the capacity
-// (folded with the leader predicate), builds the tag and stores one 64-bit word; the address
-// is the lane pointer plus cursor * 8, which folds into the store's offset in straight-line
-// code. Fence::Block adds one block fence, on the leader's warp only. A ring record
-// (Overflow::Ring) stores at the cursor masked by the capacity, so its address never folds.
-// With -DIKP_OFF_BRANCH=0 no warp branches: every warp issues each record predicated on the
+// the timer on every thread (one fixed-latency CS2R, a select keeps it on the leader),
+// compares the cursor with the capacity, builds the tag and stores one 64-bit word from
+// the leader; the address is the lane pointer plus cursor * 8, which folds into the store's
+// offset in straight-line code. Fence::Block adds one block fence, on the leader's warp only.
+// A ring record (Overflow::Ring) stores at the cursor masked by the capacity, so its address
+// never folds. A stream record is the fixed one with the lane's limit in place of the
+// capacity and a branch to its out-of-line slow path, which the leader's whole warp takes
+// together (make a stream lane's records from every thread of the warp). With
+// -DIKP_OFF_BRANCH=0 no warp branches: every warp issues each record predicated on the
 // leader, the timer read under the store's predicate (a shorter record for the leader's warp,
-// a longer one for the others). A wait-loop tick is one register add. Init is paid once per lane: its record-cost calibration (-DIKP_CALIBRATE=0
-// drops it) and its epoch code (run only when the buffer holds several launches;
-// -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
+// a longer one for the others). A wait-loop tick is one register add. Init is paid once per
+// lane: its record-cost calibration (-DIKP_CALIBRATE=0 drops it) and its epoch code (run only
+// when the buffer holds several launches; -DIKP_EPOCHS=0 drops it) are the larger parts;
+// `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 #ifndef IKP_CUH_V2
@@ -87,7 +91,8 @@
 //   (7 in a loop) on every warp, off warps included. Which costs less in time depends on
 //   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
 //   on all but one warp): the overhead bench measures both on every kernel. Stream lanes
-//   are not affected (their record path has its own branch).
+//   take the vote either way (it gates their slow path, which the leader's whole warp
+//   runs); their records follow this switch as the others' do.
 // IKP_COUNTER_REGS (0 to 4, default 4): wait counters with ids below this are summed in a
 //   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
 //   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) one 64-bit

@@ -33,7 +33,8 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   (7 in a loop) on every warp, off warps included. Which costs less in time depends on
 //   the kernel (one-warp lanes pay the leader's path alone, multi-warp lanes the off path
 //   on all but one warp): the overhead bench measures both on every kernel. Stream lanes
-//   are not affected (their record path has its own branch).
+//   take the vote either way (it gates their slow path, which the leader's whole warp
+//   runs); their records follow this switch as the others' do.
 // IKP_COUNTER_REGS (0 to 4, default 4): wait counters with ids below this are summed in a
 //   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
 //   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) one 64-bit
