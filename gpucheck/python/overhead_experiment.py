@@ -26,13 +26,10 @@ variant's defines (no GPU, no CuPy: the tests run it).
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
+
+from experiment_tools import compile_check, write_figures
 
 SRC = r"""
 #include "ikp.cuh"
@@ -80,19 +77,6 @@ ITERS = 512
 THREADS = 256
 
 
-def check(include: str, nvcc: str) -> None:
-    """Compiles SRC against `include`/ikp.cuh with each variant's defines (sm_90)."""
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.cu")
-        with open(src, "w") as f:
-            f.write(SRC)
-        for defines in sorted({v[1] for v in VARIANTS}):
-            cmd = [nvcc, "-cubin", "-arch=sm_90", "-std=c++17", "-I", include, *defines, "-o", os.path.join(d, "k.cubin"), src]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise SystemExit(f"defines {list(defines)}: the kernels do not compile:\n{r.stderr}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wheel-dir", help="where the ikp wheel is installed (not for --check)")
@@ -104,7 +88,8 @@ def main() -> int:
     if args.check:
         if not args.nvcc:
             ap.error("--check needs --nvcc")
-        check(args.include, args.nvcc)
+        for defines in sorted({v[1] for v in VARIANTS}):
+            compile_check(args.nvcc, SRC, f"defines {list(defines)}", include=args.include, defines=defines)
         print(f"overhead_experiment.py: {len(VARIANTS)} variants compile against {args.include}/ikp.cuh")
         return 0
     if not args.wheel_dir:
@@ -151,20 +136,8 @@ def main() -> int:
     for k, t in med.items():
         print(f"| {k} | {t:.2f} | {100 * (t / base - 1):+.2f} % |")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(
-                dict(
-                    device=cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-                    utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    sms=sms,
-                    rounds=ROUNDS,
-                    launches=LAUNCHES,
-                    us_per_launch=times,
-                    median_us=med,
-                ),
-                f,
-                indent=1,
-            )
+        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, us_per_launch=times, median_us=med)
     return 0
 
 

@@ -26,12 +26,15 @@ breakdown's arithmetic (no GPU, no torch: the tests run it).
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
+
+
 from typing import Any, Dict, List, Optional, Tuple
+
+from experiment_tools import write_figures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached")
@@ -68,6 +71,16 @@ def self_check() -> List[str]:
         problems.append(f"breakdown: {b}, expected {want}")
     if breakdown({"plain": 100.0, "loops": 120.0})["records"] is not None:
         problems.append("breakdown: a missing variant gave a figure")
+    # The figures file the experiments share (experiment_tools.write_figures).
+    import json
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "f.json")
+        write_figures(path, "GPU", timed=3, kernels={"k": {"us": {"plain": 1.0}}})
+        got = json.load(open(path))
+        if got.get("device") != "GPU" or got.get("kernels") != {"k": {"us": {"plain": 1.0}}} or "utc" not in got:
+            problems.append(f"write_figures: {got}")
     return problems
 
 
@@ -151,17 +164,7 @@ def main() -> int:
         cells = " | ".join("" if r["pct"][c] is None else f"{r['pct'][c]:+.2f}" for c in cols)
         print(f"| {name} | {r['us'].get('plain', '')} | {cells} |")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(
-                dict(
-                    device=torch.cuda.get_device_name(),
-                    utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    timed=TIMED,
-                    kernels=rows,
-                ),
-                f,
-                indent=1,
-            )
+        write_figures(args.out, torch.cuda.get_device_name(), timed=TIMED, kernels=rows)
     return 0
 
 

@@ -47,11 +47,11 @@ kernels compile against each patched header (sm_90; no GPU, no CuPy: the tests r
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
-import time
+
+from experiment_tools import compile_check, write_figures
 
 SRC = r"""
 #include "ikp.cuh"
@@ -134,25 +134,6 @@ PAIRS = 26_000
 WORK = 2_100
 
 
-def compile_check(nvcc: str, name: str, header: str) -> None:
-    """SRC compiled by `nvcc` (sm_90, to a cubin) against `header`; exits naming the
-    variant when it does not compile."""
-    import subprocess
-
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "ikp.cuh"), "w") as f:
-            f.write(header)
-        with open(os.path.join(d, "k.cu"), "w") as f:
-            f.write(SRC)
-        r = subprocess.run(
-            [nvcc, "-cubin", "-arch=sm_90", "-std=c++17", "-I", d, "-o", os.path.join(d, "k.cubin"), os.path.join(d, "k.cu")],
-            capture_output=True,
-            text=True,
-        )
-        if r.returncode != 0:
-            raise SystemExit(f"{name}: the kernels do not compile:\n{r.stderr}")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wheel-dir", help="where the ikp wheel is installed (not for --check-variants)")
@@ -166,7 +147,7 @@ def main() -> int:
         for name, patches in VARIANTS:
             text = patched(header, name, patches)
             if args.nvcc:
-                compile_check(args.nvcc, name, text)
+                compile_check(args.nvcc, SRC, name, header=text)
         how = " and compile" if args.nvcc else ""
         print(f"{len(VARIANTS)} variants apply{how} to {args.include}/ikp.cuh")
         return 0
@@ -292,20 +273,8 @@ def main() -> int:
     for name, t in rows:
         print(f"| {name} | {t * 1e3:.1f} | {100 * (t / off - 1):+.2f} % | {records / t / 1e6:.0f} |")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(
-                {
-                    "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-                    "sms": sms,
-                    "warps": WARPS,
-                    "pairs": PAIRS,
-                    "work": WORK,
-                    "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "seconds": dict(rows),
-                },
-                f,
-                indent=1,
-            )
+        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        write_figures(args.out, device, sms=sms, warps=WARPS, pairs=PAIRS, work=WORK, seconds=dict(rows))
     return 0
 
 
