@@ -287,6 +287,9 @@ fn run(
                         args.get(1).and_then(|r| threads[*i].regs.get(r).copied())
                     })
                     .collect();
+                let src_here: Vec<bool> = (0..32)
+                    .map(|lane| group.iter().any(|&i| threads[i].lane == lane))
+                    .collect();
                 for &i in &group {
                     let t = &mut threads[i];
                     if !on(t) {
@@ -315,6 +318,21 @@ fn run(
                                 .max()
                                 .expect("redux over an empty mask");
                             t.regs.insert(args[0].clone(), x & 0xFFFF_FFFF);
+                            advance(&mut pcs, i);
+                        }
+                        // `elect.sync _|p, membermask`: true in one thread of the mask,
+                        // every one of which must be here. PTX says only that the choice
+                        // is deterministic; the emulator elects the *highest* lane, so that
+                        // a probe that took the elected thread for the lowest would fail.
+                        "elect" => {
+                            let members = value(t, &mut l, &args[1]);
+                            assert!(
+                                (0..32).all(|lane| members >> lane & 1 == 0 || src_here[lane]),
+                                "elect over a thread outside the mask"
+                            );
+                            let elected = 63 - members.leading_zeros() as u64;
+                            let p = args[0].split_once('|').expect("elect.sync d|p").1;
+                            t.regs.insert(p.to_string(), (t.lane == elected) as u64);
                             advance(&mut pcs, i);
                         }
                         _ => {
@@ -352,13 +370,21 @@ fn step(
             } else {
                 address(t, l, &a[1])
             };
-            let x = if op.starts_with("ld.param") {
-                addr
+            mem.ops.global_loads += op.starts_with("ld.global") as usize;
+            if let Some(list) = a[0].strip_prefix('{') {
+                // A vector load (`ld.const.v2.u32 {%a, %b}, [..]`): consecutive elements.
+                for (i, r) in list.trim_end_matches('}').split(',').enumerate() {
+                    let x = mem.load(addr + u64::from(w) * i as u64, w);
+                    set(t, r.trim(), x);
+                }
             } else {
-                mem.ops.global_loads += op.starts_with("ld.global") as usize;
-                mem.load(addr, w)
-            };
-            set(t, &a[0], x);
+                let x = if op.starts_with("ld.param") {
+                    addr
+                } else {
+                    mem.load(addr, w)
+                };
+                set(t, &a[0], x);
+            }
         }
         "st" => {
             let addr = address(t, l, &a[0]);
@@ -606,12 +632,29 @@ setp.eq.u32 %p2, %r4, 0;\n@%p2 bra $SKIP;\nand.b32 %r5, %r3, 3;\nadd.s32 %r5, %r
 $L1:\n.loc 1 20 1\nadd.s32 %r2, %r2, 1;\nsetp.lt.u32 %p1, %r2, %r5;\n@%p1 bra $L1;\n\
 $SKIP:\n.loc 1 30 1\nst.global.u32 [%rd1], %r2;\nret;\n}\n.file 1 \"d.py\"\n";
 
-/// A diverged warp: the loop is begun by its lowest odd thread, which records the end with
-/// its own trip count (`n + 1`) when it leaves, while its other threads loop on; the
-/// threads that returned early finalize too, and the lane's end is the latest exit.
+/// The trip count [`DIVERGENT`]'s loop owner records: the loop runs on the odd threads
+/// below 40, and is owned by the thread that recorded its begin: before sm_90 the lowest
+/// active one (thread 1), from sm_90 on the one `elect.sync` elects, which the emulator
+/// makes the highest (thread 39).
+fn div_loop_owner_trips(ptx: &str, n: u32) -> u32 {
+    let owner = if ptx.contains(".target sm_90") { 39 } else { 1 };
+    n + owner % 4
+}
+
+/// A diverged warp: the loop is begun by one of its odd threads, which records the end with
+/// its own trip count when it leaves, while its other threads loop on; the threads that
+/// returned early finalize too, and the lane's end is the latest exit. On sm_80 (the
+/// lowest active thread records) and sm_90 (`elect.sync`).
 #[test]
 fn a_diverged_warp_records_each_loop_entry_once_with_the_owner_trip_count() {
-    let (traces, _, _) = emulate_kernel(DIVERGENT, "div_loop", 2, 16, 1, 1, 6);
+    let sm80 = DIVERGENT.replace(".target sm_90", ".target sm_80");
+    for ptx in [DIVERGENT, sm80.as_str()] {
+        a_diverged_warp_records_each_loop_entry_once(ptx);
+    }
+}
+
+fn a_diverged_warp_records_each_loop_entry_once(ptx: &str) {
+    let (traces, _, _) = emulate_kernel(ptx, "div_loop", 2, 16, 1, 1, 6);
     let t = &traces[0];
     assert_eq!(t.names.regions, ["d.py:20 loop"]);
     assert_eq!(t.lanes.len(), 4);
@@ -623,8 +666,9 @@ fn a_diverged_warp_records_each_loop_entry_once_with_the_owner_trip_count() {
         );
     }
     assert_eq!(t.spans.len(), 4);
-    assert_eq!(t.samples.value, vec![7; 4]);
-    assert_eq!(t.counter_totals, vec![7; 4]);
+    let trips = div_loop_owner_trips(ptx, 6);
+    assert_eq!(t.samples.value, vec![trips; 4]);
+    assert_eq!(t.counter_totals, vec![u64::from(trips); 4]);
     let d = &t.diagnostics;
     assert!(
         d.unmatched_begin.is_empty() && d.unmatched_end.is_empty() && d.backward_steps == 0,
@@ -758,9 +802,14 @@ fn launches_fill_the_epochs_in_order_and_the_ones_past_them_record_nothing() {
         (ROW, "row", 0, vec![]),
         (ONE_LOOP, "one_loop", 1, vec![4]),
         (TRIANGULAR, "tri", 5, vec![1, 2, 3, 4, 4]),
-        // Each warp's loop is begun and ended by its lowest odd thread, not the thread that
-        // claimed the epoch: the claim reached it by the broadcast.
-        (DIVERGENT, "div_loop", 1, vec![5]),
+        // Each warp's loop is begun and ended by one of its odd threads, not the thread that
+        // claimed the epoch (lane 0): the claim reached it by the broadcast.
+        (
+            DIVERGENT,
+            "div_loop",
+            1,
+            vec![div_loop_owner_trips(DIVERGENT, 4)],
+        ),
     ];
     for (ptx, name, spans, samples) in kernels {
         let mut a = Attached::new(ptx, name, blocks, 64, epochs, n);

@@ -89,6 +89,15 @@ constexpr unsigned MAX_RECORDS_PER_LANE = 0x10000000u;  // largest records_per_l
 constexpr unsigned MAX_NAMES_BYTES = 0x100000u;  // largest name table, in bytes
 constexpr unsigned STREAM_MIN_RING = 4u;  // smallest stream ring (records_per_lane of a stream layout, a power of two)
 
+// The buffer symbol of a kernel ikp instrument instrumented (ikp_device::probe_symbol, # Format): HostLayout::probe_symbol().
+constexpr unsigned PROBE_SYMBOL_WORDS = 6u;  // 64-bit words of the symbol
+constexpr unsigned PROBE_SYMBOL_LANES_AT = 0u;  // word: address of epoch 0's lane 0
+constexpr unsigned PROBE_SYMBOL_COUNTS_AT = 1u;  // word: address of lane 0's count word
+constexpr unsigned PROBE_SYMBOL_CLAIMS_AT = 2u;  // word: address of the launch counters
+constexpr unsigned PROBE_SYMBOL_STRIDE = 3u;  // word: records_per_lane << 32 | lane stride in bytes
+constexpr unsigned PROBE_SYMBOL_LANES = 4u;  // word: groups_per_block << 32 | lane_count
+constexpr unsigned PROBE_SYMBOL_EPOCHS = 5u;  // word: epochs
+
 // The stream file (.ikps) StreamDrain writes (ikp_host::stream_file, # Format).
 constexpr unsigned long long STREAM_FILE_MAGIC = 0x454c494653504b49ull;  // word 0 of a stream file ("IKPSFILE" little-endian)
 constexpr unsigned STREAM_FILE_VERSION = 1u;  // stream file version written (low half of word 1; the header's words in the high half)
@@ -401,6 +410,25 @@ struct HostLayout {
   template <class T>
   Arg kernel_arg(T* device_ptr) const {
     return kernel_arg(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(device_ptr)));
+  }
+
+  /// The words to copy into the buffer symbol of a kernel `ikp instrument` instrumented
+  /// (`ikp_buf_<kernel>`: cuModuleGetGlobal, then cuMemcpyHtoD of all PROBE_SYMBOL_WORDS)
+  /// for a buffer at device address `device_ptr` laid out as this layout (ikp_device's
+  /// probe_symbol::words): the lanes' addresses and counts its probes read. A null
+  /// `device_ptr` gives zeros: the probes off.
+  std::array<std::uint64_t, PROBE_SYMBOL_WORDS> probe_symbol(std::uint64_t device_ptr) const {
+    std::array<std::uint64_t, PROBE_SYMBOL_WORDS> w{};
+    if (device_ptr == 0u) return w;
+    const Arg a = kernel_arg(device_ptr);
+    const std::uint64_t lanes_at = a.buf + 8u * a.lane_base;
+    w[PROBE_SYMBOL_LANES_AT] = lanes_at;
+    w[PROBE_SYMBOL_COUNTS_AT] = lanes_at + 8u * (std::uint64_t{LANE_EVENTS} + TRAILER_COUNT + a.records_per_lane);
+    w[PROBE_SYMBOL_CLAIMS_AT] = a.buf + 8u * (std::uint64_t{a.lane_base} - a.lane_count);
+    w[PROBE_SYMBOL_STRIDE] = std::uint64_t{a.records_per_lane} << 32 | 8u * std::uint64_t{a.lane_stride};
+    w[PROBE_SYMBOL_LANES] = std::uint64_t{a.groups_per_block} << 32 | a.lane_count;
+    w[PROBE_SYMBOL_EPOCHS] = a.epochs;
+    return w;
   }
 };
 

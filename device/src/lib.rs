@@ -14,6 +14,7 @@ pub mod encoder;
 pub mod flashinfer;
 pub mod layout;
 pub mod mirage;
+pub mod probe_symbol;
 pub mod sample;
 pub mod stream;
 pub mod tvm;

@@ -144,23 +144,37 @@ class _Driver:
         self.read.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
 
     def set_pointer(self, module: int, symbol: str, value: int) -> None:
-        """Points the symbol at the buffer at ``value`` (0: probes off): the buffer's address,
-        then its header's words 1 to n - 1, read back from the buffer (ikp_host::instrument::
-        symbol_words: the probes read their layout from the constant bank)."""
+        """Points the symbol at the buffer at ``value`` (0: probes off): the words
+        ``_ikp.symbol_words`` lays out from the buffer's address and its header's first
+        words, read back from the buffer (the probes read their layout from the constant
+        bank)."""
         ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
         rc = self.get_global(ctypes.byref(ptr), ctypes.byref(size), ctypes.c_void_p(module), symbol.encode())
-        n = size.value // 8
-        if rc != 0 or n < 2 or size.value % 8:
-            raise RuntimeError(f"ikp.triton: cuModuleGetGlobal({symbol}) failed (CUresult {rc}, {size.value} bytes)")
-        words = (ctypes.c_uint64 * n)()
-        if value:
-            rc = self.read(ctypes.byref(words), value, size.value)
+        header = (ctypes.c_uint64 * _ikp.SYMBOL_HEADER_WORDS)()
+        if rc == 0 and value:
+            rc = self.read(ctypes.byref(header), value, ctypes.sizeof(header))
             if rc != 0:
                 raise RuntimeError(f"ikp.triton: cuMemcpyDtoH of the buffer header for {symbol} failed (CUresult {rc})")
-        words[0] = value
-        rc = self.copy(ptr.value, ctypes.byref(words), size.value)
+        words = symbol_bytes(value, list(header), size.value) if rc == 0 else None
+        if words is None:
+            raise RuntimeError(
+                f"ikp.triton: cuModuleGetGlobal({symbol}) failed (CUresult {rc}, {size.value} bytes): "
+                "was the module instrumented by this ikp?"
+            )
+        rc = self.copy(ptr.value, words, len(words))
         if rc != 0:
             raise RuntimeError(f"ikp.triton: cuMemcpyHtoD to {symbol} failed (CUresult {rc})")
+
+
+def symbol_bytes(buffer: int, header: List[int], size: int) -> Optional[bytes]:
+    """What goes into a buffer symbol of `size` bytes for the buffer at `buffer` whose
+    header starts with `header` (``_ikp.symbol_words``, little-endian), or None when the
+    symbol is not the size this ikp's probes declare (a module instrumented by another
+    ikp)."""
+    words = _ikp.symbol_words(buffer, header)
+    if size != 8 * len(words):
+        return None
+    return b"".join(w.to_bytes(8, "little") for w in words)
 
 
 class _CudaDevice:

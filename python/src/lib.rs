@@ -430,6 +430,15 @@ fn instrument_ptx(ptx: &str, at: &str) -> PyResult<(String, String)> {
     })
 }
 
+/// The words to write into an instrumented kernel's buffer symbol to point it at the
+/// buffer at device address `buffer` whose header starts with `header` (at least
+/// `SYMBOL_HEADER_WORDS` words; 0 or fewer: the probes off):
+/// `ikp_host::instrument::symbol_words`, the one place that lays them out.
+#[pyfunction]
+fn symbol_words(buffer: u64, header: Vec<u64>) -> Vec<u64> {
+    ikp_host::instrument::symbol_words(buffer, &header).to_vec()
+}
+
 /// Runs the `ikp` command line `argv` (the program's name first) and returns its exit
 /// code: the wheel's `ikp` console script (`ikp._cli`). The command is the CLI crate's
 /// own ([`ikp_cli::run`]), so its subcommands, output and exit codes are the binary's.
@@ -615,6 +624,11 @@ fn _ikp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_launches, m)?)?;
     m.add_function(wrap_pyfunction!(read_names, m)?)?;
     m.add_function(wrap_pyfunction!(instrument_ptx, m)?)?;
+    m.add_function(wrap_pyfunction!(symbol_words, m)?)?;
+    m.add(
+        "SYMBOL_HEADER_WORDS",
+        ikp_host::instrument::SYMBOL_HEADER_WORDS,
+    )?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     Ok(())
 }

@@ -79,7 +79,8 @@ def test_the_hook_instruments_what_triton_compiles(name):
         k = compile_for_sm90(mod, name)
     assert triton_settings() == before
     ptx = k.asm["ptx"]
-    assert f".visible .const .align 16 .u64 ikp_buf_{name}[8]" in ptx
+    words = len(ikp._ikp.symbol_words(0, []))  # the symbol set_pointer writes
+    assert f".visible .const .align 16 .u64 ikp_buf_{name}[{words}]" in ptx
     assert len(k.asm["cubin"]) > 0  # Triton's ptxas assembled the instrumented PTX
     m = prof.manifests[name]
     assert m["warps_per_block"] == known["num_warps"]
@@ -91,6 +92,28 @@ def test_the_hook_instruments_what_triton_compiles(name):
     # Outside the context Triton compiles the plain kernel again.
     plain = compile_for_sm90(mod, name)
     assert "ikp_buf_" not in plain.asm["ptx"]
+
+
+def test_the_buffer_symbol_holds_the_buffers_layout_worked_out():
+    """What ``set_pointer`` writes into a kernel's buffer symbol: the lanes' addresses and
+    counts the probes read (``_ikp.symbol_words``), from the buffer's header; zeros for a
+    null buffer (probes off); refused for a symbol of another size (another ikp's probes)."""
+    layout = ikp.Layout(grid=(3,), groups_per_block=2, records_per_lane=8, epochs=2)
+    header = [int(w) for w in layout.header_words()[: ikp._ikp.SYMBOL_HEADER_WORDS]]
+    buf = 0x7F0000001000
+    data = ikp.triton.symbol_bytes(buf, header, 48)
+    words = [int.from_bytes(data[i : i + 8], "little") for i in range(0, 48, 8)]
+    lanes_at = buf + 8 * layout.lane_base
+    assert words == [
+        lanes_at,
+        lanes_at + 8 * (4 + 8 + 2),  # lane 0's count word: past its prologue and records
+        buf + 8 * (layout.lane_base - layout.lane_count),  # a launch counter a lane
+        8 << 32 | 8 * layout.lane_stride,
+        2 << 32 | layout.lane_count,
+        2,
+    ]
+    assert ikp.triton.symbol_bytes(0, header, 48) == bytes(48)
+    assert ikp.triton.symbol_bytes(buf, header, 64) is None
 
 
 def test_instrument_refuses_with_the_line():

@@ -14,6 +14,7 @@
 
 use super::consts::{u32c, u64c, write_group, Const};
 use crate::layout::{ClockSync, Layout};
+use crate::probe_symbol;
 use crate::stream::{self, file};
 use crate::wire::{self, hdr, TimerMode};
 use std::fmt::Write as _;
@@ -151,6 +152,18 @@ fn groups() -> Vec<(&'static str, Vec<Const>)> {
                 u32c("MAX_RECORDS_PER_LANE", wire::MAX_RECORDS_PER_LANE, "largest records_per_lane"),
                 u32c("MAX_NAMES_BYTES", wire::MAX_NAMES_BYTES, "largest name table, in bytes"),
                 u32c("STREAM_MIN_RING", stream::MIN_RING, "smallest stream ring (records_per_lane of a stream layout, a power of two)"),
+            ],
+        ),
+        (
+            "The buffer symbol of a kernel ikp instrument instrumented (ikp_device::probe_symbol, # Format): HostLayout::probe_symbol().",
+            vec![
+                index("PROBE_SYMBOL_WORDS", probe_symbol::WORDS, "64-bit words of the symbol"),
+                index("PROBE_SYMBOL_LANES_AT", probe_symbol::LANES_AT, "word: address of epoch 0's lane 0"),
+                index("PROBE_SYMBOL_COUNTS_AT", probe_symbol::COUNTS_AT, "word: address of lane 0's count word"),
+                index("PROBE_SYMBOL_CLAIMS_AT", probe_symbol::CLAIMS_AT, "word: address of the launch counters"),
+                index("PROBE_SYMBOL_STRIDE", probe_symbol::STRIDE, "word: records_per_lane << 32 | lane stride in bytes"),
+                index("PROBE_SYMBOL_LANES", probe_symbol::LANES, "word: groups_per_block << 32 | lane_count"),
+                index("PROBE_SYMBOL_EPOCHS", probe_symbol::EPOCHS, "word: epochs"),
             ],
         ),
         (
@@ -546,6 +559,25 @@ const METHODS: &str = r#"  /// Blocks in the grid (saturating: a product past 2^
   template <class T>
   Arg kernel_arg(T* device_ptr) const {
     return kernel_arg(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(device_ptr)));
+  }
+
+  /// The words to copy into the buffer symbol of a kernel `ikp instrument` instrumented
+  /// (`ikp_buf_<kernel>`: cuModuleGetGlobal, then cuMemcpyHtoD of all PROBE_SYMBOL_WORDS)
+  /// for a buffer at device address `device_ptr` laid out as this layout (ikp_device's
+  /// probe_symbol::words): the lanes' addresses and counts its probes read. A null
+  /// `device_ptr` gives zeros: the probes off.
+  std::array<std::uint64_t, PROBE_SYMBOL_WORDS> probe_symbol(std::uint64_t device_ptr) const {
+    std::array<std::uint64_t, PROBE_SYMBOL_WORDS> w{};
+    if (device_ptr == 0u) return w;
+    const Arg a = kernel_arg(device_ptr);
+    const std::uint64_t lanes_at = a.buf + 8u * a.lane_base;
+    w[PROBE_SYMBOL_LANES_AT] = lanes_at;
+    w[PROBE_SYMBOL_COUNTS_AT] = lanes_at + 8u * (std::uint64_t{LANE_EVENTS} + TRAILER_COUNT + a.records_per_lane);
+    w[PROBE_SYMBOL_CLAIMS_AT] = a.buf + 8u * (std::uint64_t{a.lane_base} - a.lane_count);
+    w[PROBE_SYMBOL_STRIDE] = std::uint64_t{a.records_per_lane} << 32 | 8u * std::uint64_t{a.lane_stride};
+    w[PROBE_SYMBOL_LANES] = std::uint64_t{a.groups_per_block} << 32 | a.lane_count;
+    w[PROBE_SYMBOL_EPOCHS] = a.epochs;
+    return w;
   }
 "#;
 

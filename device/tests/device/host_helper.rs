@@ -276,6 +276,15 @@ fn compare(exe: &Path, cases: &[Case]) -> usize {
                     "{what}: the bytes of ikp::Arg"
                 );
                 assert_eq!(get("arg_from_pointer_same"), "1", "{what}");
+                let symbol: Vec<u64> = get("probe_symbol")
+                    .split_whitespace()
+                    .map(|w| u64::from_str_radix(w, 16).unwrap())
+                    .collect();
+                assert_eq!(
+                    symbol,
+                    ikp_device::probe_symbol::words(&l.kernel_arg(c.ptr)),
+                    "{what}: HostLayout::probe_symbol"
+                );
                 // The decoder takes the C++ header (a buffer this small is cheap to zero).
                 if l.buffer_words() <= 1 << 20 {
                     let mut buf = vec![0u64; l.buffer_words() as usize];

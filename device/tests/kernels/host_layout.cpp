@@ -159,6 +159,8 @@ void report(const ikp::HostLayout& l, std::uint64_t ptr) {
   std::cout << '\n';
   const ikp::Arg from_ptr = l.kernel_arg(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr)));
   std::cout << "arg_from_pointer_same " << (std::memcmp(&from_ptr, &arg, sizeof arg) == 0) << '\n';
+  const auto symbol = l.probe_symbol(ptr);
+  words("probe_symbol", symbol.data(), symbol.size());
 }
 
 }  // namespace

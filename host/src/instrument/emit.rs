@@ -55,6 +55,55 @@
 
 use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
+use super::ptx::Module;
+use ikp_device::probe_symbol as sym;
+
+/// What the module's target and PTX ISA version give the probes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Isa {
+    /// `redux.sync` (sm_80 and later): the block's index handed to the warp ([`init`]).
+    pub redux: bool,
+    /// `elect.sync` (sm_90 and later, PTX ISA 8.0): the thread that records, in one
+    /// instruction ([`leader`]).
+    pub elect: bool,
+}
+
+impl Isa {
+    pub(crate) fn of(m: &Module) -> Isa {
+        let major = m
+            .target
+            .split(',')
+            .next()
+            .and_then(|t| t.trim().parse::<crate::Arch>().ok())
+            .map_or(0, |a| a.major);
+        Isa {
+            redux: major >= 8,
+            elect: major >= 9 && m.version >= (8, 0),
+        }
+    }
+}
+
+/// The thread of the warp's active ones that records: `%iq0` (and `on`), and `%ia2`, the
+/// active lanes below it (0 in it), which the probes' atomics carry in their operands.
+///
+/// Before sm_90 the lowest active thread (`activemask` and `%lanemask_lt`: four SASS
+/// instructions); on sm_90 the one `elect.sync` elects (one instruction, `ELECT`), `%ia2`
+/// 0. With constant operands, ptxas cannot know that the lowest active thread adds alone
+/// and wraps each atomic in warp aggregation (some 15 instructions) that a one-thread
+/// atomic never needs; below the recording thread, the mask is an operand it cannot fold.
+/// Under `elect.sync` ptxas knows it, and aggregates nothing.
+fn leader(isa: Isa, on: &str) -> String {
+    if isa.elect {
+        format!(
+            "\tactivemask.b32 %ia1;\n\telect.sync _|%iq0, %ia1;\n\tand.pred %iq0, %iq0, {on};\n\tmov.u32 %ia2, 0;\n"
+        )
+    } else {
+        format!(
+            "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, {on};\n"
+        )
+    }
+}
+
 /// The module-scope block the host sets at attach time (`cuModuleGetGlobal`, then one
 /// copy): the buffer's address, then header words 1 to [`super::SYMBOL_WORDS`]` - 1` as
 /// the host wrote them at the buffer's start ([`super::symbol_words`]). It lives in the
@@ -104,32 +153,24 @@ pub(crate) fn decls(loops: usize) -> String {
 /// uniform registers); read into the probe's vector arithmetic, it pulled the kernel's
 /// uniform address arithmetic into vector registers with it (Triton's looped softmax: two
 /// registers across its loops, 32 -> 40 with the probes).
-pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
-    let w = |word: usize| word * 8;
+pub(crate) fn init(isa: Isa, symbol: &str, loops: usize) -> String {
     let mut s = format!(
         "{{ // ikp: lane init (its epoch claim in flight)
-\t.reg .pred %iq<3>;
+\t.reg .pred %iq<2>;
 \t.reg .b32 %ia<12>;
-\t.reg .b64 %ib<4>;
+\t.reg .b64 %ib<2>;
 \tactivemask.b32 %ikp_m;
-\tld.const.u64 %ib0, [{symbol}];
-\tld.const.u64 %ib1, [{symbol}+{hw}];
-\tld.const.u64 %ib2, [{symbol}+{lanes}];
-\tld.const.u64 %ib3, [{symbol}+{groups}];
+\tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
 \tld.const.u32 %ia10, [{symbol}+{epochs}];
-\tsetp.ne.u64 %iq2, %ib0, 0;
-\tmov.b64 {{%ia0, %ia1}}, %ib1;
-\tmov.b64 {{%ia2, %ia3}}, %ib2;
-\tcvt.u32.u64 %ia4, %ib3;
+\tld.const.u64 %ib0, [{symbol}+{claims}];
 {thread}\tshr.u32 %ia5, %ia5, 5;
 {block}{uniform_block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
-\tsetp.lt.and.u32 %iq0, %ia5, %ia4, %iq2;
+\tsetp.lt.u32 %iq0, %ia5, %ia4;
 \tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
 \tmov.u32 %ia8, %laneid;
 \tsetp.eq.and.u32 %iq1, %ia8, 0, %ikp_on;
 \tsetp.gt.and.u32 %iq1, %ia10, 1, %iq1;
-\tadd.s32 %ia11, %ia1, %ikp_w;
-\tmul.wide.u32 %ib1, %ia11, 8;
+\tmul.wide.u32 %ib1, %ikp_w, 8;
 \tadd.s64 %ib1, %ib0, %ib1;
 \tmov.u32 %ikp_ep, 0;
 \t@%iq1 atom.global.inc.u32 %ikp_ep, [%ib1], 4294967294;
@@ -141,12 +182,11 @@ pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
 ",
         thread = linear("%ia5", "%tid", "%ntid"),
         block = linear("%ia6", "%ctaid", "%nctaid"),
-        hw = w(wire::hdr::VERSION),
-        lanes = w(wire::hdr::LANES),
-        groups = w(wire::hdr::GROUPS),
-        epochs = w(wire::hdr::EPOCHS),
+        lanes = sym::LANES * 8,
+        epochs = sym::EPOCHS * 8,
+        claims = sym::CLAIMS_AT * 8,
         warp_shift = wire::IDS_WARP_SHIFT,
-        uniform_block = if redux {
+        uniform_block = if isa.redux {
             "\tredux.sync.max.u32 %ia6, %ia6, %ikp_m;\n"
         } else {
             ""
@@ -170,17 +210,13 @@ pub(crate) fn init(symbol: &str, loops: usize, redux: bool) -> String {
 /// shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right behind its atomic,
 /// ahead of the kernel's first loads (Triton's attention kernel).
 pub(crate) fn place(symbol: &str) -> String {
-    let w = |word: usize| word * 8;
     format!(
         "{{ // ikp: lane place
 \t.reg .pred %iq<1>;
 \t.reg .b32 %ia<9>;
 \t.reg .b64 %ib<5>;
 \tld.const.u32 %ia2, [{symbol}+{lanes}];
-\tld.const.u32 %ia4, [{symbol}+{epochs}];
-\tneg.s32 %ia5, %ikp_m;
-\tand.b32 %ia5, %ia5, %ikp_m;
-\tbfind.u32 %ia5, %ia5;
+\tld.const.v2.u32 {{%ia4, %ia5}}, [{symbol}+{epochs}];
 \tshfl.sync.idx.b32 %ikp_ep, %ikp_ep, %ia5, 31, %ikp_m;
 \tmax.u32 %ia4, %ia4, 1;
 \tsetp.lt.and.u32 %ikp_on, %ikp_ep, %ia4, %ikp_on;
@@ -195,8 +231,8 @@ pub(crate) fn place(symbol: &str) -> String {
 }}
 ",
         locate = locate(symbol),
-        lanes = w(wire::hdr::LANES),
-        epochs = w(wire::hdr::EPOCHS),
+        lanes = sym::LANES * 8,
+        epochs = sym::EPOCHS * 8,
         mark = (LANE_MARK as u64) << wire::IDS_MARK_SHIFT,
         start_gt = lane::START_GT * 8,
         start_clk = lane::START_CLK * 8,
@@ -211,32 +247,21 @@ pub(crate) fn place(symbol: &str) -> String {
 /// registers across the kernel: held from [`place`] on, `%ikp_lane`, `%ikp_cnt` and
 /// `%ikp_r` took five registers at every point of the kernel, its loops' peaks included.
 pub(crate) fn locate(symbol: &str) -> String {
-    let w = |word: usize| word * 8;
     format!(
         "{{ // ikp: the lane's addresses
-\t.reg .b32 %il<4>;
+\t.reg .b32 %il<1>;
 \t.reg .b64 %iw<3>;
-\tld.const.u64 %iw0, [{symbol}];
-\tld.const.u64 %iw1, [{symbol}+{hw}];
-\tld.const.u64 %iw2, [{symbol}+{lanes}];
-\tld.const.u32 %il3, [{symbol}+{stride}];
-\tmov.b64 {{%il0, %il1}}, %iw1;
-\tmov.b64 {{%il2, %ikp_r}}, %iw2;
-\tadd.s32 %il0, %il1, %il2;
-\tcvt.u64.u32 %iw1, %il0;
-\tmul.wide.u32 %iw2, %ikp_at, %il3;
-\tadd.s64 %iw1, %iw1, %iw2;
-\tshl.b64 %iw1, %iw1, 3;
-\tadd.s64 %ikp_lane, %iw0, %iw1;
-\tadd.s32 %il0, %ikp_r, {count_word};
-\tmul.wide.u32 %iw2, %il0, 8;
-\tadd.s64 %ikp_cnt, %ikp_lane, %iw2;
+\tld.const.v2.u32 {{%il0, %ikp_r}}, [{symbol}+{stride}];
+\tld.const.u64 %iw0, [{symbol}+{lanes_at}];
+\tld.const.u64 %iw1, [{symbol}+{counts_at}];
+\tmul.wide.u32 %iw2, %ikp_at, %il0;
+\tadd.s64 %ikp_lane, %iw0, %iw2;
+\tadd.s64 %ikp_cnt, %iw1, %iw2;
 }}
 ",
-        hw = w(wire::hdr::VERSION),
-        lanes = w(wire::hdr::LANES),
-        stride = w(wire::hdr::STRIDE),
-        count_word = lane::EVENTS + lane::T_COUNT,
+        stride = sym::STRIDE * 8,
+        lanes_at = sym::LANES_AT * 8,
+        counts_at = sym::COUNTS_AT * 8,
     )
 }
 
@@ -251,18 +276,16 @@ fn linear(dst: &str, index: &str, size: &str) -> String {
     )
 }
 
-/// One record by the lowest active thread: stamp, take a slot, store (or count a drop).
-/// `extra` runs inside the probe's scope with `%iq0` the recording thread's predicate.
-pub(crate) fn record(symbol: &str, kind: Kind, region: u32, extra: &str) -> String {
+/// One record by one active thread ([`leader`]): stamp, take a slot, store (or count a
+/// drop). `extra` runs inside the probe's scope with `%iq0` the recording thread's
+/// predicate.
+pub(crate) fn record(isa: Isa, symbol: &str, kind: Kind, region: u32, extra: &str) -> String {
     let tag = (region << wire::REGION_SHIFT) | kind as u32;
     let mut s = locate(symbol);
     s.push_str(
         "{ // ikp: record\n\t.reg .pred %iq<3>;\n\t.reg .b32 %ia<6>;\n\t.reg .b64 %ib<3>;\n\tmov.u32 %ia0, %globaltimer_lo;\n",
     );
-    s += "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;\n";
-    // The atomics' operands carry the lane mask below the recording thread (0 for it):
-    // with constant operands ptxas cannot know one thread adds and wraps each atomic in
-    // warp aggregation (some 15 instructions) that a one-thread atomic never needs.
+    s += &leader(isa, "%ikp_on");
     s += "\tadd.s32 %ia5, %ia2, 1;\n\tcvt.u64.u32 %ib2, %ia5;\n\t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib2;\n\tcvt.u32.u64 %ia3, %ib0;\n\tsetp.lt.and.u32 %iq1, %ia3, %ikp_r, %iq0;\n\tsetp.ge.and.u32 %iq2, %ia3, %ikp_r, %iq0;\n\tcvt.u64.u32 %ib2, %ia2;\n\tadd.s64 %ib2, %ib2, 4294967295;\n\t@%iq2 red.global.add.u64 [%ikp_cnt], %ib2;\n";
     s += &format!("\tmov.b32 %ia4, {tag};\n");
     s += &format!(
@@ -275,11 +298,11 @@ pub(crate) fn record(symbol: &str, kind: Kind, region: u32, extra: &str) -> Stri
 }
 
 /// A loop's begin: the record, the trip count reset, the owner chosen.
-pub(crate) fn loop_begin(symbol: &str, k: usize, region: u32) -> String {
+pub(crate) fn loop_begin(isa: Isa, symbol: &str, k: usize, region: u32) -> String {
     let extra = format!("\tmov.pred %ikp_own{k}, %iq0;\n");
     format!(
         "\tmov.u32 %ikp_trip{k}, 0;\n{}",
-        record(symbol, Kind::Begin, region, &extra)
+        record(isa, symbol, Kind::Begin, region, &extra)
     )
 }
 
@@ -288,29 +311,28 @@ pub(crate) fn loop_begin(symbol: &str, k: usize, region: u32) -> String {
 /// keeps the begin's timer in `%ikp_t<k>`; the end writes the begin with its own records
 /// ([`loop_end_deferred`]), in slots in time order as no record comes between. Each entry
 /// into the loop then pays one slot atomic (at its end) instead of two.
-pub(crate) fn loop_begin_deferred(k: usize) -> String {
+pub(crate) fn loop_begin_deferred(isa: Isa, k: usize) -> String {
     format!(
         "\tmov.u32 %ikp_trip{k}, 0;
 {{ // ikp: loop begin (recorded at its end)
+\t.reg .pred %iq<1>;
 \t.reg .b32 %ia<3>;
 \tmov.u32 %ikp_t{k}, %globaltimer_lo;
-\tactivemask.b32 %ia1;
-\tmov.u32 %ia2, %lanemask_lt;
-\tand.b32 %ia2, %ia2, %ia1;
-\tsetp.eq.and.u32 %ikp_own{k}, %ia2, 0, %ikp_on;
+{leader}\tmov.pred %ikp_own{k}, %iq0;
 }}
-"
+",
+        leader = leader(isa, "%ikp_on"),
     )
 }
 
 /// The end of a loop begun by [`loop_begin_deferred`], by its owner: the begin (its
 /// timer kept since), the end and the trip-count sample ([`loop_end_records`]).
-pub(crate) fn loop_end_deferred(symbol: &str, k: usize, region: u32) -> String {
+pub(crate) fn loop_end_deferred(isa: Isa, symbol: &str, k: usize, region: u32) -> String {
     let begin = (
         (region << wire::REGION_SHIFT) | Kind::Begin as u32,
         format!("%ikp_t{k}"),
     );
-    loop_end_records(symbol, k, region, Some(begin))
+    loop_end_records(isa, symbol, k, region, Some(begin))
 }
 
 /// Counts one run of loop `k`'s header.
@@ -321,8 +343,8 @@ pub(crate) fn loop_trip(k: usize) -> String {
 /// A loop's end, recorded by its begin's owner, who then owns it no more: the end record
 /// and, right after it, a counter sample of the loop's counter `k` (`MetaKind::CounterSample`,
 /// value = the trip count, timed by the end before it) ([`loop_end_records`]).
-pub(crate) fn loop_end(symbol: &str, k: usize, region: u32) -> String {
-    loop_end_records(symbol, k, region, None)
+pub(crate) fn loop_end(isa: Isa, symbol: &str, k: usize, region: u32) -> String {
+    loop_end_records(isa, symbol, k, region, None)
 }
 
 /// A loop end's records by the loop's owner: `begin` first where the begin was deferred
@@ -336,7 +358,13 @@ pub(crate) fn loop_end(symbol: &str, k: usize, region: u32) -> String {
 /// count alone ptxas wrapped the add in warp aggregation (a vote, a leader, a population
 /// count and a multiply: 5 SASS instructions more per loop end on sm_90) that one owner
 /// never needs.
-fn loop_end_records(symbol: &str, k: usize, region: u32, begin: Option<(u32, String)>) -> String {
+fn loop_end_records(
+    isa: Isa,
+    symbol: &str,
+    k: usize,
+    region: u32,
+    begin: Option<(u32, String)>,
+) -> String {
     let end_tag = (region << wire::REGION_SHIFT) | Kind::End as u32;
     let sample_tag = ((k as u32) << wire::PAYLOAD_SHIFT)
         | ((MetaKind::CounterSample as u32) << wire::REGION_SHIFT)
@@ -357,23 +385,28 @@ fn loop_end_records(symbol: &str, k: usize, region: u32, begin: Option<(u32, Str
 \t.reg .b64 %ib<4>;
 \tmov.u32 %ia0, %globaltimer_lo;
 \tand.pred %iq0, %ikp_own{k}, %ikp_on;
-\tactivemask.b32 %ia1;
-\tmov.u32 %ia2, %lanemask_lt;
-\tand.b32 %ia2, %ia2, %ia1;
-\tselp.b32 %ia2, 0, %ia2, %iq0;
-\tadd.s32 %ia5, %ia2, {n};
+{below}\tadd.s32 %ia5, %ia2, {n};
 \tcvt.u64.u32 %ib1, %ia5;
 \t@%iq0 atom.global.add.u64 %ib0, [%ikp_cnt], %ib1;
 \tcvt.u32.u64 %ia3, %ib0;
-\tmov.u32 %ia5, 0;
+\tsub.s32 %ia4, %ikp_r, %ia3;
+\tmax.s32 %ia5, %ia4, 0;
+\tmin.s32 %ia5, %ia5, {n};
+\tsub.s32 %ia5, {n}, %ia5;
 ",
         locate = locate(symbol),
         preds = n + 2,
+        below = if isa.elect {
+            "\tmov.u32 %ia2, 0;\n"
+        } else {
+            "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tselp.b32 %ia2, 0, %ia2, %iq0;\n"
+        },
     );
-    // %iq<j+1>: slot j fits; %ia5 counts the slots that do not.
+    // %ia4: the slots left before the add (negative: none); slot j fits when more than j
+    // were left; %ia5: the slots that do not fit.
     for j in 1..=n {
         s += &format!(
-            "\tadd.s32 %ia4, %ia3, {off};\n\tsetp.lt.and.u32 %iq{j}, %ia4, %ikp_r, %iq0;\n\tselp.u32 %ia6, 0, 1, %iq{j};\n\tadd.s32 %ia5, %ia5, %ia6;\n",
+            "\tsetp.gt.and.s32 %iq{j}, %ia4, {off}, %iq0;\n",
             off = j - 1
         );
     }
@@ -405,30 +438,27 @@ fn loop_end_records(symbol: &str, k: usize, region: u32, begin: Option<(u32, Str
 }
 
 /// An instant at a source line.
-pub(crate) fn instant(symbol: &str, region: u32) -> String {
-    record(symbol, Kind::Instant, region, "")
+pub(crate) fn instant(isa: Isa, symbol: &str, region: u32) -> String {
+    record(isa, symbol, Kind::Instant, region, "")
 }
 
 /// Lane finalize before a `ret` / `exit`, one atomic per exit: the lane's end timer is
 /// the latest exit's (`red.max`), its end clock the last one stored (the same exit
 /// unless a warp's diverged parts leave at different times).
-pub(crate) fn finalize(symbol: &str) -> String {
+pub(crate) fn finalize(isa: Isa, symbol: &str) -> String {
     format!(
         "{locate}{{ // ikp: lane finalize
 \t.reg .pred %iq<1>;
 \t.reg .b32 %ia<3>;
 \t.reg .b64 %ib<2>;
-\tactivemask.b32 %ia1;
-\tmov.u32 %ia2, %lanemask_lt;
-\tand.b32 %ia2, %ia2, %ia1;
-\tsetp.eq.and.u32 %iq0, %ia2, 0, %ikp_on;
-\tmov.u64 %ib0, %globaltimer;
+{leader}\tmov.u64 %ib0, %globaltimer;
 \tmov.u64 %ib1, %clock64;
 \t@%iq0 red.global.max.u64 [%ikp_cnt+{gt}], %ib0;
 \t@%iq0 st.global.u64 [%ikp_cnt+{clk}], %ib1;
 }}
 ",
         locate = locate(symbol),
+        leader = leader(isa, "%ikp_on"),
         gt = (lane::T_END_GT as i64 - lane::T_COUNT as i64) * 8,
         clk = (lane::T_END_CLK as i64 - lane::T_COUNT as i64) * 8,
     )

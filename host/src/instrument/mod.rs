@@ -177,23 +177,36 @@ pub struct Instrumented {
     pub manifest: Manifest,
 }
 
-/// Words of a kernel's buffer symbol: the buffer's address, then the buffer header's words
-/// 1 to `SYMBOL_WORDS - 1` (version, lanes, groups, grid, stride, epochs).
-pub const SYMBOL_WORDS: usize = ikp_device::wire::hdr::EPOCHS + 1;
+/// Words of a kernel's buffer symbol ([`symbol_words`]).
+pub const SYMBOL_WORDS: usize = ikp_device::probe_symbol::WORDS;
+
+/// The buffer header's first words that [`symbol_words`] reads.
+pub const SYMBOL_HEADER_WORDS: usize = ikp_device::wire::hdr::EPOCHS + 1;
 
 /// What the host writes into a kernel's buffer symbol (`cuModuleGetGlobal`, one copy of
-/// `SYMBOL_WORDS` words) to point it at a buffer at device address `buffer` whose header
-/// is `header` (as written at the buffer's start). Zeros turn the probes off.
-///
-/// # Format
-/// Word 0: `buffer`; word `i` (1 to `SYMBOL_WORDS - 1`): `header[i]`.
+/// [`SYMBOL_WORDS`] words) to point it at a buffer at device address `buffer` whose header
+/// starts with `header` (as written at the buffer's start): [`ikp_device::probe_symbol`]
+/// (`# Format` there) of the layout the header describes. A null `buffer`, or fewer than
+/// [`SYMBOL_HEADER_WORDS`] header words, gives zeros, which turn the probes off.
 pub fn symbol_words(buffer: u64, header: &[u64]) -> [u64; SYMBOL_WORDS] {
-    let mut w = [0; SYMBOL_WORDS];
-    w[0] = buffer;
-    for (i, v) in w.iter_mut().enumerate().skip(1) {
-        *v = header.get(i).copied().unwrap_or(0);
+    use ikp_device::wire::{hdr, KernelArg, HDR_HI_SHIFT};
+    if header.len() < SYMBOL_HEADER_WORDS {
+        return [0; SYMBOL_WORDS];
     }
-    w
+    let lo = |i: usize| header[i] as u32;
+    let hi = |i: usize| (header[i] >> HDR_HI_SHIFT) as u32;
+    let lane_count = lo(hdr::LANES);
+    ikp_device::probe_symbol::words(&KernelArg {
+        buf: buffer,
+        lane_base: hi(hdr::VERSION) + lane_count,
+        lane_stride: lo(hdr::STRIDE),
+        records_per_lane: hi(hdr::LANES),
+        groups_per_block: lo(hdr::GROUPS),
+        lane_count,
+        n_counters: 0,
+        epochs: lo(hdr::EPOCHS),
+        flags: 0,
+    })
 }
 
 /// The buffer symbol of kernel `name`.
@@ -213,7 +226,7 @@ pub fn symbol_of(kernel: &str) -> String {
 /// let k = &out.manifest.kernels[0];
 /// assert_eq!((k.symbol.as_str(), k.warps_per_block), ("ikp_buf_k", Some(2)));
 /// assert_eq!(k.regions, ["k loop at $L1"]);
-/// assert!(out.ptx.contains(".visible .const .align 16 .u64 ikp_buf_k[8] = {0, 0, 0, 0, 0, 0, 0, 0};"));
+/// assert!(out.ptx.contains(".visible .const .align 16 .u64 ikp_buf_k[6] = {0, 0, 0, 0, 0, 0};"));
 /// # Ok::<(), ikp_host::instrument::InstrumentError>(())
 /// ```
 pub fn instrument(ptx: &str, probes: &ProbeSet) -> Result<Instrumented, InstrumentError> {

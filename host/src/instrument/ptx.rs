@@ -72,6 +72,8 @@ pub(crate) struct Kernel {
 pub(crate) struct Module {
     /// `.target` operands (`sm_90a`, `sm_80, debug`).
     pub target: String,
+    /// `.version` as (major, minor): the PTX ISA the module is written in.
+    pub version: (u32, u32),
     /// Byte offset just after the module's header directives (`.version`, `.target`,
     /// `.address_size`): where module-scope declarations may go.
     pub header_end: usize,
@@ -287,14 +289,17 @@ impl Module {
         let mut header_end = 0;
         let mut files = Vec::new();
         let mut kernels = Vec::new();
-        let mut saw_version = false;
+        let mut version = None;
         while let Some(at) = lx.next_unit()? {
             let unit = &text[at.clone()];
             let words: Vec<&str> = unit.split_whitespace().collect();
             let first = words.first().copied().unwrap_or("");
             match first {
                 ".version" => {
-                    saw_version = true;
+                    version = words.get(1).and_then(|v| {
+                        let (major, minor) = v.split_once('.')?;
+                        Some((major.parse().ok()?, minor.parse().ok()?))
+                    });
                     header_end = line_end(text, at.start);
                 }
                 ".target" => {
@@ -324,12 +329,11 @@ impl Module {
                 _ => {}
             }
         }
-        if !saw_version {
-            return Err(InstrumentError::NotPtx);
-        }
+        let version = version.ok_or(InstrumentError::NotPtx)?;
         let target = target.ok_or(InstrumentError::NotPtx)?;
         Ok(Module {
             target,
+            version,
             header_end,
             files,
             kernels,

@@ -64,13 +64,7 @@ pub(crate) fn kernel(
         });
     }
     let cfg = Cfg::of(k)?;
-    // redux.sync (sm_80 and later) hands the block's index to the warp (`emit::init`).
-    let redux = m
-        .target
-        .split(',')
-        .next()
-        .and_then(|t| t.trim().parse::<crate::Arch>().ok())
-        .is_some_and(|a| a.major >= 8);
+    let isa = emit::Isa::of(m);
     // The .loc in effect at each statement.
     let mut loc = Vec::with_capacity(k.stmts.len());
     let mut current = None;
@@ -185,16 +179,16 @@ pub(crate) fn kernel(
         .collect();
     let begin = |l: usize| {
         if deferred[l] {
-            emit::loop_begin_deferred(l)
+            emit::loop_begin_deferred(isa, l)
         } else {
-            emit::loop_begin(symbol, l, loop_region[l])
+            emit::loop_begin(isa, symbol, l, loop_region[l])
         }
     };
     let end = |l: usize| {
         if deferred[l] {
-            emit::loop_end_deferred(symbol, l, loop_region[l])
+            emit::loop_end_deferred(isa, symbol, l, loop_region[l])
         } else {
-            emit::loop_end(symbol, l, loop_region[l])
+            emit::loop_end(isa, symbol, l, loop_region[l])
         }
     };
 
@@ -226,7 +220,7 @@ pub(crate) fn kernel(
         at: init_at,
         order: INIT,
         end: None,
-        text: emit::init(symbol, loops, redux),
+        text: emit::init(isa, symbol, loops),
     });
 
     let ends = |b_loops: &[usize], keep: &[usize]| -> String {
@@ -383,7 +377,7 @@ pub(crate) fn kernel(
         let Stmt::Instr { guard, opcode, .. } = &s.stmt else {
             unreachable!()
         };
-        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize(symbol);
+        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol);
         writes.push(s.at.start);
         match guard {
             None => edits.push(Edit {
@@ -434,7 +428,7 @@ pub(crate) fn kernel(
                     at: k.stmts[i].at.start,
                     order: LINE,
                     end: None,
-                    text: emit::instant(symbol, r),
+                    text: emit::instant(isa, symbol, r),
                 });
             }
         }
