@@ -116,6 +116,46 @@ def test_the_buffer_symbol_holds_the_buffers_layout_worked_out():
     assert ikp.triton.symbol_bytes(buf, header, 64) is None
 
 
+def test_set_pointer_writes_the_symbol_through_the_driver():
+    """``_Driver.set_pointer`` with the driver's three calls played by hand (ctypes
+    arguments as the real ones get them): the header read back from the buffer, the
+    symbol's words written; a symbol of another size is refused, naming it."""
+    import ctypes
+
+    layout = ikp.Layout(grid=(3,), groups_per_block=2, records_per_lane=8, epochs=2)
+    header = [int(w) for w in layout.header_words()]
+    buf, sym = 0x7F0000001000, 0x7F00000F0000
+    written = {}
+
+    def driver(symbol_bytes):
+        d = ikp.triton._Driver.__new__(ikp.triton._Driver)
+
+        def get_global(ptr, size, module, name):
+            ptr._obj.value, size._obj.value = sym, symbol_bytes
+            return 0
+
+        def read(dst, src, n):
+            assert src == buf
+            ctypes.memmove(dst._obj, (ctypes.c_uint64 * len(header))(*header), n)
+            return 0
+
+        def copy(dst, data, n):
+            written[dst] = bytes(data[:n])
+            return 0
+
+        d.get_global, d.read, d.copy = get_global, read, copy
+        return d
+
+    driver(48).set_pointer(1, "ikp_buf_k", buf)
+    want = ikp._ikp.symbol_words(buf, header[: ikp._ikp.SYMBOL_HEADER_WORDS])
+    assert written[sym] == b"".join(w.to_bytes(8, "little") for w in want)
+    assert want[0] == buf + 8 * layout.lane_base
+    driver(48).set_pointer(1, "ikp_buf_k", 0)
+    assert written[sym] == bytes(48)
+    with pytest.raises(RuntimeError, match="ikp_buf_k.*instrumented by this ikp"):
+        driver(64).set_pointer(1, "ikp_buf_k", buf)
+
+
 def test_instrument_refuses_with_the_line():
     with pytest.raises(ikp.IkpError, match=r"PTX line \d+: .*brx.idx"):
         ikp.triton.instrument(

@@ -332,6 +332,30 @@ mod tests {
         assert!(e.contains("not a label of the kernel"), "{e}");
     }
 
+    /// The recording thread comes from `elect.sync` where the module may use it (sm_90 and
+    /// later, PTX ISA 8.0 and later), from the active mask elsewhere; a `.version` that is
+    /// no version is no PTX.
+    #[test]
+    fn elect_sync_only_where_the_target_and_version_have_it() {
+        let with = |version: &str, target: &str| {
+            let ptx = module("ret;")
+                .replacen(".version 8.0", &format!(".version {version}"), 1)
+                .replacen(".target sm_90a", &format!(".target {target}"), 1);
+            instrument(&ptx, &ProbeSet::default()).unwrap().ptx
+        };
+        assert!(with("8.0", "sm_90").contains("elect.sync"));
+        assert!(with("8.7", "sm_100a").contains("elect.sync"));
+        for (v, t) in [("7.8", "sm_90"), ("8.7", "sm_80"), ("8.0", "sm_75")] {
+            let out = with(v, t);
+            assert!(!out.contains("elect.sync"), "{v} {t}");
+            assert!(out.contains("%lanemask_lt"), "{v} {t}");
+        }
+        assert_eq!(
+            refused(&module("ret;").replacen(".version 8.0", ".version eight", 1)),
+            "not a PTX module (no .version and .target directives)"
+        );
+    }
+
     #[test]
     fn selections_parse_and_print_back() {
         let s: ProbeSet = "entry,loops,lines=attn.py:40-60,lines=a/b.py:7"
