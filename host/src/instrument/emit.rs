@@ -3,16 +3,24 @@
 //! the native decoder reads it unchanged.
 //!
 //! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
-//! host wrote into the kernel's symbol at attach time (the buffer header's lanes, records
-//! per lane, warps per block, epochs; constant loads, no global load).
+//! host wrote into the kernel's symbol at attach time ([`ikp_device::probe_symbol`]: the
+//! lanes' addresses, the records per lane, warps per block, epochs; constant loads, no
+//! global load).
+//!
+//! **Each instruction counts once per warp.** A row-wise kernel runs tens of thousands of
+//! short warps, each of which runs the init and the finalize: on such a kernel the probes
+//! cost about what their instructions cost in issue slots (BENCHMARKS.md, "row-wise
+//! kernels pay in issue slots"). So the host works out what it can (addresses, not the
+//! header's counts: a lane's address is one multiply-add from its index), and on sm_90 the
+//! recording thread is the one `elect.sync` elects (one instruction; [`leader`]).
 //!
 //! **The kernel keeps its occupancy.** Registers are what a probe can cost a kernel
 //! outside its own code: a warp's are allocated 256 at a time, so a 128-thread block at 33
 //! to 40 registers gets 12 blocks per SM where at 32 it gets 16. Across the kernel the
 //! probes keep one 32-bit value, the lane's index in the buffer (`%ikp_at`), and a
 //! predicate (`%ikp_on`); each probe that writes computes the lane's addresses afresh from
-//! it and the symbol's constants ([`locate`]: where ptxas does not keep them itself, some
-//! 11 SASS instructions, 4 of them constant loads), where holding the two 64-bit addresses
+//! it and the symbol's constants ([`locate`]: where ptxas does not keep them itself, a
+//! multiply-add per address and the constant loads), where holding the two 64-bit addresses
 //! and the record count took five vector registers at every point of the kernel. On sm_80
 //! and later the init reads the block's index through `redux.sync` ([`init`]), so that
 //! ptxas keeps the kernel's own `%ctaid` arithmetic in uniform registers. A loop's trip
@@ -32,9 +40,9 @@
 //! one atomic: an add of 1 it wraps in warp aggregation that shuffles the result at once,
 //! and a 64-bit add leaves a dead half whose register's next write waits for it.
 //!
-//! At a probe the *lowest active thread* records (`activemask` and `%lanemask_lt`), so a
-//! probe reached by a divergent part of a warp is still recorded, once per part that
-//! reaches it. The slot comes from an atomic add on the
+//! At a probe one active thread records ([`leader`]: the lowest before sm_90, the one
+//! `elect.sync` elects from sm_90 on), so a probe reached by a divergent part of a warp is
+//! still recorded, once per part that reaches it. The slot comes from an atomic add on the
 //! lane's count word (`dropped << 32 | written`): parts of a diverged warp that record at
 //! the same time never take the same slot, and a full lane turns the add into a drop
 //! (`+2^32 - 1`: one more dropped, written unchanged) so the word is the wire format's
@@ -105,10 +113,9 @@ fn leader(isa: Isa, on: &str) -> String {
 }
 
 /// The module-scope block the host sets at attach time (`cuModuleGetGlobal`, then one
-/// copy): the buffer's address, then header words 1 to [`super::SYMBOL_WORDS`]` - 1` as
-/// the host wrote them at the buffer's start ([`super::symbol_words`]). It lives in the
+/// copy): [`ikp_device::probe_symbol`]'s words ([`super::symbol_words`]). It lives in the
 /// constant bank, so a lane's init reads its layout from there (no global load, none
-/// waiting on another); all zero, as loaded, it turns every probe off.
+/// waiting on another); all zero, as loaded, it turns every probe off (no lanes).
 pub(crate) fn symbol_decl(symbol: &str) -> String {
     let n = super::SYMBOL_WORDS;
     let zeros = vec!["0"; n].join(", ");
@@ -138,11 +145,9 @@ pub(crate) fn decls(loops: usize) -> String {
 /// the warp's launch count, by lane 0, run only when the buffer has more than one epoch)
 /// returns into `%ikp_ep`, which only [`place`] reads. At the kernel's first instruction a
 /// warp's active threads are its first lanes (a partial warp's too), so lane 0 is its
-/// lowest active thread, the one that records: `%laneid` says so in one read, where the
-/// lowest of the mask takes a mask read and an `and`. ([`place`] still finds that lane in
-/// the mask: a shuffle from the constant lane 0 is one ptxas hoists right behind the
-/// claim, where its round trip is waited for before the kernel's first loads, which
-/// `the_epoch_claim_waits_behind_the_kernels_first_loads` catches.) `%ikp_on`
+/// lowest active thread, the one that claims and stores the lane's start: `%laneid` says
+/// so in one read, where the lowest of the mask takes a mask read and an `and`. ([`place`]
+/// reads the shuffle's source lane, 0, from the symbol, not as an immediate.) `%ikp_on`
 /// says here whether the warp has a lane at all (the symbol is set, the warp is within
 /// the layout): a deferred loop begin ([`loop_begin_deferred`]) may read it before
 /// [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
@@ -206,9 +211,13 @@ pub(crate) fn init(isa: Isa, symbol: &str, loops: usize) -> String {
 /// entry's straight-line code allows (before its first probe that writes, or its end), so
 /// the kernel's own first loads go out while the claim's round trip is in flight.
 /// Straight-line code from [`init`]: the warp's active mask is the one the claim was made
-/// under (`%ikp_m`, kept for the shuffle's members and its source, lane 0). The broadcast is a
-/// shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right behind its atomic,
-/// ahead of the kernel's first loads (Triton's attention kernel).
+/// under (`%ikp_m`, kept for the shuffle's members). The shuffle's source, lane 0, is read
+/// from the symbol (the high half of its epochs word, always 0): from an immediate lane 0
+/// ptxas hoists the shuffle right behind the claim's atomic, where its round trip is
+/// waited for before the kernel's first loads (`the_epoch_claim_waits_behind_the_kernels_first_loads`);
+/// the lowest lane of the mask, found at run time, took three instructions more. The
+/// broadcast is a shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right
+/// behind its atomic too (Triton's attention kernel).
 pub(crate) fn place(symbol: &str) -> String {
     format!(
         "{{ // ikp: lane place
@@ -242,8 +251,9 @@ pub(crate) fn place(symbol: &str) -> String {
 
 /// The lane's addresses at a probe, from its index in the buffer (`%ikp_at`) and the
 /// symbol's constants: the lane's first word (`%ikp_lane`), its count word (`%ikp_cnt`)
-/// and its records (`%ikp_r`). Each probe computes them afresh (a few instructions, the
-/// constants read from the constant bank), so that no 64-bit address is held in vector
+/// and its records (`%ikp_r`). Each probe computes them afresh (a multiply-add each from
+/// the symbol's addresses and stride: 2 SASS instructions and the constant loads; 11 when
+/// the probes added the header's offsets themselves), so that no 64-bit address is held in vector
 /// registers across the kernel: held from [`place`] on, `%ikp_lane`, `%ikp_cnt` and
 /// `%ikp_r` took five registers at every point of the kernel, its loops' peaks included.
 pub(crate) fn locate(symbol: &str) -> String {
@@ -307,7 +317,7 @@ pub(crate) fn loop_begin(isa: Isa, symbol: &str, k: usize, region: u32) -> Strin
 }
 
 /// The begin of a loop with no other record inside it (innermost, no line probes): no
-/// record yet, no atomic, nothing to wait for. The lowest active thread owns the loop and
+/// record yet, no atomic, nothing to wait for. The recording thread ([`leader`]) owns the loop and
 /// keeps the begin's timer in `%ikp_t<k>`; the end writes the begin with its own records
 /// ([`loop_end_deferred`]), in slots in time order as no record comes between. Each entry
 /// into the loop then pays one slot atomic (at its end) instead of two.

@@ -12,7 +12,7 @@
 //!   "probes": "entry,loops",         // the selection that made it (ProbeSet's Display)
 //!   "kernels": [{
 //!     "name": "matmul_kernel",       // the .entry
-//!     "symbol": "ikp_buf_matmul_kernel",  // .visible .const .u64[8] the host sets
+//!     "symbol": "ikp_buf_matmul_kernel",  // .visible .const .u64[6] the host sets
 //!     "warps_per_block": 4,          // from .reqntid / .maxntid; null when the PTX says none
 //!     "regions": ["matmul.py:52 loop"],   // region names, by region id
 //!     "counters": ["matmul.py:52 loop trips"],  // counter names, by counter id: loop k's
