@@ -61,10 +61,10 @@
 //! three slots of one atomic): its begin has no atomic at all, and an entry into it waits
 //! on one round trip instead of two.
 
+use ikp_device::probe_symbol as sym;
 use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
 use super::ptx::Module;
-use ikp_device::probe_symbol as sym;
 
 /// What the module's target and PTX ISA version give the probes.
 #[derive(Clone, Copy, Debug)]
