@@ -227,7 +227,6 @@ pub(crate) fn place(symbol: &str) -> String {
 \tld.const.u32 %ia2, [{symbol}+{lanes}];
 \tld.const.v2.u32 {{%ia4, %ia5}}, [{symbol}+{epochs}];
 \tshfl.sync.idx.b32 %ikp_ep, %ikp_ep, %ia5, 31, %ikp_m;
-\tmax.u32 %ia4, %ia4, 1;
 \tsetp.lt.and.u32 %ikp_on, %ikp_ep, %ia4, %ikp_on;
 \tmov.u32 %ia6, %laneid;
 \tsetp.eq.and.u32 %iq0, %ia6, %ia5, %ikp_on;
