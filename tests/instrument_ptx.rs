@@ -791,7 +791,6 @@ fn fixture_launches() -> std::collections::HashMap<String, (u32, u32)> {
 fn instrumented_kernels_keep_their_occupancy() {
     use ikp_host::instrument::report::Usage;
     use ikp_host::sass::occupancy::blocks_per_sm;
-    let probes = ProbeSet::default();
     let launches = fixture_launches();
     let mut modules = all_modules().to_vec();
     for arch in ["sm_80", "sm_90"] {
@@ -801,13 +800,33 @@ fn instrumented_kernels_keep_their_occupancy() {
             arch.into(),
         ));
     }
+    // A lane per warp, and a lane per block (`lanes=block`) on the Triton fixtures.
+    let block = ProbeSet {
+        lanes: ikp_host::instrument::LaneUnit::Block,
+        ..ProbeSet::default()
+    };
+    let triton: Vec<_> = modules
+        .iter()
+        .filter(|(name, ..)| name.starts_with("triton/"))
+        .map(|(name, ptx, target)| (name.clone(), ptx.clone(), target.clone(), &block))
+        .collect();
+    let default = ProbeSet::default();
+    let builds: Vec<_> = modules
+        .into_iter()
+        .map(|(name, ptx, target)| (name, ptx, target, &default))
+        .chain(triton)
+        .collect();
     let mut table = String::from(
         "| module | kernel | threads | registers | blocks per SM |\n|---|---|---|---|---|\n",
     );
     let mut wrong = Vec::new();
-    for (name, ptx, target) in modules {
+    for (name, ptx, target, probes) in builds {
         let arch: ikp_host::Arch = target.parse().unwrap();
-        let out = instrument(&ptx, &probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let out = instrument(&ptx, probes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let name = match probes.lanes {
+            ikp_host::instrument::LaneUnit::Warp => name,
+            ikp_host::instrument::LaneUnit::Block => format!("{name} lanes=block"),
+        };
         let plain = assembled(&ptx, &target).unwrap();
         let probed = assembled(&out.ptx, &target).unwrap();
         for k in &out.manifest.kernels {

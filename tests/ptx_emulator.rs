@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use ikp_host::instrument::{instrument, symbol_words, ProbeSet};
+use ikp_host::instrument::{instrument, symbol_words, LaneUnit, ProbeSet};
 use ikp_host::{decode_launches, DecodeOptions, Trace};
 
 /// A kernel with a run-time loop of `n` iterations; each thread stores its count.
@@ -99,6 +99,9 @@ struct Memory {
     words: HashMap<u64, u64>,
     ops: Ops,
     clock: u64,
+    /// Statements each warp issued (a diverged warp's parts each issue theirs), by
+    /// `(block, warp)`, loops' trip adds left out.
+    issued: HashMap<(u64, u64), usize>,
 }
 
 /// Memory operations run, each counted once per thread that ran it.
@@ -276,6 +279,10 @@ fn run(
                     }
                     continue;
                 };
+                // A loop's trip add (`emit::loop_trip`) counts apart: every warp runs it.
+                if !(op == "add.u32" && args[0].starts_with("%ikp_trip")) {
+                    *mem.issued.entry((b, w)).or_default() += 1;
+                }
                 let on = |t: &Thread| match guard {
                     None => true,
                     Some((neg, p)) => (t.regs[p] != 0) != *neg,
@@ -318,6 +325,17 @@ fn run(
                                 .max()
                                 .expect("redux over an empty mask");
                             t.regs.insert(args[0].clone(), x & 0xFFFF_FFFF);
+                            advance(&mut pcs, i);
+                        }
+                        // `vote.sync.any.pred d, a, membermask`: `a` in any thread of
+                        // the mask, every one of which must be here.
+                        "vote" => {
+                            assert_eq!(op, "vote.sync.any.pred", "only vote.sync.any.pred");
+                            let members = value(t, &mut l, &args[2]);
+                            let any = (0..32).filter(|lane| members >> lane & 1 == 1).any(|lane| {
+                                src[lane].expect("vote over a thread outside the mask") != 0
+                            });
+                            t.regs.insert(args[0].clone(), any as u64);
                             advance(&mut pcs, i);
                         }
                         // `elect.sync _|p, membermask`: true in one thread of the mask,
@@ -551,7 +569,19 @@ struct Attached {
 
 impl Attached {
     fn new(ptx: &str, name: &str, blocks: u64, records: u32, epochs: u32, n: u64) -> Attached {
-        let out = instrument(ptx, &ProbeSet::default()).unwrap();
+        Attached::with(ptx, name, &ProbeSet::default(), blocks, records, epochs, n)
+    }
+
+    fn with(
+        ptx: &str,
+        name: &str,
+        probes: &ProbeSet,
+        blocks: u64,
+        records: u32,
+        epochs: u32,
+        n: u64,
+    ) -> Attached {
+        let out = instrument(ptx, probes).unwrap();
         let k = out.manifest.kernel(name).unwrap();
         let layout = k.layout(blocks as u32, None, records, epochs);
         let mut mem = Memory::default();
@@ -774,6 +804,109 @@ fn targets_before_sm80_record_the_same_without_redux() {
                 t.samples.value
             );
             assert_eq!(t.samples.value.len(), 4, "{name}");
+        }
+    }
+}
+
+/// PTX statements of the init a warp that records nothing (`lanes=block`, every warp but
+/// a block's first) issues before its branch, loops' resets aside: the active mask, the
+/// layout's load, the thread index (7), its warp, two compares, the vote and the branch.
+/// Past it, such a warp issues two statements a loop (their resets), a branch past the
+/// placement and past each exit's finalize (once a part of the warp that leaves there:
+/// up to three, say), and two a loop entry (past its begin and its end).
+const OFF_WARP_INIT: usize = 14;
+
+/// A lane per block (`lanes=block`): each block's first warp records into the block's lane
+/// what it records as a lane per warp (records, drops, spans and trip counts); the other
+/// warps run past every probe; the kernels compute what they compute unprobed; over
+/// several epochs too.
+#[test]
+fn a_lane_per_block_is_its_first_warps_lane() {
+    let block = ProbeSet {
+        lanes: LaneUnit::Block,
+        ..ProbeSet::default()
+    };
+    let (blocks, warps) = (3u64, 2usize);
+    for (ptx, name) in [
+        (ONE_LOOP, "one_loop"),
+        (TRIANGULAR, "tri"),
+        (DIVERGENT, "div_loop"),
+        (ROW, "row"),
+        (STRAIGHT, "straight"),
+        (EARLY_RET, "early"),
+    ] {
+        for epochs in [1, 2] {
+            let mut b = Attached::with(ptx, name, &block, blocks, 64, epochs, 4);
+            let mut w = Attached::new(ptx, name, blocks, 64, epochs, 4);
+            for _ in 0..epochs {
+                b.launch();
+                w.launch();
+            }
+            assert_eq!(
+                b.mem.load(OUT, 4),
+                w.mem.load(OUT, 4),
+                "{name}: the kernel's own result"
+            );
+            assert_eq!(b.layout.groups_per_block, 1, "{name}");
+            // Warp 1 records nothing: past the init's vote it issues a branch a probe (the
+            // placement, a loop's begin and end, the exit's finalize), where as a lane per
+            // warp it issues every probe.
+            let mut plain = Memory::default();
+            for _ in 0..epochs {
+                run(
+                    &program(ptx, name),
+                    &mut plain,
+                    &HashMap::new(),
+                    &w.params,
+                    blocks,
+                    64,
+                );
+            }
+            let issued = |m: &Memory| m.issued[&(0, 1)];
+            let (off, own) = (
+                issued(&b.mem) - issued(&plain),
+                issued(&w.mem) - issued(&plain),
+            );
+            let loops = b.layout.counters.len();
+            let entries: usize = w.traces().iter().map(|t| t.lanes[1].spans.len()).sum();
+            let most = epochs as usize * (OFF_WARP_INIT + 2 * loops + 4) + 2 * entries;
+            assert!(
+                off <= most,
+                "{name}: warp 1 issued {off} probe statements, more than {most}"
+            );
+            assert!(
+                own > 3 * off,
+                "{name}: {own} probe statements as a lane per warp, {off} as none"
+            );
+            let (tb, tw) = (b.traces(), w.traces());
+            assert_eq!(tb.len(), epochs as usize, "{name}");
+            for (e, (tb, tw)) in tb.iter().zip(&tw).enumerate() {
+                assert_eq!(tb.lanes.len(), blocks as usize, "{name} epoch {e}");
+                for (i, lane) in tb.lanes.iter().enumerate() {
+                    let first = &tw.lanes[i * warps];
+                    assert_eq!(first.warp, Some(0));
+                    assert_eq!(
+                        (lane.written, lane.dropped, lane.finalized, lane.block),
+                        (first.written, first.dropped, first.finalized, first.block),
+                        "{name} epoch {e} lane {i}"
+                    );
+                    assert_eq!(
+                        lane.spans.len(),
+                        first.spans.len(),
+                        "{name} epoch {e} lane {i}"
+                    );
+                    assert_eq!(
+                        tb.samples.value[lane.samples.clone()],
+                        tw.samples.value[first.samples.clone()],
+                        "{name} epoch {e} lane {i}"
+                    );
+                }
+                let d = &tb.diagnostics;
+                assert!(
+                    d.unmatched_begin.is_empty() && d.unmatched_end.is_empty(),
+                    "{name}: {d:?}"
+                );
+            }
         }
     }
 }

@@ -11,6 +11,8 @@ and inside ``ikp.triton.profile()``, one thing varied at a time:
                         claims its launch (one atomic) and stores nothing
   loops/detached        entry,loops with the probes' symbol zeroed: each warp runs the
                         probes' instructions, no atomic, no store
+  loops/block-lanes     entry,loops,lanes=block: a lane per program, recorded by its first
+                        warp; the other warps branch past the probes
 
 so that, per kernel, the slowdown splits into the probes' instructions (detached), the
 entry's launch claim (past-epochs less detached) and the records' slots and stores (loops
@@ -37,7 +39,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from experiment_tools import write_figures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached")
+VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached", "loops/block-lanes")
 TIMED = 20
 
 
@@ -66,7 +68,7 @@ def self_check() -> List[str]:
     problems = []
     b = breakdown({"plain": 100.0, "entry": 110.0, "loops": 130.0, "loops/past-epochs": 115.0, "loops/detached": 112.0})
     want = {"entry": 10.0, "loops": 30.0, "loops/past-epochs": 15.0, "loops/detached": 12.0,
-            "instructions": 12.0, "claim": 3.0, "records": 15.0}
+            "loops/block-lanes": None, "instructions": 12.0, "claim": 3.0, "records": 15.0}
     if b != want:
         problems.append(f"breakdown: {b}, expected {want}")
     if breakdown({"plain": 100.0, "loops": 120.0})["records"] is not None:
@@ -97,7 +99,7 @@ def time_variant(torch: Any, ikp_triton: Any, tp: Any, fixture: Tuple[Any, ...],
         launch()
         torch.cuda.synchronize()
         return statistics.median(tp.gpu_durations(torch, launch, name, TIMED)[0])
-    at = "entry" if variant == "entry" else "entry,loops"
+    at = {"entry": "entry", "loops/block-lanes": "entry,loops,lanes=block"}.get(variant, "entry,loops")
     # Recording: every timed launch has its epoch (and the first, compiling, too). Past the
     # epochs: one epoch, taken by the first launch.
     launches = 1 if variant == "loops/past-epochs" else TIMED + 1

@@ -323,8 +323,10 @@ class profile:
     """Context manager: instrument the Triton kernels compiled inside it and collect their
     traces (see the module's documentation).
 
-    ``at``: the probes, as ``ikp instrument --at`` takes them. ``records_per_warp``: records
-    each warp may write per launch before it drops (and counts) the rest.
+    ``at``: the probes, as ``ikp instrument --at`` takes them (``"entry,loops,lanes=block"``
+    for a lane per program, recorded by its first warp: on kernels of many short programs
+    the other warps then run past the probes). ``records_per_warp``: records each lane may
+    write per launch before it drops (and counts) the rest.
     ``max_blocks``: blocks per launch that record (later blocks run unrecorded).
     ``launches``: launches of each variant recorded (one buffer segment each; later ones
     run unrecorded). ``inductor``: set what torch.compile needs while the context is open
@@ -537,7 +539,8 @@ class profile:
         if v._buffer is None:
             layout = Layout(
                 grid=(self.max_blocks, 1, 1),
-                groups_per_block=v.manifest["warps_per_block"] or 1,
+                # A lane per warp, or per block (at="...,lanes=block": its first warp records).
+                groups_per_block=1 if v.manifest.get("lanes") == "block" else v.manifest["warps_per_block"] or 1,
                 records_per_lane=self.records_per_warp,
                 regions=v.manifest["regions"],
                 counters=v.manifest["counters"],

@@ -323,6 +323,21 @@ def test_autotuned_variants_record_and_decode_each_on_their_own(jit_driver):
     assert device.synchronized == 1
 
 
+def test_a_lane_per_block_lays_out_one_lane_a_program(jit_driver):
+    """``at="...,lanes=block"``: the manifest says so, and each variant's buffer has one
+    lane a block (program), whatever its num_warps."""
+    device = StandInDevice()
+    with ikp.triton.profile(at="entry,loops,lanes=block", records_per_warp=4, max_blocks=2) as prof:
+        prof._device = device
+        compiled = scaled_copy.warmup(f32(), f32(), 1024, grid=(1,))
+        for i, k in enumerate(compiled):
+            assert "vote.sync.any.pred %ikp_v" in k.asm["ptx"]
+            prof._loaded(1000 + i, 2000 + i, k.name, None, k.hash)
+    assert [v.manifest["lanes"] for v in prof.variants] == ["block"] * len(WARPS)
+    assert [v.manifest["warps_per_block"] for v in prof.variants] == list(WARPS)
+    assert [layout.groups_per_block for layout, _ in device.layouts] == [1] * len(WARPS)
+
+
 def test_a_kernel_compiled_before_the_context_is_compiled_again(jit_driver):
     """warm_copy compiled (warmed up) before the context is compiled anew, instrumented,
     inside it, and plain again after it: the same binary as before."""

@@ -20,8 +20,10 @@ pub struct Args {
     #[arg(short, long)]
     pub output: PathBuf,
     /// Probes: a comma-separated list of `entry` (lane init and finalize, always in),
-    /// `loops` (a region per loop, its trip count as a sample of the loop's counter) and `lines=FILE:FIRST[-LAST]`
-    /// (an instant per basic block at those source lines; may repeat).
+    /// `loops` (a region per loop, its trip count as a sample of the loop's counter),
+    /// `lines=FILE:FIRST[-LAST]` (an instant per basic block at those source lines; may
+    /// repeat) and `lanes=block` (a lane per block, recorded by its first warp, instead of
+    /// one per warp: for kernels of many short blocks).
     #[arg(long, default_value = "entry,loops")]
     pub at: ProbeSet,
     /// Where to write the probe manifest (default: OUTPUT with extension .probes.json).
@@ -63,9 +65,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_or("unknown (give it to the host)".to_string(), |w| {
                 w.to_string()
             });
+        let lanes = match k.lanes {
+            ikp_host::instrument::LaneUnit::Warp => "",
+            ikp_host::instrument::LaneUnit::Block => ", a lane per block (its first warp's)",
+        };
         writeln!(
             o,
-            "{}: {} probes, {} regions, warps per block {warps}, buffer symbol {}",
+            "{}: {} probes, {} regions, warps per block {warps}{lanes}, buffer symbol {}",
             k.name,
             k.probes.len(),
             k.regions.len(),

@@ -2,7 +2,35 @@
 //! library, refusals with the input's name and line and no output left behind.
 
 use crate::util::{ikp, ikp_ok, repo, text};
-use ikp_host::instrument::{kernel_params, Manifest};
+use ikp_host::instrument::{kernel_params, LaneUnit, Manifest};
+
+/// `--at ...,lanes=block`: said, and in the manifest, whose layout has a lane a block.
+#[test]
+fn a_lane_per_block_is_said_and_laid_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = repo().join("host/tests/ptx/triton/layer_norm_fwd_kernel.ptx");
+    let out = dir.path().join("ln.ptx");
+    let said = ikp_ok(&[
+        "instrument",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--at",
+        "entry,loops,lanes=block",
+    ]);
+    assert!(
+        said.starts_with("layer_norm_fwd_kernel: 3 probes, 3 regions, warps per block 8, a lane per block (its first warp's), buffer symbol"),
+        "{said}"
+    );
+    let manifest =
+        Manifest::from_json(&std::fs::read_to_string(dir.path().join("ln.probes.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest.probes, "entry,loops,lanes=block");
+    let k = &manifest.kernels[0];
+    assert_eq!(k.lanes, LaneUnit::Block);
+    assert_eq!(k.layout(100, None, 16, 2).groups_per_block, 1);
+    assert_eq!(k.layout(100, None, 16, 2).lane_count(), 100);
+}
 
 #[test]
 fn writes_the_ptx_and_its_manifest_and_says_what_it_did() {

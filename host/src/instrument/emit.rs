@@ -65,6 +65,7 @@ use ikp_device::probe_symbol as sym;
 use ikp_device::wire::{self, lane, Kind, MetaKind, LANE_MARK};
 
 use super::ptx::Module;
+use super::LaneUnit;
 
 /// What the module's target and PTX ISA version give the probes.
 #[derive(Clone, Copy, Debug)]
@@ -129,10 +130,13 @@ pub(crate) fn symbol_decl(symbol: &str) -> String {
 /// [`place`]) the claim's epoch (`%ikp_ep`), the active mask (`%ikp_m`), the warp's index
 /// in the grid (`%ikp_w`), its ids word's low half (`%ikp_id`) and the start stamps
 /// (`%ikp_gt0`, `%ikp_clk0`) wait in registers.
-pub(crate) fn decls(loops: usize) -> String {
+pub(crate) fn decls(loops: usize, lanes: LaneUnit) -> String {
     let mut s = String::from(
         "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_at, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
     );
+    if lanes == LaneUnit::Block {
+        s += "\t.reg .pred \t%ikp_v;\n";
+    }
     if loops > 0 {
         s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
     }
@@ -158,17 +162,34 @@ pub(crate) fn decls(loops: usize) -> String {
 /// uniform registers); read into the probe's vector arithmetic, it pulled the kernel's
 /// uniform address arithmetic into vector registers with it (Triton's looped softmax: two
 /// registers across its loops, 32 -> 40 with the probes).
-pub(crate) fn init(isa: Isa, symbol: &str, loops: usize) -> String {
+pub(crate) fn init(isa: Isa, symbol: &str, loops: usize, lanes: LaneUnit) -> String {
+    // Each loop unowned and its trip count 0, before any warp leaves the init.
+    let mut resets = String::new();
+    for k in 0..loops {
+        resets +=
+            &format!("\tsetp.ne.u32 %ikp_own{k}, %ikp_m, %ikp_m;\n\tmov.u32 %ikp_trip{k}, 0;\n");
+    }
+    // A lane per block: a warp past the block's first branches past the init, as past every
+    // probe ([`skipped`]), on a vote ptxas knows to be warp-uniform.
+    let (off_warps, off_end) = match lanes {
+        LaneUnit::Warp => (String::new(), String::new()),
+        LaneUnit::Block => (
+            format!(
+                "\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tsetp.ne.u32 %ikp_on, %ia5, %ia5;\n\tvote.sync.any.pred %ikp_v, %iq0, %ikp_m;\n\t@!%ikp_v bra {INIT_SKIP};\n"
+            ),
+            format!("{INIT_SKIP}:\n"),
+        ),
+    };
     let mut s = format!(
         "{{ // ikp: lane init (its epoch claim in flight)
 \t.reg .pred %iq<2>;
 \t.reg .b32 %ia<12>;
 \t.reg .b64 %ib<2>;
 \tactivemask.b32 %ikp_m;
-\tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
-\tld.const.u32 %ia10, [{symbol}+{epochs}];
-\tld.const.u64 %ib0, [{symbol}+{claims}];
+{resets}\tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
 {thread}\tshr.u32 %ia5, %ia5, 5;
+{off_warps}\tld.const.u32 %ia10, [{symbol}+{epochs}];
+\tld.const.u64 %ib0, [{symbol}+{claims}];
 {block}{uniform_block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
 \tsetp.lt.u32 %iq0, %ia5, %ia4;
 \tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
@@ -197,11 +218,19 @@ pub(crate) fn init(isa: Isa, symbol: &str, loops: usize) -> String {
             ""
         },
     );
-    for k in 0..loops {
-        s += &format!("\tsetp.ne.u32 %ikp_own{k}, %ia4, %ia4;\n\tmov.u32 %ikp_trip{k}, 0;\n");
-    }
     s += "}\n";
+    s += &off_end;
     s
+}
+
+/// The label past a block lane's init, for the warps that record nothing.
+const INIT_SKIP: &str = "$ikp_s_init";
+
+/// `probe` behind a branch the warps that record nothing take (a lane per block: every
+/// warp but the block's first), on the init's warp-uniform vote: they run one branch
+/// where they ran the probe predicated off. `n` numbers the probe's label in its kernel.
+pub(crate) fn skipped(n: usize, probe: &str) -> String {
+    format!("\t@!%ikp_v bra $ikp_s{n};\n{probe}$ikp_s{n}:\n")
 }
 
 /// Lane init, second half: the claimed epoch broadcast from the thread that claimed it,

@@ -73,7 +73,7 @@ pub enum InstrumentError {
         max: u32,
     },
     /// A probe selection that does not parse.
-    #[error("probe selection `{0}`: expected a comma-separated list of entry, loops and lines=FILE:FIRST[-LAST]")]
+    #[error("probe selection `{0}`: expected a comma-separated list of entry, loops, lines=FILE:FIRST[-LAST] and lanes=warp|block")]
     BadSelection(String),
 }
 
@@ -100,21 +100,39 @@ impl LineRange {
 /// record needs them.
 ///
 /// Parsed from the command line's `--at` list (`entry,loops,lines=attn.py:40-60`; `lines`
-/// may be given more than once).
+/// may be given more than once; `lanes=block` for a lane per block).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeSet {
     /// A region per loop.
     pub loops: bool,
     /// Instants at these source lines.
     pub lines: Vec<LineRange>,
+    /// What a lane is.
+    pub lanes: LaneUnit,
+}
+
+/// What one lane of an instrumented kernel's buffer records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LaneUnit {
+    /// A lane per warp (`lanes=warp`, the default): every warp records its start, end and
+    /// probes.
+    #[default]
+    Warp,
+    /// A lane per block (`lanes=block`), recorded by the block's first warp; the other
+    /// warps branch past every probe (a few instructions each). For kernels of many short
+    /// blocks whose warps run the same code (a Triton program per row), where every warp's
+    /// init and finalize cost most of the probes' time.
+    Block,
 }
 
 impl Default for ProbeSet {
-    /// Entry and loops.
+    /// Entry and loops, a lane per warp.
     fn default() -> Self {
         ProbeSet {
             loops: true,
             lines: Vec::new(),
+            lanes: LaneUnit::Warp,
         }
     }
 }
@@ -127,11 +145,14 @@ impl FromStr for ProbeSet {
         let mut set = ProbeSet {
             loops: false,
             lines: Vec::new(),
+            lanes: LaneUnit::Warp,
         };
         for item in s.split(',').map(str::trim) {
             match item {
                 "entry" => {}
                 "loops" => set.loops = true,
+                "lanes=warp" => set.lanes = LaneUnit::Warp,
+                "lanes=block" => set.lanes = LaneUnit::Block,
                 _ => {
                     let spec = item.strip_prefix("lines=").ok_or_else(bad)?;
                     let (file, range) = spec.rsplit_once(':').ok_or_else(bad)?;
@@ -163,6 +184,9 @@ impl fmt::Display for ProbeSet {
         }
         for r in &self.lines {
             write!(f, ",lines={}:{}-{}", r.file, r.first, r.last)?;
+        }
+        if self.lanes == LaneUnit::Block {
+            f.write_str(",lanes=block")?;
         }
         Ok(())
     }
@@ -378,10 +402,21 @@ mod tests {
             "entry".parse::<ProbeSet>().unwrap(),
             ProbeSet {
                 loops: false,
-                lines: vec![]
+                lines: vec![],
+                lanes: LaneUnit::Warp,
             }
         );
+        let b: ProbeSet = "entry,loops,lanes=block".parse().unwrap();
+        assert_eq!(b.lanes, LaneUnit::Block);
+        assert_eq!(b.to_string(), "entry,loops,lanes=block");
+        assert_eq!(b.to_string().parse::<ProbeSet>().unwrap(), b);
+        assert_eq!(
+            "loops,lanes=warp".parse::<ProbeSet>().unwrap(),
+            ProbeSet::default()
+        );
         for bad in [
+            "lanes=thread",
+            "lanes",
             "loop",
             "lines=x.py",
             "lines=:3",

@@ -21,7 +21,7 @@ use ikp_device::wire::{MAX_COUNTERS, MAX_REGIONS};
 use super::cfg::{Cfg, Edge};
 use super::emit;
 use super::ptx::{branch_target, loc_of, Kernel, Module, Stmt};
-use super::{InstrumentError, KernelProbes, Probe, ProbeKind, ProbeSet};
+use super::{InstrumentError, KernelProbes, LaneUnit, Probe, ProbeKind, ProbeSet};
 
 /// A text edit: insert `text` at `at` (edits at one offset in `order`), or replace
 /// `at..end` with `text`.
@@ -91,6 +91,7 @@ pub(crate) fn kernel(
         name: k.name.clone(),
         symbol: symbol.to_string(),
         warps_per_block: k.threads_per_block.map(|t| t.div_ceil(32)),
+        lanes: probes.lanes,
         regions: Vec::new(),
         counters: Vec::new(),
         probes: Vec::new(),
@@ -193,6 +194,15 @@ pub(crate) fn kernel(
     };
 
     let mut edits = Vec::new();
+    // A lane per block: the warps that record nothing branch past each probe.
+    let skips = std::cell::Cell::new(0usize);
+    let skippable = |probe: String| match probes.lanes {
+        LaneUnit::Warp => probe,
+        LaneUnit::Block => {
+            skips.set(skips.get() + 1);
+            emit::skipped(skips.get(), &probe)
+        }
+    };
     let mut trampolines = String::new();
     let mut n_tramp = 0usize;
     let tramp_label = |n: &mut usize| {
@@ -205,7 +215,7 @@ pub(crate) fn kernel(
         at: k.body.start + 1,
         order: INIT,
         end: None,
-        text: format!("\n{}", emit::decls(loops)),
+        text: format!("\n{}", emit::decls(loops, probes.lanes)),
     });
     let init_at = k
         .stmts
@@ -220,7 +230,7 @@ pub(crate) fn kernel(
         at: init_at,
         order: INIT,
         end: None,
-        text: emit::init(isa, symbol, loops),
+        text: emit::init(isa, symbol, loops, probes.lanes),
     });
 
     let ends = |b_loops: &[usize], keep: &[usize]| -> String {
@@ -284,6 +294,7 @@ pub(crate) fn kernel(
         if text.is_empty() {
             continue;
         }
+        let text = skippable(text);
         // The only way into `v` from `u`: the begins go at the top of `u`'s basic block,
         // before the loop's own set-up. A probe's atomics are branches in SASS (`BSSY;
         // @!P BRA; ATOMG; BSYNC`); between the set-up and the header they split the
@@ -377,7 +388,7 @@ pub(crate) fn kernel(
         let Stmt::Instr { guard, opcode, .. } = &s.stmt else {
             unreachable!()
         };
-        let text = ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol);
+        let text = skippable(ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol));
         writes.push(s.at.start);
         match guard {
             None => edits.push(Edit {
@@ -428,7 +439,7 @@ pub(crate) fn kernel(
                     at: k.stmts[i].at.start,
                     order: LINE,
                     end: None,
-                    text: emit::instant(isa, symbol, r),
+                    text: skippable(emit::instant(isa, symbol, r)),
                 });
             }
         }
@@ -445,7 +456,7 @@ pub(crate) fn kernel(
         at: place_at,
         order: PLACE,
         end: None,
-        text: emit::place(symbol),
+        text: skippable(emit::place(symbol)),
     });
 
     if !trampolines.is_empty() {
