@@ -4,20 +4,40 @@
 use crate::util::{ikp, ikp_ok, repo, text};
 use ikp_host::instrument::{kernel_params, LaneUnit, Manifest};
 
-/// `--at ...,lanes=block`: said, and in the manifest, whose layout has a lane a block.
-#[test]
-fn a_lane_per_block_is_said_and_laid_out() {
+/// `ikp instrument FIXTURE -o DIR/OUT EXTRA...` on the Triton fixture `name` (`.ptx`),
+/// in a fresh directory: the directory, the input's path, the output's, what it said.
+fn instrument_fixture(
+    name: &str,
+    out: &str,
+    extra: &[&str],
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    String,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let input = repo().join("host/tests/ptx/triton/layer_norm_fwd_kernel.ptx");
-    let out = dir.path().join("ln.ptx");
-    let said = ikp_ok(&[
+    let input = repo().join(format!("host/tests/ptx/triton/{name}.ptx"));
+    let out = dir.path().join(out);
+    let mut args = vec![
         "instrument",
         input.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
-        "--at",
-        "entry,loops,lanes=block",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let said = ikp_ok(&args);
+    (dir, input, out, said)
+}
+
+/// `--at ...,lanes=block`: said, and in the manifest, whose layout has a lane a block.
+#[test]
+fn a_lane_per_block_is_said_and_laid_out() {
+    let (dir, _, _, said) = instrument_fixture(
+        "layer_norm_fwd_kernel",
+        "ln.ptx",
+        &["--at", "entry,loops,lanes=block"],
+    );
     assert!(
         said.starts_with("layer_norm_fwd_kernel: 3 probes, 3 regions, warps per block 8, a lane per block (its first warp's), buffer symbol"),
         "{said}"
@@ -34,15 +54,7 @@ fn a_lane_per_block_is_said_and_laid_out() {
 
 #[test]
 fn writes_the_ptx_and_its_manifest_and_says_what_it_did() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = repo().join("host/tests/ptx/triton/layer_norm_fwd_kernel.ptx");
-    let out = dir.path().join("ln.ptx");
-    let said = ikp_ok(&[
-        "instrument",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (dir, input, out, said) = instrument_fixture("layer_norm_fwd_kernel", "ln.ptx", &[]);
     assert!(said.starts_with("layer_norm_fwd_kernel: 3 probes, 3 regions, warps per block 8, buffer symbol ikp_buf_layer_norm_fwd_kernel\n"), "{said}");
     let ptx = std::fs::read_to_string(&out).unwrap();
     let original = std::fs::read_to_string(&input).unwrap();
@@ -154,16 +166,7 @@ fn the_manifest_is_a_names_file() {
 #[test]
 fn report_shows_what_the_probes_cost_the_kernel_occupancy_included() {
     use ikp_host::{sass::occupancy::blocks_per_sm, Arch};
-    let dir = tempfile::tempdir().unwrap();
-    let input = repo().join("host/tests/ptx/triton/softmax_looped_kernel.ptx");
-    let out = dir.path().join("s.ptx");
-    let said = ikp_ok(&[
-        "instrument",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--report",
-    ]);
+    let (_dir, _, _, said) = instrument_fixture("softmax_looped_kernel", "s.ptx", &["--report"]);
     let header = said
         .lines()
         .find(|l| l.starts_with("| kernel (sm_90a)"))
