@@ -810,11 +810,11 @@ fn targets_before_sm80_record_the_same_without_redux() {
 
 /// PTX statements of the init a warp that records nothing (`lanes=block`, every warp but
 /// a block's first) issues before its branch, loops' resets aside: the active mask, the
-/// layout's load, the thread index (7), its warp, two compares, the vote and the branch.
+/// layout's load, the thread index (7), its warp, a compare, the vote and the branch.
 /// Past it, such a warp issues two statements a loop (their resets), a branch past the
 /// placement and past each exit's finalize (once a part of the warp that leaves there:
 /// up to three, say), and two a loop entry (past its begin and its end).
-const OFF_WARP_INIT: usize = 14;
+const OFF_WARP_INIT: usize = 13;
 
 /// A lane per block (`lanes=block`): each block's first warp records into the block's lane
 /// what it records as a lane per warp (records, drops, spans and trip counts); the other

@@ -170,12 +170,13 @@ pub(crate) fn init(isa: Isa, symbol: &str, loops: usize, lanes: LaneUnit) -> Str
             &format!("\tsetp.ne.u32 %ikp_own{k}, %ikp_m, %ikp_m;\n\tmov.u32 %ikp_trip{k}, 0;\n");
     }
     // A lane per block: a warp past the block's first branches past the init, as past every
-    // probe ([`skipped`]), on a vote ptxas knows to be warp-uniform.
+    // probe ([`skipped`]), on a vote ptxas knows to be warp-uniform. Such a warp reads no
+    // `%ikp_on` (every probe that reads it is behind a branch), so it is left unset.
     let (off_warps, off_end) = match lanes {
         LaneUnit::Warp => (String::new(), String::new()),
         LaneUnit::Block => (
             format!(
-                "\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tsetp.ne.u32 %ikp_on, %ia5, %ia5;\n\tvote.sync.any.pred %ikp_v, %iq0, %ikp_m;\n\t@!%ikp_v bra {INIT_SKIP};\n"
+                "\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tvote.sync.any.pred %ikp_v, %iq0, %ikp_m;\n\t@!%ikp_v bra {INIT_SKIP};\n"
             ),
             format!("{INIT_SKIP}:\n"),
         ),
