@@ -160,6 +160,9 @@ def main() -> int:
                 torch.cuda.empty_cache()
             print(f"{name:24s} {variant:18s} {us.get(variant, float('nan')):10.2f} us ({time.monotonic() - t0:.0f} s)", flush=True)
         rows[name] = dict(us=us, pct=breakdown(us))
+        if args.out:
+            # After every kernel: a run the session's timeout cuts short keeps what it timed.
+            write_figures(args.out, torch.cuda.get_device_name(), timed=TIMED, kernels=rows)
     cols = [v for v in VARIANTS if v != "plain"] + ["instructions", "claim", "records"]
     print("\n| kernel | plain us | " + " | ".join(cols) + " |\n|---|---|" + "---|" * len(cols))
     for name, r in rows.items():
