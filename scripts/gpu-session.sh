@@ -41,7 +41,7 @@ timeout 120 "$python" "$root/gpucheck/python/stream_experiment.py" --wheel-dir "
   echo "stream_experiment.py: exit $?" >>"$log"
 
 step "probe_experiment.py"
-timeout 180 "$python" "$root/gpucheck/python/probe_experiment.py" --wheel-dir "$wheels" \
+timeout 210 "$python" "$root/gpucheck/python/probe_experiment.py" --wheel-dir "$wheels" \
   --kernels softmax_kernel,layer_norm_fwd_kernel,while_loop_kernel,add_kernel \
   --out "$out/probes.json" >>"$log" 2>&1 ||
   echo "probe_experiment.py: exit $?" >>"$log"
