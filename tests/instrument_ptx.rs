@@ -890,3 +890,71 @@ fn instrumented_kernels_keep_their_occupancy() {
         wrong.join("\n")
     );
 }
+
+/// How far into a kernel's SASS a `lanes=block` warp that records nothing takes its branch
+/// past the init, at most, besides two instructions a loop (its owner and trip count
+/// reset, which every warp runs; softmax, no loop: the 9th instruction of the kernel, 6 of
+/// them the probes').
+const OFF_WARP_INIT_BRANCH: usize = 12;
+
+/// `lanes=block` on every Triton fixture, in SASS: the init's warp vote (`VOTE.ANY P`)
+/// and the branch on it come within the kernel's first [`OFF_WARP_INIT_BRANCH`]
+/// instructions (and its loops' resets), so a warp that records nothing runs almost none of the init; and the
+/// probes' timer reads, stores and atomics are all behind it or another branch (none runs
+/// before the vote's branch).
+#[test]
+fn a_block_lanes_other_warps_branch_past_the_init_at_once() {
+    use ikp_host::instrument::LaneUnit;
+    let block = ProbeSet {
+        lanes: LaneUnit::Block,
+        ..ProbeSet::default()
+    };
+    for f in fixtures("triton") {
+        let arch = target_of(&f.ptx).unwrap();
+        let out = instrument(&f.ptx, &block).unwrap();
+        let a = assembled(&out.ptx, &arch).unwrap();
+        for k in &out.manifest.kernels {
+            let sass: Vec<String> = a
+                .sass
+                .kernel(&k.name)
+                .unwrap()
+                .into_iter()
+                .filter(|i| ikp_host::sass::parse::opcode(i) != "NOP")
+                .collect();
+            // `VOTE.ANY P1, !P2`: a vote into a predicate (the active mask's is into a register).
+            let vote_pred = |i: &str| -> Option<String> {
+                let rest = i.split_once("VOTE.ANY")?.1.trim_start();
+                let dst = rest.split(',').next()?.trim();
+                (dst.len() > 1
+                    && dst.starts_with('P')
+                    && dst[1..].bytes().all(|b| b.is_ascii_digit()))
+                .then(|| dst.to_string())
+            };
+            let (vote, pred) = sass
+                .iter()
+                .enumerate()
+                .find_map(|(n, i)| vote_pred(i).map(|p| (n, p)))
+                .unwrap_or_else(|| panic!("{}: no warp vote in\n{}", f.name, sass.join("\n")));
+            let branch = sass[vote..]
+                .iter()
+                .position(|i| i.contains(&format!("@!{pred} BRA")))
+                .map(|p| vote + p)
+                .unwrap_or_else(|| panic!("{}: no branch on {pred}", f.name));
+            assert!(
+                branch < OFF_WARP_INIT_BRANCH + 2 * k.counters.len(),
+                "{}: the init's branch is instruction {branch}:\n{}",
+                f.name,
+                sass[..=branch].join("\n")
+            );
+            let before = &sass[..branch];
+            assert!(
+                !before.iter().any(|i| i.contains("SR_GLOBALTIMER")
+                    || ikp_host::sass::parse::opcode(i).starts_with("ATOMG")
+                    || ikp_host::sass::parse::opcode(i).starts_with("REDG")),
+                "{}: a probe's timer read or atomic before the init's branch:\n{}",
+                f.name,
+                before.join("\n")
+            );
+        }
+    }
+}
