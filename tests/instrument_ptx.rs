@@ -801,10 +801,7 @@ fn instrumented_kernels_keep_their_occupancy() {
         ));
     }
     // A lane per warp, and a lane per block (`lanes=block`) on the Triton fixtures.
-    let block = ProbeSet {
-        lanes: ikp_host::instrument::LaneUnit::Block,
-        ..ProbeSet::default()
-    };
+    let block: ProbeSet = "entry,loops,lanes=block".parse().unwrap();
     let triton: Vec<_> = modules
         .iter()
         .filter(|(name, ..)| name.starts_with("triton/"))
@@ -904,11 +901,7 @@ const OFF_WARP_INIT_BRANCH: usize = 12;
 /// before the vote's branch).
 #[test]
 fn a_block_lanes_other_warps_branch_past_the_init_at_once() {
-    use ikp_host::instrument::LaneUnit;
-    let block = ProbeSet {
-        lanes: LaneUnit::Block,
-        ..ProbeSet::default()
-    };
+    let block: ProbeSet = "entry,loops,lanes=block".parse().unwrap();
     for f in fixtures("triton") {
         let arch = target_of(&f.ptx).unwrap();
         let out = instrument(&f.ptx, &block).unwrap();

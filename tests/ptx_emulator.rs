@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use ikp_host::instrument::{instrument, symbol_words, LaneUnit, ProbeSet};
+use ikp_host::instrument::{instrument, symbol_words, ProbeSet};
 use ikp_host::{decode_launches, DecodeOptions, Trace};
 
 /// A kernel with a run-time loop of `n` iterations; each thread stores its count.
@@ -822,10 +822,7 @@ const OFF_WARP_INIT: usize = 13;
 /// several epochs too.
 #[test]
 fn a_lane_per_block_is_its_first_warps_lane() {
-    let block = ProbeSet {
-        lanes: LaneUnit::Block,
-        ..ProbeSet::default()
-    };
+    let block: ProbeSet = "entry,loops,lanes=block".parse().unwrap();
     let (blocks, warps) = (3u64, 2usize);
     for (ptx, name) in [
         (ONE_LOOP, "one_loop"),
