@@ -193,10 +193,16 @@ fn value(t: &Thread, l: &mut Launch, a: &str) -> u64 {
             "laneid" => return t.lane,
             _ => {}
         }
-        return *t
-            .regs
-            .get(a)
-            .unwrap_or_else(|| panic!("register {a} read before written"));
+        // A probe's register never written on this thread's path (a warp without a lane
+        // runs past the init that sets `%ikp_at`; a probe's temporaries are declared in
+        // its own `{ }` scope, which this emulator flattens, and its atomic may be
+        // predicated off) holds an undefined value, as on the GPU: only statements
+        // predicated off may use it (a write of it would show in the buffer or the
+        // kernel's result). The kernel's own registers are written before they are read.
+        return *t.regs.get(a).unwrap_or_else(|| {
+            assert!(a.starts_with("%i"), "register {a} read before written");
+            &UNDEFINED
+        });
     }
     if let Some(neg) = a.strip_prefix('!') {
         return (value(t, l, neg) == 0) as u64;
@@ -310,21 +316,6 @@ fn run(
                             let from = value(t, &mut l, &args[2]) as usize;
                             let x = src[from].expect("shfl from a thread outside the mask");
                             t.regs.insert(args[0].clone(), x);
-                            advance(&mut pcs, i);
-                        }
-                        // `redux.sync.max.u32 d, a, membermask`: the largest `a` of the
-                        // threads in the mask, every one of which must be here.
-                        "redux" => {
-                            assert_eq!(op, "redux.sync.max.u32", "only redux.sync.max.u32");
-                            let members = value(t, &mut l, &args[2]);
-                            let x = (0..32)
-                                .filter(|lane| members >> lane & 1 == 1)
-                                .map(|lane| {
-                                    src[lane].expect("redux over a thread outside the mask")
-                                })
-                                .max()
-                                .expect("redux over an empty mask");
-                            t.regs.insert(args[0].clone(), x & 0xFFFF_FFFF);
                             advance(&mut pcs, i);
                         }
                         // `vote.sync.any.pred d, a, membermask`: `a` in any thread of
@@ -553,6 +544,10 @@ fn step(
 
 const BUF: u64 = 0x1000_0000;
 const SYM: u64 = 0x2000_0000;
+
+/// What a probe's temporary that was never written holds (see `value`): far from every
+/// address the tests use, so a write through it would show.
+const UNDEFINED: u64 = 0xBAD0_0BAD_BAD0_0BAD;
 const OUT: u64 = 0x3000_0000;
 
 /// An instrumented kernel attached as the host attaches it: its buffer laid out for
@@ -775,11 +770,11 @@ fn launches_go_to_their_own_epochs() {
     }
 }
 
-/// Before sm_80 there is no `redux.sync`: the init reads the block's index as it is, and the
-/// probes record the same (launches to their own epochs, each loop's trips; a diverged warp
-/// too, its loop owned by a thread that did not claim the epoch).
+/// Before sm_90 (here sm_75: no `elect.sync`, no `redux.sync`) the probes find the
+/// recording thread in the active mask and record the same (launches to their own epochs, each loop's trips; a diverged warp too,
+/// its loop owned by a thread that did not claim the epoch).
 #[test]
-fn targets_before_sm80_record_the_same_without_redux() {
+fn targets_before_sm90_record_the_same() {
     for (ptx, name, samples) in [
         (ONE_LOOP, "one_loop", vec![7]),
         (DIVERGENT, "div_loop", vec![8]),
@@ -787,8 +782,9 @@ fn targets_before_sm80_record_the_same_without_redux() {
         let sm75 = ptx.replace(".target sm_90\n", ".target sm_75\n");
         assert_ne!(sm75, ptx);
         let probes = ProbeSet::default();
-        assert!(instrument(ptx, &probes).unwrap().ptx.contains("redux.sync"));
-        assert!(!instrument(&sm75, &probes).unwrap().ptx.contains("redux"));
+        assert!(instrument(ptx, &probes).unwrap().ptx.contains("elect.sync"));
+        let out = instrument(&sm75, &probes).unwrap().ptx;
+        assert!(!out.contains("redux") && !out.contains("elect"));
         let (traces, _, _) = emulate_kernel(&sm75, name, 2, 8, 2, 3, 7);
         assert_eq!(
             traces.len(),
@@ -804,6 +800,85 @@ fn targets_before_sm80_record_the_same_without_redux() {
                 t.samples.value
             );
             assert_eq!(t.samples.value.len(), 4, "{name}");
+        }
+    }
+}
+
+/// PTX statements a warp of a block past the buffer's lanes issues of the init, loops'
+/// resets aside: the layout's load, the block's index (7 statements), its first lane, the
+/// compare and the branch. Past it, in straight-line code, one branch past the finalize
+/// (and the placement with it).
+const OFF_BLOCK_INIT: usize = 11;
+
+/// A launch of more blocks than the buffer has lanes for (`ikp.triton` records the first
+/// `max_blocks` blocks of each launch): the first block records what a launch of that
+/// block alone records (the buffer word for word), the kernel computes what it computes
+/// unprobed, and the warps of the blocks past the lanes run past the lane's init, its
+/// placement and its finalize: in straight-line code they issue
+/// [`OFF_BLOCK_INIT`] statements of the probes and a branch (a lane per block: after the
+/// warp's vote); a lane per warp or per block, over two epochs.
+#[test]
+fn blocks_past_the_buffers_lanes_run_past_the_lanes_probes() {
+    for at in ["entry,loops", "entry,loops,lanes=block"] {
+        let probes: ProbeSet = at.parse().unwrap();
+        for (ptx, name, straight) in [
+            (STRAIGHT, "straight", true),
+            (ROW, "row", true),
+            (EARLY_RET, "early", false),
+            (ONE_LOOP, "one_loop", false),
+            (TRIANGULAR, "tri", false),
+            (DIVERGENT, "div_loop", false),
+        ] {
+            let mut sampled = Attached::with(ptx, name, &probes, 1, 64, 2, 4);
+            let mut alone = Attached::with(ptx, name, &probes, 1, 64, 2, 4);
+            sampled.blocks = 3;
+            let mut plain = Memory::default();
+            for _ in 0..2 {
+                sampled.launch();
+                alone.launch();
+                let p = program(ptx, name);
+                run(&p, &mut plain, &HashMap::new(), &sampled.params, 3, 64);
+            }
+            assert_eq!(
+                sampled.mem.load(OUT, 4),
+                plain.load(OUT, 4),
+                "{at} {name}: the kernel's own result"
+            );
+            // Word for word where the warps past the lanes read no timer (this emulator's
+            // timer runs per launch, so a read of theirs moves the first block's stamps);
+            // else its spans and trip counts.
+            if straight {
+                assert_eq!(
+                    sampled.buffer(),
+                    alone.buffer(),
+                    "{at} {name}: the first block's lanes"
+                );
+            }
+            let (ts, ta) = (sampled.traces(), alone.traces());
+            assert_eq!(ts.len(), 2, "{at} {name}");
+            for (s, a) in ts.iter().zip(&ta) {
+                assert_eq!(s.lanes.len(), a.lanes.len(), "{at} {name}");
+                assert_eq!(s.spans.len(), a.spans.len(), "{at} {name}");
+                assert_eq!(s.samples.value, a.samples.value, "{at} {name}");
+            }
+            for warp in 0..2 {
+                // Over both launches (the plain kernel ran twice too).
+                let issued = |b, w| sampled.mem.issued[&(b, w)] - plain.issued[&(b, w)];
+                // Against the first block's first warp, which records.
+                let (off, own) = (issued(2, warp), issued(0, 0));
+                // A lane per block: its first warp takes the warp's vote first
+                // ([`OFF_WARP_INIT`], the layout's load counted once).
+                let block = at.contains("lanes=block");
+                let most = 2 * (OFF_BLOCK_INIT + 1 + if block { OFF_WARP_INIT - 1 } else { 0 });
+                assert!(
+                    !straight || off <= most,
+                    "{at} {name}: warp {warp} of block 2 issued {off} probe statements, more than {most}"
+                );
+                assert!(
+                    off < own,
+                    "{at} {name}: warp {warp} of block 2 issued {off} probe statements, of block 0 {own}"
+                );
+            }
         }
     }
 }

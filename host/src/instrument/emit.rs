@@ -2,6 +2,22 @@
 //! [`ikp_device::wire`], so instrumented PTX writes the same buffer `ikp.cuh` writes and
 //! the native decoder reads it unchanged.
 //!
+//! **Warps without a lane run past their lane's probes.** `ikp.triton` records the first
+//! `max_blocks` blocks of a launch (1024) and `launches` launches (16): on a row-wise kernel
+//! of 8,192 rows and later launches most warps have no lane, and a probe predicated off
+//! costs such a warp what it costs a recording warp (the issue slots). So the init tests
+//! the block first (its first lane within the layout's lanes: warp-uniform arithmetic on
+//! constants, a branch ptxas takes without a vote) and a warp of a block past the lanes
+//! branches past the rest of the init, the placement and the finalize ([`skipped`]): some
+//! 10 SASS instructions where it ran the whole init and finalize (50 to 70).
+//! `%ikp_on` is a warp vote's result from the init on, narrowed by a second vote at the
+//! placement (a launch past the epochs), so the branches on it are warp-uniform. A
+//! recording warp pays the branches and votes (about 5 instructions); where the
+//! placement and the finalize meet (straight-line code) they share one branch. A loop's
+//! probes run predicated as before (each branch around them cost a recording warp more
+//! than it saved), except under `lanes=block`, where every warp but a block's first
+//! branches past every probe.
+//!
 //! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
 //! host wrote into the kernel's symbol at attach time ([`ikp_device::probe_symbol`]: the
 //! lanes' addresses, the records per lane, warps per block, epochs; constant loads, no
@@ -21,9 +37,9 @@
 //! predicate (`%ikp_on`); each probe that writes computes the lane's addresses afresh from
 //! it and the symbol's constants ([`locate`]: where ptxas does not keep them itself, a
 //! multiply-add per address and the constant loads), where holding the two 64-bit addresses
-//! and the record count took five vector registers at every point of the kernel. On sm_80
-//! and later the init reads the block's index through `redux.sync` ([`init`]), so that
-//! ptxas keeps the kernel's own `%ctaid` arithmetic in uniform registers. A loop's trip
+//! and the record count took five vector registers at every point of the kernel. The
+//! init's block index is warp-uniform arithmetic (`S2UR`, `UIMAD`), so ptxas keeps the
+//! kernel's own `%ctaid` arithmetic in uniform registers too. A loop's trip
 //! counter and its begin's timer live across the loop (in a warp-uniform loop ptxas keeps
 //! them in uniform registers). `instrument_ptx::instrumented_kernels_keep_their_occupancy`
 //! holds every fixture to its blocks per SM.
@@ -70,8 +86,6 @@ use super::LaneUnit;
 /// What the module's target and PTX ISA version give the probes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Isa {
-    /// `redux.sync` (sm_80 and later): the block's index handed to the warp ([`init`]).
-    pub redux: bool,
     /// `elect.sync` (sm_90 and later, PTX ISA 8.0): the thread that records, in one
     /// instruction ([`leader`]).
     pub elect: bool,
@@ -86,7 +100,6 @@ impl Isa {
             .and_then(|t| t.trim().parse::<crate::Arch>().ok())
             .map_or(0, |a| a.major);
         Isa {
-            redux: major >= 8,
             elect: major >= 9 && m.version >= (8, 0),
         }
     }
@@ -134,9 +147,7 @@ pub(crate) fn decls(loops: usize, lanes: LaneUnit) -> String {
     let mut s = String::from(
         "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_at, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
     );
-    if lanes == LaneUnit::Block {
-        s += "\t.reg .pred \t%ikp_v;\n";
-    }
+    let _ = lanes;
     if loops > 0 {
         s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
     }
@@ -153,47 +164,60 @@ pub(crate) fn decls(loops: usize, lanes: LaneUnit) -> String {
 /// so in one read, where the lowest of the mask takes a mask read and an `and`. ([`place`]
 /// reads the shuffle's source lane, 0, from the symbol, not as an immediate.) `%ikp_on`
 /// says here whether the warp has a lane at all (the symbol is set, the warp is within
-/// the layout): a deferred loop begin ([`loop_begin_deferred`]) may read it before
-/// [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
+/// the layout), as a warp vote: a deferred loop begin ([`loop_begin_deferred`]) may read
+/// it before [`place`] narrows it to the claimed epoch, as its end reads the narrowed one.
 ///
-/// `redux` (sm_80 and later) hands the block's index to the warp through
-/// `redux.sync.max`, whose result ptxas knows to be warp-uniform: `%ctaid` then stays in
-/// the uniform datapath where the kernel's own code reads it (`S2UR`, its row addresses in
-/// uniform registers); read into the probe's vector arithmetic, it pulled the kernel's
-/// uniform address arithmetic into vector registers with it (Triton's looped softmax: two
-/// registers across its loops, 32 -> 40 with the probes).
-pub(crate) fn init(isa: Isa, symbol: &str, loops: usize, lanes: LaneUnit) -> String {
+/// Which warps go on: the block's first lane (`block * groups`) within the layout's
+/// lanes, tested on the block index alone, which ptxas keeps in the uniform datapath
+/// (`S2UR`, `UIMAD`) and branches on without a vote; a block past the lanes branches to the
+/// end of the init with `%ikp_on` false (the layout's lanes are blocks x groups, so the
+/// block's test is the lane's for every warp within `groups`). The warp's own test
+/// (within the block's lanes) takes a vote. A lane per block tests the warp first (most
+/// of its warps leave before the block's index is read). The block index read as vector
+/// arithmetic (or handed over by `redux.sync`, before) pulled the kernel's own uniform
+/// address arithmetic into vector registers with it (Triton's looped softmax: 32 -> 40
+/// registers across its loops).
+pub(crate) fn init(symbol: &str, loops: usize, lanes: LaneUnit) -> String {
     // Each loop unowned and its trip count 0, before any warp leaves the init.
     let mut resets = String::new();
     for k in 0..loops {
-        resets +=
-            &format!("\tsetp.ne.u32 %ikp_own{k}, %ikp_m, %ikp_m;\n\tmov.u32 %ikp_trip{k}, 0;\n");
+        resets += &format!("\tsetp.ne.u32 %ikp_own{k}, %ia2, %ia2;\n\tmov.u32 %ikp_trip{k}, 0;\n");
     }
-    // A lane per block: a warp past the block's first branches past the init, as past every
-    // probe ([`skipped`]), on a vote ptxas knows to be warp-uniform. Such a warp reads no
-    // `%ikp_on` (every probe that reads it is behind a branch), so it is left unset.
-    let (off_warps, off_end) = match lanes {
-        LaneUnit::Warp => (String::new(), String::new()),
-        LaneUnit::Block => (
-            format!(
-                "\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tvote.sync.any.pred %ikp_v, %iq0, %ikp_m;\n\t@!%ikp_v bra {INIT_SKIP};\n"
-            ),
-            format!("{INIT_SKIP}:\n"),
+    let thread = format!(
+        "\tactivemask.b32 %ikp_m;\n{}\tshr.u32 %ia5, %ia5, 5;\n",
+        linear("%ia5", "%tid", "%ntid")
+    );
+    // Which warps record. The block's test (its first lane within the layout's lanes) is
+    // warp-uniform from constants alone, so ptxas branches on it without a vote; the
+    // warp's (within the block's lanes: a lane per warp, its first warp: a lane per
+    // block) takes a vote, so that `%ikp_on` is a predicate ptxas knows to be uniform
+    // where the probes branch on it. A lane per block tests the warp first: most warps
+    // leave there, before the block's index is read.
+    let (first, second) = match lanes {
+        LaneUnit::Warp => (
+            String::new(),
+            format!("{thread}\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tvote.sync.any.pred %ikp_on, %iq0, %ikp_m;\n"),
         ),
+        LaneUnit::Block => (
+            format!("{thread}\tsetp.lt.u32 %iq0, %ia5, %ia4;\n\tvote.sync.any.pred %ikp_on, %iq0, %ikp_m;\n\t@!%ikp_on bra {INIT_SKIP};\n"),
+            String::new(),
+        ),
+    };
+    let within = match lanes {
+        LaneUnit::Warp => "\tsetp.lt.u32 %ikp_on, %ia6, %ia2;\n",
+        LaneUnit::Block => "\tsetp.lt.and.u32 %ikp_on, %ia6, %ia2, %ikp_on;\n",
     };
     let mut s = format!(
         "{{ // ikp: lane init (its epoch claim in flight)
 \t.reg .pred %iq<2>;
 \t.reg .b32 %ia<12>;
 \t.reg .b64 %ib<2>;
-\tactivemask.b32 %ikp_m;
-{resets}\tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
-{thread}\tshr.u32 %ia5, %ia5, 5;
-{off_warps}\tld.const.u32 %ia10, [{symbol}+{epochs}];
+\tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
+{resets}{first}{block}\tmul.lo.u32 %ia6, %ia6, %ia4;
+{within}\t@!%ikp_on bra {INIT_SKIP};
+{second}\tadd.u32 %ikp_w, %ia6, %ia5;
+\tld.const.u32 %ia10, [{symbol}+{epochs}];
 \tld.const.u64 %ib0, [{symbol}+{claims}];
-{block}{uniform_block}\tmad.lo.u32 %ikp_w, %ia6, %ia4, %ia5;
-\tsetp.lt.u32 %iq0, %ia5, %ia4;
-\tsetp.lt.and.u32 %ikp_on, %ikp_w, %ia2, %iq0;
 \tmov.u32 %ia8, %laneid;
 \tsetp.eq.and.u32 %iq1, %ia8, 0, %ikp_on;
 \tsetp.gt.and.u32 %iq1, %ia10, 1, %iq1;
@@ -207,31 +231,25 @@ pub(crate) fn init(isa: Isa, symbol: &str, loops: usize, lanes: LaneUnit) -> Str
 \tmov.u64 %ikp_gt0, %globaltimer;
 \tmov.u64 %ikp_clk0, %clock64;
 ",
-        thread = linear("%ia5", "%tid", "%ntid"),
         block = linear("%ia6", "%ctaid", "%nctaid"),
         lanes = sym::LANES * 8,
         epochs = sym::EPOCHS * 8,
         claims = sym::CLAIMS_AT * 8,
         warp_shift = wire::IDS_WARP_SHIFT,
-        uniform_block = if isa.redux {
-            "\tredux.sync.max.u32 %ia6, %ia6, %ikp_m;\n"
-        } else {
-            ""
-        },
     );
-    s += "}\n";
-    s += &off_end;
+    s += &format!("}}\n{INIT_SKIP}:\n");
     s
 }
 
-/// The label past a block lane's init, for the warps that record nothing.
+/// The label past the init, for the warps that record nothing.
 const INIT_SKIP: &str = "$ikp_s_init";
 
-/// `probe` behind a branch the warps that record nothing take (a lane per block: every
-/// warp but the block's first), on the init's warp-uniform vote: they run one branch
-/// where they ran the probe predicated off. `n` numbers the probe's label in its kernel.
+/// `probe` behind a branch the warps that record nothing take (the placement and the
+/// finalize; under a lane per block every probe), on `%ikp_on`, a warp vote's result:
+/// they run one branch where they ran the probe predicated off. `n` numbers the probe's
+/// label in its kernel.
 pub(crate) fn skipped(n: usize, probe: &str) -> String {
-    format!("\t@!%ikp_v bra $ikp_s{n};\n{probe}$ikp_s{n}:\n")
+    format!("\t@!%ikp_on bra $ikp_s{n};\n{probe}$ikp_s{n}:\n")
 }
 
 /// Lane init, second half: the claimed epoch broadcast from the thread that claimed it,
@@ -247,8 +265,10 @@ pub(crate) fn skipped(n: usize, probe: &str) -> String {
 /// waited for before the kernel's first loads (`the_epoch_claim_waits_behind_the_kernels_first_loads`);
 /// the lowest lane of the mask, found at run time, took three instructions more. The
 /// broadcast is a shuffle, not `redux.sync`: ptxas hoists a `REDUX` of the claim right
-/// behind its atomic too (Triton's attention kernel).
-pub(crate) fn place(symbol: &str) -> String {
+/// behind its atomic too (Triton's attention kernel). `vote`: `%ikp_on` narrowed is voted
+/// again, for the probes after it that branch on it; not where the finalize follows at
+/// once, in the same branch.
+pub(crate) fn place(symbol: &str, vote: bool) -> String {
     format!(
         "{{ // ikp: lane place
 \t.reg .pred %iq<1>;
@@ -266,8 +286,13 @@ pub(crate) fn place(symbol: &str) -> String {
 \t@%iq0 st.global.u64 [%ikp_lane+{start_gt}], %ikp_gt0;
 \t@%iq0 st.global.u64 [%ikp_lane+{start_clk}], %ikp_clk0;
 \t@%iq0 st.global.u64 [%ikp_lane+{ids}], %ib4;
-}}
+{vote}}}
 ",
+        vote = if vote {
+            "\tvote.sync.any.pred %ikp_on, %ikp_on, %ikp_m;\n"
+        } else {
+            ""
+        },
         locate = locate(symbol),
         lanes = sym::LANES * 8,
         epochs = sym::EPOCHS * 8,

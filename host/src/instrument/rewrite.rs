@@ -194,14 +194,16 @@ pub(crate) fn kernel(
     };
 
     let mut edits = Vec::new();
-    // A lane per block: the warps that record nothing branch past each probe.
+    // The warps that record nothing branch past the placement and each finalize, and,
+    // a lane per block, past every probe (`emit::skipped`).
     let skips = std::cell::Cell::new(0usize);
+    let skipped = |probe: String| {
+        skips.set(skips.get() + 1);
+        emit::skipped(skips.get(), &probe)
+    };
     let skippable = |probe: String| match probes.lanes {
         LaneUnit::Warp => probe,
-        LaneUnit::Block => {
-            skips.set(skips.get() + 1);
-            emit::skipped(skips.get(), &probe)
-        }
+        LaneUnit::Block => skipped(probe),
     };
     let mut trampolines = String::new();
     let mut n_tramp = 0usize;
@@ -230,7 +232,7 @@ pub(crate) fn kernel(
         at: init_at,
         order: INIT,
         end: None,
-        text: emit::init(isa, symbol, loops, probes.lanes),
+        text: emit::init(symbol, loops, probes.lanes),
     });
 
     let ends = |b_loops: &[usize], keep: &[usize]| -> String {
@@ -374,6 +376,7 @@ pub(crate) fn kernel(
     }
 
     // Exits: close the loops still open, finalize the lane.
+    let mut exits = Vec::new();
     for (b, block) in cfg.blocks.iter().enumerate() {
         if !block.exits || !reachable[b] {
             continue;
@@ -388,15 +391,19 @@ pub(crate) fn kernel(
         let Stmt::Instr { guard, opcode, .. } = &s.stmt else {
             unreachable!()
         };
-        let text = skippable(ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol));
+        let raw = ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol);
+        let text = skipped(raw.clone());
         writes.push(s.at.start);
         match guard {
-            None => edits.push(Edit {
-                at: s.at.start,
-                order: EXIT,
-                end: None,
-                text,
-            }),
+            None => {
+                exits.push((edits.len(), raw));
+                edits.push(Edit {
+                    at: s.at.start,
+                    order: EXIT,
+                    end: None,
+                    text,
+                })
+            }
             Some(g) => {
                 let label = tramp_label(&mut n_tramp);
                 edits.push(Edit {
@@ -452,12 +459,20 @@ pub(crate) fn kernel(
         entry_end(k, &cfg, &preds, init_at, probes.lines.is_empty()),
         usize::min,
     );
-    edits.push(Edit {
-        at: place_at,
-        order: PLACE,
-        end: None,
-        text: skippable(emit::place(symbol)),
-    });
+    // Where it falls on an exit with nothing else there (straight-line code), the
+    // finalize takes it in: one branch past both, and no vote between them.
+    let alone = |e: &Edit| e.at != place_at || e.order == EXIT;
+    match exits.iter().find(|(i, _)| edits[*i].at == place_at) {
+        Some((i, raw)) if edits.iter().all(alone) => {
+            edits[*i].text = skipped(emit::place(symbol, false) + raw);
+        }
+        _ => edits.push(Edit {
+            at: place_at,
+            order: PLACE,
+            end: None,
+            text: skipped(emit::place(symbol, true)),
+        }),
+    }
 
     if !trampolines.is_empty() {
         let last = k

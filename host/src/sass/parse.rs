@@ -160,6 +160,45 @@ impl Sass {
         Ok(found.pop().unwrap_or_default())
     }
 
+    /// The instructions one warp issues along a path through kernel `name`, each loop's
+    /// body once: from the kernel's first instruction, a backward branch falls through, an
+    /// unconditional forward branch is taken, and a predicated forward branch or `EXIT` is
+    /// taken where `take` says so; the path ends at an `EXIT` taken. `take` sees every
+    /// instruction of the path in order, with its address (so it can follow the
+    /// predicates it cares about), and is asked about each; it decides only the predicated
+    /// branches and exits. What a warp that records nothing runs, say, against what a
+    /// recording warp runs.
+    pub fn path(
+        &self,
+        name: &str,
+        mut take: impl FnMut(u64, &str) -> bool,
+    ) -> Result<Vec<String>, SassError> {
+        let ins = self.insns(name)?;
+        let mut path = Vec::new();
+        let mut i = 0;
+        while let Some((addr, text)) = ins.get(i) {
+            path.push(text.clone());
+            let taken = take(*addr, text);
+            let predicated = text.starts_with('@');
+            let op = opcode(text);
+            if op == "EXIT" && (!predicated || taken) {
+                break;
+            }
+            match branch_target(text).filter(|t| t > addr) {
+                Some(target) if !predicated || taken => {
+                    i = ins.iter().position(|(a, _)| *a == target).ok_or_else(|| {
+                        SassError::BranchTarget {
+                            kernel: name.to_owned(),
+                            target,
+                        }
+                    })?;
+                }
+                _ => i += 1,
+            }
+        }
+        Ok(path)
+    }
+
     /// The body of the only loop of kernel `name`.
     pub fn single_loop(&self, name: &str) -> Result<Vec<String>, SassError> {
         let mut loops = self.loops(name)?;
@@ -268,6 +307,68 @@ mod tests {
             Sass::parse(&bad).loops("spin"),
             Err(SassError::BranchTarget { target: 8, .. })
         ));
+    }
+
+    #[test]
+    fn a_path_runs_each_loop_once_and_takes_the_branches_it_is_told_to() {
+        let listing = "\
+        Function : k
+        /*0000*/                   ISETP.GE.U32.AND P0, PT, R5, R2, PT ;
+        /*0010*/               @P0 BRA 0x40 ;
+        /*0020*/                   ATOMG.E.INC.STRONG.GPU PT, R11, desc[UR6][R2.64], R11 ;
+        /*0030*/                   CS2R R4, SR_GLOBALTIMERLO ;
+        /*0040*/                   LDG.E R6, desc[UR6][R8.64] ;
+        /*0050*/              @!P1 BRA 0x40 ;
+        /*0060*/                   BRA 0x80 ;
+        /*0070*/                   MOV R0, RZ ;
+        /*0080*/               @P0 EXIT ;
+        /*0090*/                   STG.E desc[UR6][R8.64], R6 ;
+        /*00a0*/                   EXIT ;
+        /*00b0*/                   BRA 0xb0;
+";
+        let s = Sass::parse(listing);
+        let ops = |p: Vec<String>| p.iter().map(|i| opcode(i).to_owned()).collect::<Vec<_>>();
+        // Falling through every predicated branch and exit: the whole kernel but what the
+        // unconditional branch jumps, the loop once.
+        let all = s.path("k", |_, _| false).unwrap();
+        assert_eq!(
+            ops(all),
+            [
+                "ISETP.GE.U32.AND",
+                "BRA",
+                "ATOMG.E.INC.STRONG.GPU",
+                "CS2R",
+                "LDG.E",
+                "BRA",
+                "BRA",
+                "EXIT",
+                "STG.E",
+                "EXIT"
+            ]
+        );
+        // Taking the branch on P0 (by its address: not the exit at 0x80): past the atomic.
+        let mut seen = Vec::new();
+        let off = s
+            .path("k", |a, i| {
+                seen.push(i.to_owned());
+                i.starts_with("@P0") && a != 0x80
+            })
+            .unwrap();
+        assert_eq!(
+            ops(off.clone()),
+            [
+                "ISETP.GE.U32.AND",
+                "BRA",
+                "LDG.E",
+                "BRA",
+                "BRA",
+                "EXIT",
+                "STG.E",
+                "EXIT"
+            ]
+        );
+        assert_eq!(seen, off, "take sees the path, in order");
+        assert!(s.path("nope", |_, _| true).is_err());
     }
 
     #[test]
