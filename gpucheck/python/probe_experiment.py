@@ -9,12 +9,16 @@ and inside ``ikp.triton.profile()``, one thing varied at a time:
   loops                 entry,loops, every warp recording (the check's build)
   loops/past-epochs     entry,loops, every launch past the buffer's one epoch: each warp
                         claims its launch (one atomic) and stores nothing
-  loops/detached        entry,loops with the probes' symbol zeroed: each warp runs the
-                        probes' instructions, no atomic, no store
+  loops/detached        entry,loops with the probes' symbol zeroed: no warp has a lane;
+                        each branches past the init and finalize (a loop's probes run
+                        predicated off): what a warp without a lane costs
   loops/block-lanes     entry,loops,lanes=block: a lane per program, recorded by its first
                         warp; the other warps branch past the probes
+  default               entry,loops as ``ikp.triton.profile()`` opens by default: the first
+                        1024 blocks of the first 16 launches record; the others' warps
+                        branch past their lane's init and finalize
 
-so that, per kernel, the slowdown splits into the probes' instructions (detached), the
+so that, per kernel, the slowdown splits into what every warp pays (detached), the
 entry's launch claim (past-epochs less detached) and the records' slots and stores (loops
 less past-epochs) (``breakdown``). The row-wise kernels (softmax, layer norm, the while
 loop) cost 1.3x to 1.4x in run 6; these say which part to cut.
@@ -39,7 +43,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from experiment_tools import write_figures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached", "loops/block-lanes")
+VARIANTS = ("plain", "entry", "loops", "loops/past-epochs", "loops/detached", "loops/block-lanes", "default")
 TIMED = 20
 
 
@@ -68,7 +72,7 @@ def self_check() -> List[str]:
     problems = []
     b = breakdown({"plain": 100.0, "entry": 110.0, "loops": 130.0, "loops/past-epochs": 115.0, "loops/detached": 112.0})
     want = {"entry": 10.0, "loops": 30.0, "loops/past-epochs": 15.0, "loops/detached": 12.0,
-            "loops/block-lanes": None, "instructions": 12.0, "claim": 3.0, "records": 15.0}
+            "loops/block-lanes": None, "default": None, "instructions": 12.0, "claim": 3.0, "records": 15.0}
     if b != want:
         problems.append(f"breakdown: {b}, expected {want}")
     if breakdown({"plain": 100.0, "loops": 120.0})["records"] is not None:
@@ -103,9 +107,10 @@ def time_variant(torch: Any, ikp_triton: Any, tp: Any, fixture: Tuple[Any, ...],
     # Recording: every timed launch has its epoch (and the first, compiling, too). Past the
     # epochs: one epoch, taken by the first launch.
     launches = 1 if variant == "loops/past-epochs" else TIMED + 1
-    with ikp_triton.profile(
-        at=at, kernels=[fn], records_per_warp=tp.records_per_warp(loops), max_blocks=blocks, launches=launches
-    ) as prof:
+    sizes = dict(max_blocks=blocks, launches=launches)
+    if variant == "default":
+        sizes = dict(max_blocks=1024, launches=16)  # profile()'s defaults
+    with ikp_triton.profile(at=at, kernels=[fn], records_per_warp=tp.records_per_warp(loops), **sizes) as prof:
         launch()
         torch.cuda.synchronize()
         if variant == "loops/detached":
