@@ -327,24 +327,13 @@ mod tests {
         /*00b0*/                   BRA 0xb0;
 ";
         let s = Sass::parse(listing);
-        let ops = |p: Vec<String>| p.iter().map(|i| opcode(i).to_owned()).collect::<Vec<_>>();
+        let ops = |p: &[String]| p.iter().map(|i| opcode(i)).collect::<Vec<_>>().join(" ");
         // Falling through every predicated branch and exit: the whole kernel but what the
         // unconditional branch jumps, the loop once.
         let all = s.path("k", |_, _| false).unwrap();
         assert_eq!(
-            ops(all),
-            [
-                "ISETP.GE.U32.AND",
-                "BRA",
-                "ATOMG.E.INC.STRONG.GPU",
-                "CS2R",
-                "LDG.E",
-                "BRA",
-                "BRA",
-                "EXIT",
-                "STG.E",
-                "EXIT"
-            ]
+            ops(&all),
+            "ISETP.GE.U32.AND BRA ATOMG.E.INC.STRONG.GPU CS2R LDG.E BRA BRA EXIT STG.E EXIT"
         );
         // Taking the branch on P0 (by its address: not the exit at 0x80): past the atomic.
         let mut seen = Vec::new();
@@ -355,17 +344,8 @@ mod tests {
             })
             .unwrap();
         assert_eq!(
-            ops(off.clone()),
-            [
-                "ISETP.GE.U32.AND",
-                "BRA",
-                "LDG.E",
-                "BRA",
-                "BRA",
-                "EXIT",
-                "STG.E",
-                "EXIT"
-            ]
+            ops(&off),
+            "ISETP.GE.U32.AND BRA LDG.E BRA BRA EXIT STG.E EXIT"
         );
         assert_eq!(seen, off, "take sees the path, in order");
         assert!(s.path("nope", |_, _| true).is_err());
