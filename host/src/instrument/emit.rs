@@ -143,11 +143,10 @@ pub(crate) fn symbol_decl(symbol: &str) -> String {
 /// [`place`]) the claim's epoch (`%ikp_ep`), the active mask (`%ikp_m`), the warp's index
 /// in the grid (`%ikp_w`), its ids word's low half (`%ikp_id`) and the start stamps
 /// (`%ikp_gt0`, `%ikp_clk0`) wait in registers.
-pub(crate) fn decls(loops: usize, lanes: LaneUnit) -> String {
+pub(crate) fn decls(loops: usize) -> String {
     let mut s = String::from(
         "\t// ikp: probe registers\n\t.reg .b64 \t%ikp_lane, %ikp_cnt, %ikp_gt0, %ikp_clk0;\n\t.reg .b32 \t%ikp_r, %ikp_at, %ikp_ep, %ikp_m, %ikp_w, %ikp_id;\n\t.reg .pred \t%ikp_on;\n",
     );
-    let _ = lanes;
     if loops > 0 {
         s += &format!("\t.reg .b32 \t%ikp_trip<{loops}>, %ikp_t<{loops}>;\n\t.reg .pred \t%ikp_own<{loops}>;\n");
     }

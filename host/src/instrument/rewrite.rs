@@ -217,7 +217,7 @@ pub(crate) fn kernel(
         at: k.body.start + 1,
         order: INIT,
         end: None,
-        text: format!("\n{}", emit::decls(loops, probes.lanes)),
+        text: format!("\n{}", emit::decls(loops)),
     });
     let init_at = k
         .stmts
