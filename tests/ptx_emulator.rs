@@ -816,7 +816,8 @@ const OFF_BLOCK_INIT: usize = 11;
 /// unprobed, and the warps of the blocks past the lanes run past the lane's init, its
 /// placement and its finalize: in straight-line code they issue
 /// [`OFF_BLOCK_INIT`] statements of the probes and a branch (a lane per block: after the
-/// warp's vote); a lane per warp or per block, over two epochs.
+/// warp's vote), and past each loop's begin and end, whose records they branch past
+/// ([`LOOP_ENTRY`]); a lane per warp or per block, over two epochs.
 #[test]
 fn blocks_past_the_buffers_lanes_run_past_the_lanes_probes() {
     for at in ["entry,loops", "entry,loops,lanes=block"] {
@@ -869,9 +870,22 @@ fn blocks_past_the_buffers_lanes_run_past_the_lanes_probes() {
                 // A lane per block: its first warp takes the warp's vote first
                 // ([`OFF_WARP_INIT`], the layout's load counted once).
                 let block = at.contains("lanes=block");
-                let most = 2 * (OFF_BLOCK_INIT + 1 + if block { OFF_WARP_INIT - 1 } else { 0 });
+                let init = OFF_BLOCK_INIT + 1 + if block { OFF_WARP_INIT - 1 } else { 0 };
+                // Elsewhere: the loops' resets, a branch past each exit's finalize (up
+                // to three), and what a loop entry issues ([`LOOP_ENTRY`]), as many as a
+                // recording warp of the first block entered at most (the same code).
+                let loops = sampled.layout.counters.len();
+                let entries: usize = ta
+                    .iter()
+                    .map(|t| t.lanes.iter().map(|l| l.spans.len()).max().unwrap_or(0))
+                    .sum();
+                let most = if straight {
+                    2 * init
+                } else {
+                    2 * (init + 2 * loops + 3) + LOOP_ENTRY * entries
+                };
                 assert!(
-                    !straight || off <= most,
+                    off <= most,
                     "{at} {name}: warp {warp} of block 2 issued {off} probe statements, more than {most}"
                 );
                 assert!(
@@ -888,8 +902,15 @@ fn blocks_past_the_buffers_lanes_run_past_the_lanes_probes() {
 /// layout's load, the thread index (7), its warp, a compare, the vote and the branch.
 /// Past it, such a warp issues two statements a loop (their resets), a branch past the
 /// placement and past each exit's finalize (once a part of the warp that leaves there:
-/// up to three, say), and two a loop entry (past its begin and its end).
+/// up to three, say), and per loop entry a branch past its end and its begin, or, where
+/// the begin is deferred (an innermost loop), the begin run predicated: its trip reset,
+/// timer read, recording thread and owner ([`LOOP_ENTRY`]).
 const OFF_WARP_INIT: usize = 13;
+
+/// PTX statements a warp that records nothing issues per loop entry, at most: a deferred
+/// begin's seven (its trip reset, the timer read, four choosing the recording thread, the
+/// owner) and the branch past the end.
+const LOOP_ENTRY: usize = 8;
 
 /// A lane per block (`lanes=block`): each block's first warp records into the block's lane
 /// what it records as a lane per warp (records, drops, spans and trip counts); the other
@@ -941,7 +962,7 @@ fn a_lane_per_block_is_its_first_warps_lane() {
             );
             let loops = b.layout.counters.len();
             let entries: usize = w.traces().iter().map(|t| t.lanes[1].spans.len()).sum();
-            let most = epochs as usize * (OFF_WARP_INIT + 2 * loops + 4) + 2 * entries;
+            let most = epochs as usize * (OFF_WARP_INIT + 2 * loops + 4) + LOOP_ENTRY * entries;
             assert!(
                 off <= most,
                 "{name}: warp 1 issued {off} probe statements, more than {most}"

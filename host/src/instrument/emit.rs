@@ -14,9 +14,16 @@
 //! placement (a launch past the epochs), so the branches on it are warp-uniform. A
 //! recording warp pays the branches and votes (about 5 instructions); where the
 //! placement and the finalize meet (straight-line code) they share one branch. A loop's
-//! probes run predicated as before (each branch around them cost a recording warp more
-//! than it saved), except under `lanes=block`, where every warp but a block's first
-//! branches past every probe.
+//! begin and end and a line's instant are branched past too: run predicated off, a
+//! loop's probes cost such a warp what they cost a recording warp (Triton's layer norm,
+//! three loops: 184 SASS instructions on its path, 48 now). What made the branches dear
+//! (a recording warp's layer norm +235 -> +310 on sm_90a) was ptxas's warp aggregation of
+//! the loop end's atomics: behind a branch on `%ikp_on` the owner predicate reduces to the
+//! elected thread of the kernel's start, which ptxas no longer takes for one thread, so
+//! the atomics' operand carries a per-thread value it cannot fold ([`loop_end_records`]);
+//! now +243. A deferred loop begin (a timer read, no memory operation) runs predicated,
+//! which cost less than a branch around it. Under `lanes=block` every warp but a block's
+//! first is such a warp.
 //!
 //! **Lanes are warps.** Every thread computes its warp's lane segment from the layout the
 //! host wrote into the kernel's symbol at attach time ([`ikp_device::probe_symbol`]: the
@@ -243,10 +250,9 @@ pub(crate) fn init(symbol: &str, loops: usize, lanes: LaneUnit) -> String {
 /// The label past the init, for the warps that record nothing.
 const INIT_SKIP: &str = "$ikp_s_init";
 
-/// `probe` behind a branch the warps that record nothing take (the placement and the
-/// finalize; under a lane per block every probe), on `%ikp_on`, a warp vote's result:
-/// they run one branch where they ran the probe predicated off. `n` numbers the probe's
-/// label in its kernel.
+/// `probe` behind a branch the warps that record nothing take (every probe that writes),
+/// on `%ikp_on`, a warp vote's result: they run one branch where they ran the probe
+/// predicated off. `n` numbers the probe's label in its kernel.
 pub(crate) fn skipped(n: usize, probe: &str) -> String {
     format!("\t@!%ikp_on bra $ikp_s{n};\n{probe}$ikp_s{n}:\n")
 }
@@ -420,7 +426,10 @@ pub(crate) fn loop_end(isa: Isa, symbol: &str, k: usize, region: u32) -> String 
 /// carries the lane mask below the owner (0 for it) as the slot atomics' do: with the trip
 /// count alone ptxas wrapped the add in warp aggregation (a vote, a leader, a population
 /// count and a multiply: 5 SASS instructions more per loop end on sm_90) that one owner
-/// never needs.
+/// never needs. On sm_90 the owner was elected (`elect.sync`) and the operand's extra is
+/// its lane index selected away (0 for the owner): behind the branch past the probe ptxas
+/// no longer knows the owner predicate for one thread, and aggregated both atomics with a
+/// constant 0 there (some 24 instructions a loop end).
 fn loop_end_records(
     isa: Isa,
     symbol: &str,
@@ -460,7 +469,7 @@ fn loop_end_records(
         locate = locate(symbol),
         preds = n + 2,
         below = if isa.elect {
-            "\tmov.u32 %ia2, 0;\n"
+            "\tmov.u32 %ia2, %laneid;\n\tselp.b32 %ia2, 0, %ia2, %iq0;\n"
         } else {
             "\tactivemask.b32 %ia1;\n\tmov.u32 %ia2, %lanemask_lt;\n\tand.b32 %ia2, %ia2, %ia1;\n\tselp.b32 %ia2, 0, %ia2, %iq0;\n"
         },

@@ -21,7 +21,7 @@ use ikp_device::wire::{MAX_COUNTERS, MAX_REGIONS};
 use super::cfg::{Cfg, Edge};
 use super::emit;
 use super::ptx::{branch_target, loc_of, Kernel, Module, Stmt};
-use super::{InstrumentError, KernelProbes, LaneUnit, Probe, ProbeKind, ProbeSet};
+use super::{InstrumentError, KernelProbes, Probe, ProbeKind, ProbeSet};
 
 /// A text edit: insert `text` at `at` (edits at one offset in `order`), or replace
 /// `at..end` with `text`.
@@ -194,16 +194,11 @@ pub(crate) fn kernel(
     };
 
     let mut edits = Vec::new();
-    // The warps that record nothing branch past the placement and each finalize, and,
-    // a lane per block, past every probe (`emit::skipped`).
+    // The warps that record nothing branch past every probe that writes (`emit::skipped`).
     let skips = std::cell::Cell::new(0usize);
     let skipped = |probe: String| {
         skips.set(skips.get() + 1);
         emit::skipped(skips.get(), &probe)
-    };
-    let skippable = |probe: String| match probes.lanes {
-        LaneUnit::Warp => probe,
-        LaneUnit::Block => skipped(probe),
     };
     let mut trampolines = String::new();
     let mut n_tramp = 0usize;
@@ -280,6 +275,11 @@ pub(crate) fn kernel(
         let to = cfg.loops_of(v);
         let mut text = ends(&from, &to);
         let mut write = !text.is_empty();
+        // A deferred begin (a timer read and the owner chosen, no memory operation) runs
+        // predicated, after the branch past the rest: branched past too, it cost a
+        // recording warp more than it saved (Triton's looped softmax, sm_90a: 197 -> 174
+        // instructions added to its path, a warp without a lane 37 -> 28).
+        let mut deferred_begins = String::new();
         for &l in to.iter().rev().filter(|l| !from.contains(l)) {
             if cfg.loops[l].header != v {
                 let line = k.stmts.get(cfg.blocks[v].stmts.start).map_or(0, |s| s.line);
@@ -289,14 +289,22 @@ pub(crate) fn kernel(
                 });
             }
             if let Some(s) = probed(l) {
-                text += &begin(s);
-                write |= !deferred[s];
+                if deferred[s] {
+                    deferred_begins += &begin(s);
+                } else {
+                    text += &begin(s);
+                    write = true;
+                }
             }
         }
-        if text.is_empty() {
+        if text.is_empty() && deferred_begins.is_empty() {
             continue;
         }
-        let text = skippable(text);
+        let text = if text.is_empty() {
+            deferred_begins
+        } else {
+            skipped(text) + &deferred_begins
+        };
         // The only way into `v` from `u`: the begins go at the top of `u`'s basic block,
         // before the loop's own set-up. A probe's atomics are branches in SASS (`BSSY;
         // @!P BRA; ATOMG; BSYNC`); between the set-up and the header they split the
@@ -446,7 +454,7 @@ pub(crate) fn kernel(
                     at: k.stmts[i].at.start,
                     order: LINE,
                     end: None,
-                    text: skippable(emit::instant(isa, symbol, r)),
+                    text: skipped(emit::instant(isa, symbol, r)),
                 });
             }
         }
