@@ -1062,6 +1062,42 @@ const OFF_PATH_GROWTH: usize = 22;
 /// its trip add (about 5 to 14 a loop).
 const OFF_PATH_PER_LOOP: usize = 16;
 
+/// A Triton fixture plain and instrumented with one probe set, assembled.
+struct TritonBuild {
+    fixture: String,
+    arch: &'static str,
+    at: &'static str,
+    plain: Arc<report::Assembled>,
+    probed: Arc<report::Assembled>,
+    kernels: Vec<ikp_host::instrument::KernelProbes>,
+}
+
+/// Every Triton fixture with `ikp.triton`'s default probes, `entry` alone and
+/// `lanes=block`, for sm_80 (where it assembles: not the wgmma and TMA kernels) and sm_90a.
+fn triton_builds() -> Vec<TritonBuild> {
+    let mut out = Vec::new();
+    for f in fixtures("triton") {
+        for arch in ["sm_80", "sm_90a"] {
+            let ptx = f.ptx.replace(".target sm_90a", &format!(".target {arch}"));
+            let Ok(plain) = assembled(&ptx, arch) else {
+                continue;
+            };
+            for at in ["entry", "entry,loops", "entry,loops,lanes=block"] {
+                let probed = instrument(&ptx, &at.parse().unwrap()).unwrap();
+                out.push(TritonBuild {
+                    fixture: f.name.clone(),
+                    arch,
+                    at,
+                    plain: plain.clone(),
+                    probed: assembled(&probed.ptx, arch).unwrap(),
+                    kernels: probed.manifest.kernels,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// No probe's atomic is warp-aggregated by ptxas (a vote, a leader, a population count
 /// and a shuffle around it: some 12 SASS instructions each), on every Triton fixture,
 /// sm_80 and sm_90a, with the probe sets of [`warps_without_a_lane_run_past_their_lanes_probes`]:
@@ -1083,27 +1119,17 @@ fn no_probe_atomic_is_warp_aggregated() {
             .count()
     };
     let mut wrong = Vec::new();
-    for f in fixtures("triton") {
-        for arch in ["sm_80", "sm_90a"] {
-            let ptx = f.ptx.replace(".target sm_90a", &format!(".target {arch}"));
-            let Ok(plain) = assembled(&ptx, arch) else {
-                continue; // wgmma and TMA kernels assemble for sm_90a only
-            };
-            for at in ["entry", "entry,loops", "entry,loops,lanes=block"] {
-                let out = instrument(&ptx, &at.parse().unwrap()).unwrap();
-                let a = assembled(&out.ptx, arch).unwrap();
-                for k in &out.manifest.kernels {
-                    let (before, after) = (
-                        aggregation(&plain.sass.kernel(&k.name).unwrap()),
-                        aggregation(&a.sass.kernel(&k.name).unwrap()),
-                    );
-                    if after != before {
-                        wrong.push(format!(
-                            "{} {arch} {at}: {before} -> {after} FLO / POPC",
-                            f.name
-                        ));
-                    }
-                }
+    for b in triton_builds() {
+        for k in &b.kernels {
+            let (before, after) = (
+                aggregation(&b.plain.sass.kernel(&k.name).unwrap()),
+                aggregation(&b.probed.sass.kernel(&k.name).unwrap()),
+            );
+            if after != before {
+                wrong.push(format!(
+                    "{} {} {}: {before} -> {after} FLO / POPC",
+                    b.fixture, b.arch, b.at
+                ));
             }
         }
     }
@@ -1127,53 +1153,41 @@ fn no_probe_atomic_is_warp_aggregated() {
 fn warps_without_a_lane_run_past_their_lanes_probes() {
     let mut table = String::from("| fixture | arch | probes | plain | recording warp | warp without a lane |\n|---|---|---|---|---|---|\n");
     let mut wrong = Vec::new();
-    for f in fixtures("triton") {
-        for arch in ["sm_80", "sm_90a"] {
-            let ptx = f.ptx.replace(".target sm_90a", &format!(".target {arch}"));
-            let Ok(plain) = assembled(&ptx, arch) else {
-                continue; // wgmma and TMA kernels assemble for sm_90a only
-            };
-            for at in ["entry", "entry,loops", "entry,loops,lanes=block"] {
-                let out = instrument(&ptx, &at.parse().unwrap()).unwrap();
-                let a = assembled(&out.ptx, arch).unwrap();
-                for k in &out.manifest.kernels {
-                    let base = warp_path(&plain.sass, &k.name, false);
-                    let (on, off) = (
-                        warp_path(&a.sass, &k.name, false),
-                        warp_path(&a.sass, &k.name, true),
-                    );
-                    // A probe ptxas if-converted runs predicated off on such a warp: only
-                    // what runs unpredicated counts.
-                    let unpredicated = |p: &[String], what: fn(&str) -> bool| {
-                        p.iter().filter(|i| !i.starts_with('@') && what(i)).count()
-                    };
-                    table += &format!(
-                        "| {} | {arch} | {at} | {} | +{} | +{} |\n",
-                        f.name,
-                        base.len(),
-                        on.len() as i64 - base.len() as i64,
-                        off.len() as i64 - base.len() as i64
-                    );
-                    let timers = unpredicated(&off, is_timer_read);
-                    if unpredicated(&off, is_probe_op) != unpredicated(&base, is_probe_op)
-                        || timers > unpredicated(&base, is_timer_read) + k.counters.len()
-                    {
-                        wrong.push(format!(
-                            "{} {arch} {at}: a probe's atomic, or a timer read but a deferred loop begin's, on the path of a warp without a lane:\n{}",
-                            f.name,
-                            off.join("\n")
-                        ));
-                    }
-                    let most = base.len() + OFF_PATH_GROWTH + OFF_PATH_PER_LOOP * k.counters.len();
-                    if off.len() > most {
-                        wrong.push(format!(
-                            "{} {arch} {at}: {} instructions on the path of a warp without a lane, the plain kernel's {}, at most {most}",
-                            f.name,
-                            off.len(),
-                            base.len()
-                        ));
-                    }
-                }
+    // A probe ptxas if-converted runs predicated off on such a warp: only what runs
+    // unpredicated counts.
+    let unpredicated = |p: &[String], what: fn(&str) -> bool| {
+        p.iter().filter(|i| !i.starts_with('@') && what(i)).count()
+    };
+    for b in triton_builds() {
+        let (name, arch, at) = (&b.fixture, b.arch, b.at);
+        for k in &b.kernels {
+            let base = warp_path(&b.plain.sass, &k.name, false);
+            let (on, off) = (
+                warp_path(&b.probed.sass, &k.name, false),
+                warp_path(&b.probed.sass, &k.name, true),
+            );
+            table += &format!(
+                "| {name} | {arch} | {at} | {} | +{} | +{} |\n",
+                base.len(),
+                on.len() as i64 - base.len() as i64,
+                off.len() as i64 - base.len() as i64
+            );
+            let timers = unpredicated(&off, is_timer_read);
+            if unpredicated(&off, is_probe_op) != unpredicated(&base, is_probe_op)
+                || timers > unpredicated(&base, is_timer_read) + k.counters.len()
+            {
+                wrong.push(format!(
+                    "{name} {arch} {at}: a probe's atomic, or a timer read but a deferred loop begin's, on the path of a warp without a lane:\n{}",
+                    off.join("\n")
+                ));
+            }
+            let most = base.len() + OFF_PATH_GROWTH + OFF_PATH_PER_LOOP * k.counters.len();
+            if off.len() > most {
+                wrong.push(format!(
+                    "{name} {arch} {at}: {} instructions on the path of a warp without a lane, the plain kernel's {}, at most {most}",
+                    off.len(),
+                    base.len()
+                ));
             }
         }
     }

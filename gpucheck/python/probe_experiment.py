@@ -10,13 +10,14 @@ and inside ``ikp.triton.profile()``, one thing varied at a time:
   loops/past-epochs     entry,loops, every launch past the buffer's one epoch: each warp
                         claims its launch (one atomic) and stores nothing
   loops/detached        entry,loops with the probes' symbol zeroed: no warp has a lane;
-                        each branches past the init and finalize (a loop's probes run
-                        predicated off): what a warp without a lane costs
+                        each branches past the init, the finalize and each loop's begin
+                        and end (a deferred begin runs predicated off): what a warp
+                        without a lane costs
   loops/block-lanes     entry,loops,lanes=block: a lane per program, recorded by its first
                         warp; the other warps branch past the probes
   default               entry,loops as ``ikp.triton.profile()`` opens by default: the first
                         1024 blocks of the first 16 launches record; the others' warps
-                        branch past their lane's init and finalize
+                        branch past their lane's probes
 
 so that, per kernel, the slowdown splits into what every warp pays (detached), the
 entry's launch claim (past-epochs less detached) and the records' slots and stores (loops

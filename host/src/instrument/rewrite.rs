@@ -276,9 +276,11 @@ pub(crate) fn kernel(
         let mut text = ends(&from, &to);
         let mut write = !text.is_empty();
         // A deferred begin (a timer read and the owner chosen, no memory operation) runs
-        // predicated, after the branch past the rest: branched past too, it cost a
-        // recording warp more than it saved (Triton's looped softmax, sm_90a: 197 -> 174
-        // instructions added to its path, a warp without a lane 37 -> 28).
+        // predicated, after the branch past the rest: branched past too, it cost both
+        // kinds of warp more on most fixtures (Triton's looped softmax, SASS added to a
+        // recording warp's path sm_80 / sm_90a 210 / 193 -> 173 / 175, to a warp
+        // without a lane's 61 / 37 -> 28 / 28; nested loops on sm_90a the other way,
+        // 192 -> 208 and 18 -> 35).
         let mut deferred_begins = String::new();
         for &l in to.iter().rev().filter(|l| !from.contains(l)) {
             if cfg.loops[l].header != v {
