@@ -196,10 +196,11 @@ pub(crate) fn kernel(
     let mut edits = Vec::new();
     // The warps that record nothing branch past every probe that writes (`emit::skipped`).
     let skips = std::cell::Cell::new(0usize);
-    let skipped = |probe: String| {
+    let next_skip = || {
         skips.set(skips.get() + 1);
-        emit::skipped(skips.get(), &probe)
+        skips.get()
     };
+    let skipped = |probe: String| emit::skipped(next_skip(), &probe);
     let mut trampolines = String::new();
     let mut n_tramp = 0usize;
     let tramp_label = |n: &mut usize| {
@@ -402,11 +403,12 @@ pub(crate) fn kernel(
             unreachable!()
         };
         let raw = ends(&cfg.loops_of(b), &[]) + &emit::finalize(isa, symbol);
-        let text = skipped(raw.clone());
+        let skip = next_skip();
+        let text = emit::skipped(skip, &raw);
         writes.push(s.at.start);
         match guard {
             None => {
-                exits.push((edits.len(), raw));
+                exits.push((edits.len(), skip, raw));
                 edits.push(Edit {
                     at: s.at.start,
                     order: EXIT,
@@ -472,9 +474,9 @@ pub(crate) fn kernel(
     // Where it falls on an exit with nothing else there (straight-line code), the
     // finalize takes it in: one branch past both, and no vote between them.
     let alone = |e: &Edit| e.at != place_at || e.order == EXIT;
-    match exits.iter().find(|(i, _)| edits[*i].at == place_at) {
-        Some((i, raw)) if edits.iter().all(alone) => {
-            edits[*i].text = skipped(emit::place(symbol, false) + raw);
+    match exits.iter().find(|(i, ..)| edits[*i].at == place_at) {
+        Some((i, skip, raw)) if edits.iter().all(alone) => {
+            edits[*i].text = emit::skipped(*skip, &(emit::place(symbol, false) + raw));
         }
         _ => edits.push(Edit {
             at: place_at,
