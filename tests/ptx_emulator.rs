@@ -810,6 +810,64 @@ fn targets_before_sm90_record_the_same() {
 /// (and the placement with it).
 const OFF_BLOCK_INIT: usize = 11;
 
+/// An instant at a source line (`lines=`, here the loop's header line): a recording warp
+/// records one each time its warp runs the line, a warp of a block past the buffer's
+/// lanes (and under `lanes=block` a block's second warp) branches past it (one statement
+/// an execution), and the kernel computes what it computes unprobed.
+#[test]
+fn an_instant_is_recorded_by_recording_warps_and_branched_past_by_the_others() {
+    let n = 6u64;
+    for (at, lanes_per_block) in [
+        ("entry,lines=k.py:20", 2usize),
+        ("entry,lines=k.py:20,lanes=block", 1),
+    ] {
+        let probes: ProbeSet = at.parse().unwrap();
+        let mut a = Attached::with(ONE_LOOP, "one_loop", &probes, 1, 64, 1, n);
+        a.blocks = 3;
+        a.launch();
+        let mut plain = Memory::default();
+        run(
+            &program(ONE_LOOP, "one_loop"),
+            &mut plain,
+            &HashMap::new(),
+            &a.params,
+            3,
+            64,
+        );
+        assert_eq!(
+            a.mem.load(OUT, 4),
+            plain.load(OUT, 4),
+            "{at}: the kernel's own result"
+        );
+        let t = &a.traces()[0];
+        assert_eq!(t.lanes.len(), lanes_per_block, "{at}");
+        for l in &t.lanes {
+            assert_eq!(l.instants.len(), n as usize, "{at}: lane {} instants", l.id);
+        }
+        let issued = |b, w| a.mem.issued[&(b, w)] - plain.issued[&(b, w)];
+        let (own, off) = (issued(0, 0), issued(2, 0));
+        // The init's statements (a lane per block: the warp's vote first, then the
+        // block's test), a branch an execution, the branch past the finalize.
+        let block = lanes_per_block == 1;
+        let most = OFF_BLOCK_INIT + 3 + n as usize + if block { OFF_WARP_INIT - 1 } else { 0 };
+        assert!(
+            off <= most,
+            "{at}: a warp of block 2 issued {off} probe statements, more than {most}"
+        );
+        assert!(
+            own > off + 10 * n as usize,
+            "{at}: {own} probe statements recording, {off} not"
+        );
+        if block {
+            let second = issued(0, 1);
+            assert!(
+                second <= OFF_WARP_INIT + 3 + n as usize,
+                "{at}: block 0's second warp issued {second} probe statements"
+            );
+        }
+    }
+}
+
 /// A launch of more blocks than the buffer has lanes for (`ikp.triton` records the first
 /// `max_blocks` blocks of each launch): the first block records what a launch of that
 /// block alone records (the buffer word for word), the kernel computes what it computes
