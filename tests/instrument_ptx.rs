@@ -1039,7 +1039,6 @@ fn warp_path(sass: &Sass, kernel: &str, off: bool) -> Vec<String> {
     .unwrap()
 }
 
-/// A probe's instructions in SASS: its timer reads and its atomics.
 /// What only the lane's init, placement, records and finalize run: atomics, reductions
 /// and clock reads (the kernels under test have none of their own).
 fn is_probe_op(i: &str) -> bool {
@@ -1080,7 +1079,7 @@ fn triton_builds() -> Vec<TritonBuild> {
         for arch in ["sm_80", "sm_90a"] {
             let ptx = f.ptx.replace(".target sm_90a", &format!(".target {arch}"));
             let Ok(plain) = assembled(&ptx, arch) else {
-                continue;
+                continue; // wgmma and TMA kernels assemble for sm_90a only
             };
             for at in ["entry", "entry,loops", "entry,loops,lanes=block"] {
                 let probed = instrument(&ptx, &at.parse().unwrap()).unwrap();
