@@ -54,13 +54,16 @@ const BUDGET_RECORD_FENCED: f64 = BUDGET_RECORD + 1.0;
 /// counter: 9 (10 with the uniform timer read, 7 before the off switch branched).
 const BUDGET_LOOP_RECORD: i64 = 9;
 const BUDGET_LOOP_RECORD_FENCED: i64 = BUDGET_LOOP_RECORD + 1;
-/// A wait-loop tick is one register add, nothing else.
-const BUDGET_TICK: usize = 1;
-/// Instructions a counted wait adds besides its ticks, per wait (`waits_counted` against
-/// `waits_plain` in the cost kernels): the count's initial -1 and a 64-bit add into the
-/// lane's register pair (IKP_COUNTER_REGS). An add to the trailer per wait (the header's
-/// design before, and IKP_COUNTER_REGS=0 now) takes 8: a branch around a RED.
-const BUDGET_WAIT: i64 = 3;
+/// A wait-loop tick is a 64-bit increment of the counter's register pair (the add and its
+/// carry), nothing else.
+const BUDGET_TICK: usize = 2;
+/// Instructions a counted wait whose first try passes adds to an iteration of the loop
+/// around it (`waits_counted` against `waits_plain` in the cost kernels): none, the
+/// compiler peels the first try off the spin loop, which alone counts. (Counting each
+/// wait in a register of its own and adding it to the lane's pair took 3, the count's
+/// start and the 64-bit add, 4 with the first try's tick; an add to the trailer per wait,
+/// IKP_COUNTER_REGS=0, takes 8: a branch around a RED.)
+const BUDGET_WAIT: i64 = 0;
 /// A straight-line ring record (back to back, sharing the branch on the vote): the timer
 /// (CS2R.32 and its SEL), the tag and its move, `cursor & (capacity - 1)` (nothing folds
 /// into the store's offset), the address pair and the store: 8, 9 with the fence (9 with
@@ -453,7 +456,7 @@ fn calibration_reads_the_clock_and_stores_as_a_record_does() {
 }
 
 #[test]
-fn wait_counter_tick_is_one_instruction() {
+fn wait_counter_tick_is_a_64_bit_increment() {
     for c in costs() {
         let (plain, counted) = (&c.spin_plain, &c.spin_counted);
         assert_eq!(
@@ -462,38 +465,42 @@ fn wait_counter_tick_is_one_instruction() {
             "{}: spin loop {plain:?} became {counted:?}",
             c.arch
         );
-        // The added instruction is an integer add, not a memory operation.
+        // The added instructions are integer adds (IMAD.X is ptxas's add with carry), not
+        // memory operations.
         let added = opcode_difference(counted, plain);
         assert!(
-            added.len() == BUDGET_TICK && added.iter().all(|op| op.contains("ADD")),
+            added.len() == BUDGET_TICK
+                && added.iter().all(|op| op.contains("ADD") || op == &"IMAD.X"),
             "{}: the tick is {added:?}",
             c.arch
         );
     }
 }
 
-/// A counted wait costs its tick per spin and [`BUDGET_WAIT`] instructions per wait, none
-/// of them a memory operation or a branch: the total goes to the trailer at finalize.
+/// A counted wait costs its tick per spin and nothing more when its first try passes ([`BUDGET_WAIT`]): no
+/// memory operation, no branch; the total goes to the trailer at finalize.
 #[test]
 fn a_counted_wait_adds_a_register_add_and_no_memory_operation() {
     for c in costs() {
         let (arch, w) = (c.arch, &c.waits);
         println!(
-            "{arch}: a counted wait adds {} instructions besides its ticks",
+            "{arch}: a counted wait that passes at its first try adds {} instructions",
             w.added
         );
         assert!(
-            (0..=BUDGET_WAIT).contains(&w.added),
-            "{arch}: a counted wait adds {} instructions (budget {BUDGET_WAIT})",
-            w.added
+            w.added <= BUDGET_WAIT,
+            "{arch}: a counted wait adds {} instructions (budget {BUDGET_WAIT}): {:?} against {:?}",
+            w.added,
+            w.counted.first_pass,
+            w.plain.first_pass
         );
-        let added = opcode_difference(&w.counted.outer_loop, &w.plain.outer_loop);
+        let added = opcode_difference(&w.counted.first_pass, &w.plain.first_pass);
         assert!(
             added.iter().all(|op| !op.starts_with("RED")
                 && !op.starts_with("ATOM")
                 && !op.starts_with("BRA")
                 && !op.starts_with("BSSY")),
-            "{arch}: a counted wait's loop adds {added:?}"
+            "{arch}: a counted wait's first pass adds {added:?}"
         );
         // The total reaches the trailer once, at finalize: one RED (or ATOM) in the kernel.
         let atomics = |k: &[String]| {

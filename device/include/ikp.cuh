@@ -52,10 +52,10 @@
 // together (make a stream lane's records from every thread of the warp). With
 // -DIKP_OFF_BRANCH=0 no warp branches: every warp issues each record predicated on the
 // leader, the timer read under the store's predicate (a shorter record for the leader's warp,
-// a longer one for the others). A wait-loop tick is one register add. Init is paid once per
-// lane: its record-cost calibration (-DIKP_CALIBRATE=0 drops it) and its epoch code (run only
-// when the buffer holds several launches; -DIKP_EPOCHS=0 drops it) are the larger parts;
-// `ikp cost` prints every figure.
+// a longer one for the others). A wait-loop tick is a 64-bit register increment, and a wait
+// that does not spin costs nothing. Init is paid once per lane: its record-cost calibration
+// (-DIKP_CALIBRATE=0 drops it) and its epoch code (run only when the buffer holds several
+// launches; -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 #ifndef IKP_CUH_V2
@@ -95,10 +95,11 @@
 //   runs); their records follow this switch as the others' do.
 // IKP_COUNTER_REGS (0 to 4, default 4): wait counters with ids below this are summed in a
 //   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
-//   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) one 64-bit
-//   add per wait (two SASS instructions), and two registers per counter id the kernel
-//   uses. Higher ids, and every count when this is 0, add to the trailer at once (a
-//   branch and a 64-bit RED per wait). Either way the totals are in the buffer after finalize; a lane
+//   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) a spin of
+//   IKP_WAIT increments the pair (two SASS instructions), a wait that does not spin costs
+//   nothing, and the kernel holds two registers per counter id it uses. Higher ids, and
+//   every count when this is 0, add to the trailer at once (a branch and a 64-bit RED per
+//   wait). Either way the totals are in the buffer after finalize; a lane
 //   that never finalizes keeps only the counts added at once.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
@@ -450,6 +451,27 @@ IKP_INLINE unsigned warp_max(unsigned v) {
   return max;
 #else
   return v;
+#endif
+}
+
+/// One spin of a counted wait: `++n`, written in PTX so that the optimizer cannot compute it
+/// ahead of the wait's condition. Left to itself, it rotates `while (cond) ++n;` into a loop
+/// that increments on every try and keeps the count before the last increment in a second
+/// register: two moves a spin more, and no first try peeled off the loop (where a counted
+/// wait that passes at once costs nothing). The 64-bit form is IADD3 and IADD3.X.
+IKP_INLINE void tick(unsigned& n) {
+#if defined(IKP_HOST_EMULATION)
+  ++n;
+#else
+  asm volatile("add.u32 %0, %0, 1;" : "+r"(n));
+#endif
+}
+
+IKP_INLINE void tick(unsigned long long& n) {
+#if defined(IKP_HOST_EMULATION)
+  ++n;
+#else
+  asm volatile("add.u64 %0, %0, 1;" : "+l"(n));
 #endif
 }
 
@@ -930,11 +952,57 @@ class Lane {
   /// record, the cost of end(). Fenced like end().
   IKP_INLINE void range_end(unsigned region, unsigned token) { end(region, token); }
 
+  /// Spins while `cond()` holds and adds the spins (the tries after the first) to wait
+  /// counter `id`: IKP_WAIT's loop. For an id below IKP_COUNTER_REGS each spin increments
+  /// the counter's register pair itself, so a wait whose first try passes costs nothing
+  /// (the compiler peels that try off the loop) and a spin costs one 64-bit increment (two
+  /// SASS instructions) besides the spin loop's own; no per-wait count is kept, added or
+  /// spilled. The pair is chosen as in count(), one loop per pair, so a constant id leaves
+  /// one loop. Another id counts the wait in a 32-bit register and adds it at once (count()).
+  /// Compiled out (`On` false), this is `while (cond()) {}`.
+  template <class C>
+  IKP_INLINE void wait_while(unsigned id, C&& cond) {
+    if constexpr (On) {
+      if (COUNTER_REGS > 0u && id == 0u) {
+        while (cond()) detail::tick(spins_[0]);
+      } else if (COUNTER_REGS > 1u && id == 1u) {
+        while (cond()) detail::tick(spins_[1]);
+      } else if (COUNTER_REGS > 2u && id == 2u) {
+        while (cond()) detail::tick(spins_[2]);
+      } else if (COUNTER_REGS > 3u && id == 3u) {
+        while (cond()) detail::tick(spins_[3]);
+      } else {
+        unsigned n = 0u;
+        while (cond()) detail::tick(n);
+        add_count(id, n);
+      }
+    } else {
+      while (cond()) {
+      }
+    }
+  }
+
+  /// wait_while() plus a counter-sample record of the wait's spins (IKP_WAIT_SAMPLED): the
+  /// spins are counted in a 32-bit register of their own, one add a spin, then added to the
+  /// counter (count()) and recorded (sample()).
+  template <class C>
+  IKP_INLINE void wait_sampled(unsigned id, C&& cond) {
+    if constexpr (On) {
+      unsigned n = 0u;
+      while (cond()) detail::tick(n);
+      count(id, n);
+      sample(id, n);
+    } else {
+      while (cond()) {
+      }
+    }
+  }
+
   /// Adds `n` to wait counter `id`'s total. An id below IKP_COUNTER_REGS is summed in a
-  /// register pair and added to the lane trailer at finalize: with a constant id a wait
-  /// (IKP_WAIT) then costs one 64-bit add, where an add to the trailer is a branch around
-  /// a 64-bit RED from the leader (8 SASS instructions a wait in the ikp cost kernels, on
-  /// the waiting warp's path). The pair is picked by comparing `id` with each index, never by indexing, which
+  /// register pair and added to the lane trailer at finalize: with a constant id that is
+  /// one 64-bit add (IKP_WAIT increments the pair on each spin instead, see wait_while()),
+  /// where an add to the trailer is a branch around a 64-bit RED from the leader (8 SASS
+  /// instructions a wait in the ikp cost kernels, on the waiting warp's path). The pair is picked by comparing `id` with each index, never by indexing, which
   /// would move the sums to local memory for an id the compiler does not know (the
   /// compares then run, a few instructions; with a constant id they fold away). A higher
   /// id adds to the trailer at once. Ids at or past n_counters are ignored (they would land
@@ -1253,38 +1321,36 @@ class Scope {
       ikp_scope_, __COUNTER__)((lane), __VA_ARGS__)
 
 /// IKP_WAIT(lane, counter_id, cond): spins while `cond` holds and adds the number of spins
-/// to counter `counter_id`. The tick is one integer add on a register, no memory operation
-/// per spin, so the wait's own timing barely moves; the total is added once, after the loop,
-/// to a register of the lane for a constant id (IKP_COUNTER_REGS), so a wait costs its tick
-/// per spin plus a 64-bit add (the ikp tests check both in SASS). `cond` must re-read what
-/// it waits on (volatile load, atomic, barrier try-wait), as any spin loop must.
+/// (tries after the first) to counter `counter_id`. For a constant id below
+/// IKP_COUNTER_REGS a spin increments a register pair of the lane (two integer adds, no
+/// memory operation, so the wait's own timing barely moves), a wait whose first try passes
+/// costs nothing, and the total reaches the buffer once, at finalize (the ikp tests check
+/// these in SASS). `cond` must re-read what it waits on (volatile load, atomic, barrier
+/// try-wait), as any spin loop must. See Lane::wait_while. Compiled out (IKP_ENABLED=0) it
+/// is the bare loop `while (cond) {}`, written out here: through wait_while's lambda
+/// ptxas schedules some kernels' code around the loop differently (SASS no longer the
+/// kernel's without markers).
 ///
-/// The count starts at -1 and counts evaluations of `cond`, so it ends at the spins (one
-/// fewer). Written as `while (cond) ++n;`, or as evaluations with the subtraction after
-/// the loop, the compiler keeps the count before the last increment alive as a second
-/// register, a second instruction per spin (or a subtraction per wait).
-#define IKP_WAIT(lane, counter_id, cond)     \
-  do {                                       \
-    IKP_SPIN_(ikp_wait_n_, cond);            \
-    (lane).count((counter_id), ikp_wait_n_); \
-  } while (0)
-
 /// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
-/// the trace also shows how long each individual wait spun.
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond) \
-  do {                                           \
-    IKP_SPIN_(ikp_wait_n_, cond);                \
-    (lane).count((counter_id), ikp_wait_n_);     \
-    (lane).sample((counter_id), ikp_wait_n_);    \
+/// the trace also shows how long each individual wait spun. See Lane::wait_sampled.
+#if IKP_ENABLED
+#define IKP_WAIT(lane, counter_id, cond)                               \
+  do {                                                                 \
+    (lane).wait_while((counter_id), [&]() -> bool { return (cond); }); \
   } while (0)
-
-/// Declares `unsigned n` and spins while `cond` holds, leaving the spins in `n` (the wait
-/// loop of IKP_WAIT and IKP_WAIT_SAMPLED).
-#define IKP_SPIN_(n, cond) \
-  unsigned n = ~0u;        \
-  do {                     \
-    ++n;                   \
-  } while (cond)
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                         \
+  do {                                                                   \
+    (lane).wait_sampled((counter_id), [&]() -> bool { return (cond); }); \
+  } while (0)
+#else
+#define IKP_WAIT(lane, counter_id, cond) \
+  do {                                   \
+    (void)sizeof(lane);                  \
+    while (cond) {                       \
+    }                                    \
+  } while (0)
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond) IKP_WAIT(lane, counter_id, cond)
+#endif
 
 #endif  // IKP_DEVICE_API
 #endif  // IKP_CUH_V2

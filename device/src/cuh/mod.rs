@@ -115,10 +115,10 @@ fn banner(version: u32) -> String {
 // together (make a stream lane's records from every thread of the warp). With
 // -DIKP_OFF_BRANCH=0 no warp branches: every warp issues each record predicated on the
 // leader, the timer read under the store's predicate (a shorter record for the leader's warp,
-// a longer one for the others). A wait-loop tick is one register add. Init is paid once per
-// lane: its record-cost calibration (-DIKP_CALIBRATE=0 drops it) and its epoch code (run only
-// when the buffer holds several launches; -DIKP_EPOCHS=0 drops it) are the larger parts;
-// `ikp cost` prints every figure.
+// a longer one for the others). A wait-loop tick is a 64-bit register increment, and a wait
+// that does not spin costs nothing. Init is paid once per lane: its record-cost calibration
+// (-DIKP_CALIBRATE=0 drops it) and its epoch code (run only when the buffer holds several
+// launches; -DIKP_EPOCHS=0 drops it) are the larger parts; `ikp cost` prints every figure.
 // Build with -DIKP_ENABLED=0 and the SASS is exactly that of the kernel without markers.
 
 "#

@@ -288,7 +288,8 @@ fn program(m: &mut Model, b: u32, g: u32) {
     m.sample(WAIT_EMPTY, 3);
     m.count(WAIT_FULL, 5);
     m.count(WAIT_FULL, 2); // a runtime id
-                           // count(9, 1000): no such counter, nothing happens.
+    m.count(WAIT_EMPTY, 4); // IKP_WAIT with a runtime id
+                            // count(9, 1000): no such counter, nothing happens.
     m.step(1);
     m.instant(TILE, 42);
     let n_tiles = if b == 5 && g == 1 { 6 } else { 1 };
@@ -711,9 +712,10 @@ fn spot_checks_that_do_not_rely_on_the_model() {
     assert_eq!(dur(l9, LOAD), [50 + READ_CYCLES[6 % 4]]);
     assert_eq!(dur(l9, TILE), [12 + READ_CYCLES[13 % 4]]);
     assert_eq!(l9.spans.last().unwrap().1, 4 * 16, "tile payload");
-    // Counters: 4 + 1 spins + 5 and 2 added (a constant id and a runtime one), 3 spins
-    // sampled once; the bogus id changed nothing.
-    assert_eq!(l9.counters, [12, 3]);
+    // Counters: 4 + 1 spins + 5 and 2 added (a constant id and a runtime one), and a wait
+    // that passed at once; 3 spins sampled once and 4 spins of a wait with a runtime id;
+    // the bogus id changed nothing.
+    assert_eq!(l9.counters, [12, 7]);
     assert_eq!(l9.samples.len(), 1);
     assert_eq!((l9.samples[0].0, l9.samples[0].1), (WAIT_EMPTY, 3));
     // Out-of-range region and payload keep their low bits.

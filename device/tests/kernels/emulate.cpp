@@ -113,6 +113,9 @@ static void program(L& lane, unsigned b, unsigned g) {
   IKP_WAIT_SAMPLED(lane, WAIT_EMPTY, k++ < 3);  // 3 spins, counted and sampled
   lane.count(WAIT_FULL, 5);
   lane.count(runtime_id(WAIT_FULL), 2);  // an id the compiler cannot know: added at once
+  unsigned r = 0;
+  IKP_WAIT(lane, runtime_id(WAIT_EMPTY), r++ < 4);  // a runtime id: 4 spins, added at once
+  IKP_WAIT(lane, WAIT_FULL, r == 0);                // passes at its first try: no spin
   lane.count(9, 1000);  // no such counter: ignored
   step(1);
   lane.instant(TILE, 42);

@@ -21,6 +21,9 @@
 //!   the differences are the calibration's and the epoch code's share. These are static
 //!   counts: the epoch code only runs when the buffer holds several epochs.
 //! - **wait-loop tick**: growth of a spin loop's body when it is counted with `IKP_WAIT`.
+//! - **counted wait**: what a wait whose first try passes adds to an iteration of a loop
+//!   around it (`waits_counted` against `waits_plain`, one pass each, the spin loop left at
+//!   its first test: [`super::Sass::first_passes`]).
 //! - **compiled out**: four example kernels compiled with `-DIKP_ENABLED=0` against the
 //!   same kernels written without markers; the difference should be nothing at all.
 //! - **TVM-style reference**: the record sequence of TVM's CudaProfiler (a fenced start
@@ -176,8 +179,8 @@ pub struct ExampleSass {
 /// not: the cost kernels `waits_counted` and `waits_plain`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Waits {
-    /// Instructions a counted wait adds to the loop around it besides its spin loop's
-    /// tick: the count's add, per wait.
+    /// Instructions a counted wait whose first try passes adds to an iteration of the loop
+    /// around it (it has no tick then): counted first pass less plain first pass.
     pub added: i64,
     /// The counted kernel.
     pub counted: WaitKernel,
@@ -190,10 +193,9 @@ pub struct Waits {
 pub struct WaitKernel {
     /// The whole kernel.
     pub whole: Vec<String>,
-    /// The loop around the spin loop (the spin loop included).
-    pub outer_loop: Vec<String>,
-    /// Instructions of that loop outside the spin loop.
-    pub outside_spin: i64,
+    /// One iteration of the loop around the wait when the wait passes at its first try
+    /// ([`super::Sass::first_passes`]).
+    pub first_pass: Vec<String>,
 }
 
 /// Every measurement for one architecture.
@@ -370,30 +372,21 @@ pub fn fixed_records(
     })
 }
 
-/// A `waits_*` kernel: its loop around a spin loop, and that loop's instructions outside
-/// the spin loop. ptxas may version the pair (one copy per value of a predicate it tests
-/// before the loop): every copy must give the same count.
+/// A `waits_*` kernel: the whole of it and one iteration of its loop around the wait, the
+/// wait passing at its first try (every copy ptxas made of that loop alike).
 fn wait_kernel(sass: &super::Sass, kernel: &str) -> Result<WaitKernel, SassError> {
-    let loops = sass.loops(kernel)?;
-    let contains = |outer: &[String], inner: &[String]| {
-        inner.len() < outer.len() && outer.windows(inner.len()).any(|w| w == inner)
-    };
-    let mut pairs = loops.iter().filter_map(|outer| {
-        let inner = loops.iter().find(|inner| contains(outer, inner))?;
-        Some((outer, outer.len() as i64 - inner.len() as i64))
-    });
+    let passes = sass.first_passes(kernel)?;
     let nest = || SassError::LoopNest {
         kernel: kernel.to_owned(),
-        found: loops.len(),
+        found: passes.len(),
     };
-    let (outer, outside_spin) = pairs.next().ok_or_else(nest)?;
-    if !pairs.all(|(_, n)| n == outside_spin) {
+    let first_pass = passes.first().ok_or_else(nest)?.clone();
+    if !passes.iter().all(|p| p.len() == first_pass.len()) {
         return Err(nest());
     }
     Ok(WaitKernel {
         whole: sass.kernel(kernel)?,
-        outer_loop: outer.clone(),
-        outside_spin,
+        first_pass,
     })
 }
 
@@ -432,7 +425,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         wait_kernel(&cost, "waits_plain")?,
     );
     let waits = Waits {
-        added: counted.outside_spin - plain.outside_spin,
+        added: counted.first_pass.len() as i64 - plain.first_pass.len() as i64,
         counted,
         plain,
     };
@@ -562,11 +555,11 @@ impl CostReport {
             cells(&|a| a.setup.epochs.to_string()),
         ));
         rows.push((
-            "wait-loop tick (IKP_WAIT)".into(),
+            "wait-loop tick (IKP_WAIT), per spin".into(),
             cells(&|a| a.tick().to_string()),
         ));
         rows.push((
-            "counted wait, per wait besides its ticks (IKP_WAIT, constant id)".into(),
+            "counted wait, per wait that passes at its first try (IKP_WAIT, constant id)".into(),
             cells(&|a| a.waits.added.to_string()),
         ));
         let n_examples = self.archs.first().map_or(0, |a| a.examples.len());
@@ -624,13 +617,11 @@ mod tests {
                 added: 3,
                 counted: WaitKernel {
                     whole: ins(9),
-                    outer_loop: ins(7),
-                    outside_spin: 5,
+                    first_pass: ins(7),
                 },
                 plain: WaitKernel {
                     whole: ins(6),
-                    outer_loop: ins(4),
-                    outside_spin: 2,
+                    first_pass: ins(4),
                 },
             },
             tvm: (6.5, 7.0),
@@ -715,10 +706,13 @@ mod tests {
             ),
             "{md}"
         );
-        assert!(md.contains("| wait-loop tick (IKP_WAIT) | 1 | 1 |"), "{md}");
+        assert!(
+            md.contains("| wait-loop tick (IKP_WAIT), per spin | 1 | 1 |"),
+            "{md}"
+        );
         assert!(
             md.contains(
-                "| counted wait, per wait besides its ticks (IKP_WAIT, constant id) | 3 | 3 |"
+                "| counted wait, per wait that passes at its first try (IKP_WAIT, constant id) | 3 | 3 |"
             ),
             "{md}"
         );

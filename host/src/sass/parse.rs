@@ -140,6 +140,53 @@ impl Sass {
             .collect())
     }
 
+    /// One pass through each outermost loop of kernel `name` that holds another loop, every
+    /// inner loop left at its first test: a predicated forward branch over a whole inner
+    /// loop is taken (the first try the compiler peels off a retry loop, which jumps past
+    /// it when the try passes), an unconditional forward branch within the loop is taken,
+    /// and every other instruction falls through (an inner loop's back edge included, so
+    /// an inner loop that is not peeled runs its body once). What a loop around a wait
+    /// issues per iteration when the wait never spins.
+    pub fn first_passes(&self, name: &str) -> Result<Vec<Vec<String>>, SassError> {
+        let ins = self.insns(name)?;
+        let index = |target: u64| {
+            ins.iter()
+                .position(|(a, _)| *a == target)
+                .ok_or_else(|| SassError::BranchTarget {
+                    kernel: name.to_owned(),
+                    target,
+                })
+        };
+        let mut loops = Vec::new();
+        for (i, (addr, text)) in ins.iter().enumerate() {
+            if let Some(target) = branch_target(text).filter(|t| t < addr) {
+                loops.push((index(target)?, i));
+            }
+        }
+        let inside = |a: (usize, usize), b: (usize, usize)| a != b && b.0 <= a.0 && a.1 <= b.1;
+        let mut passes = Vec::new();
+        for &(start, end) in &loops {
+            let holds = loops.iter().any(|&l| inside(l, (start, end)));
+            if !holds || loops.iter().any(|&l| inside((start, end), l)) {
+                continue;
+            }
+            let mut pass = Vec::new();
+            let mut i = start;
+            while i <= end {
+                let (addr, text) = &ins[i];
+                pass.push(text.clone());
+                let forward = branch_target(text).filter(|t| t > addr);
+                let next = forward.map(index).transpose()?.filter(|&t| {
+                    let skips_loop = loops.iter().any(|&(s, e)| i < s && e < t);
+                    t <= end && (!text.starts_with('@') || skips_loop)
+                });
+                i = next.unwrap_or(i + 1);
+            }
+            passes.push(pass);
+        }
+        Ok(passes)
+    }
+
     /// Index range of the only loop of kernel `name` in its instructions.
     fn single_loop_range(&self, name: &str) -> Result<std::ops::Range<usize>, SassError> {
         let ins = self.insns(name)?;
@@ -383,6 +430,48 @@ mod tests {
         // A call no branch jumps over cannot be told apart from the loop's own path.
         let bare = listing.replace("@P1 BRA 0x70", "NOP");
         assert!(Sass::parse(&bare).single_loop_without_calls("k").is_err());
+    }
+
+    #[test]
+    fn a_first_pass_jumps_past_a_peeled_retry_loop_and_runs_one_that_is_not_once() {
+        // A loop around a wait whose first try is peeled off (LDS, then a jump past the
+        // retry loop at 0x40), then a try loop that no loop holds (0xb0).
+        let listing = "\
+        Function : k
+        /*0000*/                   VIADD R9, R9, 0x1 ;
+        /*0010*/                   LDS R2, [R3] ;
+        /*0020*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*0030*/               @P0 BRA 0x80 ;
+        /*0040*/                   LDS R2, [R3] ;
+        /*0050*/                   IADD3 R6, P1, R6, 0x1, RZ ;
+        /*0060*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*0070*/              @!P0 BRA 0x40 ;
+        /*0080*/                   STS [R3], R9 ;
+        /*0090*/               @P2 BRA 0x0 ;
+        /*00a0*/                   BRA 0xb0 ;
+        /*00b0*/                   LDS R2, [R3] ;
+        /*00c0*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*00d0*/              @!P0 BRA 0xb0 ;
+        /*00e0*/                   NOP ;
+        /*00f0*/                   EXIT ;
+        /*0100*/                   BRA 0x100 ;
+        ";
+        let s = Sass::parse(listing);
+        let ops = |p: &[String]| p.iter().map(|i| opcode(i)).collect::<Vec<_>>().join(" ");
+        let passes = s.first_passes("k").unwrap();
+        assert_eq!(
+            passes.len(),
+            1,
+            "the loop at 0xb0 holds no other loop: {passes:?}"
+        );
+        assert_eq!(ops(&passes[0]), "VIADD LDS ISETP.GT.U32.AND BRA STS BRA");
+        // Not peeled: the try loop's body runs once, its back edge falls through.
+        let unpeeled = listing.replace("@P0 BRA 0x80", "NOP");
+        assert_eq!(
+            ops(&Sass::parse(&unpeeled).first_passes("k").unwrap()[0]),
+            "VIADD LDS ISETP.GT.U32.AND NOP LDS IADD3 ISETP.GT.U32.AND BRA STS BRA"
+        );
+        assert!(s.first_passes("nope").is_err());
     }
 
     #[test]
