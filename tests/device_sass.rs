@@ -474,6 +474,19 @@ fn wait_counter_tick_is_a_64_bit_increment() {
             "{}: the tick is {added:?}",
             c.arch
         );
+        // A warp without the lane's leader (every warp of a null Arg) spins the bare loop.
+        let opcodes = |l: &[String]| {
+            l.iter()
+                .map(|i| ikp::host::sass::parse::opcode(i).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            opcodes(&c.spin_uncounted),
+            opcodes(plain),
+            "{}: a warp without the leader spins {:?}",
+            c.arch,
+            c.spin_uncounted
+        );
     }
 }
 

@@ -727,26 +727,26 @@ class Lane {
 
   /// Spins while `cond()` holds and adds the spins (the tries after the first) to wait
   /// counter `id`: IKP_WAIT's loop. For an id below IKP_COUNTER_REGS each spin increments
-  /// the counter's register pair itself, so a wait whose first try passes costs nothing
-  /// (the compiler peels that try off the loop) and a spin costs one 64-bit increment (two
-  /// SASS instructions) besides the spin loop's own; no per-wait count is kept, added or
-  /// spilled. The pair is chosen as in count(), one loop per pair, so a constant id leaves
-  /// one loop. Another id counts the wait in a 32-bit register and adds it at once (count()).
-  /// Compiled out (`On` false), this is `while (cond()) {}`.
+  /// the counter's register pair itself (see spin()), so a wait whose first try passes
+  /// costs nothing and a spin one 64-bit increment (two SASS instructions) besides the
+  /// spin loop's own; no per-wait count is kept, added or spilled. The pair is chosen as in
+  /// count(), one loop per pair, so a constant id leaves one loop. Another id counts the
+  /// wait in a 32-bit register and adds it at once (count()). Compiled out (`On` false),
+  /// this is `while (cond()) {}`.
   template <class C>
   IKP_INLINE void wait_while(unsigned id, C&& cond) {
     if constexpr (On) {
       if (COUNTER_REGS > 0u && id == 0u) {
-        while (cond()) detail::tick(spins_[0]);
+        spin(spins_[0], cond);
       } else if (COUNTER_REGS > 1u && id == 1u) {
-        while (cond()) detail::tick(spins_[1]);
+        spin(spins_[1], cond);
       } else if (COUNTER_REGS > 2u && id == 2u) {
-        while (cond()) detail::tick(spins_[2]);
+        spin(spins_[2], cond);
       } else if (COUNTER_REGS > 3u && id == 3u) {
-        while (cond()) detail::tick(spins_[3]);
+        spin(spins_[3], cond);
       } else {
         unsigned n = 0u;
-        while (cond()) detail::tick(n);
+        spin(n, cond);
         add_count(id, n);
       }
     } else {
@@ -756,13 +756,13 @@ class Lane {
   }
 
   /// wait_while() plus a counter-sample record of the wait's spins (IKP_WAIT_SAMPLED): the
-  /// spins are counted in a 32-bit register of their own, one add a spin, then added to the
-  /// counter (count()) and recorded (sample()).
+  /// spins are counted in a 32-bit register of their own, then added to the counter
+  /// (count()) and recorded (sample()).
   template <class C>
   IKP_INLINE void wait_sampled(unsigned id, C&& cond) {
     if constexpr (On) {
       unsigned n = 0u;
-      while (cond()) detail::tick(n);
+      spin(n, cond);
       count(id, n);
       sample(id, n);
     } else {
@@ -845,6 +845,27 @@ class Lane {
   IKP_INLINE static unsigned now_if(bool p) {
     if constexpr (T == Timer::Clock) return detail::clock_lo_if(p);
     return detail::globaltimer_lo_if(p);
+  }
+
+  /// The spin loop of a counted wait, adding its spins to `n`. The first try is tested
+  /// before the loop: a wait that passes at once runs that try and nothing else (the count
+  /// needs no instruction then). Only a wait that spins asks whether its warp holds the
+  /// lane's writing leader (live()): that warp counts, one tick a spin; any other warp (of a
+  /// null Arg, of a lane past the buffer, of a multi-warp lane but the leader's: their
+  /// counts never reach the buffer) spins as the bare loop does. The tick is written in PTX
+  /// (detail::tick) so the optimizer cannot move it ahead of the condition.
+  template <class N, class C>
+  IKP_INLINE void spin(N& n, C& cond) const {
+    if (cond()) {
+      if (live()) {
+        do {
+          detail::tick(n);
+        } while (cond());
+      } else {
+        while (cond()) {
+        }
+      }
+    }
   }
 
   /// Adds `n` to counter `id` in the lane trailer (the leader of a lane with that counter).

@@ -209,8 +209,12 @@ pub struct ArchCost {
     pub loop_records: Vec<LoopCost>,
     /// The spin loop's body without the counter.
     pub spin_plain: Vec<String>,
-    /// The spin loop's body counted with `IKP_WAIT`.
+    /// The spin loop's body counted with `IKP_WAIT`, in the warp that holds the lane's
+    /// leader (the kernel's longest loop).
     pub spin_counted: Vec<String>,
+    /// The same wait's spin loop in any other warp (the kernel's shortest loop): what a
+    /// warp whose count never reaches the buffer spins, a null `Arg`'s included.
+    pub spin_uncounted: Vec<String>,
     /// A wait per iteration of a runtime loop, counted and not: [`Waits`].
     pub waits: Waits,
     /// The TVM-style record, (first, steady) as for [`RecordCost`].
@@ -419,7 +423,17 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         epochs: full - setup_len(c, arch, &["IKP_EPOCHS=0"])?,
     };
     let spin_plain = cost.single_loop("spin_plain")?;
-    let spin_counted = cost.single_loop("spin_counted")?;
+    let mut spins = cost.loops("spin_counted")?;
+    spins.sort_by_key(Vec::len);
+    let (spin_uncounted, spin_counted) = match (spins.first(), spins.last()) {
+        (Some(short), Some(long)) => (short.clone(), long.clone()),
+        _ => {
+            return Err(SassError::LoopCount {
+                kernel: "spin_counted".into(),
+                found: 0,
+            })
+        }
+    };
     let (counted, plain) = (
         wait_kernel(&cost, "waits_counted")?,
         wait_kernel(&cost, "waits_plain")?,
@@ -454,6 +468,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         loop_records,
         spin_plain,
         spin_counted,
+        spin_uncounted,
         waits,
         tvm,
         examples,
@@ -613,6 +628,7 @@ mod tests {
                 .collect(),
             spin_plain: ins(3),
             spin_counted: ins(4),
+            spin_uncounted: ins(3),
             waits: Waits {
                 added: 3,
                 counted: WaitKernel {
