@@ -41,8 +41,8 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 //   IKP_WAIT increments the pair (two SASS instructions), a wait that does not spin costs
 //   nothing, and the kernel holds two registers per counter id it uses. Higher ids, and
 //   every count when this is 0, add to the trailer at once (a branch and a 64-bit RED per
-//   wait). Either way the totals are in the buffer after finalize; a lane
-//   that never finalizes keeps only the counts added at once.
+//   wait). Either way the totals are in the buffer after finalize; a lane that never
+//   finalizes keeps only the counts added at once.
 // IKP_HOST_EMULATION: compile the device API as plain host C++. Special registers, block /
 //   thread indices, the block fence and the 64-bit atomic add then come from the
 //   ikp::emu functions declared below, which the includer defines. The ikp tests use this to
@@ -730,9 +730,9 @@ class Lane {
   /// the counter's register pair itself (see spin()), so a wait whose first try passes
   /// costs nothing and a spin one 64-bit increment (two SASS instructions) besides the
   /// spin loop's own; no per-wait count is kept, added or spilled. The pair is chosen as in
-  /// count(), one loop per pair, so a constant id leaves one loop. Another id counts the
-  /// wait in a 32-bit register and adds it at once (count()). Compiled out (`On` false),
-  /// this is `while (cond()) {}`.
+  /// count(), a spin() per pair, so a constant id leaves one. Another id counts the wait in
+  /// a 32-bit register and adds it at once (count()). Compiled out (`On` false), this is
+  /// `while (cond()) {}`.
   template <class C>
   IKP_INLINE void wait_while(unsigned id, C&& cond) {
     if constexpr (On) {
@@ -775,9 +775,10 @@ class Lane {
   /// register pair and added to the lane trailer at finalize: with a constant id that is
   /// one 64-bit add (IKP_WAIT increments the pair on each spin instead, see wait_while()),
   /// where an add to the trailer is a branch around a 64-bit RED from the leader (8 SASS
-  /// instructions a wait in the ikp cost kernels, on the waiting warp's path). The pair is picked by comparing `id` with each index, never by indexing, which
-  /// would move the sums to local memory for an id the compiler does not know (the
-  /// compares then run, a few instructions; with a constant id they fold away). A higher
+  /// instructions a wait in the ikp cost kernels, on the waiting warp's path). The pair is
+  /// picked by comparing `id` with each index, never by indexing, which would move the sums
+  /// to local memory for an id the compiler does not know (the compares then run, a few
+  /// instructions; with a constant id they fold away). A higher
   /// id adds to the trailer at once. Ids at or past n_counters are ignored (they would land
   /// in the next lane's segment).
   IKP_INLINE void count(unsigned id, unsigned n) {
@@ -1118,8 +1119,9 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// (tries after the first) to counter `counter_id`. For a constant id below
 /// IKP_COUNTER_REGS a spin increments a register pair of the lane (two integer adds, no
 /// memory operation, so the wait's own timing barely moves), a wait whose first try passes
-/// costs nothing, and the total reaches the buffer once, at finalize (the ikp tests check
-/// these in SASS). `cond` must re-read what it waits on (volatile load, atomic, barrier
+/// costs nothing, a warp without the lane's writing leader (a null Arg's) spins the bare
+/// loop, and the total reaches the buffer once, at finalize (the ikp tests check these in
+/// SASS). `cond` must re-read what it waits on (volatile load, atomic, barrier
 /// try-wait), as any spin loop must. See Lane::wait_while. Compiled out (IKP_ENABLED=0) it
 /// is the bare loop `while (cond) {}`, written out here: through wait_while's lambda
 /// ptxas schedules some kernels' code around the loop differently (SASS no longer the
