@@ -5,7 +5,8 @@ wait in its tile loop, whose SASS is the baseline's instruction for instruction.
 overhead bench's persistent kernel (one block of 256 threads per SM, 64 tiles a block of
 `iters * (1 + t % 4)` dependent multiply-adds after one load), one thing varied at a time:
 
-  off                 ikp compiled out (Lane<..., On = false>)
+  bare                no ikp and no ikp::Arg parameters (the bench's baseline)
+  off                 ikp compiled out (Lane<..., On = false>), the Arg's parameters passed
   init                the lane constructed (start stamps, vote, calibration), no finalize
   init+finalize       the bench's counters-only build
   null-arg            init+finalize with a null ikp::Arg (the off switch)
@@ -58,18 +59,23 @@ __device__ __forceinline__ void body(float* out, const float* in, unsigned n_til
     body<on, fin>(out, in, n, iters, a0, a1, a2, a3, a4);                                          \
   }
 IKP_EXP_KERNEL(k_off, false, false)
+extern "C" __global__ void k_bare(float* out, const float* in, unsigned n, unsigned iters) {
+  body<false, false>(out, in, n, iters, 0ull, 0ull, 0ull, 0ull, 0ull);
+}
 IKP_EXP_KERNEL(k_init, true, false)
 IKP_EXP_KERNEL(k_counters, true, true)
 """
 
-# (variant, defines, kernel, null Arg)
+# (variant, defines, kernel, Arg: "words" (the layout's), "null" (all zero) or "none"
+# (no Arg parameters))
 VARIANTS = [
-    ("off", (), "k_off", False),
-    ("init", (), "k_init", False),
-    ("init+finalize", (), "k_counters", False),
-    ("null-arg", (), "k_counters", True),
-    ("no-calibration", ("-DIKP_CALIBRATE=0",), "k_counters", False),
-    ("no-vote", ("-DIKP_OFF_BRANCH=0",), "k_counters", False),
+    ("bare", (), "k_bare", "none"),
+    ("off", (), "k_off", "words"),
+    ("init", (), "k_init", "words"),
+    ("init+finalize", (), "k_counters", "words"),
+    ("null-arg", (), "k_counters", "null"),
+    ("no-calibration", ("-DIKP_CALIBRATE=0",), "k_counters", "words"),
+    ("no-vote", ("-DIKP_OFF_BRANCH=0",), "k_counters", "words"),
 ]
 ROUNDS = 15
 LAUNCHES = 4
@@ -112,9 +118,9 @@ def main() -> int:
     src = cp.random.rand(tiles * THREADS, dtype=cp.float32)
     dst = cp.zeros_like(src)
 
-    def launch_round(name: str, defines, kernel: str, null_arg: bool) -> float:
+    def launch_round(name: str, defines, kernel: str, arg: str) -> float:
         f = modules[defines].get_function(kernel)
-        a = null if null_arg else words
+        a = {"words": words, "null": null, "none": []}[arg]
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         for _ in range(LAUNCHES):
