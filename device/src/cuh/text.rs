@@ -614,6 +614,7 @@ class Lane {
       // Written out, not as a loop: a loop here, unrolled late, changed ptxas's register
       // allocation of kernels that never count (the bench's GEMM: 56 -> 65 registers).
       spins_[0] = spins_[1] = spins_[2] = spins_[3] = 0ull;
+      other_ = 0u;
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
 #if IKP_EPOCHS
@@ -725,55 +726,53 @@ class Lane {
   /// record, the cost of end(). Fenced like end().
   IKP_INLINE void range_end(unsigned region, unsigned token) { end(region, token); }
 
-  /// Spins while `cond()` holds and adds the spins (the tries after the first) to wait
-  /// counter `id`: IKP_WAIT's loop. For an id below IKP_COUNTER_REGS each spin increments
-  /// the counter's register pair itself (see spin()), so a wait whose first try passes
-  /// costs nothing and a spin one 64-bit increment (two SASS instructions) besides the
-  /// spin loop's own; no per-wait count is kept, added or spilled. The pair is chosen as in
-  /// count(), a spin() per pair, so a constant id leaves one. Another id counts the wait in
-  /// a 32-bit register and adds it at once (count()). Compiled out (`On` false), this is
-  /// `while (cond()) {}`.
-  template <class C>
-  IKP_INLINE void wait_while(unsigned id, C&& cond) {
+  /// IKP_WAIT's parts (the macro expands the loop in place, so `cond` stays an expression
+  /// of the kernel's own: no lambda, whose captures C++17 restricts and whose call ptxas
+  /// schedules differently). Whether this warp counts a wait's spins: the warp holding the
+  /// lane's writing leader (live()). Any other warp (of a null Arg, of a lane past the
+  /// buffer, of a multi-warp lane but the leader's: their counts never reach the buffer)
+  /// spins the bare loop.
+  IKP_INLINE bool counts_spins_() const {
+    if constexpr (On) return live();
+    return false;
+  }
+
+  /// One spin of a wait counted for `id`: the increment of the counter's register pair for
+  /// an id below IKP_COUNTER_REGS (chosen by comparing, as in count(): with a constant id
+  /// one 64-bit increment, two SASS instructions), of the lane's count apart for another
+  /// (added to the trailer at the wait's end, wait_end_()). The increment is written in PTX
+  /// (detail::tick) so the optimizer cannot move it ahead of the wait's condition.
+  IKP_INLINE void tick_(unsigned id) {
     if constexpr (On) {
       if (COUNTER_REGS > 0u && id == 0u) {
-        spin(spins_[0], cond);
+        detail::tick(spins_[0]);
       } else if (COUNTER_REGS > 1u && id == 1u) {
-        spin(spins_[1], cond);
+        detail::tick(spins_[1]);
       } else if (COUNTER_REGS > 2u && id == 2u) {
-        spin(spins_[2], cond);
+        detail::tick(spins_[2]);
       } else if (COUNTER_REGS > 3u && id == 3u) {
-        spin(spins_[3], cond);
+        detail::tick(spins_[3]);
       } else {
-        unsigned n = 0u;
-        spin(n, cond);
-        add_count(id, n);
-      }
-    } else {
-      while (cond()) {
+        detail::tick(other_);
       }
     }
   }
 
-  /// wait_while() plus a counter-sample record of the wait's spins (IKP_WAIT_SAMPLED): the
-  /// spins are counted in a 32-bit register of their own, then added to the counter
-  /// (count()) and recorded (sample()).
-  template <class C>
-  IKP_INLINE void wait_sampled(unsigned id, C&& cond) {
+  /// The end of a wait that spun and was counted for `id`: an id at or past
+  /// IKP_COUNTER_REGS adds the wait's spins to the trailer now (count()); for a constant
+  /// id below it this folds away.
+  IKP_INLINE void wait_end_(unsigned id) {
     if constexpr (On) {
-      unsigned n = 0u;
-      spin(n, cond);
-      count(id, n);
-      sample(id, n);
-    } else {
-      while (cond()) {
+      if (id >= COUNTER_REGS) {
+        add_count(id, other_);
+        other_ = 0u;
       }
     }
   }
 
   /// Adds `n` to wait counter `id`'s total. An id below IKP_COUNTER_REGS is summed in a
   /// register pair and added to the lane trailer at finalize: with a constant id that is
-  /// one 64-bit add (IKP_WAIT increments the pair on each spin instead, see wait_while()),
+  /// one 64-bit add (IKP_WAIT increments the pair on each spin instead, see tick_()),
   /// where an add to the trailer is a branch around a 64-bit RED from the leader (8 SASS
   /// instructions a wait in the ikp cost kernels, on the waiting warp's path). The pair is
   /// picked by comparing `id` with each index, never by indexing, which would move the sums
@@ -846,27 +845,6 @@ class Lane {
   IKP_INLINE static unsigned now_if(bool p) {
     if constexpr (T == Timer::Clock) return detail::clock_lo_if(p);
     return detail::globaltimer_lo_if(p);
-  }
-
-  /// The spin loop of a counted wait, adding its spins to `n`. The first try is tested
-  /// before the loop: a wait that passes at once runs that try and nothing else (the count
-  /// needs no instruction then). Only a wait that spins asks whether its warp holds the
-  /// lane's writing leader (live()): that warp counts, one tick a spin; any other warp (of a
-  /// null Arg, of a lane past the buffer, of a multi-warp lane but the leader's: their
-  /// counts never reach the buffer) spins as the bare loop does. The tick is written in PTX
-  /// (detail::tick) so the optimizer cannot move it ahead of the condition.
-  template <class N, class C>
-  IKP_INLINE void spin(N& n, C& cond) const {
-    if (cond()) {
-      if (live()) {
-        do {
-          detail::tick(n);
-        } while (cond());
-      } else {
-        while (cond()) {
-        }
-      }
-    }
   }
 
   /// Adds `n` to counter `id` in the lane trailer (the leader of a lane with that counter).
@@ -1077,6 +1055,7 @@ class Lane {
   static constexpr unsigned COUNTER_REGS = IKP_COUNTER_REGS;
   static_assert(COUNTER_REGS <= 4u, "IKP_COUNTER_REGS is 0 to 4");
   unsigned long long spins_[4];
+  unsigned other_;  // spins of the current wait of a counter id past COUNTER_REGS
   unsigned limit_;          // stream: the slot may reach this before the slow path runs
   unsigned base_;           // stream: records stored before slot 0 of this lap
   unsigned room_end_;       // stream: records stored at which the ring is full (TAIL + cap)
@@ -1116,27 +1095,52 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
       ikp_scope_, __COUNTER__)((lane), __VA_ARGS__)
 
 /// IKP_WAIT(lane, counter_id, cond): spins while `cond` holds and adds the number of spins
-/// (tries after the first) to counter `counter_id`. For a constant id below
-/// IKP_COUNTER_REGS a spin increments a register pair of the lane (two integer adds, no
-/// memory operation, so the wait's own timing barely moves), a wait whose first try passes
-/// costs nothing, a warp without the lane's writing leader (a null Arg's) spins the bare
-/// loop, and the total reaches the buffer once, at finalize (the ikp tests check these in
-/// SASS). `cond` must re-read what it waits on (volatile load, atomic, barrier
-/// try-wait), as any spin loop must. See Lane::wait_while. Compiled out (IKP_ENABLED=0) it
-/// is the bare loop `while (cond) {}`, written out here: through wait_while's lambda
-/// ptxas schedules some kernels' code around the loop differently (SASS no longer the
-/// kernel's without markers).
+/// (tries after the first) to counter `counter_id`. The first try comes before the loop, so
+/// a wait that passes at once runs it and nothing else. A wait that spins asks once whether
+/// its warp counts (Lane::counts_spins_: the warp of the lane's writing leader); that warp
+/// adds each spin to the counter's register pair (two integer adds for a constant id below
+/// IKP_COUNTER_REGS, no memory operation, so the wait's own timing barely moves), any other
+/// warp (a null Arg's) spins the bare loop. The total reaches the buffer once, at finalize
+/// (the ikp tests check these in SASS). `cond` must re-read what it waits on (volatile
+/// load, atomic, barrier try-wait), as any spin loop must; it is evaluated as often as in
+/// `while (cond) {}`. Compiled out (IKP_ENABLED=0) it is that bare loop.
 ///
 /// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
-/// the trace also shows how long each individual wait spun. See Lane::wait_sampled.
+/// the trace also shows how long each individual wait spun (the spins are counted in a
+/// register of their own, then added with Lane::count and recorded with Lane::sample).
 #if IKP_ENABLED
-#define IKP_WAIT(lane, counter_id, cond)                               \
-  do {                                                                 \
-    (lane).wait_while((counter_id), [&]() -> bool { return (cond); }); \
+#define IKP_WAIT(lane, counter_id, cond)              \
+  do {                                                \
+    auto& ikp_wait_lane_ = (lane);                    \
+    const unsigned ikp_wait_id_ = (counter_id);       \
+    if (cond) {                                       \
+      if (ikp_wait_lane_.counts_spins_()) {           \
+        do {                                          \
+          ikp_wait_lane_.tick_(ikp_wait_id_);         \
+        } while (cond);                               \
+        ikp_wait_lane_.wait_end_(ikp_wait_id_);       \
+      } else {                                        \
+        while (cond) {                                \
+        }                                             \
+      }                                               \
+    }                                                 \
   } while (0)
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                         \
-  do {                                                                   \
-    (lane).wait_sampled((counter_id), [&]() -> bool { return (cond); }); \
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)           \
+  do {                                                     \
+    auto& ikp_wait_lane_ = (lane);                         \
+    unsigned ikp_wait_n_ = 0u;                             \
+    if (cond) {                                            \
+      if (ikp_wait_lane_.counts_spins_()) {                \
+        do {                                               \
+          ::ikp::detail::tick(ikp_wait_n_);                \
+        } while (cond);                                    \
+      } else {                                             \
+        while (cond) {                                     \
+        }                                                  \
+      }                                                    \
+    }                                                      \
+    ikp_wait_lane_.count((counter_id), ikp_wait_n_);       \
+    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);      \
   } while (0)
 #else
 #define IKP_WAIT(lane, counter_id, cond) \
