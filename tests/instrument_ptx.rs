@@ -397,7 +397,10 @@ fn probe_costs_in_sass() {
         table += &format!("| {name} | {} | {} |\n", v[0], v[1]);
     }
     println!("{table}");
-    // Measured with the pinned toolchain: 59 / 62, 59 / 58, 29 / 25 since warps without a
+    // Measured with the pinned toolchain: 63 / 66, 59 / 58, 29 / 25 since the init tests
+    // the block's x index alone before the whole index (a warp of a block past the lanes
+    // leaves 4 to 6 instructions sooner, a recording warp pays the first test's 4); 59 /
+    // 62, 59 / 58, 29 / 25 since warps without a
     // lane branch past a loop's begin and end and a line's instant too (the branch, and on
     // sm_90 the loop end's lane index that keeps ptxas from aggregating its atomics behind
     // it); 59 / 62, 57 / 52, 23 / 22 since they branch past the init, the placement and
@@ -409,7 +412,7 @@ fn probe_costs_in_sass() {
     // recording thread in the active mask on sm_90 too; 67 / 73 while the init found its
     // leader in the active mask; 57 / 62 while the trip count's add to its total was
     // warp-aggregated by ptxas on sm_90).
-    let budget = [62, 59, 29];
+    let budget = [66, 59, 29];
     for ((name, v), max) in rows.iter().zip(budget) {
         assert!(
             v.iter().all(|&n| n <= max && n > 0),
@@ -1052,9 +1055,11 @@ fn is_timer_read(i: &str) -> bool {
 }
 
 /// What a warp that records nothing adds to a kernel's path, at most, in SASS
-/// instructions (sm_80 / sm_90a, pinned toolchain): 2 to 20 over the Triton fixtures (the
-/// block's index, its compare and branch; a branch past the finalize).
-const OFF_PATH_GROWTH: usize = 22;
+/// instructions (sm_80 / sm_90a, pinned toolchain): -2 to 14 over the Triton fixtures (the
+/// block's x index times the lanes per block, its compare and branch, taken before the
+/// rest of the block's index is read; a branch past the finalize). 2 to 20 while the whole
+/// block index came first.
+const OFF_PATH_GROWTH: usize = 16;
 
 /// And per loop with probes: the branches past its begin and end, a deferred begin (its
 /// timer read and owner choice, run predicated), what ptxas if-converted of the rest, and

@@ -9,7 +9,8 @@
 //! the block first (its first lane within the layout's lanes: warp-uniform arithmetic on
 //! constants, a branch ptxas takes without a vote) and a warp of a block past the lanes
 //! branches past the rest of the init, the placement and the finalize ([`skipped`]): some
-//! 10 SASS instructions where it ran the whole init and finalize (50 to 70).
+//! 4 to 14 SASS instructions (its x index tested first) where it ran the whole init and
+//! finalize (50 to 70).
 //! `%ikp_on` is a warp vote's result from the init on, narrowed by a second vote at the
 //! placement (a launch past the epochs), so the branches on it are warp-uniform. A
 //! recording warp pays the branches and votes (about 5 instructions); where the
@@ -177,7 +178,11 @@ pub(crate) fn decls(loops: usize) -> String {
 /// lanes, tested on the block index alone, which ptxas keeps in the uniform datapath
 /// (`S2UR`, `UIMAD`) and branches on without a vote; a block past the lanes branches to the
 /// end of the init with `%ikp_on` false (the layout's lanes are blocks x groups, so the
-/// block's test is the lane's for every warp within `groups`). The warp's own test
+/// block's test is the lane's for every warp within `groups`). The same test on `%ctaid.x`
+/// alone comes first (the linear index is at least x): in a one-dimensional grid, Triton's
+/// usual, a block past the lanes leaves on the index the kernel reads anyway, before
+/// `%ctaid.y`, `%ctaid.z` and the grid's sizes are read and combined (4 to 6 SASS
+/// instructions fewer on its path, 4 more on a recording warp's). The warp's own test
 /// (within the block's lanes) takes a vote. A lane per block tests the warp first (most
 /// of its warps leave before the block's index is read). The block index read as vector
 /// arithmetic (or handed over by `redux.sync`, before) pulled the kernel's own uniform
@@ -219,7 +224,10 @@ pub(crate) fn init(symbol: &str, loops: usize, lanes: LaneUnit) -> String {
 \t.reg .b32 %ia<12>;
 \t.reg .b64 %ib<2>;
 \tld.const.v2.u32 {{%ia2, %ia4}}, [{symbol}+{lanes}];
-{resets}{first}{block}\tmul.lo.u32 %ia6, %ia6, %ia4;
+{resets}{first}\tmov.u32 %ia6, %ctaid.x;
+\tmul.lo.u32 %ia6, %ia6, %ia4;
+{within}\t@!%ikp_on bra {INIT_SKIP};
+{block}\tmul.lo.u32 %ia6, %ia6, %ia4;
 {within}\t@!%ikp_on bra {INIT_SKIP};
 {second}\tadd.u32 %ikp_w, %ia6, %ia5;
 \tld.const.u32 %ia10, [{symbol}+{epochs}];
