@@ -805,10 +805,11 @@ fn targets_before_sm90_record_the_same() {
 }
 
 /// PTX statements a warp of a block past the buffer's lanes issues of the init, loops'
-/// resets aside: the layout's load, the block's index (7 statements), its first lane, the
-/// compare and the branch. Past it, in straight-line code, one branch past the finalize
-/// (and the placement with it).
-const OFF_BLOCK_INIT: usize = 11;
+/// resets aside, in a one-dimensional grid: the layout's load, the block's x index, its
+/// first lane, the compare and the branch (11 while the whole block index, 7 statements,
+/// came before the first branch). Past it, in straight-line code, one branch past the
+/// finalize (and the placement with it).
+const OFF_BLOCK_INIT: usize = 5;
 
 /// An instant at a source line (`lines=`, here the loop's header line): a recording warp
 /// records one each time its warp runs the line, a warp of a block past the buffer's
