@@ -331,9 +331,10 @@ def test_a_lane_per_block_lays_out_one_lane_a_program(jit_driver):
         prof._device = device
         compiled = scaled_copy.warmup(f32(), f32(), 1024, grid=(1,))
         for i, k in enumerate(compiled):
-            # Two branches past the init: the warp's vote (a block's first warp goes on),
-            # then the block's test (a lane per warp has the second only).
-            assert k.asm["ptx"].count("bra $ikp_s_init;") == 2
+            # Three branches past the init: the warp's vote (a block's first warp goes on),
+            # then the block's tests, on its x index and on its whole index (a lane per
+            # warp has these two only).
+            assert k.asm["ptx"].count("bra $ikp_s_init;") == 3
             prof._loaded(1000 + i, 2000 + i, k.name, None, k.hash)
     assert [v.manifest["lanes"] for v in prof.variants] == ["block"] * len(WARPS)
     assert [v.manifest["warps_per_block"] for v in prof.variants] == list(WARPS)
