@@ -182,7 +182,7 @@ pub(crate) fn decls(loops: usize) -> String {
 /// alone comes first (the linear index is at least x): in a one-dimensional grid, Triton's
 /// usual, a block past the lanes leaves on the index the kernel reads anyway, before
 /// `%ctaid.y`, `%ctaid.z` and the grid's sizes are read and combined (4 to 6 SASS
-/// instructions fewer on its path, 4 more on a recording warp's). The warp's own test
+/// instructions fewer on its path, 4 to 6 more on a recording warp's). The warp's own test
 /// (within the block's lanes) takes a vote. A lane per block tests the warp first (most
 /// of its warps leave before the block's index is read). The block index read as vector
 /// arithmetic (or handed over by `redux.sync`, before) pulled the kernel's own uniform
