@@ -314,6 +314,19 @@ fn the_hopper_gemm_builds_with_tma_wgmma_mbarriers_and_zones() {
         code(&listings["baseline"]),
         "IKP_ENABLED=0 changes hopper_gemm"
     );
+    // Each role finalizes where its work ends, so the producer's single-thread loop stays
+    // in the uniform datapath as without ikp: no more vector-to-uniform moves (`R2UR`,
+    // before each TMA issue) than the baseline's. A finalize after the producer's branch
+    // took 12 against the baseline's 8 (ptxas wrapped the loop in a reconvergence region).
+    let r2ur = |s: &str| code(s).iter().filter(|i| i.contains("R2UR")).count();
+    for (name, s) in &listings {
+        assert!(
+            r2ur(s) <= r2ur(&listings["baseline"]),
+            "{name}: {} R2UR in hopper_gemm, the baseline {}",
+            r2ur(s),
+            r2ur(&listings["baseline"])
+        );
+    }
     // NVRTC, the bench's compiler, builds it for sm_90a as well.
     if let Err(e) = nvrtc::probe() {
         panic!("{e}");

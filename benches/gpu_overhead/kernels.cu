@@ -293,6 +293,10 @@ extern "C" __global__ void stream_copy(float* out, const float* in, unsigned n P
 // bytes) come from the host as __grid_constant__ parameters. Zones: the producer's LOAD
 // (wait for a free stage, issue the loads), the consumers' MMA (wait for the data, the
 // wgmma group, its completion); each warp group is a lane, its first thread the leader.
+// Each role finalizes where its work ends (docs/device-api.md): the producer's leader at the
+// end of its single-thread branch, the rest of its warp group returning; a finalize after
+// that branch made ptxas wrap the producer's loop in a reconvergence region and keep it in
+// vector registers (R2UR moves before each TMA issue), in the ikp and TVM-style builds alike.
 #if defined(BENCH_HOPPER)
 enum : unsigned { HG_LOAD = 0, HG_MMA = 1 };
 enum : unsigned { HG_WAIT_FULL = 0, HG_WAIT_EMPTY = 1 };
@@ -400,7 +404,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         tma_load(sa + HG_TILE_BYTES, &tma_b, &full[s], static_cast<int>(kt * HG_BK), col0);
         END(HG_LOAD, kt);
       }
+      FINALIZE();
     }
+    return;
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     float d[64];
@@ -425,19 +431,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       END(HG_MMA, kt);
     }
     // The fragment: thread t of the warp group holds, for each 8-column group j, rows
-    // 16 * warp + lane / 4 (+ 8) and columns 8 * j + 2 * (lane % 4) (+ 1).
-    const unsigned warp = t / 32u, lane = t % 32u;
-    const unsigned r = static_cast<unsigned>(row0) + half * 64u + warp * 16u + lane / 4u;
+    // 16 * warp + ln / 4 (+ 8) and columns 8 * j + 2 * (ln % 4) (+ 1), ln the thread's lane
+    // in its warp.
+    const unsigned warp = t / 32u, ln = t % 32u;
+    const unsigned r = static_cast<unsigned>(row0) + half * 64u + warp * 16u + ln / 4u;
 #pragma unroll
     for (unsigned j = 0; j < HG_BN / 8u; ++j) {
-      const unsigned col = static_cast<unsigned>(col0) + j * 8u + 2u * (lane % 4u);
+      const unsigned col = static_cast<unsigned>(col0) + j * 8u + 2u * (ln % 4u);
       c[static_cast<unsigned long long>(r) * n + col] = d[4u * j];
       c[static_cast<unsigned long long>(r) * n + col + 1u] = d[4u * j + 1u];
       c[static_cast<unsigned long long>(r + 8u) * n + col] = d[4u * j + 2u];
       c[static_cast<unsigned long long>(r + 8u) * n + col + 1u] = d[4u * j + 3u];
     }
+    FINALIZE();
   }
   (void)m;
-  FINALIZE();
 }
 #endif
