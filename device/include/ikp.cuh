@@ -1336,39 +1336,36 @@ class Scope {
 /// the trace also shows how long each individual wait spun (the spins are counted in a
 /// register of their own, then added with Lane::count and recorded with Lane::sample).
 #if IKP_ENABLED
-#define IKP_WAIT(lane, counter_id, cond)              \
-  do {                                                \
-    auto& ikp_wait_lane_ = (lane);                    \
-    const unsigned ikp_wait_id_ = (counter_id);       \
-    if (cond) {                                       \
-      if (ikp_wait_lane_.counts_spins_()) {           \
-        do {                                          \
-          ikp_wait_lane_.tick_(ikp_wait_id_);         \
-        } while (cond);                               \
-        ikp_wait_lane_.wait_end_(ikp_wait_id_);       \
-      } else {                                        \
-        while (cond) {                                \
-        }                                             \
-      }                                               \
-    }                                                 \
+#define IKP_WAIT(lane, counter_id, cond)                                                    \
+  do {                                                                                      \
+    auto& ikp_wait_lane_ = (lane);                                                          \
+    const unsigned ikp_wait_id_ = (counter_id);                                             \
+    IKP_SPIN_(ikp_wait_lane_, ikp_wait_lane_.tick_(ikp_wait_id_),                           \
+              ikp_wait_lane_.wait_end_(ikp_wait_id_), cond);                                \
   } while (0)
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond)           \
-  do {                                                     \
-    auto& ikp_wait_lane_ = (lane);                         \
-    unsigned ikp_wait_n_ = 0u;                             \
-    if (cond) {                                            \
-      if (ikp_wait_lane_.counts_spins_()) {                \
-        do {                                               \
-          ::ikp::detail::tick(ikp_wait_n_);                \
-        } while (cond);                                    \
-      } else {                                             \
-        while (cond) {                                     \
-        }                                                  \
-      }                                                    \
-    }                                                      \
-    ikp_wait_lane_.count((counter_id), ikp_wait_n_);       \
-    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);      \
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                                            \
+  do {                                                                                      \
+    auto& ikp_wait_lane_ = (lane);                                                          \
+    unsigned ikp_wait_n_ = 0u;                                                              \
+    IKP_SPIN_(ikp_wait_lane_, ::ikp::detail::tick(ikp_wait_n_), (void)0, cond);             \
+    ikp_wait_lane_.count((counter_id), ikp_wait_n_);                                        \
+    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);                                       \
   } while (0)
+/// The loop of IKP_WAIT and IKP_WAIT_SAMPLED: the first try before it; in a warp that
+/// counts (Lane::counts_spins_) `tick` each spin and `done` once the wait spun, elsewhere
+/// the bare loop.
+#define IKP_SPIN_(l, tick, done, cond) \
+  if (cond) {                          \
+    if ((l).counts_spins_()) {         \
+      do {                             \
+        tick;                          \
+      } while (cond);                  \
+      done;                            \
+    } else {                           \
+      while (cond) {                   \
+      }                                \
+    }                                  \
+  }
 #else
 #define IKP_WAIT(lane, counter_id, cond) \
   do {                                   \
