@@ -295,6 +295,11 @@ pub fn opcode_difference<'a>(a: &'a [String], b: &[String]) -> Vec<&'a str> {
 mod tests {
     use super::*;
 
+    /// A path's opcodes, space-separated.
+    fn ops(p: &[String]) -> String {
+        p.iter().map(|i| opcode(i)).collect::<Vec<_>>().join(" ")
+    }
+
     // Shaped like `cuobjdump -sass` output of two kernels (one with a loop), trimmed.
     const LISTING: &str = "
 	code for sm_80
@@ -374,7 +379,6 @@ mod tests {
         /*00b0*/                   BRA 0xb0;
 ";
         let s = Sass::parse(listing);
-        let ops = |p: &[String]| p.iter().map(|i| opcode(i)).collect::<Vec<_>>().join(" ");
         // Falling through every predicated branch and exit: the whole kernel but what the
         // unconditional branch jumps, the loop once.
         let all = s.path("k", |_, _| false).unwrap();
@@ -457,7 +461,6 @@ mod tests {
         /*0100*/                   BRA 0x100 ;
         ";
         let s = Sass::parse(listing);
-        let ops = |p: &[String]| p.iter().map(|i| opcode(i)).collect::<Vec<_>>().join(" ");
         let passes = s.first_passes("k").unwrap();
         assert_eq!(
             passes.len(),
