@@ -14,6 +14,7 @@
 //! | `complete` | `false` in the files the runner rewrites after each step, `true` once the run has ended: files that still say `false` come from a run stopped before its end, and hold the checks of the steps it finished |
 //! | `summary` | `{"pass", "fail", "skip"}` counts and `exit`, the runner's exit status |
 //! | `checks` | list of checks, below, in the order they ran |
+//! | `steps` | list of `{"first", "checks", "wall_s"}`, one per step of the run in order: the step's first check, how many checks it made and the seconds it took (what a run's time budget went to) |
 //!
 //! Each check is `{"name", "status", "gpu", "detail", "figures"}`: `status` is `"pass"`,
 //! `"fail"` or `"skip"`; `gpu` says whether the check needs a GPU (its skip fails the run
@@ -143,6 +144,17 @@ impl Table {
     }
 }
 
+/// One step of a run (a check, or a family of checks run together) and the time it took.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepTime {
+    /// The name of the step's first check.
+    pub first: String,
+    /// How many checks the step made.
+    pub checks: usize,
+    /// Seconds it took.
+    pub wall_s: f64,
+}
+
 /// Everything one run found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Results {
@@ -154,6 +166,8 @@ pub struct Results {
     pub wall_s: f64,
     /// The checks in the order they ran.
     pub checks: Vec<Check>,
+    /// The time each step took, in the order they ran.
+    pub steps: Vec<StepTime>,
     /// Whether the run has ended (`false` in the files written after each step).
     pub complete: bool,
 }
@@ -191,6 +205,11 @@ impl Results {
                 "exit": self.exit_code(),
             },
             "checks": self.checks,
+            "steps": self.steps.iter().map(|s| json!({
+                "first": s.first,
+                "checks": s.checks,
+                "wall_s": (s.wall_s * 10.0).round() / 10.0,
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -229,6 +248,17 @@ impl Results {
                 status_word(c.status),
                 escape(&c.detail)
             ));
+        }
+        if !self.steps.is_empty() {
+            md.push_str(
+                "\n## Time per step\n\n| step (its first check) | checks | s |\n|---|---|---|\n",
+            );
+            for s in &self.steps {
+                md.push_str(&format!(
+                    "| {} | {} | {:.1} |\n",
+                    s.first, s.checks, s.wall_s
+                ));
+            }
         }
         for c in &self.checks {
             if let Some(t) = c.figures.get("table") {
@@ -300,6 +330,11 @@ mod tests {
             gpu_required,
             wall_s: 1.0,
             checks,
+            steps: vec![StepTime {
+                first: "timing/globaltimer".into(),
+                checks: 2,
+                wall_s: 12.34,
+            }],
             complete: true,
         }
     }
@@ -366,5 +401,8 @@ mod tests {
             md.contains("1 GPU checks skipped although a GPU was required"),
             "{md}"
         );
+        assert_eq!(j["steps"][0]["first"], "timing/globaltimer");
+        assert_eq!(j["steps"][0]["wall_s"], 12.3);
+        assert!(md.contains("| timing/globaltimer | 2 | 12.3 |"), "{md}");
     }
 }

@@ -40,7 +40,7 @@ use serde_json::{json, Value};
 
 use crate::child;
 use crate::machine::{self, Availability};
-use crate::results::{Check, Results, Status};
+use crate::results::{Check, Results, Status, StepTime};
 
 /// Time limit of one test suite.
 pub const TEST_LIMIT: Duration = Duration::from_secs(180);
@@ -221,6 +221,8 @@ pub fn run(bundle: &Path, results: &Path, budget: Duration) -> std::io::Result<R
         started,
         gpu_required,
         checks: Vec::new(),
+        steps: Vec::new(),
+        step_started: started,
     };
     let only = Selection::from_env();
     if let Some(ps) = only.prefixes() {
@@ -299,6 +301,9 @@ struct Progress<'a> {
     started: Instant,
     gpu_required: bool,
     checks: Vec<Check>,
+    steps: Vec<StepTime>,
+    /// When the step now running began (the previous step's end).
+    step_started: Instant,
 }
 
 impl Progress<'_> {
@@ -307,7 +312,16 @@ impl Progress<'_> {
         machine: &serde_json::Map<String, Value>,
         checks: impl IntoIterator<Item = Check>,
     ) -> std::io::Result<()> {
+        let before = self.checks.len();
         self.checks.extend(checks);
+        if let Some(first) = self.checks.get(before) {
+            self.steps.push(StepTime {
+                first: first.name.clone(),
+                checks: self.checks.len() - before,
+                wall_s: self.step_started.elapsed().as_secs_f64(),
+            });
+        }
+        self.step_started = Instant::now();
         write(self.dir, &self.results(machine, false))
     }
 
@@ -318,6 +332,7 @@ impl Progress<'_> {
             gpu_required: self.gpu_required,
             wall_s: self.started.elapsed().as_secs_f64(),
             checks: self.checks.clone(),
+            steps: self.steps.clone(),
             complete,
         }
     }
@@ -453,6 +468,8 @@ mod progress_tests {
             started: Instant::now(),
             gpu_required: true,
             checks: Vec::new(),
+            steps: Vec::new(),
+            step_started: Instant::now(),
         };
         let machine = serde_json::Map::new();
         let read = || -> Value {
@@ -483,6 +500,14 @@ mod progress_tests {
             .map(|c| c["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["machine", "stream/wait", "stream/drop"]);
+        // One step a call, named by its first check; a step's time is its own.
+        let steps: Vec<(&str, u64)> = second["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["first"].as_str().unwrap(), s["checks"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(steps, [("machine", 1), ("stream/wait", 2)]);
         assert_eq!(
             (
                 second["complete"].clone(),
