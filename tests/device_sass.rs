@@ -54,9 +54,13 @@ const BUDGET_RECORD_FENCED: f64 = BUDGET_RECORD + 1.0;
 /// counter: 9 (10 with the uniform timer read, 7 before the off switch branched).
 const BUDGET_LOOP_RECORD: i64 = 9;
 const BUDGET_LOOP_RECORD_FENCED: i64 = BUDGET_LOOP_RECORD + 1;
-/// A wait-loop tick is a 64-bit increment of the counter's register pair (the add and its
-/// carry), nothing else.
-const BUDGET_TICK: usize = 2;
+/// A wait-loop tick is one 32-bit add to the wait's own count (a vector or, where the wait's
+/// condition is warp-uniform, a uniform register), nothing else. (Incrementing the counter's
+/// 64-bit register pair on each spin took 2: the add and its carry.)
+const BUDGET_TICK: usize = 1;
+/// What a counted wait that spun runs once besides its spins: the count's reset before its
+/// spin loop and its 64-bit add to the counter's pair after it (the add and its carry).
+const BUDGET_SPUN: usize = 3;
 /// Instructions a counted wait whose first try passes adds to an iteration of the loop
 /// around it (`waits_counted` against `waits_plain` in the cost kernels): none, the
 /// compiler peels the first try off the spin loop, which alone counts. (Counting each
@@ -456,7 +460,7 @@ fn calibration_reads_the_clock_and_stores_as_a_record_does() {
 }
 
 #[test]
-fn wait_counter_tick_is_a_64_bit_increment() {
+fn wait_counter_tick_is_one_add_and_a_spun_wait_adds_its_count_once() {
     for c in costs() {
         let (plain, counted) = (&c.spin_plain, &c.spin_counted);
         assert_eq!(
@@ -472,6 +476,20 @@ fn wait_counter_tick_is_a_64_bit_increment() {
             added.len() == BUDGET_TICK
                 && added.iter().all(|op| op.contains("ADD") || op == &"IMAD.X"),
             "{}: the tick is {added:?}",
+            c.arch
+        );
+        // Once the wait spun, its count goes into the counter's pair: a reset before the
+        // loop, an add after it, integer moves and adds (no memory operation).
+        let (head, tail) = &c.spun_wait;
+        let once: Vec<&String> = head.iter().chain(tail).collect();
+        println!("{}: a wait that spun runs {once:?} once", c.arch);
+        assert!(
+            once.len() <= BUDGET_SPUN
+                && once.iter().all(|i| {
+                    let op = ikp::host::sass::parse::opcode(i);
+                    op.contains("ADD") || op.starts_with("IMAD") || op.contains("MOV")
+                }),
+            "{}: a wait that spun runs {once:?} once (budget {BUDGET_SPUN})",
             c.arch
         );
         // A warp without the lane's leader (every warp of a null Arg) spins the bare loop.
@@ -661,6 +679,10 @@ fn print_sass_cost_table() {
         assert!(c.setup.epochs <= epochs);
         assert_eq!(row("wait-loop tick")[i], BUDGET_TICK.to_string());
         assert_eq!(row("counted wait, per wait")[i], c.waits.added.to_string());
+        assert_eq!(
+            row("counted wait, once per wait that spun")[i],
+            (c.spun_wait.0.len() + c.spun_wait.1.len()).to_string()
+        );
         assert_eq!(row("compiled out")[i], "0 (identical SASS)");
         assert_eq!(pair(row("TVM-style record")[i]), c.tvm);
     }

@@ -38,8 +38,9 @@ pub(super) const PLATFORM: &str = r#"// ----------------------------------------
 // IKP_COUNTER_REGS (0 to 4, default 4): wait counters with ids below this are summed in a
 //   64-bit register pair of the lane and added to the lane's trailer once, at finalize:
 //   with an id the compiler knows (a constant, as IKP_WAIT's ids usually are) a spin of
-//   IKP_WAIT increments the pair (two SASS instructions), a wait that does not spin costs
-//   nothing, and the kernel holds two registers per counter id it uses. Higher ids, and
+//   IKP_WAIT is one SASS add to a count of the wait's own, which goes into the pair once
+//   the wait is over (two more), a wait that does not spin costs nothing, and the kernel
+//   holds two registers per counter id it uses. Higher ids, and
 //   every count when this is 0, add to the trailer at once (a branch and a 64-bit RED per
 //   wait). Either way the totals are in the buffer after finalize; a lane that never
 //   finalizes keeps only the counts added at once.
@@ -178,24 +179,16 @@ IKP_INLINE unsigned warp_max(unsigned v) {
 #endif
 }
 
-/// One spin of a counted wait: `++n`, written in PTX so that the optimizer cannot compute it
-/// ahead of the wait's condition. Left to itself, it rotates `while (cond) ++n;` into a loop
-/// that increments on every try and keeps the count before the last increment in a second
-/// register: two moves a spin more, and no first try peeled off the loop (where a counted
-/// wait that passes at once costs nothing). The 64-bit form is IADD3 and IADD3.X.
+/// One spin of a counted wait: `++n` (one IADD), written in PTX so that the optimizer
+/// cannot compute it ahead of the wait's condition. Left to itself, it rotates `while (cond)
+/// ++n;` into a loop that increments on every try and keeps the count before the last
+/// increment in a second register: two moves a spin more, and no first try peeled off the
+/// loop (where a counted wait that passes at once costs nothing).
 IKP_INLINE void tick(unsigned& n) {
 #if defined(IKP_HOST_EMULATION)
   ++n;
 #else
   asm volatile("add.u32 %0, %0, 1;" : "+r"(n));
-#endif
-}
-
-IKP_INLINE void tick(unsigned long long& n) {
-#if defined(IKP_HOST_EMULATION)
-  ++n;
-#else
-  asm volatile("add.u64 %0, %0, 1;" : "+l"(n));
 #endif
 }
 
@@ -614,7 +607,6 @@ class Lane {
       // Written out, not as a loop: a loop here, unrolled late, changed ptxas's register
       // allocation of kernels that never count (the bench's GEMM: 56 -> 65 registers).
       spins_[0] = spins_[1] = spins_[2] = spins_[3] = 0ull;
-      other_ = 0u;
       unsigned long long* const buf = reinterpret_cast<unsigned long long*>(arg.buf);
       unsigned long long segment = lane;
 #if IKP_EPOCHS
@@ -737,48 +729,15 @@ class Lane {
     return false;
   }
 
-  /// One spin of a wait counted for `id`: the increment of the counter's register pair for
-  /// an id below IKP_COUNTER_REGS (chosen by comparing, as in count(): with a constant id
-  /// one 64-bit increment, two SASS instructions), of the lane's count apart for another
-  /// (added to the trailer at the wait's end, wait_end_()). The increment is written in PTX
-  /// (detail::tick) so the optimizer cannot move it ahead of the wait's condition.
-  IKP_INLINE void tick_(unsigned id) {
-    if constexpr (On) {
-      if (COUNTER_REGS > 0u && id == 0u) {
-        detail::tick(spins_[0]);
-      } else if (COUNTER_REGS > 1u && id == 1u) {
-        detail::tick(spins_[1]);
-      } else if (COUNTER_REGS > 2u && id == 2u) {
-        detail::tick(spins_[2]);
-      } else if (COUNTER_REGS > 3u && id == 3u) {
-        detail::tick(spins_[3]);
-      } else {
-        detail::tick(other_);
-      }
-    }
-  }
-
-  /// The end of a wait that spun and was counted for `id`: an id at or past
-  /// IKP_COUNTER_REGS adds the wait's spins to the trailer now (count()); for a constant
-  /// id below it this folds away.
-  IKP_INLINE void wait_end_(unsigned id) {
-    if constexpr (On) {
-      if (id >= COUNTER_REGS) {
-        add_count(id, other_);
-        other_ = 0u;
-      }
-    }
-  }
-
   /// Adds `n` to wait counter `id`'s total. An id below IKP_COUNTER_REGS is summed in a
   /// register pair and added to the lane trailer at finalize: with a constant id that is
-  /// one 64-bit add (IKP_WAIT increments the pair on each spin instead, see tick_()),
-  /// where an add to the trailer is a branch around a 64-bit RED from the leader (8 SASS
+  /// one 64-bit add (two SASS instructions; IKP_WAIT runs it once a wait that spun), where
+  /// an add to the trailer is a branch around a 64-bit RED from the leader (8 SASS
   /// instructions a wait in the ikp cost kernels, on the waiting warp's path). The pair is
   /// picked by comparing `id` with each index, never by indexing, which would move the sums
   /// to local memory for an id the compiler does not know (the compares then run, a few
-  /// instructions; with a constant id they fold away). A higher
-  /// id adds to the trailer at once. Ids at or past n_counters are ignored (they would land
+  /// instructions; with a constant id they fold away). A higher id adds to the trailer at
+  /// once. Ids at or past n_counters are ignored (they would land
   /// in the next lane's segment).
   IKP_INLINE void count(unsigned id, unsigned n) {
     if constexpr (On) {
@@ -1055,7 +1014,6 @@ class Lane {
   static constexpr unsigned COUNTER_REGS = IKP_COUNTER_REGS;
   static_assert(COUNTER_REGS <= 4u, "IKP_COUNTER_REGS is 0 to 4");
   unsigned long long spins_[4];
-  unsigned other_;  // spins of the current wait of a counter id past COUNTER_REGS
   unsigned limit_;          // stream: the slot may reach this before the slow path runs
   unsigned base_;           // stream: records stored before slot 0 of this lap
   unsigned room_end_;       // stream: records stored at which the ring is full (TAIL + cap)
@@ -1098,40 +1056,42 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// (tries after the first) to counter `counter_id`. The first try comes before the loop, so
 /// a wait that passes at once runs it and nothing else. A wait that spins asks once whether
 /// its warp counts (Lane::counts_spins_: the warp of the lane's writing leader); that warp
-/// adds each spin to the counter's register pair (two integer adds for a constant id below
-/// IKP_COUNTER_REGS, no memory operation, so the wait's own timing barely moves), any other
-/// warp (a null Arg's) spins the bare loop. The total reaches the buffer once, at finalize
-/// (the ikp tests check these in SASS). `cond` must re-read what it waits on (volatile
-/// load, atomic, barrier try-wait), as any spin loop must; it is evaluated as often as in
-/// `while (cond) {}`. Compiled out (IKP_ENABLED=0) it is that bare loop.
+/// counts each spin in a register of the wait's own (one integer add, no memory operation,
+/// so the wait's own timing barely moves) and adds the count to the counter's total once
+/// the wait is over (Lane::count: for a constant id below IKP_COUNTER_REGS a 64-bit add to a
+/// register pair); any other warp (a null Arg's) spins the bare loop. The totals reach the
+/// buffer once, at finalize (the ikp tests check these in SASS). A wait's count is 32 bits:
+/// a single wait of 2^32 spins or more (minutes of spinning) adds its spins modulo 2^32.
+/// `cond` must re-read what it waits on (volatile load, atomic, barrier try-wait), as any
+/// spin loop must; it is evaluated as often as in `while (cond) {}`. Compiled out
+/// (IKP_ENABLED=0) it is that bare loop.
 ///
 /// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
-/// the trace also shows how long each individual wait spun (the spins are counted in a
-/// register of their own, then added with Lane::count and recorded with Lane::sample).
+/// the trace also shows how long each individual wait spun (recorded with Lane::sample,
+/// for a wait that passes at once too).
 #if IKP_ENABLED
-#define IKP_WAIT(lane, counter_id, cond)                                                    \
-  do {                                                                                      \
-    auto& ikp_wait_lane_ = (lane);                                                          \
-    const unsigned ikp_wait_id_ = (counter_id);                                             \
-    IKP_SPIN_(ikp_wait_lane_, ikp_wait_lane_.tick_(ikp_wait_id_),                           \
-              ikp_wait_lane_.wait_end_(ikp_wait_id_), cond);                                \
+#define IKP_WAIT(lane, counter_id, cond)                                                          \
+  do {                                                                                            \
+    auto& ikp_wait_lane_ = (lane);                                                                \
+    unsigned ikp_wait_n_ = 0u;                                                                    \
+    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, ikp_wait_lane_.count((counter_id), ikp_wait_n_), cond); \
   } while (0)
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                                            \
-  do {                                                                                      \
-    auto& ikp_wait_lane_ = (lane);                                                          \
-    unsigned ikp_wait_n_ = 0u;                                                              \
-    IKP_SPIN_(ikp_wait_lane_, ::ikp::detail::tick(ikp_wait_n_), (void)0, cond);             \
-    ikp_wait_lane_.count((counter_id), ikp_wait_n_);                                        \
-    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);                                       \
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                    \
+  do {                                                              \
+    auto& ikp_wait_lane_ = (lane);                                  \
+    unsigned ikp_wait_n_ = 0u;                                      \
+    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, (void)0, cond);          \
+    ikp_wait_lane_.count((counter_id), ikp_wait_n_);                \
+    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);               \
   } while (0)
 /// The loop of IKP_WAIT and IKP_WAIT_SAMPLED: the first try before it; in a warp that
-/// counts (Lane::counts_spins_) `tick` each spin and `done` once the wait spun, elsewhere
-/// the bare loop.
-#define IKP_SPIN_(l, tick, done, cond) \
+/// counts (Lane::counts_spins_) each spin ticks `n` and `done` runs once the wait spun,
+/// elsewhere the bare loop.
+#define IKP_SPIN_(l, n, done, cond)    \
   if (cond) {                          \
     if ((l).counts_spins_()) {         \
       do {                             \
-        tick;                          \
+        ::ikp::detail::tick(n);        \
       } while (cond);                  \
       done;                            \
     } else {                           \

@@ -23,7 +23,9 @@
 //! - **wait-loop tick**: growth of a spin loop's body when it is counted with `IKP_WAIT`.
 //! - **counted wait**: what a wait whose first try passes adds to an iteration of a loop
 //!   around it (`waits_counted` against `waits_plain`, one pass each, the spin loop left at
-//!   its first test: [`super::Sass::first_passes`]).
+//!   its first test: [`super::Sass::first_passes`]); and what a wait that spun runs once
+//!   besides its spins, the count's reset before the spin loop and its add after
+//!   (`spin_counted`: [`super::Sass::loop_entry_exit`]).
 //! - **compiled out**: four example kernels compiled with `-DIKP_ENABLED=0` against the
 //!   same kernels written without markers; the difference should be nothing at all.
 //! - **TVM-style reference**: the record sequence of TVM's CudaProfiler (a fenced start
@@ -215,6 +217,10 @@ pub struct ArchCost {
     /// The same wait's spin loop in any other warp (the kernel's shortest loop): what a
     /// warp whose count never reaches the buffer spins, a null `Arg`'s included.
     pub spin_uncounted: Vec<String>,
+    /// What the counted wait runs once when it spun, besides its spins: the instructions
+    /// before its spin loop (the count's reset) and after it up to the join (the count's
+    /// add to the counter's total).
+    pub spun_wait: (Vec<String>, Vec<String>),
     /// A wait per iteration of a runtime loop, counted and not: [`Waits`].
     pub waits: Waits,
     /// The TVM-style record, (first, steady) as for [`RecordCost`].
@@ -443,6 +449,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         counted,
         plain,
     };
+    let spun_wait = cost.loop_entry_exit("spin_counted")?;
 
     let tvm = c.sass("tvm_style", &tvm_source(), arch, &[])?;
     let tvm = per_record(|extra| tvm.kernel(&format!("tvm_records_{extra}")).map(|k| k.len()))?;
@@ -469,6 +476,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         spin_plain,
         spin_counted,
         spin_uncounted,
+        spun_wait,
         waits,
         tvm,
         examples,
@@ -577,6 +585,10 @@ impl CostReport {
             "counted wait, per wait that passes at its first try (IKP_WAIT, constant id)".into(),
             cells(&|a| a.waits.added.to_string()),
         ));
+        rows.push((
+            "counted wait, once per wait that spun, besides its spins".into(),
+            cells(&|a| (a.spun_wait.0.len() + a.spun_wait.1.len()).to_string()),
+        ));
         let n_examples = self.archs.first().map_or(0, |a| a.examples.len());
         rows.push((
             format!("compiled out (IKP_ENABLED=0), {n_examples} example kernels"),
@@ -629,6 +641,7 @@ mod tests {
             spin_plain: ins(3),
             spin_counted: ins(4),
             spin_uncounted: ins(3),
+            spun_wait: (ins(1), ins(2)),
             waits: Waits {
                 added: 3,
                 counted: WaitKernel {
@@ -733,6 +746,10 @@ mod tests {
             "{md}"
         );
         assert!(
+            md.contains("| counted wait, once per wait that spun, besides its spins | 3 | 3 |"),
+            "{md}"
+        );
+        assert!(
             md.contains("| compiled out (IKP_ENABLED=0), 1 example kernels | 0 (identical SASS) | +1 (1 kernels differ) |"),
             "{md}"
         );
@@ -748,6 +765,6 @@ mod tests {
             md.contains("| stream record in a runtime loop (Fence::None, Timer::Global), per iteration while the ring has room | 11 | 11 |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 7 * MODES.len() + 8);
+        assert_eq!(r.rows().len(), 7 * MODES.len() + 9);
     }
 }

@@ -246,6 +246,49 @@ impl Sass {
         Ok(path)
     }
 
+    /// The code a warp runs around the longest loop of kernel `name` besides the loop
+    /// itself, where the loop is a branch of its own (a counted wait's spin loop, say):
+    /// `(head, tail)`, the instructions from the branch target that leads into the loop
+    /// (the nearest target of a forward branch at or before the loop's first instruction)
+    /// up to that instruction, and those after the loop's back edge up to the join (the
+    /// first target of a forward branch from before the loop, or an `EXIT`). What a wait
+    /// that spun runs once besides its spins.
+    pub fn loop_entry_exit(&self, name: &str) -> Result<(Vec<String>, Vec<String>), SassError> {
+        let ins = self.insns(name)?;
+        let mut longest: Option<(usize, usize)> = None;
+        for (i, (addr, text)) in ins.iter().enumerate() {
+            if let Some(target) = branch_target(text).filter(|t| t < addr) {
+                let start = ins.iter().position(|(a, _)| *a == target).ok_or_else(|| {
+                    SassError::BranchTarget {
+                        kernel: name.to_owned(),
+                        target,
+                    }
+                })?;
+                if longest.is_none_or(|(s, e)| e - s < i - start) {
+                    longest = Some((start, i));
+                }
+            }
+        }
+        let (start, end) = longest.ok_or_else(|| SassError::LoopCount {
+            kernel: name.to_owned(),
+            found: 0,
+        })?;
+        // Targets of the forward branches before the loop.
+        let targets: Vec<u64> = ins[..start]
+            .iter()
+            .filter_map(|(addr, text)| branch_target(text).filter(|t| t > addr))
+            .collect();
+        let head_from = (0..=start)
+            .rev()
+            .find(|&k| targets.contains(&ins[k].0))
+            .unwrap_or(start);
+        let tail_to = (end + 1..ins.len())
+            .find(|&k| targets.contains(&ins[k].0) || opcode(&ins[k].1) == "EXIT")
+            .unwrap_or(ins.len());
+        let texts = |r: std::ops::Range<usize>| ins[r].iter().map(|(_, t)| t.clone()).collect();
+        Ok((texts(head_from..start), texts(end + 1..tail_to)))
+    }
+
     /// The body of the only loop of kernel `name`.
     pub fn single_loop(&self, name: &str) -> Result<Vec<String>, SassError> {
         let mut loops = self.loops(name)?;
@@ -475,6 +518,49 @@ mod tests {
             "VIADD LDS ISETP.GT.U32.AND NOP LDS IADD3 ISETP.GT.U32.AND BRA STS BRA"
         );
         assert!(s.first_passes("nope").is_err());
+    }
+
+    #[test]
+    fn a_counted_wait_spins_its_loop_between_a_head_and_a_tail() {
+        // A counted wait as ptxas lays it out: the first try (0x10), the branch to the
+        // counting warp's loop (0x30), the bare loop of any other warp (0x40), the count's
+        // reset (0x80), the counted loop (0x90 .. 0xc0), its add (0xd0, 0xe0), the join.
+        let listing = "\
+        Function : k
+        /*0000*/                   LDS R2, [R3] ;
+        /*0010*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*0020*/               @P0 BRA 0xf0 ;
+        /*0030*/               @P2 BRA 0x80 ;
+        /*0040*/                   LDS R2, [R3] ;
+        /*0050*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*0060*/              @!P0 BRA 0x40 ;
+        /*0070*/                   BRA 0xf0 ;
+        /*0080*/                   IMAD.MOV.U32 R5, RZ, RZ, RZ ;
+        /*0090*/                   LDS R2, [R3] ;
+        /*00a0*/                   VIADD R5, R5, 0x1 ;
+        /*00b0*/                   ISETP.GT.U32.AND P0, PT, R2, R4, PT ;
+        /*00c0*/              @!P0 BRA 0x90 ;
+        /*00d0*/                   IADD3 R6, P0, R5, R6, RZ ;
+        /*00e0*/                   IMAD.X R7, RZ, RZ, R7, P0 ;
+        /*00f0*/                   STS [R3], R9 ;
+        /*0100*/                   EXIT ;
+        /*0110*/                   BRA 0x110 ;
+        ";
+        let s = Sass::parse(listing);
+        let (head, tail) = s.loop_entry_exit("k").unwrap();
+        assert_eq!(ops(&head), "IMAD.MOV.U32");
+        assert_eq!(ops(&tail), "IADD3 IMAD.X");
+        // Without a join the tail runs to the exit.
+        let unjoined = listing
+            .replace("@P0 BRA 0xf0", "NOP")
+            .replace("BRA 0xf0", "NOP");
+        let (_, tail) = Sass::parse(&unjoined).loop_entry_exit("k").unwrap();
+        assert_eq!(ops(&tail), "IADD3 IMAD.X STS");
+        assert!(
+            Sass::parse("Function : k\n/*0000*/ EXIT ;\n/*0010*/ BRA 0x10 ;")
+                .loop_entry_exit("k")
+                .is_err()
+        );
     }
 
     #[test]
