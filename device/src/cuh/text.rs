@@ -1063,26 +1063,28 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// buffer once, at finalize (the ikp tests check these in SASS). A wait's count is 32 bits:
 /// a single wait of 2^32 spins or more (minutes of spinning) adds its spins modulo 2^32.
 /// `cond` must re-read what it waits on (volatile load, atomic, barrier try-wait), as any
-/// spin loop must; it is evaluated as often as in `while (cond) {}`. Compiled out
-/// (IKP_ENABLED=0) it is that bare loop.
+/// spin loop must; it is evaluated as often as in `while (cond) {}`; `lane` and
+/// `counter_id` are evaluated once. Compiled out (IKP_ENABLED=0) it is that bare loop.
 ///
 /// IKP_WAIT_SAMPLED(lane, counter_id, cond): IKP_WAIT plus one counter-sample record, so
 /// the trace also shows how long each individual wait spun (recorded with Lane::sample,
 /// for a wait that passes at once too).
 #if IKP_ENABLED
-#define IKP_WAIT(lane, counter_id, cond)                                                          \
-  do {                                                                                            \
-    auto& ikp_wait_lane_ = (lane);                                                                \
-    unsigned ikp_wait_n_ = 0u;                                                                    \
-    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, ikp_wait_lane_.count((counter_id), ikp_wait_n_), cond); \
+#define IKP_WAIT(lane, counter_id, cond)                                                      \
+  do {                                                                                        \
+    auto& ikp_wait_lane_ = (lane);                                                            \
+    const unsigned ikp_wait_id_ = (counter_id);                                               \
+    unsigned ikp_wait_n_ = 0u;                                                                \
+    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, ikp_wait_lane_.count(ikp_wait_id_, ikp_wait_n_), cond); \
   } while (0)
-#define IKP_WAIT_SAMPLED(lane, counter_id, cond)                    \
-  do {                                                              \
-    auto& ikp_wait_lane_ = (lane);                                  \
-    unsigned ikp_wait_n_ = 0u;                                      \
-    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, (void)0, cond);          \
-    ikp_wait_lane_.count((counter_id), ikp_wait_n_);                \
-    ikp_wait_lane_.sample((counter_id), ikp_wait_n_);               \
+#define IKP_WAIT_SAMPLED(lane, counter_id, cond)           \
+  do {                                                     \
+    auto& ikp_wait_lane_ = (lane);                         \
+    const unsigned ikp_wait_id_ = (counter_id);            \
+    unsigned ikp_wait_n_ = 0u;                             \
+    IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, (void)0, cond); \
+    ikp_wait_lane_.count(ikp_wait_id_, ikp_wait_n_);       \
+    ikp_wait_lane_.sample(ikp_wait_id_, ikp_wait_n_);      \
   } while (0)
 /// The loop of IKP_WAIT and IKP_WAIT_SAMPLED: the first try before it; in a warp that
 /// counts (Lane::counts_spins_) each spin ticks `n` and `done` runs once the wait spun,

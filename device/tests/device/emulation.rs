@@ -25,14 +25,14 @@ use std::sync::OnceLock;
 const GRID: [u32; 3] = [3, 2, 2];
 const BLOCK: [u32; 3] = [16, 2, 3];
 const GROUPS: u32 = 2;
-const CAP: u32 = 14;
+const CAP: u32 = 16;
 const LOAD: u32 = 0;
 const COMPUTE: u32 = 1;
 const STORE: u32 = 2;
 const TILE: u32 = 3;
 const WAIT_FULL: u32 = 0;
 const WAIT_EMPTY: u32 = 1;
-/// Block 5's clock lane runs 6 tiles: 9 + 12 records for 14 slots.
+/// Block 5's clock lane runs 6 tiles: 11 + 12 records for 16 slots.
 const FULL_LANE: u64 = 5 * GROUPS as u64 + 1;
 /// Cycles each emulated clock read adds, by read index mod 4 (`kReadCycles`).
 const READ_CYCLES: [u64; 4] = [6, 1, 9, 4];
@@ -289,6 +289,12 @@ fn program(m: &mut Model, b: u32, g: u32) {
     m.count(WAIT_FULL, 5);
     m.count(WAIT_FULL, 2); // a runtime id
     m.count(WAIT_EMPTY, 4); // IKP_WAIT with a runtime id
+    m.count(WAIT_FULL, 1); // IKP_WAIT, an id with a side effect
+    m.count(WAIT_EMPTY, 1); // IKP_WAIT_SAMPLED, the same
+    m.sample(WAIT_EMPTY, 1);
+    m.count(WAIT_EMPTY, 0); // IKP_WAIT_SAMPLED that passes at once
+    m.sample(WAIT_EMPTY, 0);
+    m.count(WAIT_FULL, 3); // the ids' evaluations: once each
                             // count(9, 1000): no such counter, nothing happens.
     m.step(1);
     m.instant(TILE, 42);
@@ -712,12 +718,13 @@ fn spot_checks_that_do_not_rely_on_the_model() {
     assert_eq!(dur(l9, LOAD), [50 + READ_CYCLES[6 % 4]]);
     assert_eq!(dur(l9, TILE), [12 + READ_CYCLES[13 % 4]]);
     assert_eq!(l9.spans.last().unwrap().1, 4 * 16, "tile payload");
-    // Counters: 4 + 1 spins + 5 and 2 added (a constant id and a runtime one), and a wait
-    // that passed at once; 3 spins sampled once and 4 spins of a wait with a runtime id;
-    // the bogus id changed nothing.
-    assert_eq!(l9.counters, [12, 7]);
-    assert_eq!(l9.samples.len(), 1);
-    assert_eq!((l9.samples[0].0, l9.samples[0].1), (WAIT_EMPTY, 3));
+    // Counters: 4 + 1 spins + 5 and 2 added (a constant id and a runtime one), a wait
+    // that passed at once, 1 spin and 3 evaluations of the ids of the waits whose ids
+    // count them (once each); 3 spins sampled once, 4 spins of a wait with a runtime id, 1
+    // spin sampled and a sampled wait that passed at once; the bogus id changed nothing.
+    assert_eq!(l9.counters, [16, 8]);
+    let samples: Vec<(u32, u32)> = l9.samples.iter().map(|s| (s.0, s.1)).collect();
+    assert_eq!(samples, [(WAIT_EMPTY, 3), (WAIT_EMPTY, 1), (WAIT_EMPTY, 0)]);
     // Out-of-range region and payload keep their low bits.
     assert_eq!(
         (l9.instants[1].0, l9.instants[1].1),
@@ -730,7 +737,7 @@ fn spot_checks_that_do_not_rely_on_the_model() {
 fn full_lane_counts_drops_and_keeps_what_fits() {
     let lanes = decode(&emulated().words);
     let full = &lanes[FULL_LANE as usize];
-    assert_eq!((full.written, full.dropped), (CAP, 9 + 12 - CAP));
+    assert_eq!((full.written, full.dropped), (CAP, 11 + 12 - CAP));
     let tiles: Vec<u32> = full
         .spans
         .iter()
@@ -745,7 +752,7 @@ fn full_lane_counts_drops_and_keeps_what_fits() {
     assert_eq!(full.instants.len(), 1, "the last instant was dropped");
     for (l, v) in lanes.iter().enumerate() {
         if l as u64 != FULL_LANE {
-            assert_eq!((v.written, v.dropped), (11, 0), "lane {l}");
+            assert_eq!((v.written, v.dropped), (13, 0), "lane {l}");
         }
     }
 }

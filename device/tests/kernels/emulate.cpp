@@ -116,6 +116,11 @@ static void program(L& lane, unsigned b, unsigned g) {
   unsigned r = 0;
   IKP_WAIT(lane, runtime_id(WAIT_EMPTY), r++ < 4);  // a runtime id: 4 spins, added at once
   IKP_WAIT(lane, WAIT_FULL, r == 0);                // passes at its first try: no spin
+  unsigned evals = 0, s = 0;
+  IKP_WAIT(lane, (++evals, WAIT_FULL), s++ < 1);            // 1 spin
+  IKP_WAIT_SAMPLED(lane, (++evals, WAIT_EMPTY), s++ < 3);   // 1 spin, counted and sampled
+  IKP_WAIT_SAMPLED(lane, (++evals, WAIT_EMPTY), s == 0);    // no spin, sampled
+  lane.count(WAIT_FULL, evals);                             // 3: each evaluated its id once
   lane.count(9, 1000);  // no such counter: ignored
   step(1);
   lane.instant(TILE, 42);
