@@ -1070,11 +1070,11 @@ pub(super) const MACROS: &str = r#"#define IKP_CAT_(a, b) a##b
 /// the trace also shows how long each individual wait spun (recorded with Lane::sample,
 /// for a wait that passes at once too).
 #if IKP_ENABLED
-#define IKP_WAIT(lane, counter_id, cond)                                                      \
-  do {                                                                                        \
-    auto& ikp_wait_lane_ = (lane);                                                            \
-    const unsigned ikp_wait_id_ = (counter_id);                                               \
-    unsigned ikp_wait_n_ = 0u;                                                                \
+#define IKP_WAIT(lane, counter_id, cond)                                                           \
+  do {                                                                                             \
+    auto& ikp_wait_lane_ = (lane);                                                                 \
+    const unsigned ikp_wait_id_ = (counter_id);                                                    \
+    unsigned ikp_wait_n_ = 0u;                                                                     \
     IKP_SPIN_(ikp_wait_lane_, ikp_wait_n_, ikp_wait_lane_.count(ikp_wait_id_, ikp_wait_n_), cond); \
   } while (0)
 #define IKP_WAIT_SAMPLED(lane, counter_id, cond)           \
