@@ -295,7 +295,7 @@ fn program(m: &mut Model, b: u32, g: u32) {
     m.count(WAIT_EMPTY, 0); // IKP_WAIT_SAMPLED that passes at once
     m.sample(WAIT_EMPTY, 0);
     m.count(WAIT_FULL, 3); // the ids' evaluations: once each
-                            // count(9, 1000): no such counter, nothing happens.
+                           // count(9, 1000): no such counter, nothing happens.
     m.step(1);
     m.instant(TILE, 42);
     let n_tiles = if b == 5 && g == 1 { 6 } else { 1 };

@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 /// One instruction: its address and its text (`@!P1 STG.E.64 desc[UR6][R2.64], R4`).
 pub type Insn = (u64, String);
 
+/// A loop as indices into its kernel's instructions: the backward branch's target, the
+/// branch.
+type LoopSpan = (usize, usize);
+
 /// The SASS of every kernel of a cubin.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sass {
@@ -86,6 +90,16 @@ impl Sass {
     /// Every loop of kernel `name`: the instructions from a backward branch's target to the
     /// branch itself, in the order of the branches (an inner loop's branch comes first).
     pub fn loops(&self, name: &str) -> Result<Vec<Vec<String>>, SassError> {
+        let (ins, loops) = self.back_edges(name)?;
+        Ok(loops
+            .into_iter()
+            .map(|(start, end)| ins[start..=end].iter().map(|(_, t)| t.clone()).collect())
+            .collect())
+    }
+
+    /// Kernel `name`'s instructions and its loops as index pairs (the backward branch's
+    /// target, the branch), in the order of the branches.
+    fn back_edges(&self, name: &str) -> Result<(&[Insn], Vec<LoopSpan>), SassError> {
         let ins = self.insns(name)?;
         let mut loops = Vec::new();
         for (i, (addr, text)) in ins.iter().enumerate() {
@@ -96,10 +110,10 @@ impl Sass {
                         target,
                     }
                 })?;
-                loops.push(ins[start..=i].iter().map(|(_, t)| t.clone()).collect());
+                loops.push((start, i));
             }
         }
-        Ok(loops)
+        Ok((ins, loops))
     }
 
     /// The body of the only loop of kernel `name` without its out-of-line calls' blocks:
@@ -148,7 +162,7 @@ impl Sass {
     /// an inner loop that is not peeled runs its body once). What a loop around a wait
     /// issues per iteration when the wait never spins.
     pub fn first_passes(&self, name: &str) -> Result<Vec<Vec<String>>, SassError> {
-        let ins = self.insns(name)?;
+        let (ins, loops) = self.back_edges(name)?;
         let index = |target: u64| {
             ins.iter()
                 .position(|(a, _)| *a == target)
@@ -157,13 +171,7 @@ impl Sass {
                     target,
                 })
         };
-        let mut loops = Vec::new();
-        for (i, (addr, text)) in ins.iter().enumerate() {
-            if let Some(target) = branch_target(text).filter(|t| t < addr) {
-                loops.push((index(target)?, i));
-            }
-        }
-        let inside = |a: (usize, usize), b: (usize, usize)| a != b && b.0 <= a.0 && a.1 <= b.1;
+        let inside = |a: LoopSpan, b: LoopSpan| a != b && b.0 <= a.0 && a.1 <= b.1;
         let mut passes = Vec::new();
         for &(start, end) in &loops {
             let holds = loops.iter().any(|&l| inside(l, (start, end)));
@@ -189,22 +197,13 @@ impl Sass {
 
     /// Index range of the only loop of kernel `name` in its instructions.
     fn single_loop_range(&self, name: &str) -> Result<std::ops::Range<usize>, SassError> {
-        let ins = self.insns(name)?;
-        let mut found = Vec::new();
-        for (i, (addr, text)) in ins.iter().enumerate() {
-            if let Some(target) = branch_target(text).filter(|t| t < addr) {
-                if let Some(start) = ins.iter().position(|(a, _)| *a == target) {
-                    found.push(start..i + 1);
-                }
-            }
-        }
-        if found.len() != 1 {
-            return Err(SassError::LoopCount {
+        match self.back_edges(name)?.1[..] {
+            [(start, end)] => Ok(start..end + 1),
+            ref found => Err(SassError::LoopCount {
                 kernel: name.to_owned(),
                 found: found.len(),
-            });
+            }),
         }
-        Ok(found.pop().unwrap_or_default())
     }
 
     /// The instructions one warp issues along a path through kernel `name`, each loop's
@@ -254,21 +253,12 @@ impl Sass {
     /// first target of a forward branch from before the loop, or an `EXIT`). What a wait
     /// that spun runs once besides its spins.
     pub fn loop_entry_exit(&self, name: &str) -> Result<(Vec<String>, Vec<String>), SassError> {
-        let ins = self.insns(name)?;
-        let mut longest: Option<(usize, usize)> = None;
-        for (i, (addr, text)) in ins.iter().enumerate() {
-            if let Some(target) = branch_target(text).filter(|t| t < addr) {
-                let start = ins.iter().position(|(a, _)| *a == target).ok_or_else(|| {
-                    SassError::BranchTarget {
-                        kernel: name.to_owned(),
-                        target,
-                    }
-                })?;
-                if longest.is_none_or(|(s, e)| e - s < i - start) {
-                    longest = Some((start, i));
-                }
-            }
-        }
+        let (ins, loops) = self.back_edges(name)?;
+        // The first of the longest (max_by_key would take the last).
+        let longest = loops
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 - b.0 > a.1 - a.0 { b } else { a });
         let (start, end) = longest.ok_or_else(|| SassError::LoopCount {
             kernel: name.to_owned(),
             found: 0,
