@@ -315,6 +315,21 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 false,
             )
         }
+        "region_loop" => {
+            // Issue #36's kernel: 4 blocks of 4 warps an SM (528 on 132 SMs), a begin and
+            // an end per 64 dependent multiply-adds, about 0.3 ms.
+            let (blocks, threads, iters) = (4 * sms, spec.block.0, 2_048u32);
+            let n = (blocks * threads) as usize;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: spec.block,
+                shared_mem_bytes: 0,
+            };
+            let input = stream
+                .clone_htod(&inputs(n, 7))
+                .map_err(drv("cuMemcpyHtoD (input)"))?;
+            (cfg, 2 * iters, vec![iters], Input::F32(input), n, false)
+        }
         "hopper_gemm" => {
             let (m, n, k) = (4096u32, 4096u32, 4096u32);
             let cfg = LaunchConfig {

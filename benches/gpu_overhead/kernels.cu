@@ -1,7 +1,8 @@
 // Kernels of the GPU overhead bench (benches/gpu_overhead.rs): the three example kernels of
 // examples/ (load / compute / store, warp-specialized producer / consumer, persistent grid),
-// sized to keep a GPU busy for about a millisecond, a tiled GEMM on half data and a
-// memory-bound copy. The examples fix their instrumentation; here each kernel is written
+// sized to keep a GPU busy for about a millisecond, a tiled GEMM on half data, a
+// memory-bound copy, a region per iteration of a multiply-add loop and a Hopper
+// warp-specialized GEMM. The examples fix their instrumentation; here each kernel is written
 // once with switches so that every build the bench compares comes from the same code:
 //
 //   BENCH_BASELINE   defined: no ikp at all: no include, no marker, no ikp::Arg parameter
@@ -277,6 +278,28 @@ extern "C" __global__ void stream_copy(float* out, const float* in, unsigned n P
     if (i < n4) out4[i] = make_float4(v.x * 2.0f, v.y * 2.0f, v.z * 2.0f, v.w * 2.0f);
     END(SC_STORE, step);
   }
+  FINALIZE();
+}
+
+// ---------------------------------------------------------------------------------------
+// A region per loop iteration (issue #36's off-switch kernel, as a new user wrote it): a
+// begin and an end around 64 dependent multiply-adds, one lane per block of 4 warps, four
+// blocks an SM. Every warp issues a multiply-add every 4 cycles, so the SM sub-partitions
+// are busy: what the records (and, with a null Arg, the off path) add is issue slots.
+enum : unsigned { RL_STEP = 0 };
+constexpr unsigned RL_FMAS = 64;
+
+extern "C" __global__ void region_loop(float* out, const float* in, unsigned iters PROF_PARAM) {
+  BENCH_LANE(0, threadIdx.x == 0);
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = in[i];
+  for (unsigned k = 0; k < iters; ++k) {
+    BEGIN(RL_STEP, k);
+#pragma unroll
+    for (unsigned j = 0; j < RL_FMAS; ++j) acc = acc * 1.0001f + 0.5f;
+    END(RL_STEP, k);
+  }
+  out[i] = acc;
   FINALIZE();
 }
 

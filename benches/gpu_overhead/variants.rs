@@ -192,8 +192,9 @@ pub struct KernelSpec {
 }
 
 /// The kernels, in report order: the three examples, a compute-bound GEMM, a memory-bound
-/// copy and a Hopper warp-specialized GEMM (TMA, wgmma, mbarriers; sm_90 only).
-pub const KERNELS: [KernelSpec; 6] = [
+/// copy, a region per loop iteration (issue #36's kernel for the off switch) and a Hopper
+/// warp-specialized GEMM (TMA, wgmma, mbarriers; sm_90 only).
+pub const KERNELS: [KernelSpec; 7] = [
     KernelSpec {
         name: "load_compute_store",
         regions: &["load", "compute", "store"],
@@ -237,6 +238,15 @@ pub const KERNELS: [KernelSpec; 6] = [
         groups_per_block: 1,
         params: 3,
         block: (256, 1, 1),
+        hopper: false,
+    },
+    KernelSpec {
+        name: "region_loop",
+        regions: &["step"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 3,
+        block: (128, 1, 1),
         hopper: false,
     },
     KernelSpec {

@@ -26,12 +26,13 @@ use crate::results::{Check, Status, Table};
 pub const NCU_LIMIT: Duration = Duration::from_secs(180);
 /// The bench kernels profiled: all of them (the H200 run of 2026-11-28 profiled every
 /// build of three in 16 s).
-pub const KERNELS: [&str; 6] = [
+pub const KERNELS: [&str; 7] = [
     "load_compute_store",
     "warp_specialized",
     "persistent",
     "gemm_half",
     "stream_copy",
+    "region_loop",
     "hopper_gemm",
 ];
 /// The bench's builds, in the order its profiling mode launches them (`Variant::ALL`).
