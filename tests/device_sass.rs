@@ -1160,3 +1160,83 @@ fn ikp_timer_switches_the_default_timer() {
         }
     }
 }
+
+/// `Lane::dispatch` builds its body twice: a warp that records nothing (every warp of a null
+/// `Arg`, a block's lane's other warps) runs a copy of a record loop with no record in it,
+/// opcode for opcode the loop written without ikp, and the recording warp's copy has no
+/// branch per record (the vote is known to hold there), so it is no longer than the same
+/// loop without dispatch. Compiled out, the kernel is the one without ikp.
+#[test]
+fn dispatch_gives_warps_that_record_nothing_the_bare_loop() {
+    let tools = CudaTools::discover().unwrap_or_else(|e| panic!("{e}"));
+    let c = SassCompiler::new(tools).unwrap_or_else(|e| panic!("{e}"));
+    let body = |begin: &str, end: &str| {
+        format!(
+            "#pragma unroll 1\n\
+             for (unsigned k = 0; k < n; ++k) {{\n\
+               {begin}\n\
+               #pragma unroll\n\
+               for (int j = 0; j < 16; ++j) acc = acc * 1.0001f + 0.5f;\n\
+               {end}\n\
+             }}\n"
+        )
+    };
+    let kernel = |name: &str, loop_: String| {
+        format!(
+            "extern \"C\" __global__ void {name}(float* x, unsigned n, ikp::Arg prof) {{\n\
+               ikp::Lane<> lane(prof, 0u, threadIdx.x == 0u);\n\
+               float acc = x[threadIdx.x];\n\
+               {loop_}\
+               x[threadIdx.x] = acc;\n\
+               lane.finalize();\n\
+             }}\n"
+        )
+    };
+    let recorded = body("lane.begin(1u, k);", "lane.end(1u, k);");
+    let src = format!(
+        "#include \"ikp.cuh\"\n{}{}{}",
+        kernel("bare", body("", "")),
+        kernel("undispatched", recorded.clone()),
+        kernel(
+            "dispatched",
+            format!("lane.dispatch([&](auto& lane) {{\n{recorded}}});\n")
+        ),
+    );
+    for arch in ARCHS {
+        let s = c
+            .sass("dispatch", &src, arch, &[])
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let ops = |l: &[String]| {
+            l.iter()
+                .map(|i| ikp::host::sass::parse::opcode(i).to_owned())
+                .collect::<Vec<_>>()
+        };
+        let bare = s.single_loop("bare").unwrap();
+        let undispatched = s.single_loop("undispatched").unwrap();
+        let mut copies = s.loops("dispatched").unwrap();
+        assert_eq!(copies.len(), 2, "{arch}: {copies:?}");
+        copies.sort_by_key(Vec::len);
+        let (off, on) = (&copies[0], &copies[1]);
+        println!(
+            "{arch}: loop body bare {}, records {} undispatched, dispatched {} on the recording \
+             warp and {} elsewhere",
+            bare.len(),
+            undispatched.len(),
+            on.len(),
+            off.len()
+        );
+        assert_eq!(ops(off), ops(&bare), "{arch}: the off copy is {off:?}");
+        assert!(
+            on.len() <= undispatched.len() && on.iter().any(|i| i.contains("STG")),
+            "{arch}: the recording copy {on:?} against {undispatched:?}"
+        );
+        let out = c
+            .sass("dispatch", &src, arch, &["IKP_ENABLED=0"])
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(
+            out.kernel("dispatched").unwrap(),
+            out.kernel("bare").unwrap(),
+            "{arch}: compiled out"
+        );
+    }
+}

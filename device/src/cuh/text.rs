@@ -794,6 +794,33 @@ class Lane {
     return false;
   }
 
+  /// Runs `body(lane)` once: `lane` is this lane in a warp that records (the warp of the
+  /// lane's writing leader), and a compiled-out lane of the same kind (every method empty)
+  /// in any other warp. The compiler builds the body twice, so a warp that records nothing
+  /// (every warp of a null Arg, a block's lane's other warps) runs a copy with no record
+  /// and no counter in it, where each record would otherwise cost it the branch on the
+  /// warp's vote and the cursor's add: the off switch of a hot loop, a record every few
+  /// dozen instructions, at one branch a call.
+  ///
+  ///     lane.dispatch([&](auto& lane) {
+  ///       for (unsigned k = 0; k < n; ++k) { lane.begin(STEP, k); work(); lane.end(STEP, k); }
+  ///     });
+  ///
+  /// The body must use its parameter, not the lane around it. The price is code size (the
+  /// body twice). Built with IKP_OFF_BRANCH=0 every warp runs the recording copy, as every
+  /// warp issues every record then.
+  template <class Body>
+  IKP_INLINE void dispatch(Body&& body) {
+    if constexpr (On) {
+      if (live()) {
+        body(*this);
+        return;
+      }
+    }
+    Lane<F, T, O, false> off(Arg{}, 0u, false);
+    body(off);
+  }
+
  private:
   IKP_INLINE static unsigned now() {
     if constexpr (T == Timer::Clock) return detail::clock_lo();

@@ -125,12 +125,16 @@ static void program(L& lane, unsigned b, unsigned g) {
   step(1);
   lane.instant(TILE, 42);
   // Persistent-style tile loop; lane (b 5, group 1) runs more tiles than it has room for.
+  // Through dispatch(): the warp of a lane that records runs it with its lane, any other
+  // warp with a compiled-out one (the records the same; nothing from the others).
   const unsigned n_tiles = (b == 5 && g == 1) ? 6 : 1;
-  for (unsigned t = 0; t < n_tiles; ++t) {
-    step(4);
-    IKP_SCOPE(lane, TILE, b * 16 + t);
-    step(6);
-  }
+  lane.dispatch([&](auto& lane) {
+    for (unsigned t = 0; t < n_tiles; ++t) {
+      step(4);
+      IKP_SCOPE(lane, TILE, b * 16 + t);
+      step(6);
+    }
+  });
   step(1);
   lane.instant(1024 + STORE, 0x100003);  // region and payload keep their low bits
   step(7);

@@ -22,7 +22,9 @@ pub enum Target {
 
 /// NVRTC options and in-memory headers for compiling instrumented kernels.
 ///
-/// Defaults: C++17, `IKP_ENABLED=1`, the ikp header available as `ikp.cuh`.
+/// Defaults: C++17, `IKP_ENABLED=1`, the ikp header available as `ikp.cuh`, and functions
+/// without an execution space taken as device functions (`-default-device`: NVRTC compiles
+/// no host code, and the lambda a kernel hands `Lane::dispatch` has no annotation).
 #[derive(Clone, Debug)]
 pub struct Compiler {
     arch: Arch,
@@ -107,6 +109,7 @@ impl Compiler {
         let mut o = vec![
             format!("--gpu-architecture={arch}"),
             format!("-std={}", self.std),
+            "-default-device".into(),
             format!("-DIKP_ENABLED={}", u8::from(self.profiling)),
         ];
         if self.line_info {
@@ -317,6 +320,7 @@ mod tests {
             [
                 "--gpu-architecture=sm_80",
                 "-std=c++17",
+                "-default-device",
                 "-DIKP_ENABLED=0",
                 "-lineinfo",
                 "-DTILE=64",
@@ -327,6 +331,6 @@ mod tests {
         );
         let p = Compiler::new(Arch::new(9, 0)).options(Target::Ptx);
         assert_eq!(p[0], "--gpu-architecture=compute_90");
-        assert_eq!(p[2], "-DIKP_ENABLED=1");
+        assert_eq!(p[3], "-DIKP_ENABLED=1");
     }
 }
