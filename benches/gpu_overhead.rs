@@ -315,7 +315,7 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 false,
             )
         }
-        "region_loop" => {
+        "region_loop" | "region_loop_dispatch" => {
             // Issue #36's kernel: 4 blocks of 4 warps an SM (528 on 132 SMs), a begin and
             // an end per 64 dependent multiply-adds, about 0.3 ms.
             let (blocks, threads, iters) = (4 * sms, spec.block.0, 2_048u32);

@@ -63,12 +63,13 @@ fn params(list: &str) -> usize {
 }
 
 /// Kernels that have no fence of their own (the warp-specialized one fences its hand-off).
-const NO_USER_FENCE: [&str; 5] = [
+const NO_USER_FENCE: [&str; 6] = [
     "load_compute_store",
     "persistent",
     "gemm_half",
     "stream_copy",
     "region_loop",
+    "region_loop_dispatch",
 ];
 
 #[test]

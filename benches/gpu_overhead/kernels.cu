@@ -25,6 +25,7 @@
   while (cond) {            \
   }
 #define FINALIZE()
+#define DISPATCH(...) __VA_ARGS__
 #elif defined(BENCH_TVM)
 #include "tvm_style.cuh"
 // The host's TvmArg (benches/gpu_overhead/variants.rs).
@@ -45,6 +46,7 @@ struct TvmArg {
   while (cond) {            \
   }
 #define FINALIZE() lane.finalize()
+#define DISPATCH(...) __VA_ARGS__
 #else
 #include "ikp.cuh"
 #ifndef BENCH_FENCE
@@ -77,6 +79,9 @@ struct TvmArg {
   }
 #endif
 #define FINALIZE() lane.finalize()
+// The body run through Lane::dispatch: twice compiled, the warps that record nothing run
+// the copy without records (the peers' and the baseline builds run the body as it is).
+#define DISPATCH(...) lane.dispatch([&](auto& lane) __VA_ARGS__)
 #endif
 
 // ---------------------------------------------------------------------------------------
@@ -289,16 +294,30 @@ extern "C" __global__ void stream_copy(float* out, const float* in, unsigned n P
 enum : unsigned { RL_STEP = 0 };
 constexpr unsigned RL_FMAS = 64;
 
+// The loop, a macro so that region_loop_dispatch can hand it to DISPATCH (hence _Pragma).
+#define RL_LOOP                                                                        \
+  for (unsigned k = 0; k < iters; ++k) {                                               \
+    BEGIN(RL_STEP, k);                                                                 \
+    _Pragma("unroll") for (unsigned j = 0; j < RL_FMAS; ++j) acc = acc * 1.0001f + 0.5f; \
+    END(RL_STEP, k);                                                                   \
+  }
+
 extern "C" __global__ void region_loop(float* out, const float* in, unsigned iters PROF_PARAM) {
   BENCH_LANE(0, threadIdx.x == 0);
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   float acc = in[i];
-  for (unsigned k = 0; k < iters; ++k) {
-    BEGIN(RL_STEP, k);
-#pragma unroll
-    for (unsigned j = 0; j < RL_FMAS; ++j) acc = acc * 1.0001f + 0.5f;
-    END(RL_STEP, k);
-  }
+  RL_LOOP
+  out[i] = acc;
+  FINALIZE();
+}
+
+// The same loop through Lane::dispatch (docs/device-api.md): the off switch of a hot loop.
+extern "C" __global__ void region_loop_dispatch(float* out, const float* in,
+                                                unsigned iters PROF_PARAM) {
+  BENCH_LANE(0, threadIdx.x == 0);
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = in[i];
+  DISPATCH({ RL_LOOP });
   out[i] = acc;
   FINALIZE();
 }

@@ -192,9 +192,10 @@ pub struct KernelSpec {
 }
 
 /// The kernels, in report order: the three examples, a compute-bound GEMM, a memory-bound
-/// copy, a region per loop iteration (issue #36's kernel for the off switch) and a Hopper
-/// warp-specialized GEMM (TMA, wgmma, mbarriers; sm_90 only).
-pub const KERNELS: [KernelSpec; 7] = [
+/// copy, a region per loop iteration (issue #36's kernel for the off switch), the same
+/// loop through `Lane::dispatch`, and a Hopper warp-specialized GEMM (TMA, wgmma,
+/// mbarriers; sm_90 only).
+pub const KERNELS: [KernelSpec; 8] = [
     KernelSpec {
         name: "load_compute_store",
         regions: &["load", "compute", "store"],
@@ -242,6 +243,15 @@ pub const KERNELS: [KernelSpec; 7] = [
     },
     KernelSpec {
         name: "region_loop",
+        regions: &["step"],
+        counters: &[],
+        groups_per_block: 1,
+        params: 3,
+        block: (128, 1, 1),
+        hopper: false,
+    },
+    KernelSpec {
+        name: "region_loop_dispatch",
         regions: &["step"],
         counters: &[],
         groups_per_block: 1,

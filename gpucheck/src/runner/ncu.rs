@@ -26,13 +26,14 @@ use crate::results::{Check, Status, Table};
 pub const NCU_LIMIT: Duration = Duration::from_secs(180);
 /// The bench kernels profiled: all of them (the H200 run of 2026-11-28 profiled every
 /// build of three in 16 s).
-pub const KERNELS: [&str; 7] = [
+pub const KERNELS: [&str; 8] = [
     "load_compute_store",
     "warp_specialized",
     "persistent",
     "gemm_half",
     "stream_copy",
     "region_loop",
+    "region_loop_dispatch",
     "hopper_gemm",
 ];
 /// The bench's builds, in the order its profiling mode launches them (`Variant::ALL`).
@@ -203,6 +204,15 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
     judge(&format!("{}\n{report}", finished.stdout))
 }
 
+/// Whether ncu's "Kernel Name" `field` is `kernel`: the name alone, or followed by its
+/// signature (`kernel(float *, ...)`), never another kernel whose name it begins
+/// (`region_loop_dispatch` is not `region_loop`).
+fn names_kernel(field: &str, kernel: &str) -> bool {
+    field
+        .strip_prefix(kernel)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
+}
+
 /// Splits one CSV line (ncu quotes every field; no field holds a newline).
 fn fields(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -252,7 +262,7 @@ pub fn judge(csv: &str) -> Vec<Check> {
             .filter(|r| {
                 kernel_col
                     .and_then(|c| r.get(c))
-                    .is_some_and(|k| k.starts_with(kernel))
+                    .is_some_and(|k| names_kernel(k, kernel))
             })
             .collect();
         if launches.len() < WARM_UP + BUILDS.len() {
@@ -351,6 +361,17 @@ mod tests {
             c[1].figures["builds"]["null arg predicated"]["ns"],
             json!(212.0)
         );
+    }
+
+    #[test]
+    fn a_kernel_name_is_matched_whole() {
+        assert!(names_kernel("region_loop", "region_loop"));
+        assert!(names_kernel(
+            "region_loop(float *, const float *)",
+            "region_loop"
+        ));
+        assert!(!names_kernel("region_loop_dispatch", "region_loop"));
+        assert!(!names_kernel("region", "region_loop"));
     }
 
     #[test]
