@@ -207,37 +207,42 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
                 .map_err(drv("cuMemAlloc (output)"))?,
         ))
     };
+    // A 1-D grid of `blocks` of the kernel's block, no dynamic shared memory.
+    let grid = |blocks: u32| LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: spec.block,
+        shared_mem_bytes: 0,
+    };
+    let f32_in = |n: usize, seed: u64| -> Result<Input, BoxError> {
+        Ok(Input::F32(
+            stream
+                .clone_htod(&inputs(n, seed))
+                .map_err(drv("cuMemcpyHtoD (input)"))?,
+        ))
+    };
     let (cfg, records, scalars, input, out_len, half) = match spec.name {
         "load_compute_store" => {
             // Every SM full (8 blocks of 256 threads), a long dependent FMA chain.
             let (blocks, threads, iters) = (8 * sms, spec.block.0, 32_768u32);
             let n = (blocks * threads) as usize;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: spec.block,
-                shared_mem_bytes: 0,
-            };
-            let input = stream
-                .clone_htod(&inputs(n, 1))
-                .map_err(drv("cuMemcpyHtoD (input)"))?;
-            (cfg, 6, vec![n as u32, iters], Input::F32(input), n, false)
+            (
+                grid(blocks),
+                6,
+                vec![n as u32, iters],
+                f32_in(n, 1)?,
+                n,
+                false,
+            )
         }
         "warp_specialized" => {
             let (blocks, tiles, iters) = (16 * sms, 256u32, 256u32);
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: spec.block,
-                shared_mem_bytes: 0,
-            };
-            let input = stream
-                .clone_htod(&inputs((blocks * tiles * 32) as usize, 2))
-                .map_err(drv("cuMemcpyHtoD (input)"))?;
+            let input = f32_in((blocks * tiles * 32) as usize, 2)?;
             let out = (blocks * 32) as usize;
             (
-                cfg,
+                grid(blocks),
                 2 * tiles,
                 vec![tiles, iters],
-                Input::F32(input),
+                input,
                 out,
                 false,
             )
@@ -245,24 +250,10 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
         "persistent" => {
             let (blocks, threads, iters) = (sms, spec.block.0, 512u32);
             let tiles = 64 * sms;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: spec.block,
-                shared_mem_bytes: 0,
-            };
             let n = (tiles * threads) as usize;
-            let input = stream
-                .clone_htod(&inputs(n, 3))
-                .map_err(drv("cuMemcpyHtoD (input)"))?;
             let per_lane = 8 * tiles.div_ceil(blocks);
-            (
-                cfg,
-                per_lane,
-                vec![tiles, iters],
-                Input::F32(input),
-                n,
-                false,
-            )
+            let input = f32_in(n, 3)?;
+            (grid(blocks), per_lane, vec![tiles, iters], input, n, false)
         }
         "gemm_half" => {
             let (m, n, k) = (2048u32, 2048u32, 2048u32);
@@ -297,38 +288,23 @@ fn workload(stream: &Arc<CudaStream>, spec: KernelSpec, sms: u32) -> Result<Work
             // 64 Mi floats in and out (512 MiB moved per launch): far past L2.
             let n = 64u32 << 20;
             let (blocks, threads) = (4 * sms, spec.block.0);
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: spec.block,
-                shared_mem_bytes: 0,
-            };
-            let input = stream
-                .clone_htod(&inputs(n as usize, 6))
-                .map_err(drv("cuMemcpyHtoD (input)"))?;
             let steps = (n / 4).div_ceil(blocks * threads);
-            (
-                cfg,
-                4 * steps,
-                vec![n],
-                Input::F32(input),
-                n as usize,
-                false,
-            )
+            let input = f32_in(n as usize, 6)?;
+            (grid(blocks), 4 * steps, vec![n], input, n as usize, false)
         }
         "region_loop" | "region_loop_dispatch" => {
             // Issue #36's kernel: 4 blocks of 4 warps an SM (528 on 132 SMs), a begin and
             // an end per 64 dependent multiply-adds, about 0.3 ms.
             let (blocks, threads, iters) = (4 * sms, spec.block.0, 2_048u32);
             let n = (blocks * threads) as usize;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: spec.block,
-                shared_mem_bytes: 0,
-            };
-            let input = stream
-                .clone_htod(&inputs(n, 7))
-                .map_err(drv("cuMemcpyHtoD (input)"))?;
-            (cfg, 2 * iters, vec![iters], Input::F32(input), n, false)
+            (
+                grid(blocks),
+                2 * iters,
+                vec![iters],
+                f32_in(n, 7)?,
+                n,
+                false,
+            )
         }
         "hopper_gemm" => {
             let (m, n, k) = (4096u32, 4096u32, 4096u32);

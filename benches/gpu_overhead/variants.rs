@@ -191,6 +191,17 @@ pub struct KernelSpec {
     pub hopper: bool,
 }
 
+/// A region per loop iteration (kernels.cu: `region_loop`).
+const REGION_LOOP: KernelSpec = KernelSpec {
+    name: "region_loop",
+    regions: &["step"],
+    counters: &[],
+    groups_per_block: 1,
+    params: 3,
+    block: (128, 1, 1),
+    hopper: false,
+};
+
 /// The kernels, in report order: the three examples, a compute-bound GEMM, a memory-bound
 /// copy, a region per loop iteration (issue #36's kernel for the off switch), the same
 /// loop through `Lane::dispatch`, and a Hopper warp-specialized GEMM (TMA, wgmma,
@@ -241,23 +252,10 @@ pub const KERNELS: [KernelSpec; 8] = [
         block: (256, 1, 1),
         hopper: false,
     },
-    KernelSpec {
-        name: "region_loop",
-        regions: &["step"],
-        counters: &[],
-        groups_per_block: 1,
-        params: 3,
-        block: (128, 1, 1),
-        hopper: false,
-    },
+    REGION_LOOP,
     KernelSpec {
         name: "region_loop_dispatch",
-        regions: &["step"],
-        counters: &[],
-        groups_per_block: 1,
-        params: 3,
-        block: (128, 1, 1),
-        hopper: false,
+        ..REGION_LOOP
     },
     KernelSpec {
         name: "hopper_gemm",
