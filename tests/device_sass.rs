@@ -680,6 +680,10 @@ fn print_sass_cost_table() {
         assert_eq!(row("wait-loop tick")[i], BUDGET_TICK.to_string());
         assert_eq!(row("counted wait, per wait")[i], c.waits.added.to_string());
         assert_eq!(
+            row("record in a runtime loop through Lane::dispatch")[i],
+            format!("{} / {}", c.dispatched_loop.0, c.dispatched_loop.1)
+        );
+        assert_eq!(
             row("counted wait, once per wait that spun")[i],
             (c.spun_wait.0.len() + c.spun_wait.1.len()).to_string()
         );
@@ -1237,6 +1241,17 @@ fn dispatch_gives_warps_that_record_nothing_the_bare_loop() {
             out.kernel("dispatched").unwrap(),
             out.kernel("bare").unwrap(),
             "{arch}: compiled out"
+        );
+    }
+    // The cost table's record loop (an instant an iteration): nothing on the other warps,
+    // less than the undispatched record on the writer's (no branch on the vote).
+    for c in costs() {
+        let (on, off) = c.dispatched_loop;
+        assert_eq!(off, 0, "{}: the other warps' copy grows by {off}", c.arch);
+        assert!(
+            on < BUDGET_LOOP_RECORD,
+            "{}: the writer's copy grows by {on}",
+            c.arch
         );
     }
 }

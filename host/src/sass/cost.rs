@@ -26,6 +26,8 @@
 //!   its first test: [`super::Sass::first_passes`]); and what a wait that spun runs once
 //!   besides its spins, the count's reset before the spin loop and its add after
 //!   (`spin_counted`: [`super::Sass::loop_entry_exit`]).
+//! - **dispatch**: a record loop through `Lane::dispatch`: the growth of each of its two
+//!   copies (the writer's warp's, every other warp's) over the loop without a record.
 //! - **compiled out**: four example kernels compiled with `-DIKP_ENABLED=0` against the
 //!   same kernels written without markers; the difference should be nothing at all.
 //! - **TVM-style reference**: the record sequence of TVM's CudaProfiler (a fenced start
@@ -239,6 +241,9 @@ pub struct ArchCost {
     /// The loop bodies that compare a stream record's fast path with the fixed buffer's
     /// record (Fence::None, Timer::Global): [`LoopBodies`].
     pub loop_bodies: LoopBodies,
+    /// The same record loop through `Lane::dispatch`, (the writer's warp's copy, every
+    /// other warp's copy): each loop body's growth over the loop without a record.
+    pub dispatched_loop: (i64, i64),
     /// Async-range records (`range_begin` / `range_end`), (first, steady) as for
     /// [`RecordCost`].
     pub ranges: (f64, f64),
@@ -421,6 +426,19 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         stream_fast: without_calls(&cost, &plain.kernel("stream_loop_records", K))?,
         stream_kernel: cost.kernel(&plain.kernel("stream_loop_records", K))?,
     };
+    let mut copies = cost.loops("dispatched_loop_records")?;
+    if copies.len() != 2 {
+        return Err(SassError::LoopCount {
+            kernel: "dispatched_loop_records".into(),
+            found: copies.len(),
+        });
+    }
+    copies.sort_by_key(Vec::len);
+    let bare_len = loop_bodies.bare.len() as i64;
+    let dispatched_loop = (
+        copies[1].len() as i64 - bare_len,
+        copies[0].len() as i64 - bare_len,
+    );
     let ranges = per_record(|extra| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len()))?;
     let full = setup_len(c, arch, &[])?;
     let setup = LaneSetup {
@@ -486,6 +504,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         stream_loop_records,
         stream_loop_fast,
         loop_bodies,
+        dispatched_loop,
         ranges,
         setup,
     })
@@ -561,6 +580,12 @@ impl CostReport {
                 ));
             }
         }
+        rows.push((
+            "record in a runtime loop through Lane::dispatch (Fence::None, Timer::Global), \
+             per iteration: the writer's warp / every other warp"
+                .into(),
+            cells(&|a| format!("{} / {}", a.dispatched_loop.0, a.dispatched_loop.1)),
+        ));
         rows.push((
             format!("async-range record (range_begin / range_end), per record: {steps}"),
             cells(&|a| pair(a.ranges.0, a.ranges.1)),
@@ -642,6 +667,7 @@ mod tests {
             spin_counted: ins(4),
             spin_uncounted: ins(3),
             spun_wait: (ins(1), ins(2)),
+            dispatched_loop: (6, 0),
             waits: Waits {
                 added: 3,
                 counted: WaitKernel {
@@ -765,6 +791,10 @@ mod tests {
             md.contains("| stream record in a runtime loop (Fence::None, Timer::Global), per iteration while the ring has room | 11 | 11 |"),
             "{md}"
         );
-        assert_eq!(r.rows().len(), 7 * MODES.len() + 9);
+        assert!(
+            md.contains("| record in a runtime loop through Lane::dispatch (Fence::None, Timer::Global), per iteration: the writer's warp / every other warp | 6 / 0 | 6 / 0 |"),
+            "{md}"
+        );
+        assert_eq!(r.rows().len(), 7 * MODES.len() + 10);
     }
 }

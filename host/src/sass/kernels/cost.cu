@@ -9,6 +9,7 @@
 //   fence        None | Block        timer  Global | Clock
 // `spin_counted` / `spin_plain`: the same spin loop with and without IKP_WAIT's count;
 // `waits_counted` / `waits_plain`: a wait per iteration of a runtime loop, counted or not.
+// `dispatched_loop_records`: the record loop through Lane::dispatch.
 // IKP_RING_KERNELS(fence, timer, extra) instantiates the same two kernels for ring lanes
 // (`ring_records_...`, `ring_loop_records_...`), IKP_STREAM_KERNELS for stream lanes in drop
 // mode (`stream_records_...`, `stream_loop_records_...`), IKP_RANGE_KERNELS(extra) straight-line
@@ -37,6 +38,20 @@ __device__ __forceinline__ void loop_records_body(unsigned* out, unsigned n, ikp
     if constexpr (EXTRA > 0) lane.instant(1, i);
     out[i] = i;
   }
+  lane.finalize();
+}
+
+// The record loop above (one instant an iteration, Fence::None, Timer::Global) run through
+// Lane::dispatch: the body twice, the writer's warp's copy and every other warp's.
+extern "C" __global__ void dispatched_loop_records(unsigned* out, unsigned n, ikp::Arg prof) {
+  ikp::Lane<> lane(prof, 0, threadIdx.x == 0);
+  lane.dispatch([&](auto& lane) {
+#pragma unroll 1
+    for (unsigned i = 0; i < n; ++i) {
+      lane.instant(1, i);
+      out[i] = i;
+    }
+  });
   lane.finalize();
 }
 
