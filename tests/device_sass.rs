@@ -493,11 +493,6 @@ fn wait_counter_tick_is_one_add_and_a_spun_wait_adds_its_count_once() {
             c.arch
         );
         // A warp without the lane's leader (every warp of a null Arg) spins the bare loop.
-        let opcodes = |l: &[String]| {
-            l.iter()
-                .map(|i| ikp::host::sass::parse::opcode(i).to_owned())
-                .collect::<Vec<_>>()
-        };
         assert_eq!(
             opcodes(&c.spin_uncounted),
             opcodes(plain),
@@ -690,6 +685,13 @@ fn print_sass_cost_table() {
         assert_eq!(row("compiled out")[i], "0 (identical SASS)");
         assert_eq!(pair(row("TVM-style record")[i]), c.tvm);
     }
+}
+
+/// The opcodes of `l`, in order (predicates and operands dropped).
+fn opcodes(l: &[String]) -> Vec<&str> {
+    l.iter()
+        .map(|i| ikp::host::sass::parse::opcode(i))
+        .collect()
 }
 
 /// Kernels for the off-path checks: every mode of drop-newest and ring lane, records in
@@ -1210,17 +1212,9 @@ fn dispatch_gives_warps_that_record_nothing_the_bare_loop() {
         let s = c
             .sass("dispatch", &src, arch, &[])
             .unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let ops = |l: &[String]| {
-            l.iter()
-                .map(|i| ikp::host::sass::parse::opcode(i).to_owned())
-                .collect::<Vec<_>>()
-        };
         let bare = s.single_loop("bare").unwrap();
         let undispatched = s.single_loop("undispatched").unwrap();
-        let mut copies = s.loops("dispatched").unwrap();
-        assert_eq!(copies.len(), 2, "{arch}: {copies:?}");
-        copies.sort_by_key(Vec::len);
-        let (off, on) = (&copies[0], &copies[1]);
+        let (off, on) = s.two_copies("dispatched").unwrap();
         println!(
             "{arch}: loop body bare {}, records {} undispatched, dispatched {} on the recording \
              warp and {} elsewhere",
@@ -1229,7 +1223,11 @@ fn dispatch_gives_warps_that_record_nothing_the_bare_loop() {
             on.len(),
             off.len()
         );
-        assert_eq!(ops(off), ops(&bare), "{arch}: the off copy is {off:?}");
+        assert_eq!(
+            opcodes(&off),
+            opcodes(&bare),
+            "{arch}: the off copy is {off:?}"
+        );
         assert!(
             on.len() <= undispatched.len() && on.iter().any(|i| i.contains("STG")),
             "{arch}: the recording copy {on:?} against {undispatched:?}"

@@ -426,19 +426,9 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         stream_fast: without_calls(&cost, &plain.kernel("stream_loop_records", K))?,
         stream_kernel: cost.kernel(&plain.kernel("stream_loop_records", K))?,
     };
-    let mut copies = cost.loops("dispatched_loop_records")?;
-    if copies.len() != 2 {
-        return Err(SassError::LoopCount {
-            kernel: "dispatched_loop_records".into(),
-            found: copies.len(),
-        });
-    }
-    copies.sort_by_key(Vec::len);
+    let (off, on) = cost.two_copies("dispatched_loop_records")?;
     let bare_len = loop_bodies.bare.len() as i64;
-    let dispatched_loop = (
-        copies[1].len() as i64 - bare_len,
-        copies[0].len() as i64 - bare_len,
-    );
+    let dispatched_loop = (on.len() as i64 - bare_len, off.len() as i64 - bare_len);
     let ranges = per_record(|extra| cost.kernel(&format!("ranges_{extra}")).map(|k| k.len()))?;
     let full = setup_len(c, arch, &[])?;
     let setup = LaneSetup {
@@ -447,17 +437,7 @@ pub fn measure(c: &SassCompiler, arch: Arch) -> Result<ArchCost, SassError> {
         epochs: full - setup_len(c, arch, &["IKP_EPOCHS=0"])?,
     };
     let spin_plain = cost.single_loop("spin_plain")?;
-    let mut spins = cost.loops("spin_counted")?;
-    spins.sort_by_key(Vec::len);
-    let (spin_uncounted, spin_counted) = match (spins.first(), spins.last()) {
-        (Some(short), Some(long)) => (short.clone(), long.clone()),
-        _ => {
-            return Err(SassError::LoopCount {
-                kernel: "spin_counted".into(),
-                found: 0,
-            })
-        }
-    };
+    let (spin_uncounted, spin_counted) = cost.two_copies("spin_counted")?;
     let (counted, plain) = (
         wait_kernel(&cost, "waits_counted")?,
         wait_kernel(&cost, "waits_plain")?,

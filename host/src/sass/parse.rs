@@ -279,6 +279,22 @@ impl Sass {
         Ok((texts(head_from..start), texts(end + 1..tail_to)))
     }
 
+    /// The bodies of the two loops of kernel `name`, (shorter, longer): the two copies of a
+    /// loop the compiler built, one for each side of a branch before it (a counted wait's
+    /// spin loop and the bare one, `Lane::dispatch`'s recording copy and the other).
+    pub fn two_copies(&self, name: &str) -> Result<(Vec<String>, Vec<String>), SassError> {
+        let mut loops = self.loops(name)?;
+        if loops.len() != 2 {
+            return Err(SassError::LoopCount {
+                kernel: name.to_owned(),
+                found: loops.len(),
+            });
+        }
+        loops.sort_by_key(Vec::len);
+        let long = loops.pop().unwrap_or_default();
+        Ok((loops.pop().unwrap_or_default(), long))
+    }
+
     /// The body of the only loop of kernel `name`.
     pub fn single_loop(&self, name: &str) -> Result<Vec<String>, SassError> {
         let mut loops = self.loops(name)?;
@@ -540,6 +556,10 @@ mod tests {
         let (head, tail) = s.loop_entry_exit("k").unwrap();
         assert_eq!(ops(&head), "IMAD.MOV.U32");
         assert_eq!(ops(&tail), "IADD3 IMAD.X");
+        let (bare, counted) = s.two_copies("k").unwrap();
+        assert_eq!(ops(&bare), "LDS ISETP.GT.U32.AND BRA");
+        assert_eq!(ops(&counted), "LDS VIADD ISETP.GT.U32.AND BRA");
+        assert!(Sass::parse(LISTING).two_copies("spin").is_err(), "one loop");
         // Without a join the tail runs to the exit.
         let unjoined = listing
             .replace("@P0 BRA 0xf0", "NOP")
