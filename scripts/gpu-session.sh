@@ -9,8 +9,9 @@
 # 2. gpucheck/python/stream_experiment.py (issue #35; CuPy), JSON to OUT/stream.json;
 # 3. gpucheck/python/probe_experiment.py on the row-wise fixtures and the while loop
 #    (issue #34; torch and Triton), JSON to OUT/probes.json;
-# 4. gpucheck/python/overhead_experiment.py (issue #36: the persistent kernel's init and
-#    finalize; CuPy), JSON to OUT/overhead-experiment.json;
+# 4. gpucheck/python/overhead_experiment.py (issue #36: what a lane's init and finalize
+#    cost the persistent and load / compute / store kernels; CuPy), JSON to
+#    OUT/overhead-experiment.json;
 # 5. the bundle with IKP_GPU_ONLY=stream,overhead (issues #35, #36) into OUT/bundle, its
 #    budget what is left of SESSION_S.
 # The experiments' output goes to OUT/session.log. A step that fails is logged and the next

@@ -83,7 +83,8 @@ PY
 # The probes' cost experiment (issue #34, run by hand on a GPU machine): its breakdown's
 # arithmetic.
 "$pyvenv/bin/python" "$root/gpucheck/python/probe_experiment.py" --self-check
-# The persistent kernel's init / finalize experiment (issue #36, by hand on a GPU machine):
-# its kernels compile against the header with each variant's defines.
+# The lane init / finalize experiment (issue #36, by hand on a GPU machine): its kernels
+# compile against the header with each variant's defines, and each is what its variant
+# says (read from its SASS: the lane's code in it or not).
 "$pyvenv/bin/python" "$root/gpucheck/python/overhead_experiment.py" --check --include "$root/device/include" \
   --nvcc "${IKP_CUDA_BIN:?source scripts/env.sh}/nvcc"

@@ -1,12 +1,23 @@
 #!/usr/bin/env python3
-"""What the persistent kernel's lane init and finalize cost (issue #36): run 6 measured its
-counters-only build at +2.68 % and its null-Arg build at +3.23 %, with no record and no
-wait in its tile loop, whose SASS is the baseline's instruction for instruction. The
-overhead bench's persistent kernel (one block of 256 threads per SM, 64 tiles a block of
-`iters * (1 + t % 4)` dependent multiply-adds after one load), one thing varied at a time:
+"""What a lane's init and finalize cost where no record is made (issue #36). Run 6 measured
+the overhead bench's persistent kernel at +2.68 % in its counters-only build and +3.23 %
+with a null Arg, and load / compute / store at +0.51 % counters only (more than the whole
+TVM-style instrumentation there, +0.19 %), though neither has a record or a wait in its
+loops and their loops' SASS is the baseline's but for the loop counter's add (read with
+NVRTC 13.0.88, BENCHMARKS.md section 8). Two kernel shapes, the bench's, one lane per
+block:
+
+  persistent   one block of 256 threads per SM, 64 tiles a block of `iters * (1 + t % 4)`
+               dependent multiply-adds after one load (iters 512)
+  one-wave     load / compute / store: 8 blocks of 256 threads per SM, one load, 32,768
+               dependent multiply-adds, one store
+
+and for each, one thing varied at a time:
 
   bare                no ikp and no ikp::Arg parameters (the bench's baseline)
   off                 ikp compiled out (Lane<..., On = false>), the Arg's parameters passed
+  unreached           init and finalize compiled in behind a branch no launch takes (the
+                      code is there, none of it runs: what its presence alone costs)
   init                the lane constructed (start stamps, vote, calibration), no finalize
   init+finalize       the bench's counters-only build
   null-arg            init+finalize with a null ikp::Arg (the off switch)
@@ -30,11 +41,12 @@ import argparse
 import statistics
 import sys
 
-from experiment_tools import compile_check, write_figures
+from experiment_tools import compile_check, sass_functions, write_figures
 
 SRC = r"""
 #include "ikp.cuh"
-template <bool On, bool Finalize>
+// Vary: the persistent kernel's work per tile (iters * (1 + t % 4)); else iters a tile.
+template <bool On, bool Finalize, bool Vary>
 __device__ __forceinline__ void body(float* out, const float* in, unsigned n_tiles, unsigned iters,
                                      unsigned long long a0, unsigned long long a1, unsigned long long a2,
                                      unsigned long long a3, unsigned long long a4) {
@@ -46,41 +58,95 @@ __device__ __forceinline__ void body(float* out, const float* in, unsigned n_til
     const unsigned i = t * blockDim.x + threadIdx.x;
     const float x = in[i];
     float acc = 0.0f;
-    const unsigned work = iters * (1u + t % 4u);
+    const unsigned work = Vary ? iters * (1u + t % 4u) : iters;
     for (unsigned k = 0; k < work; ++k) acc = acc * 1.0001f + x;
     out[i] = acc;
   }
   if (Finalize) lane.finalize();
 }
-#define IKP_EXP_KERNEL(name, on, fin)                                                              \
-  extern "C" __global__ void name(float* out, const float* in, unsigned n, unsigned iters,         \
-                                  unsigned long long a0, unsigned long long a1, unsigned long long a2, \
-                                  unsigned long long a3, unsigned long long a4) {                  \
-    body<on, fin>(out, in, n, iters, a0, a1, a2, a3, a4);                                          \
+// The lane's init and finalize behind a branch on a0 (the buffer's address, never 1), the
+// loop as in `off`.
+template <bool Vary>
+__device__ __forceinline__ void unreached(float* out, const float* in, unsigned n_tiles, unsigned iters,
+                                          unsigned long long a0, unsigned long long a1, unsigned long long a2,
+                                          unsigned long long a3, unsigned long long a4) {
+  if (a0 == 1ull) {
+    body<true, true, Vary>(out, in, 0u, iters, a0, a1, a2, a3, a4);
+    return;
   }
-IKP_EXP_KERNEL(k_off, false, false)
-extern "C" __global__ void k_bare(float* out, const float* in, unsigned n, unsigned iters) {
-  body<false, false>(out, in, n, iters, 0ull, 0ull, 0ull, 0ull, 0ull);
+  body<false, false, Vary>(out, in, n_tiles, iters, a0, a1, a2, a3, a4);
 }
-IKP_EXP_KERNEL(k_init, true, false)
-IKP_EXP_KERNEL(k_counters, true, true)
+#define IKP_EXP_KERNELS(shape, vary)                                                               \
+  extern "C" __global__ void k_off_##shape(float* out, const float* in, unsigned n, unsigned iters, \
+                                           unsigned long long a0, unsigned long long a1,            \
+                                           unsigned long long a2, unsigned long long a3,            \
+                                           unsigned long long a4) {                                 \
+    body<false, false, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                               \
+  }                                                                                                \
+  extern "C" __global__ void k_bare_##shape(float* out, const float* in, unsigned n, unsigned iters) { \
+    body<false, false, vary>(out, in, n, iters, 0ull, 0ull, 0ull, 0ull, 0ull);                      \
+  }                                                                                                \
+  extern "C" __global__ void k_unreached_##shape(float* out, const float* in, unsigned n,           \
+                                                 unsigned iters, unsigned long long a0,             \
+                                                 unsigned long long a1, unsigned long long a2,      \
+                                                 unsigned long long a3, unsigned long long a4) {    \
+    unreached<vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                        \
+  }                                                                                                \
+  extern "C" __global__ void k_init_##shape(float* out, const float* in, unsigned n, unsigned iters, \
+                                            unsigned long long a0, unsigned long long a1,           \
+                                            unsigned long long a2, unsigned long long a3,           \
+                                            unsigned long long a4) {                                \
+    body<true, false, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                \
+  }                                                                                                \
+  extern "C" __global__ void k_counters_##shape(float* out, const float* in, unsigned n,            \
+                                                unsigned iters, unsigned long long a0,              \
+                                                unsigned long long a1, unsigned long long a2,       \
+                                                unsigned long long a3, unsigned long long a4) {     \
+    body<true, true, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                 \
+  }
+IKP_EXP_KERNELS(persistent, true)
+IKP_EXP_KERNELS(wave, false)
 """
 
-# (variant, defines, kernel, Arg: "words" (the layout's), "null" (all zero) or "none"
-# (no Arg parameters))
+# (variant, defines, kernel (without its shape's suffix), Arg: "words" (the layout's),
+# "null" (all zero) or "none" (no Arg parameters))
 VARIANTS = [
     ("bare", (), "k_bare", "none"),
     ("off", (), "k_off", "words"),
+    ("unreached", (), "k_unreached", "words"),
     ("init", (), "k_init", "words"),
     ("init+finalize", (), "k_counters", "words"),
     ("null-arg", (), "k_counters", "null"),
     ("no-calibration", ("-DIKP_CALIBRATE=0",), "k_counters", "words"),
     ("no-vote", ("-DIKP_OFF_BRANCH=0",), "k_counters", "words"),
 ]
+# (shape, kernel suffix, blocks per SM, tiles per SM, iters): the bench's persistent and
+# load / compute / store launches (benches/gpu_overhead.rs).
+SHAPES = [
+    ("persistent", "_persistent", 1, 64, 512),
+    ("one-wave", "_wave", 8, 8, 32_768),
+]
 ROUNDS = 15
 LAUNCHES = 4
-ITERS = 512
 THREADS = 256
+
+
+def premises(functions: dict, variants) -> list:
+    """What each variant's kernel must be for its figure to mean what VARIANTS says, read from
+    its SASS (`functions`: name -> SASS): every kernel launched is there; `bare`, `off` read
+    no timer; `unreached` holds the lane's code (its timer reads) though no launch runs it;
+    the others read the timer."""
+    problems = []
+    for name, _, kernel, _ in variants:
+        for _, suffix, *_ in SHAPES:
+            sass = functions.get(kernel + suffix)
+            if sass is None:
+                problems.append(f"{name}: no kernel {kernel + suffix}")
+                continue
+            timed = "GLOBALTIMER" in sass
+            if timed != (name not in ("bare", "off")):
+                problems.append(f"{name}: {kernel + suffix} {'reads' if timed else 'does not read'} %globaltimer")
+    return problems
 
 
 def main() -> int:
@@ -95,8 +161,12 @@ def main() -> int:
         if not args.nvcc:
             ap.error("--check needs --nvcc")
         for defines in sorted({v[1] for v in VARIANTS}):
-            compile_check(args.nvcc, SRC, f"defines {list(defines)}", include=args.include, defines=defines)
-        print(f"overhead_experiment.py: {len(VARIANTS)} variants compile against {args.include}/ikp.cuh")
+            sass = compile_check(args.nvcc, SRC, f"defines {list(defines)}", include=args.include, defines=defines)
+            problems = premises(sass_functions(sass), [v for v in VARIANTS if v[1] == defines])
+            if problems:
+                raise SystemExit(f"defines {list(defines)}: " + "; ".join(problems))
+        print(f"overhead_experiment.py: {len(VARIANTS)} variants compile against {args.include}/ikp.cuh "
+              f"and their kernels are what they say ({len(SHAPES)} shapes)")
         return 0
     if not args.wheel_dir:
         ap.error("--wheel-dir is required")
@@ -107,43 +177,47 @@ def main() -> int:
     import ikp
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    tiles = 64 * sms
     modules = {}
     for defines in sorted({v[1] for v in VARIANTS}):
         modules[defines] = cp.RawModule(code=SRC, options=(f"--include-path={args.include}", "-std=c++17", *defines))
-    layout = ikp.Layout(grid=(sms, 1, 1), groups_per_block=1, records_per_lane=16, regions=["tile"])
-    buf = cp.asarray(layout.buffer())
-    words = [np.uint64(w) for w in np.frombuffer(layout.kernel_arg(buf.data.ptr), dtype=np.uint64)]
     null = [np.uint64(0)] * 5
-    src = cp.random.rand(tiles * THREADS, dtype=cp.float32)
-    dst = cp.zeros_like(src)
+    figures = {}
+    for shape, suffix, blocks_per_sm, tiles_per_sm, iters in SHAPES:
+        blocks, tiles = blocks_per_sm * sms, tiles_per_sm * sms
+        layout = ikp.Layout(grid=(blocks, 1, 1), groups_per_block=1, records_per_lane=16, regions=["tile"])
+        buf = cp.asarray(layout.buffer())
+        words = [np.uint64(w) for w in np.frombuffer(layout.kernel_arg(buf.data.ptr), dtype=np.uint64)]
+        src = cp.random.rand(tiles * THREADS, dtype=cp.float32)
+        dst = cp.zeros_like(src)
 
-    def launch_round(name: str, defines, kernel: str, arg: str) -> float:
-        f = modules[defines].get_function(kernel)
-        a = {"words": words, "null": null, "none": []}[arg]
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(LAUNCHES):
-            f((sms,), (THREADS,), (dst, src, np.uint32(tiles), np.uint32(ITERS), *a))
-        end.record()
-        end.synchronize()
-        return cp.cuda.get_elapsed_time(start, end) * 1e3 / LAUNCHES  # us per launch
+        def launch_round(name: str, defines, kernel: str, arg: str) -> float:
+            f = modules[defines].get_function(kernel + suffix)
+            a = {"words": words, "null": null, "none": []}[arg]
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            for _ in range(LAUNCHES):
+                f((blocks,), (THREADS,), (dst, src, np.uint32(tiles), np.uint32(iters), *a))
+            end.record()
+            end.synchronize()
+            return cp.cuda.get_elapsed_time(start, end) * 1e3 / LAUNCHES  # us per launch
 
-    for v in VARIANTS:  # warm-up (module load, clocks)
-        launch_round(*v)
-    times = {v[0]: [] for v in VARIANTS}
-    for _ in range(ROUNDS):
-        for v in VARIANTS:
-            times[v[0]].append(launch_round(*v))
-    med = {k: statistics.median(t) for k, t in times.items()}
-    base = med["off"]
-    print(f"{sms} SMs, {tiles} tiles, iters {ITERS}: medians of {ROUNDS} interleaved rounds of {LAUNCHES} launches")
-    print("| variant | us per launch | vs off |\n|---|---|---|")
-    for k, t in med.items():
-        print(f"| {k} | {t:.2f} | {100 * (t / base - 1):+.2f} % |")
-    if args.out:
-        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-        write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, us_per_launch=times, median_us=med)
+        for v in VARIANTS:  # warm-up (module load, clocks)
+            launch_round(*v)
+        times = {v[0]: [] for v in VARIANTS}
+        for _ in range(ROUNDS):
+            for v in VARIANTS:
+                times[v[0]].append(launch_round(*v))
+        med = {k: statistics.median(t) for k, t in times.items()}
+        base = med["off"]
+        print(f"{shape}: {blocks} blocks, {tiles} tiles, iters {iters}: medians of {ROUNDS} interleaved rounds of {LAUNCHES} launches")
+        print("| variant | us per launch | vs off |\n|---|---|---|")
+        for k, t in med.items():
+            print(f"| {k} | {t:.2f} | {100 * (t / base - 1):+.2f} % |", flush=True)
+        figures[shape] = dict(blocks=blocks, tiles=tiles, iters=iters, us_per_launch=times, median_us=med)
+        if args.out:
+            # After each shape: a run the session's timeout cuts short keeps what it timed.
+            device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+            write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures)
     return 0
 
 
