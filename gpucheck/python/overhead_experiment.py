@@ -38,8 +38,13 @@ variant's defines (no GPU, no CuPy: the tests run it).
 """
 
 import argparse
+import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 
 from experiment_tools import compile_check, sass_functions, write_figures
 
@@ -131,6 +136,29 @@ LAUNCHES = 4
 THREADS = 256
 
 
+def ffma_loop(sass: str) -> list:
+    """The opcodes of the multiply-add chain's loop in one function's SASS (the innermost
+    loop with the most FFMAs), FFMAs left out: its counter's add, compare and branch; []
+    if there is none."""
+    ins = re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", sass)
+    addr = [int(a, 16) for a, _, _ in ins]
+    at = {a: k for k, a in enumerate(addr)}
+    loops = []
+    for k, (_, op, rest) in enumerate(ins):
+        m = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+        if m and int(m.group(1), 16) < addr[k] and int(m.group(1), 16) in at:
+            loops.append((at[int(m.group(1), 16)], k))
+    inner = [(lo, hi) for lo, hi in loops if not any((l2, h2) != (lo, hi) and lo <= l2 and h2 <= hi for l2, h2 in loops)]
+    best: list = []
+    best_ffma = 0
+    for lo, hi in inner:
+        body = ins[lo:hi + 1]
+        ffma = sum(1 for b in body if b[1].startswith("FFMA"))
+        if ffma > best_ffma:
+            best_ffma, best = ffma, [b[1] for b in body if not b[1].startswith("FFMA")]
+    return best
+
+
 def premises(functions: dict, variants) -> list:
     """What each variant's kernel must be for its figure to mean what VARIANTS says, read from
     its SASS (`functions`: name -> SASS): every kernel launched is there; `bare`, `off` read
@@ -143,10 +171,44 @@ def premises(functions: dict, variants) -> list:
             if sass is None:
                 problems.append(f"{name}: no kernel {kernel + suffix}")
                 continue
+            if not ffma_loop(sass):
+                problems.append(f"{name}: no multiply-add loop found in {kernel + suffix}")
             timed = "GLOBALTIMER" in sass
             if timed != (name not in ("bare", "off")):
                 problems.append(f"{name}: {kernel + suffix} {'reads' if timed else 'does not read'} %globaltimer")
     return problems
+
+
+def sass_facts(include: str, arch: str) -> dict:
+    """Each variant's kernels as the GPU machine's nvcc builds them for `arch` (its ptxas is
+    the toolkit's, as CuPy's NVRTC is): registers and the multiply-add loop's other
+    opcodes (whether the counter's add is an IADD3 or a VIADD, which the lane's code beside
+    the loop changes). {} when there is no nvcc or cuobjdump."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    cuobjdump = os.path.join(os.path.dirname(nvcc), "cuobjdump")
+    if not (os.path.exists(nvcc) and os.path.exists(cuobjdump)):
+        return {}
+    facts: dict = {}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cu")
+        with open(path, "w") as f:
+            f.write(SRC)
+        for defines in sorted({v[1] for v in VARIANTS}):
+            cubin = os.path.join(d, "k.cubin")
+            cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-I", include, *defines, "-o", cubin, path]
+            if subprocess.run(cmd, capture_output=True).returncode != 0:
+                continue
+            sass = sass_functions(subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout)
+            res = subprocess.run([cuobjdump, "-res-usage", cubin], capture_output=True, text=True).stdout
+            regs = dict(re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", res))
+            for name, d_, kernel, _ in VARIANTS:
+                if d_ != defines:
+                    continue
+                for shape, suffix, *_ in SHAPES:
+                    fn = kernel + suffix
+                    facts.setdefault(shape, {})[name] = dict(
+                        regs=int(regs.get(fn, -1)), loop=ffma_loop(sass.get(fn, "")))
+    return facts
 
 
 def main() -> int:
@@ -218,6 +280,13 @@ def main() -> int:
             # After each shape: a run the session's timeout cuts short keeps what it timed.
             device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
             write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures)
+    cc = cp.cuda.Device().compute_capability
+    facts = sass_facts(args.include, f"sm_{cc}a" if cc == "90" else f"sm_{cc}")
+    for shape, by_variant in facts.items():
+        print(f"{shape}, nvcc's SASS: " + "; ".join(f"{k} {v['regs']} regs, loop {' '.join(v['loop'])}" for k, v in by_variant.items()))
+    if args.out:
+        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures, sass=facts)
     return 0
 
 

@@ -4,7 +4,10 @@
 //! `IKP_OVERHEAD_PROFILE`), with the metrics that say what a probe costs: instructions
 //! issued and executed, registers, achieved occupancy, the warp stall reasons (cycles a
 //! warp spent stalled per issued instruction, by reason), the global stores' LSU requests
-//! and sectors and the L2's write sectors, and the kernel's duration.
+//! and sectors and the L2's write sectors, and the kernel's duration; and, where the
+//! machine's `ncu` lists them (`ncu --query-metrics`), the instructions each execution
+//! pipe ran (ALU, FMA and its heavy and lite halves), which tell whether an added
+//! instruction competes with the kernel's own for a pipe (`PIPE_METRICS`).
 //!
 //! A figure per build, not a target (the `overhead` checks judge the targets): the check
 //! passes when every build of the kernel was profiled and fails when `ncu` ran and did not
@@ -24,6 +27,8 @@ use crate::results::{Check, Status, Table};
 
 /// Time limit of the whole profile (every build of every kernel).
 pub const NCU_LIMIT: Duration = Duration::from_secs(180);
+/// Time limit of `ncu --query-metrics`.
+const QUERY_LIMIT: Duration = Duration::from_secs(30);
 /// The bench kernels profiled: all of them (the H200 run of 2026-11-28 profiled every
 /// build of three in 16 s).
 pub const KERNELS: [&str; 8] = [
@@ -130,6 +135,38 @@ pub const METRICS: [(&str, &str); 22] = [
     ),
 ];
 
+/// Instructions executed per pipe: profiled only where the machine's `ncu` lists them (their
+/// names differ between architectures and `ncu` versions, and one unknown name fails the
+/// whole profile), reported where they came back, never required. Why: a build whose loop
+/// SASS is the baseline's but for the loop counter's add (`VIADD` for `IADD3`) can still
+/// run slower if that add now takes an FMA pipe's slot from the kernel's multiply-adds.
+pub const PIPE_METRICS: [(&str, &str); 4] = [
+    ("smsp__inst_executed_pipe_alu.sum", "pipe alu"),
+    ("smsp__inst_executed_pipe_fma.sum", "pipe fma"),
+    ("smsp__inst_executed_pipe_fmaheavy.sum", "pipe fmaheavy"),
+    ("smsp__inst_executed_pipe_fmalite.sum", "pipe fmalite"),
+];
+
+/// The metric names `ncu --query-metrics` lists (its first column: base names, no rollup
+/// such as `.sum`).
+fn listed_metrics(query: &str) -> std::collections::HashSet<&str> {
+    query
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.contains("__") && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect()
+}
+
+/// The pipe metrics whose base name (before the rollup) `query` lists.
+fn available_pipe_metrics(query: &str) -> Vec<(&'static str, &'static str)> {
+    let listed = listed_metrics(query);
+    PIPE_METRICS
+        .iter()
+        .filter(|(m, _)| listed.contains(m.split('.').next().unwrap_or(m)))
+        .copied()
+        .collect()
+}
+
 /// The machine's `ncu`, if it has one.
 pub fn find() -> Option<PathBuf> {
     super::find_cuda_tool("IKP_NCU", "ncu")
@@ -158,7 +195,19 @@ pub fn run(bundle: &Path, plan: &Plan) -> Vec<Check> {
     };
     let csv = plan.files.join("ncu.csv");
     let log = plan.logs.join("ncu-log.txt");
-    let metrics: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+    let mut query = Command::new(&exe);
+    query.arg("--query-metrics");
+    plan.gpu_env(&mut query);
+    let pipes = match child::run(
+        query,
+        "ncu-query-metrics",
+        &plan.logs,
+        plan.limit(QUERY_LIMIT),
+    ) {
+        Ok(f) if f.ok() => available_pipe_metrics(&f.stdout),
+        _ => Vec::new(),
+    };
+    let metrics: Vec<&str> = METRICS.iter().chain(&pipes).map(|m| m.0).collect();
     let mut cmd = Command::new(&exe);
     cmd.args(["--csv", "--page", "raw", "--metrics", &metrics.join(",")])
         .arg("--kernel-name")
@@ -277,23 +326,29 @@ pub fn judge(csv: &str) -> Vec<Check> {
             ));
             continue;
         }
+        // The pipe metrics this profile has (ncu profiled those its query listed).
+        let pipes: Vec<(&str, &str)> = PIPE_METRICS
+            .iter()
+            .filter(|(m, _)| col(m).is_some())
+            .copied()
+            .collect();
         let mut columns = vec!["build"];
-        columns.extend(METRICS.iter().map(|m| m.1));
+        columns.extend(METRICS.iter().chain(&pipes).map(|m| m.1));
         let mut t = Table::new(&columns);
         let mut per_build = serde_json::Map::new();
         let mut missing = Vec::new();
         for (build, row) in BUILDS.iter().zip(&launches[WARM_UP..]) {
             let mut cells = vec![json!(build)];
             let mut figures = serde_json::Map::new();
-            for (metric, short) in METRICS {
+            for (i, (metric, short)) in METRICS.iter().chain(&pipes).enumerate() {
                 let v = col(metric)
                     .and_then(|c| row.get(c))
                     .and_then(|s| s.replace(',', "").parse::<f64>().ok());
-                if v.is_none() {
+                if v.is_none() && i < METRICS.len() {
                     missing.push(format!("{build}: {metric}"));
                 }
                 cells.push(json!(v));
-                figures.insert(short.into(), json!(v));
+                figures.insert((*short).into(), json!(v));
             }
             t.row(cells);
             per_build.insert((*build).into(), Value::Object(figures));
@@ -301,9 +356,11 @@ pub fn judge(csv: &str) -> Vec<Check> {
         let status = Status::of(missing.is_empty());
         let detail = if missing.is_empty() {
             format!(
-                "{} builds profiled, {} metrics each",
+                "{} builds profiled, {} metrics each ({} of the {} pipe counts)",
                 BUILDS.len(),
-                METRICS.len()
+                METRICS.len() + pipes.len(),
+                pipes.len(),
+                PIPE_METRICS.len()
             )
         } else {
             format!("metrics missing from ncu's output: {}", missing.join(", "))
@@ -322,8 +379,14 @@ mod tests {
     use super::*;
 
     fn csv(launches: usize, drop_metric: bool) -> String {
+        csv_with(launches, drop_metric, &[])
+    }
+
+    /// A report of `launches` launches a kernel with the required metrics (the fourth left
+    /// out if `drop_metric`) and `extra` metrics after them.
+    fn csv_with(launches: usize, drop_metric: bool, extra: &[(&str, &str)]) -> String {
         let mut header = vec!["\"ID\"".to_string(), "\"Kernel Name\"".to_string()];
-        for (i, (m, _)) in METRICS.iter().enumerate() {
+        for (i, (m, _)) in METRICS.iter().chain(extra).enumerate() {
             if !(drop_metric && i == 3) {
                 header.push(format!("\"{m}\""));
             }
@@ -361,6 +424,57 @@ mod tests {
             c[1].figures["builds"]["null arg predicated"]["ns"],
             json!(212.0)
         );
+    }
+
+    #[test]
+    fn pipe_counts_are_reported_where_ncu_gave_them_and_never_required() {
+        // Two of the four, as an ncu that lists only those would profile.
+        let c = judge(&csv_with(2 * BUILDS.len(), false, &PIPE_METRICS[..2]));
+        assert!(
+            c.iter().all(|c| c.status == Status::Pass),
+            "{}",
+            c[0].detail
+        );
+        assert!(
+            c[0].detail.contains("(2 of the 4 pipe counts)"),
+            "{}",
+            c[0].detail
+        );
+        let b = &c[0].figures["builds"]["baseline"];
+        // Columns: ID, name, the required metrics, then the pipes: "pipe fma" is the last.
+        let last = METRICS.len() + 3;
+        assert_eq!(
+            b["pipe fma"],
+            json!(format!("11{last}").parse::<f64>().unwrap()),
+            "{b}"
+        );
+        assert!(b.get("pipe fmalite").is_none(), "{b}");
+        // None at all: the check passes as before.
+        let c = judge(&csv(2 * BUILDS.len(), false));
+        assert!(
+            c[0].detail.contains("(0 of the 4 pipe counts)"),
+            "{}",
+            c[0].detail
+        );
+    }
+
+    #[test]
+    fn the_pipe_metrics_profiled_are_those_the_query_lists() {
+        let query = "Device NVIDIA H200 (GH100)\n\
+             ----------------------------------------------------------------------\n\
+             Metric Name                              Metric Description\n\
+             smsp__inst_executed                      # of warp instructions executed\n\
+             smsp__inst_executed_pipe_alu             # of warp instructions executed by alu pipe\n\
+             smsp__inst_executed_pipe_fmaheavy        # of warp instructions executed by fmaheavy pipe\n";
+        let got: Vec<&str> = available_pipe_metrics(query).iter().map(|m| m.0).collect();
+        assert_eq!(
+            got,
+            [
+                "smsp__inst_executed_pipe_alu.sum",
+                "smsp__inst_executed_pipe_fmaheavy.sum"
+            ]
+        );
+        assert!(available_pipe_metrics("ncu: no device\n").is_empty());
     }
 
     #[test]
