@@ -88,3 +88,27 @@ PY
 # says (read from its SASS: the lane's code in it or not).
 "$pyvenv/bin/python" "$root/gpucheck/python/overhead_experiment.py" --check --include "$root/device/include" \
   --nvcc "${IKP_CUDA_BIN:?source scripts/env.sh}/nvcc"
+# ... and its launch path, with the CuPy stand-in of gpucheck/python/testing (no GPU: each
+# launch checked against its kernel and timed by a rule, 1 % more for a kernel with a
+# lane) and no nvcc on PATH: every shape and variant timed, the slowdowns as the rule says.
+oe="$root/target/overhead-experiment.json"
+rm -f "$oe"
+mkdir -p "$root/target/oe-wheel-dir"
+PATH=/usr/bin:/bin PYTHONPATH="$root/gpucheck/python/testing" "$pyvenv/bin/python" \
+  "$root/gpucheck/python/overhead_experiment.py" --wheel-dir "$root/target/oe-wheel-dir" \
+  --include "$root/device/include" --out "$oe" >/dev/null
+"$pyvenv/bin/python" - "$oe" "$root/gpucheck/python" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import overhead_experiment as o
+d = json.load(open(sys.argv[1]))
+shapes = d["shapes"]
+assert sorted(shapes) == sorted(s[0] for s in o.SHAPES), shapes.keys()
+for shape, f in shapes.items():
+    assert sorted(f["us_per_launch"]) == sorted(v[0] for v in o.VARIANTS), (shape, f["us_per_launch"].keys())
+    assert all(len(t) == o.ROUNDS for t in f["us_per_launch"].values()), shape
+    med = f["median_us"]
+    assert med["off"] == med["bare"] == 300.0 and med["init+finalize"] == 303.0, (shape, med)
+assert d["sass"] == {}, "no nvcc on PATH: no SASS facts"
+print("overhead_experiment.py with the CuPy stand-in: every shape and variant timed")
+PY

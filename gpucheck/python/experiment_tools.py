@@ -12,10 +12,12 @@ from typing import Any, Optional, Sequence
 
 
 def compile_check(nvcc: str, src: str, what: str, header: Optional[str] = None, include: Optional[str] = None,
-                  defines: Sequence[str] = ()) -> str:
-    """Compiles `src` with `nvcc` (sm_90, to a cubin) against an ``ikp.cuh``: the text
+                  defines: Sequence[str] = (), arch: str = "sm_90") -> str:
+    """Compiles `src` with `nvcc` (for `arch`, to a cubin) against an ``ikp.cuh``: the text
     `header`, or the one in directory `include`; exits naming `what` when it does not
-    compile. Returns the cubin's SASS (``cuobjdump -sass``, from `nvcc`'s directory)."""
+    compile. Returns what ``cuobjdump -sass -res-usage`` (from `nvcc`'s directory) prints
+    of the cubin: each function's resources, then its SASS (`sass_functions`,
+    `registers`)."""
     with tempfile.TemporaryDirectory() as d:
         if header is not None:
             with open(os.path.join(d, "ikp.cuh"), "w") as f:
@@ -25,21 +27,26 @@ def compile_check(nvcc: str, src: str, what: str, header: Optional[str] = None, 
         with open(path, "w") as f:
             f.write(src)
         cubin = os.path.join(d, "k.cubin")
-        cmd = [nvcc, "-cubin", "-arch=sm_90", "-std=c++17", "-I", include, *defines, "-o", cubin, path]
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-I", include, *defines, "-o", cubin, path]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"{what}: the kernels do not compile:\n{r.stderr}")
         cuobjdump = os.path.join(os.path.dirname(nvcc), "cuobjdump")
-        r = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True)
+        r = subprocess.run([cuobjdump, "-sass", "-res-usage", cubin], capture_output=True, text=True)
         if r.returncode != 0:
-            raise SystemExit(f"{what}: cuobjdump -sass failed:\n{r.stderr}")
+            raise SystemExit(f"{what}: cuobjdump failed:\n{r.stderr}")
         return r.stdout
 
 
-def sass_functions(sass: str) -> dict:
+def sass_functions(text: str) -> dict:
     """The SASS of each function in `cuobjdump -sass` output, by name."""
-    parts = re.split(r"^\s+Function : (\S+)\s*$", sass, flags=re.M)
+    parts = re.split(r"^\s+Function : (\S+)\s*$", text, flags=re.M)
     return dict(zip(parts[1::2], parts[2::2]))
+
+
+def registers(text: str) -> dict:
+    """Each function's registers in `cuobjdump -res-usage` output, by name."""
+    return {f: int(n) for f, n in re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", text)}
 
 
 def write_figures(path: str, device: str, **figures: Any) -> None:

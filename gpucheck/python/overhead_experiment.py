@@ -42,11 +42,9 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 
-from experiment_tools import compile_check, sass_functions, write_figures
+from experiment_tools import compile_check, registers, sass_functions, write_figures
 
 SRC = r"""
 #include "ikp.cuh"
@@ -179,36 +177,45 @@ def premises(functions: dict, variants) -> list:
     return problems
 
 
+def builds(nvcc: str, include: str, arch: str = "sm_90") -> dict:
+    """Each define set's kernels built by `nvcc` for `arch`: (SASS by function, registers by
+    function)."""
+    out = {}
+    for defines in sorted({v[1] for v in VARIANTS}):
+        text = compile_check(nvcc, SRC, f"defines {list(defines)}", include=include, defines=defines, arch=arch)
+        out[defines] = (sass_functions(text), registers(text))
+    return out
+
+
+def facts(built: dict) -> dict:
+    """Per shape and variant: the kernel's registers and its multiply-add loop's other
+    opcodes (whether the loop counter's add is an IADD3 or a VIADD, which the lane's code
+    beside the loop changes)."""
+    out: dict = {}
+    for name, defines, kernel, _ in VARIANTS:
+        functions, regs = built[defines]
+        for shape, suffix, *_ in SHAPES:
+            fn = kernel + suffix
+            out.setdefault(shape, {})[name] = dict(regs=regs.get(fn, -1), loop=ffma_loop(functions.get(fn, "")))
+    return out
+
+
+def print_facts(by_shape: dict, how: str) -> None:
+    for shape, by_variant in by_shape.items():
+        print(f"{shape}, {how}: " + "; ".join(f"{k} {v['regs']} regs, loop {' '.join(v['loop'])}" for k, v in by_variant.items()))
+
+
 def sass_facts(include: str, arch: str) -> dict:
-    """Each variant's kernels as the GPU machine's nvcc builds them for `arch` (its ptxas is
-    the toolkit's, as CuPy's NVRTC is): registers and the multiply-add loop's other
-    opcodes (whether the counter's add is an IADD3 or a VIADD, which the lane's code beside
-    the loop changes). {} when there is no nvcc or cuobjdump."""
+    """`facts` of the kernels as the GPU machine's nvcc builds them for `arch` (its ptxas is
+    the toolkit's, as CuPy's NVRTC is); {} where there is no nvcc or it fails."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    cuobjdump = os.path.join(os.path.dirname(nvcc), "cuobjdump")
-    if not (os.path.exists(nvcc) and os.path.exists(cuobjdump)):
+    if not os.path.exists(nvcc):
         return {}
-    facts: dict = {}
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "k.cu")
-        with open(path, "w") as f:
-            f.write(SRC)
-        for defines in sorted({v[1] for v in VARIANTS}):
-            cubin = os.path.join(d, "k.cubin")
-            cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-I", include, *defines, "-o", cubin, path]
-            if subprocess.run(cmd, capture_output=True).returncode != 0:
-                continue
-            sass = sass_functions(subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout)
-            res = subprocess.run([cuobjdump, "-res-usage", cubin], capture_output=True, text=True).stdout
-            regs = dict(re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", res))
-            for name, d_, kernel, _ in VARIANTS:
-                if d_ != defines:
-                    continue
-                for shape, suffix, *_ in SHAPES:
-                    fn = kernel + suffix
-                    facts.setdefault(shape, {})[name] = dict(
-                        regs=int(regs.get(fn, -1)), loop=ffma_loop(sass.get(fn, "")))
-    return facts
+    try:
+        return facts(builds(nvcc, include, arch))
+    except SystemExit as e:
+        print(f"nvcc's SASS left out: {e}")
+        return {}
 
 
 def main() -> int:
@@ -222,11 +229,12 @@ def main() -> int:
     if args.check:
         if not args.nvcc:
             ap.error("--check needs --nvcc")
-        for defines in sorted({v[1] for v in VARIANTS}):
-            sass = compile_check(args.nvcc, SRC, f"defines {list(defines)}", include=args.include, defines=defines)
-            problems = premises(sass_functions(sass), [v for v in VARIANTS if v[1] == defines])
+        built = builds(args.nvcc, args.include)
+        for defines, (functions, _) in built.items():
+            problems = premises(functions, [v for v in VARIANTS if v[1] == defines])
             if problems:
                 raise SystemExit(f"defines {list(defines)}: " + "; ".join(problems))
+        print_facts(facts(built), "sm_90 SASS")
         print(f"overhead_experiment.py: {len(VARIANTS)} variants compile against {args.include}/ikp.cuh "
               f"and their kernels are what they say ({len(SHAPES)} shapes)")
         return 0
@@ -281,12 +289,11 @@ def main() -> int:
             device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
             write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures)
     cc = cp.cuda.Device().compute_capability
-    facts = sass_facts(args.include, f"sm_{cc}a" if cc == "90" else f"sm_{cc}")
-    for shape, by_variant in facts.items():
-        print(f"{shape}, nvcc's SASS: " + "; ".join(f"{k} {v['regs']} regs, loop {' '.join(v['loop'])}" for k, v in by_variant.items()))
+    sass = sass_facts(args.include, f"sm_{cc}a" if cc == "90" else f"sm_{cc}")
+    print_facts(sass, "the machine's nvcc")
     if args.out:
         device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
-        write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures, sass=facts)
+        write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures, sass=sass)
     return 0
 
 
