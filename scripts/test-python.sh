@@ -88,27 +88,33 @@ PY
 # says (read from its SASS: the lane's code in it or not).
 "$pyvenv/bin/python" "$root/gpucheck/python/overhead_experiment.py" --check --include "$root/device/include" \
   --nvcc "${IKP_CUDA_BIN:?source scripts/env.sh}/nvcc"
-# ... and its launch path, with the CuPy stand-in of gpucheck/python/testing (no GPU: each
-# launch checked against its kernel and timed by a rule, 1 % more for a kernel with a
-# lane) and no nvcc on PATH: every shape and variant timed, the slowdowns as the rule says.
-oe="$root/target/overhead-experiment.json"
-rm -f "$oe"
-mkdir -p "$root/target/oe-wheel-dir"
-PATH=/usr/bin:/bin PYTHONPATH="$root/gpucheck/python/testing" "$pyvenv/bin/python" \
-  "$root/gpucheck/python/overhead_experiment.py" --wheel-dir "$root/target/oe-wheel-dir" \
-  --include "$root/device/include" --out "$oe" >/dev/null
-"$pyvenv/bin/python" - "$oe" "$root/gpucheck/python" <<'PY'
-import json, sys
+# The launch paths of both CuPy experiments, with the CuPy stand-in of gpucheck/python/testing
+# (no GPU: each launch checked against its kernel's parameters and timed by a rule, 300 us,
+# 1 % more for a kernel with a lane) and no nvcc on PATH: every launch they name timed, the
+# figures as the rule says.
+mkdir -p "$root/target/experiments/wheel-dir"
+for exp in overhead stream; do
+  rm -f "$root/target/experiments/$exp.json"
+  PATH=/usr/bin:/bin PYTHONPATH="$root/gpucheck/python/testing" "$pyvenv/bin/python" \
+    "$root/gpucheck/python/${exp}_experiment.py" --wheel-dir "$root/target/experiments/wheel-dir" \
+    --include "$root/device/include" --out "$root/target/experiments/$exp.json" >/dev/null
+done
+"$pyvenv/bin/python" - "$root/target/experiments" "$root/gpucheck/python" <<'PY'
+import json, os, sys
 sys.path.insert(0, sys.argv[2])
 import overhead_experiment as o
-d = json.load(open(sys.argv[1]))
+import stream_experiment as s
+d = json.load(open(os.path.join(sys.argv[1], "overhead.json")))
 shapes = d["shapes"]
-assert sorted(shapes) == sorted(s[0] for s in o.SHAPES), shapes.keys()
+assert sorted(shapes) == sorted(x[0] for x in o.SHAPES), shapes.keys()
 for shape, f in shapes.items():
     assert sorted(f["us_per_launch"]) == sorted(v[0] for v in o.VARIANTS), (shape, f["us_per_launch"].keys())
     assert all(len(t) == o.ROUNDS for t in f["us_per_launch"].values()), shape
     med = f["median_us"]
     assert med["off"] == med["bare"] == 300.0 and med["init+finalize"] == 303.0, (shape, med)
 assert d["sass"] == {}, "no nvcc on PATH: no SASS facts"
-print("overhead_experiment.py with the CuPy stand-in: every shape and variant timed")
+sec = json.load(open(os.path.join(sys.argv[1], "stream.json")))["seconds"]
+assert sec["off"] == 300e-6 and sec["fixed/device"] == 303e-6, sec
+assert all(name in sec for name, _ in s.VARIANTS) and len(sec) == 10 + len(s.VARIANTS), sorted(sec)
+print("overhead_experiment.py and stream_experiment.py with the CuPy stand-in: every launch timed")
 PY

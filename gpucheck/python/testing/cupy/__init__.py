@@ -16,7 +16,7 @@ launches: List[tuple] = []
 
 def launch_us(name: str) -> float:
     """A launch's pretend GPU time: 300 us, 1 % more for a kernel that holds ikp's lane."""
-    return 300.0 if name.startswith(("k_off_", "k_bare_")) else 303.0
+    return 300.0 if name.startswith(("k_off", "k_bare")) else 303.0
 
 
 class _Array:
@@ -33,6 +33,10 @@ def zeros_like(a: _Array) -> _Array:
     return _Array(np.zeros_like(a.host))
 
 
+def zeros(shape: Any, dtype: Any = np.float64) -> _Array:
+    return _Array(np.zeros(shape, dtype=dtype))
+
+
 random = types.SimpleNamespace(rand=lambda n, dtype=np.float32: _Array(np.random.rand(n).astype(dtype)))
 
 
@@ -46,27 +50,40 @@ class _Function:
         launches.append((self.name, grid, block, len(args)))
 
 
+def _params(code: str, at: int) -> int:
+    """The parameter count of the kernel whose parameter list opens at `code[at]` ('(')."""
+    depth, commas, i = 0, 0, at
+    while True:
+        c = code[i]
+        if c in "(<":
+            depth += 1
+        elif c in ")>":
+            depth -= 1
+            if depth == 0:
+                return commas + 1
+        elif c == "," and depth == 1:
+            commas += 1
+        i += 1
+
+
 class RawModule:
-    """Finds a kernel by name in the source: written out (`void NAME(`), or made by a
-    kernel macro the experiments use (`IKP_EXP_KERNELS(shape, ...)` defining
-    `k_<variant>_##shape`). A bare kernel (`k_bare_*`) takes 4 parameters, the others 9."""
+    """Finds a kernel by name in the source, written out (`void NAME(`) or made by a kernel
+    macro the experiments use (`IKP_EXP_KERNELS(shape, ...)` defining
+    `k_<variant>_##shape`), and takes its parameter count from its parameter list."""
 
     def __init__(self, code: str, options: tuple = ()) -> None:
         self.code, self.options = code, options
 
-    def _defines(self, name: str) -> bool:
-        if f"void {name}(" in self.code:
-            return True
-        for shape in re.findall(r"IKP_EXP_KERNELS\((\w+),", self.code):
-            stem = name[: -len(shape) - 1]
-            if name.endswith("_" + shape) and f"void {stem}_##shape(" in self.code:
-                return True
-        return False
-
     def get_function(self, name: str) -> _Function:
-        if not self._defines(name):
-            raise KeyError(f"no kernel {name} in the module")
-        return _Function(name, 4 if name.startswith("k_bare_") else 9)
+        at = self.code.find(f"void {name}(")
+        if at >= 0:
+            return _Function(name, _params(self.code, at + len(f"void {name}")))
+        for shape in re.findall(r"IKP_EXP_KERNELS\((\w+),", self.code):
+            decl = f"void {name[: -len(shape) - 1]}_##shape("
+            at = self.code.find(decl)
+            if name.endswith("_" + shape) and at >= 0:
+                return _Function(name, _params(self.code, at + len(decl) - 1))
+        raise KeyError(f"no kernel {name} in the module")
 
 
 class _Event:
