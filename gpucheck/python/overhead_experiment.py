@@ -67,45 +67,34 @@ __device__ __forceinline__ void body(float* out, const float* in, unsigned n_til
   }
   if (Finalize) lane.finalize();
 }
-// The lane's init and finalize behind a branch on a0 (the buffer's address, never 1), the
-// loop as in `off`.
-template <bool Vary>
-__device__ __forceinline__ void unreached(float* out, const float* in, unsigned n_tiles, unsigned iters,
-                                          unsigned long long a0, unsigned long long a1, unsigned long long a2,
-                                          unsigned long long a3, unsigned long long a4) {
-  if (a0 == 1ull) {
+// What each kernel runs: the loop alone (OFF), with the lane's init and finalize compiled
+// in behind a branch on a0 (the buffer's address, never 1) that no launch takes
+// (UNREACHED), after the lane's init (INIT), between its init and finalize (COUNTERS).
+enum Mode { OFF, UNREACHED, INIT, COUNTERS };
+template <int M, bool Vary>
+__device__ __forceinline__ void run(float* out, const float* in, unsigned n_tiles, unsigned iters,
+                                    unsigned long long a0, unsigned long long a1, unsigned long long a2,
+                                    unsigned long long a3, unsigned long long a4) {
+  if (M == UNREACHED && a0 == 1ull) {
     body<true, true, Vary>(out, in, 0u, iters, a0, a1, a2, a3, a4);
     return;
   }
-  body<false, false, Vary>(out, in, n_tiles, iters, a0, a1, a2, a3, a4);
+  body<M == INIT || M == COUNTERS, M == COUNTERS, Vary>(out, in, n_tiles, iters, a0, a1, a2, a3, a4);
 }
+#define IKP_EXP_KERNEL(name, mode, vary)                                                          \
+  extern "C" __global__ void name(float* out, const float* in, unsigned n, unsigned iters,        \
+                                  unsigned long long a0, unsigned long long a1, unsigned long long a2, \
+                                  unsigned long long a3, unsigned long long a4) {                 \
+    run<mode, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                       \
+  }
+// A shape's kernels; k_bare_ takes no Arg at all (the bench's baseline).
 #define IKP_EXP_KERNELS(shape, vary)                                                               \
-  extern "C" __global__ void k_off_##shape(float* out, const float* in, unsigned n, unsigned iters, \
-                                           unsigned long long a0, unsigned long long a1,            \
-                                           unsigned long long a2, unsigned long long a3,            \
-                                           unsigned long long a4) {                                 \
-    body<false, false, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                               \
-  }                                                                                                \
+  IKP_EXP_KERNEL(k_off_##shape, OFF, vary)                                                         \
+  IKP_EXP_KERNEL(k_unreached_##shape, UNREACHED, vary)                                             \
+  IKP_EXP_KERNEL(k_init_##shape, INIT, vary)                                                       \
+  IKP_EXP_KERNEL(k_counters_##shape, COUNTERS, vary)                                               \
   extern "C" __global__ void k_bare_##shape(float* out, const float* in, unsigned n, unsigned iters) { \
     body<false, false, vary>(out, in, n, iters, 0ull, 0ull, 0ull, 0ull, 0ull);                      \
-  }                                                                                                \
-  extern "C" __global__ void k_unreached_##shape(float* out, const float* in, unsigned n,           \
-                                                 unsigned iters, unsigned long long a0,             \
-                                                 unsigned long long a1, unsigned long long a2,      \
-                                                 unsigned long long a3, unsigned long long a4) {    \
-    unreached<vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                        \
-  }                                                                                                \
-  extern "C" __global__ void k_init_##shape(float* out, const float* in, unsigned n, unsigned iters, \
-                                            unsigned long long a0, unsigned long long a1,           \
-                                            unsigned long long a2, unsigned long long a3,           \
-                                            unsigned long long a4) {                                \
-    body<true, false, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                \
-  }                                                                                                \
-  extern "C" __global__ void k_counters_##shape(float* out, const float* in, unsigned n,            \
-                                                unsigned iters, unsigned long long a0,              \
-                                                unsigned long long a1, unsigned long long a2,       \
-                                                unsigned long long a3, unsigned long long a4) {     \
-    body<true, true, vary>(out, in, n, iters, a0, a1, a2, a3, a4);                                 \
   }
 IKP_EXP_KERNELS(persistent, true)
 IKP_EXP_KERNELS(wave, false)

@@ -67,23 +67,40 @@ def _params(code: str, at: int) -> int:
 
 
 class RawModule:
-    """Finds a kernel by name in the source, written out (`void NAME(`) or made by a kernel
-    macro the experiments use (`IKP_EXP_KERNELS(shape, ...)` defining
-    `k_<variant>_##shape`), and takes its parameter count from its parameter list."""
+    """Finds a kernel by name in the source and takes its parameter count from its parameter
+    list: written out (`void NAME(`), or made by the experiments' kernel macros: a shape's
+    kernels (`IKP_EXP_KERNELS(shape, ...)`) each declared as `void STEM_##shape(` or
+    through a macro called as `MACRO(STEM_##shape, ...)` whose definition holds
+    `void name(`."""
 
     def __init__(self, code: str, options: tuple = ()) -> None:
         self.code, self.options = code, options
 
-    def get_function(self, name: str) -> _Function:
+    def _declaration(self, name: str) -> int:
+        """Where `name`'s parameter list opens in the source ('('), or -1."""
         at = self.code.find(f"void {name}(")
         if at >= 0:
-            return _Function(name, _params(self.code, at + len(f"void {name}")))
+            return at + len(f"void {name}")
         for shape in re.findall(r"IKP_EXP_KERNELS\((\w+),", self.code):
-            decl = f"void {name[: -len(shape) - 1]}_##shape("
-            at = self.code.find(decl)
-            if name.endswith("_" + shape) and at >= 0:
-                return _Function(name, _params(self.code, at + len(decl) - 1))
-        raise KeyError(f"no kernel {name} in the module")
+            if not name.endswith("_" + shape):
+                continue
+            stem = name[: -len(shape) - 1] + "_##shape"
+            at = self.code.find(f"void {stem}(")
+            if at >= 0:
+                return at + len(f"void {stem}")
+            call = re.search(r"(\w+)\(" + re.escape(stem) + ",", self.code)
+            if call:
+                m = re.search(r"#define " + call.group(1) + r"\((\w+),[^)]*\)", self.code)
+                at = self.code.find(f"void {m.group(1)}(", m.end()) if m else -1
+                if at >= 0:
+                    return at + len(f"void {m.group(1)}")
+        return -1
+
+    def get_function(self, name: str) -> _Function:
+        at = self._declaration(name)
+        if at < 0:
+            raise KeyError(f"no kernel {name} in the module")
+        return _Function(name, _params(self.code, at))
 
 
 class _Event:
