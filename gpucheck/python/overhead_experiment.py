@@ -236,6 +236,7 @@ def main() -> int:
     import ikp
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     modules = {}
     for defines in sorted({v[1] for v in VARIANTS}):
         modules[defines] = cp.RawModule(code=SRC, options=(f"--include-path={args.include}", "-std=c++17", *defines))
@@ -275,13 +276,11 @@ def main() -> int:
         figures[shape] = dict(blocks=blocks, tiles=tiles, iters=iters, us_per_launch=times, median_us=med)
         if args.out:
             # After each shape: a run the session's timeout cuts short keeps what it timed.
-            device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
             write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures)
     cc = cp.cuda.Device().compute_capability
     sass = sass_facts(args.include, f"sm_{cc}a" if cc == "90" else f"sm_{cc}")
     print_facts(sass, "the machine's nvcc")
     if args.out:
-        device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
         write_figures(args.out, device, sms=sms, rounds=ROUNDS, launches=LAUNCHES, shapes=figures, sass=sass)
     return 0
 
